@@ -1,0 +1,48 @@
+"""The ``kubesalvo`` command line: one table of subcommands, each imported only when used.
+
+A subcommand module exposes ``configure(parser)`` to declare its arguments and
+``main(args) -> int`` to run; importing it lazily keeps ``kubesalvo --help`` fast and keeps
+heavy imports (numpy, aiohttp) out of commands that do not need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# name -> (module, one-line help). Only commands that exist are listed here.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "cluster": (
+        "kubesalvo.sched.cluster.cli",
+        "build, start and stop a local control plane with fake kwok nodes",
+    ),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubesalvo",
+        description="A Kubernetes scheduler that places whole bursts of pods in compiled kernels.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        child = sub.add_parser(name, help=help_text, description=help_text)
+        module.configure(child)
+        child.set_defaults(_main=module.main)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._main(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
