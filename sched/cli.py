@@ -21,23 +21,26 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported to declare its arguments."""
     parser = argparse.ArgumentParser(
         prog="kubesalvo",
         description="A Kubernetes scheduler that places whole bursts of pods in compiled kernels.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        module = importlib.import_module(module_name)
         child = sub.add_parser(name, help=help_text, description=help_text)
-        module.configure(child)
-        child.set_defaults(_main=module.main)
+        if name == command:
+            module = importlib.import_module(module_name)
+            module.configure(child)
+            child.set_defaults(_main=module.main)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    args = build_parser(command).parse_args(argv)
     try:
         return int(args._main(args) or 0)
     except KeyboardInterrupt:
