@@ -1,0 +1,460 @@
+"""ClusterState: the scheduler's picture of every node, as numpy columns the kernels read.
+
+One row per node. Rows of deleted nodes are reused, and every array grows by doubling, so
+adding, updating or removing a node or a pod touches one row (amortised O(1) in the number
+of nodes). The layout (all arrays have ``capacity`` rows; only rows below ``rows`` are ever
+used, and ``present`` says which of them hold a node):
+
+* ``allocatable``/``requested`` (rows x resources, int64): cpu in millicores, memory,
+  ephemeral-storage and hugepages in bytes, pods and extended resources in counts. Columns
+  0-3 are cpu, memory, ephemeral-storage, pods; every other resource gets its own column the
+  first time a node or pod names it. ``requested[:, PODS]`` is the number of pods on the node.
+* ``nonzero_requested`` (rows x 2, int64): cpu/memory as the resource scores see them (a
+  container naming no cpu/memory counts 100m/200Mi).
+* ``unschedulable``/``ready`` (uint8 flags).
+* Labels: for each label key an int32 column of value ids (-1 = the node lacks the key);
+  value ids are interned per key. The same column is the topology domain id of that key, so
+  spread and inter-pod terms need no separate table. (This replaces the key=value bitsets
+  of DESIGN.md: selectors become ``np.isin`` over one column, and domains come for free.)
+* Taints: interned (key, value, effect); ``taints`` (rows x distinct taints, uint8).
+* Images: per normalised image name, the rows that have it and its size there.
+* Host ports and pods: per row, Python dictionaries (changed one pod at a time); pods are
+  also grouped by (namespace, labels) with per-row counts, so that counting the pods that
+  match a selector per node touches each distinct label set once, not each pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesalvo.core import _typedefs
+from kubesalvo.core.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    HostPort,
+    host_ports,
+    node_allocatable,
+    pod_nonzero_requests,
+    pod_requests,
+)
+
+__all__ = ["ClusterState", "PodRecord", "normalized_image_name", "pod_key"]
+
+FIXED_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+POD_COLUMN = 3
+_INITIAL_ROWS = 64
+
+Labels = tuple[tuple[str, str], ...]
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    """The identity of a pod in the state: its uid, or namespace/name when it has none."""
+    meta = pod.get("metadata") or {}
+    uid = meta.get("uid")
+    if uid:
+        return str(uid)
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
+
+
+def normalized_image_name(name: str) -> str:
+    """An image name as ImageLocality compares them: ``:latest`` added when untagged."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+@dataclass
+class PodRecord:
+    """What the state remembers of a pod on a node, to undo it exactly on removal."""
+
+    row: int
+    namespace: str
+    labels: Labels
+    requests: dict[int, int]  # column -> amount
+    nonzero: tuple[int, int]  # (cpu millicores, memory bytes) for scoring
+    ports: list[HostPort]
+    group: int  # id of its (namespace, labels) group
+    affinity: Mapping[str, Any] | None  # spec.affinity when it has pod (anti-)affinity
+    assumed: bool = False
+
+
+@dataclass
+class _Group:
+    """Pods sharing a namespace and a label set, counted per row."""
+
+    namespace: str
+    labels: dict[str, str]
+    per_row: dict[int, int] = field(default_factory=dict)
+
+
+class ClusterState:
+    """Nodes and the pods on them, as matrices; see the module docstring for the layout."""
+
+    def __init__(self, capacity: int = _INITIAL_ROWS) -> None:
+        self.capacity = max(1, capacity)
+        self.rows = 0  # high-water mark of used rows
+        self.version = 0  # bumped on every node change (static per-class caches key on it)
+        self.names: list[str | None] = []
+        self.row_of: dict[str, int] = {}
+        self._free: list[int] = []
+        self.resource_names: list[str] = list(FIXED_RESOURCES)
+        self.resource_index: dict[str, int] = {n: i for i, n in enumerate(FIXED_RESOURCES)}
+        cap, res = self.capacity, len(FIXED_RESOURCES)
+        self.allocatable = np.zeros((cap, res), dtype=_typedefs.QUANTITY)
+        self.requested = np.zeros((cap, res), dtype=_typedefs.QUANTITY)
+        self.nonzero_requested = np.zeros((cap, 2), dtype=_typedefs.QUANTITY)
+        self.present = np.zeros(cap, dtype=_typedefs.MASK)
+        self.unschedulable = np.zeros(cap, dtype=_typedefs.MASK)
+        self.ready = np.zeros(cap, dtype=_typedefs.MASK)
+        # labels: key -> column of value ids; key -> value -> id; key -> id -> value
+        self.label_columns: dict[str, npt.NDArray[np.int32]] = {}
+        self.label_value_ids: dict[str, dict[str, int]] = {}
+        self.label_values: dict[str, list[str]] = {}
+        self.node_labels: list[dict[str, str]] = []
+        # taints
+        self.taint_ids: dict[tuple[str, str, str], int] = {}
+        self.taint_list: list[tuple[str, str, str]] = []
+        self.taints = np.zeros((cap, 0), dtype=_typedefs.MASK)
+        self.node_taints: list[list[int]] = []  # per row, taint ids in the node's order
+        # images: normalised name -> {row: size in bytes}
+        self.images: dict[str, dict[int, int]] = {}
+        self.node_images: list[list[str]] = []
+        # host ports in use: per row, (ip, protocol, port) -> number of pods using it
+        self.ports: list[dict[HostPort, int]] = []
+        # pods
+        self.pods: dict[str, PodRecord] = {}
+        self.pods_on_row: list[set[str]] = []
+        self.groups: list[_Group] = []
+        self.group_ids: dict[tuple[str, Labels], int] = {}
+        self.affinity_pods_on_row: list[int] = []  # pods carrying pod (anti-)affinity
+        self.namespace_labels: dict[str, dict[str, str]] = {}
+
+    # ----------------------------------------------------------------- sizing helpers
+    @property
+    def node_count(self) -> int:
+        return self.rows - len(self._free)
+
+    def _grow_rows(self, needed: int) -> None:
+        if needed <= self.capacity:
+            return
+        cap = self.capacity
+        while cap < needed:
+            cap *= 2
+
+        def grown(a: np.ndarray, fill: int = 0) -> np.ndarray:
+            out = np.full((cap, *a.shape[1:]), fill, dtype=a.dtype)
+            out[: a.shape[0]] = a
+            return out
+
+        self.allocatable = grown(self.allocatable)
+        self.requested = grown(self.requested)
+        self.nonzero_requested = grown(self.nonzero_requested)
+        self.present = grown(self.present)
+        self.unschedulable = grown(self.unschedulable)
+        self.ready = grown(self.ready)
+        self.taints = grown(self.taints)
+        for key, column in self.label_columns.items():
+            self.label_columns[key] = grown(column, -1)
+        self.capacity = cap
+
+    def resource_column(self, name: str) -> int:
+        """The column of resource ``name``, adding an all-zero column the first time."""
+        index = self.resource_index.get(name)
+        if index is not None:
+            return index
+        index = len(self.resource_names)
+        self.resource_names.append(name)
+        self.resource_index[name] = index
+        pad = np.zeros((self.capacity, 1), dtype=_typedefs.QUANTITY)
+        self.allocatable = np.hstack([self.allocatable, pad])
+        self.requested = np.hstack([self.requested, pad])
+        return index
+
+    def label_column(self, key: str) -> npt.NDArray[np.int32]:
+        """The value-id column of label ``key`` (all -1 when no node has the key)."""
+        column = self.label_columns.get(key)
+        if column is None:
+            column = np.full(self.capacity, -1, dtype=np.int32)
+            self.label_columns[key] = column
+            self.label_value_ids[key] = {}
+            self.label_values[key] = []
+        return column
+
+    def label_value_id(self, key: str, value: str) -> int:
+        """The id of ``value`` under ``key``, interning it; ids are dense per key."""
+        self.label_column(key)
+        ids = self.label_value_ids[key]
+        vid = ids.get(value)
+        if vid is None:
+            vid = len(ids)
+            ids[value] = vid
+            self.label_values[key].append(value)
+        return vid
+
+    def taint_id(self, taint: tuple[str, str, str]) -> int:
+        tid = self.taint_ids.get(taint)
+        if tid is None:
+            tid = len(self.taint_list)
+            self.taint_ids[taint] = tid
+            self.taint_list.append(taint)
+            pad = np.zeros((self.capacity, 1), dtype=_typedefs.MASK)
+            self.taints = np.hstack([self.taints, pad])
+        return tid
+
+    # ----------------------------------------------------------------------- nodes
+    def add_node(self, node: Mapping[str, Any]) -> int:
+        """Add (or update, when its name is known) a node; return its row."""
+        name = (node.get("metadata") or {})["name"]
+        row = self.row_of.get(name)
+        if row is not None:
+            self._fill_node(row, node)
+            return row
+        if self._free:
+            row = self._free.pop()
+        else:
+            row = self.rows
+            self._grow_rows(row + 1)
+            self.rows += 1
+            self.names.append(None)
+            self.node_labels.append({})
+            self.node_taints.append([])
+            self.node_images.append([])
+            self.ports.append({})
+            self.pods_on_row.append(set())
+            self.affinity_pods_on_row.append(0)
+        self.names[row] = name
+        self.row_of[name] = row
+        self.present[row] = 1
+        self._fill_node(row, node)
+        return row
+
+    update_node = add_node
+
+    def _fill_node(self, row: int, node: Mapping[str, Any]) -> None:
+        self.version += 1
+        meta = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        status = node.get("status") or {}
+        self.allocatable[row] = 0
+        for res, amount in node_allocatable(node).items():
+            column = self.resource_column(res)  # may widen the matrix: look it up first
+            self.allocatable[row, column] = amount
+        self.unschedulable[row] = 1 if spec.get("unschedulable") else 0
+        self.ready[row] = 0
+        for condition in status.get("conditions") or ():
+            if condition.get("type") == "Ready":
+                self.ready[row] = 1 if condition.get("status") == "True" else 0
+        # labels
+        for key in self.node_labels[row]:
+            self.label_columns[key][row] = -1
+        labels = dict(meta.get("labels") or {})
+        for key, value in labels.items():
+            self.label_column(key)[row] = self.label_value_id(key, value)
+        self.node_labels[row] = labels
+        # taints
+        for tid in self.node_taints[row]:
+            self.taints[row, tid] = 0
+        ids = []
+        for taint in spec.get("taints") or ():
+            tid = self.taint_id(
+                (taint.get("key", ""), taint.get("value") or "", taint.get("effect", ""))
+            )
+            self.taints[row, tid] = 1
+            ids.append(tid)
+        self.node_taints[row] = ids
+        # images
+        self._drop_images(row)
+        names = []
+        for image in status.get("images") or ():
+            size = int(image.get("sizeBytes") or 0)
+            for image_name in image.get("names") or ():
+                normalized = normalized_image_name(image_name)
+                self.images.setdefault(normalized, {})[row] = size
+                names.append(normalized)
+        self.node_images[row] = names
+
+    def _drop_images(self, row: int) -> None:
+        for image_name in self.node_images[row]:
+            holders = self.images.get(image_name)
+            if holders is not None:
+                holders.pop(row, None)
+                if not holders:
+                    del self.images[image_name]
+        self.node_images[row] = []
+
+    def remove_node(self, name: str) -> None:
+        """Forget a node; its row is reused by the next node added. Its pods go with it."""
+        row = self.row_of.pop(name, None)
+        if row is None:
+            return
+        self.version += 1
+        for key in list(self.pods_on_row[row]):
+            self.remove_pod_key(key)
+        for key in self.node_labels[row]:
+            self.label_columns[key][row] = -1
+        self.node_labels[row] = {}
+        for tid in self.node_taints[row]:
+            self.taints[row, tid] = 0
+        self.node_taints[row] = []
+        self._drop_images(row)
+        self.allocatable[row] = 0
+        self.requested[row] = 0
+        self.nonzero_requested[row] = 0
+        self.present[row] = 0
+        self.unschedulable[row] = 0
+        self.ready[row] = 0
+        self.ports[row] = {}
+        self.names[row] = None
+        self._free.append(row)
+
+    def node_rows(self) -> Iterator[int]:
+        """Rows that hold a node, in row order."""
+        return (row for row in range(self.rows) if self.present[row])
+
+    def set_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        """Record a namespace's labels (inter-pod terms with a namespaceSelector read them)."""
+        self.namespace_labels[name] = dict(labels)
+
+    # ------------------------------------------------------------------------ pods
+    def _group(self, namespace: str, labels: Labels) -> int:
+        gid = self.group_ids.get((namespace, labels))
+        if gid is None:
+            gid = len(self.groups)
+            self.group_ids[(namespace, labels)] = gid
+            self.groups.append(_Group(namespace, dict(labels)))
+        return gid
+
+    def add_pod(self, pod: Mapping[str, Any], node_name: str | None = None) -> bool:
+        """Count a pod bound (or being bound) to a node; False when the node is unknown.
+
+        ``node_name`` defaults to ``spec.nodeName``. A pod already known is moved.
+        """
+        spec = pod.get("spec") or {}
+        node_name = node_name or spec.get("nodeName")
+        row = self.row_of.get(node_name or "")
+        key = pod_key(pod)
+        if key in self.pods:
+            self.remove_pod_key(key)
+        if row is None:
+            return False
+        meta = pod.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        labels: Labels = tuple(sorted((meta.get("labels") or {}).items()))
+        requests = {
+            self.resource_column(res): amount
+            for res, amount in pod_requests(pod, use_status=True).items()
+            if amount
+        }
+        affinity = spec.get("affinity") or None
+        if affinity and not (affinity.get("podAffinity") or affinity.get("podAntiAffinity")):
+            affinity = None
+        record = PodRecord(
+            row=row,
+            namespace=namespace,
+            labels=labels,
+            requests=requests,
+            nonzero=pod_nonzero_requests(pod, use_status=True),
+            ports=host_ports(pod),
+            group=self._group(namespace, labels),
+            affinity=affinity,
+        )
+        self._apply(key, record, +1)
+        return True
+
+    def assume_pod(self, pod: Mapping[str, Any], node_name: str) -> bool:
+        """Count a pod the scheduler has placed but whose binding is not confirmed yet."""
+        added = self.add_pod(pod, node_name)
+        if added:
+            self.pods[pod_key(pod)].assumed = True
+        return added
+
+    def confirm_pod(self, pod: Mapping[str, Any]) -> None:
+        """The watch saw the binding: the assumed pod is now bound (counted once)."""
+        record = self.pods.get(pod_key(pod))
+        if record is not None:
+            record.assumed = False
+
+    def remove_pod(self, pod: Mapping[str, Any]) -> None:
+        self.remove_pod_key(pod_key(pod))
+
+    forget_pod = remove_pod
+
+    def remove_pod_key(self, key: str) -> None:
+        record = self.pods.get(key)
+        if record is not None:
+            self._apply(key, record, -1)
+
+    def _apply(self, key: str, record: PodRecord, sign: int) -> None:
+        row = record.row
+        for column, amount in record.requests.items():
+            self.requested[row, column] += sign * amount
+        self.requested[row, POD_COLUMN] += sign
+        self.nonzero_requested[row, 0] += sign * record.nonzero[0]
+        self.nonzero_requested[row, 1] += sign * record.nonzero[1]
+        ports = self.ports[row]
+        for port in record.ports:
+            left = ports.get(port, 0) + sign
+            if left:
+                ports[port] = left
+            else:
+                ports.pop(port, None)
+        per_row = self.groups[record.group].per_row
+        left = per_row.get(row, 0) + sign
+        if left:
+            per_row[row] = left
+        else:
+            per_row.pop(row, None)
+        if record.affinity is not None:
+            self.affinity_pods_on_row[row] += sign
+        if sign > 0:
+            self.pods[key] = record
+            self.pods_on_row[row].add(key)
+        else:
+            del self.pods[key]
+            self.pods_on_row[row].discard(key)
+
+    def add_placed(
+        self,
+        key: str,
+        row: int,
+        namespace: str,
+        labels: Labels,
+        requests: Mapping[int, int],
+        nonzero: tuple[int, int],
+        ports: list[HostPort],
+        affinity: Mapping[str, Any] | None,
+    ) -> None:
+        """Assume a pod the kernel placed, from its already-encoded parts (no re-parsing)."""
+        if key in self.pods:
+            self.remove_pod_key(key)
+        record = PodRecord(
+            row=row,
+            namespace=namespace,
+            labels=labels,
+            requests=dict(requests),
+            nonzero=nonzero,
+            ports=list(ports),
+            group=self._group(namespace, labels),
+            affinity=affinity,
+            assumed=True,
+        )
+        self._apply(key, record, +1)
+
+    # ------------------------------------------------------------------- queries
+    def group_counts(self, groups: list[int]) -> npt.NDArray[np.int64]:
+        """Pods per row, summed over the given (namespace, labels) groups."""
+        out = np.zeros(self.rows, dtype=np.int64)
+        for gid in groups:
+            per_row = self.groups[gid].per_row
+            if per_row:
+                out[np.fromiter(per_row.keys(), np.int64, len(per_row))] += np.fromiter(
+                    per_row.values(), np.int64, len(per_row)
+                )
+        return out

@@ -1,0 +1,127 @@
+"""ClusterState: rows, columns and counts follow node and pod changes incrementally."""
+
+from kubesalvo.core.state import ClusterState, normalized_image_name
+
+
+def node(name, cpu="4", memory="8Gi", pods="110", labels=None, taints=None, images=None, **extra):
+    allocatable = {"cpu": cpu, "memory": memory, "pods": pods, **extra}
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"taints": taints or []},
+        "status": {
+            "allocatable": allocatable,
+            "images": images or [],
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(name, node_name=None, cpu=None, memory=None, labels=None, ports=(), **extra):
+    requests = {k: v for k, v in {"cpu": cpu, "memory": memory, **extra}.items() if v}
+    container = {"name": "c", "resources": {"requests": requests}}
+    if ports:
+        container["ports"] = [{"containerPort": p, "hostPort": p} for p in ports]
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": labels or {}},
+        "spec": {"nodeName": node_name, "containers": [container]},
+    }
+
+
+def test_node_resources_land_in_fixed_and_extended_columns():
+    state = ClusterState()
+    row = state.add_node(node("a", **{"nvidia.com/gpu": "2"}))
+    gpu = state.resource_index["nvidia.com/gpu"]
+    assert state.allocatable[row, :4].tolist() == [4000, 8 << 30, 0, 110]
+    assert state.allocatable[row, gpu] == 2
+    assert state.node_count == 1
+
+
+def test_pods_add_requests_and_non_zero_defaults_and_remove_exactly():
+    state = ClusterState()
+    row = state.add_node(node("a"))
+    state.add_pod(pod("p1", "a", cpu="500m", memory="1Gi"))
+    state.add_pod(pod("p2", "a"))
+    assert state.requested[row, :4].tolist() == [500, 1 << 30, 0, 2]
+    assert state.nonzero_requested[row].tolist() == [600, (1 << 30) + (200 << 20)]
+    state.remove_pod(pod("p1"))
+    assert state.requested[row, :4].tolist() == [0, 0, 0, 1]
+    assert state.nonzero_requested[row].tolist() == [100, 200 << 20]
+
+
+def test_pod_for_unknown_node_is_not_counted():
+    state = ClusterState()
+    assert not state.add_pod(pod("p", "ghost", cpu="1"))
+    assert state.pods == {}
+
+
+def test_removed_node_row_is_reused_and_cleared():
+    state = ClusterState()
+    state.add_node(node("a", labels={"zone": "z1"}))
+    b = state.add_node(
+        node("b", labels={"zone": "z2"}, taints=[{"key": "k", "effect": "NoSchedule"}])
+    )
+    state.add_pod(pod("p", "b", cpu="1"))
+    state.remove_node("b")
+    assert state.present[b] == 0 and state.requested[b].sum() == 0
+    assert state.label_columns["zone"][b] == -1 and state.taints[b].sum() == 0
+    assert state.pods == {}
+    c = state.add_node(node("c"))
+    assert c == b and state.names[c] == "c" and state.rows == 2
+
+
+def test_rows_and_columns_grow_beyond_initial_capacity():
+    state = ClusterState(capacity=2)
+    for i in range(9):
+        state.add_node(node(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}"}))
+    state.add_pod(pod("p", "n8", **{"example.com/foo": "3"}))
+    column = state.resource_index["example.com/foo"]
+    assert state.capacity >= 9
+    assert state.requested[state.row_of["n8"], column] == 3
+    assert state.label_columns["kubernetes.io/hostname"][:9].tolist() == list(range(9))
+
+
+def test_labels_are_value_ids_per_key_and_update_in_place():
+    state = ClusterState()
+    a = state.add_node(node("a", labels={"zone": "z1", "tier": "x"}))
+    b = state.add_node(node("b", labels={"zone": "z2"}))
+    zone = state.label_columns["zone"]
+    assert zone[a] != zone[b] and state.label_columns["tier"][b] == -1
+    state.update_node(node("a", labels={"zone": "z2"}))
+    assert zone[a] == zone[b] and state.label_columns["tier"][a] == -1
+
+
+def test_images_are_normalised_and_counted_per_node():
+    state = ClusterState()
+    image = {"names": ["registry/app", "registry/app@sha256:abc"], "sizeBytes": 100}
+    state.add_node(node("a", images=[image]))
+    state.add_node(node("b", images=[image]))
+    assert normalized_image_name("registry/app") == "registry/app:latest"
+    assert normalized_image_name("host:5000/app") == "host:5000/app:latest"
+    assert set(state.images["registry/app:latest"]) == {0, 1}
+    state.remove_node("a")
+    assert set(state.images["registry/app:latest"]) == {1}
+
+
+def test_host_ports_and_groups_follow_pods():
+    state = ClusterState()
+    row = state.add_node(node("a"))
+    state.add_pod(pod("p1", "a", labels={"app": "x"}, ports=(80,)))
+    state.add_pod(pod("p2", "a", labels={"app": "x"}))
+    assert sum(state.ports[row].values()) == 1
+    gid = state.group_ids[("ns", (("app", "x"),))]
+    assert state.group_counts([gid]).tolist() == [2]
+    state.remove_pod(pod("p1"))
+    assert state.ports[row] == {}
+    assert state.group_counts([gid]).tolist() == [1]
+
+
+def test_assumed_pod_is_counted_once_then_confirmed_or_forgotten():
+    state = ClusterState()
+    row = state.add_node(node("a"))
+    p = pod("p", None, cpu="1")
+    state.assume_pod(p, "a")
+    assert state.pods["p"].assumed and state.requested[row, 0] == 1000
+    state.confirm_pod(p)
+    assert not state.pods["p"].assumed
+    state.forget_pod(p)
+    assert state.requested[row, 0] == 0
