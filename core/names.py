@@ -1,0 +1,246 @@
+"""Plugin names, extension points, default weights and failure texts, in one place.
+
+Everything here carries kube-scheduler v1.34's exact spelling, because users read it in
+``FailedScheduling`` events and the ``PodScheduled`` condition, and tools grep for it.
+kubesalvo's own plugins (QosAware, GroupPriority, Coscheduling) sit beside them.
+
+``fit_error_message`` builds the text of a pod that fits no node exactly as upstream's
+``FitError.Error()`` does: one "<count> <reason>" entry per distinct reason, sorted as
+strings (so "10 ..." sorts before "9 ..."), joined by ", ", closed by a period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+
+__all__ = [
+    "DEFAULT_FILTER_ORDER",
+    "DEFAULT_SCORE_WEIGHTS",
+    "EXTENSION_POINTS",
+    "Code",
+    "fit_error_message",
+    "insufficient_resource",
+    "prefilter_narrowing_reason",
+    "success_message",
+]
+
+# --- kube-scheduler's plugins -------------------------------------------------------
+PRIORITY_SORT = "PrioritySort"
+SCHEDULING_GATES = "SchedulingGates"
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+NODE_NAME = "NodeName"
+TAINT_TOLERATION = "TaintToleration"
+NODE_AFFINITY = "NodeAffinity"
+NODE_PORTS = "NodePorts"
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+VOLUME_RESTRICTIONS = "VolumeRestrictions"
+NODE_VOLUME_LIMITS = "NodeVolumeLimits"
+VOLUME_BINDING = "VolumeBinding"
+VOLUME_ZONE = "VolumeZone"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+INTER_POD_AFFINITY = "InterPodAffinity"
+DEFAULT_PREEMPTION = "DefaultPreemption"
+NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
+IMAGE_LOCALITY = "ImageLocality"
+DEFAULT_BINDER = "DefaultBinder"
+DYNAMIC_RESOURCES = "DynamicResources"
+
+# --- kubesalvo's plugins ------------------------------------------------------------
+QOS_AWARE = "QosAware"
+GROUP_PRIORITY = "GroupPriority"
+COSCHEDULING = "Coscheduling"
+
+# Extension points, with kube-scheduler's configuration field names.
+PRE_ENQUEUE = "preEnqueue"
+QUEUE_SORT = "queueSort"
+PRE_FILTER = "preFilter"
+FILTER = "filter"
+POST_FILTER = "postFilter"
+PRE_SCORE = "preScore"
+SCORE = "score"
+RESERVE = "reserve"
+PERMIT = "permit"
+PRE_BIND = "preBind"
+BIND = "bind"
+POST_BIND = "postBind"
+
+# Which extension points each plugin implements (what "multiPoint" expands into).
+EXTENSION_POINTS: dict[str, frozenset[str]] = {
+    SCHEDULING_GATES: frozenset({PRE_ENQUEUE}),
+    PRIORITY_SORT: frozenset({QUEUE_SORT}),
+    NODE_UNSCHEDULABLE: frozenset({FILTER}),
+    NODE_NAME: frozenset({FILTER}),
+    TAINT_TOLERATION: frozenset({FILTER, PRE_SCORE, SCORE}),
+    NODE_AFFINITY: frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
+    NODE_PORTS: frozenset({PRE_FILTER, FILTER}),
+    NODE_RESOURCES_FIT: frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
+    VOLUME_RESTRICTIONS: frozenset({PRE_FILTER, FILTER}),
+    NODE_VOLUME_LIMITS: frozenset({PRE_FILTER, FILTER}),
+    VOLUME_BINDING: frozenset({PRE_FILTER, FILTER, RESERVE, PRE_BIND, PRE_SCORE, SCORE}),
+    VOLUME_ZONE: frozenset({PRE_FILTER, FILTER}),
+    POD_TOPOLOGY_SPREAD: frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
+    INTER_POD_AFFINITY: frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
+    DEFAULT_PREEMPTION: frozenset({POST_FILTER}),
+    NODE_RESOURCES_BALANCED_ALLOCATION: frozenset({PRE_SCORE, SCORE}),
+    IMAGE_LOCALITY: frozenset({SCORE}),
+    DEFAULT_BINDER: frozenset({BIND}),
+    DYNAMIC_RESOURCES: frozenset({PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, RESERVE, PRE_BIND}),
+    QOS_AWARE: frozenset({QUEUE_SORT, SCORE}),
+    GROUP_PRIORITY: frozenset({QUEUE_SORT}),
+    COSCHEDULING: frozenset({QUEUE_SORT, PRE_FILTER, PERMIT}),
+}
+
+# kube-scheduler v1.34's default multiPoint list, in its order (the order filters run in).
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    SCHEDULING_GATES,
+    PRIORITY_SORT,
+    NODE_UNSCHEDULABLE,
+    NODE_NAME,
+    TAINT_TOLERATION,
+    NODE_AFFINITY,
+    NODE_PORTS,
+    NODE_RESOURCES_FIT,
+    VOLUME_RESTRICTIONS,
+    NODE_VOLUME_LIMITS,
+    VOLUME_BINDING,
+    VOLUME_ZONE,
+    POD_TOPOLOGY_SPREAD,
+    INTER_POD_AFFINITY,
+    DYNAMIC_RESOURCES,  # on by default since DynamicResourceAllocation went GA in v1.34
+    DEFAULT_PREEMPTION,
+    NODE_RESOURCES_BALANCED_ALLOCATION,
+    IMAGE_LOCALITY,
+    DEFAULT_BINDER,
+)
+
+# The filters among the defaults, in the order kube-scheduler runs them. The volume and
+# DynamicResources filters only look at pods with volumes or resource claims.
+DEFAULT_FILTER_ORDER: tuple[str, ...] = tuple(
+    name for name in DEFAULT_PLUGINS if FILTER in EXTENSION_POINTS[name]
+)
+
+# kube-scheduler v1.34's default score weights (the multiPoint weights).
+DEFAULT_SCORE_WEIGHTS: dict[str, int] = {
+    TAINT_TOLERATION: 3,
+    NODE_AFFINITY: 2,
+    NODE_RESOURCES_FIT: 1,
+    POD_TOPOLOGY_SPREAD: 2,
+    INTER_POD_AFFINITY: 2,
+    NODE_RESOURCES_BALANCED_ALLOCATION: 1,
+    IMAGE_LOCALITY: 1,
+}
+
+# Scores are normalised to [0, MAX_NODE_SCORE] before weighting (framework.MaxNodeScore).
+MAX_NODE_SCORE = 100
+# The largest weight a score plugin may be given, and the largest total weight.
+MAX_PLUGIN_WEIGHT = 100
+MAX_TOTAL_SCORE = (1 << 63) - 1
+
+
+class Code(Enum):
+    """The status code a filter failure carries; preemption only tries UNSCHEDULABLE nodes."""
+
+    UNSCHEDULABLE = "Unschedulable"
+    UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
+
+
+# --- failure reasons (exact texts) ---------------------------------------------------
+# NodeUnschedulable
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+# NodeName
+ERR_REASON_NODE_NAME = "node(s) didn't match the requested node name"
+# TaintToleration. v1.34 no longer names the taint in the message (releases up to
+# v1.30 wrote "node(s) had untolerated taint {key: value}"); it logs it instead.
+ERR_REASON_UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+# NodeAffinity
+ERR_REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED_NODE_AFFINITY = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_NODE_AFFINITY_CONFLICT = "pod affinity terms conflict"
+# NodePorts
+ERR_REASON_NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
+# NodeResourcesFit ("Insufficient <resource>" is built by insufficient_resource)
+ERR_REASON_TOO_MANY_PODS = "Too many pods"
+# PodTopologySpread
+ERR_REASON_SPREAD_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
+ERR_REASON_SPREAD_MISSING_LABEL = ERR_REASON_SPREAD_CONSTRAINTS + " (missing required label)"
+# InterPodAffinity
+ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+# Coscheduling (kubesalvo): the gang could not reach its minimum, so none of it was placed.
+ERR_REASON_GANG_MIN_AVAILABLE = "pod group could not reach its minAvailable"
+# DefaultPreemption, used as the post-filter part of the message.
+PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_PREEMPTION_VICTIMS = "No preemption victims found for incoming pod"
+
+# The status code of each fixed reason (NodeResourcesFit decides per node, see below).
+REASON_CODES: dict[str, Code] = {
+    ERR_REASON_UNSCHEDULABLE: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    ERR_REASON_NODE_NAME: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    ERR_REASON_UNTOLERATED_TAINT: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    ERR_REASON_NODE_AFFINITY: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    ERR_REASON_ENFORCED_NODE_AFFINITY: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    ERR_REASON_NODE_PORTS: Code.UNSCHEDULABLE,
+    ERR_REASON_SPREAD_CONSTRAINTS: Code.UNSCHEDULABLE,
+    ERR_REASON_SPREAD_MISSING_LABEL: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    ERR_REASON_EXISTING_ANTI_AFFINITY: Code.UNSCHEDULABLE,
+    ERR_REASON_AFFINITY: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    ERR_REASON_ANTI_AFFINITY: Code.UNSCHEDULABLE,
+    ERR_REASON_GANG_MIN_AVAILABLE: Code.UNSCHEDULABLE,
+}
+
+NO_NODE_AVAILABLE = "0/{} nodes are available"
+SUCCESSFULLY_ASSIGNED = "Successfully assigned {}/{} to {}"
+
+
+def insufficient_resource(resource: str) -> str:
+    """NodeResourcesFit's reason for a resource that does not fit: "Insufficient cpu"."""
+    return f"Insufficient {resource}"
+
+
+def prefilter_narrowing_reason(plugins: list[str] | tuple[str, ...]) -> str:
+    """The reason given to nodes a PreFilter left out (e.g. NodeAffinity's metadata.name).
+
+    Upstream writes the plugin set with Go's slice format: "[NodeAffinity]".
+    """
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
+
+
+def fit_error_message(
+    num_nodes: int,
+    reason_counts: Mapping[str, int],
+    *,
+    prefilter_message: str = "",
+    postfilter_message: str = "",
+) -> str:
+    """The FailedScheduling text: "0/<n> nodes are available: <counts>. <post-filter>".
+
+    ``reason_counts`` maps each reason to the number of nodes that gave it (a node
+    rejected for two resources counts once under each). When a PreFilter rejected the
+    pod, its message replaces the counts, as upstream avoids repeating it per node.
+    """
+    message = NO_NODE_AVAILABLE.format(num_nodes) + ":"
+    if prefilter_message:
+        message += f" {prefilter_message}."
+    else:
+        entries = sorted(f"{count} {reason}" for reason, count in reason_counts.items() if count)
+        if entries:
+            message += f" {', '.join(entries)}."
+    if postfilter_message:
+        message += f" {postfilter_message}"
+    return message
+
+
+def preemption_message(num_nodes: int, reason_counts: Mapping[str, int]) -> str:
+    """DefaultPreemption's post-filter text when it finds no candidate.
+
+    ``reason_counts`` are the reasons of its dry run; nodes it did not try (their
+    failure was unresolvable) count under PREEMPTION_NOT_HELPFUL.
+    """
+    return "preemption: " + fit_error_message(num_nodes, reason_counts)
+
+
+def success_message(namespace: str, pod: str, node: str) -> str:
+    """The Scheduled event text: "Successfully assigned <ns>/<pod> to <node>"."""
+    return SUCCESSFULLY_ASSIGNED.format(namespace, pod, node)

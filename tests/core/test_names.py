@@ -1,0 +1,82 @@
+"""Plugin tables, default weights and kube-scheduler's message formats."""
+
+from kubesalvo.core import names
+from kubesalvo.core.profile import Profile
+
+
+def test_fit_error_message_sorts_entries_as_strings():
+    counts = {"Insufficient cpu": 3000, names.ERR_REASON_UNTOLERATED_TAINT: 2000}
+    assert names.fit_error_message(5000, counts) == (
+        "0/5000 nodes are available: 2000 node(s) had untolerated taint(s), 3000 Insufficient cpu."
+    )
+
+
+def test_fit_error_message_orders_counts_lexically_not_numerically():
+    counts = {"Insufficient memory": 9, "Insufficient cpu": 10}
+    assert names.fit_error_message(19, counts) == (
+        "0/19 nodes are available: 10 Insufficient cpu, 9 Insufficient memory."
+    )
+
+
+def test_fit_error_message_without_reasons_and_with_post_filter():
+    assert names.fit_error_message(0, {}) == "0/0 nodes are available:"
+    post = names.preemption_message(3, {names.PREEMPTION_NOT_HELPFUL: 3})
+    assert names.fit_error_message(3, {names.ERR_REASON_NODE_NAME: 3}, postfilter_message=post) == (
+        "0/3 nodes are available: 3 node(s) didn't match the requested node name. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
+
+
+def test_a_prefilter_message_replaces_the_counts():
+    assert names.fit_error_message(
+        4, {"ignored": 4}, prefilter_message=names.ERR_REASON_NODE_AFFINITY_CONFLICT
+    ) == ("0/4 nodes are available: pod affinity terms conflict.")
+
+
+def test_reason_texts():
+    assert names.insufficient_resource("nvidia.com/gpu") == "Insufficient nvidia.com/gpu"
+    assert names.ERR_REASON_SPREAD_MISSING_LABEL == (
+        "node(s) didn't match pod topology spread constraints (missing required label)"
+    )
+    assert names.prefilter_narrowing_reason(["NodeAffinity"]) == (
+        "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+    )
+    assert (
+        names.success_message("ns", "web-0", "node-7") == "Successfully assigned ns/web-0 to node-7"
+    )
+
+
+def test_default_filters_run_in_kube_schedulers_order():
+    assert names.DEFAULT_FILTER_ORDER[:6] == (
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+    )
+    assert names.DEFAULT_FILTER_ORDER.index("PodTopologySpread") < names.DEFAULT_FILTER_ORDER.index(
+        "InterPodAffinity"
+    )
+
+
+def test_default_profile_has_the_v1_34_weights_and_args():
+    profile = Profile.default()
+    assert profile.scheduler_name == "kubesalvo"
+    assert profile.score_weights == {
+        "TaintToleration": 3,
+        "NodeAffinity": 2,
+        "NodeResourcesFit": 1,
+        "PodTopologySpread": 2,
+        "InterPodAffinity": 2,
+        "NodeResourcesBalancedAllocation": 1,
+        "ImageLocality": 1,
+    }
+    assert profile.fit.scoring_strategy.type == "LeastAllocated"
+    assert [(r.name, r.weight) for r in profile.fit.scoring_strategy.resources] == [
+        ("cpu", 1),
+        ("memory", 1),
+    ]
+    assert profile.spread.defaulting_type == "System"
+    assert [c.max_skew for c in profile.spread.effective_constraints] == [3, 5]
+    assert profile.inter_pod_affinity.hard_pod_affinity_weight == 1
