@@ -6,5 +6,16 @@ no I/O and is deterministic for a seed.
 """
 
 from kubesalvo.core.synthetic.nodes import DEFAULT_FLEET, Fleet, make_nodes
+from kubesalvo.core.synthetic.pods import namespace_objects, priority_class_objects
+from kubesalvo.core.synthetic.workloads import SHAPES, make_batch, make_pods
 
-__all__ = ["DEFAULT_FLEET", "Fleet", "make_nodes"]
+__all__ = [
+    "DEFAULT_FLEET",
+    "SHAPES",
+    "Fleet",
+    "make_batch",
+    "make_nodes",
+    "make_pods",
+    "namespace_objects",
+    "priority_class_objects",
+]

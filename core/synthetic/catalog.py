@@ -68,13 +68,25 @@ R6I_8XLARGE = Shape("r6i.8xlarge", 32, 256, 110, cpu_generation=6)
 M6G_2XLARGE = Shape("m6g.2xlarge", 8, 32, 58, arch="arm64", cpu_generation=6)
 M6G_4XLARGE = Shape("m6g.4xlarge", 16, 64, 110, arch="arm64", cpu_generation=6)
 P3_8XLARGE = Shape(
-    "p3.8xlarge", 32, 244, 110, gpus=4, gpu_product="Tesla-V100-SXM2-16GB", disk_gib=200,
+    "p3.8xlarge",
+    32,
+    244,
+    110,
+    gpus=4,
+    gpu_product="Tesla-V100-SXM2-16GB",
+    disk_gib=200,
     cpu_generation=4,
-)  # fmt: skip
+)
 G5_12XLARGE = Shape(
-    "g5.12xlarge", 48, 192, 110, gpus=4, gpu_product="NVIDIA-A10G", disk_gib=200,
+    "g5.12xlarge",
+    48,
+    192,
+    110,
+    gpus=4,
+    gpu_product="NVIDIA-A10G",
+    disk_gib=200,
     cpu_generation=6,
-)  # fmt: skip
+)
 G5_2XLARGE = Shape(
     "g5.2xlarge", 8, 32, 58, gpus=1, gpu_product="NVIDIA-A10G", disk_gib=200, cpu_generation=6
 )
