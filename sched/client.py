@@ -1,0 +1,346 @@
+"""The API client: aiohttp requests to the API server with kubeconfig or in-cluster credentials.
+
+Credentials come from the official ``kubernetes`` package's loaders (kubeconfig contexts,
+exec and OIDC plugins, in-cluster service-account tokens); every request then goes through
+aiohttp, because the official client's generated models are far too slow for the hot path.
+Rotated tokens (in-cluster projected tokens, exec plugins) are picked up by calling the
+loader's refresh hook periodically and after a 401.
+
+A client-side token bucket (``qps``/``burst``, like client-go's) spaces out requests so a
+burst of thousands of binds does not trip the API server's priority-and-fairness limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import msgspec
+
+log = logging.getLogger(__name__)
+
+# How often the credential loader's refresh hook is consulted even without a 401; the
+# in-cluster loader re-reads the token file once a minute, so this keeps rotation prompt.
+TOKEN_REFRESH_SECONDS = 60.0
+
+USER_AGENT = "kubesalvo/0.1"
+
+
+class Status(msgspec.Struct, omit_defaults=True):
+    """A metav1.Status, as the API server returns it for errors (and in watch ERROR events)."""
+
+    code: int = 0
+    reason: str = ""
+    message: str = ""
+    status: str = ""
+
+
+_status_decoder = msgspec.json.Decoder(Status)
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server."""
+
+    def __init__(self, status: int, body: bytes, retry_after: float | None = None) -> None:
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+        try:
+            decoded = _status_decoder.decode(body)
+            self.reason, self.message = decoded.reason, decoded.message
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            self.reason, self.message = "", body[:200].decode("utf-8", "replace")
+        super().__init__(f"{status} {self.reason}: {self.message}")
+
+    @property
+    def transient(self) -> bool:
+        """Whether retrying the same request may succeed (throttling or server trouble)."""
+        return self.status == 429 or self.status >= 500
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (the API server only sends delta-seconds)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class TokenBucket:
+    """A client-side rate limiter: ``qps`` tokens per second, at most ``burst`` saved up.
+
+    ``reserve`` is pure bookkeeping on an injectable clock and returns how long the caller
+    must wait for its token, so the arithmetic is testable without sleeping; ``acquire``
+    sleeps that long. A ``qps`` of 0 or less disables limiting.
+    """
+
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._clock = clock
+        self._tokens = float(self.burst)
+        self._last = clock()
+
+    def reserve(self) -> float:
+        """Take one token, possibly borrowed from the future; return the wait in seconds."""
+        if self.qps <= 0:
+            return 0.0
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        self._tokens -= 1.0
+        if self._tokens >= 0:
+            return 0.0
+        # Tokens go negative so that waiters queue up in order, each a 1/qps slot apart.
+        return -self._tokens / self.qps
+
+    async def acquire(self) -> None:
+        delay = self.reserve()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+@dataclass
+class Credentials:
+    """Where the API server is and how to authenticate to it."""
+
+    server: str
+    ca_file: str | None = None
+    verify: bool = True
+    cert_file: str | None = None
+    key_file: str | None = None
+    tls_server_name: str | None = None
+    token: str | None = None  # the bare bearer token, without "Bearer "
+    # Called to obtain a fresh token (rotated files, exec plugins); None when static.
+    refresh: Callable[[], str | None] | None = None
+
+    def ssl_context(self) -> ssl.SSLContext | bool:
+        if not self.server.startswith("https"):
+            return False
+        context = ssl.create_default_context(cafile=self.ca_file)
+        if not self.verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if self.cert_file:
+            context.load_cert_chain(self.cert_file, self.key_file)
+        return context
+
+
+def _bearer(configuration: Any) -> str | None:
+    value = configuration.api_key.get("BearerToken") or configuration.api_key.get("authorization")
+    if not value:
+        return None
+    scheme, _, rest = value.partition(" ")
+    return rest if scheme.lower() == "bearer" and rest else value
+
+
+def load_credentials(kubeconfig: str | None = None, context: str | None = None) -> Credentials:
+    """Credentials from a kubeconfig file, or the pod's service account when none is given."""
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+
+    configuration = k8s_client.Configuration()
+    if kubeconfig:
+        k8s_config.load_kube_config(
+            config_file=kubeconfig,
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    else:
+        k8s_config.load_incluster_config(client_configuration=configuration)
+
+    refresh: Callable[[], str | None] | None = None
+    hook = configuration.refresh_api_key_hook
+    if hook is not None:
+
+        def refresh() -> str | None:
+            hook(configuration)
+            return _bearer(configuration)
+
+    return Credentials(
+        server=configuration.host.rstrip("/"),
+        ca_file=configuration.ssl_ca_cert,
+        verify=bool(configuration.verify_ssl),
+        cert_file=configuration.cert_file,
+        key_file=configuration.key_file,
+        tls_server_name=getattr(configuration, "tls_server_name", None),
+        token=_bearer(configuration),
+        refresh=refresh,
+    )
+
+
+@dataclass
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+class ApiClient:
+    """One aiohttp session to the API server, shared by informers, binder, events and leases.
+
+    ``request`` returns the body bytes of a 2xx answer (callers decode them with their own
+    msgspec decoders) and raises ``ApiError`` otherwise; ``stream`` yields the lines of a
+    watch. Every request first takes a token from the client-side limiter.
+    """
+
+    def __init__(
+        self,
+        credentials: Credentials,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        max_connections: int = 200,
+        request_timeout: float = 30.0,
+    ) -> None:
+        self.credentials = credentials
+        self.limiter = TokenBucket(qps, burst)
+        self.request_timeout = request_timeout
+        self._max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+        self._token = credentials.token
+        self._token_checked = time.monotonic()
+
+    @property
+    def server(self) -> str:
+        return self.credentials.server
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                ssl=self.credentials.ssl_context(),
+                limit=self._max_connections,
+                enable_cleanup_closed=True,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+                # The session itself never times out; each call sets its own limits.
+                timeout=aiohttp.ClientTimeout(total=None),
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> ApiClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def _refresh_token(self, force: bool = False) -> None:
+        refresh = self.credentials.refresh
+        if refresh is None:
+            return
+        now = time.monotonic()
+        if force or now - self._token_checked >= TOKEN_REFRESH_SECONDS:
+            self._token_checked = now
+            self._token = refresh() or self._token
+
+    def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        self._refresh_token()
+        headers: dict[str, str] = {}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        if extra:
+            headers.update(extra)
+        return headers
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+        rate_limited: bool = True,
+        timeout: float | None = None,
+    ) -> Response:
+        """Send one request; raise ``ApiError`` for a non-2xx status.
+
+        aiohttp's own errors (connection refused or reset, timeouts) propagate unchanged:
+        the caller decides whether they are worth a retry.
+        """
+        if rate_limited:
+            await self.limiter.acquire()
+        extra = {"Content-Type": content_type} if body is not None else None
+        for attempt in range(2):
+            async with self._get_session().request(
+                method,
+                self.server + path,
+                params=params,
+                data=body,
+                headers=self._headers(extra),
+                server_hostname=self.credentials.tls_server_name,
+                timeout=aiohttp.ClientTimeout(total=timeout or self.request_timeout),
+            ) as raw:
+                data = await raw.read()
+                if raw.status == 401 and attempt == 0 and self.credentials.refresh is not None:
+                    # A rotated token: reload it once and try again.
+                    self._refresh_token(force=True)
+                    continue
+                if raw.status >= 300:
+                    raise ApiError(
+                        raw.status, data, parse_retry_after(raw.headers.get("Retry-After"))
+                    )
+                return Response(raw.status, raw.headers, data)
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        inactivity_timeout: float | None = None,
+    ) -> AsyncIterator[aiohttp.StreamReader]:
+        """Open a long-lived GET (a watch) and yield its body stream.
+
+        ``inactivity_timeout`` bounds the silence between two reads: a watch whose
+        connection died without a FIN is noticed instead of hanging forever.
+        """
+        await self.limiter.acquire()
+        async with self._get_session().get(
+            self.server + path,
+            params=params,
+            headers=self._headers(None),
+            server_hostname=self.credentials.tls_server_name,
+            timeout=aiohttp.ClientTimeout(
+                total=None, connect=self.request_timeout, sock_read=inactivity_timeout
+            ),
+        ) as raw:
+            if raw.status == 401 and self.credentials.refresh is not None:
+                self._refresh_token(force=True)
+            if raw.status >= 300:
+                data = await raw.read()
+                raise ApiError(raw.status, data, parse_retry_after(raw.headers.get("Retry-After")))
+            yield raw.content
+
+
+# Errors of the transport that may heal on a retry: resets, refused connections, timeouts.
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
+    aiohttp.ClientError,
+    asyncio.TimeoutError,
+    ConnectionError,
+)
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether a failed request is worth retrying (throttling, 5xx, transport trouble)."""
+    if isinstance(error, ApiError):
+        return error.transient
+    return isinstance(error, TRANSPORT_ERRORS)

@@ -1,0 +1,282 @@
+"""The list-then-watch stream of one resource, as nested async generators (as kopf does).
+
+From the outside in:
+
+- ``infinite_watch`` never ends: it runs ``continuous_watch`` and, when that fails, waits
+  with exponential backoff (transport errors, 5xx, 429) or relists at once (410 Gone).
+- ``continuous_watch`` lists (paginated, ``limit``/``continue``), yields one ``Listed`` with
+  every object, then watches from the list's resourceVersion, and watches again from the
+  last resourceVersion seen whenever a watch ends (the server's ``timeoutSeconds``, a
+  dropped connection). Only a 410 forces a new list.
+- ``watch_once`` is one WATCH request with bookmarks; it yields typed ``Event``s and keeps
+  ``WatchState.resource_version`` current, bookmarks included.
+- ``iter_lines`` splits the chunked body into lines of any length.
+
+Each watch line is decoded from its raw bytes by msgspec: the envelope first (``type`` and
+the raw ``object``), then the object with the resource's own typed decoder, so an ERROR
+event's Status and a BOOKMARK's bare metadata are read with their own types.
+
+The stream only produces; applying events to a store is ``informer.py``'s job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+import aiohttp
+import msgspec
+
+from kubesalvo.sched.client import ApiClient, ApiError, Status, is_transient
+from kubesalvo.sched.informers.models import (
+    MetaOnly,
+    Namespace,
+    Node,
+    ObjectList,
+    Pod,
+    PodDisruptionBudget,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Resource(Generic[T]):
+    """A watchable collection: its plural name, its collection path and its Struct."""
+
+    plural: str
+    path: str
+    type: type[T]
+
+
+PODS = Resource("pods", "/api/v1/pods", Pod)
+NODES = Resource("nodes", "/api/v1/nodes", Node)
+NAMESPACES = Resource("namespaces", "/api/v1/namespaces", Namespace)
+PODDISRUPTIONBUDGETS = Resource(
+    "poddisruptionbudgets", "/apis/policy/v1/poddisruptionbudgets", PodDisruptionBudget
+)
+
+
+class Gone(Exception):
+    """The resourceVersion we hold is too old (410): only a fresh list can continue."""
+
+
+@dataclass
+class Listed(Generic[T]):
+    """A complete list of the collection at ``resource_version``."""
+
+    items: list[T]
+    resource_version: str
+
+
+@dataclass
+class Event(Generic[T]):
+    """One watch event: ADDED, MODIFIED or DELETED with the object's new state."""
+
+    type: str
+    object: T
+
+
+@dataclass
+class WatchSettings:
+    page_size: int = 500
+    # The server ends each watch after timeoutSeconds; a random value between this and its
+    # double spreads reconnections of many clients, as client-go does.
+    timeout_seconds: int = 300
+    # Silence longer than this (no event, no bookmark) means a dead connection.
+    inactivity_timeout: float | None = None
+    backoff_initial: float = 0.2
+    backoff_max: float = 30.0
+    field_selector: str | None = None
+    label_selector: str | None = None
+
+
+@dataclass
+class WatchState:
+    """What survives across watch restarts: the last resourceVersion and counters."""
+
+    resource_version: str | None = None
+    lists: int = 0
+    watches: int = 0
+    errors: int = 0
+    last_error: BaseException | None = field(default=None, repr=False)
+
+
+class _Envelope(msgspec.Struct):
+    type: str
+    object: msgspec.Raw
+
+
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+_meta_decoder = msgspec.json.Decoder(MetaOnly)
+_status_decoder = msgspec.json.Decoder(Status)
+
+
+class Decoders(Generic[T]):
+    """The msgspec decoders of one resource: list pages and single objects."""
+
+    def __init__(self, resource: Resource[T]) -> None:
+        self.page: msgspec.json.Decoder[ObjectList[T]] = msgspec.json.Decoder(
+            ObjectList[resource.type]
+        )
+        self.object: msgspec.json.Decoder[T] = msgspec.json.Decoder(resource.type)
+
+
+async def iter_lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+    """Lines of a chunked body, without aiohttp's 64 KiB line limit (big pods exist)."""
+    buffer = b""
+    async for chunk in stream.iter_any():
+        buffer += chunk
+        if b"\n" not in chunk:
+            continue
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield line
+    if buffer.strip():
+        yield buffer
+
+
+def _params(settings: WatchSettings) -> dict[str, str]:
+    params: dict[str, str] = {}
+    if settings.field_selector:
+        params["fieldSelector"] = settings.field_selector
+    if settings.label_selector:
+        params["labelSelector"] = settings.label_selector
+    return params
+
+
+async def list_all(
+    client: ApiClient, resource: Resource[T], settings: WatchSettings, decoders: Decoders[T]
+) -> Listed[T]:
+    """Every object of the collection, page by page, with the list's resourceVersion.
+
+    A continue token can expire (410) between pages when the list is slow; then the whole
+    list starts again, since pages from two different snapshots must not be mixed.
+    """
+    for attempt in range(3):
+        items: list[T] = []
+        params = _params(settings)
+        params["limit"] = str(settings.page_size)
+        try:
+            while True:
+                response = await client.request("GET", resource.path, params=params)
+                page = decoders.page.decode(response.body)
+                items.extend(page.items)
+                if not page.metadata.continue_:
+                    return Listed(items, page.metadata.resource_version)
+                params["continue"] = page.metadata.continue_
+        except ApiError as error:
+            if error.status != 410 or "continue" not in params or attempt == 2:
+                raise
+            log.info("list of %s: continue token expired, listing again", resource.plural)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+async def watch_once(
+    client: ApiClient,
+    resource: Resource[T],
+    settings: WatchSettings,
+    state: WatchState,
+    decoders: Decoders[T],
+) -> AsyncIterator[Event[T]]:
+    """One WATCH request from ``state.resource_version``; ends when the server ends it."""
+    timeout = random.randint(settings.timeout_seconds, 2 * settings.timeout_seconds)
+    params = _params(settings)
+    params.update(
+        watch="true",
+        allowWatchBookmarks="true",
+        timeoutSeconds=str(timeout),
+        resourceVersion=state.resource_version or "",
+    )
+    inactivity = settings.inactivity_timeout or timeout + 30.0
+    state.watches += 1
+    async with client.stream(resource.path, params=params, inactivity_timeout=inactivity) as body:
+        async for line in iter_lines(body):
+            envelope = _envelope_decoder.decode(line)
+            kind = envelope.type
+            if kind == "BOOKMARK":
+                state.resource_version = _meta_decoder.decode(
+                    envelope.object
+                ).metadata.resource_version
+                continue
+            if kind == "ERROR":
+                status = _status_decoder.decode(envelope.object)
+                if status.code == 410:
+                    raise Gone(status.message)
+                raise ApiError(status.code or 500, bytes(envelope.object))
+            obj = decoders.object.decode(envelope.object)
+            rv = obj.metadata.resource_version  # type: ignore[attr-defined]
+            yield Event(kind, obj)
+            # Advanced only after the consumer took the event: a restart resumes after it.
+            state.resource_version = rv
+
+
+async def continuous_watch(
+    client: ApiClient, resource: Resource[T], settings: WatchSettings, state: WatchState
+) -> AsyncIterator[Listed[T] | Event[T]]:
+    """List if no resourceVersion is held, then watch, re-watching when a watch ends."""
+    decoders = Decoders(resource)
+    if state.resource_version is None:
+        listed = await list_all(client, resource, settings, decoders)
+        state.lists += 1
+        yield listed
+        state.resource_version = listed.resource_version
+    while True:
+        async for event in watch_once(client, resource, settings, state, decoders):
+            yield event
+
+
+async def infinite_watch(
+    client: ApiClient,
+    resource: Resource[T],
+    settings: WatchSettings | None = None,
+    state: WatchState | None = None,
+) -> AsyncIterator[Listed[T] | Event[T]]:
+    """The stream of a resource that survives errors: relist on 410, back off on the rest."""
+    settings = settings or WatchSettings()
+    state = state if state is not None else WatchState()
+    delay = settings.backoff_initial
+    while True:
+        try:
+            async for item in continuous_watch(client, resource, settings, state):
+                delay = settings.backoff_initial
+                yield item
+        except Gone as gone:
+            log.info("watch of %s: %s; listing again", resource.plural, gone)
+            state.resource_version = None
+            state.errors += 1
+            state.last_error = gone
+        except ApiError as error:
+            if error.status == 410:
+                state.resource_version = None
+            elif not error.transient:
+                # 403 and friends: retrying helps only once RBAC is fixed, so keep trying slowly.
+                log.error("watch of %s failed: %s", resource.plural, error)
+            await _backoff(state, error, delay, resource, error.retry_after)
+            delay = min(delay * 2, settings.backoff_max)
+        except Exception as error:
+            if not is_transient(error) and not isinstance(error, msgspec.DecodeError):
+                raise
+            await _backoff(state, error, delay, resource, None)
+            delay = min(delay * 2, settings.backoff_max)
+
+
+async def _backoff(
+    state: WatchState,
+    error: BaseException,
+    delay: float,
+    resource: Resource[T],
+    retry_after: float | None,
+) -> None:
+    state.errors += 1
+    state.last_error = error
+    wait = max(delay * random.uniform(0.5, 1.0), retry_after or 0.0)
+    log.warning("watch of %s interrupted (%r); retrying in %.2fs", resource.plural, error, wait)
+    await asyncio.sleep(wait)

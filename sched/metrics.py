@@ -1,0 +1,130 @@
+"""Prometheus metrics under kube-scheduler's names and labels, plus kubesalvo's own.
+
+Dashboards and alerts written for kube-scheduler work unchanged: the same metric names,
+label names and label values (``result`` is ``scheduled``, ``unschedulable`` or
+``error``; ``queue`` is ``active``, ``backoff``, ``unschedulable`` or ``gated``) and the
+same histogram buckets. The metrics live in their own ``CollectorRegistry`` so several
+schedulers (tests, benchmarks) can exist in one process.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+SCHEDULED = "scheduled"
+UNSCHEDULABLE = "unschedulable"
+ERROR = "error"
+
+QUEUE_ACTIVE = "active"
+QUEUE_BACKOFF = "backoff"
+QUEUE_UNSCHEDULABLE = "unschedulable"
+QUEUE_GATED = "gated"
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """Prometheus' ExponentialBuckets, as kube-scheduler declares its histograms."""
+    return [start * factor**i for i in range(count)]
+
+
+class SchedulerMetrics:
+    """Every metric the scheduler exports, registered on ``registry``."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.schedule_attempts = Counter(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
+            "could not be scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            registry=r,
+        )
+        self.scheduling_attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"],
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.scheduling_algorithm_duration = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds",
+            buckets=exponential_buckets(0.001, 2, 15),
+            registry=r,
+        )
+        self.pending_pods = Gauge(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in "
+            "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
+            "number of pods in unschedulablePods; 'gated' means number of gated pods.",
+            ["queue"],
+            registry=r,
+        )
+        self.pod_scheduling_sli_duration = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the "
+            "scheduling queue and might involve multiple scheduling attempts.",
+            ["attempts"],
+            buckets=exponential_buckets(0.01, 2, 20),
+            registry=r,
+        )
+        self.pod_scheduling_attempts = Histogram(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            buckets=exponential_buckets(1, 2, 5),
+            registry=r,
+        )
+        self.burst_size = Histogram(
+            "kubesalvo_burst_size",
+            "Number of pods placed by one call of the burst kernel.",
+            buckets=exponential_buckets(1, 2, 16),
+            registry=r,
+        )
+        self.kernel_seconds = Histogram(
+            "kubesalvo_kernel_seconds",
+            "Time spent in one call of the burst placement kernel, in seconds.",
+            buckets=exponential_buckets(0.0001, 2, 18),
+            registry=r,
+        )
+        self.binds = Counter(
+            "kubesalvo_binds",
+            "Bind calls by how they settled: bound, forgotten (pod gone, recreated or "
+            "bound elsewhere) or failed (un-assumed and requeued).",
+            ["result"],
+            registry=r,
+        )
+        self.events_dropped = Counter(
+            "kubesalvo_events_dropped",
+            "Events and condition updates dropped because too many were waiting.",
+            registry=r,
+        )
+        self.leader = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            ["name"],
+            registry=r,
+        )
+        for queue in (QUEUE_ACTIVE, QUEUE_BACKOFF, QUEUE_UNSCHEDULABLE, QUEUE_GATED):
+            self.pending_pods.labels(queue=queue).set(0)
+
+    def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
+        self.schedule_attempts.labels(result=result, profile=profile).inc()
+        self.scheduling_attempt_duration.labels(result=result, profile=profile).observe(seconds)
+
+    def observe_scheduled_pod(self, attempts: int, sli_seconds: float) -> None:
+        """A pod got bound after ``attempts`` tries, ``sli_seconds`` after it was queued."""
+        self.pod_scheduling_sli_duration.labels(attempts=str(attempts)).observe(sli_seconds)
+        self.pod_scheduling_attempts.observe(attempts)
+
+    def observe_burst(self, pods: int, kernel_seconds: float) -> None:
+        """One kernel call placed ``pods`` pods; it is also the algorithm's latency of the
+        burst (every pod of a burst shares one algorithm run)."""
+        self.burst_size.observe(pods)
+        self.kernel_seconds.observe(kernel_seconds)
+        self.scheduling_algorithm_duration.observe(kernel_seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

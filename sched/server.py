@@ -1,0 +1,105 @@
+"""The HTTP servers: health and metrics for everyone, debug pages on loopback only.
+
+``HealthServer`` serves ``/healthz`` and ``/livez`` (the process answers), ``/readyz``
+(every readiness check passes: by default the informers have synced; leadership is not
+required, so a standby replica is ready) and ``/metrics`` (Prometheus text). Like the API
+server's own endpoints, ``/readyz?verbose`` lists each check as ``[+]name ok`` or
+``[-]name failed``.
+
+``DebugServer`` is a second server bound to 127.0.0.1 to which other parts add pages
+(``/debug/queue``, ``/debug/explain``); it is separate so that those pages are never
+exposed on the metrics port.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from kubesalvo.sched.metrics import CONTENT_TYPE, SchedulerMetrics
+
+Check = Callable[[], bool]
+Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class _Server:
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        self.app = web.Application()
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        if self.port == 0:
+            # An ephemeral port (tests): report the one the system picked.
+            server = site._server
+            sockets = getattr(server, "sockets", None) or []
+            if sockets:
+                self.port = sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+class HealthServer(_Server):
+    """``/healthz``, ``/livez``, ``/readyz``, ``/metrics``."""
+
+    def __init__(self, metrics: SchedulerMetrics, host: str = "0.0.0.0", port: int = 10251) -> None:
+        super().__init__(host, port)
+        self.metrics = metrics
+        self.readiness: dict[str, Check] = {}
+        self.app.router.add_get("/healthz", self._alive)
+        self.app.router.add_get("/livez", self._alive)
+        self.app.router.add_get("/readyz", self._ready)
+        self.app.router.add_get("/metrics", self._metrics)
+
+    def add_readiness_check(self, name: str, check: Check) -> None:
+        self.readiness[name] = check
+
+    async def _alive(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _ready(self, request: web.Request) -> web.Response:
+        results = {name: _passes(check) for name, check in self.readiness.items()}
+        ready = all(results.values())
+        if "verbose" in request.query or not ready:
+            lines = [
+                f"[{'+' if ok else '-'}]{name} {'ok' if ok else 'failed'}"
+                for name, ok in results.items()
+            ]
+            lines.append("readyz check passed" if ready else "readyz check failed")
+            text = "\n".join(lines) + "\n"
+        else:
+            text = "ok"
+        return web.Response(text=text, status=200 if ready else 503)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        return web.Response(body=self.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+
+def _passes(check: Check) -> bool:
+    try:
+        return bool(check())
+    except Exception:
+        return False
+
+
+class DebugServer(_Server):
+    """Debug pages, on loopback only."""
+
+    def __init__(self, port: int = 10000) -> None:
+        super().__init__("127.0.0.1", port)
+
+    def add_page(self, path: str, handler: Route) -> None:
+        self.app.router.add_get(path, handler)
