@@ -1,0 +1,245 @@
+"""A profile's plugin sets: read, merged with the defaults, expanded from multiPoint.
+
+This follows kube-scheduler v1.34 step by step:
+
+1. *Defaulting* (``apis/config/v1/default_plugins.go``): the default set lives in
+   ``multiPoint``. For every extension point the user's set is merged into the default
+   one: a name in ``disabled`` (or ``'*'``) drops the default; a default the user
+   enables again is replaced in place (keeping the default order, taking the user's
+   weight); the user's other plugins are appended.
+2. *Expansion* (``framework/runtime.NewFramework``): each extension point runs, in this
+   order, the plugins that the point's own ``enabled`` list re-configures and that are
+   also in ``multiPoint``; then the ``multiPoint`` plugins that implement the point and
+   are not disabled there (a ``'*'`` at the point skips all of them); then the point's
+   remaining own plugins. A plugin listed twice in one ``enabled`` list is refused.
+3. *Weights*: a score plugin's weight comes from ``score.enabled`` first, then from
+   ``multiPoint``; unset or 0 means 1.
+
+kubesalvo refuses more than kube-scheduler does, by design: a plugin name it does not
+know (kube-scheduler only notices unknown *enabled* plugins, and ignores unknown
+disabled ones), a plugin listed at an extension point it does not implement, and a
+negative weight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kubesalvo.core import names
+from kubesalvo.sched.config.decode import Decoder, child
+from kubesalvo.sched.config.errors import ErrorKind
+
+__all__ = [
+    "ALL_POINTS",
+    "MULTI_POINT",
+    "POINTS",
+    "REMOVED_PLUGINS",
+    "ResolvedPlugins",
+    "decode_plugins",
+]
+
+MULTI_POINT = "multiPoint"
+# The extension points, in the order kube-scheduler's configuration lists them.
+POINTS: tuple[str, ...] = (
+    names.PRE_ENQUEUE,
+    names.QUEUE_SORT,
+    names.PRE_FILTER,
+    names.FILTER,
+    names.POST_FILTER,
+    names.PRE_SCORE,
+    names.SCORE,
+    names.RESERVE,
+    names.PERMIT,
+    names.PRE_BIND,
+    names.BIND,
+    names.POST_BIND,
+)
+ALL_POINTS = (*POINTS, MULTI_POINT)
+
+# Go interface names, for kube-scheduler's own error texts.
+_INTERFACE = {point: point[0].upper() + point[1:] + "Plugin" for point in POINTS}
+
+# Removed from kube-scheduler before or with config v1; upstream names the version.
+REMOVED_PLUGINS = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
+_V1 = "kubescheduler.config.k8s.io/v1"
+_MAX_WEIGHT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    weight: int | None
+    path: str  # where the user wrote it; "" for a default
+
+
+@dataclass(frozen=True)
+class _PluginSet:
+    enabled: tuple[_Entry, ...] = ()
+    disabled: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResolvedPlugins:
+    """The plugins a profile runs at each extension point, in order, with score weights."""
+
+    by_point: dict[str, tuple[str, ...]]
+    score_weights: tuple[tuple[str, int], ...]
+
+    def at(self, point: str) -> tuple[str, ...]:
+        return self.by_point.get(point, ())
+
+    @property
+    def enabled(self) -> frozenset[str]:
+        return frozenset(n for plugins in self.by_point.values() for n in plugins)
+
+
+def _implementers(point: str) -> list[str]:
+    return sorted(n for n, pts in names.EXTENSION_POINTS.items() if point in pts)
+
+
+def _decode_set(d: Decoder, raw: Any, path: str, point: str) -> _PluginSet:
+    f = d.fields(raw, path, ("enabled", "disabled"))
+    known = names.EXTENSION_POINTS
+    accepted = sorted(known) if point == MULTI_POINT else _implementers(point)
+    enabled: list[_Entry] = []
+    for item, p in d.items(f.raw("enabled"), f.at("enabled")):
+        pf = d.fields(item, p, ("name", "weight"))
+        name = pf.text("name")
+        weight = pf.integer("weight")
+        npath = pf.at("name")
+        if not name:
+            d.fail(npath, ErrorKind.REQUIRED, detail="a plugin needs a name")
+        elif name in REMOVED_PLUGINS:
+            d.invalid(
+                p,
+                name,
+                f'was invalid in version "{_V1}" (KubeSchedulerConfiguration is version "{_V1}")',
+            )
+        elif name not in known:
+            d.fail(npath, ErrorKind.UNSUPPORTED, name, detail="unknown plugin", accepted=accepted)
+        elif point != MULTI_POINT and point not in known[name]:
+            d.fail(
+                npath,
+                ErrorKind.UNSUPPORTED,
+                name,
+                detail=f'plugin "{name}" does not extend {_INTERFACE[point]} plugin',
+                accepted=accepted,
+            )
+        if weight is not None and not 0 <= weight <= _MAX_WEIGHT:
+            d.invalid(pf.at("weight"), weight, f"not in valid range [0, {_MAX_WEIGHT}]")
+        if name and any(e.name == name for e in enabled):
+            registered = "multiPoint" if point == MULTI_POINT else _INTERFACE[point]
+            d.fail(
+                npath,
+                ErrorKind.DUPLICATE,
+                name,
+                detail=f'plugin "{name}" already registered as "{registered}"',
+            )
+        enabled.append(_Entry(name, weight, npath))
+    disabled: list[str] = []
+    for item, p in d.items(f.raw("disabled"), f.at("disabled")):
+        pf = d.fields(item, p, ("name", "weight"))
+        name = pf.text("name")
+        if name != "*" and name not in known and name not in REMOVED_PLUGINS:
+            d.fail(
+                pf.at("name"),
+                ErrorKind.UNSUPPORTED,
+                name,
+                detail="unknown plugin",
+                accepted=["*", *sorted(known)],
+            )
+        disabled.append(name)
+    return _PluginSet(tuple(enabled), tuple(disabled))
+
+
+def _merge(default: _PluginSet, custom: _PluginSet) -> _PluginSet:
+    disabled = set(custom.disabled) | set(default.disabled)
+    custom_by_name = {e.name: i for i, e in enumerate(custom.enabled)}
+    replaced: set[int] = set()
+    enabled: list[_Entry] = []
+    if "*" not in disabled:
+        for entry in default.enabled:
+            if entry.name in disabled:
+                continue
+            i = custom_by_name.get(entry.name)
+            if i is not None:
+                entry = custom.enabled[i]
+                replaced.add(i)
+            enabled.append(entry)
+    enabled.extend(e for i, e in enumerate(custom.enabled) if i not in replaced)
+    return _PluginSet(tuple(enabled), (*custom.disabled, *default.disabled))
+
+
+def _default_sets() -> dict[str, _PluginSet]:
+    multi = tuple(_Entry(n, names.DEFAULT_SCORE_WEIGHTS.get(n), "") for n in names.DEFAULT_PLUGINS)
+    sets = {point: _PluginSet() for point in POINTS}
+    sets[MULTI_POINT] = _PluginSet(multi)
+    return sets
+
+
+def _expand(sets: dict[str, _PluginSet]) -> dict[str, tuple[str, ...]]:
+    """Each point's plugins in run order (a name listed twice was refused when read)."""
+    multi = sets[MULTI_POINT]
+    by_point: dict[str, tuple[str, ...]] = {}
+    for point in POINTS:
+        own = sets[point]
+        own_names = list(dict.fromkeys(e.name for e in own.enabled))
+        if "*" in own.disabled:
+            by_point[point] = tuple(own_names)
+            continue
+        overrides: set[str] = set()
+        from_multi: list[str] = []
+        for entry in multi.enabled:
+            if point not in names.EXTENSION_POINTS.get(entry.name, frozenset()):
+                continue
+            if entry.name in own.disabled:
+                continue
+            if entry.name in own_names:
+                # Named at the point itself: the user's setting there wins.
+                overrides.add(entry.name)
+            elif entry.name not in from_multi:
+                from_multi.append(entry.name)
+        ordered = [n for n in own_names if n in overrides]
+        ordered += from_multi
+        ordered += [n for n in own_names if n not in overrides]
+        by_point[point] = tuple(ordered)
+    return by_point
+
+
+def _score_weights(
+    sets: dict[str, _PluginSet], scores: Iterable[str]
+) -> tuple[tuple[str, int], ...]:
+    weights: dict[str, int] = {}
+    for entry in (*sets[names.SCORE].enabled, *sets[MULTI_POINT].enabled):
+        if entry.name not in weights:
+            weights[entry.name] = entry.weight or 1
+    return tuple((n, weights.get(n, 1)) for n in scores)
+
+
+def decode_plugins(d: Decoder, raw: Any, path: str, scheduler_name: str) -> ResolvedPlugins:
+    """Read ``profiles[i].plugins``, merge it into the defaults and expand it."""
+    f = d.fields(raw, path, ALL_POINTS)
+    custom = {point: _decode_set(d, f.raw(point), f.at(point), point) for point in ALL_POINTS}
+    defaults = _default_sets()
+    merged = {point: _merge(defaults[point], custom[point]) for point in ALL_POINTS}
+    by_point = _expand(merged)
+
+    sorts = by_point[names.QUEUE_SORT]
+    if len(sorts) != 1:
+        d.invalid(
+            child(path, names.QUEUE_SORT),
+            list(sorts),
+            f"only one queue sort plugin required for profile with scheduler name "
+            f'"{scheduler_name}", but got {len(sorts)}',
+        )
+    if not by_point[names.BIND]:
+        d.fail(
+            child(path, names.BIND),
+            ErrorKind.REQUIRED,
+            detail=f"at least one bind plugin is needed for profile with scheduler name "
+            f'"{scheduler_name}"',
+            accepted=_implementers(names.BIND),
+        )
+    return ResolvedPlugins(by_point, _score_weights(merged, by_point[names.SCORE]))
