@@ -1,0 +1,148 @@
+"""The API client: rate limiting, error decoding, credentials from a kubeconfig.
+
+Requests to a real API server are exercised by the integration tests at the end.
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import pytest
+
+from kubesalvo.sched.client import (
+    ApiClient,
+    ApiError,
+    Credentials,
+    TokenBucket,
+    is_transient,
+    load_credentials,
+    parse_retry_after,
+)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_token_bucket_lets_a_burst_through_then_spaces_requests_by_one_over_qps():
+    clock = FakeClock()
+    bucket = TokenBucket(qps=10, burst=3, clock=clock)
+    assert [bucket.reserve() for _ in range(3)] == [0.0, 0.0, 0.0]
+    waits = [bucket.reserve() for _ in range(3)]
+    assert waits == pytest.approx([0.1, 0.2, 0.3])
+
+
+def test_token_bucket_refills_with_time_but_never_beyond_burst():
+    clock = FakeClock()
+    bucket = TokenBucket(qps=10, burst=2, clock=clock)
+    bucket.reserve()
+    bucket.reserve()
+    clock.now += 60.0  # long idle: at most `burst` tokens saved
+    assert [bucket.reserve() for _ in range(2)] == [0.0, 0.0]
+    assert bucket.reserve() == pytest.approx(0.1)
+
+
+def test_token_bucket_with_zero_qps_never_waits():
+    bucket = TokenBucket(qps=0, burst=1, clock=FakeClock())
+    assert all(bucket.reserve() == 0.0 for _ in range(1000))
+
+
+def test_api_error_reads_the_status_reason_and_message():
+    body = (
+        b'{"kind":"Status","status":"Failure","message":"pods \\"x\\" not found",'
+        b'"reason":"NotFound","code":404}'
+    )
+    error = ApiError(404, body)
+    assert (error.status, error.reason, error.message) == (404, "NotFound", 'pods "x" not found')
+    assert not error.transient
+
+
+def test_api_error_keeps_a_non_json_body_as_its_message():
+    error = ApiError(502, b"Bad Gateway")
+    assert error.message == "Bad Gateway"
+    assert error.transient
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (ApiError(429, b"", 2.0), True),
+        (ApiError(500, b""), True),
+        (ApiError(503, b""), True),
+        (ApiError(409, b""), False),
+        (ApiError(403, b""), False),
+        (ConnectionResetError(), True),
+        (TimeoutError(), True),
+        (ValueError(), False),
+    ],
+)
+def test_only_throttling_server_errors_and_transport_errors_are_transient(error, transient):
+    assert is_transient(error) is transient
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"), [("3", 3.0), ("0", 0.0), (None, None), ("", None), ("soon", None)]
+)
+def test_retry_after_is_read_as_seconds(header, seconds):
+    assert parse_retry_after(header) == seconds
+
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:6443/
+    insecure-skip-tls-verify: true
+users:
+- name: admin
+  user:
+    token: s3cret
+- name: other
+  user:
+    token: other-token
+contexts:
+- name: local
+  context: {cluster: local, user: admin}
+- name: second
+  context: {cluster: local, user: other}
+current-context: local
+"""
+
+
+def test_credentials_come_from_the_kubeconfigs_current_context(tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG)
+    credentials = load_credentials(str(path))
+    assert credentials.server == "https://127.0.0.1:6443"
+    assert credentials.token == "s3cret"
+    assert credentials.verify is False
+    context = credentials.ssl_context()
+    assert isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_NONE
+
+
+def test_credentials_follow_a_named_context(tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text(KUBECONFIG)
+    assert load_credentials(str(path), context="second").token == "other-token"
+
+
+def test_a_refreshed_token_replaces_the_old_one_in_the_authorization_header():
+    tokens = iter(["rotated-1", "rotated-2"])
+    credentials = Credentials(
+        server="http://127.0.0.1:1", token="first", refresh=lambda: next(tokens)
+    )
+    client = ApiClient(credentials)
+    assert client._headers(None)["Authorization"] == "Bearer first"
+    client._refresh_token(force=True)
+    assert client._headers(None)["Authorization"] == "Bearer rotated-1"
+
+
+def test_plain_http_servers_get_no_tls_context():
+    assert Credentials(server="http://127.0.0.1:8080").ssl_context() is False
