@@ -20,6 +20,7 @@ __all__ = [
     "EXTENSION_POINTS",
     "Code",
     "fit_error_message",
+    "gang_reason",
     "insufficient_resource",
     "prefilter_narrowing_reason",
     "success_message",
@@ -120,11 +121,14 @@ DEFAULT_FILTER_ORDER: tuple[str, ...] = tuple(
     name for name in DEFAULT_PLUGINS if FILTER in EXTENSION_POINTS[name]
 )
 
-# kube-scheduler v1.34's default score weights (the multiPoint weights).
+# kube-scheduler v1.34's default score weights, in its order (the multiPoint weights; a
+# score plugin listed without a weight gets 1). VolumeBinding scores only with the
+# StorageCapacityScoring feature, off by default, so it always adds 0.
 DEFAULT_SCORE_WEIGHTS: dict[str, int] = {
     TAINT_TOLERATION: 3,
     NODE_AFFINITY: 2,
     NODE_RESOURCES_FIT: 1,
+    VOLUME_BINDING: 1,
     POD_TOPOLOGY_SPREAD: 2,
     INTER_POD_AFFINITY: 2,
     NODE_RESOURCES_BALANCED_ALLOCATION: 1,
@@ -239,6 +243,11 @@ def preemption_message(num_nodes: int, reason_counts: Mapping[str, int]) -> str:
     failure was unresolvable) count under PREEMPTION_NOT_HELPFUL.
     """
     return "preemption: " + fit_error_message(num_nodes, reason_counts)
+
+
+def gang_reason(group: str, placed: int, minimum: int) -> str:
+    """Why a gang's pods were taken back: used as the PreFilter-style part of the message."""
+    return f"{ERR_REASON_GANG_MIN_AVAILABLE} ({group}: {placed} of {minimum} placed)"
 
 
 def success_message(namespace: str, pod: str, node: str) -> str:

@@ -217,15 +217,20 @@ def _pod_requests_exact(
     return total
 
 
-def pod_requests(pod: Mapping[str, Any], *, use_status: bool = False) -> dict[str, int]:
+def pod_requests(
+    pod: Mapping[str, Any], *, use_status: bool = False, nonzero_defaults: bool = False
+) -> dict[str, int]:
     """Return what ``pod`` requests, per tracked resource, in the scheduler's units.
 
     cpu, memory and ephemeral-storage are always present (0 when not requested);
     scalar resources appear when some container names them. ``use_status=True`` is
     for pods already on a node: it counts the resources the kubelet reports after an
-    in-place resize, as the scheduler's cache does.
+    in-place resize, as the scheduler's cache does. ``nonzero_defaults=True`` is how
+    NodeResourcesFit's score sees the incoming pod: every container that names no cpu
+    or memory counts 100m / 200Mi (pod-level requests still take precedence).
     """
-    return _to_units(_pod_requests_exact(pod, use_status))
+    defaults = _DEFAULT_REQUESTS if nonzero_defaults else None
+    return _to_units(_pod_requests_exact(pod, use_status, defaults))
 
 
 def pod_nonzero_requests(pod: Mapping[str, Any], *, use_status: bool = False) -> tuple[int, int]:

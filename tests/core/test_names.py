@@ -67,6 +67,7 @@ def test_default_profile_has_the_v1_34_weights_and_args():
         "TaintToleration": 3,
         "NodeAffinity": 2,
         "NodeResourcesFit": 1,
+        "VolumeBinding": 1,
         "PodTopologySpread": 2,
         "InterPodAffinity": 2,
         "NodeResourcesBalancedAllocation": 1,

@@ -1,0 +1,49 @@
+"""A plain-Python reference of kube-scheduler v1.34's filters and scores: the oracle.
+
+The compiled kernels are tested against this package; it is written to be read next
+to upstream's ``pkg/scheduler/framework/plugins`` (one module per plugin, its rules in
+the module docstring), not to be fast.
+
+Usage::
+
+    from kubesalvo.core.reference import ReferenceScheduler
+
+    ref = ReferenceScheduler(nodes, pods, namespaces, profile, workloads=())
+    ref.filter(pod)        # {node: [reasons]}; [] means feasible
+    ref.scores(pod)        # {feasible node: {plugin: weighted score}}
+    result = ref.schedule(pod)   # no state change
+    result.node                  # a node with the best total, or None
+    result.best_nodes            # every node with that total (any is right)
+    result.score                 # that total
+    result.reason_counts         # {reason: number of nodes}, when result.node is None
+    result.message               # "Successfully assigned ns/p to n" or
+                                 # "0/5 nodes are available: 3 Insufficient cpu, ..."
+    ref.assume(pod, node)        # place it: later pods see it
+    ref.place_burst(pods, choose=None)  # place in order; gangs all-or-nothing
+
+Inputs are API JSON dicts: nodes (labels, taints, ``spec.unschedulable``,
+``status.allocatable``, ``status.images``), pods (bound ones with ``spec.nodeName``;
+finished ones are ignored), namespaces (labels, for ``namespaceSelector``), and
+optionally the Services, ReplicationControllers, ReplicaSets and StatefulSets from
+which default spread constraints take their selector. ``profile`` is a
+:class:`kubesalvo.core.profile.Profile` (default: kube-scheduler's default profile).
+
+Semantics kept from kube-scheduler:
+
+* a node's failure reasons are those of the first filter, in profile order, that
+  rejects it; the message counts nodes per reason (see ``names.fit_error_message``);
+* a score plugin's scores are normalised to 0..100 over the feasible nodes only, then
+  multiplied by its weight; a plugin kube-scheduler skips for the pod scores 0;
+* ties: kube-scheduler picks at random among the best nodes, so any node of
+  ``best_nodes`` is a correct choice. ``place_burst(choose=...)`` lets a test follow a
+  kernel's choices and compare the states it leads to.
+
+Not modelled (such pods raise ``PodInvalid``): persistent volume claims, CSI and
+cloud-disk volumes, resource claims. Not modelled silently: nominated pods of
+preemption, extenders, percentageOfNodesToScore (every node is considered).
+"""
+
+from kubesalvo.core.reference.framework import PodInvalid, Status
+from kubesalvo.core.reference.scheduler import FilterOutcome, ReferenceScheduler, ScheduleResult
+
+__all__ = ["FilterOutcome", "PodInvalid", "ReferenceScheduler", "ScheduleResult", "Status"]

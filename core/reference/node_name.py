@@ -1,0 +1,19 @@
+"""NodeName: a pod that names a node (spec.nodeName) fits only that node."""
+
+from __future__ import annotations
+
+from kubesalvo.core import names
+from kubesalvo.core.reference.framework import Pod, Status
+from kubesalvo.core.reference.snapshot import NodeInfo
+
+
+class NodeName:
+    node_names = None
+
+    def __init__(self, pod: Pod) -> None:
+        self.wanted = (pod.get("spec") or {}).get("nodeName") or ""
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        if self.wanted and self.wanted != node.name:
+            return Status.unresolvable(names.ERR_REASON_NODE_NAME)
+        return None

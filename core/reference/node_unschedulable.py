@@ -1,0 +1,28 @@
+"""NodeUnschedulable: a cordoned node (spec.unschedulable) takes only pods that tolerate it.
+
+The pod must tolerate the taint ``node.kubernetes.io/unschedulable:NoSchedule``, which
+the node lifecycle controller adds to cordoned nodes; kube-scheduler checks the field
+itself so that the rule holds before the taint appears.
+"""
+
+from __future__ import annotations
+
+from kubesalvo.core import names
+from kubesalvo.core.reference.framework import Pod, Status, tolerated
+from kubesalvo.core.reference.snapshot import NodeInfo
+
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+class NodeUnschedulable:
+    node_names = None
+
+    def __init__(self, pod: Pod) -> None:
+        self.tolerates_cordon = tolerated(
+            list((pod.get("spec") or {}).get("tolerations") or ()), UNSCHEDULABLE_TAINT
+        )
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        if node.unschedulable and not self.tolerates_cordon:
+            return Status.unresolvable(names.ERR_REASON_UNSCHEDULABLE)
+        return None

@@ -1,0 +1,49 @@
+"""TaintToleration: NoSchedule/NoExecute taints must be tolerated; PreferNoSchedule scores.
+
+Filter: the node fails when one of its NoSchedule or NoExecute taints is tolerated by
+none of the pod's tolerations (v1.34 reports "node(s) had untolerated taint(s)").
+Score: the number of PreferNoSchedule taints that the pod's PreferNoSchedule (or
+effect-less) tolerations do not tolerate, normalised and reversed, so the node with
+the fewest such taints scores 100.
+"""
+
+from __future__ import annotations
+
+from kubesalvo.core import names
+from kubesalvo.core.reference.framework import (
+    Pod,
+    Status,
+    default_normalize,
+    tolerated,
+    untolerated_taint,
+)
+from kubesalvo.core.reference.snapshot import NodeInfo
+
+
+class TaintToleration:
+    node_names = None
+
+    def __init__(self, pod: Pod) -> None:
+        self.pod = pod
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        if untolerated_taint(self.pod, node) is not None:
+            return Status.unresolvable(names.ERR_REASON_UNTOLERATED_TAINT)
+        return None
+
+
+def score(pod: Pod, feasible: list[NodeInfo]) -> dict[str, int]:
+    tolerations = [
+        t
+        for t in (pod.get("spec") or {}).get("tolerations") or ()
+        if (t.get("effect") or "") in ("", "PreferNoSchedule")
+    ]
+    counts = {
+        node.name: sum(
+            1
+            for taint in node.taints
+            if taint.get("effect") == "PreferNoSchedule" and not tolerated(tolerations, taint)
+        )
+        for node in feasible
+    }
+    return default_normalize(counts, reverse=True)
