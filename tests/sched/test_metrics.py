@@ -1,0 +1,74 @@
+"""Metric names, labels and buckets as kube-scheduler exports them."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from kubesalvo.sched.metrics import SchedulerMetrics, exponential_buckets
+
+
+def families(metrics: SchedulerMetrics) -> dict[str, object]:
+    return {f.name: f for f in text_string_to_metric_families(metrics.render().decode())}
+
+
+def test_kube_scheduler_metric_names_are_exported():
+    names = set(families(SchedulerMetrics()))
+    assert {
+        "scheduler_schedule_attempts",
+        "scheduler_scheduling_attempt_duration_seconds",
+        "scheduler_scheduling_algorithm_duration_seconds",
+        "scheduler_pending_pods",
+        "scheduler_pod_scheduling_sli_duration_seconds",
+        "scheduler_pod_scheduling_attempts",
+        "kubesalvo_burst_size",
+        "kubesalvo_kernel_seconds",
+    } <= names
+
+
+def test_pending_pods_has_every_queue_from_the_start():
+    pending = families(SchedulerMetrics())["scheduler_pending_pods"]
+    assert {s.labels["queue"] for s in pending.samples} == {
+        "active",
+        "backoff",
+        "unschedulable",
+        "gated",
+    }
+
+
+def test_attempts_are_counted_by_result_and_profile():
+    metrics = SchedulerMetrics()
+    metrics.observe_attempt("scheduled", "default", 0.01)
+    metrics.observe_attempt("scheduled", "default", 0.02)
+    metrics.observe_attempt("unschedulable", "gpu", 0.03)
+    samples = {
+        (s.labels["result"], s.labels["profile"]): s.value
+        for s in families(metrics)["scheduler_schedule_attempts"].samples
+        if s.name.endswith("_total")
+    }
+    assert samples == {("scheduled", "default"): 2.0, ("unschedulable", "gpu"): 1.0}
+
+
+def test_sli_duration_is_labelled_by_attempts():
+    metrics = SchedulerMetrics()
+    metrics.observe_scheduled_pod(attempts=3, sli_seconds=1.5)
+    samples = families(metrics)["scheduler_pod_scheduling_sli_duration_seconds"].samples
+    assert any(s.labels.get("attempts") == "3" for s in samples)
+
+
+def test_attempt_duration_uses_kube_schedulers_buckets():
+    metrics = SchedulerMetrics()
+    metrics.observe_attempt("scheduled", "default", 0.001)
+    buckets = [
+        s.labels["le"]
+        for s in families(metrics)["scheduler_scheduling_attempt_duration_seconds"].samples
+        if s.name.endswith("_bucket")
+    ]
+    assert buckets[0] == "0.001" and len(buckets) == 16  # 15 bounds and +Inf
+    assert exponential_buckets(1, 2, 5) == [1, 2, 4, 8, 16]
+
+
+def test_two_schedulers_in_one_process_have_separate_metrics():
+    first, second = SchedulerMetrics(), SchedulerMetrics()
+    first.observe_burst(pods=100, kernel_seconds=0.01)
+    assert b"kubesalvo_burst_size_count 1.0" in first.render()
+    assert b"kubesalvo_burst_size_count 0.0" in second.render()

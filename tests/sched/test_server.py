@@ -1,0 +1,78 @@
+"""The health, readiness, metrics and debug servers, on an ephemeral loopback port."""
+
+from __future__ import annotations
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from kubesalvo.sched.metrics import SchedulerMetrics
+from kubesalvo.sched.server import DebugServer, HealthServer
+
+
+@pytest.fixture
+async def health():
+    server = HealthServer(SchedulerMetrics(), host="127.0.0.1", port=0)
+    state = {"synced": False}
+    server.add_readiness_check("informers-synced", lambda: state["synced"])
+    await server.start()
+    try:
+        yield server, state
+    finally:
+        await server.stop()
+
+
+async def get(url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, await response.text()
+
+
+async def test_liveness_answers_ok(health):
+    server, _ = health
+    assert await get(server.url + "/healthz") == (200, "ok")
+    assert await get(server.url + "/livez") == (200, "ok")
+
+
+async def test_readiness_fails_until_the_informers_have_synced(health):
+    server, state = health
+    status, text = await get(server.url + "/readyz")
+    assert status == 503
+    assert "[-]informers-synced failed" in text
+    state["synced"] = True
+    assert await get(server.url + "/readyz") == (200, "ok")
+    status, text = await get(server.url + "/readyz?verbose")
+    assert status == 200 and "[+]informers-synced ok" in text
+
+
+async def test_a_readiness_check_that_raises_counts_as_failed(health):
+    server, _ = health
+
+    def broken() -> bool:
+        raise RuntimeError("boom")
+
+    server.add_readiness_check("broken", broken)
+    status, text = await get(server.url + "/readyz")
+    assert status == 503 and "[-]broken failed" in text
+
+
+async def test_metrics_are_served_in_prometheus_text(health):
+    server, _ = health
+    server.metrics.observe_attempt("scheduled", "kubesalvo", 0.004)
+    status, text = await get(server.url + "/metrics")
+    assert status == 200
+    assert 'scheduler_schedule_attempts_total{profile="kubesalvo",result="scheduled"} 1.0' in text
+
+
+async def test_debug_pages_are_served_on_loopback():
+    debug = DebugServer(port=0)
+
+    async def queue_page(request: web.Request) -> web.Response:
+        return web.Response(text="activeQ: 0")
+
+    debug.add_page("/debug/queue", queue_page)
+    await debug.start()
+    try:
+        assert debug.host == "127.0.0.1"
+        assert await get(debug.url + "/debug/queue") == (200, "activeQ: 0")
+    finally:
+        await debug.stop()
