@@ -1,0 +1,259 @@
+"""Builds the upstream control-plane binaries into a cache keyed by their versions.
+
+The Go module shipped in ``kubesalvo.deploy/local`` pins Kubernetes (kube-apiserver,
+kube-controller-manager, kube-scheduler, kubectl) and, in ``local/etcd``, etcd; kwok is
+installed with ``go install`` at ``KWOK_VERSION``. A machine builds each set of versions
+once: the result lives in ``<cache>/bin/<key>/`` and is written atomically (built into a
+temporary folder, then renamed), so a folder that exists is complete.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+KWOK_VERSION = "v0.8.0"
+KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+BINARIES = ("etcd", *KUBERNETES_COMMANDS, "kwok")
+# kwok v0.8.0 has no built-in stages; these files from its module are passed with --config.
+STAGE_FILES = {
+    "node-initialize": "node/fast/node-initialize.yaml",
+    "node-heartbeat-with-lease": "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "pod-ready": "pod/fast/pod-ready.yaml",
+    "pod-complete": "pod/fast/pod-complete.yaml",
+    "pod-delete": "pod/fast/pod-delete.yaml",
+}
+MIN_GO = (1, 26)
+
+_REQUIRE = re.compile(r"^\s*(?:require\s+)?(\S+)\s+(v\S+)", re.MULTILINE)
+_PROXY_TROUBLE = (
+    "dial tcp",
+    "no such host",
+    "i/o timeout",
+    "connection refused",
+    "TLS handshake timeout",
+    "proxy.golang.org",
+)
+
+
+class BuildError(RuntimeError):
+    """The binaries cannot be built; the message names what is missing."""
+
+
+@dataclass(frozen=True)
+class Versions:
+    kubernetes: str
+    etcd: str
+    kwok: str
+
+    @property
+    def key(self) -> str:
+        return f"k8s-{self.kubernetes}_etcd-{self.etcd}_kwok-{self.kwok}"
+
+
+def module_version(go_mod: str, module: str) -> str:
+    """The version at which ``go_mod`` (the text of a go.mod) requires ``module``."""
+    for name, version in _REQUIRE.findall(go_mod):
+        if name == module:
+            return version
+    raise BuildError(f"go.mod does not require {module}")
+
+
+def source_dir() -> Path:
+    """The Go module shipped as package data (deploy/local in a checkout)."""
+    return Path(str(resources.files("kubesalvo.deploy") / "local"))
+
+
+def shipped_versions(local: Path | None = None) -> Versions:
+    local = local or source_dir()
+    return Versions(
+        kubernetes=module_version((local / "go.mod").read_text(), "k8s.io/kubernetes"),
+        etcd=module_version((local / "etcd" / "go.mod").read_text(), "go.etcd.io/etcd/server/v3"),
+        kwok=KWOK_VERSION,
+    )
+
+
+def cache_root() -> Path:
+    """``$KUBESALVO_CACHE``, else ``$XDG_CACHE_HOME/kubesalvo``, else ``~/.cache/kubesalvo``."""
+    if root := os.environ.get("KUBESALVO_CACHE"):
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "kubesalvo"
+
+
+def bin_dir(versions: Versions | None = None, root: Path | None = None) -> Path:
+    return (root or cache_root()) / "bin" / (versions or shipped_versions()).key
+
+
+def is_complete(folder: Path) -> bool:
+    return all((folder / name).is_file() for name in BINARIES) and all(
+        (folder / "stages" / f"{stage}.yaml").is_file() for stage in STAGE_FILES
+    )
+
+
+def version_ldflags(kubernetes: str) -> str:
+    """Linker flags that make ``--version`` report the real release (``go build`` from a
+    module leaves the version variables at their ``v0.0.0-master`` defaults)."""
+    major, minor = kubernetes.lstrip("v").split(".")[:2]
+    flags = ["-s", "-w"]
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [
+            f"-X {package}.gitVersion={kubernetes}",
+            f"-X {package}.gitMajor={major}",
+            f"-X {package}.gitMinor={minor}",
+            f"-X {package}.gitTreeState=clean",
+        ]
+    return " ".join(flags)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One ``go`` invocation of the build: what it makes and the command, run in ``cwd``."""
+
+    title: str
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+
+
+def build_steps(go: str, module: Path, out: Path, versions: Versions) -> list[Step]:
+    env = {"GOFLAGS": "-buildvcs=false -trimpath"}
+    k8s = [f"k8s.io/kubernetes/cmd/{name}" for name in KUBERNETES_COMMANDS]
+    return [
+        Step(
+            f"etcd {versions.etcd}",
+            [go, "build", "-o", str(out / "etcd"), "."],
+            module / "etcd",
+            env,
+        ),
+        Step(
+            f"{', '.join(KUBERNETES_COMMANDS)} {versions.kubernetes}",
+            [go, "build", "-ldflags", version_ldflags(versions.kubernetes), "-o", f"{out}/", *k8s],
+            module,
+            env,
+        ),
+        Step(
+            f"kwok {versions.kwok}",
+            [go, "install", f"sigs.k8s.io/kwok/cmd/kwok@{versions.kwok}"],
+            module,
+            {**env, "GOBIN": str(out)},
+        ),
+    ]
+
+
+def go_version(go: str) -> tuple[int, int]:
+    text = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=True)
+    match = re.match(r"go(\d+)\.(\d+)", text.stdout.strip())
+    if not match:
+        raise BuildError(f"cannot read the Go version from {text.stdout.strip()!r}")
+    return int(match[1]), int(match[2])
+
+
+def find_go() -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError(
+            "`go` is not on PATH: kubesalvo cluster build compiles etcd, Kubernetes and kwok "
+            f"from source and needs Go >= {MIN_GO[0]}.{MIN_GO[1]} (https://go.dev/dl/)"
+        )
+    have = go_version(go)
+    if have < MIN_GO:
+        raise BuildError(
+            f"Go {have[0]}.{have[1]} at {go} is too old: kwok {KWOK_VERSION} and the pinned "
+            f"Kubernetes module need Go >= {MIN_GO[0]}.{MIN_GO[1]}"
+        )
+    return go
+
+
+def explain_failure(step: Step, output: str) -> str:
+    """A message for a failed step: proxy trouble is named as such, else the output's tail."""
+    tail = "\n".join(output.strip().splitlines()[-20:])
+    if any(sign in output for sign in _PROXY_TROUBLE):
+        proxy = os.environ.get("GOPROXY") or "the default, https://proxy.golang.org"
+        return (
+            f"building {step.title} failed: the Go module proxy cannot be reached "
+            f"(GOPROXY={proxy}); check the network or set GOPROXY/GOFLAGS=-mod=mod.\n{tail}"
+        )
+    return f"building {step.title} failed:\n{tail}"
+
+
+@contextmanager
+def _module_copy() -> Iterator[Path]:
+    """A writable copy of the shipped module: the install location may be read-only."""
+    with tempfile.TemporaryDirectory(prefix="kubesalvo-go-") as tmp:
+        dest = Path(tmp) / "local"
+        shutil.copytree(source_dir(), dest, ignore=shutil.ignore_patterns("__pycache__"))
+        yield dest
+
+
+def _copy_stages(go: str, out: Path, versions: Versions, env: dict[str, str]) -> None:
+    modcache = subprocess.run(
+        [go, "env", "GOMODCACHE"], capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
+    stage_root = Path(modcache) / f"sigs.k8s.io/kwok@{versions.kwok}" / "kustomize" / "stage"
+    (out / "stages").mkdir()
+    for name, rel in STAGE_FILES.items():
+        src = stage_root / rel
+        if not src.is_file():
+            raise BuildError(f"kwok stage {rel} is missing from the module cache ({stage_root})")
+        shutil.copyfile(src, out / "stages" / f"{name}.yaml")
+
+
+Progress = Callable[[str, float | None], None]
+
+
+def build(force: bool = False, progress: Progress | None = None) -> Path:
+    """Builds every binary unless the cache already holds them; returns their folder.
+
+    ``progress(title, seconds)`` is told when a step starts (``seconds`` None) and ends.
+    """
+    versions = shipped_versions()
+    final = bin_dir(versions)
+    if is_complete(final) and not force:
+        return final
+    go = find_go()
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{versions.key}-", dir=final.parent))
+    try:
+        with _module_copy() as module:
+            steps = build_steps(go, module, staging, versions)
+            for step in steps:
+                _run(step, progress)
+            env = {**os.environ, **steps[0].env}
+        _copy_stages(go, staging, versions, env)
+        (staging / "versions").write_text(versions.key + "\n")
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final
+
+
+def _run(step: Step, progress: Progress | None) -> None:
+    if progress:
+        progress(step.title, None)
+    started = time.monotonic()
+    env = {**os.environ, **step.env}
+    # GOFLAGS from the environment would be overwritten; keep both.
+    if extra := os.environ.get("GOFLAGS"):
+        env["GOFLAGS"] = f"{extra} {step.env['GOFLAGS']}"
+    try:
+        done = subprocess.run(
+            step.argv, cwd=step.cwd, env=env, capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError as error:
+        raise BuildError(f"cannot run {step.argv[0]}: {error}") from error
+    if done.returncode != 0:
+        raise BuildError(explain_failure(step, done.stdout + done.stderr))
+    if progress:
+        progress(step.title, time.monotonic() - started)

@@ -1,0 +1,410 @@
+"""A local control plane: etcd, kube-apiserver, kube-controller-manager and kwok.
+
+Everything lives in one folder: data, keys, logs, the kubeconfig and ``state.json`` (pids
+and ports), so that ``cluster down`` - from any process - stops what ``cluster up``
+started. Each component's flags are built by a pure function below, which is where the
+choices for a throwaway benchmark cluster are written down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import shutil
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp
+import yaml
+
+from kubesalvo.sched.cluster import build, pki, processes
+from kubesalvo.sched.cluster.api import ApiClient, Object
+from kubesalvo.sched.cluster.nodes import add_synthetic_nodes
+
+T = TypeVar("T")
+
+SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
+# kwok hands out pod IPs from this range: a /24 runs out after 254 running pods.
+POD_CIDR = "10.128.0.0/9"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+# Controllers that act on API objects alone. Node lifecycle, IPAM, routes, cloud and
+# volume controllers need real nodes or a cloud and are left out.
+CONTROLLERS = (
+    "clusterrole-aggregation-controller",
+    "cronjob-controller",
+    "daemonset-controller",
+    "deployment-controller",
+    "disruption-controller",
+    "garbage-collector-controller",
+    "job-controller",
+    "namespace-controller",
+    "pod-garbage-collector-controller",
+    "replicaset-controller",
+    "resourcequota-controller",
+    "root-ca-certificate-publisher-controller",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "statefulset-controller",
+    "ttl-after-finished-controller",
+)
+KWOK_STAGES = tuple(build.STAGE_FILES)
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
+STATE_FILE = "state.json"
+# What `up` writes into the folder; `down` removes exactly these.
+_OWNED = (STATE_FILE, "kubeconfig", "kwok.yaml", "pki", "etcd", "logs", "kcm", "schedulers")
+
+
+class StartError(RuntimeError):
+    """A component did not start; the message carries the end of its log."""
+
+
+def default_dir() -> Path:
+    return build.cache_root() / "cluster"
+
+
+@dataclass
+class ControlPlane:
+    """A running (or starting) control plane and how to reach it."""
+
+    dir: Path
+    bin_dir: Path
+    ports: dict[str, int]
+    token: str
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def server(self) -> str:
+        return f"https://{processes.LOOPBACK}:{self.ports['kube-apiserver']}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / "kubeconfig"
+
+    @property
+    def ca_file(self) -> Path:
+        return self.dir / "pki" / "ca.crt"
+
+    @property
+    def kubectl(self) -> Path:
+        return self.bin_dir / "kubectl"
+
+    def log(self, component: str) -> Path:
+        return self.dir / "logs" / f"{component}.log"
+
+    def client(self, concurrency: int = 64) -> ApiClient:
+        return ApiClient(self.server, self.token, str(self.ca_file), concurrency)
+
+    def call(self, work: Callable[[ApiClient], Awaitable[T]], concurrency: int = 64) -> T:
+        """Runs ``work(client)`` to completion from synchronous code.
+
+        It runs on a worker thread with its own event loop, so this also works from code
+        that is itself inside a running loop (an async test).
+        """
+
+        async def run() -> T:
+            async with self.client(concurrency) as client:
+                return await work(client)
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, run()).result()
+
+    def create(self, objects: Iterable[Mapping[str, Any]], exist_ok: bool = False) -> int:
+        """Creates API objects of any kinds concurrently; returns how many were created."""
+        items = list(objects)
+        return self.call(lambda client: client.create_all(items, exist_ok))
+
+    def add_nodes(self, count: int, seed: int = 0, timeout: float = 120.0) -> list[Object]:
+        """Creates ``count`` synthetic nodes (kept if they exist) and waits until all are
+        Ready; returns them."""
+        return self.call(lambda client: add_synthetic_nodes(client, count, seed, timeout))
+
+    def save(self) -> None:
+        state = {**asdict(self), "dir": str(self.dir), "bin_dir": str(self.bin_dir)}
+        tmp = self.dir / f".{STATE_FILE}.tmp"
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.replace(self.dir / STATE_FILE)
+
+    @classmethod
+    def load(cls, folder: Path) -> ControlPlane:
+        state = json.loads((folder / STATE_FILE).read_text())
+        return cls(
+            dir=Path(state["dir"]),
+            bin_dir=Path(state["bin_dir"]),
+            ports=state["ports"],
+            token=state["token"],
+            pids=state["pids"],
+        )
+
+    def running(self) -> dict[str, bool]:
+        return {name: processes.is_running(pid) for name, pid in self.pids.items()}
+
+
+def etcd_args(cp: ControlPlane) -> list[str]:
+    client = f"http://{processes.LOOPBACK}:{cp.ports['etcd']}"
+    peer = f"http://{processes.LOOPBACK}:{cp.ports['etcd-peer']}"
+    return [
+        str(cp.bin_dir / "etcd"),
+        "--name=kubesalvo",
+        f"--data-dir={cp.dir / 'etcd'}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=kubesalvo={peer}",
+        # Throwaway data: skipping fsync makes writes memory-speed.
+        "--unsafe-no-fsync",
+        "--quota-backend-bytes=8589934592",
+        "--log-level=warn",
+    ]
+
+
+def apiserver_args(cp: ControlPlane) -> list[str]:
+    pki_dir = cp.dir / "pki"
+    return [
+        str(cp.bin_dir / "kube-apiserver"),
+        f"--etcd-servers=http://{processes.LOOPBACK}:{cp.ports['etcd']}",
+        f"--bind-address={processes.LOOPBACK}",
+        f"--advertise-address={processes.LOOPBACK}",
+        f"--secure-port={cp.ports['kube-apiserver']}",
+        f"--cert-dir={pki_dir}",
+        f"--tls-cert-file={pki_dir / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki_dir / 'apiserver.key'}",
+        f"--token-auth-file={pki_dir / 'tokens.csv'}",
+        # No client certificates are issued, but with a client CA the apiserver publishes
+        # kube-system/extension-apiserver-authentication, which the controller manager's
+        # delegated authentication reads.
+        f"--client-ca-file={pki_dir / 'ca.crt'}",
+        "--authorization-mode=Node,RBAC",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-account-key-file={pki_dir / 'service-account.key'}",
+        f"--service-account-signing-key-file={pki_dir / 'service-account.key'}",
+        f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+        # ServiceAccount would need token volumes nobody mounts; TaintNodesByCondition adds
+        # a not-ready taint that only the (absent) node lifecycle controller removes.
+        "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+        # Benchmarks measure schedulers, not server-side throttling: without priority and
+        # fairness, in-flight limits of 0 turn the max-in-flight filter off.
+        "--enable-priority-and-fairness=false",
+        "--max-requests-inflight=0",
+        "--max-mutating-requests-inflight=0",
+        # Loopback addresses are invalid endpoints, so the `kubernetes` Service gets none.
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        "--profiling=false",
+    ]
+
+
+def controller_manager_args(cp: ControlPlane) -> list[str]:
+    pki_dir = cp.dir / "pki"
+    kubeconfig = str(cp.kubeconfig)
+    return [
+        str(cp.bin_dir / "kube-controller-manager"),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--bind-address={processes.LOOPBACK}",
+        f"--secure-port={cp.ports['kube-controller-manager']}",
+        f"--cert-dir={cp.dir / 'kcm'}",
+        "--leader-elect=false",
+        f"--controllers={','.join(CONTROLLERS)}",
+        f"--service-account-private-key-file={pki_dir / 'service-account.key'}",
+        f"--root-ca-file={pki_dir / 'ca.crt'}",
+        # The default 20 QPS would make ReplicaSets of thousands of pods take minutes.
+        "--kube-api-qps=5000",
+        "--kube-api-burst=10000",
+        "--concurrent-deployment-syncs=10",
+        "--concurrent-replicaset-syncs=10",
+        "--concurrent-job-syncs=10",
+        "--profiling=false",
+    ]
+
+
+def kwok_config(cp: ControlPlane) -> dict[str, object]:
+    return {
+        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+        "kind": "KwokConfiguration",
+        "options": {
+            "manageAllNodes": True,
+            "cidr": POD_CIDR,
+            "nodeIP": "10.0.0.1",
+            "nodeLeaseDurationSeconds": 40,
+            # Four workers each (the default) make 5,000 nodes take long to turn Ready.
+            "nodePlayStageParallelism": 16,
+            "podPlayStageParallelism": 16,
+            "nodeLeaseParallelism": 16,
+        },
+    }
+
+
+def kwok_args(cp: ControlPlane) -> list[str]:
+    configs = [str(cp.dir / "kwok.yaml")]
+    configs += [str(cp.bin_dir / "stages" / f"{stage}.yaml") for stage in KWOK_STAGES]
+    return [
+        str(cp.bin_dir / "kwok"),
+        f"--kubeconfig={cp.kubeconfig}",
+        f"--config={','.join(configs)}",
+    ]
+
+
+def kubeconfig_text(server: str, token: str, ca_pem: bytes) -> str:
+    name = "kubesalvo-local"
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": name,
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+                },
+            }
+        ],
+        "users": [{"name": pki.ADMIN_USER, "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": pki.ADMIN_USER}}],
+        "current-context": name,
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+Progress = Callable[[str], None]
+
+
+async def wait_healthy(
+    cp: ControlPlane,
+    component: str,
+    url: str,
+    timeout: float,
+    headers: dict[str, str] | None = None,
+    tls: ssl.SSLContext | bool = False,
+) -> None:
+    """Polls ``url`` until it answers 200; fails at once if the process exits."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    async with aiohttp.ClientSession(headers=headers) as session:
+        while time.monotonic() < deadline:
+            if not processes.is_running(cp.pids[component]):
+                raise StartError(
+                    f"{component} exited during start; end of {cp.log(component)}:\n"
+                    + processes.log_tail(cp.log(component))
+                )
+            try:
+                async with session.get(
+                    url, ssl=tls, timeout=aiohttp.ClientTimeout(total=2)
+                ) as response:
+                    if response.status == 200:
+                        return
+                    last = f"{response.status} {(await response.text())[-300:]}"
+            except (TimeoutError, aiohttp.ClientError) as error:
+                last = str(error) or type(error).__name__
+            await asyncio.sleep(0.1)
+    raise StartError(
+        f"{component} not healthy after {timeout:.0f}s at {url} ({last}); end of its log:\n"
+        + processes.log_tail(cp.log(component))
+    )
+
+
+def _start(cp: ControlPlane, component: str, argv: list[str]) -> None:
+    cp.pids[component] = processes.start(argv, cp.log(component))
+    cp.save()
+
+
+async def start(
+    folder: Path, bin_dir: Path, progress: Progress | None = None, timeout: float = 60.0
+) -> ControlPlane:
+    """Starts the control plane in ``folder`` and waits until each part is healthy.
+
+    On failure everything started is stopped again (logs stay for a look).
+    """
+    say = progress or (lambda _message: None)
+    folder = folder.expanduser().resolve()
+    _refuse_running(folder)
+    remove_files(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "logs").mkdir()
+    (folder / "kcm").mkdir()
+    names = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager")
+    keys = pki.generate(folder / "pki")
+    cp = ControlPlane(
+        dir=folder,
+        bin_dir=bin_dir,
+        ports=dict(zip(names, processes.free_ports(len(names)), strict=True)),
+        token=keys.token,
+    )
+    cp.kubeconfig.write_text(kubeconfig_text(cp.server, cp.token, keys.ca_cert.read_bytes()))
+    cp.kubeconfig.chmod(0o600)
+    (folder / "kwok.yaml").write_text(yaml.safe_dump(kwok_config(cp), sort_keys=False))
+    try:
+        say("starting etcd")
+        _start(cp, "etcd", etcd_args(cp))
+        await wait_healthy(
+            cp, "etcd", f"http://{processes.LOOPBACK}:{cp.ports['etcd']}/health", timeout
+        )
+        say("starting kube-apiserver")
+        _start(cp, "kube-apiserver", apiserver_args(cp))
+        auth = {"Authorization": f"Bearer {cp.token}"}
+        api_tls = ssl.create_default_context(cafile=str(cp.ca_file))
+        await wait_healthy(cp, "kube-apiserver", f"{cp.server}/readyz", timeout, auth, api_tls)
+        say("starting kube-controller-manager and kwok")
+        _start(cp, "kube-controller-manager", controller_manager_args(cp))
+        _start(cp, "kwok", kwok_args(cp))
+        kcm = f"https://{processes.LOOPBACK}:{cp.ports['kube-controller-manager']}/healthz"
+        await wait_healthy(cp, "kube-controller-manager", kcm, timeout)
+        if not processes.is_running(cp.pids["kwok"]):
+            raise StartError("kwok exited during start:\n" + processes.log_tail(cp.log("kwok")))
+    except BaseException:
+        processes.stop(cp.pids.values(), grace=5)
+        raise
+    return cp
+
+
+def _refuse_running(folder: Path) -> None:
+    with contextlib.suppress(FileNotFoundError, json.JSONDecodeError, KeyError):
+        running = ControlPlane.load(folder).running()
+        if any(running.values()):
+            raise StartError(
+                f"a control plane is already running in {folder} "
+                f"(stop it with `kubesalvo cluster down --dir {folder}`)"
+            )
+
+
+def remove_files(folder: Path) -> None:
+    """Removes what ``start`` wrote into ``folder``, and the folder if nothing else is left."""
+    for name in _OWNED:
+        path = folder / name
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def stop(folder: Path, grace: float = 10.0) -> ControlPlane | None:
+    """Stops the control plane recorded in ``folder`` and removes its files.
+
+    Extras (schedulers), kwok and the controller manager go first, etcd last, so that no
+    component logs a storm of errors about the ones already gone. Returns what was stopped
+    (None if nothing was recorded).
+    """
+    folder = folder.expanduser().resolve()
+    try:
+        cp = ControlPlane.load(folder)
+    except FileNotFoundError:
+        remove_files(folder)
+        return None
+    # Schedulers and other extras first, then the core in reverse order of start.
+    extras = [pid for name, pid in cp.pids.items() if name not in COMPONENTS]
+    processes.stop(extras, grace)
+    for component in reversed(COMPONENTS):
+        if component in cp.pids:
+            processes.stop([cp.pids[component]], grace)
+    remove_files(folder)
+    return cp

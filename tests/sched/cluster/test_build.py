@@ -1,0 +1,103 @@
+"""The pure parts of the binary build: versions, cache key, flags and error messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubesalvo.sched.cluster import build
+
+GO_MOD = """module example.local/x
+
+go 1.26
+
+require k8s.io/kubernetes v1.34.4
+
+require (
+	github.com/google/btree v1.1.3 // indirect
+	go.etcd.io/etcd/server/v3 v3.6.16
+)
+"""
+
+
+def test_module_version_reads_single_and_block_requires() -> None:
+    assert build.module_version(GO_MOD, "k8s.io/kubernetes") == "v1.34.4"
+    assert build.module_version(GO_MOD, "go.etcd.io/etcd/server/v3") == "v3.6.16"
+
+
+def test_module_version_names_the_missing_module() -> None:
+    with pytest.raises(build.BuildError, match=r"does not require sigs\.k8s\.io/kwok"):
+        build.module_version(GO_MOD, "sigs.k8s.io/kwok")
+
+
+def test_cache_key_comes_from_the_shipped_go_modules() -> None:
+    versions = build.shipped_versions()
+    assert versions.kubernetes.startswith("v1.34.")
+    assert versions.etcd.startswith("v3.6.")
+    assert versions.key == f"k8s-{versions.kubernetes}_etcd-{versions.etcd}_kwok-v0.8.0"
+
+
+def test_cache_root_follows_kubesalvo_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KUBESALVO_CACHE", str(tmp_path))
+    versions = build.Versions("v1.34.4", "v3.6.16", "v0.8.0")
+    assert build.bin_dir(versions) == tmp_path / "bin" / versions.key
+
+
+def test_folder_missing_a_binary_or_stage_is_incomplete(tmp_path: Path) -> None:
+    for name in build.BINARIES:
+        (tmp_path / name).write_text("")
+    (tmp_path / "stages").mkdir()
+    for stage in build.STAGE_FILES:
+        (tmp_path / "stages" / f"{stage}.yaml").write_text("")
+    assert build.is_complete(tmp_path)
+    (tmp_path / "stages" / "pod-ready.yaml").unlink()
+    assert not build.is_complete(tmp_path)
+
+
+def test_version_ldflags_set_both_version_packages() -> None:
+    flags = build.version_ldflags("v1.34.4")
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        assert f"-X {package}.gitVersion=v1.34.4" in flags
+        assert f"-X {package}.gitMajor=1" in flags
+        assert f"-X {package}.gitMinor=34" in flags
+
+
+def test_build_steps_compile_every_binary_into_the_output(tmp_path: Path) -> None:
+    versions = build.Versions("v1.34.4", "v3.6.16", "v0.8.0")
+    steps = build.build_steps("go", tmp_path / "module", tmp_path / "out", versions)
+    etcd, kubernetes, kwok = steps
+    assert etcd.cwd == tmp_path / "module" / "etcd"
+    assert etcd.argv[-3:] == ["-o", str(tmp_path / "out" / "etcd"), "."]
+    assert [f"k8s.io/kubernetes/cmd/{c}" for c in build.KUBERNETES_COMMANDS] == kubernetes.argv[
+        -len(build.KUBERNETES_COMMANDS) :
+    ]
+    assert kwok.argv[1:] == ["install", "sigs.k8s.io/kwok/cmd/kwok@v0.8.0"]
+    assert kwok.env["GOBIN"] == str(tmp_path / "out")
+    assert all("-trimpath" in step.env["GOFLAGS"] for step in steps)
+
+
+def test_missing_go_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(build.BuildError, match="`go` is not on PATH"):
+        build.find_go()
+
+
+def test_unreachable_proxy_is_named() -> None:
+    step = build.Step("kwok v0.8.0", ["go", "install"], Path("."), {})
+    output = (
+        "go: sigs.k8s.io/kwok/cmd/kwok@v0.8.0: Get "
+        '"https://proxy.golang.org/sigs.k8s.io/kwok/@v/v0.8.0.info": dial tcp: '
+        "lookup proxy.golang.org: no such host"
+    )
+    message = build.explain_failure(step, output)
+    assert "the Go module proxy cannot be reached" in message
+    assert "no such host" in message
+
+
+def test_compile_error_is_shown_as_is() -> None:
+    step = build.Step("etcd v3.6.16", ["go", "build"], Path("."), {})
+    message = build.explain_failure(step, "./main.go:9:2: undefined: etcdmain.Mian")
+    assert message == "building etcd v3.6.16 failed:\n./main.go:9:2: undefined: etcdmain.Mian"
