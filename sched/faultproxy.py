@@ -9,7 +9,8 @@ can, on demand:
 - answer the next N matching requests with 429 and a Retry-After header;
 - answer the next N watch requests with 410 Gone, as an ERROR event in the stream (what
   the API server does for a too-old resourceVersion) or as an HTTP 410;
-- drop every open watch connection abruptly (no final chunk), as a broken network does.
+- drop every open watch connection abruptly (no final chunk), as a broken network does,
+  and refuse new watches (503) for as long as a test needs the watch path down.
 
 It counts what it did and records every binding the API server accepted, so a test can
 check that each pod was bound exactly once. Faults are set by assigning to ``faults``.
@@ -52,6 +53,8 @@ class Faults:
     # Only requests whose path contains this are throttled ("" throttles everything).
     throttle_match: str = "/binding"
     gone_watches: int = 0
+    # While set, every watch request is answered 503 (the watch path is down).
+    refuse_watches: bool = False
     # True: a 200 stream carrying an ERROR event with code 410; False: an HTTP 410.
     gone_as_event: bool = True
 
@@ -77,6 +80,7 @@ class ProxyStats:
     throttled: int = 0
     gone: int = 0
     dropped: int = 0
+    refused: int = 0
     watches: int = 0
     # Binding path -> how many times the API server answered 201 to it.
     binds_accepted: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -171,6 +175,13 @@ class FaultProxy:
                     "Retry-After": str(faults.retry_after),
                     "Content-Type": "application/json",
                 },
+            )
+        if is_watch and faults.refuse_watches:
+            self.stats.refused += 1
+            return web.Response(
+                status=503,
+                body=status_body(503, "ServiceUnavailable", "watches refused by the fault proxy"),
+                content_type="application/json",
             )
         if is_watch and faults.gone_watches > 0:
             faults.gone_watches -= 1

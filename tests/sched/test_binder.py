@@ -1,14 +1,21 @@
-"""The binder's request body and how it reads the API server's conflicts.
-
-Binding itself (retries, 429, exactly-once through faults) is tested against the real
-API server in tests/sched/test_binder_integration.py.
-"""
+"""The binder: its request body and how it reads conflicts, then binds on the real API
+server through the fault proxy (5xx before and after the API server applied a bind, 429
+with Retry-After), with every pod bound exactly once, and refusals that are forgotten."""
 
 from __future__ import annotations
 
-import msgspec
+import asyncio
 
-from kubesalvo.sched.binder import BindOutcome, binding_body, classify_conflict
+import msgspec
+import pytest
+
+from kubesalvo.sched.binder import (
+    Binder,
+    BinderSettings,
+    BindOutcome,
+    binding_body,
+    classify_conflict,
+)
 from kubesalvo.sched.client import ApiError
 
 
@@ -50,3 +57,111 @@ def test_a_uid_precondition_failure_is_forgotten():
         "Precondition failed: UID in precondition: old, UID in object meta: new"
     )
     assert classify_conflict(error, "node-7") is BindOutcome.FORGOTTEN
+
+
+# -- against the real API server ---------------------------------------------------------
+
+FAST = BinderSettings(backoff_initial=0.02, backoff_max=0.2)
+
+
+@pytest.fixture
+def nodes(control_plane) -> list[str]:
+    return [node["metadata"]["name"] for node in control_plane.add_nodes(3)]
+
+
+async def node_of(api, namespace: str, name: str) -> str:
+    response = await api.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")
+    return msgspec.json.decode(response.body)["spec"].get("nodeName", "")
+
+
+@pytest.mark.integration
+async def test_every_pod_is_bound_exactly_once_through_5xx_and_429(
+    proxied_api, proxy, api, namespace, create_pod, nodes
+):
+    pods = [await create_pod(namespace, f"web-{i}") for i in range(30)]
+    bound: list[str] = []
+    binder = Binder(proxied_api, FAST, on_bound=lambda r: bound.append(r.name))
+
+    async def bind_all(batch: list[dict], offset: int) -> list:
+        tasks = [
+            binder.bind(namespace, p["metadata"]["name"], p["metadata"]["uid"], nodes[i % 3])
+            for i, p in enumerate(batch, start=offset)
+        ]
+        return list(await asyncio.gather(*tasks))
+
+    # First lost answers (the server applied the bind, the client saw 503) and throttling,
+    # then refusals before the server saw anything.
+    proxy.faults.bind_errors = 8
+    proxy.faults.bind_error_after_forward = True
+    proxy.faults.throttle = 6
+    proxy.faults.retry_after = 1
+    results = await bind_all(pods[:15], 0)
+    proxy.faults.bind_errors = 8
+    proxy.faults.bind_error_after_forward = False
+    results += await bind_all(pods[15:], 15)
+
+    assert {r.outcome for r in results} == {BindOutcome.BOUND}
+    assert sorted(bound) == sorted(p["metadata"]["name"] for p in pods)
+    assert proxy.stats.throttled == 6 and proxy.stats.bind_errors == 16
+    accepted = proxy.stats.binds_accepted
+    assert len(accepted) == 30 and set(accepted.values()) == {1}
+    for i, p in enumerate(pods):
+        assert await node_of(api, namespace, p["metadata"]["name"]) == nodes[i % 3]
+
+
+@pytest.mark.integration
+async def test_a_recreated_pod_is_never_bound_to_the_old_pods_placement(
+    api, namespace, create_pod, nodes
+):
+    old = await create_pod(namespace, "reborn")
+    await api.request(
+        "DELETE", f"/api/v1/namespaces/{namespace}/pods/reborn", params={"gracePeriodSeconds": "0"}
+    )
+    await create_pod(namespace, "reborn")
+    forgotten = []
+    binder = Binder(api, FAST, on_forget=forgotten.append)
+    result = await binder.bind(namespace, "reborn", old["metadata"]["uid"], nodes[0])
+    assert result.outcome is BindOutcome.FORGOTTEN
+    assert "Precondition failed: UID" in result.error.message
+    assert forgotten == [result]
+    assert await node_of(api, namespace, "reborn") == ""
+
+
+@pytest.mark.integration
+async def test_a_missing_pod_or_one_bound_elsewhere_is_forgotten(api, namespace, create_pod, nodes):
+    pod = await create_pod(namespace, "taken")
+    binder = Binder(api, FAST)
+    uid = pod["metadata"]["uid"]
+    assert (await binder.bind(namespace, "taken", uid, nodes[0])).outcome is BindOutcome.BOUND
+    elsewhere = await binder.bind(namespace, "taken", uid, nodes[1])
+    assert elsewhere.outcome is BindOutcome.FORGOTTEN and elsewhere.error.status == 409
+    missing = await binder.bind(namespace, "no-such-pod", "uid", nodes[0])
+    assert missing.outcome is BindOutcome.FORGOTTEN and missing.error.status == 404
+    assert await node_of(api, namespace, "taken") == nodes[0]
+
+
+@pytest.mark.integration
+async def test_a_bind_that_keeps_failing_is_reported_failed_for_requeueing(
+    proxied_api, proxy, api, namespace, create_pod, nodes
+):
+    pod = await create_pod(namespace, "unlucky")
+    proxy.faults.bind_errors = 100
+    proxy.faults.bind_error_status = 500
+    failed = []
+    binder = Binder(
+        proxied_api, BinderSettings(max_attempts=3, backoff_initial=0.01), on_failed=failed.append
+    )
+    result = await binder.bind(namespace, "unlucky", pod["metadata"]["uid"], nodes[0])
+    assert result.outcome is BindOutcome.FAILED and result.attempts == 3
+    assert result.error.status == 500
+    assert failed == [result]
+    assert await node_of(api, namespace, "unlucky") == ""
+
+
+@pytest.mark.integration
+async def test_a_replica_that_is_not_the_leader_sends_no_bind(api, namespace, create_pod, nodes):
+    pod = await create_pod(namespace, "follower")
+    binder = Binder(api, FAST, is_leader=lambda: False)
+    result = await binder.bind(namespace, "follower", pod["metadata"]["uid"], nodes[0])
+    assert result.outcome is BindOutcome.FAILED and result.attempts == 0
+    assert await node_of(api, namespace, "follower") == ""

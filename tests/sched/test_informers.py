@@ -1,14 +1,28 @@
-"""Informers without a server: typed decoding, the store's exactly-once changes, lines.
-
-List/watch against the real API server is in test_informers_integration.py.
-"""
+"""Informers: typed decoding, the store's exactly-once changes and line splitting on their
+own, then list/watch against the real API server (through the fault proxy for drops and
+410 Gone)."""
 
 from __future__ import annotations
+
+import asyncio
 
 import msgspec
 import pytest
 
-from kubesalvo.sched.informers import ADDED, DELETED, MODIFIED, SYNCED, Store, to_api_dict
+from kubesalvo.sched.client import ApiClient
+from kubesalvo.sched.informers import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    NAMESPACES,
+    PODDISRUPTIONBUDGETS,
+    PODS,
+    SYNCED,
+    Informer,
+    Store,
+    WatchSettings,
+    to_api_dict,
+)
 from kubesalvo.sched.informers.models import Node, ObjectList, Pod, PodDisruptionBudget
 from kubesalvo.sched.informers.watch import iter_lines
 
@@ -195,3 +209,153 @@ async def test_lines_are_split_across_chunk_boundaries_without_a_length_limit():
     chunks = [b'{"a":1}\n{"b":', b"2}\n" + big[:100_000], big[100_000:] + b"\n", b"\n", b"tail"]
     lines = [line async for line in iter_lines(Chunks(chunks))]
     assert lines == [b'{"a":1}', b'{"b":2}', big, b"tail"]
+
+
+# -- against the real API server ---------------------------------------------------------
+
+
+def pod_informer(client: ApiClient, namespace: str, seen: list, **settings) -> Informer:
+    settings.setdefault("backoff_initial", 0.05)
+    watch = WatchSettings(field_selector=f"metadata.namespace={namespace}", **settings)
+    return Informer(client, PODS, seen.append, watch)
+
+
+def named(seen: list) -> list[tuple[str, str | None]]:
+    return [(c.type, c.obj.metadata.name if c.obj else None) for c in seen]
+
+
+async def delete_pod(api: ApiClient, namespace: str, name: str) -> None:
+    await api.request(
+        "DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", params={"gracePeriodSeconds": "0"}
+    )
+
+
+@pytest.mark.integration
+async def test_list_is_paginated_and_watch_sees_creates_updates_and_deletes(
+    api, namespace, create_pod, eventually
+):
+    for i in range(5):
+        await create_pod(namespace, f"before-{i}")
+    seen: list = []
+    informer = pod_informer(api, namespace, seen, page_size=2)
+    informer.start()
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 20)
+        assert sorted(n for t, n in named(seen) if t == ADDED) == [f"before-{i}" for i in range(5)]
+        assert named(seen)[-1] == (SYNCED, None)
+
+        await create_pod(namespace, "after")
+        patch = b'{"metadata":{"labels":{"tier":"gold"}}}'
+        await api.request(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/before-0",
+            body=patch,
+            content_type="application/merge-patch+json",
+        )
+        await delete_pod(api, namespace, "before-1")
+        await eventually(lambda: (DELETED, "before-1") in named(seen), what="the delete")
+        assert (ADDED, "after") in named(seen)
+        modified = [c for c in seen if c.type == MODIFIED and c.obj.metadata.name == "before-0"]
+        assert modified[0].obj.metadata.labels["tier"] == "gold"
+        assert "tier" not in modified[0].old.metadata.labels
+        assert "ns/before-1" not in informer.store and len(informer.store) == 5
+        assert informer.state.lists == 1
+    finally:
+        await informer.stop()
+
+
+@pytest.mark.integration
+async def test_watch_resumes_after_a_dropped_connection_without_relisting_or_repeating(
+    proxied_api, proxy, api, namespace, create_pod, eventually
+):
+    await create_pod(namespace, "first")
+    seen: list = []
+    informer = pod_informer(proxied_api, namespace, seen)
+    informer.start()
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 20)
+        await eventually(lambda: proxy.stats.watches >= 1, what="the first watch")
+        for round_ in range(3):
+            assert proxy.drop_watches() >= 1
+            await create_pod(namespace, f"while-dropped-{round_}")
+            await eventually(
+                lambda r=round_: (ADDED, f"while-dropped-{r}") in named(seen),
+                what=f"the pod created after drop {round_}",
+            )
+            await eventually(lambda r=round_: proxy.stats.watches >= r + 2, what="a new watch")
+        adds = [n for t, n in named(seen) if t == ADDED]
+        assert sorted(adds) == sorted({*adds})  # nothing delivered twice
+        assert informer.state.lists == 1
+        assert proxy.stats.dropped >= 3
+    finally:
+        await informer.stop()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("as_event", [True, False], ids=["error-event", "http-410"])
+async def test_410_gone_relists_and_reports_what_changed_meanwhile(
+    as_event, proxied_api, proxy, api, namespace, create_pod, eventually
+):
+    for name in ("stays", "goes", "changes"):
+        await create_pod(namespace, name)
+    seen: list = []
+    informer = pod_informer(proxied_api, namespace, seen)
+    informer.start()
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 20)
+        await eventually(lambda: proxy.stats.watches >= 1, what="the first watch")
+        # Take the watch path down, change things, then answer the next watch with 410.
+        proxy.faults.refuse_watches = True
+        proxy.drop_watches()
+        await delete_pod(api, namespace, "goes")
+        await api.request(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/changes",
+            body=b'{"metadata":{"labels":{"v":"2"}}}',
+            content_type="application/merge-patch+json",
+        )
+        await create_pod(namespace, "new")
+        seen.clear()
+        proxy.faults.gone_as_event = as_event
+        proxy.faults.gone_watches = 1
+        proxy.faults.refuse_watches = False
+        await eventually(lambda: (SYNCED, None) in named(seen), what="the relist")
+        assert named(seen) == [
+            (DELETED, "goes"),
+            (MODIFIED, "changes"),
+            (ADDED, "new"),
+            (SYNCED, None),
+        ]
+        assert informer.state.lists == 2 and proxy.stats.gone == 1
+        await create_pod(namespace, "after-relist")
+        await eventually(lambda: (ADDED, "after-relist") in named(seen), what="watching again")
+    finally:
+        await informer.stop()
+
+
+@pytest.mark.integration
+async def test_namespaces_and_pdbs_decode_from_the_real_server(api, namespace, eventually):
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}}},
+    }
+    await api.request(
+        "POST",
+        f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
+        body=msgspec.json.encode(pdb),
+    )
+    namespaces = Informer(api, NAMESPACES)
+    pdbs = Informer(api, PODDISRUPTIONBUDGETS)
+    for informer in (namespaces, pdbs):
+        informer.start()
+    try:
+        await asyncio.wait_for(asyncio.gather(namespaces.synced.wait(), pdbs.synced.wait()), 20)
+        assert namespaces.store.get(namespace).status.phase == "Active"
+        budget = pdbs.store.get(f"{namespace}/web")
+        assert budget.spec.min_available == "50%"
+        assert to_api_dict(budget)["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+    finally:
+        await namespaces.stop()
+        await pdbs.stop()
