@@ -1,0 +1,44 @@
+"""Pod group keys and minimums from the seeds' and scheduler-plugins' labels."""
+
+import pytest
+
+from kubesalvo.core.gang import GroupKey, group_minimums, group_of, min_available
+
+
+def member(name, labels, namespace="ml"):
+    return {"metadata": {"name": name, "namespace": namespace, "labels": labels}}
+
+
+def test_group_labels_in_order_of_precedence():
+    assert group_of(member("a", {"podGroup": "train"})) == GroupKey("ml", "train")
+    assert group_of(member("a", {"scheduling.x-k8s.io/pod-group": "pg"})) == GroupKey("ml", "pg")
+    both = member("a", {"podGroup": "seed", "scheduling.x-k8s.io/pod-group": "pg"})
+    assert group_of(both) == GroupKey("ml", "seed")
+    assert group_of(member("a", {"app": "web"})) is None
+    assert group_of(member("a", {"podGroup": ""})) is None
+    assert str(GroupKey("ml", "train")) == "ml/train"
+
+
+def test_min_available_parses_positive_integers_only():
+    assert min_available(member("a", {"minAvailable": "3"})) == 3
+    assert min_available(member("a", {})) is None
+    for bad in ("0", "-1", "two", "1.5", "", "²"):
+        with pytest.raises(ValueError, match="minAvailable"):
+            min_available(member("a", {"minAvailable": bad}))
+
+
+def test_a_groups_minimum_comes_from_its_first_labelled_pod_or_defaults_to_all():
+    burst = [
+        member("a0", {"podGroup": "a"}),
+        member("a1", {"podGroup": "a", "minAvailable": "2"}),
+        member("a2", {"podGroup": "a", "minAvailable": "3"}),
+        member("b0", {"podGroup": "b"}),
+        member("b1", {"podGroup": "b"}),
+        member("b2", {"podGroup": "b"}, namespace="other"),
+        member("solo", {}),
+    ]
+    assert group_minimums(burst) == {
+        GroupKey("ml", "a"): 2,
+        GroupKey("ml", "b"): 2,
+        GroupKey("other", "b"): 1,
+    }
