@@ -225,11 +225,18 @@ class EventRecorder:
                 for i in range(self.settings.workers)
             ]
 
+    async def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every noted write is done (or ``timeout`` passes); True if done."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._queue or self._busy:
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
+            await asyncio.sleep(0.02)
+        return True
+
     async def stop(self, flush_timeout: float = 5.0) -> None:
         """Write what is pending (for at most ``flush_timeout``), then stop the writers."""
-        deadline = asyncio.get_running_loop().time() + flush_timeout
-        while (self._queue or self._busy) and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.05)
+        await self.flush(flush_timeout)
         for worker in self._workers:
             worker.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)

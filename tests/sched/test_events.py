@@ -1,12 +1,14 @@
-"""Event recording without a server: texts, times, coalescing and the pending bound.
-
-Writing to the real API server (series on one Event object, the condition patch) is in
-test_events_integration.py.
-"""
+"""Events and the PodScheduled condition: texts, times, coalescing and the pending bound
+on their own, then written to the real API server (kube-scheduler's texts, a series on one
+Event object, the status patch, a many-pod failure aggregated)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
+
+import msgspec
+import pytest
 
 from kubesalvo.sched.client import ApiClient, Credentials
 from kubesalvo.sched.events import (
@@ -73,3 +75,107 @@ def test_writes_past_the_pending_limit_are_dropped_and_counted():
         events.failed_scheduling(ObjectRef("ns", f"pod-{i}", f"uid-{i}"), "no nodes")
     assert events.pending == 10
     assert events.dropped == 15
+
+
+# -- against the real API server ---------------------------------------------------------
+
+
+@pytest.fixture
+async def started(api):
+    events = EventRecorder(api, RecorderSettings(qps=500, burst=500))
+    events.start()
+    try:
+        yield events
+    finally:
+        await events.stop()
+
+
+async def list_events(api, namespace: str) -> list[dict]:
+    response = await api.request("GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+    return msgspec.json.decode(response.body)["items"]
+
+
+async def settled(events: EventRecorder) -> None:
+    assert await events.flush(timeout=20), "events still pending"
+
+
+def ref(pod: dict) -> ObjectRef:
+    meta = pod["metadata"]
+    return ObjectRef(meta["namespace"], meta["name"], meta["uid"])
+
+
+@pytest.mark.integration
+async def test_repeated_failures_of_a_pod_form_one_event_with_a_series(
+    api, namespace, create_pod, started
+):
+    pod = ref(await create_pod(namespace, "stuck"))
+    message = "0/3 nodes are available: 3 Insufficient cpu."
+    started.failed_scheduling(pod, message)
+    await settled(started)
+    for _ in range(4):
+        started.failed_scheduling(pod, message)
+    await settled(started)
+    (event,) = await list_events(api, namespace)
+    assert event["reason"] == "FailedScheduling" and event["type"] == "Warning"
+    assert event["action"] == "Scheduling" and event["note"] == message
+    assert event["regarding"]["uid"] == pod.uid and event["regarding"]["kind"] == "Pod"
+    assert event["reportingController"] == "kubesalvo"
+    assert event["series"]["count"] == 5
+    assert started.sent["event"] == 1 and started.sent["series"] == 1
+
+
+@pytest.mark.integration
+async def test_scheduled_and_preempted_events_use_kube_schedulers_texts(
+    api, namespace, create_pod, started
+):
+    winner = ref(await create_pod(namespace, "winner"))
+    victim = ref(await create_pod(namespace, "victim"))
+    started.scheduled(winner, "node-1")
+    started.preempted(victim, winner, "node-1")
+    await settled(started)
+    by_reason = {e["reason"]: e for e in await list_events(api, namespace)}
+    assert by_reason["Scheduled"]["note"] == f"Successfully assigned {namespace}/winner to node-1"
+    assert by_reason["Scheduled"]["type"] == "Normal"
+    preempted = by_reason["Preempted"]
+    assert preempted["note"] == f"Preempted by pod {winner.uid} on node node-1"
+    assert preempted["action"] == "Preempting"
+    assert preempted["regarding"]["name"] == "victim"
+    assert preempted["related"]["name"] == "winner"
+
+
+@pytest.mark.integration
+async def test_the_pod_scheduled_condition_is_patched_on_the_status(
+    api, namespace, create_pod, started
+):
+    pod = ref(await create_pod(namespace, "pending"))
+    message = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    started.pod_condition(pod, "Unschedulable", message, nominated_node_name="node-2")
+    await settled(started)
+    response = await api.request("GET", f"/api/v1/namespaces/{namespace}/pods/pending")
+    status = msgspec.json.decode(response.body)["status"]
+    (condition,) = [c for c in status["conditions"] if c["type"] == "PodScheduled"]
+    assert condition["status"] == "False"
+    assert condition["reason"] == "Unschedulable" and condition["message"] == message
+    assert condition["lastTransitionTime"]
+    assert status["nominatedNodeName"] == "node-2"
+    # The same condition again is not written again.
+    started.pod_condition(pod, "Unschedulable", message)
+    assert started.pending == 0
+
+
+@pytest.mark.integration
+async def test_a_many_pod_failure_writes_one_event_per_pod_however_often_each_failed(
+    api, namespace, started
+):
+    pods = [ObjectRef(namespace, f"job-{i}", f"uid-{i}") for i in range(150)]
+    message = "0/5000 nodes are available: 5000 Insufficient nvidia.com/gpu."
+    for _ in range(10):
+        for pod in pods:
+            started.failed_scheduling(pod, message)
+        await asyncio.sleep(0.01)
+    await settled(started)
+    events = await list_events(api, namespace)
+    assert len(events) == 150
+    assert sum(e.get("series", {}).get("count", 1) for e in events) == 1500
+    assert started.sent["event"] == 150
+    assert started.dropped == 0
