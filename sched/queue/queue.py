@@ -1,0 +1,616 @@
+"""The scheduling queue: pending pods split by job, as in kube-scheduler's PriorityQueue.
+
+* **activeQ** holds the pods ready for the next burst, in the order of the profile's
+  QueueSort plugin (``PrioritySort``: higher priority first, then earlier queued).
+* **backoffQ** holds pods waiting out their backoff after a failed attempt: the n-th
+  failure waits ``podInitialBackoffSeconds * 2**(n-1)``, at most ``podMaxBackoffSeconds``,
+  counted from the failure. Failures with no rejecting plugin (an API error, a failed
+  bind) count separately and never pop early (kube-scheduler's error backoff).
+* **unschedulable** pods are parked with the plugins that rejected them until a cluster
+  event one of those plugins registered (``events.PLUGIN_EVENTS``) moves them back (to
+  backoffQ if still backing off, else activeQ), or until they have waited
+  ``podMaxInUnschedulablePodsDuration`` (5 minutes by default).
+* **gated** pods (non-empty ``spec.schedulingGates`` with the SchedulingGates plugin on)
+  wait outside the other queues until an update removes their gates.
+* **in flight**: pods handed out by :meth:`pop_burst` until :meth:`done` or
+  :meth:`add_unschedulable`. Events that arrive meanwhile are remembered, so that a pod
+  that fails is retried at once if something happened during its attempt that could
+  help it (kube-scheduler's in-flight events).
+
+As kube-scheduler does with ``SchedulerPopFromBackoffQ`` (beta, on in v1.34), a burst
+with room left is topped up from the backoffQ (rejected pods only), so that an idle
+scheduler retries early. kube-scheduler aligns backoff expiries to one-second windows
+to sort pods of one window by priority; kubesalvo does not, since a burst takes every
+ready pod at once and sorts the burst.
+
+A pod is in exactly one of these places at any time, keyed by its UID; adding a pod the
+queue already holds updates it.
+
+Threading: the queue is not thread-safe. It lives on the asyncio event loop thread; the
+informer handlers, the burst cycle and the binder call it from that thread only (the
+kernel's worker thread never touches it). Nothing here blocks or sleeps: the runtime
+calls :meth:`pop_burst` when woken by ``on_active`` or at :meth:`next_wakeup`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from typing import Any
+
+from kubesalvo.core import names
+from kubesalvo.sched.queue.clock import Clock, MonotonicClock
+from kubesalvo.sched.queue.events import (
+    FORCE_ACTIVATE,
+    PLUGIN_EVENTS,
+    UNSCHEDULABLE_TIMEOUT,
+    ClusterEvent,
+    HintFn,
+    Resource,
+    pod_update_events,
+)
+from kubesalvo.sched.queue.sorting import SortKey, sort_key_for
+
+__all__ = ["QueueName", "QueuedPod", "SchedulingQueue", "pod_key"]
+
+DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
+
+
+class QueueName(StrEnum):
+    """Where a pod is; the first four are the ``queue`` label of scheduler_pending_pods."""
+
+    ACTIVE = "active"
+    BACKOFF = "backoff"
+    UNSCHEDULABLE = "unschedulable"
+    GATED = "gated"
+    IN_FLIGHT = "in_flight"
+
+
+class _Strategy(Enum):
+    SKIP = 0
+    AFTER_BACKOFF = 1
+    IMMEDIATELY = 2
+
+
+def pod_key(pod: Any) -> str:
+    """The queue's key of a pod: its UID, or namespace/name for an object without one."""
+    meta = pod.metadata
+    return meta.uid or f"{meta.namespace}/{meta.name}"
+
+
+@dataclass(eq=False)
+class QueuedPod:
+    """A pending pod and its scheduling history; the cycle and binder hand it back."""
+
+    pod: Any
+    key: str
+    # When the pod entered the queue or last came back after a failed attempt.
+    timestamp: float
+    # When the pod first became ready to schedule (for the end-to-end SLI).
+    initial_attempt_timestamp: float | None = None
+    attempts: int = 0
+    unschedulable_count: int = 0
+    consecutive_errors: int = 0
+    unschedulable_plugins: frozenset[str] = frozenset()
+    pending_plugins: frozenset[str] = frozenset()
+    gating_plugin: str = ""
+    _backoff_expiration: float | None = field(default=None, repr=False)
+
+    @property
+    def priority(self) -> int:
+        return self.pod.spec.priority or 0
+
+    @property
+    def scheduler_name(self) -> str:
+        return self.pod.spec.scheduler_name
+
+    @property
+    def name(self) -> str:
+        return f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"
+
+    @property
+    def rejectors(self) -> frozenset[str]:
+        return self.unschedulable_plugins | self.pending_plugins
+
+
+@dataclass
+class _InFlight:
+    qp: QueuedPod
+    since: int  # index in the event log when the pod was popped
+    deleted: bool = False
+
+
+@dataclass(frozen=True)
+class _LoggedEvent:
+    event: ClusterEvent
+    old: Any
+    new: Any
+    target: str | None  # only this pod's key, or None for every pod
+
+
+class SchedulingQueue:
+    """activeQ, backoffQ, unschedulable and gated pods, with an injectable clock."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        pod_initial_backoff_seconds: float = 1.0,
+        pod_max_backoff_seconds: float = 10.0,
+        pod_max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS,
+        queue_sort: str = names.PRIORITY_SORT,
+        pre_enqueue: Mapping[str, Iterable[str]] | None = None,
+        default_pre_enqueue: Iterable[str] = (names.SCHEDULING_GATES,),
+        plugin_events: Mapping[str, tuple[ClusterEvent, ...]] = PLUGIN_EVENTS,
+        hints: Mapping[str, HintFn] | None = None,
+        pop_from_backoff: bool = True,
+        on_active: Callable[[], None] | None = None,
+    ) -> None:
+        self.clock: Clock = clock or MonotonicClock()
+        self.initial_backoff = float(pod_initial_backoff_seconds)
+        self.max_backoff = float(pod_max_backoff_seconds)
+        self.max_in_unschedulable = float(pod_max_in_unschedulable_seconds)
+        self._sort_key: SortKey = sort_key_for(queue_sort)
+        # schedulerName -> the PreEnqueue plugins of that profile.
+        self._pre_enqueue = {k: tuple(v) for k, v in (pre_enqueue or {}).items()}
+        self._default_pre_enqueue = tuple(default_pre_enqueue)
+        self._events = dict(plugin_events)
+        self._hints = dict(hints or {})
+        self._pop_from_backoff = pop_from_backoff
+        # Called whenever pods become ready, so the cycle can wake up.
+        self.on_active = on_active
+
+        self._where: dict[str, QueueName] = {}
+        self._seq = itertools.count()
+        self._active: list[tuple[tuple[Any, ...], int, str]] = []
+        self._active_pods: dict[str, tuple[int, QueuedPod]] = {}
+        # Two backoff heaps (expiry, key, seq): pods rejected by plugins, and pods that
+        # failed for another reason; only the first may be popped early.
+        self._backoff: list[tuple[float, tuple[Any, ...], int, str]] = []
+        self._error_backoff: list[tuple[float, tuple[Any, ...], int, str]] = []
+        self._backoff_pods: dict[str, tuple[int, QueuedPod]] = {}
+        # Insertion order is timestamp order: the oldest parked pods come first.
+        self._unschedulable: dict[str, QueuedPod] = {}
+        self._by_plugin: dict[str, set[str]] = {}
+        self._gated: dict[str, QueuedPod] = {}
+        self._in_flight: dict[str, _InFlight] = {}
+        self._log: list[_LoggedEvent] = []
+        self._log_base = 0  # the absolute index of self._log[0]
+
+    @classmethod
+    def from_config(cls, config: Any, **kwargs: Any) -> SchedulingQueue:
+        """A queue set up from a loaded ``SchedulerConfig`` (backoffs, sort, gates)."""
+        profiles = config.profiles
+        kwargs.setdefault("pod_initial_backoff_seconds", config.pod_initial_backoff_seconds)
+        kwargs.setdefault("pod_max_backoff_seconds", config.pod_max_backoff_seconds)
+        kwargs.setdefault(
+            "pod_max_in_unschedulable_seconds",
+            config.kubesalvo.pod_max_in_unschedulable_pods_seconds,
+        )
+        kwargs.setdefault("queue_sort", profiles[0].queue_sort)
+        kwargs.setdefault("pre_enqueue", {p.scheduler_name: p.pre_enqueue for p in profiles})
+        return cls(**kwargs)
+
+    # --- what is where ----------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._where
+
+    def where(self, key: str) -> QueueName | None:
+        return self._where.get(key)
+
+    def get(self, key: str) -> QueuedPod | None:
+        where = self._where.get(key)
+        if where is None:
+            return None
+        if where is QueueName.ACTIVE:
+            return self._active_pods[key][1]
+        if where is QueueName.BACKOFF:
+            return self._backoff_pods[key][1]
+        if where is QueueName.UNSCHEDULABLE:
+            return self._unschedulable[key]
+        if where is QueueName.GATED:
+            return self._gated[key]
+        return self._in_flight[key].qp
+
+    def pending_counts(self) -> dict[str, int]:
+        """Pods per queue, for ``scheduler_pending_pods{queue=...}``; O(1)."""
+        return {
+            QueueName.ACTIVE.value: len(self._active_pods),
+            QueueName.BACKOFF.value: len(self._backoff_pods),
+            QueueName.UNSCHEDULABLE.value: len(self._unschedulable),
+            QueueName.GATED.value: len(self._gated),
+        }
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    def listing(self) -> list[tuple[str, QueueName, QueuedPod]]:
+        """Every pod with its place (for /debug/queue); active pods in pop order."""
+        out = [(qp.name, QueueName.ACTIVE, qp) for _, _, qp in self._ordered_active()]
+        for where, pods in (
+            (QueueName.BACKOFF, (qp for _, qp in self._backoff_pods.values())),
+            (QueueName.UNSCHEDULABLE, self._unschedulable.values()),
+            (QueueName.GATED, self._gated.values()),
+            (QueueName.IN_FLIGHT, (f.qp for f in self._in_flight.values())),
+        ):
+            out.extend((qp.name, where, qp) for qp in pods)
+        return out
+
+    # --- pods appearing, changing, going ------------------------------------------------
+
+    def add(self, pod: Any) -> None:
+        """A new unassigned pod for one of our profiles."""
+        key = pod_key(pod)
+        if key in self._where:
+            self.update(None, pod)
+            return
+        self._to_active(QueuedPod(pod, key, self.clock.now()))
+
+    def update(self, old: Any | None, new: Any) -> None:
+        """An unassigned pod changed; a parked pod moves if the change could help it."""
+        key = pod_key(new)
+        where = self._where.get(key)
+        if where is None:
+            self._to_active(QueuedPod(new, key, self.clock.now()))
+            return
+        events = pod_update_events(old, new) if old is not None else []
+        if where is QueueName.IN_FLIGHT:
+            flight = self._in_flight[key]
+            flight.qp.pod = new
+            # Judged when the attempt comes back, against the pod's rejecting plugins.
+            for event in events:
+                self._log.append(_LoggedEvent(event, old, new, key))
+            return
+        if where is QueueName.ACTIVE:
+            _, qp = self._active_pods[key]
+            qp.pod = new
+            self._push_active(qp)  # its priority, hence its place, may have changed
+            return
+        if where is QueueName.BACKOFF:
+            self._backoff_pods[key][1].pod = new
+            return
+        if where is QueueName.GATED:
+            qp = self._gated.pop(key)
+            del self._where[key]
+            qp.pod = new
+            self._to_active(qp)  # gated again if a gate remains
+            return
+        qp = self._unschedulable[key]
+        qp.pod = new
+        for event in events:
+            strategy = self._worth_requeuing(qp, event, old, new)
+            if strategy is not _Strategy.SKIP:
+                self._remove_unschedulable(key)
+                self._requeue(qp, strategy)
+                break
+
+    def delete(self, pod_or_key: Any) -> None:
+        """The pod is gone (deleted, or now bound by someone): forget it."""
+        key = pod_or_key if isinstance(pod_or_key, str) else pod_key(pod_or_key)
+        where = self._where.get(key)
+        if where is None:
+            return
+        if where is QueueName.IN_FLIGHT:
+            # Its attempt is still running; drop the pod when the attempt reports back.
+            self._in_flight[key].deleted = True
+            return
+        del self._where[key]
+        if where is QueueName.ACTIVE:
+            del self._active_pods[key]  # its heap entry goes stale
+        elif where is QueueName.BACKOFF:
+            del self._backoff_pods[key]
+        elif where is QueueName.UNSCHEDULABLE:
+            self._drop_unschedulable(key)
+        else:
+            del self._gated[key]
+
+    def activate(self, keys: Iterable[str]) -> None:
+        """Move parked or backing-off pods to activeQ now (e.g. a gang completed)."""
+        for key in keys:
+            where = self._where.get(key)
+            if where is QueueName.UNSCHEDULABLE:
+                self._to_active(self._remove_unschedulable(key))
+            elif where is QueueName.BACKOFF:
+                self._to_active(self._remove_backoff(key))
+            elif where is QueueName.IN_FLIGHT:
+                self._log.append(_LoggedEvent(FORCE_ACTIVATE, None, None, key))
+
+    # --- cluster events -----------------------------------------------------------------
+
+    def on_event(
+        self,
+        event: ClusterEvent,
+        old: Any = None,
+        new: Any = None,
+        pod_filter: Callable[[QueuedPod], bool] | None = None,
+    ) -> int:
+        """A cluster event (node added or changed, assigned pod added or gone, ...).
+
+        Parked pods whose rejecting plugins registered a matching event move to backoffQ
+        or activeQ; ``pod_filter`` narrows the candidates further (for example to pods
+        whose affinity terms match an added pod). Returns how many pods moved.
+        """
+        if self._in_flight:
+            self._log.append(_LoggedEvent(event, old, new, None))
+        if event.resource is Resource.WILDCARD:
+            candidates = list(self._unschedulable)
+        else:
+            keys: set[str] = set()
+            for plugin, parked in self._by_plugin.items():
+                if parked and self._registered(plugin, event):
+                    keys |= parked
+            # Keep the parking order (oldest first) for a deterministic requeue order.
+            candidates = [k for k in self._unschedulable if k in keys] if keys else []
+        moved = 0
+        for key in candidates:
+            qp = self._unschedulable[key]
+            if pod_filter is not None and not pod_filter(qp):
+                continue
+            strategy = self._worth_requeuing(qp, event, old, new)
+            if strategy is _Strategy.SKIP:
+                continue
+            self._remove_unschedulable(key)
+            self._requeue(qp, strategy)
+            moved += 1
+        return moved
+
+    # --- the cycle ----------------------------------------------------------------------
+
+    def pop_burst(self, max_pods: int) -> list[QueuedPod]:
+        """Up to ``max_pods`` ready pods in queue order, now in flight."""
+        self.flush()
+        burst: list[QueuedPod] = []
+        while self._active and len(burst) < max_pods:
+            _, seq, key = heapq.heappop(self._active)
+            entry = self._active_pods.get(key)
+            if entry is None or entry[0] != seq:
+                continue  # stale: the pod was deleted, updated or moved
+            del self._active_pods[key]
+            burst.append(entry[1])
+        if self._pop_from_backoff:
+            while self._backoff and len(burst) < max_pods:
+                _, _, seq, key = heapq.heappop(self._backoff)
+                entry = self._backoff_pods.get(key)
+                if entry is None or entry[0] != seq:
+                    continue
+                del self._backoff_pods[key]
+                burst.append(entry[1])
+        since = self._log_base + len(self._log)
+        for qp in burst:
+            qp.attempts += 1
+            self._where[qp.key] = QueueName.IN_FLIGHT
+            self._in_flight[qp.key] = _InFlight(qp, since)
+        return burst
+
+    def done(self, key: str) -> None:
+        """The pod's attempt ended in a placement (bound, or being bound by someone)."""
+        if self._in_flight.pop(key, None) is not None:
+            del self._where[key]
+            self._prune_log()
+
+    def add_unschedulable(
+        self,
+        qp: QueuedPod,
+        plugins: Iterable[str] = (),
+        pending_plugins: Iterable[str] = (),
+    ) -> QueueName | None:
+        """A popped pod failed: ``plugins`` rejected it (none: an error, e.g. a failed
+        bind). Returns where it went, or None if it was deleted meanwhile."""
+        flight = self._in_flight.pop(qp.key, None)
+        if flight is None and qp.key in self._where:
+            raise ValueError(f"pod {qp.name} is already queued ({self._where[qp.key]})")
+        since = flight.since if flight is not None else self._log_base + len(self._log)
+        if flight is not None:
+            del self._where[qp.key]
+            qp = flight.qp  # carries the newest object seen while in flight
+            if flight.deleted:
+                self._prune_log()
+                return None
+        qp.unschedulable_plugins = frozenset(plugins)
+        qp.pending_plugins = frozenset(pending_plugins)
+        if qp.rejectors:
+            qp.unschedulable_count += 1
+            qp.consecutive_errors = 0
+        else:
+            qp.consecutive_errors += 1
+        qp.timestamp = self.clock.now()
+        qp._backoff_expiration = None
+        strategy = self._in_flight_strategy(qp, since)
+        self._prune_log()
+        return self._requeue(qp, strategy)
+
+    def flush(self) -> None:
+        """Move pods whose backoff is over to activeQ, and retry pods parked too long."""
+        now = self.clock.now()
+        for heap in (self._backoff, self._error_backoff):
+            while heap and heap[0][0] <= now:
+                _, _, seq, key = heapq.heappop(heap)
+                entry = self._backoff_pods.get(key)
+                if entry is None or entry[0] != seq:
+                    continue
+                del self._backoff_pods[key]
+                del self._where[key]
+                self._to_active(entry[1])
+        deadline = now - self.max_in_unschedulable
+        stale = []
+        for key, qp in self._unschedulable.items():
+            if qp.timestamp >= deadline:
+                break
+            stale.append(key)
+        for key in stale:
+            qp = self._remove_unschedulable(key)
+            self._requeue(qp, self._worth_requeuing(qp, UNSCHEDULABLE_TIMEOUT, None, None))
+
+    def next_wakeup(self) -> float | None:
+        """The clock time of the next backoff expiry or unschedulable timeout, if any."""
+        times = []
+        for heap in (self._backoff, self._error_backoff):
+            while heap and (
+                heap[0][3] not in self._backoff_pods
+                or self._backoff_pods[heap[0][3]][0] != heap[0][2]
+            ):
+                heapq.heappop(heap)  # drop stale heads so they do not wake anyone
+            if heap:
+                times.append(heap[0][0])
+        if self._unschedulable:
+            oldest = next(iter(self._unschedulable.values()))
+            times.append(oldest.timestamp + self.max_in_unschedulable)
+        return min(times) if times else None
+
+    def backoff_seconds(self, qp: QueuedPod) -> float:
+        """The backoff of the pod's latest failure (0 if it never failed)."""
+        count = qp.consecutive_errors or qp.unschedulable_count
+        if count == 0:
+            return 0.0
+        # Doubling stops at the cap; the exponent is bounded to avoid huge numbers.
+        return min(self.initial_backoff * 2 ** min(count - 1, 62), self.max_backoff)
+
+    def backoff_expiration(self, qp: QueuedPod) -> float | None:
+        if qp._backoff_expiration is None and (qp.consecutive_errors or qp.unschedulable_count):
+            qp._backoff_expiration = qp.timestamp + self.backoff_seconds(qp)
+        return qp._backoff_expiration
+
+    def is_backing_off(self, qp: QueuedPod) -> bool:
+        expiration = self.backoff_expiration(qp)
+        return expiration is not None and self.clock.now() < expiration
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _ordered_active(self) -> list[tuple[tuple[Any, ...], int, QueuedPod]]:
+        return sorted((self._sort_key(qp), seq, qp) for seq, qp in self._active_pods.values())
+
+    def _gate(self, qp: QueuedPod) -> str:
+        """The first PreEnqueue plugin of the pod's profile that holds it back, or ""."""
+        plugins = self._pre_enqueue.get(qp.scheduler_name, self._default_pre_enqueue)
+        # Of kube-scheduler's PreEnqueue plugins only SchedulingGates applies here:
+        # DynamicResources waits for claims and DefaultPreemption for async preemption,
+        # neither of which kubesalvo has.
+        if names.SCHEDULING_GATES in plugins and qp.pod.spec.scheduling_gates:
+            return names.SCHEDULING_GATES
+        return ""
+
+    def _to_active(self, qp: QueuedPod) -> bool:
+        gate = self._gate(qp)
+        if gate:
+            qp.gating_plugin = gate
+            self._where[qp.key] = QueueName.GATED
+            self._gated[qp.key] = qp
+            return False
+        qp.gating_plugin = ""
+        if qp.initial_attempt_timestamp is None:
+            qp.initial_attempt_timestamp = self.clock.now()
+        self._push_active(qp)
+        if self.on_active is not None:
+            self.on_active()
+        return True
+
+    def _push_active(self, qp: QueuedPod) -> None:
+        seq = next(self._seq)
+        self._where[qp.key] = QueueName.ACTIVE
+        self._active_pods[qp.key] = (seq, qp)
+        heapq.heappush(self._active, (self._sort_key(qp), seq, qp.key))
+
+    def _to_backoff(self, qp: QueuedPod) -> QueueName:
+        # Gates are checked on the way in, since a pod may leave backoffQ by an early pop.
+        gate = self._gate(qp)
+        if gate:
+            qp.gating_plugin = gate
+            self._where[qp.key] = QueueName.GATED
+            self._gated[qp.key] = qp
+            return QueueName.GATED
+        seq = next(self._seq)
+        expiration = self.backoff_expiration(qp) or self.clock.now()
+        heap = self._backoff if qp.rejectors else self._error_backoff
+        heapq.heappush(heap, (expiration, self._sort_key(qp), seq, qp.key))
+        self._where[qp.key] = QueueName.BACKOFF
+        self._backoff_pods[qp.key] = (seq, qp)
+        if self._pop_from_backoff and qp.rejectors and self.on_active is not None:
+            self.on_active()
+        return QueueName.BACKOFF
+
+    def _remove_backoff(self, key: str) -> QueuedPod:
+        _, qp = self._backoff_pods.pop(key)
+        del self._where[key]
+        return qp
+
+    def _park(self, qp: QueuedPod) -> QueueName:
+        self._where[qp.key] = QueueName.UNSCHEDULABLE
+        self._unschedulable[qp.key] = qp
+        for plugin in qp.rejectors:
+            self._by_plugin.setdefault(plugin, set()).add(qp.key)
+        return QueueName.UNSCHEDULABLE
+
+    def _drop_unschedulable(self, key: str) -> QueuedPod:
+        qp = self._unschedulable.pop(key)
+        for plugin in qp.rejectors:
+            self._by_plugin.get(plugin, set()).discard(key)
+        return qp
+
+    def _remove_unschedulable(self, key: str) -> QueuedPod:
+        del self._where[key]
+        return self._drop_unschedulable(key)
+
+    def _requeue(self, qp: QueuedPod, strategy: _Strategy) -> QueueName:
+        if strategy is _Strategy.SKIP:
+            return self._park(qp)
+        if strategy is _Strategy.AFTER_BACKOFF and self.is_backing_off(qp):
+            return self._to_backoff(qp)
+        return QueueName.ACTIVE if self._to_active(qp) else QueueName.GATED
+
+    def _registered(self, plugin: str, event: ClusterEvent) -> bool:
+        registered = self._events.get(plugin)
+        # A plugin that registers nothing is retried on every event, as upstream does
+        # for plugins without EnqueueExtensions.
+        return registered is None or any(event.matches(r) for r in registered)
+
+    def _worth_requeuing(self, qp: QueuedPod, event: ClusterEvent, old: Any, new: Any) -> _Strategy:
+        if not qp.rejectors or event.resource is Resource.WILDCARD:
+            return _Strategy.AFTER_BACKOFF
+        strategy = _Strategy.SKIP
+        for plugin in sorted(qp.rejectors):
+            if not self._registered(plugin, event):
+                continue
+            hint = self._hints.get(plugin)
+            if hint is not None and not hint(qp.pod, event, old, new):
+                continue
+            if plugin in qp.pending_plugins:
+                return _Strategy.IMMEDIATELY
+            strategy = _Strategy.AFTER_BACKOFF
+        return strategy
+
+    def _in_flight_strategy(self, qp: QueuedPod, since: int) -> _Strategy:
+        """What the events seen during the pod's attempt say about retrying it."""
+        if not qp.rejectors:
+            return _Strategy.AFTER_BACKOFF
+        strategy = _Strategy.SKIP
+        for logged in self._log[max(since - self._log_base, 0) :]:
+            if logged.target is not None and logged.target != qp.key:
+                continue
+            found = self._worth_requeuing(qp, logged.event, logged.old, logged.new)
+            if found is _Strategy.IMMEDIATELY:
+                return found
+            if found is _Strategy.AFTER_BACKOFF:
+                strategy = found
+        return strategy
+
+    def _prune_log(self) -> None:
+        """Forget the events older than every attempt still in flight."""
+        if not self._log:
+            return
+        if not self._in_flight:
+            self._log_base += len(self._log)
+            self._log.clear()
+            return
+        oldest = min(f.since for f in self._in_flight.values())
+        drop = oldest - self._log_base
+        if drop > 0:
+            del self._log[:drop]
+            self._log_base = oldest

@@ -1,0 +1,45 @@
+"""Queue sort plugins as sort keys: the order in which active pods are popped.
+
+A queue sort plugin is a function from a queued pod to a key; smaller keys pop first.
+kube-scheduler's ``PrioritySort`` puts the higher ``spec.priority`` first (an unset
+priority counts as 0) and, among equals, the pod queued earlier (its queue timestamp,
+refreshed each time it comes back after a failed attempt). The queue appends its own
+insertion number to every key, so equal keys keep their arrival order.
+
+kubesalvo's queue sort plugins (QosAware, GroupPriority, Coscheduling) register their key
+here with :func:`register_queue_sort` from their own modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kubesalvo.core import names
+
+if TYPE_CHECKING:
+    from kubesalvo.sched.queue.queue import QueuedPod
+
+__all__ = ["QUEUE_SORTS", "SortKey", "priority_sort_key", "register_queue_sort", "sort_key_for"]
+
+SortKey = Callable[["QueuedPod"], tuple[Any, ...]]
+
+
+def priority_sort_key(qp: QueuedPod) -> tuple[Any, ...]:
+    return (-qp.priority, qp.timestamp)
+
+
+QUEUE_SORTS: dict[str, SortKey] = {names.PRIORITY_SORT: priority_sort_key}
+
+
+def register_queue_sort(plugin: str, key: SortKey) -> None:
+    QUEUE_SORTS[plugin] = key
+
+
+def sort_key_for(plugin: str) -> SortKey:
+    try:
+        return QUEUE_SORTS[plugin]
+    except KeyError:
+        raise ValueError(
+            f"queue sort plugin {plugin!r} has no sort key; registered: {sorted(QUEUE_SORTS)}"
+        ) from None
