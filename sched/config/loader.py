@@ -66,9 +66,10 @@ def load_config(path: str | Path | None) -> SchedulerConfig:
         return default_config()
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise ConfigError(
-            [_error("", ErrorKind.INVALID, str(path), f"cannot read file: {exc.strerror}")],
+            [_error("", ErrorKind.INVALID, str(path), f"cannot read file: {reason}")],
             source=str(path),
         ) from exc
     return parse_config(text, source=str(path))

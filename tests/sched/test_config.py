@@ -103,6 +103,17 @@ def test_deploy_default_yaml_spells_out_the_default_config() -> None:
     assert load_config(DEPLOY / "default.yaml") == default_config()
 
 
+@pytest.mark.parametrize("path", sorted(DEPLOY.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_example_config_loads(path: Path) -> None:
+    assert load_config(path).profiles
+
+
+def test_deploy_local_yaml_turns_leader_election_off() -> None:
+    config = load_config(DEPLOY / "local.yaml")
+    assert config.leader_election.leader_elect is False
+    assert config.client_connection.qps == 5000
+
+
 def test_deploy_multi_profile_yaml_loads_two_profiles() -> None:
     config = load_config(DEPLOY / "multi-profile.yaml")
     assert config.scheduler_names == ("kubesalvo", "kubesalvo-binpack")

@@ -522,6 +522,13 @@ def test_missing_file(tmp_path: Path) -> None:
         load_config(tmp_path / "absent.yaml")
 
 
+def test_file_that_is_not_text(tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        load_config(path)
+
+
 def test_file_errors_name_the_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(HEADER + "parallelism: -3\n")
