@@ -211,7 +211,8 @@ class LeaderElector:
         if spec.holder_identity == s.identity and spec.acquire_time:
             new_spec = self._spec(spec.acquire_time, now_wall, spec.lease_transitions or 0)
         else:
-            transitions = (spec.lease_transitions or 0) + (1 if spec.holder_identity else 0)
+            # A change of holder, a released (empty) one included, is a transition.
+            transitions = (spec.lease_transitions or 0) + 1
             new_spec = self._spec(now_wall, now_wall, transitions)
         lease = Lease(metadata=current.metadata, spec=new_spec)
         return await self._write("PUT", self._path, lease)

@@ -1,13 +1,11 @@
-"""Leader election rules without a server: who may take a Lease, and settings checks.
-
-Two electors racing for a real Lease are in test_leader_integration.py.
-"""
+"""Leader election rules without a server: who may take a Lease, and settings checks."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
-from kubesalvo.sched.leader import LeaderElectionSettings, LeaseSpec, may_acquire
+from kubesalvo.sched.leader import LeaderElectionSettings, LeaderElector, LeaseSpec, may_acquire
 
 
 def test_an_unheld_lease_may_be_taken():
@@ -50,3 +48,82 @@ def test_inconsistent_timings_are_refused(changes, text):
 
 def test_kube_scheduler_default_timings_are_accepted():
     LeaderElectionSettings(identity="me").validate()
+
+
+# -- against the real API server ---------------------------------------------------------
+
+
+def elector(client, namespace: str, identity: str, log: list, release: bool = True):
+    settings = LeaderElectionSettings(
+        namespace=namespace,
+        name="kubesalvo",
+        identity=identity,
+        lease_duration=2.0,
+        renew_deadline=1.5,
+        retry_period=0.3,
+        release_on_cancel=release,
+    )
+    return LeaderElector(
+        client,
+        settings,
+        on_started_leading=lambda: log.append(("started", identity)),
+        on_stopped_leading=lambda: log.append(("stopped", identity)),
+    )
+
+
+async def lease(api, namespace: str) -> dict:
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/kubesalvo"
+    return msgspec.json.decode((await api.request("GET", path)).body)["spec"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("release", [False, True], ids=["lease-expires", "lease-released"])
+async def test_one_elector_leads_and_the_other_takes_over_when_it_stops(
+    release, api, namespace, eventually
+):
+    log: list = []
+    first = elector(api, namespace, "first", log, release)
+    second = elector(api, namespace, "second", log, release)
+    first.start()
+    await eventually(lambda: first.is_leader, what="the first elector leading")
+    second.start()
+    try:
+        await eventually(lambda: second.observed_holder == "first", what="the second seeing it")
+        assert not second.is_leader
+        assert (await lease(api, namespace))["holderIdentity"] == "first"
+
+        await first.stop()
+        assert not first.is_leader
+        await eventually(lambda: second.is_leader, timeout=15, what="the takeover")
+        spec = await lease(api, namespace)
+        assert spec["holderIdentity"] == "second"
+        assert spec["leaseTransitions"] == 1
+        assert log == [("started", "first"), ("stopped", "first"), ("started", "second")]
+    finally:
+        await first.stop()
+        await second.stop()
+
+
+@pytest.mark.integration
+async def test_a_leader_that_cannot_renew_steps_down_and_the_other_takes_over(
+    proxied_api, proxy, api, namespace, eventually
+):
+    log: list = []
+    cut_off = elector(proxied_api, namespace, "cut-off", log, release=False)
+    standby = elector(api, namespace, "standby", log)
+    cut_off.start()
+    await eventually(lambda: cut_off.is_leader, what="the first elector leading")
+    standby.start()
+    try:
+        await eventually(lambda: standby.observed_holder == "cut-off", what="the standby seeing it")
+        # From now on every Lease request of the leader is throttled: it cannot renew.
+        proxy.faults.throttle_match = "/leases/"
+        proxy.faults.throttle = 1_000_000
+        await eventually(lambda: not cut_off.is_leader, timeout=10, what="stepping down")
+        assert ("stopped", "cut-off") in log
+        await eventually(lambda: standby.is_leader, timeout=15, what="the takeover")
+        assert log[-1] == ("started", "standby")
+        assert [entry for entry in log if entry[0] == "started"].count(("started", "cut-off")) == 1
+    finally:
+        await cut_off.stop()
+        await standby.stop()
