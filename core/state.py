@@ -17,7 +17,8 @@ used, and ``present`` says which of them hold a node):
   spread and inter-pod terms need no separate table. (This replaces the key=value bitsets
   of DESIGN.md: selectors become ``np.isin`` over one column, and domains come for free.)
 * Taints: interned (key, value, effect); ``taints`` (rows x distinct taints, uint8).
-* Images: per normalised image name, the rows that have it and its size there.
+* Images: per image name, the rows that have it and the size each reported (the
+  scheduler uses the size of the first node that reported it, as upstream's cache does).
 * Host ports and pods: per row, Python dictionaries (changed one pod at a time); pods are
   also grouped by (namespace, labels) with per-row counts, so that counting the pods that
   match a selector per node touches each distinct label set once, not each pod.
@@ -274,10 +275,11 @@ class ClusterState:
         names = []
         for image in status.get("images") or ():
             size = int(image.get("sizeBytes") or 0)
+            # Names as the kubelet reports them (upstream does not normalise these; only
+            # the pod's image names get ":latest").
             for image_name in image.get("names") or ():
-                normalized = normalized_image_name(image_name)
-                self.images.setdefault(normalized, {})[row] = size
-                names.append(normalized)
+                self.images.setdefault(image_name, {})[row] = size
+                names.append(image_name)
         self.node_images[row] = names
 
     def _drop_images(self, row: int) -> None:
@@ -337,6 +339,9 @@ class ClusterState:
         ``node_name`` defaults to ``spec.nodeName``. A pod already known is moved.
         """
         spec = pod.get("spec") or {}
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            self.remove_pod(pod)  # a finished pod holds nothing
+            return False
         node_name = node_name or spec.get("nodeName")
         row = self.row_of.get(node_name or "")
         key = pod_key(pod)

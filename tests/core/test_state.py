@@ -90,16 +90,16 @@ def test_labels_are_value_ids_per_key_and_update_in_place():
     assert zone[a] == zone[b] and state.label_columns["tier"][a] == -1
 
 
-def test_images_are_normalised_and_counted_per_node():
+def test_images_are_counted_per_node_and_pod_images_normalised():
     state = ClusterState()
-    image = {"names": ["registry/app", "registry/app@sha256:abc"], "sizeBytes": 100}
+    image = {"names": ["registry/app:1", "registry/app@sha256:abc"], "sizeBytes": 100}
     state.add_node(node("a", images=[image]))
     state.add_node(node("b", images=[image]))
     assert normalized_image_name("registry/app") == "registry/app:latest"
     assert normalized_image_name("host:5000/app") == "host:5000/app:latest"
-    assert set(state.images["registry/app:latest"]) == {0, 1}
+    assert set(state.images["registry/app:1"]) == {0, 1}
     state.remove_node("a")
-    assert set(state.images["registry/app:latest"]) == {1}
+    assert set(state.images["registry/app:1"]) == {1}
 
 
 def test_host_ports_and_groups_follow_pods():
@@ -125,3 +125,13 @@ def test_assumed_pod_is_counted_once_then_confirmed_or_forgotten():
     assert not state.pods["p"].assumed
     state.forget_pod(p)
     assert state.requested[row, 0] == 0
+
+
+def test_finished_pod_holds_no_resources():
+    state = ClusterState()
+    row = state.add_node(node("a"))
+    p = pod("p", "a", cpu="1")
+    state.add_pod(p)
+    p["status"] = {"phase": "Succeeded"}
+    assert not state.add_pod(p)
+    assert state.requested[row, 0] == 0 and state.pods == {}

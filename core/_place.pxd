@@ -1,0 +1,84 @@
+# Declarations of the burst placement kernel (core/_place.pyx); the layout is described there.
+from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
+cimport cython
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
+
+@cython.final
+cdef class BurstKernel:
+    # ---- node state: scratch copies the kernel mutates as it places pods
+    cdef const quantity_t[:, ::1] alloc      # rows x resources: allocatable (millicores, bytes, counts)
+    cdef quantity_t[:, ::1] req              # rows x resources: requested incl. placed pods (same units)
+    cdef quantity_t[:, ::1] nzreq            # rows x 2: non-zero cpu (millicores), memory (bytes) for scores
+    cdef int32_t[:, ::1] port_use            # rows x port keys: pods using each (ip, protocol, port)
+    cdef Py_ssize_t rows                     # number of rows (nodes, present or not)
+    cdef Py_ssize_t nres                     # number of resource columns
+    # ---- profile
+    cdef int strategy                        # 0 LeastAllocated, 1 MostAllocated, 2 RequestedToCapacityRatio
+    cdef const int32_t[::1] sc_cols          # resource columns NodeResourcesFit scores
+    cdef const int64_t[::1] sc_weight        # their weights (1..100)
+    cdef const int64_t[::1] shape_util       # RequestedToCapacityRatio points: utilization 0..100
+    cdef const int64_t[::1] shape_score      # ... and score 0..100 (the config's 0..10 times 10)
+    cdef const int32_t[::1] bal_cols         # resource columns NodeResourcesBalancedAllocation looks at
+    cdef const uint8_t[::1] col_scalar       # per column: 1 for scalar resources (skipped unless requested)
+    cdef const uint8_t[::1] col_fit_check    # per column: 1 if the NodeResourcesFit filter checks it
+    cdef int64_t w_fit, w_bal, w_taint, w_aff  # score plugin weights (0 = plugin disabled)
+    cdef bint fit_on, ports_on               # NodeResourcesFit / NodePorts filters enabled
+    # ---- the current chunk of the burst: classes
+    cdef Py_ssize_t nclasses                 # classes in this chunk
+    cdef const quantity_t[:, ::1] c_req      # classes x resources: pod requests (pods column = 1)
+    cdef const quantity_t[:, ::1] c_nz       # classes x 2: cpu (millicores), memory (bytes) as scores see the pod
+    cdef const quantity_t[:, ::1] c_nz_add   # classes x 2: what a placed pod adds to nzreq (same units)
+    cdef const int32_t[::1] c_static         # class -> row of static_reason
+    cdef const uint8_t[:, ::1] static_reason # S x rows: first failing static filter code, 0 = passes, 255 = no node
+    cdef const int32_t[::1] c_fixed          # class -> row of fixed
+    cdef const int32_t[:, ::1] fixed         # F x rows: weighted scores that never change (ImageLocality)
+    cdef const int32_t[::1] c_taint          # class -> row of taint_count
+    cdef const int16_t[:, ::1] taint_count   # T x rows: untolerated PreferNoSchedule taints (count)
+    cdef const int32_t[::1] c_aff            # class -> row of aff_score
+    cdef const int32_t[:, ::1] aff_score     # A x rows: summed weights of matched preferred node affinity terms
+    cdef const int32_t[::1] c_port_conf_off  # classes+1: offsets into c_port_conf
+    cdef const int32_t[::1] c_port_conf      # port keys whose use on a node conflicts with the class
+    cdef const int32_t[::1] c_port_own_off   # classes+1: offsets into c_port_own
+    cdef const int32_t[::1] c_port_own       # port keys a pod of the class takes
+    # ---- the current chunk: pods in queue order
+    cdef Py_ssize_t npods                    # pods in this chunk
+    cdef const int32_t[::1] p_class          # pod -> class
+    cdef const int32_t[::1] p_gang_min       # pod -> its gang's minimum, 0 when not in a gang
+    cdef const uint8_t[::1] p_gang_last      # pod -> 1 if it ends its gang's run (members are contiguous)
+    # ---- outputs of the current chunk
+    cdef node_t[::1] out_node                # pod -> row, -1 when not placed
+    cdef score_t[::1] out_score              # pod -> total weighted score of the chosen row
+    cdef int32_t[:, ::1] out_reasons         # pods x reason codes: nodes rejecting the pod per reason
+    cdef uint8_t[::1] out_gang_failed        # pod -> 1 when placed, then rolled back with its gang
+    # ---- per-class caches (slots), valid within one chunk
+    cdef Py_ssize_t nslots, leaves           # slots; leaves of each max-tree (power of two >= rows)
+    cdef int32_t[::1] slot_class             # slot -> class cached in it, -1 = none
+    cdef int64_t[::1] slot_used              # slot -> last pod index that used it (for eviction)
+    cdef int32_t[::1] slot_synced            # slot -> log position its arrays reflect
+    cdef int32_t[::1] class_slot             # class -> slot, -1 = none
+    cdef uint8_t[:, ::1] s_feas              # slots x rows: passes every filter
+    cdef int64_t[:, ::1] s_local             # slots x rows: weighted resource + fixed scores
+    cdef int64_t[:, ::1] s_tree              # slots x 2*leaves: max-tree of totals, -1 = infeasible
+    cdef int64_t[::1] s_max_taint            # slot -> max untolerated PreferNoSchedule count over feasible rows
+    cdef int64_t[::1] s_max_aff              # slot -> max preferred node affinity score over feasible rows
+    cdef int64_t[::1] s_cursor               # slot -> row after the last chosen one (tie-breaking)
+    # ---- log of rows whose usage changed (placements and rollbacks), within one chunk
+    cdef int32_t[::1] log_row
+    cdef Py_ssize_t log_len
+
+    cdef bint _fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef int64_t _resource_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef int64_t _balanced_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil
+    cdef void _tree_build(self, Py_ssize_t s) noexcept nogil
+    cdef Py_ssize_t _tree_first(self, Py_ssize_t s, Py_ssize_t lo, int64_t target) noexcept nogil
+    cdef bint _maxima(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef void _refresh_totals(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef void _rebuild(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef void _sync(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil
+    cdef void _apply(self, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil
+    cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
+    cdef void _run(self) noexcept nogil

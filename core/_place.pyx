@@ -1,0 +1,439 @@
+# The burst placement kernel: places the pods of a burst one after the other, in queue
+# order, on the best feasible node, updating node usage before the next pod.
+#
+# Layout (all C-contiguous; "rows" are ClusterState rows, present or not):
+# * node state: alloc/req (rows x resources, int64: millicores, bytes, counts; column 3 is
+#   the pod count), nzreq (rows x 2: non-zero cpu/memory as the scores see them),
+#   port_use (rows x port keys, int32 pod counts). req/nzreq/port_use are the kernel's
+#   own copies: the kernel mutates them; the Python side commits placements to the state.
+# * a chunk of the burst: equivalence classes (c_*) and pods (p_*) in queue order. The
+#   static work of a class is a row of deduplicated tables (static_reason, fixed,
+#   taint_count, aff_score) that classes with the same sub-signature share.
+# * per-class caches ("slots"): for a class that has pods left, its feasibility, its
+#   local score (weighted NodeResourcesFit + BalancedAllocation + fixed) and a max-tree
+#   over its total score. A placement changes the usage of one row only, so the rows
+#   changed since a slot was last used (the log) are recomputed, and picking a node costs
+#   O(log rows) instead of O(rows). Scores normalised over the feasible nodes
+#   (TaintToleration, NodeAffinity) depend on the maxima over feasible rows: when those
+#   change, the slot's totals are recomputed in one pass.
+#
+# Ties between equally scored rows go to the first one at or after the row following the
+# class's previous choice (cyclically), so identical pods on identical nodes spread out.
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+
+import numpy as np
+
+from libc.math cimport fabs, sqrt, round as c_round
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
+
+from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
+
+# Reason codes shared with core/place.py. Static filter codes come from encode.
+cdef enum:
+    R_PORTS = 6        # NodePorts
+    R_FIXED = 16       # reason code of resource column r is R_FIXED + r
+    R_ABSENT = 255     # a row without a node: counted nowhere
+    MAX_SCORE = 100
+
+REASON_PORTS = R_PORTS
+REASON_FIRST_RESOURCE = R_FIXED
+REASON_ABSENT = R_ABSENT
+
+cdef int64_t NEG = -1
+
+
+cdef inline int64_t _broken_linear(const int64_t[::1] us, const int64_t[::1] ss, int64_t p) noexcept nogil:
+    cdef Py_ssize_t i, k = us.shape[0]
+    for i in range(k):
+        if p <= us[i]:
+            if i == 0:
+                return ss[0]
+            return ss[i - 1] + (ss[i] - ss[i - 1]) * (p - us[i - 1]) // (us[i] - us[i - 1])
+    return ss[k - 1]
+
+
+cdef class BurstKernel:
+
+    def __init__(self, alloc, req, nzreq, port_use, int strategy, sc_cols, sc_weight,
+                 shape_util, shape_score, bal_cols, col_scalar, col_fit_check,
+                 int64_t w_fit, int64_t w_bal, int64_t w_taint, int64_t w_aff,
+                 bint fit_on, bint ports_on):
+        self.alloc = alloc
+        self.req = req
+        self.nzreq = nzreq
+        self.port_use = port_use
+        self.rows = alloc.shape[0]
+        self.nres = alloc.shape[1]
+        self.strategy = strategy
+        self.sc_cols = sc_cols
+        self.sc_weight = sc_weight
+        self.shape_util = shape_util
+        self.shape_score = shape_score
+        self.bal_cols = bal_cols
+        self.col_scalar = col_scalar
+        self.col_fit_check = col_fit_check
+        self.w_fit = w_fit
+        self.w_bal = w_bal
+        self.w_taint = w_taint
+        self.w_aff = w_aff
+        self.fit_on = fit_on
+        self.ports_on = ports_on
+        leaves = 2
+        while leaves < self.rows:
+            leaves *= 2
+        self.leaves = leaves
+
+    def load_chunk(self, c_req, c_nz, c_nz_add, c_static, static_reason, c_fixed, fixed, c_taint,
+                   taint_count, c_aff, aff_score, c_port_conf_off, c_port_conf,
+                   c_port_own_off, c_port_own, p_class, p_gang_min, p_gang_last,
+                   out_node, out_score, out_reasons, out_gang_failed, Py_ssize_t nslots):
+        """Set the classes and pods of the next chunk, and allocate the class caches."""
+        self.nclasses = c_req.shape[0]
+        self.c_req = c_req
+        self.c_nz = c_nz
+        self.c_nz_add = c_nz_add
+        self.c_static = c_static
+        self.static_reason = static_reason
+        self.c_fixed = c_fixed
+        self.fixed = fixed
+        self.c_taint = c_taint
+        self.taint_count = taint_count
+        self.c_aff = c_aff
+        self.aff_score = aff_score
+        self.c_port_conf_off = c_port_conf_off
+        self.c_port_conf = c_port_conf
+        self.c_port_own_off = c_port_own_off
+        self.c_port_own = c_port_own
+        self.npods = p_class.shape[0]
+        self.p_class = p_class
+        self.p_gang_min = p_gang_min
+        self.p_gang_last = p_gang_last
+        self.out_node = out_node
+        self.out_score = out_score
+        self.out_reasons = out_reasons
+        self.out_gang_failed = out_gang_failed
+        nslots = max(1, nslots)
+        self.nslots = nslots
+        self.slot_class = np.full(nslots, -1, dtype=np.int32)
+        self.slot_used = np.full(nslots, -1, dtype=np.int64)
+        self.slot_synced = np.zeros(nslots, dtype=np.int32)
+        self.class_slot = np.full(self.nclasses, -1, dtype=np.int32)
+        self.s_feas = np.zeros((nslots, self.rows), dtype=np.uint8)
+        self.s_local = np.zeros((nslots, self.rows), dtype=np.int64)
+        self.s_tree = np.full((nslots, 2 * self.leaves), NEG, dtype=np.int64)
+        self.s_max_taint = np.zeros(nslots, dtype=np.int64)
+        self.s_max_aff = np.zeros(nslots, dtype=np.int64)
+        self.s_cursor = np.zeros(nslots, dtype=np.int64)
+        self.log_row = np.zeros(2 * self.npods + 1, dtype=np.int32)
+        self.log_len = 0
+
+    def run(self):
+        """Place the loaded chunk; the GIL is released for the whole burst."""
+        with nogil:
+            self._run()
+
+    # ------------------------------------------------------------------ per node terms
+    cdef bint _fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """NodeResourcesFit + NodePorts filter of class c on row n."""
+        cdef Py_ssize_t r, k
+        if self.fit_on:
+            for r in range(self.nres):
+                if self.c_req[c, r] > 0 and self.col_fit_check[r] and \
+                        self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
+                    return False
+        if self.ports_on:
+            for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
+                if self.port_use[n, self.c_port_conf[k]] > 0:
+                    return False
+        return True
+
+    cdef int64_t _resource_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """NodeResourcesFit's score (its scoring strategy) of class c on row n, 0..100."""
+        cdef Py_ssize_t i, col
+        cdef int64_t alloc, used, pod, s, total = 0, weights = 0, w
+        for i in range(self.sc_cols.shape[0]):
+            col = self.sc_cols[i]
+            if col < 0:
+                continue
+            pod = self.c_req[c, col]
+            if col < 2:
+                pod = self.c_nz[c, col]
+                used = self.nzreq[n, col] + pod
+            else:
+                if pod == 0 and self.col_scalar[col]:
+                    continue
+                used = self.req[n, col] + pod
+            alloc = self.alloc[n, col]
+            if alloc == 0:
+                continue
+            w = self.sc_weight[i]
+            if self.strategy == 0:
+                s = 0 if used > alloc else (alloc - used) * MAX_SCORE // alloc
+            elif self.strategy == 1:
+                s = MAX_SCORE if used > alloc else used * MAX_SCORE // alloc
+            else:
+                if used > alloc:
+                    s = _broken_linear(self.shape_util, self.shape_score, 100)
+                else:
+                    s = _broken_linear(self.shape_util, self.shape_score, used * 100 // alloc)
+                if s <= 0:
+                    continue
+            total += s * w
+            weights += w
+        if weights == 0:
+            return 0
+        if self.strategy == 2:
+            return <int64_t>c_round(<double>total / <double>weights)
+        return total // weights
+
+    cdef int64_t _balanced_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """NodeResourcesBalancedAllocation of class c on row n, 0..100 (0 for best-effort pods)."""
+        cdef Py_ssize_t i, col, k = 0
+        cdef int64_t alloc, pod
+        cdef bint any_request = False
+        cdef double f, total = 0.0, mean, acc, std = 0.0
+        cdef double fr[16]
+        for i in range(self.bal_cols.shape[0]):
+            col = self.bal_cols[i]
+            if col >= 0 and self.c_req[c, col] > 0:
+                any_request = True
+        if not any_request:
+            return 0
+        for i in range(self.bal_cols.shape[0]):
+            col = self.bal_cols[i]
+            if col < 0:
+                continue
+            pod = self.c_req[c, col]
+            if pod == 0 and self.col_scalar[col]:
+                continue
+            alloc = self.alloc[n, col]
+            if alloc == 0:
+                continue
+            f = <double>(self.req[n, col] + pod) / <double>alloc
+            if f > 1.0:
+                f = 1.0
+            total += f
+            if k < 16:
+                fr[k] = f
+                k += 1
+        if k == 2:
+            std = fabs((fr[0] - fr[1]) / 2.0)
+        elif k > 2:
+            mean = total / <double>k
+            acc = 0.0
+            for i in range(k):
+                acc = acc + (fr[i] - mean) * (fr[i] - mean)
+            std = sqrt(acc / <double>k)
+        return <int64_t>((1.0 - std) * <double>MAX_SCORE)
+
+    cdef int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        cdef int64_t s = self.fixed[self.c_fixed[c], n]
+        if self.w_fit:
+            s += self.w_fit * self._resource_score(c, n)
+        if self.w_bal:
+            s += self.w_bal * self._balanced_score(c, n)
+        return s
+
+    cdef int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """The weighted total of class c (cached in slot s) on a feasible row n."""
+        cdef int64_t t = self.s_local[s, n], mx
+        if self.w_taint:
+            mx = self.s_max_taint[s]
+            if mx == 0:
+                t += self.w_taint * MAX_SCORE
+            else:
+                t += self.w_taint * (MAX_SCORE - MAX_SCORE * self.taint_count[self.c_taint[c], n] // mx)
+        if self.w_aff:
+            mx = self.s_max_aff[s]
+            if mx > 0:
+                t += self.w_aff * (MAX_SCORE * self.aff_score[self.c_aff[c], n] // mx)
+        return t
+
+    # -------------------------------------------------------------------- the max-tree
+    cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil:
+        cdef Py_ssize_t i = n + self.leaves
+        cdef int64_t a, b
+        self.s_tree[s, i] = v
+        i >>= 1
+        while i >= 1:
+            a = self.s_tree[s, 2 * i]
+            b = self.s_tree[s, 2 * i + 1]
+            self.s_tree[s, i] = a if a >= b else b
+            i >>= 1
+
+    cdef void _tree_build(self, Py_ssize_t s) noexcept nogil:
+        cdef Py_ssize_t i
+        cdef int64_t a, b
+        for i in range(self.leaves - 1, 0, -1):
+            a = self.s_tree[s, 2 * i]
+            b = self.s_tree[s, 2 * i + 1]
+            self.s_tree[s, i] = a if a >= b else b
+
+    cdef Py_ssize_t _tree_first(self, Py_ssize_t s, Py_ssize_t lo, int64_t target) noexcept nogil:
+        """The first row >= lo whose total is >= target, or -1."""
+        cdef Py_ssize_t i = lo + self.leaves
+        if lo >= self.leaves:
+            return -1
+        while self.s_tree[s, i] < target:
+            while i & 1:
+                i >>= 1
+                if i <= 1:
+                    return -1
+            i += 1
+        while i < self.leaves:
+            i = 2 * i if self.s_tree[s, 2 * i] >= target else 2 * i + 1
+        return i - self.leaves
+
+    # ------------------------------------------------------------------- class caches
+    cdef bint _maxima(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
+        """Recompute the normalisation maxima over feasible rows; True if they changed."""
+        cdef Py_ssize_t n
+        cdef int64_t mt = 0, ma = 0, v
+        cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
+        cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
+        if self.w_taint == 0 and self.w_aff == 0:
+            return False
+        for n in range(self.rows):
+            if self.s_feas[s, n]:
+                v = taints[n]
+                if v > mt:
+                    mt = v
+                v = aff[n]
+                if v > ma:
+                    ma = v
+        if mt == self.s_max_taint[s] and ma == self.s_max_aff[s]:
+            return False
+        self.s_max_taint[s] = mt
+        self.s_max_aff[s] = ma
+        return True
+
+    cdef void _refresh_totals(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
+        cdef Py_ssize_t n
+        for n in range(self.rows):
+            self.s_tree[s, n + self.leaves] = self._total(s, c, n) if self.s_feas[s, n] else NEG
+        self._tree_build(s)
+
+    cdef void _rebuild(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
+        cdef Py_ssize_t n
+        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
+        cdef uint8_t f
+        for n in range(self.rows):
+            f = static[n] == 0 and self._fits(c, n)
+            self.s_feas[s, n] = f
+            self.s_local[s, n] = self._local(c, n) if f else 0
+        self.s_max_taint[s] = -1  # force the maxima to count as changed
+        self._maxima(s, c)
+        self._refresh_totals(s, c)
+        self.slot_synced[s] = self.log_len
+
+    cdef void _sync(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
+        """Bring slot s up to date with the rows changed since it was last used."""
+        cdef Py_ssize_t i, n
+        cdef uint8_t f, flipped = 0
+        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
+        cdef Py_ssize_t start = self.slot_synced[s]
+        if self.log_len - start > self.rows // 4:
+            self._rebuild(s, c)
+            return
+        for i in range(start, self.log_len):
+            n = self.log_row[i]
+            f = static[n] == 0 and self._fits(c, n)
+            if f != self.s_feas[s, n]:
+                flipped = 1
+            self.s_feas[s, n] = f
+            self.s_local[s, n] = self._local(c, n) if f else 0
+        self.slot_synced[s] = self.log_len
+        if flipped and self._maxima(s, c):
+            self._refresh_totals(s, c)
+            return
+        for i in range(start, self.log_len):
+            n = self.log_row[i]
+            self._tree_set(s, n, self._total(s, c, n) if self.s_feas[s, n] else NEG)
+
+    cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil:
+        """The slot caching class c, taking the least recently used one if needed."""
+        cdef Py_ssize_t s = self.class_slot[c], i
+        if s >= 0:
+            self._sync(s, c)
+        else:
+            s = 0
+            for i in range(1, self.nslots):
+                if self.slot_used[i] < self.slot_used[s]:
+                    s = i
+            if self.slot_class[s] >= 0:
+                self.class_slot[self.slot_class[s]] = -1
+            self.slot_class[s] = c
+            self.class_slot[c] = s
+            self.s_cursor[s] = 0
+            self._rebuild(s, c)
+        self.slot_used[s] = p
+        return s
+
+    # -------------------------------------------------------------- placing and undoing
+    cdef void _apply(self, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil:
+        cdef Py_ssize_t r, k
+        for r in range(self.nres):
+            self.req[n, r] += sign * self.c_req[c, r]
+        self.nzreq[n, 0] += sign * self.c_nz_add[c, 0]
+        self.nzreq[n, 1] += sign * self.c_nz_add[c, 1]
+        for k in range(self.c_port_own_off[c], self.c_port_own_off[c + 1]):
+            self.port_use[n, self.c_port_own[k]] += sign
+        self.log_row[self.log_len] = <int32_t>n
+        self.log_len += 1
+
+    cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil:
+        """Count, per reason, the rows that reject pod p (first failing filter per row)."""
+        cdef Py_ssize_t n, r, k
+        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
+        cdef uint8_t code
+        cdef bint port_clash
+        for n in range(self.rows):
+            code = static[n]
+            if code == R_ABSENT:
+                continue
+            if code:
+                self.out_reasons[p, code] += 1
+                continue
+            if self.ports_on:
+                port_clash = False
+                for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
+                    if self.port_use[n, self.c_port_conf[k]] > 0:
+                        port_clash = True
+                if port_clash:
+                    self.out_reasons[p, R_PORTS] += 1
+                    continue
+            if self.fit_on:
+                for r in range(self.nres):
+                    if self.c_req[c, r] > 0 and self.col_fit_check[r] and \
+                            self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
+                        self.out_reasons[p, R_FIXED + r] += 1
+
+    cdef void _run(self) noexcept nogil:
+        cdef Py_ssize_t p, c, s, n, q, run_start = 0, placed = 0
+        cdef int64_t best
+        for p in range(self.npods):
+            c = self.p_class[p]
+            if p == 0 or self.p_gang_min[p] == 0 or self.p_gang_min[p - 1] == 0 \
+                    or self.p_gang_last[p - 1]:
+                run_start = p
+                placed = 0
+            s = self._slot(c, p)
+            best = self.s_tree[s, 1]
+            if best < 0:
+                self.out_node[p] = -1
+                self._diagnose(p, c)
+            else:
+                n = self._tree_first(s, self.s_cursor[s], best)
+                if n < 0:
+                    n = self._tree_first(s, 0, best)
+                self.out_node[p] = <node_t>n
+                self.out_score[p] = best
+                self.s_cursor[s] = n + 1
+                self._apply(c, n, 1)
+                placed += 1
+            if self.p_gang_min[p] > 0 and self.p_gang_last[p] and placed < self.p_gang_min[p]:
+                for q in range(run_start, p + 1):
+                    if self.out_node[q] >= 0:
+                        self._apply(self.p_class[q], self.out_node[q], -1)
+                        self.out_node[q] = -1
+                        self.out_gang_failed[q] = 1

@@ -1,0 +1,584 @@
+"""Encoding of a burst: pods -> equivalence classes -> the static arrays the kernel reads.
+
+Pods with the same scheduling signature (namespace, labels, requests, node name and
+selector, affinities, tolerations, spread constraints, images, host ports) form one class;
+everything that depends only on the nodes and that signature is computed once per class,
+with numpy over all rows at once:
+
+* ``static_reason``: the first static filter that rejects each row, in kube-scheduler's
+  order - NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (and the rows that
+  NodeAffinity's PreFilter leaves out when a term names nodes by ``metadata.name``);
+* ``taint_count``: the untolerated PreferNoSchedule taints (TaintToleration's raw score);
+* ``aff_score``: the summed weights of matching preferred node affinity terms;
+* ``fixed``: the weighted ImageLocality score, which placements never change.
+
+Parts of a signature that several classes share (the same tolerations, the same node
+selector) share one table row, so a burst of many classes with few distinct constraints
+stays small. Nothing here looks at one node at a time in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from kubesalvo.core import names
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.resources import (
+    CPU,
+    MEMORY,
+    HostPort,
+    host_ports,
+    is_scalar_resource,
+    pod_nonzero_requests,
+    pod_requests,
+)
+from kubesalvo.core.state import ClusterState, Labels, normalized_image_name
+
+__all__ = [
+    "REASON_TEXTS",
+    "ClassInfo",
+    "Encoder",
+    "StaticTables",
+]
+
+# Static reason codes (shared with the kernel; 6 is NodePorts, 16+ the resource columns).
+R_UNSCHEDULABLE = 1
+R_NODE_NAME = 2
+R_TAINT = 3
+R_NODE_AFFINITY = 4
+R_ENFORCED_AFFINITY = 5
+R_NARROWED = 7
+R_ABSENT = 255
+
+REASON_TEXTS: dict[int, str] = {
+    R_UNSCHEDULABLE: names.ERR_REASON_UNSCHEDULABLE,
+    R_NODE_NAME: names.ERR_REASON_NODE_NAME,
+    R_TAINT: names.ERR_REASON_UNTOLERATED_TAINT,
+    R_NODE_AFFINITY: names.ERR_REASON_NODE_AFFINITY,
+    R_ENFORCED_AFFINITY: names.ERR_REASON_ENFORCED_NODE_AFFINITY,
+    R_NARROWED: names.prefilter_narrowing_reason([names.NODE_AFFINITY]),
+    6: names.ERR_REASON_NODE_PORTS,
+}
+
+UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
+_MB = 1024 * 1024
+_IMAGE_MIN = 23 * _MB
+_IMAGE_MAX_PER_CONTAINER = 1000 * _MB
+_INT = re.compile(r"^[+-]?[0-9]+$")
+_ENCODE = msgspec.json.Encoder(order="deterministic")
+
+
+@dataclass
+class ClassInfo:
+    """One equivalence class of the burst: what its pods share."""
+
+    key: bytes
+    namespace: str
+    labels: Labels
+    requests: dict[str, int]
+    nonzero: tuple[int, int]  # cpu/memory as NodeResourcesFit's score sees the pod
+    nonzero_add: tuple[int, int]  # what the pod adds to a node's non-zero requests
+    ports: list[HostPort]
+    images: list[str]
+    containers: int  # init containers + containers (ImageLocality's thresholds scale with it)
+    spec: Mapping[str, Any]
+    affinity: Mapping[str, Any] | None  # spec.affinity when it has pod (anti-)affinity
+    pods: int = 0
+    prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
+    static_key: bytes = b""
+    taint_key: bytes = b""
+    aff_key: bytes = b""
+    image_key: bytes = b""
+
+
+@dataclass
+class StaticTables:
+    """The kernel's per-class static arrays for a chunk of classes (see core/_place.pxd)."""
+
+    c_static: npt.NDArray[np.int32]
+    static_reason: npt.NDArray[np.uint8]
+    c_fixed: npt.NDArray[np.int32]
+    fixed: npt.NDArray[np.int32]
+    c_taint: npt.NDArray[np.int32]
+    taint_count: npt.NDArray[np.int16]
+    c_aff: npt.NDArray[np.int32]
+    aff_score: npt.NDArray[np.int32]
+
+
+def _signature(pod: Mapping[str, Any]) -> bytes:
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    parts = (
+        meta.get("namespace") or "default",
+        meta.get("labels") or {},
+        [_container_part(c) for c in spec.get("initContainers") or ()],
+        [_container_part(c) for c in spec.get("containers") or ()],
+        spec.get("overhead"),
+        spec.get("resources"),
+        spec.get("nodeName"),
+        spec.get("nodeSelector"),
+        spec.get("affinity"),
+        spec.get("tolerations"),
+        spec.get("topologySpreadConstraints"),
+    )
+    return _ENCODE.encode(parts)
+
+
+def _container_part(container: Mapping[str, Any]) -> Any:
+    return (
+        container.get("image"),
+        container.get("resources"),
+        container.get("ports"),
+        container.get("restartPolicy"),
+    )
+
+
+def tolerates(toleration: Mapping[str, Any], taint: tuple[str, str, str]) -> bool:
+    """Whether a toleration tolerates a (key, value, effect) taint (upstream ToleratesTaint)."""
+    key, value, effect = taint
+    t_effect = toleration.get("effect") or ""
+    if t_effect and t_effect != effect:
+        return False
+    t_key = toleration.get("key") or ""
+    if t_key and t_key != key:
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    if operator == "Equal":
+        return (toleration.get("value") or "") == value
+    return False
+
+
+class Encoder:
+    """Classifies the pods of bursts and builds their static tables against one state.
+
+    Table rows are cached by sub-signature for as long as the state's nodes do not change
+    (``state.version``), so consecutive chunks and bursts reuse them.
+    """
+
+    def __init__(self, state: ClusterState, profile: Profile) -> None:
+        self.state = state
+        self.profile = profile
+        self.weights = profile.score_weights
+        self.filters = set(profile.filters)
+        self._version = -1
+        self._static: dict[bytes, npt.NDArray[np.uint8]] = {}
+        self._taint: dict[bytes, npt.NDArray[np.int16]] = {}
+        self._aff: dict[bytes, npt.NDArray[np.int32]] = {}
+        self._image: dict[bytes, npt.NDArray[np.int32]] = {}
+        self._numeric: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]] = {}
+        self.classes: list[ClassInfo] = []
+        self._class_of: dict[bytes, int] = {}
+
+    # ------------------------------------------------------------------ classes
+    def classify(self, pods: Sequence[Mapping[str, Any]]) -> npt.NDArray[np.int32]:
+        """The class id of each pod, creating classes for new signatures."""
+        out = np.empty(len(pods), dtype=np.int32)
+        class_of = self._class_of
+        for i, pod in enumerate(pods):
+            key = _signature(pod)
+            cid = class_of.get(key)
+            if cid is None:
+                cid = len(self.classes)
+                class_of[key] = cid
+                self.classes.append(self._class_info(key, pod))
+            self.classes[cid].pods += 1
+            out[i] = cid
+        return out
+
+    def _class_info(self, key: bytes, pod: Mapping[str, Any]) -> ClassInfo:
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        containers = list(spec.get("initContainers") or ()) + list(spec.get("containers") or ())
+        affinity = spec.get("affinity") or None
+        pod_affinity = None
+        if affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity")):
+            pod_affinity = affinity
+        info = ClassInfo(
+            key=key,
+            namespace=meta.get("namespace") or "default",
+            labels=tuple(sorted((meta.get("labels") or {}).items())),
+            requests=pod_requests(pod),
+            nonzero=_score_requests(pod),
+            nonzero_add=pod_nonzero_requests(pod),
+            ports=host_ports(pod),
+            images=[normalized_image_name(c["image"]) for c in containers if c.get("image")],
+            containers=len(containers),
+            spec=spec,
+            affinity=pod_affinity,
+        )
+        node_affinity = (affinity or {}).get("nodeAffinity") or {}
+        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        info.static_key = _ENCODE.encode(
+            (spec.get("nodeName"), spec.get("nodeSelector"), required, spec.get("tolerations"))
+        )
+        info.taint_key = _ENCODE.encode(spec.get("tolerations"))
+        info.aff_key = _ENCODE.encode(
+            node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+        )
+        info.image_key = _ENCODE.encode((info.images, info.containers))
+        if required is not None and self._names_conflict(required):
+            info.prefilter_message = names.ERR_REASON_NODE_AFFINITY_CONFLICT
+        return info
+
+    # ---------------------------------------------------------------- tables
+    def tables(self, class_ids: Sequence[int]) -> StaticTables:
+        """Static tables for the given classes, rows deduplicated by sub-signature."""
+        if self._version != self.state.version:
+            self._static.clear()
+            self._taint.clear()
+            self._aff.clear()
+            self._image.clear()
+            self._numeric.clear()
+            self._version = self.state.version
+        rows = self.state.rows
+        parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {
+            k: ({}, []) for k in ("static", "fixed", "taint", "aff")
+        }
+        index = {k: np.empty(len(class_ids), dtype=np.int32) for k in parts}
+        for i, cid in enumerate(class_ids):
+            info = self.classes[cid]
+            for kind, key, cache, build in (
+                ("static", info.static_key, self._static, self._static_reason),
+                ("fixed", info.image_key, self._image, self._image_score),
+                ("taint", info.taint_key, self._taint, self._prefer_taints),
+                ("aff", info.aff_key, self._aff, self._preferred_affinity),
+            ):
+                seen, arrays = parts[kind]
+                row = seen.get(key)
+                if row is None:
+                    array = cache.get(key)
+                    if array is None:
+                        array = build(info)
+                        cache[key] = array
+                    row = len(arrays)
+                    seen[key] = row
+                    arrays.append(array)
+                index[kind][i] = row
+
+        def stack(kind: str, dtype: Any) -> np.ndarray:
+            arrays = parts[kind][1]
+            if not arrays:
+                return np.zeros((1, rows), dtype=dtype)
+            return np.ascontiguousarray(np.vstack(arrays), dtype=dtype)
+
+        return StaticTables(
+            c_static=index["static"],
+            static_reason=stack("static", np.uint8),
+            c_fixed=index["fixed"],
+            fixed=stack("fixed", np.int32),
+            c_taint=index["taint"],
+            taint_count=stack("taint", np.int16),
+            c_aff=index["aff"],
+            aff_score=stack("aff", np.int32),
+        )
+
+    # ---------------------------------------------------------- static filters
+    def _static_reason(self, info: ClassInfo) -> npt.NDArray[np.uint8]:
+        state, spec = self.state, info.spec
+        rows = state.rows
+        out = np.zeros(rows, dtype=np.uint8)
+        todo = state.present[:rows].astype(bool)
+        out[~todo] = R_ABSENT
+        if info.prefilter_message:
+            out[todo] = R_NARROWED
+            return out
+        tolerations = spec.get("tolerations") or ()
+        affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+        required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        narrowed = self._narrowed_rows(required) if required is not None else None
+        if narrowed is not None and names.NODE_AFFINITY in self.filters:
+            out[todo & ~narrowed] = R_NARROWED
+            todo &= narrowed
+
+        def reject(failing: npt.NDArray[np.bool_], code: int) -> None:
+            nonlocal todo
+            hit = todo & failing
+            out[hit] = code
+            todo &= ~hit
+
+        for name in self.profile.filters:
+            if name == names.NODE_UNSCHEDULABLE:
+                if not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations):
+                    reject(state.unschedulable[:rows].astype(bool), R_UNSCHEDULABLE)
+            elif name == names.NODE_NAME:
+                wanted = spec.get("nodeName")
+                if wanted:
+                    match = np.zeros(rows, dtype=bool)
+                    row = state.row_of.get(wanted)
+                    if row is not None:
+                        match[row] = True
+                    reject(~match, R_NODE_NAME)
+            elif name == names.TAINT_TOLERATION:
+                bad = [
+                    tid
+                    for tid, taint in enumerate(state.taint_list)
+                    if taint[2] in ("NoSchedule", "NoExecute")
+                    and not any(tolerates(t, taint) for t in tolerations)
+                ]
+                if bad:
+                    reject(state.taints[:rows, bad].any(axis=1), R_TAINT)
+            elif name == names.NODE_AFFINITY:
+                added = self.profile.node_affinity.added_affinity
+                added_required = (added or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+                if added_required is not None:
+                    reject(~self._node_selector(added_required), R_ENFORCED_AFFINITY)
+                match = np.ones(rows, dtype=bool)
+                for key, value in (spec.get("nodeSelector") or {}).items():
+                    match &= self._label_in(key, [value])
+                if required is not None:
+                    match &= self._node_selector(required)
+                reject(~match, R_NODE_AFFINITY)
+        return out
+
+    def _names_conflict(self, required: Mapping[str, Any]) -> bool:
+        """NodeAffinity's PreFilter: every term names nodes, and no name is in all of a term."""
+        terms = required.get("nodeSelectorTerms") or ()
+        union: set[str] | None = None
+        for term in terms:
+            in_term = self._term_names(term)
+            if in_term is None:
+                return False
+            union = in_term if union is None else union | in_term
+        return union is not None and not union
+
+    @staticmethod
+    def _term_names(term: Mapping[str, Any]) -> set[str] | None:
+        found: set[str] | None = None
+        for req in term.get("matchFields") or ():
+            if req.get("key") == "metadata.name" and req.get("operator") == "In":
+                values = set(req.get("values") or ())
+                found = values if found is None else found & values
+        return found
+
+    def _narrowed_rows(self, required: Mapping[str, Any]) -> npt.NDArray[np.bool_] | None:
+        """The rows NodeAffinity's PreFilter keeps, or None when it keeps every row."""
+        terms = required.get("nodeSelectorTerms") or ()
+        wanted: set[str] = set()
+        for term in terms:
+            in_term = self._term_names(term)
+            if in_term is None:
+                return None
+            wanted |= in_term
+        if not terms:
+            return None
+        keep = np.zeros(self.state.rows, dtype=bool)
+        for name in wanted:
+            row = self.state.row_of.get(name)
+            if row is not None:
+                keep[row] = True
+        return keep
+
+    # ---------------------------------------------------------- node selectors
+    def _label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
+        rows = self.state.rows
+        column = self.state.label_columns.get(key)
+        if column is None:
+            return np.zeros(rows, dtype=bool)
+        ids = self.state.label_value_ids[key]
+        wanted = [ids[v] for v in values if v in ids]
+        if not wanted:
+            return np.zeros(rows, dtype=bool)
+        if len(wanted) == 1:
+            return column[:rows] == wanted[0]
+        return np.isin(column[:rows], wanted)
+
+    def _has_label(self, key: str) -> npt.NDArray[np.bool_]:
+        column = self.state.label_columns.get(key)
+        if column is None:
+            return np.zeros(self.state.rows, dtype=bool)
+        return column[: self.state.rows] >= 0
+
+    def _numeric_label(self, key: str) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+        """Per row: whether label ``key`` holds an integer, and that integer."""
+        cached = self._numeric.get(key)
+        if cached is not None:
+            return cached
+        rows = self.state.rows
+        column = self.state.label_columns.get(key)
+        if column is None:
+            result = (np.zeros(rows, dtype=bool), np.zeros(rows, dtype=np.int64))
+        else:
+            values = self.state.label_values[key]
+            valid = np.zeros(len(values) + 1, dtype=bool)
+            numbers = np.zeros(len(values) + 1, dtype=np.int64)
+            for vid, text in enumerate(values):
+                number = _parse_int64(text)
+                if number is not None:
+                    valid[vid], numbers[vid] = True, number
+            ids = column[:rows]
+            ids = np.where(ids < 0, len(values), ids)  # the extra slot: not a number
+            result = (valid[ids], numbers[ids])
+        self._numeric[key] = result
+        return result
+
+    def _requirement(self, req: Mapping[str, Any], field: bool) -> npt.NDArray[np.bool_]:
+        rows = self.state.rows
+        key = req.get("key", "")
+        op = req.get("operator")
+        values = list(req.get("values") or ())
+        if field:
+            # Only metadata.name is a node field a selector can use, with In / NotIn.
+            if key != "metadata.name" or op not in ("In", "NotIn") or len(values) != 1:
+                return np.zeros(rows, dtype=bool)
+            match = np.zeros(rows, dtype=bool)
+            row = self.state.row_of.get(values[0])
+            if row is not None:
+                match[row] = True
+            return match if op == "In" else ~match
+        if op == "In":
+            return self._label_in(key, values)
+        if op == "NotIn":
+            return ~self._label_in(key, values)
+        if op == "Exists":
+            return self._has_label(key)
+        if op == "DoesNotExist":
+            return ~self._has_label(key)
+        if op in ("Gt", "Lt") and len(values) == 1:
+            bound = _parse_int64(values[0])
+            if bound is None:
+                return np.zeros(rows, dtype=bool)
+            valid, numbers = self._numeric_label(key)
+            return valid & (numbers > bound if op == "Gt" else numbers < bound)
+        return np.zeros(rows, dtype=bool)
+
+    def _term(self, term: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        """A node selector term: its requirements ANDed; an empty term matches nothing."""
+        exprs = term.get("matchExpressions") or ()
+        fields = term.get("matchFields") or ()
+        match = np.full(self.state.rows, bool(exprs or fields))
+        for req in exprs:
+            match &= self._requirement(req, field=False)
+        for req in fields:
+            match &= self._requirement(req, field=True)
+        return match
+
+    def _node_selector(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        """Required node affinity: its terms ORed (no terms: no node)."""
+        match = np.zeros(self.state.rows, dtype=bool)
+        for term in selector.get("nodeSelectorTerms") or ():
+            match |= self._term(term)
+        return match
+
+    # -------------------------------------------------------------- static scores
+    def _prefer_taints(self, info: ClassInfo) -> npt.NDArray[np.int16]:
+        state = self.state
+        rows = state.rows
+        tolerations = [
+            t
+            for t in info.spec.get("tolerations") or ()
+            if (t.get("effect") or "") in ("", "PreferNoSchedule")
+        ]
+        bad = [
+            tid
+            for tid, taint in enumerate(state.taint_list)
+            if taint[2] == "PreferNoSchedule" and not any(tolerates(t, taint) for t in tolerations)
+        ]
+        if not bad or names.TAINT_TOLERATION not in self.weights:
+            return np.zeros(rows, dtype=np.int16)
+        return state.taints[:rows, bad].sum(axis=1, dtype=np.int16)
+
+    def _preferred_affinity(self, info: ClassInfo) -> npt.NDArray[np.int32]:
+        rows = self.state.rows
+        out = np.zeros(rows, dtype=np.int32)
+        if names.NODE_AFFINITY not in self.weights:
+            return out
+        affinity = (info.spec.get("affinity") or {}).get("nodeAffinity") or {}
+        terms = list(affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ())
+        added = self.profile.node_affinity.added_affinity or {}
+        terms += list(added.get("preferredDuringSchedulingIgnoredDuringExecution") or ())
+        for term in terms:
+            weight = int(term.get("weight") or 0)
+            if weight:
+                out += weight * self._term(term.get("preference") or {})
+        return out
+
+    def _image_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:
+        """ImageLocality, weighted: image sizes scaled by how widely each is spread."""
+        state = self.state
+        rows = state.rows
+        weight = self.weights.get(names.IMAGE_LOCALITY, 0)
+        if not weight:
+            return np.zeros(rows, dtype=np.int32)
+        total_nodes = state.node_count
+        sums = np.zeros(rows, dtype=np.int64)
+        for image in info.images:
+            holders = state.images.get(image)
+            if not holders:
+                continue
+            spread = float(len(holders)) / float(total_nodes)
+            # One size per image: the first node's report (upstream's image state).
+            scaled = int(float(next(iter(holders.values()))) * spread)
+            rows_with = np.fromiter(holders.keys(), np.int64, len(holders))
+            sums[rows_with] += scaled
+        max_threshold = _IMAGE_MAX_PER_CONTAINER * info.containers
+        clipped = np.clip(sums, _IMAGE_MIN, max(max_threshold, _IMAGE_MIN))
+        if max_threshold <= _IMAGE_MIN:
+            return np.zeros(rows, dtype=np.int32)
+        score = names.MAX_NODE_SCORE * (clipped - _IMAGE_MIN) // (max_threshold - _IMAGE_MIN)
+        return (weight * score).astype(np.int32)
+
+    # ------------------------------------------------------------- ports and reqs
+    def request_vector(self, info: ClassInfo) -> npt.NDArray[np.int64]:
+        """The class's requests over the state's resource columns (pods column = 1)."""
+        state = self.state
+        vector = np.zeros(len(state.resource_names), dtype=np.int64)
+        for res, amount in info.requests.items():
+            if amount:
+                vector[state.resource_column(res)] = amount
+        vector[3] = 1
+        return vector
+
+
+@dataclass
+class PortTable:
+    """Interned (ip, protocol, port) keys of a burst and, per class, its clashes."""
+
+    keys: dict[HostPort, int] = field(default_factory=dict)
+
+    def key(self, port: HostPort) -> int:
+        kid = self.keys.get(port)
+        if kid is None:
+            kid = len(self.keys)
+            self.keys[port] = kid
+        return kid
+
+    def clashes(self, port: HostPort) -> list[int]:
+        """Keys that a pod taking ``port`` cannot share a node with (NodePorts)."""
+        wild = "0.0.0.0"
+        return [
+            kid
+            for other, kid in self.keys.items()
+            if other.protocol == port.protocol
+            and other.port == port.port
+            and (other.host_ip == port.host_ip or wild in (other.host_ip, port.host_ip))
+        ]
+
+
+def _score_requests(pod: Mapping[str, Any]) -> tuple[int, int]:
+    """cpu/memory as NodeResourcesFit's score sees the incoming pod (100m/200Mi defaults)."""
+    requests = pod_requests(pod, nonzero_defaults=True)
+    return requests[CPU], requests[MEMORY]
+
+
+def _parse_int64(text: str) -> int | None:
+    """strconv.ParseInt(text, 10, 64): None unless a plain int64 decimal."""
+    if not _INT.match(text):
+        return None
+    number = int(text)
+    if not -(1 << 63) <= number < (1 << 63):
+        return None
+    return number
+
+
+def is_scalar_column(name: str) -> bool:
+    """Resource scores skip a scalar resource the pod does not request."""
+    return name not in (CPU, MEMORY) and is_scalar_resource(name)

@@ -1,0 +1,350 @@
+"""Placing a burst: the public entry points around the compiled kernel (core/_place.pyx).
+
+``place_burst(state, pods, profile)`` places the pods in queue order (a gang's pods
+together, at the position of its first member), every node considered, and assumes the
+placements in ``state``; ``plan`` does the same without touching ``state`` (simulate,
+explain, what-if). Inputs are validated and converted once here; the kernel then runs
+over the whole burst without the GIL.
+
+A burst is cut into chunks of at most a few thousand distinct classes so that the
+per-class static tables (classes x nodes) stay within a fixed memory budget; the kernel
+keeps its node usage across chunks, so a chunk sees every placement before it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesalvo.core import _typedefs, gang, names
+from kubesalvo.core._place import REASON_FIRST_RESOURCE, BurstKernel
+from kubesalvo.core.encode import REASON_TEXTS, Encoder, PortTable, is_scalar_column
+from kubesalvo.core.profile import Profile, ScoringStrategyType
+from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
+
+__all__ = ["PlacementResult", "place_burst", "plan"]
+
+_STRATEGIES = {
+    ScoringStrategyType.LEAST_ALLOCATED: 0,
+    ScoringStrategyType.MOST_ALLOCATED: 1,
+    ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO: 2,
+}
+# Cells (classes x nodes) of static tables per chunk, and bytes of class caches.
+_CHUNK_CELLS = 8_000_000
+_SLOT_BYTES = 64 << 20
+
+
+@dataclass
+class PlacementResult:
+    """Where each pod of a burst went (in the order the pods were given)."""
+
+    nodes: list[str | None]  # node name, None when not placed
+    rows: npt.NDArray[np.int32]  # ClusterState row, -1 when not placed
+    scores: npt.NDArray[np.int64]  # total weighted score of the chosen node
+    reason_counts: list[dict[str, int]]  # per unplaced pod: nodes per reason ({} if placed)
+    messages: list[str]  # "Successfully assigned ..." or the FailedScheduling text
+    rolled_back: npt.NDArray[np.bool_]  # fitted, but its gang missed its minimum
+    num_nodes: int
+    classes: int
+    kernel_seconds: float
+    encode_seconds: float
+    placed: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.placed = int((self.rows >= 0).sum())
+
+
+def plan(
+    state: ClusterState, pods: Sequence[Mapping[str, Any]], profile: Profile | None = None
+) -> PlacementResult:
+    """Place ``pods`` as ``place_burst`` would, without changing ``state``."""
+    return place_burst(state, pods, profile, commit=False)
+
+
+def _queue_order(pods: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int], list[bool]]:
+    """Pod indices in placement order, with each position's gang minimum and run end."""
+    minimums = gang.group_minimums(pods)
+    members: dict[gang.GroupKey, list[int]] = {}
+    keys = [gang.group_of(p) for p in pods]
+    for i, key in enumerate(keys):
+        if key is not None:
+            members.setdefault(key, []).append(i)
+    order: list[int] = []
+    gang_min: list[int] = []
+    gang_last: list[bool] = []
+    for i, key in enumerate(keys):
+        if key is None:
+            order.append(i)
+            gang_min.append(0)
+            gang_last.append(False)
+        elif members[key][0] == i:
+            run = members[key]
+            order.extend(run)
+            gang_min.extend([minimums[key]] * len(run))
+            gang_last.extend([False] * (len(run) - 1) + [True])
+    return order, gang_min, gang_last
+
+
+def _kernel(state: ClusterState, profile: Profile, ports: PortTable) -> BurstKernel:
+    rows = state.rows
+    weights = profile.score_weights
+    columns = state.resource_index
+    strategy = profile.fit.scoring_strategy
+    sc_cols = np.array([columns.get(r.name, -1) for r in strategy.resources], dtype=np.int32)
+    sc_weight = np.array([r.weight for r in strategy.resources], dtype=np.int64)
+    shape_util = np.array([p.utilization for p in strategy.shape] or [0], dtype=np.int64)
+    shape_score = np.array([p.score * 10 for p in strategy.shape] or [0], dtype=np.int64)
+    bal_cols = np.array(
+        [columns.get(r.name, -1) for r in profile.balanced_allocation.resources], dtype=np.int32
+    )
+    col_scalar = np.array([is_scalar_column(n) for n in state.resource_names], dtype=np.uint8)
+    fit_args = profile.fit
+    col_fit_check = np.array(
+        [
+            not (
+                "/" in n
+                and "kubernetes.io/" not in n
+                and (
+                    n in fit_args.ignored_resources
+                    or n.split("/")[0] in fit_args.ignored_resource_groups
+                )
+            )
+            for n in state.resource_names
+        ],
+        dtype=np.uint8,
+    )
+    port_use = np.zeros((rows, max(1, len(ports.keys))), dtype=np.int32)
+    for row in range(rows):
+        for port, count in state.ports[row].items():
+            kid = ports.keys.get(port)
+            if kid is not None:
+                port_use[row, kid] = count
+    filters = set(profile.filters)
+    return BurstKernel(
+        np.ascontiguousarray(state.allocatable[:rows]),
+        np.array(state.requested[:rows], dtype=_typedefs.QUANTITY, order="C"),
+        np.array(state.nonzero_requested[:rows], dtype=_typedefs.QUANTITY, order="C"),
+        port_use,
+        _STRATEGIES[strategy.type],
+        sc_cols,
+        sc_weight,
+        shape_util,
+        shape_score,
+        bal_cols,
+        col_scalar,
+        col_fit_check,
+        weights.get(names.NODE_RESOURCES_FIT, 0),
+        weights.get(names.NODE_RESOURCES_BALANCED_ALLOCATION, 0),
+        weights.get(names.TAINT_TOLERATION, 0),
+        weights.get(names.NODE_AFFINITY, 0),
+        names.NODE_RESOURCES_FIT in filters,
+        names.NODE_PORTS in filters,
+    )
+
+
+def _chunks(class_of: npt.NDArray[np.int32], gang_min: list[int], gang_last: list[bool], rows: int):
+    """Cut positions [start, end) so that each chunk has a bounded number of classes."""
+    budget = max(16, _CHUNK_CELLS // max(1, rows))
+    start, seen = 0, set()
+    for pos in range(len(class_of)):
+        seen.add(int(class_of[pos]))
+        in_gang_run = gang_min[pos] > 0 and not gang_last[pos]
+        if len(seen) >= budget and not in_gang_run:
+            yield start, pos + 1
+            start, seen = pos + 1, set()
+    if start < len(class_of):
+        yield start, len(class_of)
+
+
+def place_burst(
+    state: ClusterState,
+    pods: Sequence[Mapping[str, Any]],
+    profile: Profile | None = None,
+    *,
+    commit: bool = True,
+) -> PlacementResult:
+    """Place ``pods`` in queue order; with ``commit`` assume each placement in ``state``."""
+    profile = profile or Profile.default()
+    began = time.perf_counter()
+    order, gang_min, gang_last = _queue_order(pods)
+    ordered = [pods[i] for i in order]
+    encoder = Encoder(state, profile)
+    class_of = encoder.classify(ordered)
+    classes = encoder.classes
+    # Resource columns and port keys of the whole burst exist before the kernel copies.
+    requests = [encoder.request_vector(info) for info in classes]
+    ports = PortTable()
+    for row in range(state.rows):
+        for port in state.ports[row]:
+            ports.key(port)
+    for info in classes:
+        for port in info.ports:
+            ports.key(port)
+    nres = len(state.resource_names)
+    c_req_all = np.zeros((len(classes), nres), dtype=_typedefs.QUANTITY)
+    for cid, vector in enumerate(requests):
+        c_req_all[cid, : len(vector)] = vector
+    c_nz_all = np.array([info.nonzero for info in classes], dtype=_typedefs.QUANTITY).reshape(-1, 2)
+    c_nz_add_all = np.array([info.nonzero_add for info in classes], dtype=_typedefs.QUANTITY)
+    c_nz_add_all = c_nz_add_all.reshape(-1, 2)
+    kernel = _kernel(state, profile, ports)
+
+    n = len(ordered)
+    out_node = np.full(n, -1, dtype=_typedefs.NODE)
+    out_score = np.zeros(n, dtype=_typedefs.SCORE)
+    nreasons = REASON_FIRST_RESOURCE + nres
+    out_reasons = np.zeros((n, nreasons), dtype=np.int32)
+    out_gang = np.zeros(n, dtype=np.uint8)
+    p_gang_min = np.array(gang_min, dtype=np.int32)
+    p_gang_last = np.array(gang_last, dtype=np.uint8)
+    encode_seconds = time.perf_counter() - began
+    kernel_seconds = 0.0
+    slot_budget = max(4, _SLOT_BYTES // (40 * max(1, state.rows)))
+    for start, end in _chunks(class_of, gang_min, gang_last, state.rows):
+        t0 = time.perf_counter()
+        global_ids, local = np.unique(class_of[start:end], return_inverse=True)
+        tables = encoder.tables([int(c) for c in global_ids])
+        conf_off, conf, own_off, own = [0], [], [0], []
+        for cid in global_ids:
+            info = classes[cid]
+            clash: set[int] = set()
+            for port in info.ports:
+                clash.update(ports.clashes(port))
+                own.append(ports.keys[port])
+            conf.extend(sorted(clash))
+            conf_off.append(len(conf))
+            own_off.append(len(own))
+        kernel.load_chunk(
+            np.ascontiguousarray(c_req_all[global_ids]),
+            np.ascontiguousarray(c_nz_all[global_ids]),
+            np.ascontiguousarray(c_nz_add_all[global_ids]),
+            tables.c_static,
+            tables.static_reason,
+            tables.c_fixed,
+            tables.fixed,
+            tables.c_taint,
+            tables.taint_count,
+            tables.c_aff,
+            tables.aff_score,
+            np.array(conf_off, dtype=np.int32),
+            np.array(conf or [0], dtype=np.int32),
+            np.array(own_off, dtype=np.int32),
+            np.array(own or [0], dtype=np.int32),
+            local.astype(np.int32),
+            p_gang_min[start:end],
+            p_gang_last[start:end],
+            out_node[start:end],
+            out_score[start:end],
+            out_reasons[start:end],
+            out_gang[start:end],
+            min(len(global_ids), slot_budget),
+        )
+        t1 = time.perf_counter()
+        encode_seconds += t1 - t0
+        kernel.run()
+        kernel_seconds += time.perf_counter() - t1
+
+    t0 = time.perf_counter()
+    result = _result(
+        state, ordered, order, class_of, classes, out_node, out_score, out_reasons, out_gang
+    )
+    result.kernel_seconds = kernel_seconds
+    result.encode_seconds = encode_seconds
+    if commit:
+        _commit(state, ordered, class_of, classes, out_node)
+    result.encode_seconds += time.perf_counter() - t0
+    return result
+
+
+def _reason_texts(state: ClusterState) -> dict[int, str]:
+    texts = dict(REASON_TEXTS)
+    for column, name in enumerate(state.resource_names):
+        texts[REASON_FIRST_RESOURCE + column] = (
+            names.ERR_REASON_TOO_MANY_PODS
+            if column == POD_COLUMN
+            else names.insufficient_resource(name)
+        )
+    return texts
+
+
+def _result(state, ordered, order, class_of, classes, out_node, out_score, out_reasons, out_gang):
+    n = len(ordered)
+    texts = _reason_texts(state)
+    num_nodes = state.node_count
+    rows = np.full(n, -1, dtype=np.int32)
+    scores = np.zeros(n, dtype=np.int64)
+    node_names: list[str | None] = [None] * n
+    counts: list[dict[str, int]] = [{}] * n
+    messages = [""] * n
+    rolled = np.zeros(n, dtype=bool)
+    gang_keys = [gang.group_of(p) for p in ordered]
+    minimums = gang.group_minimums(ordered)
+    rolled_per_gang: dict[gang.GroupKey, int] = {}
+    for pos in np.flatnonzero(out_gang):
+        key = gang_keys[pos]
+        rolled_per_gang[key] = rolled_per_gang.get(key, 0) + 1
+    for pos, pod in enumerate(ordered):
+        i = order[pos]
+        meta = pod.get("metadata") or {}
+        row = int(out_node[pos])
+        if row >= 0:
+            rows[i] = row
+            scores[i] = out_score[pos]
+            node_names[i] = state.names[row]
+            messages[i] = names.success_message(
+                meta.get("namespace") or "default", meta.get("name", ""), state.names[row]
+            )
+        elif out_gang[pos]:
+            key = gang_keys[pos]
+            rolled[i] = True
+            reason = names.gang_reason(str(key), rolled_per_gang[key], minimums[key])
+            messages[i] = names.fit_error_message(num_nodes, {}, prefilter_message=reason)
+        else:
+            info = classes[class_of[pos]]
+            row_counts = out_reasons[pos]
+            reasons = {texts[code]: int(row_counts[code]) for code in np.flatnonzero(row_counts)}
+            if info.prefilter_message:
+                reasons = {info.prefilter_message: num_nodes}
+            counts[i] = reasons
+            messages[i] = names.fit_error_message(
+                num_nodes, reasons, prefilter_message=info.prefilter_message
+            )
+    return PlacementResult(
+        nodes=node_names,
+        rows=rows,
+        scores=scores,
+        reason_counts=counts,
+        messages=messages,
+        rolled_back=rolled,
+        num_nodes=num_nodes,
+        classes=len(classes),
+        kernel_seconds=0.0,
+        encode_seconds=0.0,
+    )
+
+
+def _commit(state, ordered, class_of, classes, out_node) -> None:
+    """Assume every placement in the state (as kube-scheduler's cache does before binding)."""
+    columns: list[dict[int, int]] = []
+    for info in classes:
+        columns.append(
+            {state.resource_index[r]: amount for r, amount in info.requests.items() if amount}
+        )
+    for pos in np.flatnonzero(out_node >= 0):
+        info = classes[class_of[pos]]
+        pod = ordered[pos]
+        state.add_placed(
+            pod_key(pod),
+            int(out_node[pos]),
+            info.namespace,
+            info.labels,
+            columns[class_of[pos]],
+            info.nonzero_add,
+            info.ports,
+            info.affinity,
+        )

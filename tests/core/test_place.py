@@ -1,0 +1,249 @@
+"""place_burst / plan on small hand-made clusters: each filter, each score, ties, gangs."""
+
+import pytest
+
+from kubesalvo.core import names
+from kubesalvo.core.place import place_burst, plan
+from kubesalvo.core.profile import (
+    FitArgs,
+    Profile,
+    ResourceSpec,
+    ScoringStrategy,
+    ScoringStrategyType,
+    ShapePoint,
+)
+from kubesalvo.core.state import ClusterState
+
+
+def node(name, cpu="4", memory="8Gi", pods="110", labels=None, taints=None, images=None, **extra):
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"taints": taints or [], "unschedulable": extra.pop("unschedulable", False)},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": pods, **extra},
+            "images": images or [],
+        },
+    }
+
+
+def pod(name, cpu="100m", memory="128Mi", labels=None, image="app:1", ports=(), **spec):
+    requests = {"cpu": cpu, "memory": memory, **spec.pop("extra_requests", {})}
+    container = {"name": "c", "image": image, "resources": {"requests": requests}}
+    if ports:
+        container["ports"] = [{"containerPort": p, "hostPort": p} for p in ports]
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": labels or {}},
+        "spec": {"containers": [container], **spec},
+    }
+
+
+def cluster(*nodes):
+    state = ClusterState()
+    for n in nodes:
+        state.add_node(n)
+    return state
+
+
+def test_least_allocated_prefers_the_emptier_node_and_commit_assumes_it():
+    state = cluster(node("small", cpu="2"), node("big", cpu="8"))
+    result = place_burst(state, [pod("p", cpu="1")])
+    assert result.nodes == ["big"]
+    assert result.messages == ["Successfully assigned ns/p to big"]
+    assert state.requested[state.row_of["big"], 0] == 1000
+    assert "p" in state.pods and state.pods["p"].assumed
+
+
+def test_plan_does_not_change_the_state():
+    state = cluster(node("a"))
+    result = plan(state, [pod("p", cpu="1")])
+    assert result.nodes == ["a"] and state.requested.sum() == 0 and state.pods == {}
+
+
+def test_each_placement_is_seen_by_the_next_pod():
+    state = cluster(node("a", cpu="1"), node("b", cpu="1"))
+    result = place_burst(state, [pod(f"p{i}", cpu="600m") for i in range(3)])
+    assert sorted(result.nodes[:2]) == ["a", "b"] and result.nodes[2] is None
+    assert result.messages[2] == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+def test_identical_pods_on_identical_nodes_spread_instead_of_piling():
+    state = cluster(*(node(f"n{i}") for i in range(4)))
+    result = plan(state, [pod(f"p{i}", cpu="0", memory="0") for i in range(4)])
+    assert sorted(result.nodes) == ["n0", "n1", "n2", "n3"]
+
+
+def test_failure_counts_first_failing_filter_per_node_and_every_missing_resource():
+    state = cluster(
+        node("cordoned", unschedulable=True),
+        node("tainted", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+        node("wrong-zone", labels={"zone": "b"}),
+        node("full", cpu="1", memory="1Gi", labels={"zone": "a"}),
+        node("few-pods", pods="0", labels={"zone": "a"}),
+    )
+    big = pod("p", cpu="2", memory="2Gi", nodeSelector={"zone": "a"})
+    result = plan(state, [big])
+    assert result.reason_counts[0] == {
+        names.ERR_REASON_UNSCHEDULABLE: 1,
+        names.ERR_REASON_UNTOLERATED_TAINT: 1,
+        names.ERR_REASON_NODE_AFFINITY: 1,
+        "Insufficient cpu": 1,
+        "Insufficient memory": 1,
+        names.ERR_REASON_TOO_MANY_PODS: 1,
+    }
+    assert result.messages[0].startswith("0/5 nodes are available: 1 Insufficient cpu, ")
+
+
+def test_extended_resource_absent_on_a_node_rejects_only_pods_asking_for_it():
+    state = cluster(node("cpu-only"), node("gpu", **{"nvidia.com/gpu": "1"}))
+    result = plan(
+        state,
+        [
+            pod("g", extra_requests={"nvidia.com/gpu": "1"}),
+            pod("g2", extra_requests={"nvidia.com/gpu": "1"}),
+        ],
+    )
+    assert result.nodes == ["gpu", None]
+    assert result.reason_counts[1] == {"Insufficient nvidia.com/gpu": 2}
+
+
+def test_tolerations_admit_tainted_nodes_and_prefer_no_schedule_scores_lower():
+    taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+    soft = {"key": "spot", "value": "true", "effect": "PreferNoSchedule"}
+    state = cluster(
+        node("tainted", taints=[taint]), node("spot", cpu="8", taints=[soft]), node("plain")
+    )
+    tolerating = pod("t", tolerations=[{"key": "dedicated", "operator": "Exists"}])
+    result = plan(state, [tolerating, pod("q")])
+    assert result.nodes[1] == "plain"  # spot is emptier but has a PreferNoSchedule taint
+    everything = pod("e", tolerations=[{"operator": "Exists"}])
+    assert plan(cluster(node("tainted", taints=[taint])), [everything]).nodes == ["tainted"]
+
+
+def test_node_affinity_operators_including_gt_lt_on_non_numeric_labels():
+    state = cluster(
+        node("gen4", labels={"gen": "4"}),
+        node("gen6", labels={"gen": "6"}),
+        node("text", labels={"gen": "six"}),
+    )
+    term = {"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["5"]}]}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+    result = plan(state, [pod("p", affinity=affinity)])
+    assert result.nodes == ["gen6"]
+    assert result.reason_counts == [{}]
+    absent = {"matchExpressions": [{"key": "gen", "operator": "DoesNotExist"}]}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [absent]}
+        }
+    }
+    assert plan(state, [pod("p", affinity=affinity)]).reason_counts[0] == {
+        names.ERR_REASON_NODE_AFFINITY: 3
+    }
+
+
+def test_preferred_node_affinity_wins_over_a_slightly_emptier_node():
+    state = cluster(node("preferred", labels={"disk": "ssd"}), node("other", cpu="5"))
+    pref = {
+        "weight": 50,
+        "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]},
+    }
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [pref]}}
+    assert plan(state, [pod("p", affinity=affinity)]).nodes == ["preferred"]
+
+
+def test_metadata_name_pinning_narrows_and_conflict_rejects():
+    state = cluster(node("a"), node("b"), node("c"))
+
+    def pinned(*terms):
+        return {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}
+            }
+        }
+
+    in_b = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]}
+    result = plan(state, [pod("p", affinity=pinned(in_b), cpu="8")])
+    assert result.reason_counts[0] == {
+        names.prefilter_narrowing_reason(["NodeAffinity"]): 2,
+        "Insufficient cpu": 1,
+    }
+    both = {
+        "matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["a"]},
+            {"key": "metadata.name", "operator": "In", "values": ["b"]},
+        ]
+    }
+    result = plan(state, [pod("p", affinity=pinned(both))])
+    assert result.messages[0] == "0/3 nodes are available: pod affinity terms conflict."
+
+
+def test_node_name_and_host_ports():
+    state = cluster(node("a"), node("b"))
+    result = plan(state, [pod("x", ports=(80,), nodeName="b"), pod("y", ports=(80,), nodeName="b")])
+    assert result.nodes == ["b", None]
+    assert result.reason_counts[1] == {
+        names.ERR_REASON_NODE_NAME: 1,
+        names.ERR_REASON_NODE_PORTS: 1,
+    }
+
+
+def test_image_locality_prefers_the_node_with_the_big_image():
+    image = {"names": ["registry/app:1"], "sizeBytes": 900 * 1024 * 1024}
+    state = cluster(node("cold", cpu="5"), node("warm", images=[image]), node("cold2", cpu="5"))
+    assert plan(state, [pod("p", image="registry/app:1")]).nodes == ["warm"]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        (ScoringStrategy(ScoringStrategyType.MOST_ALLOCATED), "busy"),
+        (
+            ScoringStrategy(
+                ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO,
+                (ResourceSpec("cpu", 1),),
+                (ShapePoint(0, 0), ShapePoint(100, 10)),
+            ),
+            "busy",
+        ),
+        (ScoringStrategy(ScoringStrategyType.LEAST_ALLOCATED), "idle"),
+    ],
+)
+def test_scoring_strategies_choose_bin_packing_or_spreading(strategy, expected):
+    state = cluster(node("busy"), node("idle"))
+    place_burst(state, [pod("seed", cpu="2", nodeName="busy")])
+    profile = Profile(fit=FitArgs(scoring_strategy=strategy))
+    assert plan(state, [pod("p", cpu="500m")], profile).nodes == [expected]
+
+
+def test_gang_below_its_minimum_is_rolled_back_whole():
+    state = cluster(node("a", cpu="1"))
+    members = [
+        pod(f"g{i}", cpu="400m", labels={"podGroup": "g", "minAvailable": "3"}) for i in range(3)
+    ]
+    result = place_burst(state, [*members, pod("solo", cpu="400m")])
+    assert result.nodes == [None, None, None, "a"]
+    assert result.rolled_back.tolist() == [True, True, False, False]
+    assert "pod group could not reach its minAvailable (ns/g: 2 of 3 placed)" in result.messages[0]
+    assert result.reason_counts[2] == {"Insufficient cpu": 1}
+    assert state.requested[0, 0] == 400
+
+
+def test_gang_reaching_its_minimum_keeps_its_placements():
+    state = cluster(node("a", cpu="1"))
+    members = [
+        pod(f"g{i}", cpu="400m", labels={"podGroup": "g", "minAvailable": "2"}) for i in range(3)
+    ]
+    result = place_burst(state, members)
+    assert result.nodes == ["a", "a", None]
+    assert state.requested[0, 0] == 800
+
+
+def test_removed_node_rows_are_not_counted():
+    state = cluster(node("a"), node("b"))
+    state.remove_node("a")
+    result = plan(state, [pod("p", cpu="9")])
+    assert result.messages[0] == "0/1 nodes are available: 1 Insufficient cpu."
