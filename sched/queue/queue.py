@@ -105,7 +105,7 @@ class QueuedPod:
 
     @property
     def scheduler_name(self) -> str:
-        return self.pod.spec.scheduler_name
+        return str(self.pod.spec.scheduler_name)
 
     @property
     def name(self) -> str:
@@ -167,8 +167,8 @@ class SchedulingQueue:
         self._seq = itertools.count()
         self._active: list[tuple[tuple[Any, ...], int, str]] = []
         self._active_pods: dict[str, tuple[int, QueuedPod]] = {}
-        # Two backoff heaps (expiry, key, seq): pods rejected by plugins, and pods that
-        # failed for another reason; only the first may be popped early.
+        # Two backoff heaps of (expiry, sort key, seq, key): pods rejected by plugins, and
+        # pods that failed for another reason; only the first may be popped early.
         self._backoff: list[tuple[float, tuple[Any, ...], int, str]] = []
         self._error_backoff: list[tuple[float, tuple[Any, ...], int, str]] = []
         self._backoff_pods: dict[str, tuple[int, QueuedPod]] = {}
@@ -271,8 +271,10 @@ class SchedulingQueue:
             return
         if where is QueueName.ACTIVE:
             _, qp = self._active_pods[key]
+            before = self._sort_key(qp)
             qp.pod = new
-            self._push_active(qp)  # its priority, hence its place, may have changed
+            if self._sort_key(qp) != before:
+                self._push_active(qp)  # a new place; the old heap entry goes stale
             return
         if where is QueueName.BACKOFF:
             self._backoff_pods[key][1].pod = new
@@ -471,7 +473,7 @@ class SchedulingQueue:
         if count == 0:
             return 0.0
         # Doubling stops at the cap; the exponent is bounded to avoid huge numbers.
-        return min(self.initial_backoff * 2 ** min(count - 1, 62), self.max_backoff)
+        return min(self.initial_backoff * 2.0 ** min(count - 1, 62), self.max_backoff)
 
     def backoff_expiration(self, qp: QueuedPod) -> float | None:
         if qp._backoff_expiration is None and (qp.consecutive_errors or qp.unschedulable_count):
@@ -527,7 +529,9 @@ class SchedulingQueue:
             self._gated[qp.key] = qp
             return QueueName.GATED
         seq = next(self._seq)
-        expiration = self.backoff_expiration(qp) or self.clock.now()
+        expiration = self.backoff_expiration(qp)
+        if expiration is None:
+            expiration = self.clock.now()
         heap = self._backoff if qp.rejectors else self._error_backoff
         heapq.heappush(heap, (expiration, self._sort_key(qp), seq, qp.key))
         self._where[qp.key] = QueueName.BACKOFF
