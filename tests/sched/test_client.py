@@ -1,12 +1,12 @@
-"""The API client: rate limiting, error decoding, credentials from a kubeconfig.
-
-Requests to a real API server are exercised by the integration tests at the end.
-"""
+"""The API client: rate limiting, error decoding and credentials on their own, then
+requests to the real API server (TLS verified against the kubeconfig's CA, Status errors,
+a rotated token picked up after a 401)."""
 
 from __future__ import annotations
 
 import ssl
 
+import msgspec
 import pytest
 
 from kubesalvo.sched.client import (
@@ -146,3 +146,53 @@ def test_a_refreshed_token_replaces_the_old_one_in_the_authorization_header():
 
 def test_plain_http_servers_get_no_tls_context():
     assert Credentials(server="http://127.0.0.1:8080").ssl_context() is False
+
+
+# -- against the real API server ---------------------------------------------------------
+
+
+@pytest.mark.integration
+async def test_requests_reach_the_server_with_the_kubeconfigs_ca_and_token(credentials):
+    assert credentials.verify and credentials.ca_file
+    async with ApiClient(credentials) as client:
+        response = await client.request("GET", "/version")
+    assert response.status == 200
+    assert msgspec.json.decode(response.body)["gitVersion"].startswith("v1.34")
+
+
+@pytest.mark.integration
+async def test_a_missing_object_raises_the_servers_status(api):
+    with pytest.raises(ApiError) as raised:
+        await api.request("GET", "/api/v1/namespaces/default/pods/does-not-exist")
+    assert raised.value.status == 404 and raised.value.reason == "NotFound"
+
+
+@pytest.mark.integration
+async def test_a_rejected_token_is_refreshed_and_the_request_retried(credentials):
+    refreshed = []
+
+    def refresh() -> str | None:
+        refreshed.append(True)
+        return credentials.token
+
+    stale = Credentials(
+        server=credentials.server,
+        ca_file=credentials.ca_file,
+        verify=credentials.verify,
+        token="expired-token",
+        refresh=refresh,
+    )
+    async with ApiClient(stale) as client:
+        client._token_checked = float("inf")  # no periodic refresh: only the 401 triggers it
+        response = await client.request("GET", "/api/v1/namespaces/default")
+    assert response.status == 200 and refreshed == [True]
+
+
+@pytest.mark.integration
+async def test_a_watch_stream_yields_the_servers_lines(api, namespace):
+    params = {"watch": "true", "timeoutSeconds": "1", "fieldSelector": f"metadata.name={namespace}"}
+    async with api.stream("/api/v1/namespaces", params=params) as body:
+        lines = (await body.read()).splitlines()
+    (line,) = lines
+    event = msgspec.json.decode(line)
+    assert event["type"] == "ADDED" and event["object"]["metadata"]["name"] == namespace

@@ -1,13 +1,12 @@
-"""The fault proxy refuses to listen anywhere but loopback.
-
-Its faults are exercised against the real API server in test_faultproxy_integration.py.
-"""
+"""The fault proxy refuses to listen anywhere but loopback."""
 
 from __future__ import annotations
 
+import aiohttp
 import msgspec
 import pytest
 
+from kubesalvo.sched.client import ApiError
 from kubesalvo.sched.faultproxy import FaultProxy, status_body
 
 
@@ -20,3 +19,49 @@ def test_the_proxy_listens_on_loopback_only(host):
 def test_injected_errors_are_api_status_objects():
     status = msgspec.json.decode(status_body(410, "Expired", "too old resource version: 5"))
     assert status["kind"] == "Status" and status["code"] == 410 and status["reason"] == "Expired"
+
+
+# -- in front of the real API server -----------------------------------------------------
+
+
+@pytest.mark.integration
+async def test_requests_pass_through_to_the_api_server(proxied_api, proxy, namespace):
+    response = await proxied_api.request("GET", f"/api/v1/namespaces/{namespace}")
+    assert msgspec.json.decode(response.body)["metadata"]["name"] == namespace
+    with pytest.raises(ApiError) as raised:
+        await proxied_api.request("GET", "/api/v1/namespaces/not-there")
+    assert raised.value.status == 404 and proxy.stats.forwarded == 2
+
+
+@pytest.mark.integration
+async def test_throttling_answers_429_with_retry_after(proxied_api, proxy):
+    proxy.faults.throttle, proxy.faults.throttle_match, proxy.faults.retry_after = 1, "", 7
+    with pytest.raises(ApiError) as raised:
+        await proxied_api.request("GET", "/api/v1/namespaces")
+    assert raised.value.status == 429 and raised.value.retry_after == 7.0
+    assert (await proxied_api.request("GET", "/api/v1/namespaces")).status == 200
+
+
+@pytest.mark.integration
+async def test_gone_is_an_error_event_or_an_http_410(proxied_api, proxy):
+    params = {"watch": "true", "resourceVersion": "1"}
+    proxy.faults.gone_watches = 2
+    async with proxied_api.stream("/api/v1/namespaces", params=params) as body:
+        event = msgspec.json.decode(await body.read())
+    assert event["type"] == "ERROR" and event["object"]["code"] == 410
+    proxy.faults.gone_as_event = False
+    with pytest.raises(ApiError) as raised:
+        async with proxied_api.stream("/api/v1/namespaces", params=params):
+            pass
+    assert raised.value.status == 410 and raised.value.reason == "Expired"
+
+
+@pytest.mark.integration
+async def test_dropping_watches_cuts_the_stream_without_its_end(proxied_api, proxy, eventually):
+    params = {"watch": "true", "timeoutSeconds": "60"}
+    async with proxied_api.stream("/api/v1/namespaces", params=params) as body:
+        await body.readline()  # the stream is flowing
+        await eventually(lambda: proxy.drop_watches() == 1, what="an open watch")
+        with pytest.raises(aiohttp.ClientPayloadError):
+            while await body.readany():
+                pass

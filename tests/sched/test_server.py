@@ -1,11 +1,15 @@
-"""The health, readiness, metrics and debug servers, on an ephemeral loopback port."""
+"""The health, readiness, metrics and debug servers, on an ephemeral loopback port; and
+readiness following real informers as they sync with the API server."""
 
 from __future__ import annotations
+
+import asyncio
 
 import aiohttp
 import pytest
 from aiohttp import web
 
+from kubesalvo.sched.informers import NODES, PODS, Informer
 from kubesalvo.sched.metrics import SchedulerMetrics
 from kubesalvo.sched.server import DebugServer, HealthServer
 
@@ -76,3 +80,23 @@ async def test_debug_pages_are_served_on_loopback():
         assert await get(debug.url + "/debug/queue") == (200, "activeQ: 0")
     finally:
         await debug.stop()
+
+
+@pytest.mark.integration
+async def test_readiness_turns_ok_once_real_informers_have_synced(api, eventually):
+    server = HealthServer(SchedulerMetrics(), host="127.0.0.1", port=0)
+    informers = [Informer(api, NODES), Informer(api, PODS)]
+    server.add_readiness_check(
+        "informers-synced", lambda: all(i.synced.is_set() for i in informers)
+    )
+    await server.start()
+    try:
+        assert (await get(server.url + "/readyz"))[0] == 503
+        for informer in informers:
+            informer.start()
+        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in informers)), 20)
+        assert await get(server.url + "/readyz") == (200, "ok")
+    finally:
+        for informer in informers:
+            await informer.stop()
+        await server.stop()
