@@ -54,6 +54,19 @@ class Resource(Generic[T]):
     path: str
     type: type[T]
 
+    def collection(self, namespace: str | None) -> str:
+        """The path listing every object, or only those of ``namespace``.
+
+        One namespace is watched through the namespaced path, not a ``metadata.namespace``
+        field selector: with that selector on the all-namespaces path, kube-apiserver
+        1.34 was seen to end a paginated list after its first page (an empty second page
+        without a continue token).
+        """
+        if namespace is None:
+            return self.path
+        group, _, plural = self.path.rpartition("/")
+        return f"{group}/namespaces/{namespace}/{plural}"
+
 
 PODS = Resource("pods", "/api/v1/pods", Pod)
 NODES = Resource("nodes", "/api/v1/nodes", Node)
@@ -95,6 +108,8 @@ class WatchSettings:
     backoff_max: float = 30.0
     field_selector: str | None = None
     label_selector: str | None = None
+    # Watch one namespace only (None: all of them).
+    namespace: str | None = None
 
 
 @dataclass
@@ -166,7 +181,8 @@ async def list_all(
         params["limit"] = str(settings.page_size)
         try:
             while True:
-                response = await client.request("GET", resource.path, params=params)
+                path = resource.collection(settings.namespace)
+                response = await client.request("GET", path, params=params)
                 page = decoders.page.decode(response.body)
                 items.extend(page.items)
                 if not page.metadata.continue_:
@@ -197,7 +213,8 @@ async def watch_once(
     )
     inactivity = settings.inactivity_timeout or timeout + 30.0
     state.watches += 1
-    async with client.stream(resource.path, params=params, inactivity_timeout=inactivity) as body:
+    path = resource.collection(settings.namespace)
+    async with client.stream(path, params=params, inactivity_timeout=inactivity) as body:
         async for line in iter_lines(body):
             envelope = _envelope_decoder.decode(line)
             kind = envelope.type

@@ -141,6 +141,18 @@ def pod(name: str, rv: str, uid: str | None = None) -> Pod:
     )
 
 
+@pytest.mark.parametrize(
+    ("resource", "namespace", "path"),
+    [
+        (PODS, None, "/api/v1/pods"),
+        (PODS, "team-a", "/api/v1/namespaces/team-a/pods"),
+        (PODDISRUPTIONBUDGETS, "a", "/apis/policy/v1/namespaces/a/poddisruptionbudgets"),
+    ],
+)
+def test_a_namespace_is_watched_through_its_namespaced_path(resource, namespace, path):
+    assert resource.collection(namespace) == path
+
+
 def kinds(changes):
     return [(c.type, c.obj.metadata.name if c.obj else None) for c in changes]
 
@@ -216,7 +228,7 @@ async def test_lines_are_split_across_chunk_boundaries_without_a_length_limit():
 
 def pod_informer(client: ApiClient, namespace: str, seen: list, **settings) -> Informer:
     settings.setdefault("backoff_initial", 0.05)
-    watch = WatchSettings(field_selector=f"metadata.namespace={namespace}", **settings)
+    watch = WatchSettings(namespace=namespace, **settings)
     return Informer(client, PODS, seen.append, watch)
 
 
