@@ -1,8 +1,9 @@
 """kubesalvo's scheduling queue: activeQ, backoffQ, unschedulable and gated pods.
 
 See ``queue`` for the behaviour (kube-scheduler's PriorityQueue, drained in bursts),
-``events`` for the cluster events that bring parked pods back, ``sorting`` for the
-QueueSort plugins and ``clock`` for the clocks (a fake one for tests).
+``events`` for the cluster events that bring parked pods back, ``hints`` for the checks
+that skip events which cannot help, ``sorting`` for the QueueSort plugins and ``clock``
+for the clocks (a fake one for tests).
 """
 
 from kubesalvo.sched.queue.clock import Clock, FakeClock, MonotonicClock

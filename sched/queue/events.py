@@ -6,7 +6,8 @@ pod together with the plugins that rejected it and moves it back only on an even
 those plugins registered. :data:`PLUGIN_EVENTS` holds those registrations as v1.34 makes
 them with queueing hints on (GA in v1.34). kube-scheduler also runs a per-plugin hint
 function on each matching event to skip events that cannot help (a new node too small
-for the pod); the queue accepts such functions (``hints=``) and, without one, retries.
+for the pod); ``hints`` has kubesalvo's for the busiest filters, and a plugin without one
+is retried on every matching event.
 
 An event is a resource and a set of action bits; it matches a registration when the
 resources agree (or either is the wildcard) and the action bits overlap.

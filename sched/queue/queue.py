@@ -7,9 +7,10 @@
   counted from the failure. Failures with no rejecting plugin (an API error, a failed
   bind) count separately and never pop early (kube-scheduler's error backoff).
 * **unschedulable** pods are parked with the plugins that rejected them until a cluster
-  event one of those plugins registered (``events.PLUGIN_EVENTS``) moves them back (to
-  backoffQ if still backing off, else activeQ), or until they have waited
-  ``podMaxInUnschedulablePodsDuration`` (5 minutes by default).
+  event one of those plugins registered (``events.PLUGIN_EVENTS``), and that the plugin's
+  hint (``hints``) does not rule out, moves them back (to backoffQ if still backing off,
+  else activeQ), or until they have waited ``podMaxInUnschedulablePodsDuration`` (5
+  minutes by default).
 * **gated** pods (non-empty ``spec.schedulingGates`` with the SchedulingGates plugin on)
   wait outside the other queues until an update removes their gates.
 * **in flight**: pods handed out by :meth:`pop_burst` until :meth:`done` or
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
@@ -52,9 +54,12 @@ from kubesalvo.sched.queue.events import (
     Resource,
     pod_update_events,
 )
+from kubesalvo.sched.queue.hints import DEFAULT_HINTS
 from kubesalvo.sched.queue.sorting import SortKey, sort_key_for
 
 __all__ = ["QueueName", "QueuedPod", "SchedulingQueue", "pod_key"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_IN_UNSCHEDULABLE_SECONDS = 300.0
 
@@ -73,6 +78,15 @@ class _Strategy(Enum):
     SKIP = 0
     AFTER_BACKOFF = 1
     IMMEDIATELY = 2
+
+
+def _ask(hint: HintFn, pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
+    try:
+        return hint(pod, event, old, new)
+    except Exception:
+        # A hint that fails must not strand the pod: retry it, as kube-scheduler does.
+        log.exception("queueing hint failed for %s; retrying the pod", event)
+        return True
 
 
 def pod_key(pod: Any) -> str:
@@ -145,7 +159,7 @@ class SchedulingQueue:
         pre_enqueue: Mapping[str, Iterable[str]] | None = None,
         default_pre_enqueue: Iterable[str] = (names.SCHEDULING_GATES,),
         plugin_events: Mapping[str, tuple[ClusterEvent, ...]] = PLUGIN_EVENTS,
-        hints: Mapping[str, HintFn] | None = None,
+        hints: Mapping[str, HintFn] | None = None,  # None: DEFAULT_HINTS
         pop_from_backoff: bool = True,
         on_active: Callable[[], None] | None = None,
     ) -> None:
@@ -158,7 +172,7 @@ class SchedulingQueue:
         self._pre_enqueue = {k: tuple(v) for k, v in (pre_enqueue or {}).items()}
         self._default_pre_enqueue = tuple(default_pre_enqueue)
         self._events = dict(plugin_events)
-        self._hints = dict(hints or {})
+        self._hints = dict(DEFAULT_HINTS if hints is None else hints)
         self._pop_from_backoff = pop_from_backoff
         # Called whenever pods become ready, so the cycle can wake up.
         self.on_active = on_active
@@ -583,7 +597,7 @@ class SchedulingQueue:
             if not self._registered(plugin, event):
                 continue
             hint = self._hints.get(plugin)
-            if hint is not None and not hint(qp.pod, event, old, new):
+            if hint is not None and not _ask(hint, qp.pod, event, old, new):
                 continue
             if plugin in qp.pending_plugins:
                 return _Strategy.IMMEDIATELY

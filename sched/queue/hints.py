@@ -1,0 +1,169 @@
+"""Queueing hints: whether one cluster event can help a pod that one plugin rejected.
+
+kube-scheduler's plugins pair each registered event with a hint function that looks at
+the old and new object and answers Queue or Skip, so that (say) a node too small for the
+pod does not wake it. These are kubesalvo's versions of the hints of the filters whose
+events are frequent: NodeResourcesFit, NodeAffinity, TaintToleration and
+NodeUnschedulable. They reuse the plain-Python filter logic of ``kubesalvo.core.reference``
+on the API-shaped dicts of the informers' objects.
+
+A hint may only say Skip when it is sure: when an object is missing, or a setting it
+cannot see could matter (the profile's ``ignoredResources``, ``addedAffinity``), it
+answers Queue. The queue also treats a hint that raises as Queue.
+
+One node event is asked about every parked pod, so what a hint derives from an object
+(parsed requests, allocatable, selectors) is cached by the object's identity. That relies
+on the informers' objects never being changed in place: an update brings a new object.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from kubesalvo.core import names
+from kubesalvo.core.reference.framework import tolerated, untolerated_taint
+from kubesalvo.core.reference.node_affinity import RequiredNodeAffinity
+from kubesalvo.core.reference.node_unschedulable import UNSCHEDULABLE_TAINT
+from kubesalvo.core.reference.snapshot import NodeInfo
+from kubesalvo.core.resources import pod_requests
+from kubesalvo.sched.queue.events import ClusterEvent, HintFn, Resource
+
+__all__ = ["DEFAULT_HINTS"]
+
+# The resources every node reports; extended resources are left out of the fit check
+# because the profile may ignore them (ignoredResources), which a hint cannot see.
+_CORE_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+T = TypeVar("T")
+
+
+class _ByIdentity(Generic[T]):
+    """``fn(obj)`` remembered for the last ``size`` objects, keyed by identity.
+
+    The cache keeps each object alive while it holds its value, so an id is never
+    reused for another object while it is cached.
+    """
+
+    def __init__(self, fn: Callable[[Any], T], size: int) -> None:
+        self._fn = fn
+        self._size = size
+        self._values: OrderedDict[int, tuple[Any, T]] = OrderedDict()
+
+    def __call__(self, obj: Any) -> T:
+        hit = self._values.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            self._values.move_to_end(id(obj))
+            return hit[1]
+        value = self._fn(obj)
+        self._values[id(obj)] = (obj, value)
+        if len(self._values) > self._size:
+            self._values.popitem(last=False)
+        return value
+
+
+def _to_api(obj: Any) -> Mapping[str, Any]:
+    return obj if isinstance(obj, Mapping) else msgspec.to_builtins(obj)
+
+
+_api = _ByIdentity(_to_api, 4096)
+_requests_by_shape: OrderedDict[bytes, Mapping[str, int]] = OrderedDict()
+
+
+def _parse_requests(pod: Any) -> Mapping[str, int]:
+    """A pod's requests; replicas share them, so they are parsed once per pod shape."""
+    if isinstance(pod, Mapping):
+        return pod_requests(pod)
+    spec = pod.spec
+    shape = msgspec.json.encode(
+        (spec.containers, spec.init_containers, spec.overhead, spec.resources)
+    )
+    found = _requests_by_shape.get(shape)
+    if found is None:
+        found = _requests_by_shape[shape] = pod_requests(_to_api(pod))
+        if len(_requests_by_shape) > 4096:
+            _requests_by_shape.popitem(last=False)
+    return found
+
+
+_requests = _ByIdentity(_parse_requests, 65536)
+_required = _ByIdentity(lambda pod: RequiredNodeAffinity(_to_api(pod)), 65536)
+_node_info = _ByIdentity(lambda node: NodeInfo.of(_to_api(node)), 256)
+
+
+def _allocatable(node: Any) -> Mapping[str, int]:
+    return _node_info(node).allocatable
+
+
+def _fits_empty(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
+    if allocatable.get("pods", 0) < 1:
+        return False
+    return all(requests.get(r, 0) <= allocatable.get(r, 0) for r in _CORE_RESOURCES)
+
+
+def fit_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
+    """NodeResourcesFit: a node that could hold the pod, or a scheduled pod gone."""
+    if event.resource is Resource.POD:
+        if new is None and old is not None:
+            spec, status = _api(old).get("spec") or {}, _api(old).get("status") or {}
+            # An unscheduled pod that goes away freed nothing.
+            return bool(spec.get("nodeName") or status.get("nominatedNodeName"))
+        return True
+    if event.resource is not Resource.NODE or new is None:
+        return True
+    requests = _requests(pod)
+    allocatable = _allocatable(new)
+    if not _fits_empty(requests, allocatable):
+        return False
+    if old is None:
+        return True
+    before = _allocatable(old)
+    if allocatable.get("pods", 0) > before.get("pods", 0):
+        return True
+    return any(
+        requests.get(r, 0) > 0 and allocatable.get(r, 0) > before.get(r, 0) for r in _CORE_RESOURCES
+    )
+
+
+def node_affinity_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
+    """NodeAffinity: a node that now matches the pod's nodeSelector and required terms."""
+    if event.resource is not Resource.NODE or new is None:
+        return True
+    required = _required(pod)
+    if not required.matches(_node_info(new)):
+        return False
+    return old is None or not required.matches(_node_info(old))
+
+
+def taint_toleration_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
+    """TaintToleration: a node whose NoSchedule/NoExecute taints the pod now tolerates."""
+    if event.resource is not Resource.NODE or new is None:
+        return True
+    api_pod = _api(pod)
+    if untolerated_taint(api_pod, _node_info(new)) is not None:
+        return False
+    return old is None or untolerated_taint(api_pod, _node_info(old)) is not None
+
+
+def node_unschedulable_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
+    """NodeUnschedulable: a node that is (now) not cordoned, or a pod tolerating cordons."""
+    if event.resource is not Resource.NODE or new is None:
+        return True
+    tolerations = list((_api(pod).get("spec") or {}).get("tolerations") or ())
+    if tolerated(tolerations, UNSCHEDULABLE_TAINT):
+        return True
+    if (_api(new).get("spec") or {}).get("unschedulable"):
+        return False
+    return old is None or bool((_api(old).get("spec") or {}).get("unschedulable"))
+
+
+DEFAULT_HINTS: dict[str, HintFn] = {
+    names.NODE_RESOURCES_FIT: fit_hint,
+    names.NODE_AFFINITY: node_affinity_hint,
+    names.TAINT_TOLERATION: taint_toleration_hint,
+    names.NODE_UNSCHEDULABLE: node_unschedulable_hint,
+}
