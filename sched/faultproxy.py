@@ -10,7 +10,8 @@ can, on demand:
 - answer the next N watch requests with 410 Gone, as an ERROR event in the stream (what
   the API server does for a too-old resourceVersion) or as an HTTP 410;
 - drop every open watch connection abruptly (no final chunk), as a broken network does,
-  and refuse new watches (503) for as long as a test needs the watch path down.
+  refuse new watches (503) for as long as a test needs the watch path down, or stall
+  them (headers, then silence) to exercise the client's inactivity timeout.
 
 It counts what it did and records every binding the API server accepted, so a test can
 check that each pod was bound exactly once. Faults are set by assigning to ``faults``.
@@ -55,6 +56,8 @@ class Faults:
     gone_watches: int = 0
     # While set, every watch request is answered 503 (the watch path is down).
     refuse_watches: bool = False
+    # The next N watches get their headers and then silence (a half-dead connection).
+    stall_watches: int = 0
     # True: a 200 stream carrying an ERROR event with code 410; False: an HTTP 410.
     gone_as_event: bool = True
 
@@ -81,6 +84,7 @@ class ProxyStats:
     gone: int = 0
     dropped: int = 0
     refused: int = 0
+    stalled: int = 0
     watches: int = 0
     # Binding path -> how many times the API server answered 201 to it.
     binds_accepted: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -183,6 +187,10 @@ class FaultProxy:
                 body=status_body(503, "ServiceUnavailable", "watches refused by the fault proxy"),
                 content_type="application/json",
             )
+        if is_watch and faults.stall_watches > 0:
+            faults.stall_watches -= 1
+            self.stats.stalled += 1
+            return await self._stall(request)
         if is_watch and faults.gone_watches > 0:
             faults.gone_watches -= 1
             self.stats.gone += 1
@@ -244,6 +252,18 @@ class FaultProxy:
                     await response.write(chunk)
                 await response.write_eof()
                 return response
+        finally:
+            self._watches.pop(task, None)
+
+    async def _stall(self, request: web.Request) -> web.StreamResponse:
+        task = asyncio.current_task()
+        assert task is not None
+        self._watches[task] = request
+        try:
+            response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+            await response.prepare(request)
+            await asyncio.sleep(3600)  # until the client gives up or drop_watches() cuts it
+            return response
         finally:
             self._watches.pop(task, None)
 

@@ -304,6 +304,29 @@ async def test_watch_resumes_after_a_dropped_connection_without_relisting_or_rep
 
 
 @pytest.mark.integration
+async def test_a_silent_watch_is_abandoned_after_the_inactivity_timeout(
+    proxied_api, proxy, namespace, create_pod, eventually
+):
+    seen: list = []
+    informer = pod_informer(proxied_api, namespace, seen, inactivity_timeout=1.0)
+    informer.start()
+    try:
+        await asyncio.wait_for(informer.synced.wait(), 20)
+        await eventually(lambda: proxy.stats.watches >= 1, what="the first watch")
+        proxy.faults.stall_watches = 1
+        proxy.drop_watches()
+        await eventually(lambda: proxy.stats.stalled == 1, what="a stalled watch")
+        await create_pod(namespace, "during-the-silence")
+        await eventually(
+            lambda: (ADDED, "during-the-silence") in named(seen), what="the pod after the stall"
+        )
+        assert informer.state.lists == 1
+        assert isinstance(informer.state.last_error, TimeoutError)
+    finally:
+        await informer.stop()
+
+
+@pytest.mark.integration
 @pytest.mark.parametrize("as_event", [True, False], ids=["error-event", "http-410"])
 async def test_410_gone_relists_and_reports_what_changed_meanwhile(
     as_event, proxied_api, proxy, api, namespace, create_pod, eventually
