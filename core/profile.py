@@ -278,6 +278,35 @@ class NodeAffinityArgs:
 
     added_affinity: Mapping[str, Any] | None = field(default=None, hash=False)
 
+    def __post_init__(self) -> None:
+        # Imported here: the selector rules live with the reference, which imports this module.
+        from kubesalvo.core.reference.selectors import (
+            InvalidSelector,
+            node_selector_terms,
+            preferred_terms,
+        )
+
+        if not self.added_affinity:
+            return
+        base = "addedAffinity"
+        required = self.added_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if required is not None:
+            for i, raw in enumerate(required.get("nodeSelectorTerms") or ()):
+                parsed = node_selector_terms({"nodeSelectorTerms": [raw]})
+                term = parsed[0] if parsed else None
+                if term is not None and not term.valid:
+                    raise ProfileError(
+                        f"{base}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]",
+                        f"Invalid value: {term.error}",
+                    )
+        preferred = self.added_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+        try:
+            preferred_terms(preferred or ())
+        except InvalidSelector as err:
+            raise ProfileError(
+                f"{base}.preferredDuringSchedulingIgnoredDuringExecution", f"Invalid value: {err}"
+            ) from err
+
 
 @dataclass(frozen=True)
 class Profile:

@@ -7,6 +7,7 @@ from kubesalvo.core.profile import (
     DefaultConstraint,
     FitArgs,
     InterPodAffinityArgs,
+    NodeAffinityArgs,
     Profile,
     ProfileError,
     ResourceSpec,
@@ -78,3 +79,22 @@ def test_unknown_plugins_and_bad_weights_are_refused():
         Profile(scores=(("ImageLocality", 0),))
     with pytest.raises(ProfileError, match="overflow"):
         Profile(scores=(("ImageLocality", 1 << 62), ("NodeAffinity", 1 << 62)))
+
+
+def test_added_affinity_terms_must_parse():
+    bad = {"key": "size", "operator": "Gt", "values": ["big"]}
+    required = {"nodeSelectorTerms": [{"matchExpressions": [bad]}]}
+    with pytest.raises(ProfileError, match="requiredDuringScheduling") as err:
+        NodeAffinityArgs({"requiredDuringSchedulingIgnoredDuringExecution": required})
+    assert "nodeSelectorTerms[0]" in err.value.path
+    preferred = [{"weight": 1, "preference": {"matchExpressions": [bad]}}]
+    with pytest.raises(ProfileError, match="preferredDuringScheduling"):
+        NodeAffinityArgs({"preferredDuringSchedulingIgnoredDuringExecution": preferred})
+    good = {"key": "size", "operator": "Gt", "values": ["8"]}
+    NodeAffinityArgs(
+        {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [good]}]
+            }
+        }
+    )
