@@ -3,9 +3,10 @@
 kube-scheduler's plugins pair each registered event with a hint function that looks at
 the old and new object and answers Queue or Skip, so that (say) a node too small for the
 pod does not wake it. These are kubesalvo's versions of the hints of the filters whose
-events are frequent: NodeResourcesFit, NodeAffinity, TaintToleration and
-NodeUnschedulable. They reuse the plain-Python filter logic of ``kubesalvo.core.reference``
-on the API-shaped dicts of the informers' objects.
+events are frequent: NodeResourcesFit, NodeAffinity, TaintToleration, NodeUnschedulable,
+InterPodAffinity and PodTopologySpread (every bind is a pod event for the last two).
+They reuse the plain-Python filter logic of ``kubesalvo.core.reference`` on the
+API-shaped dicts of the informers' objects.
 
 A hint may only say Skip when it is sure: when an object is missing, or a setting it
 cannot see could matter (the profile's ``ignoredResources``, ``addedAffinity``), it
@@ -25,10 +26,14 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from kubesalvo.core import names
-from kubesalvo.core.reference.framework import tolerated, untolerated_taint
+from kubesalvo.core.profile import SpreadArgs, SpreadDefaulting
+from kubesalvo.core.reference.framework import PodInvalid, tolerated, untolerated_taint
+from kubesalvo.core.reference.inter_pod_affinity import Term, pod_terms
 from kubesalvo.core.reference.node_affinity import RequiredNodeAffinity
 from kubesalvo.core.reference.node_unschedulable import UNSCHEDULABLE_TAINT
-from kubesalvo.core.reference.snapshot import NodeInfo
+from kubesalvo.core.reference.pod_topology_spread import Constraint, constraints
+from kubesalvo.core.reference.selectors import NOTHING, InvalidSelector
+from kubesalvo.core.reference.snapshot import NodeInfo, labels_of, namespace_of
 from kubesalvo.core.resources import pod_requests
 from kubesalvo.sched.queue.events import ClusterEvent, HintFn, Resource
 
@@ -161,9 +166,147 @@ def node_unschedulable_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -
     return old is None or bool((_api(old).get("spec") or {}).get("unschedulable"))
 
 
+def _spec(obj: Any) -> Mapping[str, Any]:
+    return _api(obj).get("spec") or {}
+
+
+def _affinity_terms(pod: Any) -> tuple[list[Term], list[Term]] | None:
+    """The pod's required affinity and anti-affinity terms; None if a hint cannot judge
+    them (a namespaceSelector needs namespace labels, or a selector is invalid)."""
+    try:
+        terms = pod_terms(_api(pod), "podAffinity", True)
+        anti = pod_terms(_api(pod), "podAntiAffinity", True)
+    except InvalidSelector:
+        return None
+    if any(t.namespace_selector is not NOTHING for t in (*terms, *anti)):
+        return None
+    return terms, anti
+
+
+_terms = _ByIdentity(_affinity_terms, 65536)
+
+
+def _matches_all(terms: list[Term], other: Any) -> bool:
+    api = _api(other)
+    return bool(terms) and all(
+        namespace_of(api) in t.namespaces and t.selector.matches(labels_of(api)) for t in terms
+    )
+
+
+def _anti_affinity_selects(placed: Any, pod: Any) -> bool:
+    """Whether a placed pod's required anti-affinity selects ``pod`` (may, if unsure)."""
+    found = _affinity_terms(placed)
+    if found is None:
+        return True
+    return any(_matches_all([t], pod) for t in found[1])
+
+
+def inter_pod_affinity_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
+    """InterPodAffinity: a placed pod that the pod's affinity wants appeared, or one its
+    anti-affinity (or whose anti-affinity) kept it away is gone."""
+    if event.resource is not Resource.POD:
+        return True
+    if any(o is not None and not _spec(o).get("nodeName") for o in (old, new)):
+        return False  # only placed pods count
+    found = _terms(pod)
+    if found is None:
+        return True
+    terms, anti = found
+    if old is not None and new is not None:
+        return (not _matches_all(terms, old) and _matches_all(terms, new)) or (
+            _matches_all(anti, old) and not _matches_all(anti, new)
+        )
+    if new is not None:
+        return _matches_all(terms, new)
+    if old is None:
+        return True
+    # Beyond kube-scheduler's hint: the deleted pod's own anti-affinity may have been
+    # what rejected this pod (existing pods' anti-affinity), so that counts too.
+    return _matches_all(anti, old) or _anti_affinity_selects(old, pod)
+
+
+_NO_DEFAULTS = SpreadArgs(defaulting_type=SpreadDefaulting.LIST)
+
+
+def _hard_constraints(pod: Any) -> list[Constraint] | None:
+    """The pod's own DoNotSchedule constraints; None when it has none of its own (the
+    profile's defaults, which a hint cannot see, may have rejected it)."""
+    api = _api(pod)
+    if not (api.get("spec") or {}).get("topologySpreadConstraints"):
+        return None
+    try:
+        # No snapshot is needed: with own constraints the defaults are never consulted.
+        found = constraints(api, None, _NO_DEFAULTS, "DoNotSchedule")
+    except PodInvalid:
+        return None
+    return found or None
+
+
+_constraints = _ByIdentity(_hard_constraints, 65536)
+
+
+def _selected(cs: list[Constraint], other: Any) -> bool:
+    return any(c.selector.matches(labels_of(_api(other))) for c in cs)
+
+
+def _has_keys(cs: list[Constraint], node: Any) -> bool:
+    node_labels = _node_info(node).labels
+    return all(c.topology_key in node_labels for c in cs)
+
+
+def pod_topology_spread_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
+    """PodTopologySpread: a change in the counts of pods the constraints select, or a
+    node that carries every topology key (or lost or changed them)."""
+    cs = _constraints(pod)
+    if cs is None:
+        return True
+    if event.resource is Resource.POD:
+        target = _api(pod)
+        for o in (old, new):
+            if o is None:
+                continue
+            api = _api(o)
+            same_pod = (api.get("metadata") or {}).get("uid") == (target.get("metadata") or {}).get(
+                "uid"
+            )
+            involved = same_pod or (
+                bool(_spec(o).get("nodeName")) and namespace_of(api) == namespace_of(target)
+            )
+            if not involved:
+                return False
+        if old is not None and new is not None:
+            if _spec(old).get("tolerations") != _spec(new).get("tolerations") and any(
+                c.honor_node_taints for c in cs
+            ):
+                return True
+            return any(
+                c.selector.matches(labels_of(_api(old))) != c.selector.matches(labels_of(_api(new)))
+                for c in cs
+            )
+        changed = new if new is not None else old
+        return changed is None or _selected(cs, changed)
+    if event.resource is not Resource.NODE:
+        return True
+    if old is not None and new is not None:
+        was, now = _has_keys(cs, old), _has_keys(cs, new)
+        if was != now:
+            return True
+        if not now:
+            return False
+        before, after = _node_info(old), _node_info(new)
+        keys_changed = any(
+            before.labels.get(c.topology_key) != after.labels.get(c.topology_key) for c in cs
+        )
+        return keys_changed or before.taints != after.taints
+    changed = new if new is not None else old
+    return changed is None or _has_keys(cs, changed)
+
+
 DEFAULT_HINTS: dict[str, HintFn] = {
     names.NODE_RESOURCES_FIT: fit_hint,
     names.NODE_AFFINITY: node_affinity_hint,
     names.TAINT_TOLERATION: taint_toleration_hint,
     names.NODE_UNSCHEDULABLE: node_unschedulable_hint,
+    names.INTER_POD_AFFINITY: inter_pod_affinity_hint,
+    names.POD_TOPOLOGY_SPREAD: pod_topology_spread_hint,
 }

@@ -17,8 +17,10 @@ from kubesalvo.sched.queue import (
 )
 from kubesalvo.sched.queue.hints import (
     fit_hint,
+    inter_pod_affinity_hint,
     node_affinity_hint,
     node_unschedulable_hint,
+    pod_topology_spread_hint,
     taint_toleration_hint,
 )
 
@@ -150,3 +152,114 @@ def test_a_failing_hint_retries_the_pod() -> None:
     q.add_unschedulable(qp, ["NodeAffinity"])
     clock.step(60)
     assert q.on_event(NODE_ADD, None, node()) == 1
+
+
+POD_ADD = ClusterEvent(Resource.POD, ActionType.ADD)
+POD_LABEL = ClusterEvent(Resource.POD, ActionType.UPDATE_POD_LABEL)
+
+
+def other(
+    name: str, labels: dict[str, str], *, node_name: str = "n1", namespace: str = "default"
+) -> models.Pod:
+    return models.Pod(
+        metadata=models.ObjectMeta(
+            name=name, namespace=namespace, uid=f"uid-{name}", labels=labels
+        ),
+        spec=models.PodSpec(node_name=node_name),
+    )
+
+
+def with_affinity(kind: str, labels: dict[str, str], **term: Any) -> models.Pod:
+    p = pod()
+    affinity_term = models.PodAffinityTerm(
+        label_selector=models.LabelSelector(match_labels=labels),
+        topology_key="kubernetes.io/hostname",
+        **term,
+    )
+    section = models.PodAffinity(
+        required_during_scheduling_ignored_during_execution=[affinity_term]
+    )
+    p.spec.affinity = models.Affinity(**{kind: section})
+    return p
+
+
+def test_inter_pod_affinity_queues_when_a_wanted_pod_is_placed() -> None:
+    wants_db = with_affinity("pod_affinity", {"app": "db"})
+    assert inter_pod_affinity_hint(wants_db, POD_ADD, None, other("db", {"app": "db"}))
+    assert not inter_pod_affinity_hint(wants_db, POD_ADD, None, other("web", {"app": "web"}))
+    # An unplaced pod changes nothing for affinity.
+    assert not inter_pod_affinity_hint(
+        wants_db, POD_ADD, None, other("db", {"app": "db"}, node_name="")
+    )
+    # Another namespace is outside the term's (default: own) namespace.
+    assert not inter_pod_affinity_hint(
+        wants_db, POD_ADD, None, other("db", {"app": "db"}, namespace="prod")
+    )
+    relabel_old, relabel_new = other("x", {"app": "web"}), other("x", {"app": "db"})
+    assert inter_pod_affinity_hint(wants_db, POD_LABEL, relabel_old, relabel_new)
+
+
+def test_inter_pod_affinity_queues_when_an_avoided_pod_goes() -> None:
+    avoids_db = with_affinity("pod_anti_affinity", {"app": "db"})
+    assert inter_pod_affinity_hint(avoids_db, ASSIGNED_POD_DELETE, other("db", {"app": "db"}), None)
+    assert not inter_pod_affinity_hint(
+        avoids_db, ASSIGNED_POD_DELETE, other("web", {"app": "web"}), None
+    )
+
+
+def test_inter_pod_affinity_queues_when_a_pod_whose_anti_affinity_hit_us_goes() -> None:
+    placed = with_affinity("pod_anti_affinity", {})
+    placed.metadata.name, placed.metadata.uid, placed.spec.node_name = "guard", "uid-guard", "n1"
+    assert inter_pod_affinity_hint(pod(), ASSIGNED_POD_DELETE, placed, None)
+    assert not inter_pod_affinity_hint(pod(), ASSIGNED_POD_DELETE, other("x", {}), None)
+
+
+def test_inter_pod_affinity_with_a_namespace_selector_always_queues() -> None:
+    p = with_affinity(
+        "pod_affinity",
+        {"app": "db"},
+        namespace_selector=models.LabelSelector(match_labels={"a": "b"}),
+    )
+    assert inter_pod_affinity_hint(p, POD_ADD, None, other("web", {"app": "web"}))
+
+
+def spread(*, honor_taints: bool = False) -> models.Pod:
+    p = pod()
+    p.metadata.labels = {"app": "web"}
+    p.spec.topology_spread_constraints = [
+        models.TopologySpreadConstraint(
+            max_skew=1,
+            topology_key="topology.kubernetes.io/zone",
+            when_unsatisfiable="DoNotSchedule",
+            label_selector=models.LabelSelector(match_labels={"app": "web"}),
+            node_taints_policy="Honor" if honor_taints else None,
+        )
+    ]
+    return p
+
+
+def test_pod_topology_spread_queues_for_selected_pods_in_its_namespace() -> None:
+    web = spread()
+    assert pod_topology_spread_hint(web, ASSIGNED_POD_DELETE, other("w", {"app": "web"}), None)
+    assert not pod_topology_spread_hint(web, ASSIGNED_POD_DELETE, other("d", {"app": "db"}), None)
+    assert not pod_topology_spread_hint(
+        web, POD_ADD, None, other("w", {"app": "web"}, namespace="prod")
+    )
+    assert pod_topology_spread_hint(web, POD_LABEL, other("x", {}), other("x", {"app": "web"}))
+    assert not pod_topology_spread_hint(web, POD_LABEL, other("x", {}), other("x", {"a": "b"}))
+
+
+def test_pod_topology_spread_queues_for_nodes_with_its_topology_keys() -> None:
+    web = spread()
+    zoned = node(labels={"topology.kubernetes.io/zone": "a"})
+    assert pod_topology_spread_hint(web, NODE_ADD, None, zoned)
+    assert not pod_topology_spread_hint(web, NODE_ADD, None, node())
+    relabel = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL)
+    moved = node(labels={"topology.kubernetes.io/zone": "b"})
+    assert pod_topology_spread_hint(web, relabel, zoned, moved)
+    other_label = node(labels={"topology.kubernetes.io/zone": "a", "x": "y"})
+    assert not pod_topology_spread_hint(web, relabel, zoned, other_label)
+
+
+def test_pod_topology_spread_without_own_constraints_always_queues() -> None:
+    assert pod_topology_spread_hint(pod(), NODE_ADD, None, node())
