@@ -82,6 +82,7 @@ def kube_scheduler_args(cp: ControlPlane, config: Path, port: int, cert_dir: Pat
         f"--config={config}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
+        "--authentication-skip-lookup=true",
         f"--bind-address={processes.LOOPBACK}",
         f"--secure-port={port}",
         f"--cert-dir={cert_dir}",

@@ -136,7 +136,7 @@ def build_steps(go: str, module: Path, out: Path, versions: Versions) -> list[St
             env,
         ),
         Step(
-            f"{', '.join(KUBERNETES_COMMANDS)} {versions.kubernetes}",
+            f"Kubernetes {versions.kubernetes} ({', '.join(KUBERNETES_COMMANDS)})",
             [go, "build", "-ldflags", version_ldflags(versions.kubernetes), "-o", f"{out}/", *k8s],
             module,
             env,
