@@ -7,15 +7,31 @@ no I/O and is deterministic for a seed.
 
 from kubesalvo.core.synthetic.nodes import DEFAULT_FLEET, Fleet, make_nodes
 from kubesalvo.core.synthetic.pods import namespace_objects, priority_class_objects
+from kubesalvo.core.synthetic.scenario import (
+    DEFAULT_SCENARIO,
+    FleetSpec,
+    Scenario,
+    ScenarioError,
+    WorkloadSpec,
+    parse_scenario,
+    scenario_from_yaml,
+)
 from kubesalvo.core.synthetic.workloads import SHAPES, make_batch, make_pods
 
 __all__ = [
     "DEFAULT_FLEET",
+    "DEFAULT_SCENARIO",
     "SHAPES",
     "Fleet",
+    "FleetSpec",
+    "Scenario",
+    "ScenarioError",
+    "WorkloadSpec",
     "make_batch",
     "make_nodes",
     "make_pods",
     "namespace_objects",
+    "parse_scenario",
     "priority_class_objects",
+    "scenario_from_yaml",
 ]

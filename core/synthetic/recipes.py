@@ -49,8 +49,10 @@ from kubesalvo.core.synthetic.terms import (
 )
 from kubesalvo.core.synthetic.units import GI, MI
 
-CPU_MENU = (100, 250, 500, 1000, 2000)
-MEMORY_MENU = (128 * MI, 256 * MI, 512 * MI, GI, 2 * GI, 4 * GI)
+# Requests drawn uniformly from these; repeats weight the common sizes. Most pods of a real
+# cluster are small: the means (~330m, ~1Gi) let 30 pods per node fit a default fleet.
+CPU_MENU = (50, 100, 100, 200, 250, 250, 500, 500, 1000)
+MEMORY_MENU = (64 * MI, 128 * MI, 256 * MI, 256 * MI, 512 * MI, GI, 2 * GI, 4 * GI)
 APP_NAMES = (
     "web",
     "api",
