@@ -181,7 +181,8 @@ def explain_failure(step: Step, output: str) -> str:
         proxy = os.environ.get("GOPROXY") or "the default, https://proxy.golang.org"
         return (
             f"building {step.title} failed: the Go module proxy cannot be reached "
-            f"(GOPROXY={proxy}); check the network or set GOPROXY/GOFLAGS=-mod=mod.\n{tail}"
+            f"(GOPROXY={proxy}); check the network, or set GOPROXY to a proxy that can be "
+            f"reached (GOPROXY=direct fetches from the origin repositories).\n{tail}"
         )
     return f"building {step.title} failed:\n{tail}"
 

@@ -3,6 +3,7 @@ upstream kube-scheduler as the baseline."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from pathlib import Path
@@ -11,7 +12,14 @@ from typing import Any
 import pytest
 
 from kubesalvo.sched import cli
-from kubesalvo.sched.cluster import ApiClient, ControlPlane, Matching, start_kube_scheduler
+from kubesalvo.sched.cluster import (
+    ApiClient,
+    ControlPlane,
+    Matching,
+    StartError,
+    controlplane,
+    start_kube_scheduler,
+)
 from kubesalvo.sched.cluster.api import is_ready, pod_running
 
 pytestmark = pytest.mark.integration
@@ -129,10 +137,19 @@ def test_create_all_resolves_any_kind_through_discovery(
     assert control_plane.create(objects, exist_ok=True) == 0
 
 
+def test_up_refuses_a_folder_where_a_control_plane_runs(control_plane: ControlPlane) -> None:
+    with pytest.raises(StartError, match="already running"):
+        asyncio.run(controlplane.start(control_plane.dir, control_plane.bin_dir))
+    assert all(control_plane.running().values())
+    assert control_plane.kubeconfig.exists()
+
+
 def test_cluster_down_leaves_no_processes_or_files(tmp_path: Path) -> None:
     folder = tmp_path / "cluster"
     assert cli.main(["cluster", "up", "--nodes", "5", "--dir", str(folder)]) == 0
+    start_kube_scheduler(ControlPlane.load(folder))
     started = ControlPlane.load(folder)
+    assert set(started.pids) == {*controlplane.COMPONENTS, "kube-scheduler"}
     assert all(started.running().values())
 
     assert cli.main(["cluster", "down", "--dir", str(folder)]) == 0
