@@ -23,6 +23,16 @@ cdef class BurstKernel:
     cdef const uint8_t[::1] col_fit_check    # per column: 1 if the NodeResourcesFit filter checks it
     cdef int64_t w_fit, w_bal, w_taint, w_aff  # score plugin weights (0 = plugin disabled)
     cdef bint fit_on, ports_on               # NodeResourcesFit / NodePorts filters enabled
+    cdef bint spread_on                      # PodTopologySpread filter enabled
+    cdef int64_t w_spread                    # PodTopologySpread score weight (0 = disabled)
+    # ---- topology (whole burst)
+    cdef const int32_t[:, ::1] dom           # topology keys x rows: domain id, -1 = the node lacks the key
+    cdef const int32_t[::1] ndom             # per topology key: number of domain ids
+    cdef int64_t[:, ::1] dcount              # scratch, constraints of a class x domains: matching pods
+    cdef uint8_t[:, ::1] dpresent            # scratch, same shape: domain takes part
+    cdef int64_t[::1] dmin                   # scratch, per constraint: smallest domain count
+    cdef uint8_t[::1] feas2                  # scratch, per row: feasible for the current pod
+    cdef int64_t[::1] rawsp                  # scratch, per row: raw spread score of the current pod
     # ---- the current chunk of the burst: classes
     cdef Py_ssize_t nclasses                 # classes in this chunk
     cdef const quantity_t[:, ::1] c_req      # classes x resources: pod requests (pods column = 1)
@@ -40,6 +50,19 @@ cdef class BurstKernel:
     cdef const int32_t[::1] c_port_conf      # port keys whose use on a node conflicts with the class
     cdef const int32_t[::1] c_port_own_off   # classes+1: offsets into c_port_own
     cdef const int32_t[::1] c_port_own       # port keys a pod of the class takes
+    cdef const int32_t[::1] c_k_off          # classes+1: offsets into the k_* constraint rows
+    cdef const int32_t[::1] k_key            # constraint -> topology key (row of dom)
+    cdef const uint8_t[::1] k_hard           # constraint -> 1 DoNotSchedule, 0 ScheduleAnyway
+    cdef const int64_t[::1] k_skew           # constraint -> maxSkew (pods)
+    cdef const int64_t[::1] k_min_domains    # constraint -> minDomains (domains)
+    cdef const uint8_t[::1] k_self           # constraint -> 1 if the pod matches its own selector
+    cdef const int32_t[::1] k_counter        # constraint -> row of counters (the pods it counts)
+    cdef const int32_t[::1] k_elig           # constraint -> row of elig (nodes its inclusion policies keep)
+    cdef const uint8_t[::1] k_host           # constraint -> 1 if its key is kubernetes.io/hostname
+    cdef const uint8_t[:, ::1] elig          # E x rows: 1 if the node counts for the constraint
+    cdef int32_t[:, ::1] counters            # Q x rows: pods matching each (namespace, selector), mutated
+    cdef const int32_t[::1] c_inc_off        # classes+1: offsets into c_inc
+    cdef const int32_t[::1] c_inc            # counters a placed pod of the class raises
     # ---- the current chunk: pods in queue order
     cdef Py_ssize_t npods                    # pods in this chunk
     cdef const int32_t[::1] p_class          # pod -> class
@@ -80,5 +103,8 @@ cdef class BurstKernel:
     cdef void _sync(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil
     cdef void _apply(self, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil
+    cdef void _spread_prepare(self, Py_ssize_t c) noexcept nogil
+    cdef int _spread_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
     cdef void _run(self) noexcept nogil

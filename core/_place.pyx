@@ -23,7 +23,7 @@
 
 import numpy as np
 
-from libc.math cimport fabs, sqrt, round as c_round
+from libc.math cimport fabs, log, sqrt, round as c_round
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 
 from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
@@ -31,15 +31,20 @@ from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
 # Reason codes shared with core/place.py. Static filter codes come from encode.
 cdef enum:
     R_PORTS = 6        # NodePorts
+    R_SPREAD = 8       # PodTopologySpread: skew too large
+    R_SPREAD_LABEL = 9 # PodTopologySpread: the node lacks a topology key
     R_FIXED = 16       # reason code of resource column r is R_FIXED + r
     R_ABSENT = 255     # a row without a node: counted nowhere
     MAX_SCORE = 100
 
 REASON_PORTS = R_PORTS
+REASON_SPREAD = R_SPREAD
+REASON_SPREAD_LABEL = R_SPREAD_LABEL
 REASON_FIRST_RESOURCE = R_FIXED
 REASON_ABSENT = R_ABSENT
 
 cdef int64_t NEG = -1
+cdef int64_t MAX_INT32 = 2147483647
 
 
 cdef inline int64_t _broken_linear(const int64_t[::1] us, const int64_t[::1] ss, int64_t p) noexcept nogil:
@@ -57,7 +62,8 @@ cdef class BurstKernel:
     def __init__(self, alloc, req, nzreq, port_use, int strategy, sc_cols, sc_weight,
                  shape_util, shape_score, bal_cols, col_scalar, col_fit_check,
                  int64_t w_fit, int64_t w_bal, int64_t w_taint, int64_t w_aff,
-                 bint fit_on, bint ports_on):
+                 bint fit_on, bint ports_on, int64_t w_spread, bint spread_on, dom, ndom,
+                 Py_ssize_t max_constraints):
         self.alloc = alloc
         self.req = req
         self.nzreq = nzreq
@@ -78,6 +84,16 @@ cdef class BurstKernel:
         self.w_aff = w_aff
         self.fit_on = fit_on
         self.ports_on = ports_on
+        self.w_spread = w_spread
+        self.spread_on = spread_on
+        self.dom = dom
+        self.ndom = ndom
+        max_domains = max(1, int(np.max(ndom))) if len(ndom) else 1
+        self.dcount = np.zeros((max(1, max_constraints), max_domains), dtype=np.int64)
+        self.dpresent = np.zeros((max(1, max_constraints), max_domains), dtype=np.uint8)
+        self.dmin = np.zeros(max(1, max_constraints), dtype=np.int64)
+        self.feas2 = np.zeros(self.rows, dtype=np.uint8)
+        self.rawsp = np.zeros(self.rows, dtype=np.int64)
         leaves = 2
         while leaves < self.rows:
             leaves *= 2
@@ -85,8 +101,10 @@ cdef class BurstKernel:
 
     def load_chunk(self, c_req, c_nz, c_nz_add, c_static, static_reason, c_fixed, fixed, c_taint,
                    taint_count, c_aff, aff_score, c_port_conf_off, c_port_conf,
-                   c_port_own_off, c_port_own, p_class, p_gang_min, p_gang_last,
-                   out_node, out_score, out_reasons, out_gang_failed, Py_ssize_t nslots):
+                   c_port_own_off, c_port_own,
+                   c_k_off, k_key, k_hard, k_skew, k_min_domains, k_self, k_counter, k_elig,
+                   k_host, elig, counters, c_inc_off, c_inc,
+                   p_class, p_gang_min, p_gang_last, out_node, out_score, out_reasons, out_gang_failed, Py_ssize_t nslots):
         """Set the classes and pods of the next chunk, and allocate the class caches."""
         self.nclasses = c_req.shape[0]
         self.c_req = c_req
@@ -104,6 +122,19 @@ cdef class BurstKernel:
         self.c_port_conf = c_port_conf
         self.c_port_own_off = c_port_own_off
         self.c_port_own = c_port_own
+        self.c_k_off = c_k_off
+        self.k_key = k_key
+        self.k_hard = k_hard
+        self.k_skew = k_skew
+        self.k_min_domains = k_min_domains
+        self.k_self = k_self
+        self.k_counter = k_counter
+        self.k_elig = k_elig
+        self.k_host = k_host
+        self.elig = elig
+        self.counters = counters
+        self.c_inc_off = c_inc_off
+        self.c_inc = c_inc
         self.npods = p_class.shape[0]
         self.p_class = p_class
         self.p_gang_min = p_gang_min
@@ -321,10 +352,12 @@ cdef class BurstKernel:
             f = static[n] == 0 and self._fits(c, n)
             self.s_feas[s, n] = f
             self.s_local[s, n] = self._local(c, n) if f else 0
+        self.slot_synced[s] = self.log_len
+        if self.c_k_off[c + 1] > self.c_k_off[c]:
+            return  # spread classes pick their node in one pass per pod (_place_spread)
         self.s_max_taint[s] = -1  # force the maxima to count as changed
         self._maxima(s, c)
         self._refresh_totals(s, c)
-        self.slot_synced[s] = self.log_len
 
     cdef void _sync(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
         """Bring slot s up to date with the rows changed since it was last used."""
@@ -343,6 +376,8 @@ cdef class BurstKernel:
             self.s_feas[s, n] = f
             self.s_local[s, n] = self._local(c, n) if f else 0
         self.slot_synced[s] = self.log_len
+        if self.c_k_off[c + 1] > self.c_k_off[c]:
+            return
         if flipped and self._maxima(s, c):
             self._refresh_totals(s, c)
             return
@@ -378,6 +413,8 @@ cdef class BurstKernel:
         self.nzreq[n, 1] += sign * self.c_nz_add[c, 1]
         for k in range(self.c_port_own_off[c], self.c_port_own_off[c + 1]):
             self.port_use[n, self.c_port_own[k]] += sign
+        for k in range(self.c_inc_off[c], self.c_inc_off[c + 1]):
+            self.counters[self.c_inc[k], n] += sign
         self.log_row[self.log_len] = <int32_t>n
         self.log_len += 1
 
@@ -386,7 +423,10 @@ cdef class BurstKernel:
         cdef Py_ssize_t n, r, k
         cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
         cdef uint8_t code
-        cdef bint port_clash
+        cdef bint port_clash, misfit
+        cdef bint spread = self.spread_on and self.c_k_off[c + 1] > self.c_k_off[c]
+        if spread:
+            self._spread_prepare(c)
         for n in range(self.rows):
             code = static[n]
             if code == R_ABSENT:
@@ -403,10 +443,18 @@ cdef class BurstKernel:
                     self.out_reasons[p, R_PORTS] += 1
                     continue
             if self.fit_on:
+                misfit = False
                 for r in range(self.nres):
                     if self.c_req[c, r] > 0 and self.col_fit_check[r] and \
                             self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
                         self.out_reasons[p, R_FIXED + r] += 1
+                        misfit = True
+                if misfit:
+                    continue
+            if spread:
+                code = self._spread_reason(c, n)
+                if code:
+                    self.out_reasons[p, code] += 1
 
     cdef void _run(self) noexcept nogil:
         cdef Py_ssize_t p, c, s, n, q, run_start = 0, placed = 0
@@ -418,14 +466,19 @@ cdef class BurstKernel:
                 run_start = p
                 placed = 0
             s = self._slot(c, p)
-            best = self.s_tree[s, 1]
-            if best < 0:
+            if self.c_k_off[c + 1] > self.c_k_off[c]:
+                n = self._place_spread(s, c, &best)
+            else:
+                best = self.s_tree[s, 1]
+                n = -1
+                if best >= 0:
+                    n = self._tree_first(s, self.s_cursor[s], best)
+                    if n < 0:
+                        n = self._tree_first(s, 0, best)
+            if n < 0:
                 self.out_node[p] = -1
                 self._diagnose(p, c)
             else:
-                n = self._tree_first(s, self.s_cursor[s], best)
-                if n < 0:
-                    n = self._tree_first(s, 0, best)
                 self.out_node[p] = <node_t>n
                 self.out_score[p] = best
                 self.s_cursor[s] = n + 1
@@ -437,3 +490,192 @@ cdef class BurstKernel:
                         self._apply(self.p_class[q], self.out_node[q], -1)
                         self.out_node[q] = -1
                         self.out_gang_failed[q] = 1
+
+    # ------------------------------------------------------------ PodTopologySpread
+    cdef void _spread_prepare(self, Py_ssize_t c) noexcept nogil:
+        """Per hard constraint: matching pods per domain and the smallest domain count.
+
+        Only nodes that have every hard constraint's key count, each constraint also
+        requiring its inclusion policies (elig)."""
+        cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key, present
+        cdef bint all_keys
+        cdef int64_t smallest
+        for j in range(j0, j1):
+            if self.k_hard[j]:
+                key = self.k_key[j]
+                for d in range(self.ndom[key]):
+                    self.dcount[j - j0, d] = 0
+                    self.dpresent[j - j0, d] = 0
+        for n in range(self.rows):
+            all_keys = True
+            for j in range(j0, j1):
+                if self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
+                    all_keys = False
+                    break
+            if not all_keys:
+                continue
+            for j in range(j0, j1):
+                if self.k_hard[j] and self.elig[self.k_elig[j], n]:
+                    d = self.dom[self.k_key[j], n]
+                    self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
+                    self.dpresent[j - j0, d] = 1
+        for j in range(j0, j1):
+            if not self.k_hard[j]:
+                continue
+            key = self.k_key[j]
+            smallest = MAX_INT32
+            present = 0
+            for d in range(self.ndom[key]):
+                if self.dpresent[j - j0, d]:
+                    present += 1
+                    if self.dcount[j - j0, d] < smallest:
+                        smallest = self.dcount[j - j0, d]
+            if present < self.k_min_domains[j]:
+                smallest = 0
+            self.dmin[j - j0] = smallest
+
+    cdef int _spread_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """The hard spread verdict on row n (after _spread_prepare): 0 or a reason code."""
+        cdef Py_ssize_t j, j0 = self.c_k_off[c], d
+        for j in range(j0, self.c_k_off[c + 1]):
+            if not self.k_hard[j]:
+                continue
+            d = self.dom[self.k_key[j], n]
+            if d < 0:
+                return R_SPREAD_LABEL
+            if self.dcount[j - j0, d] + self.k_self[j] - self.dmin[j - j0] > self.k_skew[j]:
+                return R_SPREAD
+        return 0
+
+    cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
+        """Pick the row for a pod with spread constraints, in a few passes over the rows.
+
+        Hard constraints narrow the slot's feasible rows; soft ones are scored over the
+        resulting feasible rows and normalised there, as are TaintToleration and
+        NodeAffinity. Returns -1 when no row is feasible."""
+        cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key, i
+        cdef Py_ssize_t feasible = 0, counted = 0, best_n = -1, start
+        cdef bint hard = False, soft = False, all_keys
+        cdef int64_t mt = 0, ma = 0, v, hi = 0, lo = 0, t, best = NEG, spread_score
+        cdef double total
+        cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
+        cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
+        cdef double weights[64]
+        for j in range(j0, j1):
+            if self.k_hard[j]:
+                hard = True
+            else:
+                soft = True
+        hard = hard and self.spread_on
+        soft = soft and self.w_spread != 0 and j1 - j0 <= 64
+        if hard:
+            self._spread_prepare(c)
+        for n in range(self.rows):
+            v = self.s_feas[s, n]
+            if v and hard and self._spread_reason(c, n):
+                v = 0
+            self.feas2[n] = <uint8_t>v
+            if v:
+                feasible += 1
+                if taints[n] > mt:
+                    mt = taints[n]
+                if aff[n] > ma:
+                    ma = aff[n]
+        if feasible == 0:
+            return -1
+        if soft:
+            # Domains of the feasible rows that have every soft key (the others score 0).
+            for j in range(j0, j1):
+                if not self.k_hard[j]:
+                    key = self.k_key[j]
+                    for d in range(self.ndom[key]):
+                        self.dcount[j - j0, d] = 0
+                        self.dpresent[j - j0, d] = 0
+            for n in range(self.rows):
+                if not self.feas2[n]:
+                    continue
+                all_keys = True
+                for j in range(j0, j1):
+                    if not self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
+                        all_keys = False
+                        break
+                self.rawsp[n] = -1 if not all_keys else 0
+                if all_keys:
+                    counted += 1
+                    for j in range(j0, j1):
+                        if not self.k_hard[j] and not self.k_host[j]:
+                            self.dpresent[j - j0, self.dom[self.k_key[j], n]] = 1
+            for j in range(j0, j1):
+                if self.k_hard[j]:
+                    continue
+                if self.k_host[j]:
+                    weights[j - j0] = log(<double>(counted + 2))
+                else:
+                    key = self.k_key[j]
+                    i = 0
+                    for d in range(self.ndom[key]):
+                        i += self.dpresent[j - j0, d]
+                    weights[j - j0] = log(<double>(i + 2))
+            # Matching pods per domain, over every node with all soft keys that counts.
+            for n in range(self.rows):
+                all_keys = True  # rows without a node have no labels
+                for j in range(j0, j1):
+                    if not self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
+                        all_keys = False
+                        break
+                if not all_keys:
+                    continue
+                for j in range(j0, j1):
+                    if self.k_hard[j] or self.k_host[j] or not self.elig[self.k_elig[j], n]:
+                        continue
+                    d = self.dom[self.k_key[j], n]
+                    if self.dpresent[j - j0, d]:
+                        self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
+            hi = 0
+            lo = -1
+            for n in range(self.rows):
+                if not self.feas2[n] or self.rawsp[n] < 0:
+                    continue
+                total = 0.0
+                for j in range(j0, j1):
+                    if self.k_hard[j]:
+                        continue
+                    if self.k_host[j]:
+                        v = self.counters[self.k_counter[j], n]
+                    else:
+                        v = self.dcount[j - j0, self.dom[self.k_key[j], n]]
+                    total += <double>v * weights[j - j0] + <double>(self.k_skew[j] - 1)
+                v = <int64_t>c_round(total)
+                self.rawsp[n] = v
+                if v > hi:
+                    hi = v
+                if lo < 0 or v < lo:
+                    lo = v
+        # Totals over the feasible rows; ties go to the first row at or after the cursor.
+        start = self.s_cursor[s]
+        if start >= self.rows:
+            start = 0
+        for i in range(self.rows):
+            n = start + i
+            if n >= self.rows:
+                n -= self.rows
+            if not self.feas2[n]:
+                continue
+            t = self.s_local[s, n]
+            if self.w_taint:
+                t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
+            if self.w_aff and ma > 0:
+                t += self.w_aff * (MAX_SCORE * aff[n] // ma)
+            if soft:
+                if self.rawsp[n] < 0:
+                    spread_score = 0
+                elif hi == 0:
+                    spread_score = MAX_SCORE
+                else:
+                    spread_score = MAX_SCORE * (hi + lo - self.rawsp[n]) // hi
+                t += self.w_spread * spread_score
+            if t > best:
+                best = t
+                best_n = n
+        score[0] = best
+        return best_n

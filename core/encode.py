@@ -30,8 +30,12 @@ import numpy.typing as npt
 
 from kubesalvo.core import names
 from kubesalvo.core.profile import Profile
+from kubesalvo.core.quantity import parse_quantity
 from kubesalvo.core.resources import (
     CPU,
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    EPHEMERAL_STORAGE,
     MEMORY,
     HostPort,
     host_ports,
@@ -65,6 +69,8 @@ REASON_TEXTS: dict[int, str] = {
     R_ENFORCED_AFFINITY: names.ERR_REASON_ENFORCED_NODE_AFFINITY,
     R_NARROWED: names.prefilter_narrowing_reason([names.NODE_AFFINITY]),
     6: names.ERR_REASON_NODE_PORTS,
+    8: names.ERR_REASON_SPREAD_CONSTRAINTS,
+    9: names.ERR_REASON_SPREAD_MISSING_LABEL,
 }
 
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -202,13 +208,21 @@ class Encoder:
         pod_affinity = None
         if affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity")):
             pod_affinity = affinity
+        fast = _simple_requests(spec)
+        if fast is not None:
+            requests, nonzero = fast
+            nonzero_add = nonzero
+        else:
+            requests = pod_requests(pod)
+            nonzero = _score_requests(pod)
+            nonzero_add = pod_nonzero_requests(pod)
         info = ClassInfo(
             key=key,
             namespace=meta.get("namespace") or "default",
             labels=tuple(sorted((meta.get("labels") or {}).items())),
-            requests=pod_requests(pod),
-            nonzero=_score_requests(pod),
-            nonzero_add=pod_nonzero_requests(pod),
+            requests=requests,
+            nonzero=nonzero,
+            nonzero_add=nonzero_add,
             ports=host_ports(pod),
             images=[normalized_image_name(c["image"]) for c in containers if c.get("image")],
             containers=len(containers),
@@ -338,6 +352,18 @@ class Encoder:
                     match &= self._node_selector(required)
                 reject(~match, R_NODE_AFFINITY)
         return out
+
+    def required_affinity(self, info: ClassInfo) -> npt.NDArray[np.bool_]:
+        """Rows matching the pod's nodeSelector and required node affinity (no added one)."""
+        spec = info.spec
+        match = np.ones(self.state.rows, dtype=bool)
+        for key, value in (spec.get("nodeSelector") or {}).items():
+            match &= self._label_in(key, [value])
+        affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+        required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if required is not None:
+            match &= self._node_selector(required)
+        return match
 
     def _names_conflict(self, required: Mapping[str, Any]) -> bool:
         """NodeAffinity's PreFilter: every term names nodes, and no name is in all of a term."""
@@ -561,6 +587,50 @@ class PortTable:
             and other.port == port.port
             and (other.host_ip == port.host_ip or wild in (other.host_ip, port.host_ip))
         ]
+
+
+_UNITS: dict[tuple[str, Any], int | None] = {}
+
+
+def _units(name: str, quantity: Any) -> int | None:
+    """A quantity in the scheduler's units when that is an exact integer, else None."""
+    key = (name, quantity)
+    if key in _UNITS:
+        return _UNITS[key]
+    try:
+        amount = parse_quantity(quantity) * (1000 if name == CPU else 1)
+    except ValueError:
+        amount = None
+    units = int(amount) if amount is not None and amount.denominator == 1 else None
+    if len(_UNITS) < 100_000:
+        _UNITS[key] = units
+    return units
+
+
+def _simple_requests(spec: Mapping[str, Any]) -> tuple[dict[str, int], tuple[int, int]] | None:
+    """Requests of the common pod (containers only, whole-unit quantities), fast.
+
+    Summing whole units is then exact, so this gives what core.resources computes, with
+    each distinct quantity string parsed once. Anything else (init containers, overhead,
+    pod-level resources, fractional units) returns None: the full rules apply.
+    """
+    if spec.get("initContainers") or spec.get("overhead") or spec.get("resources"):
+        return None
+    out = {CPU: 0, MEMORY: 0, EPHEMERAL_STORAGE: 0}
+    cpu_score = memory_score = 0
+    for container in spec.get("containers") or ():
+        requests = (container.get("resources") or {}).get("requests") or {}
+        for name, quantity in requests.items():
+            if name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name):
+                units = _units(name, quantity)
+                if units is None:
+                    return None
+                out[name] = out.get(name, 0) + units
+        cpu_score += _units(CPU, requests[CPU]) if CPU in requests else DEFAULT_MILLI_CPU_REQUEST
+        memory_score += (
+            _units(MEMORY, requests[MEMORY]) if MEMORY in requests else DEFAULT_MEMORY_REQUEST
+        )
+    return out, (cpu_score, memory_score)
 
 
 def _score_requests(pod: Mapping[str, Any]) -> tuple[int, int]:

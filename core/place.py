@@ -25,6 +25,7 @@ from kubesalvo.core import _typedefs, gang, names
 from kubesalvo.core._place import REASON_FIRST_RESOURCE, BurstKernel
 from kubesalvo.core.encode import REASON_TEXTS, Encoder, PortTable, is_scalar_column
 from kubesalvo.core.profile import Profile, ScoringStrategyType
+from kubesalvo.core.spread import SpreadEncoder
 from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
 
 __all__ = ["PlacementResult", "place_burst", "plan"]
@@ -90,7 +91,9 @@ def _queue_order(pods: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int
     return order, gang_min, gang_last
 
 
-def _kernel(state: ClusterState, profile: Profile, ports: PortTable) -> BurstKernel:
+def _kernel(
+    state: ClusterState, profile: Profile, ports: PortTable, spread: SpreadEncoder, classes: int
+) -> BurstKernel:
     rows = state.rows
     weights = profile.score_weights
     columns = state.resource_index
@@ -125,6 +128,8 @@ def _kernel(state: ClusterState, profile: Profile, ports: PortTable) -> BurstKer
             if kid is not None:
                 port_use[row, kid] = count
     filters = set(profile.filters)
+    dom, ndom = spread.domain_ids()
+    max_constraints = max((len(spread.constraints(c)) for c in range(classes)), default=0)
     return BurstKernel(
         np.ascontiguousarray(state.allocatable[:rows]),
         np.array(state.requested[:rows], dtype=_typedefs.QUANTITY, order="C"),
@@ -144,6 +149,11 @@ def _kernel(state: ClusterState, profile: Profile, ports: PortTable) -> BurstKer
         weights.get(names.NODE_AFFINITY, 0),
         names.NODE_RESOURCES_FIT in filters,
         names.NODE_PORTS in filters,
+        weights.get(names.POD_TOPOLOGY_SPREAD, 0),
+        names.POD_TOPOLOGY_SPREAD in filters,
+        dom,
+        ndom,
+        max_constraints,
     )
 
 
@@ -192,7 +202,9 @@ def place_burst(
     c_nz_all = np.array([info.nonzero for info in classes], dtype=_typedefs.QUANTITY).reshape(-1, 2)
     c_nz_add_all = np.array([info.nonzero_add for info in classes], dtype=_typedefs.QUANTITY)
     c_nz_add_all = c_nz_add_all.reshape(-1, 2)
-    kernel = _kernel(state, profile, ports)
+    spread = SpreadEncoder(encoder)
+    spread.prepare(range(len(classes)))
+    kernel = _kernel(state, profile, ports, spread, len(classes))
 
     n = len(ordered)
     out_node = np.full(n, -1, dtype=_typedefs.NODE)
@@ -209,6 +221,7 @@ def place_burst(
         t0 = time.perf_counter()
         global_ids, local = np.unique(class_of[start:end], return_inverse=True)
         tables = encoder.tables([int(c) for c in global_ids])
+        spread_tables = spread.tables([int(c) for c in global_ids])
         conf_off, conf, own_off, own = [0], [], [0], []
         for cid in global_ids:
             info = classes[cid]
@@ -235,6 +248,19 @@ def place_burst(
             np.array(conf or [0], dtype=np.int32),
             np.array(own_off, dtype=np.int32),
             np.array(own or [0], dtype=np.int32),
+            spread_tables.c_k_off,
+            spread_tables.k_key,
+            spread_tables.k_hard,
+            spread_tables.k_skew,
+            spread_tables.k_min_domains,
+            spread_tables.k_self,
+            spread_tables.k_counter,
+            spread_tables.k_elig,
+            spread_tables.k_host,
+            spread_tables.elig,
+            spread_tables.counters,
+            spread_tables.c_inc_off,
+            spread_tables.c_inc,
             local.astype(np.int32),
             p_gang_min[start:end],
             p_gang_last[start:end],
@@ -248,6 +274,7 @@ def place_burst(
         encode_seconds += t1 - t0
         kernel.run()
         kernel_seconds += time.perf_counter() - t1
+        spread.record(global_ids, local, out_node[start:end])
 
     t0 = time.perf_counter()
     result = _result(

@@ -1,0 +1,300 @@
+"""PodTopologySpread, encoded: constraints as kernel rows, selectors as per-node counters.
+
+A class's topology spread constraints become rows of small arrays (topology key, hard or
+soft, maxSkew, minDomains, whether the pod matches its own selector, the nodes that count
+for it under the inclusion policies). The pods a constraint counts - same namespace,
+matched by its selector - are a *counter*: one int32 per node, shared by every
+constraint with the same (namespace, selector), started from the pods already on the
+nodes and raised by the kernel each time it places a pod the selector matches.
+
+Counters start from the state's (namespace, labels) pod groups and from the pods the
+burst placed in earlier chunks; an index from label pairs to classes and groups keeps
+that from comparing every selector with every class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesalvo.core.encode import ClassInfo, Encoder, tolerates
+
+__all__ = ["HOSTNAME", "Selector", "SpreadTables", "label_selector", "selector_matches", "tables"]
+
+HOSTNAME = "kubernetes.io/hostname"
+
+# A label selector: a tuple of (key, operator, values) all of which must hold, or None for
+# metav1's nil selector, which matches nothing.
+Requirement = tuple[str, str, tuple[str, ...]]
+Selector = tuple[Requirement, ...] | None
+CounterKey = tuple[str, Selector]
+
+
+def label_selector(raw: Mapping[str, Any] | None) -> Selector:
+    """metav1.LabelSelectorAsSelector: None matches nothing, {} everything."""
+    if raw is None:
+        return None
+    reqs: list[Requirement] = [
+        (k, "In", (v,)) for k, v in sorted((raw.get("matchLabels") or {}).items())
+    ]
+    for expr in raw.get("matchExpressions") or ():
+        reqs.append(
+            (expr.get("key", ""), expr.get("operator", ""), tuple(expr.get("values") or ()))
+        )
+    return tuple(reqs)
+
+
+def _requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
+    key, op, values = req
+    present = key in labels
+    if op == "In":
+        return present and labels[key] in values
+    if op == "NotIn":
+        return not present or labels[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    return False
+
+
+def selector_matches(selector: Selector, labels: Mapping[str, str]) -> bool:
+    if selector is None:
+        return False
+    return all(_requirement_matches(r, labels) for r in selector)
+
+
+def counts_nothing(selector: Selector) -> bool:
+    """Spread counts no pods for a nil selector nor for the empty (match-all) one."""
+    return selector is None or selector == ()
+
+
+def _candidates(
+    selector: Selector, index: Mapping[tuple[str, str], set[int]], everyone: Iterable[int]
+):
+    """Ids that may match: those with the first In requirement's pair, else everyone."""
+    for key, op, values in selector or ():
+        if op == "In":
+            found: set[int] = set()
+            for value in values:
+                found |= index.get((key, value), set())
+            return found
+    return set(everyone)
+
+
+@dataclass
+class Constraint:
+    key: str
+    hard: bool
+    max_skew: int
+    min_domains: int
+    selector: Selector
+    honor_affinity: bool
+    honor_taints: bool
+
+
+def class_constraints(info: ClassInfo) -> list[Constraint]:
+    """The class's own constraints (default constraints need workload objects: not here)."""
+    labels = dict(info.labels)
+    out = []
+    for c in info.spec.get("topologySpreadConstraints") or ():
+        selector = label_selector(c.get("labelSelector"))
+        keys = [k for k in c.get("matchLabelKeys") or () if k in labels]
+        if keys and selector is not None:
+            selector = tuple((k, "In", (labels[k],)) for k in sorted(keys)) + selector
+        out.append(
+            Constraint(
+                key=c.get("topologyKey", ""),
+                hard=c.get("whenUnsatisfiable") == "DoNotSchedule",
+                max_skew=int(c.get("maxSkew", 1)),
+                min_domains=int(c.get("minDomains") or 1),
+                selector=selector,
+                honor_affinity=(c.get("nodeAffinityPolicy") or "Honor") == "Honor",
+                honor_taints=(c.get("nodeTaintsPolicy") or "Ignore") == "Honor",
+            )
+        )
+    return out
+
+
+@dataclass
+class SpreadTables:
+    """The spread arrays of one chunk (see core/_place.pxd for each field)."""
+
+    c_k_off: npt.NDArray[np.int32]
+    k_key: npt.NDArray[np.int32]
+    k_hard: npt.NDArray[np.uint8]
+    k_skew: npt.NDArray[np.int64]
+    k_min_domains: npt.NDArray[np.int64]
+    k_self: npt.NDArray[np.uint8]
+    k_counter: npt.NDArray[np.int32]
+    k_elig: npt.NDArray[np.int32]
+    k_host: npt.NDArray[np.uint8]
+    elig: npt.NDArray[np.uint8]
+    counters: npt.NDArray[np.int32]
+    c_inc_off: npt.NDArray[np.int32]
+    c_inc: npt.NDArray[np.int32]
+
+
+class SpreadEncoder:
+    """Builds the spread tables of each chunk of one burst."""
+
+    def __init__(self, encoder: Encoder) -> None:
+        self.encoder = encoder
+        self.state = encoder.state
+        self.keys: dict[str, int] = {}  # topology key -> index into domain_ids
+        self._constraints: dict[int, list[Constraint]] = {}
+        # label pair -> ids, for finding what a selector may match
+        self._group_index: dict[tuple[str, str], set[int]] = {}
+        for gid, group in enumerate(self.state.groups):
+            for pair in group.labels.items():
+                self._group_index.setdefault(pair, set()).add(gid)
+        self._class_index: dict[tuple[str, str], set[int]] = {}
+        self.placed_rows: dict[int, list[int]] = {}  # class -> rows placed in earlier chunks
+
+    def constraints(self, cid: int) -> list[Constraint]:
+        found = self._constraints.get(cid)
+        if found is None:
+            found = class_constraints(self.encoder.classes[cid])
+            self._constraints[cid] = found
+            for c in found:
+                self.keys.setdefault(c.key, len(self.keys))
+        return found
+
+    def prepare(self, class_ids: Sequence[int]) -> None:
+        """Register every class of the burst (topology keys, the class label index)."""
+        for cid in class_ids:
+            self.constraints(cid)
+            for pair in self.encoder.classes[cid].labels:
+                self._class_index.setdefault(pair, set()).add(cid)
+
+    def domain_ids(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """Per topology key: the domain id of each row (-1 = no such label), and counts."""
+        rows = self.state.rows
+        table = np.full((max(1, len(self.keys)), rows), -1, dtype=np.int32)
+        sizes = np.ones(max(1, len(self.keys)), dtype=np.int32)
+        for key, k in self.keys.items():
+            column = self.state.label_columns.get(key)
+            if column is not None:
+                table[k] = column[:rows]
+                sizes[k] = max(1, len(self.state.label_values[key]))
+        return table, sizes
+
+    def _matches_class(self, namespace: str, selector: Selector, cid: int) -> bool:
+        info = self.encoder.classes[cid]
+        return info.namespace == namespace and selector_matches(selector, dict(info.labels))
+
+    def _initial_counts(self, key: CounterKey) -> npt.NDArray[np.int32]:
+        namespace, selector = key
+        rows = self.state.rows
+        if counts_nothing(selector):
+            return np.zeros(rows, dtype=np.int32)
+        groups = [
+            gid
+            for gid in _candidates(selector, self._group_index, range(len(self.state.groups)))
+            if self.state.groups[gid].namespace == namespace
+            and selector_matches(selector, self.state.groups[gid].labels)
+        ]
+        counts = self.state.group_counts(groups)
+        for cid in _candidates(selector, self._class_index, self.placed_rows):
+            placed = self.placed_rows.get(cid)
+            if placed and self._matches_class(namespace, selector, cid):
+                np.add.at(counts, placed, 1)
+        return counts.astype(np.int32)
+
+    def tables(self, class_ids: Sequence[int]) -> SpreadTables:
+        enc = self.encoder
+        rows = self.state.rows
+        counters: dict[CounterKey, int] = {}
+        elig_rows: dict[tuple[bytes, bool, bool], int] = {}
+        elig_arrays: list[np.ndarray] = []
+        off = [0]
+        cols: dict[str, list[Any]] = {
+            k: [] for k in ("key", "hard", "skew", "mind", "self", "counter", "elig", "host")
+        }
+        for cid in class_ids:
+            info = enc.classes[cid]
+            labels = dict(info.labels)
+            for c in self.constraints(cid):
+                ckey = (info.namespace, c.selector)
+                if ckey not in counters:
+                    counters[ckey] = len(counters)
+                ekey = (info.static_key, c.honor_affinity, c.honor_taints)
+                if ekey not in elig_rows:
+                    elig_rows[ekey] = len(elig_arrays)
+                    elig_arrays.append(self._eligible(info, c.honor_affinity, c.honor_taints))
+                cols["key"].append(self.keys[c.key])
+                cols["hard"].append(c.hard)
+                cols["skew"].append(c.max_skew)
+                cols["mind"].append(c.min_domains)
+                cols["self"].append(selector_matches(c.selector, labels))
+                cols["counter"].append(counters[ckey])
+                cols["elig"].append(elig_rows[ekey])
+                cols["host"].append(c.key == HOSTNAME)
+            off.append(len(cols["key"]))
+        counter_table = np.zeros((max(1, len(counters)), rows), dtype=np.int32)
+        for ckey, q in counters.items():
+            counter_table[q] = self._initial_counts(ckey)
+        # Which counters a placed pod of each class raises.
+        local = {cid: i for i, cid in enumerate(class_ids)}
+        raises: list[list[int]] = [[] for _ in class_ids]
+        for (namespace, selector), q in counters.items():
+            if counts_nothing(selector):
+                continue
+            for cid in _candidates(selector, self._class_index, class_ids):
+                if cid in local and self._matches_class(namespace, selector, cid):
+                    raises[local[cid]].append(q)
+        inc_off = np.zeros(len(class_ids) + 1, dtype=np.int32)
+        inc_off[1:] = np.cumsum([len(r) for r in raises])
+        flat = [q for r in raises for q in r]
+
+        def arr(name: str, dtype: Any) -> np.ndarray:
+            return np.array(cols[name] or [0], dtype=dtype)
+
+        return SpreadTables(
+            c_k_off=np.array(off, dtype=np.int32),
+            k_key=arr("key", np.int32),
+            k_hard=arr("hard", np.uint8),
+            k_skew=arr("skew", np.int64),
+            k_min_domains=arr("mind", np.int64),
+            k_self=arr("self", np.uint8),
+            k_counter=arr("counter", np.int32),
+            k_elig=arr("elig", np.int32),
+            k_host=arr("host", np.uint8),
+            elig=np.ascontiguousarray(np.vstack(elig_arrays))
+            if elig_arrays
+            else np.zeros((1, rows), dtype=np.uint8),
+            counters=counter_table,
+            c_inc_off=inc_off,
+            c_inc=np.array(flat or [0], dtype=np.int32),
+        )
+
+    def _eligible(self, info: ClassInfo, honor_affinity: bool, honor_taints: bool) -> np.ndarray:
+        """Rows that count for a constraint under its node inclusion policies."""
+        enc, state = self.encoder, self.state
+        rows = state.rows
+        keep = state.present[:rows].astype(bool)
+        if honor_affinity:
+            keep &= enc.required_affinity(info)
+        if honor_taints:
+            tolerations = info.spec.get("tolerations") or ()
+            bad = [
+                tid
+                for tid, taint in enumerate(state.taint_list)
+                if taint[2] in ("NoSchedule", "NoExecute")
+                and not any(tolerates(t, taint) for t in tolerations)
+            ]
+            if bad:
+                keep &= ~state.taints[:rows, bad].any(axis=1)
+        return keep.astype(np.uint8)
+
+    def record(
+        self, class_ids: Sequence[int], local: npt.NDArray[np.intp], rows: np.ndarray
+    ) -> None:
+        """Remember the chunk's placements, which later chunks' counters include."""
+        for pos in np.flatnonzero(rows >= 0):
+            cid = int(class_ids[local[pos]])
+            self.placed_rows.setdefault(cid, []).append(int(rows[pos]))
