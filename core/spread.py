@@ -23,7 +23,14 @@ import numpy.typing as npt
 
 from kubesalvo.core.encode import ClassInfo, Encoder, tolerates
 
-__all__ = ["HOSTNAME", "Selector", "SpreadTables", "label_selector", "selector_matches", "tables"]
+__all__ = [
+    "HOSTNAME",
+    "Selector",
+    "SpreadTables",
+    "label_selector",
+    "SpreadEncoder",
+    "selector_matches",
+]
 
 HOSTNAME = "kubernetes.io/hostname"
 
