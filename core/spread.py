@@ -26,9 +26,9 @@ from kubesalvo.core.encode import ClassInfo, Encoder, tolerates
 __all__ = [
     "HOSTNAME",
     "Selector",
+    "SpreadEncoder",
     "SpreadTables",
     "label_selector",
-    "SpreadEncoder",
     "selector_matches",
 ]
 
