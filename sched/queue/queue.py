@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
+import msgspec
+
 from kubesalvo.core import names
 from kubesalvo.sched.queue.clock import Clock, MonotonicClock
 from kubesalvo.sched.queue.events import (
@@ -89,6 +91,21 @@ def _ask(hint: HintFn, pod: Any, event: ClusterEvent, old: Any, new: Any) -> boo
         return True
 
 
+def _signature(qp: QueuedPod) -> bytes:
+    """What a hint may look at: the pod without its name and UID, and its rejectors."""
+    pod = qp.pod
+    meta = pod.metadata
+    return msgspec.json.encode(
+        (
+            sorted(qp.unschedulable_plugins),
+            sorted(qp.pending_plugins),
+            meta.namespace,
+            meta.labels,
+            pod.spec,
+        )
+    )
+
+
 def pod_key(pod: Any) -> str:
     """The queue's key of a pod: its UID, or namespace/name for an object without one."""
     meta = pod.metadata
@@ -112,6 +129,7 @@ class QueuedPod:
     pending_plugins: frozenset[str] = frozenset()
     gating_plugin: str = ""
     _backoff_expiration: float | None = field(default=None, repr=False)
+    _signature: bytes = field(default=b"", repr=False)
 
     @property
     def priority(self) -> int:
@@ -188,7 +206,11 @@ class SchedulingQueue:
         self._backoff_pods: dict[str, tuple[int, QueuedPod]] = {}
         # Insertion order is timestamp order: the oldest parked pods come first.
         self._unschedulable: dict[str, QueuedPod] = {}
-        self._by_plugin: dict[str, set[str]] = {}
+        # Parked pods grouped by what a hint can see (their shape and rejecting plugins),
+        # so that one event is judged once per group, not once per pod: replicas of a
+        # workload park together. Each group is listed under each of its plugins.
+        self._groups: dict[bytes, dict[str, None]] = {}
+        self._groups_by_plugin: dict[str, set[bytes]] = {}
         self._gated: dict[str, QueuedPod] = {}
         self._in_flight: dict[str, _InFlight] = {}
         self._log: list[_LoggedEvent] = []
@@ -279,6 +301,7 @@ class SchedulingQueue:
         if where is QueueName.IN_FLIGHT:
             flight = self._in_flight[key]
             flight.qp.pod = new
+            flight.deleted = False  # seen again: it exists after all
             # Judged when the attempt comes back, against the pod's rejecting plugins.
             for event in events:
                 self._log.append(_LoggedEvent(event, old, new, key))
@@ -299,14 +322,19 @@ class SchedulingQueue:
             qp.pod = new
             self._to_active(qp)  # gated again if a gate remains
             return
+        # A parked pod. Its new object may belong to another group; its place in the
+        # parking order (by timestamp) stays.
         qp = self._unschedulable[key]
+        self._ungroup(qp)
         qp.pod = new
         for event in events:
             strategy = self._worth_requeuing(qp, event, old, new)
             if strategy is not _Strategy.SKIP:
-                self._remove_unschedulable(key)
+                del self._unschedulable[key]
+                del self._where[key]
                 self._requeue(qp, strategy)
-                break
+                return
+        self._group(qp)
 
     def delete(self, pod_or_key: Any) -> None:
         """The pod is gone (deleted, or now bound by someone): forget it."""
@@ -357,25 +385,27 @@ class SchedulingQueue:
         if self._in_flight:
             self._log.append(_LoggedEvent(event, old, new, None))
         if event.resource is Resource.WILDCARD:
-            candidates = list(self._unschedulable)
+            groups = list(self._groups)
         else:
-            keys: set[str] = set()
-            for plugin, parked in self._by_plugin.items():
-                if parked and self._registered(plugin, event):
-                    keys |= parked
-            # Keep the parking order (oldest first) for a deterministic requeue order.
-            candidates = [k for k in self._unschedulable if k in keys] if keys else []
+            wanted: set[bytes] = set()
+            for plugin, signatures in self._groups_by_plugin.items():
+                if signatures and self._registered(plugin, event):
+                    wanted |= signatures
+            groups = [g for g in self._groups if g in wanted] if wanted else []
         moved = 0
-        for key in candidates:
-            qp = self._unschedulable[key]
-            if pod_filter is not None and not pod_filter(qp):
-                continue
-            strategy = self._worth_requeuing(qp, event, old, new)
+        for signature in groups:
+            keys = list(self._groups[signature])
+            # Every pod of a group gets the same answer; ask with the first one.
+            strategy = self._worth_requeuing(self._unschedulable[keys[0]], event, old, new)
             if strategy is _Strategy.SKIP:
                 continue
-            self._remove_unschedulable(key)
-            self._requeue(qp, strategy)
-            moved += 1
+            for key in keys:
+                qp = self._unschedulable[key]
+                if pod_filter is not None and not pod_filter(qp):
+                    continue
+                self._remove_unschedulable(key)
+                self._requeue(qp, strategy)
+                moved += 1
         return moved
 
     # --- the cycle ----------------------------------------------------------------------
@@ -562,14 +592,29 @@ class SchedulingQueue:
     def _park(self, qp: QueuedPod) -> QueueName:
         self._where[qp.key] = QueueName.UNSCHEDULABLE
         self._unschedulable[qp.key] = qp
-        for plugin in qp.rejectors:
-            self._by_plugin.setdefault(plugin, set()).add(qp.key)
+        self._group(qp)
         return QueueName.UNSCHEDULABLE
+
+    def _group(self, qp: QueuedPod) -> None:
+        signature = qp._signature = _signature(qp)
+        group = self._groups.get(signature)
+        if group is None:
+            group = self._groups[signature] = {}
+            for plugin in qp.rejectors:
+                self._groups_by_plugin.setdefault(plugin, set()).add(signature)
+        group[qp.key] = None
+
+    def _ungroup(self, qp: QueuedPod) -> None:
+        group = self._groups[qp._signature]
+        del group[qp.key]
+        if not group:
+            del self._groups[qp._signature]
+            for plugin in qp.rejectors:
+                self._groups_by_plugin[plugin].discard(qp._signature)
 
     def _drop_unschedulable(self, key: str) -> QueuedPod:
         qp = self._unschedulable.pop(key)
-        for plugin in qp.rejectors:
-            self._by_plugin.get(plugin, set()).discard(key)
+        self._ungroup(qp)
         return qp
 
     def _remove_unschedulable(self, key: str) -> QueuedPod:

@@ -349,3 +349,75 @@ def test_every_default_filter_plugin_registers_events() -> None:
 
     for plugin in names.DEFAULT_FILTER_ORDER:
         assert PLUGIN_EVENTS.get(plugin), plugin
+
+
+def test_replicas_parked_together_are_judged_once_per_event() -> None:
+    calls: list[str] = []
+
+    def counting(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
+        calls.append(pod.metadata.name)
+        return False
+
+    q, clock = make_queue(hints={"NodeResourcesFit": counting})
+    for i in range(50):
+        q.add(make_pod(f"replica-{i}", labels={"app": "web"}))
+    q.add(make_pod("other", labels={"app": "db"}))
+    for qp in q.pop_burst(100):
+        q.add_unschedulable(qp, ["NodeResourcesFit"])
+    clock.step(60)
+    assert q.on_event(NODE_ADD) == 0
+    assert len(calls) == 2  # one per group: the replicas, and "other"
+
+
+def test_updating_a_parked_pod_keeps_its_place_in_the_timeout_order() -> None:
+    q, clock = make_queue()
+    park(q, make_pod("first"), "NodeAffinity")
+    clock.step(10)
+    park(q, make_pod("second"), "NodeAffinity")
+    q.update(make_pod("first"), make_pod("first", labels={"x": "y"}))
+    clock.step(291)  # first has waited 301s, second 291s
+    assert names_of(q.pop_burst(10)) == ["first"]
+
+
+def test_random_operations_keep_every_pod_in_exactly_one_place() -> None:
+    import random
+
+    events = [NODE_ADD, ASSIGNED_POD_DELETE, ASSIGNED_POD_ADD, NODE_CONDITION, NODE_LABEL]
+    plugins = ["NodeResourcesFit", "NodeAffinity", "InterPodAffinity", "TaintToleration"]
+    for seed in range(5):
+        rng = random.Random(seed)
+        q, clock = make_queue(pod_initial_backoff_seconds=1, pod_max_backoff_seconds=8)
+        flying: dict[str, Any] = {}
+        for _ in range(600):
+            op = rng.random()
+            name = f"p{rng.randrange(40)}"
+            if op < 0.3:
+                gates = ("g",) if rng.random() < 0.1 else ()
+                q.add(make_pod(name, priority=rng.randrange(3), gates=gates))
+            elif op < 0.4:
+                q.update(make_pod(name), make_pod(name, labels={"v": str(rng.randrange(3))}))
+            elif op < 0.5:
+                q.delete(make_pod(name))
+            elif op < 0.7:
+                for qp in q.pop_burst(rng.randrange(1, 8)):
+                    assert qp.key not in flying, "popped twice"
+                    flying[qp.key] = qp
+            elif op < 0.85 and flying:
+                key = rng.choice(sorted(flying))
+                qp = flying.pop(key)
+                if rng.random() < 0.3:
+                    q.done(key)
+                else:
+                    rejected = rng.sample(plugins, rng.randrange(0, 3))
+                    q.add_unschedulable(qp, rejected)
+            elif op < 0.95:
+                q.on_event(rng.choice(events))
+            else:
+                clock.step(rng.choice([0.5, 1, 5, 60, 400]))
+            counts = q.pending_counts()
+            assert sum(counts.values()) + q.in_flight == len(q)
+            assert q.in_flight == len(flying)
+            listing = q.listing()
+            assert len({key for key, _, _ in listing}) == len(listing) == len(q)
+            for _, where, qp in listing:
+                assert q.where(qp.key) is where
