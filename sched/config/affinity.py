@@ -4,7 +4,9 @@ The terms are kept as plain frozen values; the scheduler's core turns them into 
 masks. The checks are those kube-scheduler runs when it builds the selector
 (component-helpers' nodeaffinity): known operators, values present for In/NotIn, absent
 for Exists/DoesNotExist, one integer for Gt/Lt, valid label keys and values, and for
-``matchFields`` only In/NotIn with exactly one value.
+``matchFields`` only In/NotIn with exactly one value. A preferred term's weight must be
+1-100 as in a pod's spec (kube-scheduler silently skips a weight of 0 here; kubesalvo
+refuses it).
 """
 
 from __future__ import annotations

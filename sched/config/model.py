@@ -99,6 +99,22 @@ class ProfileConfig:
     def pre_enqueue(self) -> tuple[str, ...]:
         return self.plugins.at("preEnqueue")
 
+    def describe(self) -> list[str]:
+        """One line per extension point that runs plugins, for the start-up log."""
+        lines = [f'profile "{self.scheduler_name}":']
+        for point, plugins in self.plugins.by_point.items():
+            if not plugins:
+                continue
+            if point == "score":
+                shown = ", ".join(f"{n}={w}" for n, w in self.plugins.score_weights)
+            else:
+                shown = ", ".join(plugins)
+            lines.append(f"  {point}: {shown}")
+        strategy = self.core.fit.scoring_strategy
+        resources = ", ".join(f"{r.name}={r.weight}" for r in strategy.resources)
+        lines.append(f"  NodeResourcesFit scoring: {strategy.type.value} ({resources})")
+        return lines
+
     @property
     def preemption(self) -> DefaultPreemptionArgs | None:
         """DefaultPreemption's args when it runs as a postFilter, else None."""
@@ -129,6 +145,13 @@ class SchedulerConfig:
     @property
     def scheduler_names(self) -> tuple[str, ...]:
         return tuple(p.scheduler_name for p in self.profiles)
+
+    def describe(self) -> list[str]:
+        """The loaded configuration in a few lines, notes first, for the start-up log."""
+        lines = [f"note: {n}" for n in self.notes]
+        for p in self.profiles:
+            lines.extend(p.describe())
+        return lines
 
     def profile(self, scheduler_name: str) -> ProfileConfig | None:
         """The profile that serves pods with this ``spec.schedulerName``, if any."""

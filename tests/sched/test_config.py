@@ -545,3 +545,21 @@ def test_profiles_sharing_a_queue_sort_are_accepted() -> None:
         """
     )
     assert {p.queue_sort for p in config.profiles} == {"PrioritySort"}
+
+
+def test_describe_lists_notes_then_each_profiles_plugins() -> None:
+    config = load(
+        """
+        percentageOfNodesToScore: 10
+        profiles:
+        - schedulerName: a
+          plugins: {score: {disabled: [{name: "*"}], enabled: [{name: ImageLocality, weight: 4}]}}
+        """
+    )
+    lines = config.describe()
+    assert lines[0].startswith("note: percentageOfNodesToScore")
+    assert 'profile "a":' in lines
+    assert "  score: ImageLocality=4" in lines
+    assert "  queueSort: PrioritySort" in lines
+    assert "  NodeResourcesFit scoring: LeastAllocated (cpu=1, memory=1)" in lines
+    assert not any(line.startswith("  permit") for line in lines)
