@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import msgspec
 
 from kubesalvo.sched.client import ApiClient, ApiError, is_transient
+from kubesalvo.sched.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +117,10 @@ class Binder:
         on_forget: Callback | None = None,
         on_failed: Callback | None = None,
         is_leader: Callable[[], bool] | None = None,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.client = client
+        self.metrics = metrics
         self.settings = settings or BinderSettings()
         self._callbacks = {
             BindOutcome.BOUND: on_bound,
@@ -199,6 +202,8 @@ class Binder:
             outcome = BindOutcome.FAILED
         result = BindResult(outcome, namespace, name, uid, node, attempts, error)
         self.counts[outcome] += 1
+        if self.metrics is not None:
+            self.metrics.binds.labels(result=outcome.value).inc()
         if outcome is not BindOutcome.BOUND:
             log.info("bind of %s/%s to %s %s: %s", namespace, name, node, outcome.value, error)
         callback = self._callbacks[outcome]

@@ -10,7 +10,8 @@ Aggregation keeps a large failure from flooding the API server:
 
 - Events with the same regarding object, related object, type, reason, action and note
   within ``series_window`` form a series: the first creates an Event, the rest only raise
-  ``series.count`` (one PATCH per flush, however many occurrences arrived meanwhile).
+  ``series.count``: one PATCH carries every occurrence that arrived while the previous
+  write of that series was waiting for its turn.
 - Condition patches are coalesced per pod (the latest wins) and skipped when the pod's
   last written condition already says the same.
 - At most ``max_pending`` writes wait; past that new ones are dropped and counted, because
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from kubesalvo.sched.client import ApiClient, ApiError, TokenBucket
+from kubesalvo.sched.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +135,10 @@ class EventRecorder:
         client: ApiClient,
         settings: RecorderSettings | None = None,
         clock: Callable[[], float] = time.time,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.client = client
+        self.metrics = metrics
         self.settings = settings or RecorderSettings()
         self._clock = clock
         self.limiter = TokenBucket(self.settings.qps, self.settings.burst)
@@ -247,6 +251,8 @@ class EventRecorder:
             return  # already waiting: the writer will send the latest state
         if len(self._queue) >= self.settings.max_pending:
             self.dropped += 1
+            if self.metrics is not None:
+                self.metrics.events_dropped.inc()
             return
         self._queued.add(item)
         self._queue.append(item)

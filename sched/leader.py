@@ -23,6 +23,7 @@ import msgspec
 
 from kubesalvo.sched.client import ApiClient, ApiError, is_transient
 from kubesalvo.sched.events import micro_time
+from kubesalvo.sched.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +97,10 @@ class LeaderElector:
         on_stopped_leading: Callable[[], None] | None = None,
         on_new_leader: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         settings.validate()
+        self.metrics = metrics
         self.client = client
         self.settings = settings
         self._on_started = on_started_leading
@@ -171,6 +174,7 @@ class LeaderElector:
     def _become_leader(self) -> None:
         log.info("lease %s: acquired by %s", self.settings.name, self.settings.identity)
         self.leading.set()
+        self._report(1)
         if self._on_started is not None:
             self._on_started()
 
@@ -178,8 +182,13 @@ class LeaderElector:
         if not self.is_leader:
             return
         self.leading.clear()
+        self._report(0)
         if self._on_stopped is not None:
             self._on_stopped()
+
+    def _report(self, value: int) -> None:
+        if self.metrics is not None:
+            self.metrics.leader.labels(name=self.settings.name).set(value)
 
     async def _try_acquire_or_renew(self) -> bool:
         s = self.settings

@@ -17,6 +17,7 @@ from kubesalvo.sched.binder import (
     classify_conflict,
 )
 from kubesalvo.sched.client import ApiError
+from kubesalvo.sched.metrics import SchedulerMetrics
 
 
 def test_binding_body_is_a_v1_binding_with_a_uid_precondition():
@@ -80,7 +81,8 @@ async def test_every_pod_is_bound_exactly_once_through_5xx_and_429(
 ):
     pods = [await create_pod(namespace, f"web-{i}") for i in range(30)]
     bound: list[str] = []
-    binder = Binder(proxied_api, FAST, on_bound=lambda r: bound.append(r.name))
+    metrics = SchedulerMetrics()
+    binder = Binder(proxied_api, FAST, on_bound=lambda r: bound.append(r.name), metrics=metrics)
 
     async def bind_all(batch: list[dict], offset: int) -> list:
         tasks = [
@@ -105,6 +107,7 @@ async def test_every_pod_is_bound_exactly_once_through_5xx_and_429(
     assert proxy.stats.throttled == 6 and proxy.stats.bind_errors == 16
     accepted = proxy.stats.binds_accepted
     assert len(accepted) == 30 and set(accepted.values()) == {1}
+    assert b'kubesalvo_binds_total{result="bound"} 30.0' in metrics.render()
     for i, p in enumerate(pods):
         assert await node_of(api, namespace, p["metadata"]["name"]) == nodes[i % 3]
 

@@ -20,14 +20,17 @@ from kubesalvo.sched.events import (
     rfc3339,
     truncate_note,
 )
+from kubesalvo.sched.metrics import SchedulerMetrics
 
 POD = ObjectRef("team-a", "web-1", "uid-1")
 
 
-def recorder(**settings) -> EventRecorder:
+def recorder(metrics: SchedulerMetrics | None = None, **settings) -> EventRecorder:
     # Never started: nothing is sent, so no server is needed to look at what is pending.
     client = ApiClient(Credentials(server="http://127.0.0.1:9"))
-    return EventRecorder(client, RecorderSettings(**settings), clock=lambda: 1_700_000_000.5)
+    return EventRecorder(
+        client, RecorderSettings(**settings), clock=lambda: 1_700_000_000.5, metrics=metrics
+    )
 
 
 def test_micro_time_is_utc_rfc3339_with_microseconds():
@@ -70,11 +73,13 @@ def test_condition_updates_of_one_pod_coalesce():
 
 
 def test_writes_past_the_pending_limit_are_dropped_and_counted():
-    events = recorder(max_pending=10)
+    metrics = SchedulerMetrics()
+    events = recorder(metrics, max_pending=10)
     for i in range(25):
         events.failed_scheduling(ObjectRef("ns", f"pod-{i}", f"uid-{i}"), "no nodes")
     assert events.pending == 10
     assert events.dropped == 15
+    assert b"kubesalvo_events_dropped_total 15.0" in metrics.render()
 
 
 # -- against the real API server ---------------------------------------------------------

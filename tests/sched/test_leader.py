@@ -6,6 +6,7 @@ import msgspec
 import pytest
 
 from kubesalvo.sched.leader import LeaderElectionSettings, LeaderElector, LeaseSpec, may_acquire
+from kubesalvo.sched.metrics import SchedulerMetrics
 
 
 def test_an_unheld_lease_may_be_taken():
@@ -53,7 +54,7 @@ def test_kube_scheduler_default_timings_are_accepted():
 # -- against the real API server ---------------------------------------------------------
 
 
-def elector(client, namespace: str, identity: str, log: list, release: bool = True):
+def elector(client, namespace: str, identity: str, log: list, release: bool = True, metrics=None):
     settings = LeaderElectionSettings(
         namespace=namespace,
         name="kubesalvo",
@@ -68,6 +69,7 @@ def elector(client, namespace: str, identity: str, log: list, release: bool = Tr
         settings,
         on_started_leading=lambda: log.append(("started", identity)),
         on_stopped_leading=lambda: log.append(("stopped", identity)),
+        metrics=metrics,
     )
 
 
@@ -109,10 +111,13 @@ async def test_a_leader_that_cannot_renew_steps_down_and_the_other_takes_over(
     proxied_api, proxy, api, namespace, eventually
 ):
     log: list = []
-    cut_off = elector(proxied_api, namespace, "cut-off", log, release=False)
+    metrics = SchedulerMetrics()
+    cut_off = elector(proxied_api, namespace, "cut-off", log, release=False, metrics=metrics)
     standby = elector(api, namespace, "standby", log)
     cut_off.start()
     await eventually(lambda: cut_off.is_leader, what="the first elector leading")
+    leading = b'leader_election_master_status{name="kubesalvo"}'
+    assert leading + b" 1.0" in metrics.render()
     standby.start()
     try:
         await eventually(lambda: standby.observed_holder == "cut-off", what="the standby seeing it")
@@ -121,6 +126,7 @@ async def test_a_leader_that_cannot_renew_steps_down_and_the_other_takes_over(
         proxy.faults.throttle = 1_000_000
         await eventually(lambda: not cut_off.is_leader, timeout=10, what="stepping down")
         assert ("stopped", "cut-off") in log
+        assert leading + b" 0.0" in metrics.render()
         await eventually(lambda: standby.is_leader, timeout=15, what="the takeover")
         assert log[-1] == ("started", "standby")
         assert [entry for entry in log if entry[0] == "started"].count(("started", "cut-off")) == 1
