@@ -18,6 +18,7 @@ from kubesalvo.sched.queue.events import (
     Resource,
     node_update_events,
     pod_update_events,
+    rejecting_plugins,
 )
 from kubesalvo.sched.queue.queue import QueuedPod, QueueName, SchedulingQueue, pod_key
 from kubesalvo.sched.queue.sorting import register_queue_sort
@@ -41,4 +42,5 @@ __all__ = [
     "pod_key",
     "pod_update_events",
     "register_queue_sort",
+    "rejecting_plugins",
 ]

@@ -41,6 +41,7 @@ __all__ = [
     "Resource",
     "node_update_events",
     "pod_update_events",
+    "rejecting_plugins",
 ]
 
 
@@ -256,3 +257,42 @@ def pod_update_events(old: Any, new: Any) -> list[ClusterEvent]:
     ):
         action = A.UPDATE_OTHER
     return [ClusterEvent(R.POD, a, _label(R.POD, a)) for a in A if a in action]
+
+
+# Failure reason -> the plugin that gives it (kube-scheduler's texts, from core.names).
+_REASON_PLUGIN: dict[str, str] = {
+    names.ERR_REASON_UNSCHEDULABLE: names.NODE_UNSCHEDULABLE,
+    names.ERR_REASON_NODE_NAME: names.NODE_NAME,
+    names.ERR_REASON_UNTOLERATED_TAINT: names.TAINT_TOLERATION,
+    names.ERR_REASON_NODE_AFFINITY: names.NODE_AFFINITY,
+    names.ERR_REASON_ENFORCED_NODE_AFFINITY: names.NODE_AFFINITY,
+    names.ERR_REASON_NODE_AFFINITY_CONFLICT: names.NODE_AFFINITY,
+    names.ERR_REASON_NODE_PORTS: names.NODE_PORTS,
+    names.ERR_REASON_TOO_MANY_PODS: names.NODE_RESOURCES_FIT,
+    names.ERR_REASON_SPREAD_CONSTRAINTS: names.POD_TOPOLOGY_SPREAD,
+    names.ERR_REASON_SPREAD_MISSING_LABEL: names.POD_TOPOLOGY_SPREAD,
+    names.ERR_REASON_EXISTING_ANTI_AFFINITY: names.INTER_POD_AFFINITY,
+    names.ERR_REASON_AFFINITY: names.INTER_POD_AFFINITY,
+    names.ERR_REASON_ANTI_AFFINITY: names.INTER_POD_AFFINITY,
+}
+_NARROWED = "node(s) didn't satisfy plugin(s) ["
+
+
+def rejecting_plugins(reasons: Iterable[str]) -> frozenset[str]:
+    """The plugins behind the failure reasons of an attempt, for ``add_unschedulable``.
+
+    A reason kubesalvo does not know maps to no plugin; if none is known the queue
+    treats the failure as an error and retries after the error backoff.
+    """
+    plugins: set[str] = set()
+    for reason in reasons:
+        plugin = _REASON_PLUGIN.get(reason)
+        if plugin is not None:
+            plugins.add(plugin)
+        elif reason.startswith(names.insufficient_resource("")):
+            plugins.add(names.NODE_RESOURCES_FIT)
+        elif reason.startswith(names.ERR_REASON_GANG_MIN_AVAILABLE):
+            plugins.add(names.COSCHEDULING)
+        elif reason.startswith(_NARROWED) and reason.endswith("]"):
+            plugins.update(reason[len(_NARROWED) : -1].split())
+    return frozenset(plugins)

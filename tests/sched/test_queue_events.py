@@ -421,3 +421,31 @@ def test_random_operations_keep_every_pod_in_exactly_one_place() -> None:
             assert len({key for key, _, _ in listing}) == len(listing) == len(q)
             for _, where, qp in listing:
                 assert q.where(qp.key) is where
+
+
+def test_failure_reasons_map_to_the_plugins_that_give_them() -> None:
+    from kubesalvo.core import names
+    from kubesalvo.sched.queue import rejecting_plugins
+
+    reasons = {
+        "Insufficient cpu": 3,
+        "Insufficient nvidia.com/gpu": 1,
+        "Too many pods": 1,
+        "node(s) had untolerated taint(s)": 2,
+        "node(s) didn't match Pod's node affinity/selector": 4,
+        "node(s) didn't match pod topology spread constraints": 1,
+        "node(s) didn't satisfy existing pods anti-affinity rules": 1,
+        names.prefilter_narrowing_reason(["NodeAffinity", "NodePorts"]): 5,
+        names.gang_reason("default/job", 2, 4): 1,
+        "something kubesalvo has never heard of": 1,
+    }
+    assert rejecting_plugins(reasons) == {
+        "NodeResourcesFit",
+        "TaintToleration",
+        "NodeAffinity",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "NodePorts",
+        "Coscheduling",
+    }
+    assert rejecting_plugins(["unknown"]) == frozenset()
