@@ -16,6 +16,7 @@ anything that is not such a map, naming the first field that is wrong. File acce
 from __future__ import annotations
 
 import datetime
+import gc
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,12 +89,19 @@ def _check_objects(document: dict[str, Any], kind: str, namespaced: bool) -> lis
 
 def loads(data: bytes) -> Snapshot:
     """Decode and validate a snapshot; ``SnapshotError`` says what is wrong and where."""
+    # A large snapshot is millions of small acyclic containers; pausing the cyclic collector
+    # while they are created makes decoding several times faster.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         document = msgpack.unpackb(data, raw=False, strict_map_key=True)
     except (msgpack.UnpackException, ValueError, TypeError) as error:
         raise SnapshotError(
             f"not a kubesalvo snapshot: msgpack could not decode it ({error})"
         ) from error
+    finally:
+        if collecting:
+            gc.enable()
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise SnapshotError(f"not a kubesalvo snapshot: no format: {FORMAT!r} field at the top")
     version = document.get("version")
