@@ -168,3 +168,25 @@ async def test_a_replica_that_is_not_the_leader_sends_no_bind(api, namespace, cr
     result = await binder.bind(namespace, "follower", pod["metadata"]["uid"], nodes[0])
     assert result.outcome is BindOutcome.FAILED and result.attempts == 0
     assert await node_of(api, namespace, "follower") == ""
+
+
+@pytest.mark.integration
+async def test_cancelling_all_binds_settles_each_as_failed_at_once(
+    proxied_api, proxy, api, namespace, create_pod, nodes, eventually
+):
+    pods = [await create_pod(namespace, f"held-{i}") for i in range(5)]
+    # Every bind is told to come back in a minute: all five are waiting when leadership goes.
+    proxy.faults.throttle, proxy.faults.retry_after = 1_000, 60
+    failed = []
+    binder = Binder(proxied_api, FAST, on_failed=failed.append)
+    tasks = [
+        binder.bind(namespace, p["metadata"]["name"], p["metadata"]["uid"], nodes[0]) for p in pods
+    ]
+    await eventually(lambda: proxy.stats.throttled >= 5, what="five throttled binds")
+    assert binder.in_flight == 5
+    await binder.cancel_all()
+    results = [task.result() for task in tasks]
+    assert {r.outcome for r in results} == {BindOutcome.FAILED}
+    assert len(failed) == 5 and binder.in_flight == 0
+    for p in pods:
+        assert await node_of(api, namespace, p["metadata"]["name"]) == ""
