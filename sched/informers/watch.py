@@ -245,9 +245,15 @@ async def continuous_watch(
         state.lists += 1
         yield listed
         state.resource_version = listed.resource_version
+    loop = asyncio.get_running_loop()
     while True:
+        started, delivered = loop.time(), 0
         async for event in watch_once(client, resource, settings, state, decoders):
+            delivered += 1
             yield event
+        if not delivered and loop.time() - started < 1.0:
+            # A watch that ends at once with nothing in it: do not spin on the server.
+            await asyncio.sleep(settings.backoff_initial)
 
 
 async def infinite_watch(
@@ -266,14 +272,12 @@ async def infinite_watch(
                 delay = settings.backoff_initial
                 yield item
         except Gone as gone:
-            log.info("watch of %s: %s; listing again", resource.plural, gone)
-            state.resource_version = None
-            state.errors += 1
-            state.last_error = gone
+            _relist(state, gone, resource)
         except ApiError as error:
             if error.status == 410:
-                state.resource_version = None
-            elif not error.transient:
+                _relist(state, error, resource)
+                continue
+            if not error.transient:
                 # 403 and friends: retrying helps only once RBAC is fixed, so keep trying slowly.
                 log.error("watch of %s failed: %s", resource.plural, error)
             await _backoff(state, error, delay, resource, error.retry_after)
@@ -283,6 +287,13 @@ async def infinite_watch(
                 raise
             await _backoff(state, error, delay, resource, None)
             delay = min(delay * 2, settings.backoff_max)
+
+
+def _relist(state: WatchState, error: BaseException, resource: Resource[T]) -> None:
+    log.info("watch of %s: %s; listing again", resource.plural, error)
+    state.resource_version = None
+    state.errors += 1
+    state.last_error = error
 
 
 async def _backoff(
