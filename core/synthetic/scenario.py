@@ -34,6 +34,7 @@ import yaml
 
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.synthetic import existing
+from kubesalvo.core.synthetic._gc import gc_paused
 from kubesalvo.core.synthetic.catalog import DEFAULT_POOLS
 from kubesalvo.core.synthetic.nodes import Fleet, apportion, make_nodes
 from kubesalvo.core.synthetic.pods import namespace_objects, priority_class_objects
@@ -117,8 +118,12 @@ class Scenario:
     def generate(self, seed: int | None = None, scheduler_name: str | None = None) -> Snapshot:
         """The cluster: nodes, running pods (bound workloads), the pending burst, namespaces
         and priority classes."""
-        seed = self.seed if seed is None else seed
-        scheduler_name = scheduler_name or self.scheduler_name
+        with gc_paused():
+            return self._generate(
+                self.seed if seed is None else seed, scheduler_name or self.scheduler_name
+            )
+
+    def _generate(self, seed: int, scheduler_name: str) -> Snapshot:
         fleet = self.fleet.fleet()
         nodes = make_nodes(self.fleet.nodes, seed, fleet)
         bound: list[dict[str, Any]] = []

@@ -171,17 +171,17 @@ def make_pods(
     containers, affinity, tolerations, nodeSelector and spread constraints as read-only.
     ``prefix`` keeps names and app labels apart when one cluster holds several bursts.
     """
-    batch = make_batch(
-        count,
-        seed,
-        shape,
-        classes=classes,
-        scheduler_name=scheduler_name,
-        prefix=prefix,
-        fleet=fleet,
-    )
     pods: list[dict[str, Any]] = []
     with gc_paused():
+        batch = make_batch(
+            count,
+            seed,
+            shape,
+            classes=classes,
+            scheduler_name=scheduler_name,
+            prefix=prefix,
+            fleet=fleet,
+        )
         for pod_class, replicas in batch:
             pods.extend(pod_class.replicas(replicas))
     return pods
