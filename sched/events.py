@@ -79,7 +79,8 @@ def truncate_note(note: str) -> str:
     return encoded[: MAX_NOTE_BYTES - 3].decode("utf-8", "ignore") + "..."
 
 
-EventKey = tuple[ObjectRef, ObjectRef | None, str, str, str, str]
+# (regarding, related, type, reason, action, note, reporting controller)
+EventKey = tuple[ObjectRef, ObjectRef | None, str, str, str, str, str]
 
 
 @dataclass
@@ -90,6 +91,7 @@ class _Series:
     reason: str
     action: str
     note: str
+    controller: str
     first_time: float
     last_time: float
     count: int = 1
@@ -157,17 +159,23 @@ class EventRecorder:
         self.sent = collections.Counter[str]()
 
     # -- what the scheduler calls ------------------------------------------------------
+    # ``profile``: as in kube-scheduler, each profile reports under its schedulerName
+    # (reportingController); None uses ``settings.component``.
 
-    def scheduled(self, pod: ObjectRef, node: str) -> None:
+    def scheduled(self, pod: ObjectRef, node: str, profile: str | None = None) -> None:
         note = f"Successfully assigned {pod.namespace}/{pod.name} to {node}"
-        self.event(pod, NORMAL, SCHEDULED, "Binding", note)
+        self.event(pod, NORMAL, SCHEDULED, "Binding", note, controller=profile)
 
-    def failed_scheduling(self, pod: ObjectRef, message: str) -> None:
-        self.event(pod, WARNING, FAILED_SCHEDULING, "Scheduling", message)
+    def failed_scheduling(self, pod: ObjectRef, message: str, profile: str | None = None) -> None:
+        self.event(pod, WARNING, FAILED_SCHEDULING, "Scheduling", message, controller=profile)
 
-    def preempted(self, victim: ObjectRef, preemptor: ObjectRef, node: str) -> None:
+    def preempted(
+        self, victim: ObjectRef, preemptor: ObjectRef, node: str, profile: str | None = None
+    ) -> None:
         note = f"Preempted by pod {preemptor.uid} on node {node}"
-        self.event(victim, NORMAL, PREEMPTED, "Preempting", note, related=preemptor)
+        self.event(
+            victim, NORMAL, PREEMPTED, "Preempting", note, related=preemptor, controller=profile
+        )
 
     def event(
         self,
@@ -177,16 +185,18 @@ class EventRecorder:
         action: str,
         note: str,
         related: ObjectRef | None = None,
+        controller: str | None = None,
     ) -> None:
         now = self._clock()
         note = truncate_note(note)
-        key: EventKey = (regarding, related, type_, reason, action, note)
+        controller = controller or self.settings.component
+        key: EventKey = (regarding, related, type_, reason, action, note, controller)
         series = self._series.get(key)
         if series is not None and now - series.last_time <= self.settings.series_window:
             series.count += 1
             series.last_time = now
         else:
-            series = _Series(regarding, related, type_, reason, action, note, now, now)
+            series = _Series(regarding, related, type_, reason, action, note, controller, now, now)
             self._series[key] = series
         self._enqueue(("event", key))
 
@@ -315,7 +325,7 @@ class EventRecorder:
             "kind": "Event",
             "metadata": {"name": name, "namespace": namespace},
             "eventTime": micro_time(series.first_time),
-            "reportingController": self.settings.component,
+            "reportingController": series.controller,
             "reportingInstance": self.settings.instance,
             "action": series.action,
             "reason": series.reason,

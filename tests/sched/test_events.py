@@ -135,17 +135,19 @@ async def test_scheduled_and_preempted_events_use_kube_schedulers_texts(
 ):
     winner = ref(await create_pod(namespace, "winner"))
     victim = ref(await create_pod(namespace, "victim"))
-    started.scheduled(winner, "node-1")
+    started.scheduled(winner, "node-1", profile="gpu-scheduler")
     started.preempted(victim, winner, "node-1")
     await settled(started)
     by_reason = {e["reason"]: e for e in await list_events(api, namespace)}
     assert by_reason["Scheduled"]["note"] == f"Successfully assigned {namespace}/winner to node-1"
     assert by_reason["Scheduled"]["type"] == "Normal"
+    assert by_reason["Scheduled"]["reportingController"] == "gpu-scheduler"
     preempted = by_reason["Preempted"]
     assert preempted["note"] == f"Preempted by pod {winner.uid} on node node-1"
     assert preempted["action"] == "Preempting"
     assert preempted["regarding"]["name"] == "victim"
     assert preempted["related"]["name"] == "winner"
+    assert preempted["reportingController"] == "kubesalvo"
 
 
 @pytest.mark.integration
