@@ -1,0 +1,210 @@
+"""The scheduler cache: ClusterState kept equal to the API server, plus the assumed pods.
+
+kube-scheduler's cache split, over kubesalvo's numpy ``ClusterState``:
+
+* The node, pod and namespace informers feed it: nodes become rows, pods that name a node
+  (bound by anyone) are counted on their row, finished or deleted pods are taken off.
+* The burst cycle **assumes** a placement at once (``place_burst`` commits it into the
+  state), and records it here with :meth:`assumed`. Until the watch shows the pod bound,
+  it is counted as assumed; when the watch shows it on the same node it is **confirmed**
+  (counted once, now as bound); on another node it moves. A failed bind **forgets** it.
+* An assumed pod whose bind succeeded but which the watch never shows bound (the watch
+  fell behind a deletion we missed, for instance) **expires** ``assumed_ttl`` seconds after
+  its bind finished, so that a lost confirmation cannot hold capacity forever.
+* A pod bound to a node the state does not know yet (the node watch is behind the pod
+  watch) waits here and is counted when its node arrives.
+
+The burst kernel reads and then writes the state in a worker thread. While a burst runs,
+:meth:`frozen` is active and every change the event loop wants to make is queued, then
+applied in order when the burst is done; the kernel never sees the state move under it,
+and no lock is needed on the hot path. A pod's identity is its UID (``pod_key``), the same
+key the queue uses, so a pod is counted at most once whatever order events come in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubesalvo.core.state import ClusterState, pod_key
+
+__all__ = ["Assumed", "SchedulerCache"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ASSUMED_TTL = 60.0
+
+Object = Mapping[str, Any]
+
+
+@dataclass
+class Assumed:
+    """A placement the cycle made whose binding the watch has not shown yet."""
+
+    node: str
+    # Set when the bind call succeeded: the pod expires if unconfirmed past this time.
+    deadline: float | None = None
+
+
+def _finished(pod: Object) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+class SchedulerCache:
+    """ClusterState fed by the informers, with assume/confirm/forget/expire of placements."""
+
+    def __init__(
+        self,
+        state: ClusterState | None = None,
+        *,
+        assumed_ttl: float = DEFAULT_ASSUMED_TTL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.state = state if state is not None else ClusterState()
+        self.assumed_ttl = assumed_ttl
+        self._clock = clock
+        self._assumed: dict[str, Assumed] = {}
+        # Bound pods whose node is not in the state yet: node name -> key -> pod.
+        self._waiting: dict[str, dict[str, Object]] = {}
+        self._frozen = False
+        self._deferred: list[Callable[[], None]] = []
+        self.expired = 0
+
+    # --- the burst's view -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[ClusterState]:
+        """Hold every change back while a worker thread reads and writes the state."""
+        if self._frozen:
+            raise RuntimeError("the cache is already frozen by another burst")
+        self._frozen = True
+        try:
+            yield self.state
+        finally:
+            self._frozen = False
+            deferred, self._deferred = self._deferred, []
+            for change in deferred:
+                change()
+
+    def _do(self, change: Callable[[], None]) -> None:
+        if self._frozen:
+            self._deferred.append(change)
+        else:
+            change()
+
+    @property
+    def deferred(self) -> int:
+        return len(self._deferred)
+
+    # --- informers --------------------------------------------------------------------
+
+    def add_node(self, node: Object) -> None:
+        self._do(lambda: self._add_node(node))
+
+    update_node = add_node
+
+    def _add_node(self, node: Object) -> None:
+        name = node["metadata"]["name"]
+        self.state.add_node(node)
+        for pod in self._waiting.pop(name, {}).values():
+            self.state.add_pod(pod)
+
+    def remove_node(self, name: str) -> None:
+        # Its pods leave the state with it; their own DELETED events come from the watch.
+        self._do(lambda: self.state.remove_node(name))
+
+    def set_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        self._do(lambda: self.state.set_namespace(name, labels))
+
+    def remove_namespace(self, name: str) -> None:
+        self._do(lambda: self.state.namespace_labels.pop(name, None))
+
+    def bound_pod(self, pod: Object) -> None:
+        """The watch shows a pod with ``spec.nodeName`` (added, changed or confirmed)."""
+        self._do(lambda: self._bound_pod(pod))
+
+    def _bound_pod(self, pod: Object) -> None:
+        key = pod_key(pod)
+        node = pod["spec"]["nodeName"]
+        self._unwait(key)
+        assumed = self._assumed.pop(key, None)
+        if _finished(pod):
+            self.state.remove_pod_key(key)
+            return
+        record = self.state.pods.get(key)
+        if assumed is not None and assumed.node == node and record is not None:
+            # Our own binding: counted already, now as bound. The watch's object carries
+            # what the API server has (resize, status), so re-count only if it differs.
+            self.state.confirm_pod(pod)
+            return
+        if not self.state.add_pod(pod):
+            self._waiting.setdefault(node, {})[key] = pod
+
+    def remove_pod(self, pod: Object) -> None:
+        """The watch shows the pod deleted."""
+        self._do(lambda: self._remove_pod(pod_key(pod)))
+
+    def _remove_pod(self, key: str) -> None:
+        self._unwait(key)
+        self._assumed.pop(key, None)
+        self.state.remove_pod_key(key)
+
+    def _unwait(self, key: str) -> None:
+        for node, pods in list(self._waiting.items()):
+            if pods.pop(key, None) is not None and not pods:
+                del self._waiting[node]
+
+    # --- the cycle and the binder -----------------------------------------------------
+
+    def assumed(self, key: str, node: str) -> None:
+        """The burst placed (and committed) pod ``key`` on ``node``; its bind is starting.
+
+        Called from the event loop right after the burst, so the state already counts it.
+        """
+        self._assumed[key] = Assumed(node)
+
+    def is_assumed(self, key: str) -> bool:
+        return key in self._assumed
+
+    def assumed_node(self, key: str) -> str | None:
+        entry = self._assumed.get(key)
+        return entry.node if entry is not None else None
+
+    @property
+    def assumed_count(self) -> int:
+        return len(self._assumed)
+
+    def finish_binding(self, key: str) -> None:
+        """The bind call succeeded; the watch should confirm it within ``assumed_ttl``."""
+        entry = self._assumed.get(key)
+        if entry is not None:
+            entry.deadline = self._clock() + self.assumed_ttl
+
+    def forget(self, key: str) -> None:
+        """The bind failed or is moot: undo the assumption (never a confirmed pod)."""
+        self._do(lambda: self._forget(key))
+
+    def _forget(self, key: str) -> None:
+        entry = self._assumed.pop(key, None)
+        record = self.state.pods.get(key)
+        if entry is not None and record is not None and record.assumed:
+            self.state.remove_pod_key(key)
+
+    def expire(self) -> int:
+        """Forget assumed pods whose bind finished ``assumed_ttl`` ago without a
+        confirmation; returns how many."""
+        now = self._clock()
+        stale = [
+            key
+            for key, entry in self._assumed.items()
+            if entry.deadline is not None and entry.deadline <= now
+        ]
+        for key in stale:
+            log.warning("assumed pod %s expired: its binding was never seen", key)
+            self.forget(key)
+        self.expired += len(stale)
+        return len(stale)

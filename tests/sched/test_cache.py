@@ -1,0 +1,168 @@
+"""The scheduler cache: assumed placements are confirmed, moved, forgotten or expired, bound
+pods from the watch are counted once whatever order events come in, and nothing changes
+under a burst that is running."""
+
+from __future__ import annotations
+
+from kubesalvo.core.place import place_burst
+from kubesalvo.core.state import POD_COLUMN
+from kubesalvo.sched.cache import SchedulerCache
+from kubesalvo.sched.queue import FakeClock
+
+
+def node(name: str, cpu: str = "4") -> dict:
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(name: str, node_name: str | None = None, cpu: str = "1", phase: str = "") -> dict:
+    spec: dict = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    out = {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}, "spec": spec}
+    if phase:
+        out["status"] = {"phase": phase}
+    return out
+
+
+def cpu_used(cache: SchedulerCache, name: str) -> int:
+    state = cache.state
+    return int(state.requested[state.row_of[name], 0])
+
+
+def pods_on(cache: SchedulerCache, name: str) -> int:
+    state = cache.state
+    return int(state.requested[state.row_of[name], POD_COLUMN])
+
+
+def assume(cache: SchedulerCache, p: dict) -> str:
+    """Place one pod with the real kernel, as the cycle does, and record the assumption."""
+    with cache.frozen() as state:
+        result = place_burst(state, [p])
+    placed = result.nodes[0]
+    assert placed is not None
+    cache.assumed(p["metadata"]["uid"], placed)
+    return placed
+
+
+def test_a_confirmed_assumed_pod_is_counted_once_as_bound():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    p = pod("web")
+    placed = assume(cache, p)
+    assert cache.state.pods["uid-web"].assumed
+    cache.finish_binding("uid-web")
+    cache.bound_pod(pod("web", placed))
+    assert not cache.is_assumed("uid-web")
+    assert not cache.state.pods["uid-web"].assumed
+    assert cpu_used(cache, "a") == 1000
+    assert pods_on(cache, "a") == 1
+
+
+def test_a_pod_the_watch_shows_on_another_node_moves_there():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    cache.add_node(node("b"))
+    placed = assume(cache, pod("web"))
+    other = "b" if placed == "a" else "a"
+    cache.bound_pod(pod("web", other))
+    assert cpu_used(cache, placed) == 0
+    assert cpu_used(cache, other) == 1000
+
+
+def test_a_forgotten_assumption_frees_the_node():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    assume(cache, pod("web"))
+    cache.forget("uid-web")
+    assert cpu_used(cache, "a") == 0
+    assert "uid-web" not in cache.state.pods
+
+
+def test_forgetting_a_pod_the_watch_already_confirmed_keeps_it():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    placed = assume(cache, pod("web"))
+    cache.bound_pod(pod("web", placed))
+    cache.forget("uid-web")
+    assert cpu_used(cache, "a") == 1000
+
+
+def test_an_assumed_pod_never_confirmed_expires_after_its_bind_finished():
+    clock = FakeClock()
+    cache = SchedulerCache(assumed_ttl=30.0, clock=clock.now)
+    cache.add_node(node("a"))
+    assume(cache, pod("web"))
+    clock.step(100.0)
+    assert cache.expire() == 0  # the bind is still in flight: no deadline yet
+    cache.finish_binding("uid-web")
+    clock.step(29.0)
+    assert cache.expire() == 0
+    clock.step(2.0)
+    assert cache.expire() == 1
+    assert cpu_used(cache, "a") == 0
+    assert not cache.is_assumed("uid-web")
+
+
+def test_a_bound_pod_seen_again_is_not_counted_twice():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    cache.bound_pod(pod("db", "a", cpu="2"))
+    cache.bound_pod(pod("db", "a", cpu="2"))
+    assert cpu_used(cache, "a") == 2000
+    assert pods_on(cache, "a") == 1
+
+
+def test_a_pod_bound_before_its_node_is_known_counts_when_the_node_arrives():
+    cache = SchedulerCache()
+    cache.bound_pod(pod("db", "late", cpu="2"))
+    cache.add_node(node("late"))
+    assert cpu_used(cache, "late") == 2000
+
+
+def test_a_waiting_pod_deleted_before_its_node_arrives_is_never_counted():
+    cache = SchedulerCache()
+    cache.bound_pod(pod("db", "late", cpu="2"))
+    cache.remove_pod(pod("db", "late"))
+    cache.add_node(node("late"))
+    assert cpu_used(cache, "late") == 0
+
+
+def test_finished_and_deleted_pods_hold_nothing():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    cache.bound_pod(pod("job", "a", cpu="2"))
+    cache.bound_pod(pod("job", "a", cpu="2", phase="Succeeded"))
+    assert cpu_used(cache, "a") == 0
+    cache.bound_pod(pod("svc", "a", cpu="1"))
+    cache.remove_pod(pod("svc", "a"))
+    assert cpu_used(cache, "a") == 0 and pods_on(cache, "a") == 0
+
+
+def test_changes_wait_while_a_burst_runs_and_apply_in_order_after():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    with cache.frozen():
+        cache.add_node(node("b"))
+        cache.bound_pod(pod("db", "b", cpu="2"))
+        cache.remove_pod(pod("db", "b"))
+        cache.bound_pod(pod("db2", "b", cpu="3"))
+        assert "b" not in cache.state.row_of
+        assert cache.deferred == 4
+    assert cache.deferred == 0
+    assert cpu_used(cache, "b") == 3000
+
+
+def test_a_burst_sees_what_earlier_placements_took():
+    cache = SchedulerCache()
+    cache.add_node(node("a", cpu="2"))
+    assume(cache, pod("one", cpu="1500m"))
+    with cache.frozen() as state:
+        result = place_burst(state, [pod("two", cpu="1")])
+    assert result.nodes == [None]
+    assert result.messages[0] == "0/1 nodes are available: 1 Insufficient cpu."
