@@ -2,9 +2,11 @@
 
 ``control_plane`` starts etcd, kube-apiserver, kube-controller-manager and kwok once per
 session (the same code as ``kubesalvo cluster up``) and stops them at the end. It starts
-with no nodes: add them with ``control_plane.add_nodes(count, seed)`` (existing ones are
-kept, so tests asking for the same fleet share it). ``namespace`` gives each test a fresh
-namespace, deleted afterwards.
+with no nodes: add them with ``control_plane.add_nodes(count)``. Nodes are shared by the
+session and kept by name (a node that exists is not replaced), so use the default seed
+unless a test needs a fleet of its own. ``control_plane.create(objects)`` creates any API
+objects concurrently; ``control_plane.call(fn)`` runs ``await fn(client)`` with an
+``ApiClient``. ``namespace`` gives each test a fresh namespace, deleted afterwards.
 
 Missing binaries are built when ``go`` is on PATH. Without Go the integration tests are
 skipped, except under CI=true, where that is a failure.

@@ -39,7 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     up.add_argument(
         "--dir", type=Path, default=default_dir, help=f"state folder (default {default_dir})"
     )
-    up.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for each phase")
+    up.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait for each phase (default 300)"
+    )
 
     down = sub.add_parser(
         "down",

@@ -120,7 +120,7 @@ class ControlPlane:
         items = list(objects)
         return self.call(lambda client: client.create_all(items, exist_ok))
 
-    def add_nodes(self, count: int, seed: int = 0, timeout: float = 120.0) -> list[Object]:
+    def add_nodes(self, count: int, seed: int = 0, timeout: float = 300.0) -> list[Object]:
         """Creates ``count`` synthetic nodes (kept if they exist) and waits until all are
         Ready; returns them."""
         return self.call(lambda client: add_synthetic_nodes(client, count, seed, timeout))

@@ -13,7 +13,7 @@ NODE_CONCURRENCY = 64
 
 
 async def add_nodes(
-    client: ApiClient, nodes: Sequence[Mapping[str, Any]], timeout: float = 120.0
+    client: ApiClient, nodes: Sequence[Mapping[str, Any]], timeout: float = 300.0
 ) -> None:
     """Creates ``nodes`` (existing ones are kept) and waits until all of them are Ready."""
     await client.create_all(nodes, exist_ok=True)
@@ -22,7 +22,7 @@ async def add_nodes(
 
 
 async def add_synthetic_nodes(
-    client: ApiClient, count: int, seed: int = 0, timeout: float = 120.0
+    client: ApiClient, count: int, seed: int = 0, timeout: float = 300.0
 ) -> list[dict[str, Any]]:
     """``count`` nodes from the seeded synthetic fleet, created and Ready; returns them."""
     nodes = make_nodes(count, seed)

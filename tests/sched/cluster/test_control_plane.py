@@ -73,7 +73,7 @@ def test_kubeconfig_works_with_the_built_kubectl(control_plane: ControlPlane) ->
 
 
 def test_kwok_makes_200_fake_nodes_ready(control_plane: ControlPlane) -> None:
-    nodes = control_plane.add_nodes(200, seed=1)
+    nodes = control_plane.add_nodes(200)
 
     async def ready(client: ApiClient) -> set[str]:
         listing = await client.request("GET", "/api/v1/nodes")
@@ -85,7 +85,7 @@ def test_kwok_makes_200_fake_nodes_ready(control_plane: ControlPlane) -> None:
 def test_deployment_pods_are_bound_by_kube_scheduler_and_run_on_kwok_nodes(
     control_plane: ControlPlane, namespace: str
 ) -> None:
-    control_plane.add_nodes(200, seed=1)
+    control_plane.add_nodes(200)
     control_plane.create([deployment(namespace, "web", 50)])
     pods = f"/api/v1/namespaces/{namespace}/pods"
 
@@ -111,7 +111,7 @@ def test_deployment_pods_are_bound_by_kube_scheduler_and_run_on_kwok_nodes(
 
     items = control_plane.call(listing)
     assert len(items) == 50
-    nodes = {node["metadata"]["name"] for node in control_plane.add_nodes(200, seed=1)}
+    nodes = {node["metadata"]["name"] for node in control_plane.add_nodes(200)}
     assert {pod["spec"]["nodeName"] for pod in items} <= nodes
     assert all(pod["status"]["podIP"].startswith("10.") for pod in items)
 
