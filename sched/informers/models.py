@@ -149,6 +149,20 @@ class PodSchedulingGate(_Api):
     name: str = ""
 
 
+class Volume(_Api):
+    """A volume, with only the sources that volume filters inspect (any other source, such
+    as the service-account token's projected volume, is skipped while decoding)."""
+
+    name: str = ""
+    persistent_volume_claim: dict[str, Any] | None = None
+    ephemeral: dict[str, Any] | None = None
+    csi: dict[str, Any] | None = None
+    gce_persistent_disk: dict[str, Any] | None = None
+    aws_elastic_block_store: dict[str, Any] | None = None
+    rbd: dict[str, Any] | None = None
+    iscsi: dict[str, Any] | None = None
+
+
 class PodSpec(_Api):
     node_name: str = ""
     scheduler_name: str = ""
@@ -165,6 +179,10 @@ class PodSpec(_Api):
     scheduling_gates: list[PodSchedulingGate] = []
     host_network: bool = False
     resources: ResourceRequirements | None = None  # pod-level resources (1.34 beta)
+    runtime_class_name: str | None = None
+    restart_policy: str = ""
+    volumes: list[Volume] = []
+    resource_claims: list[dict[str, Any]] = []
 
 
 class PodCondition(_Api):
@@ -174,10 +192,21 @@ class PodCondition(_Api):
     message: str = ""
 
 
+class ContainerStatus(_Api):
+    """What the kubelet reports of a container's resources (in-place resize, 1.34 beta):
+    the scheduler counts the larger of these and the spec on a bound pod."""
+
+    name: str = ""
+    resources: ResourceRequirements | None = None
+    allocated_resources: dict[str, str] = {}
+
+
 class PodStatus(_Api):
     phase: str = ""
     nominated_node_name: str = ""
     conditions: list[PodCondition] = []
+    container_statuses: list[ContainerStatus] = []
+    init_container_statuses: list[ContainerStatus] = []
 
 
 class Pod(_Api):

@@ -9,12 +9,15 @@ import asyncio
 import msgspec
 import pytest
 
+from kubesalvo.core.resources import host_ports, node_allocatable, pod_requests
+from kubesalvo.core.state import ClusterState
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.informers import (
     ADDED,
     DELETED,
     MODIFIED,
     NAMESPACES,
+    NODES,
     PODDISRUPTIONBUDGETS,
     PODS,
     SYNCED,
@@ -49,8 +52,13 @@ POD_JSON = b"""{
     "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
       "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}},
       "matchLabelKeys": ["pod-template-hash"]}],
-    "schedulingGates": [{"name": "wait"}], "volumes": [{"name": "v", "emptyDir": {}}]},
+    "schedulingGates": [{"name": "wait"}],
+    "volumes": [{"name": "v", "emptyDir": {}},
+      {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}},
+      {"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {}}]}}]},
   "status": {"phase": "Pending", "qosClass": "Burstable",
+    "containerStatuses": [{"name": "c", "ready": false, "restartCount": 0,
+      "allocatedResources": {"cpu": "750m"}, "resources": {"requests": {"cpu": "750m"}}}],
     "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
       "lastTransitionTime": "2026-01-01T00:00:01Z"}]}
 }"""
@@ -73,7 +81,19 @@ def test_the_api_dict_of_a_pod_has_the_apis_keys_and_none_of_the_unread_fields()
     original = msgspec.json.decode(POD_JSON)
     assert "managedFields" not in as_dict["metadata"]
     assert "env" not in as_dict["spec"]["containers"][0]
-    assert "volumes" not in as_dict["spec"]
+    # Volumes keep only the sources that volume filters inspect.
+    assert as_dict["spec"]["volumes"] == [
+        {"name": "v"},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}},
+        {"name": "kube-api-access"},
+    ]
+    assert as_dict["status"]["containerStatuses"] == [
+        {
+            "name": "c",
+            "resources": {"requests": {"cpu": "750m"}},
+            "allocatedResources": {"cpu": "750m"},
+        }
+    ]
     # Every field that is kept has the same name and value as in the API's JSON.
     assert as_dict["spec"]["affinity"] == original["spec"]["affinity"]
     assert (
@@ -394,3 +414,67 @@ async def test_namespaces_and_pdbs_decode_from_the_real_server(api, namespace, e
     finally:
         await namespaces.stop()
         await pdbs.stop()
+
+
+@pytest.mark.integration
+async def test_the_typed_view_gives_core_the_same_answers_as_the_full_objects(
+    api, control_plane, namespace, create_pod
+):
+    """The contract with kubesalvo.core: nothing it reads is lost by the typed decoding."""
+    control_plane.add_nodes(3)
+    await create_pod(
+        namespace,
+        "sized",
+        initContainers=[
+            {"name": "init", "image": "busybox", "resources": {"requests": {"cpu": "2"}}},
+            {
+                "name": "sidecar",
+                "image": "envoy",
+                "restartPolicy": "Always",
+                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+            },
+        ],
+        containers=[
+            {
+                "name": "c",
+                "image": "nginx",
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                "ports": [{"containerPort": 80, "hostPort": 8080}],
+            }
+        ],
+        tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    )
+    raw_nodes = msgspec.json.decode((await api.request("GET", "/api/v1/nodes")).body)["items"]
+    raw_pod = msgspec.json.decode(
+        (await api.request("GET", f"/api/v1/namespaces/{namespace}/pods/sized")).body
+    )
+    nodes = Informer(api, NODES)
+    pods = pod_informer(api, namespace, [])
+    for informer in (nodes, pods):
+        informer.start()
+    try:
+        await asyncio.wait_for(asyncio.gather(nodes.synced.wait(), pods.synced.wait()), 20)
+    finally:
+        await nodes.stop()
+        await pods.stop()
+
+    typed_pod = to_api_dict(pods.store.get(f"{namespace}/sized"))
+    assert pod_requests(typed_pod) == pod_requests(raw_pod)
+    assert pod_requests(typed_pod, nonzero_defaults=True) == pod_requests(
+        raw_pod, nonzero_defaults=True
+    )
+    assert host_ports(typed_pod) == host_ports(raw_pod)
+    from_typed, from_raw = ClusterState(), ClusterState()
+    for raw in raw_nodes:
+        typed = to_api_dict(nodes.store.get(raw["metadata"]["name"]))
+        assert node_allocatable(typed) == node_allocatable(raw)
+        from_typed.add_node(typed)
+        from_raw.add_node(raw)
+    rows = from_raw.rows
+    assert from_typed.rows == rows
+    assert (from_typed.allocatable[:rows] == from_raw.allocatable[:rows]).all()
+    assert (from_typed.ready[:rows] == from_raw.ready[:rows]).all()
+    assert (from_typed.unschedulable[:rows] == from_raw.unschedulable[:rows]).all()
+    assert from_typed.node_labels == from_raw.node_labels
+    assert from_typed.taint_list == from_raw.taint_list
+    assert from_typed.images == from_raw.images
