@@ -18,6 +18,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubesalvo.sched.cluster.cli",
         "build, start and stop a local control plane with fake kwok nodes",
     ),
+    "simulate": (
+        "kubesalvo.sched.simulate",
+        "place a synthetic (or snapshot) cluster's burst in-process, no API server needed",
+    ),
 }
 
 

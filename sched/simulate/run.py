@@ -1,0 +1,324 @@
+"""One simulation: load a cluster into a ClusterState, place its pending burst with the
+kernels, and measure what happened.
+
+The burst is ordered as kube-scheduler's PrioritySort would pop it (higher priority first,
+then arrival order) and placed by ``place_burst`` with every node considered; each
+placement is assumed in the state as the runtime does before binding. Pods held by
+scheduling gates never reach a scheduler's active queue, so they stay out of the burst.
+
+Timings: ``seconds`` is the wall time of the placement call (encoding, the kernel and
+assuming the placements), ``kernel_seconds`` the compiled part alone, ``cpu_seconds`` the
+CPU time of this thread over the same call (the kernel runs single-threaded, so on a busy
+machine it shows the work done, where wall time also shows the waiting).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import psutil
+
+from kubesalvo.core import names
+from kubesalvo.core.place import PlacementResult, place_burst
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.resources import pod_requests
+from kubesalvo.core.snapshot import Snapshot
+from kubesalvo.core.state import ClusterState
+from kubesalvo.sched.simulate.source import SimulateError
+
+__all__ = [
+    "ReasonCount",
+    "ResourceUse",
+    "Summary",
+    "burst_order",
+    "load_state",
+    "placed_snapshot",
+    "simulate",
+]
+
+# How many distinct FailedScheduling texts a summary keeps (the most frequent ones).
+MESSAGES_KEPT = 10
+
+
+@dataclass(frozen=True)
+class ResourceUse:
+    """One resource over all nodes: allocatable, and requested before and after the burst."""
+
+    name: str
+    allocatable: int  # cpu in millicores, memory and storage in bytes, others in counts
+    requested_before: int
+    requested_after: int
+
+    @property
+    def before(self) -> float:
+        return self.requested_before / self.allocatable if self.allocatable else 0.0
+
+    @property
+    def after(self) -> float:
+        return self.requested_after / self.allocatable if self.allocatable else 0.0
+
+
+@dataclass(frozen=True)
+class ReasonCount:
+    """A failure reason over the unplaced pods: how many pods gave it, on how many nodes."""
+
+    reason: str
+    pods: int
+    nodes: int  # summed over those pods
+
+
+@dataclass
+class Summary:
+    source: str
+    strategy: str
+    nodes: int
+    schedulable_nodes: int
+    bound_pods: int  # already running before the burst
+    pods: int  # the burst
+    gated_pods: int  # pending but held by schedulingGates: not in the burst
+    placed: int
+    classes: int
+    rolled_back: int  # gang members that fitted but were taken back with their gang
+    seconds: float
+    kernel_seconds: float
+    encode_seconds: float
+    cpu_seconds: float
+    generate_seconds: float
+    load_seconds: float
+    state_rss_bytes: int  # growth of the resident set while the state was built
+    peak_rss_bytes: int
+    nodes_used_before: int
+    nodes_used_after: int
+    nodes_receiving: int  # distinct nodes the burst went to
+    resources: list[ResourceUse]
+    reasons: list[ReasonCount]
+    messages: list[tuple[str, int]]  # the most frequent FailedScheduling texts, with pods
+    load_average: float = field(default_factory=lambda: os.getloadavg()[0])
+    # The burst in the order it was placed, and where each pod went (not in the JSON).
+    burst: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    result: PlacementResult | None = field(default=None, repr=False)
+
+    @property
+    def unplaced(self) -> int:
+        return self.pods - self.placed
+
+    @property
+    def placements_per_second(self) -> float:
+        return self.placed / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def kernel_placements_per_second(self) -> float:
+        return self.placed / self.kernel_seconds if self.kernel_seconds > 0 else 0.0
+
+    @property
+    def microseconds_per_pod(self) -> float:
+        return self.seconds / self.pods * 1e6 if self.pods else 0.0
+
+    @property
+    def kernel_microseconds_per_pod(self) -> float:
+        return self.kernel_seconds / self.pods * 1e6 if self.pods else 0.0
+
+
+def _priorities(snapshot: Snapshot) -> dict[str, int]:
+    return {
+        pc["metadata"]["name"]: int(pc.get("value") or 0)
+        for pc in snapshot.priorityclasses
+        if isinstance(pc.get("value"), int)
+    }
+
+
+def burst_order(snapshot: Snapshot) -> tuple[list[dict[str, Any]], int]:
+    """The pending pods in PrioritySort order, and how many were left out as gated."""
+    classes = _priorities(snapshot)
+    pending = []
+    gated = 0
+    for pod in snapshot.pending_pods():
+        if (pod.get("spec") or {}).get("schedulingGates"):
+            gated += 1
+        else:
+            pending.append(pod)
+
+    def priority(pod: Mapping[str, Any]) -> int:
+        spec = pod.get("spec") or {}
+        value = spec.get("priority")
+        if isinstance(value, int):
+            return value
+        return classes.get(spec.get("priorityClassName") or "", 0)
+
+    # sorted() is stable: among equal priorities the snapshot's order (arrival) is kept.
+    return sorted(pending, key=lambda pod: -priority(pod)), gated
+
+
+# What parsing a malformed object raises (a bad quantity, a list where a map belongs).
+_MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
+
+
+def load_state(snapshot: Snapshot) -> ClusterState:
+    """A ClusterState with the snapshot's nodes, namespaces and running pods;
+    ``SimulateError`` names the first object that cannot be read."""
+    state = ClusterState(max(1, len(snapshot.nodes)))
+    for index, node in enumerate(snapshot.nodes):
+        try:
+            state.add_node(node)
+        except _MALFORMED as error:
+            raise SimulateError(f"nodes[{index}] ({_name(node)}): {error}") from error
+    for namespace in snapshot.namespaces:
+        meta = namespace.get("metadata") or {}
+        state.set_namespace(meta["name"], meta.get("labels") or {})
+    for index, pod in enumerate(snapshot.pods):
+        if not (pod.get("spec") or {}).get("nodeName"):
+            continue
+        try:
+            state.add_pod(pod)
+        except _MALFORMED as error:
+            raise SimulateError(f"pods[{index}] ({_name(pod)}): {error}") from error
+    return state
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
+
+
+def _place(state: ClusterState, burst: list[dict[str, Any]], profile: Profile) -> PlacementResult:
+    try:
+        return place_burst(state, burst, profile)
+    except _MALFORMED as error:
+        # Name the pod whose requests cannot be read; anything else is not bad input.
+        for pod in burst:
+            try:
+                pod_requests(pod)
+            except _MALFORMED as pod_error:
+                raise SimulateError(f"pending pod {_name(pod)}: {pod_error}") from error
+        raise
+
+
+def _usage(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
+    present = state.present[: state.rows].astype(bool)
+    allocatable = state.allocatable[: state.rows][present].sum(axis=0)
+    requested = state.requested[: state.rows][present].sum(axis=0)
+    return allocatable, requested
+
+
+def _nodes_used(state: ClusterState) -> int:
+    present = state.present[: state.rows].astype(bool)
+    pods = state.requested[: state.rows, 3]  # the pods column
+    return int(((pods > 0) & present).sum())
+
+
+def _reasons(result: PlacementResult) -> tuple[list[ReasonCount], list[tuple[str, int]]]:
+    pods: Counter[str] = Counter()
+    nodes: Counter[str] = Counter()
+    messages: Counter[str] = Counter()
+    for i, row in enumerate(result.rows):
+        if row >= 0:
+            continue
+        messages[result.messages[i]] += 1
+        if result.rolled_back[i]:
+            pods[names.ERR_REASON_GANG_MIN_AVAILABLE] += 1
+            continue
+        for reason, count in result.reason_counts[i].items():
+            pods[reason] += 1
+            nodes[reason] += count
+    reasons = [ReasonCount(reason, n, nodes[reason]) for reason, n in pods.most_common()]
+    return reasons, messages.most_common(MESSAGES_KEPT)
+
+
+def _rss() -> int:
+    return int(psutil.Process().memory_info().rss)
+
+
+def peak_rss_bytes() -> int:
+    # ru_maxrss is in kilobytes on Linux.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def simulate(
+    snapshot: Snapshot, profile: Profile, *, source: str = "", generate_seconds: float = 0.0
+) -> Summary:
+    """Place ``snapshot``'s pending pods on its nodes and summarise the outcome."""
+    rss_before = _rss()
+    began = time.perf_counter()
+    state = load_state(snapshot)
+    load_seconds = time.perf_counter() - began
+    state_rss = max(0, _rss() - rss_before)
+    bound = len(state.pods)
+    burst, gated = burst_order(snapshot)
+    allocatable, requested_before = _usage(state)
+    used_before = _nodes_used(state)
+
+    cpu0 = time.thread_time()
+    t0 = time.perf_counter()
+    result = _place(state, burst, profile)
+    seconds = time.perf_counter() - t0
+    cpu_seconds = time.thread_time() - cpu0
+
+    _, requested_after = _usage(state)
+    # kube-scheduler has no Ready filter (a NotReady node carries a taint instead), so a
+    # node is schedulable unless cordoned.
+    present = state.present[: state.rows].astype(bool)
+    schedulable = present & ~state.unschedulable[: state.rows].astype(bool)
+    resources = [
+        ResourceUse(name, int(allocatable[i]), int(requested_before[i]), int(requested_after[i]))
+        for i, name in enumerate(state.resource_names)
+        if allocatable[i] > 0 or requested_after[i] > 0
+    ]
+    reasons, messages = _reasons(result)
+    return Summary(
+        source=source or snapshot.source,
+        strategy=str(profile.fit.scoring_strategy.type),
+        nodes=state.node_count,
+        schedulable_nodes=int(schedulable.sum()),
+        bound_pods=bound,
+        pods=len(burst),
+        gated_pods=gated,
+        placed=result.placed,
+        classes=result.classes,
+        rolled_back=int(result.rolled_back.sum()),
+        seconds=seconds,
+        kernel_seconds=result.kernel_seconds,
+        encode_seconds=result.encode_seconds,
+        cpu_seconds=cpu_seconds,
+        generate_seconds=generate_seconds,
+        load_seconds=load_seconds,
+        state_rss_bytes=state_rss,
+        peak_rss_bytes=peak_rss_bytes(),
+        nodes_used_before=used_before,
+        nodes_used_after=_nodes_used(state),
+        nodes_receiving=len(set(result.rows[result.rows >= 0].tolist())),
+        resources=resources,
+        reasons=reasons,
+        messages=messages,
+        burst=burst,
+        result=result,
+    )
+
+
+def placed_snapshot(snapshot: Snapshot, summary: Summary) -> Snapshot:
+    """The cluster after the burst: each placed pod carries its node in ``spec.nodeName``."""
+    if summary.result is None:
+        raise ValueError("the summary carries no placement result")
+    nodes_of = {
+        id(pod): node for pod, node in zip(summary.burst, summary.result.nodes, strict=True) if node
+    }
+    pods = []
+    for pod in snapshot.pods:
+        node = nodes_of.get(id(pod))
+        if node is not None:
+            pod = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
+        pods.append(pod)
+    return Snapshot(
+        nodes=snapshot.nodes,
+        pods=pods,
+        namespaces=snapshot.namespaces,
+        priorityclasses=snapshot.priorityclasses,
+        source=f"{summary.source}, after simulated placement",
+    )

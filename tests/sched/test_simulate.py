@@ -1,0 +1,467 @@
+"""``kubesalvo simulate``: the summary adds up, every placement is feasible when checked
+independently of the kernels, snapshots replay, scenarios, shapes and strategies work, and
+bad input ends with a message on stderr and exit code 2. Sizes are small; no timing is
+asserted."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+
+from kubesalvo.core.snapshot import Snapshot
+from kubesalvo.sched import cli
+from kubesalvo.sched import snapshot as snapshot_files
+from kubesalvo.sched.simulate.run import burst_order
+
+REQUIRED_FIELDS = (
+    "nodes",
+    "pods",
+    "placed",
+    "unplaced",
+    "seconds",
+    "placements_per_second",
+    "kernel_placements_per_second",
+    "peak_rss_bytes",
+    "reasons",
+    "utilisation",
+)
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run the command line in-process: exit code, stdout, stderr."""
+    try:
+        code = cli.main(["simulate", *argv])
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    code, out, err = run([*argv, "--json"], capsys)
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert len(lines) == 1, "--json prints exactly one JSON object"
+    return json.loads(lines[0])
+
+
+# --- an independent feasibility check ------------------------------------------------------
+
+_SUFFIXES = {
+    "": 1,
+    "m": Fraction(1, 1000),
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+
+
+def quantity(value: Any) -> Fraction:
+    """A resource quantity in base units, parsed here without the project's parser."""
+    match = re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", str(value))
+    assert match and match.group(2) in _SUFFIXES, f"unexpected quantity {value!r}"
+    return Fraction(match.group(1)) * _SUFFIXES[match.group(2)]
+
+
+def requests_of(pod: dict[str, Any]) -> dict[str, Fraction]:
+    """Effective requests: the larger of the containers' sum and each init container."""
+    spec = pod["spec"]
+    total: dict[str, Fraction] = defaultdict(Fraction)
+    for container in spec.get("containers") or ():
+        for name, value in ((container.get("resources") or {}).get("requests") or {}).items():
+            total[name] += quantity(value)
+    for container in spec.get("initContainers") or ():
+        assert container.get("restartPolicy") != "Always", "sidecars are not generated"
+        for name, value in ((container.get("resources") or {}).get("requests") or {}).items():
+            total[name] = max(total[name], quantity(value))
+    for name, value in (spec.get("overhead") or {}).items():
+        total[name] += quantity(value)
+    return total
+
+
+def tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool:
+    for toleration in tolerations:
+        if toleration.get("effect") and toleration["effect"] != taint["effect"]:
+            continue
+        operator = toleration.get("operator", "Equal")
+        if not toleration.get("key") and operator == "Exists":
+            return True
+        if toleration.get("key") != taint["key"]:
+            continue
+        if operator == "Exists" or toleration.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def check_feasible(before: Snapshot, after: Snapshot) -> int:
+    """Every node holds no more than it can, and every newly placed pod is allowed on its
+    node (selector, taints, cordon); returns how many pods the burst placed."""
+    nodes = {node["metadata"]["name"]: node for node in after.nodes}
+    was_bound = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in before.bound_pods()}
+    used: dict[str, dict[str, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    placed = 0
+    for pod in after.bound_pods():
+        name = pod["spec"]["nodeName"]
+        node = nodes[name]
+        for resource, amount in requests_of(pod).items():
+            used[name][resource] += amount
+        used[name]["pods"] += 1
+        if (pod["metadata"]["namespace"], pod["metadata"]["name"]) in was_bound:
+            continue
+        placed += 1
+        labels = node["metadata"].get("labels") or {}
+        for key, value in (pod["spec"].get("nodeSelector") or {}).items():
+            assert labels.get(key) == value, f"{pod['metadata']['name']} on {name}: selector"
+        tolerations = pod["spec"].get("tolerations") or []
+        for taint in node["spec"].get("taints") or ():
+            if taint["effect"] in ("NoSchedule", "NoExecute"):
+                assert tolerated(taint, tolerations), f"{pod['metadata']['name']} on {name}"
+        if node["spec"].get("unschedulable"):
+            cordon = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+            assert tolerated(cordon, tolerations), f"{pod['metadata']['name']} on cordoned"
+    for name, amounts in used.items():
+        allocatable = nodes[name]["status"]["allocatable"]
+        for resource, amount in amounts.items():
+            if amount:
+                assert resource in allocatable, f"{name} has no {resource}"
+                assert amount <= quantity(allocatable[resource]), (
+                    f"{name}: {resource} overcommitted"
+                )
+    return placed
+
+
+def simulate_and_check(argv: list[str], tmp_path: Path, capsys) -> dict[str, Any]:
+    before, after = tmp_path / "before.msgpack", tmp_path / "after.msgpack"
+    summary = run_json([*argv, "--save-snapshot", str(before), "--save-placed", str(after)], capsys)
+    placed = check_feasible(snapshot_files.load(before), snapshot_files.load(after))
+    assert placed == summary["placed"]
+    return summary
+
+
+# --- the summary -------------------------------------------------------------------------
+
+
+def test_json_summary_has_the_fields_and_counts_add_up(capsys):
+    summary = run_json(["--nodes", "40", "--pods", "300", "--seed", "3"], capsys)
+    for name in REQUIRED_FIELDS:
+        assert name in summary
+    assert summary["source"] == "synthetic scenario default seed 3"
+    assert summary["nodes"] == 40 and summary["pods"] == 300
+    assert summary["placed"] + summary["unplaced"] == summary["pods"]
+    assert summary["unplaced"] > 0, "a mixed burst always holds pods no node can take"
+    assert summary["placements_per_second"] > 0 and summary["peak_rss_bytes"] > 0
+    assert 0 < summary["nodes_receiving"] <= summary["nodes_used_after"] <= summary["nodes"]
+    # Each unplaced pod gives at least one reason; no reason counts more pods than failed.
+    assert sum(r["pods"] for r in summary["reasons"]) >= summary["unplaced"]
+    assert all(0 < r["pods"] <= summary["unplaced"] for r in summary["reasons"])
+    assert sum(m["pods"] for m in summary["messages"]) <= summary["unplaced"]
+    assert all(m["message"].startswith("0/40 nodes are available: ") for m in summary["messages"])
+    pods = summary["utilisation"]["pods"]
+    assert pods["requested_after"] - pods["requested_before"] == summary["placed"]
+    for use in summary["utilisation"].values():
+        assert use["requested_before"] <= use["requested_after"] <= use["allocatable"]
+
+
+def test_same_seed_gives_the_same_placement(capsys):
+    first = run_json(["--nodes", "30", "--pods", "200", "--seed", "5"], capsys)
+    second = run_json(["--nodes", "30", "--pods", "200", "--seed", "5"], capsys)
+    for name in ("placed", "reasons", "messages", "utilisation", "nodes_used_after"):
+        assert first[name] == second[name]
+
+
+@pytest.mark.parametrize("workload", ["replicasets", "mixed", "distinct", "gangs"])
+def test_each_workload_shape_places_feasibly(workload, tmp_path, capsys):
+    summary = simulate_and_check(
+        ["--workload", workload, "--nodes", "60", "--pods", "400"], tmp_path, capsys
+    )
+    assert summary["pods"] == 400 and summary["placed"] > 0
+    if workload == "replicasets":
+        assert summary["classes"] == 10
+    if workload == "distinct":
+        assert summary["classes"] == 400
+
+
+def test_replicasets_classes_option(capsys):
+    summary = run_json(
+        ["--workload", "replicasets", "--classes", "3", "--nodes", "20", "--pods", "90"], capsys
+    )
+    assert summary["classes"] == 3
+
+
+def test_pods_fill_a_small_fleet_without_overcommit(tmp_path, capsys):
+    # Far more pods than fit: every resource limit is reached somewhere.
+    summary = simulate_and_check(
+        ["--workload", "replicasets", "--nodes", "5", "--pods", "3000"], tmp_path, capsys
+    )
+    assert summary["unplaced"] > 0
+    assert any(
+        r["reason"].startswith("Insufficient ") or r["reason"] == "Too many pods"
+        for r in summary["reasons"]
+    )
+
+
+@pytest.mark.parametrize(
+    "strategy", ["LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"]
+)
+def test_each_strategy_places_feasibly(strategy, tmp_path, capsys):
+    summary = simulate_and_check(
+        ["--nodes", "50", "--pods", "300", "--strategy", strategy], tmp_path, capsys
+    )
+    assert summary["strategy"] == strategy
+
+
+def test_most_allocated_packs_onto_fewer_nodes_than_least_allocated(capsys):
+    argv = ["--workload", "replicasets", "--nodes", "100", "--pods", "200"]
+    spread = run_json([*argv, "--strategy", "LeastAllocated"], capsys)
+    packed = run_json([*argv, "--strategy", "MostAllocated"], capsys)
+    assert packed["placed"] == spread["placed"] == 200
+    assert packed["nodes_receiving"] < spread["nodes_receiving"]
+
+
+def test_strategy_from_a_configuration_file(tmp_path, capsys):
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        "  - schedulerName: kubesalvo\n"
+        "    pluginConfig:\n"
+        "      - name: NodeResourcesFit\n"
+        "        args:\n"
+        "          scoringStrategy:\n"
+        "            type: MostAllocated\n"
+    )
+    summary = run_json(["--nodes", "20", "--pods", "50", "--config", str(config)], capsys)
+    assert summary["strategy"] == "MostAllocated"
+
+
+def test_table_output_shows_placements_utilisation_and_reasons(capsys):
+    code, out, err = run(["--nodes", "30", "--pods", "300"], capsys)
+    assert code == 0, err
+    assert "synthetic scenario default seed 1" in out
+    for text in ("placed", "placements/s, kernel only", "utilisation", "cpu", "memory", "pods"):
+        assert text in out
+    assert "FailedScheduling" in out and "0/30 nodes are available" in out
+
+
+# --- snapshots and scenarios -------------------------------------------------------------
+
+
+def test_snapshot_replay_places_exactly_as_the_generated_run(tmp_path, capsys):
+    first_after = tmp_path / "first-after.msgpack"
+    generated = tmp_path / "cluster.msgpack"
+    argv = ["--nodes", "40", "--pods", "300", "--seed", "2"]
+    first = run_json(
+        [*argv, "--save-snapshot", str(generated), "--save-placed", str(first_after)], capsys
+    )
+    replay_after = tmp_path / "replay-after.msgpack"
+    replay = run_json(["--snapshot", str(generated), "--save-placed", str(replay_after)], capsys)
+    assert replay["source"].startswith(f"snapshot {generated}")
+    for name in ("nodes", "pods", "placed", "reasons", "messages", "utilisation"):
+        assert replay[name] == first[name]
+
+    def placements(path: Path) -> dict[str, str]:
+        return {
+            p["metadata"]["name"]: p["spec"]["nodeName"]
+            for p in snapshot_files.load(path).bound_pods()
+        }
+
+    assert placements(replay_after) == placements(first_after)
+
+
+def test_snapshot_bound_pods_are_the_running_load_and_pending_pods_the_burst(tmp_path, capsys):
+    after = tmp_path / "after.msgpack"
+    first = run_json(["--nodes", "30", "--pods", "200", "--save-placed", str(after)], capsys)
+    second = run_json(["--snapshot", str(after)], capsys)
+    assert second["bound_pods"] == first["placed"]
+    assert second["pods"] == first["unplaced"]
+    for name, use in second["utilisation"].items():
+        assert use["requested_before"] == first["utilisation"][name]["requested_after"]
+
+
+def test_snapshot_with_running_pods_places_around_them(tmp_path, capsys):
+    path = tmp_path / "cluster.msgpack"
+    node = {
+        "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+        "spec": {},
+        "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"}},
+    }
+
+    def pod(name: str, cpu: str, node_name: str | None = None) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]
+        }
+        if node_name:
+            spec["nodeName"] = node_name
+        return {"metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+    snapshot_files.save(
+        path,
+        Snapshot(
+            nodes=[node], pods=[pod("running", "1500m", "n1"), pod("a", "400m"), pod("b", "400m")]
+        ),
+    )
+    summary = run_json(["--snapshot", str(path)], capsys)
+    assert (summary["bound_pods"], summary["pods"], summary["placed"]) == (1, 2, 1)
+    assert summary["reasons"] == [{"reason": "Insufficient cpu", "pods": 1, "nodes": 1}]
+    assert summary["messages"] == [
+        {"message": "0/1 nodes are available: 1 Insufficient cpu.", "pods": 1}
+    ]
+    assert summary["utilisation"]["cpu"]["requested_after"] == 1900
+
+
+def test_scenario_file_with_running_load_and_resizing(tmp_path, capsys):
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(
+        "name: tiny\n"
+        "seed: 4\n"
+        "fleet:\n"
+        "  nodes: 25\n"
+        "workloads:\n"
+        "  - name: running\n"
+        "    shape: replicasets\n"
+        "    pods: 100\n"
+        "    classes: 4\n"
+        "    bound: true\n"
+        "  - name: burst\n"
+        "    shape: mixed\n"
+        "    pods: 150\n"
+    )
+    summary = simulate_and_check(["--scenario", str(scenario)], tmp_path, capsys)
+    assert summary["source"] == "synthetic scenario tiny seed 4"
+    assert summary["nodes"] == 25
+    assert summary["bound_pods"] > 0
+    assert summary["bound_pods"] + summary["pods"] == 250
+    assert summary["nodes_used_before"] > 0
+    resized = run_json(["--scenario", str(scenario), "--nodes", "10", "--pods", "50"], capsys)
+    assert resized["nodes"] == 10 and resized["bound_pods"] + resized["pods"] == 50
+
+
+def test_bench_workload_files_are_accepted(capsys):
+    # The small one runs as it is; the others are only resized to stay fast.
+    folder = Path(__file__).resolve().parents[2] / "bench" / "workloads"
+    assert run_json(["--scenario", str(folder / "small.yaml")], capsys)["nodes"] == 100
+    for path in sorted(folder.glob("*.yaml")):
+        summary = run_json(["--scenario", str(path), "--nodes", "10", "--pods", "40"], capsys)
+        assert summary["placed"] + summary["unplaced"] == summary["pods"]
+
+
+def test_burst_order_is_priority_first_then_arrival_and_leaves_gated_pods_out():
+    def pod(name: str, **spec: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": "default"}, "spec": spec}
+
+    snapshot = Snapshot(
+        nodes=[],
+        pods=[
+            pod("low", priority=-5),
+            pod("plain-1"),
+            pod("by-class", priorityClassName="high"),
+            pod("gated", priority=100, schedulingGates=[{"name": "wait"}]),
+            pod("plain-2"),
+            pod("top", priority=50),
+            pod("bound", nodeName="n1", priority=1000),
+        ],
+        priorityclasses=[{"metadata": {"name": "high"}, "value": 10}],
+    )
+    burst, gated = burst_order(snapshot)
+    assert [p["metadata"]["name"] for p in burst] == [
+        "top",
+        "by-class",
+        "plain-1",
+        "plain-2",
+        "low",
+    ]
+    assert gated == 1
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+
+def assert_bad_input(argv: list[str], capsys, *fragments: str) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err
+
+
+def test_missing_files_are_bad_input(tmp_path, capsys):
+    missing = str(tmp_path / "missing")
+    assert_bad_input(["--scenario", missing], capsys, "cannot read scenario", "missing")
+    assert_bad_input(["--snapshot", missing], capsys, "cannot read snapshot")
+    assert_bad_input(["--config", missing], capsys, "cannot read file")
+
+
+def test_bad_scenario_names_the_field(tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: bad\nfleet: {nodes: 10}\nworkloads:\n  - shape: mixed\n    pods: -1\n")
+    assert_bad_input(["--scenario", str(path)], capsys, f"{path}: workloads[0].pods")
+    path.write_text("name: [unclosed\n")
+    assert_bad_input(["--scenario", str(path)], capsys, "not valid YAML")
+
+
+def test_corrupt_snapshots_are_bad_input(tmp_path, capsys):
+    path = tmp_path / "corrupt.msgpack"
+    path.write_bytes(b"\x93\x01\x02")
+    assert_bad_input(["--snapshot", str(path)], capsys, "not a kubesalvo snapshot")
+    path.write_bytes(b"\xc1garbage")
+    assert_bad_input(["--snapshot", str(path)], capsys, "msgpack could not decode it")
+    document = {"format": "kubesalvo-snapshot", "version": 1, "nodes": [{"metadata": {}}]}
+    path.write_bytes(msgpack.packb(document))
+    assert_bad_input(["--snapshot", str(path)], capsys, "nodes[0].metadata.name")
+
+
+def test_snapshot_with_a_malformed_quantity_names_the_object(tmp_path, capsys):
+    path = tmp_path / "bad-quantity.msgpack"
+    node = {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "lots"}}}
+    snapshot_files.save(path, Snapshot(nodes=[node], pods=[]))
+    assert_bad_input(["--snapshot", str(path)], capsys, "nodes[0] (n1)", "lots")
+    good = {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "1", "pods": "10"}}}
+    bad_pod = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2x"}}}]},
+    }
+    snapshot_files.save(path, Snapshot(nodes=[good], pods=[bad_pod]))
+    assert_bad_input(["--snapshot", str(path)], capsys, "pending pod default/p", "2x")
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--nodes", "0"], "argument --nodes: expected an integer >= 1"),
+        (["--pods", "many"], "argument --pods: expected an integer, got 'many'"),
+        (["--seed", "-1"], "argument --seed"),
+        (["--workload", "everything"], "argument --workload: invalid choice"),
+        (["--strategy", "Random"], "argument --strategy: invalid choice"),
+        (["--workload", "mixed", "--classes", "3"], "--classes applies to --workload replicasets"),
+        (["--workload", "mixed", "--scenario", "x.yaml"], "not allowed with argument"),
+    ],
+)
+def test_bad_arguments_are_refused(argv, fragment, capsys):
+    assert_bad_input(argv, capsys, fragment)
+
+
+def test_size_options_do_not_apply_to_a_snapshot(tmp_path, capsys):
+    path = tmp_path / "cluster.msgpack"
+    snapshot_files.save(path, Snapshot(nodes=[], pods=[]))
+    assert_bad_input(["--snapshot", str(path), "--pods", "5"], capsys, "--pods does not apply")
+
+
+def test_unwritable_save_path_is_bad_input(tmp_path, capsys):
+    target = str(tmp_path / "no-such-folder" / "out.msgpack")
+    assert_bad_input(
+        ["--nodes", "5", "--pods", "5", "--save-snapshot", target], capsys, "cannot save snapshot"
+    )
