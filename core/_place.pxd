@@ -72,7 +72,7 @@ cdef class BurstKernel:
     cdef node_t[::1] out_node                # pod -> row, -1 when not placed
     cdef score_t[::1] out_score              # pod -> total weighted score of the chosen row
     cdef int32_t[:, ::1] out_reasons         # pods x reason codes: nodes rejecting the pod per reason
-    cdef uint8_t[::1] out_gang_failed        # pod -> 1 when placed, then rolled back with its gang
+    cdef node_t[::1] out_rolled              # pod -> row it held before its gang was rolled back, else -1
     # ---- per-class caches (slots), valid within one chunk
     cdef Py_ssize_t nslots, leaves           # slots; leaves of each max-tree (power of two >= rows)
     cdef int32_t[::1] slot_class             # slot -> class cached in it, -1 = none

@@ -104,7 +104,7 @@ cdef class BurstKernel:
                    c_port_own_off, c_port_own,
                    c_k_off, k_key, k_hard, k_skew, k_min_domains, k_self, k_counter, k_elig,
                    k_host, elig, counters, c_inc_off, c_inc,
-                   p_class, p_gang_min, p_gang_last, out_node, out_score, out_reasons, out_gang_failed, Py_ssize_t nslots):
+                   p_class, p_gang_min, p_gang_last, out_node, out_score, out_reasons, out_rolled, Py_ssize_t nslots):
         """Set the classes and pods of the next chunk, and allocate the class caches."""
         self.nclasses = c_req.shape[0]
         self.c_req = c_req
@@ -142,7 +142,7 @@ cdef class BurstKernel:
         self.out_node = out_node
         self.out_score = out_score
         self.out_reasons = out_reasons
-        self.out_gang_failed = out_gang_failed
+        self.out_rolled = out_rolled
         nslots = max(1, nslots)
         self.nslots = nslots
         self.slot_class = np.full(nslots, -1, dtype=np.int32)
@@ -488,8 +488,8 @@ cdef class BurstKernel:
                 for q in range(run_start, p + 1):
                     if self.out_node[q] >= 0:
                         self._apply(self.p_class[q], self.out_node[q], -1)
+                        self.out_rolled[q] = self.out_node[q]
                         self.out_node[q] = -1
-                        self.out_gang_failed[q] = 1
 
     # ------------------------------------------------------------ PodTopologySpread
     cdef void _spread_prepare(self, Py_ssize_t c) noexcept nogil:

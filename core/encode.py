@@ -556,10 +556,10 @@ class Encoder:
     def request_vector(self, info: ClassInfo) -> npt.NDArray[np.int64]:
         """The class's requests over the state's resource columns (pods column = 1)."""
         state = self.state
+        columns = {state.resource_column(res): amount for res, amount in info.requests.items()}
         vector = np.zeros(len(state.resource_names), dtype=np.int64)
-        for res, amount in info.requests.items():
-            if amount:
-                vector[state.resource_column(res)] = amount
+        for column, amount in columns.items():
+            vector[column] = amount
         vector[3] = 1
         return vector
 

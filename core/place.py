@@ -50,6 +50,7 @@ class PlacementResult:
     reason_counts: list[dict[str, int]]  # per unplaced pod: nodes per reason ({} if placed)
     messages: list[str]  # "Successfully assigned ..." or the FailedScheduling text
     rolled_back: npt.NDArray[np.bool_]  # fitted, but its gang missed its minimum
+    tentative: list[str | None]  # for a rolled-back pod, the node it had fitted
     num_nodes: int
     classes: int
     kernel_seconds: float
@@ -211,7 +212,7 @@ def place_burst(
     out_score = np.zeros(n, dtype=_typedefs.SCORE)
     nreasons = REASON_FIRST_RESOURCE + nres
     out_reasons = np.zeros((n, nreasons), dtype=np.int32)
-    out_gang = np.zeros(n, dtype=np.uint8)
+    out_gang = np.full(n, -1, dtype=_typedefs.NODE)
     p_gang_min = np.array(gang_min, dtype=np.int32)
     p_gang_last = np.array(gang_last, dtype=np.uint8)
     encode_seconds = time.perf_counter() - began
@@ -312,7 +313,8 @@ def _result(state, ordered, order, class_of, classes, out_node, out_score, out_r
     gang_keys = [gang.group_of(p) for p in ordered]
     minimums = gang.group_minimums(ordered)
     rolled_per_gang: dict[gang.GroupKey, int] = {}
-    for pos in np.flatnonzero(out_gang):
+    tentative: list[str | None] = [None] * n
+    for pos in np.flatnonzero(out_gang >= 0):
         key = gang_keys[pos]
         rolled_per_gang[key] = rolled_per_gang.get(key, 0) + 1
     for pos, pod in enumerate(ordered):
@@ -326,9 +328,10 @@ def _result(state, ordered, order, class_of, classes, out_node, out_score, out_r
             messages[i] = names.success_message(
                 meta.get("namespace") or "default", meta.get("name", ""), state.names[row]
             )
-        elif out_gang[pos]:
+        elif out_gang[pos] >= 0:
             key = gang_keys[pos]
             rolled[i] = True
+            tentative[i] = state.names[int(out_gang[pos])]
             reason = names.gang_reason(str(key), rolled_per_gang[key], minimums[key])
             messages[i] = names.fit_error_message(num_nodes, {}, prefilter_message=reason)
         else:
@@ -348,6 +351,7 @@ def _result(state, ordered, order, class_of, classes, out_node, out_score, out_r
         reason_counts=counts,
         messages=messages,
         rolled_back=rolled,
+        tentative=tentative,
         num_nodes=num_nodes,
         classes=len(classes),
         kernel_seconds=0.0,

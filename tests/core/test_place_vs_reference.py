@@ -1,0 +1,262 @@
+"""The kernel against the plain-Python reference on random clusters and bursts.
+
+Hypothesis draws small clusters (labels, numeric and non-numeric values, taints of every
+effect, images, an extended resource, pods already bound) and bursts (requests, node
+selectors, required and preferred node affinity, tolerations, host ports, topology spread
+constraints, gangs). The reference replays the kernel's choices in order; every choice
+must be among the reference's best nodes with the same total score, and every pod the
+kernel leaves out must fail in the reference with the same reasons and message.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubesalvo.core.place import plan
+from kubesalvo.core.profile import (
+    FitArgs,
+    Profile,
+    ResourceSpec,
+    ScoringStrategy,
+    ScoringStrategyType,
+    ShapePoint,
+)
+from kubesalvo.core.reference import ReferenceScheduler
+from kubesalvo.core.state import ClusterState
+
+ZONES = ("a", "b", "c")
+APPS = ("web", "db", "cache")
+GPU = "example.com/gpu"
+TAINTS = (
+    {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+    {"key": "dedicated", "value": "infra", "effect": "NoExecute"},
+    {"key": "spot", "value": "true", "effect": "PreferNoSchedule"},
+    {"key": "flaky", "value": "", "effect": "PreferNoSchedule"},
+)
+IMAGES = ("registry/app:1", "registry/db:2", "registry/big:3")
+
+
+@st.composite
+def nodes(draw):
+    count = draw(st.integers(1, 7))
+    out = []
+    for i in range(count):
+        labels = {"kubernetes.io/hostname": f"n{i}"}
+        if draw(st.booleans()) or i == 0:
+            labels["topology.kubernetes.io/zone"] = draw(st.sampled_from(ZONES))
+        if draw(st.booleans()):
+            labels["disk"] = draw(st.sampled_from(("ssd", "hdd")))
+        if draw(st.booleans()):
+            labels["gen"] = draw(st.sampled_from(("3", "5", "7", "x")))
+        allocatable = {
+            "cpu": str(draw(st.integers(1, 8))),
+            "memory": f"{draw(st.integers(1, 16))}Gi",
+            "pods": str(draw(st.integers(1, 12))),
+        }
+        if draw(st.integers(0, 3)) == 0:
+            allocatable[GPU] = str(draw(st.integers(0, 4)))
+        images = [
+            {"names": [name], "sizeBytes": draw(st.integers(1, 1500)) * 1024 * 1024}
+            for name in draw(st.lists(st.sampled_from(IMAGES), unique=True, max_size=2))
+        ]
+        out.append(
+            {
+                "metadata": {"name": f"n{i}", "labels": labels},
+                "spec": {
+                    "taints": draw(st.lists(st.sampled_from(TAINTS), unique_by=str, max_size=2)),
+                    "unschedulable": draw(st.integers(0, 7)) == 0,
+                },
+                "status": {"allocatable": allocatable, "images": images},
+            }
+        )
+    return out
+
+
+def expression(draw):
+    key = draw(st.sampled_from(("topology.kubernetes.io/zone", "disk", "gen", "missing")))
+    op = draw(st.sampled_from(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")))
+    if op in ("Exists", "DoesNotExist"):
+        return {"key": key, "operator": op}
+    if op in ("Gt", "Lt"):
+        return {"key": key, "operator": op, "values": [draw(st.sampled_from(("2", "4", "6")))]}
+    values = draw(
+        st.lists(st.sampled_from((*ZONES, "ssd", "hdd", "3", "5")), min_size=1, max_size=2)
+    )
+    return {"key": key, "operator": op, "values": values}
+
+
+@st.composite
+def pod_spec(draw, index, labels):
+    requests = {
+        "cpu": f"{draw(st.integers(0, 3000))}m",
+        "memory": f"{draw(st.integers(0, 4096))}Mi",
+    }
+    if draw(st.integers(0, 4)) == 0:
+        requests[GPU] = str(draw(st.integers(1, 2)))
+    container = {
+        "name": "c",
+        "image": draw(st.sampled_from((*IMAGES, "registry/app"))),
+        "resources": {"requests": requests},
+    }
+    if draw(st.integers(0, 5)) == 0:
+        container["ports"] = [{"containerPort": 80, "hostPort": draw(st.sampled_from((80, 443)))}]
+    spec = {"containers": [container]}
+    if draw(st.integers(0, 3)) == 0:
+        spec["nodeSelector"] = {"topology.kubernetes.io/zone": draw(st.sampled_from(ZONES))}
+    affinity = {}
+    if draw(st.integers(0, 3)) == 0:
+        terms = [
+            {"matchExpressions": [expression(draw) for _ in range(draw(st.integers(1, 2)))]}
+            for _ in range(draw(st.integers(1, 2)))
+        ]
+        affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
+    if draw(st.integers(0, 2)) == 0:
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {
+                "weight": draw(st.integers(1, 100)),
+                "preference": {"matchExpressions": [expression(draw)]},
+            }
+            for _ in range(draw(st.integers(1, 2)))
+        ]
+    if affinity:
+        spec["affinity"] = {"nodeAffinity": affinity}
+    tolerations = []
+    for _ in range(draw(st.integers(0, 2))):
+        tolerations.append(
+            draw(
+                st.sampled_from(
+                    (
+                        {"key": "dedicated", "operator": "Exists"},
+                        {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+                        {"key": "spot", "operator": "Equal", "value": "true"},
+                        {"operator": "Exists"},
+                        {
+                            "key": "node.kubernetes.io/unschedulable",
+                            "operator": "Exists",
+                            "effect": "NoSchedule",
+                        },
+                    )
+                )
+            )
+        )
+    if tolerations:
+        spec["tolerations"] = tolerations
+    constraints = []
+    for _ in range(draw(st.integers(0, 2))):
+        constraint = {
+            "maxSkew": draw(st.integers(1, 3)),
+            "topologyKey": draw(
+                st.sampled_from(("topology.kubernetes.io/zone", "kubernetes.io/hostname"))
+            ),
+            "whenUnsatisfiable": draw(st.sampled_from(("DoNotSchedule", "ScheduleAnyway"))),
+            "labelSelector": {"matchLabels": {"app": draw(st.sampled_from(APPS))}},
+        }
+        if draw(st.integers(0, 3)) == 0:
+            constraint["minDomains"] = draw(st.integers(1, 4))
+        if draw(st.integers(0, 3)) == 0:
+            constraint["nodeTaintsPolicy"] = "Honor"
+        if draw(st.integers(0, 3)) == 0:
+            constraint["nodeAffinityPolicy"] = "Ignore"
+        if draw(st.integers(0, 3)) == 0:
+            constraint["matchLabelKeys"] = ["tier"]
+        constraints.append(constraint)
+    if constraints:
+        spec["topologySpreadConstraints"] = constraints
+    return spec
+
+
+@st.composite
+def pods(draw, prefix, max_size, node_names=()):
+    out = []
+    count = draw(st.integers(1 if not node_names else 0, max_size))
+    for i in range(count):
+        labels = {"app": draw(st.sampled_from(APPS))}
+        if draw(st.booleans()):
+            labels["tier"] = draw(st.sampled_from(("front", "back")))
+        if not node_names and draw(st.integers(0, 5)) == 0:
+            labels["podGroup"] = draw(st.sampled_from(("g1", "g2")))
+            labels["minAvailable"] = str(draw(st.integers(1, 3)))
+        spec = draw(pod_spec(i, labels))
+        if node_names:
+            spec = {"containers": spec["containers"], "nodeName": draw(st.sampled_from(node_names))}
+        # A burst's replicas often share a spec: repeat the previous pod's spec sometimes.
+        if out and not node_names and draw(st.integers(0, 2)) == 0:
+            spec, labels = out[-1]["spec"], dict(out[-1]["metadata"]["labels"])
+        out.append(
+            {
+                "metadata": {
+                    "name": f"{prefix}{i}",
+                    "namespace": draw(st.sampled_from(("ns", "ns", "other"))),
+                    "uid": f"{prefix}{i}",
+                    "labels": labels,
+                },
+                "spec": spec,
+            }
+        )
+    return out
+
+
+profiles = st.sampled_from(
+    (
+        Profile.default(),
+        Profile(fit=FitArgs(scoring_strategy=ScoringStrategy(ScoringStrategyType.MOST_ALLOCATED))),
+        Profile(
+            fit=FitArgs(
+                scoring_strategy=ScoringStrategy(
+                    ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO,
+                    (ResourceSpec("cpu", 2), ResourceSpec("memory", 1), ResourceSpec(GPU, 3)),
+                    (ShapePoint(0, 10), ShapePoint(50, 3), ShapePoint(100, 7)),
+                )
+            )
+        ),
+    )
+)
+
+
+@st.composite
+def scenarios(draw):
+    cluster = draw(nodes())
+    names_ = [n["metadata"]["name"] for n in cluster]
+    bound = draw(pods("bound", 6, node_names=names_))
+    burst = draw(pods("p", 10))
+    return cluster, bound, burst, draw(profiles)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_kernel_choices_match_the_reference(scenario):
+    cluster, bound, burst, profile = scenario
+    state = ClusterState()
+    for node in cluster:
+        state.add_node(node)
+    for pod in bound:
+        state.add_pod(pod)
+    result = plan(state, burst, profile)
+    by_key = {
+        f"{p['metadata']['namespace']}/{p['metadata']['name']}": i for i, p in enumerate(burst)
+    }
+
+    def choose(ref_result):
+        i = by_key[ref_result.pod]
+        if result.rolled_back[i]:
+            assert result.tentative[i] in ref_result.best_nodes
+            return result.tentative[i]
+        assert result.nodes[i] is not None, (
+            f"{ref_result.pod}: kernel placed nowhere, reference best "
+            f"{sorted(ref_result.best_nodes)} ({result.messages[i]})"
+        )
+        assert result.scores[i] == ref_result.score, (ref_result.pod, ref_result.score)
+        return result.nodes[i]
+
+    reference = ReferenceScheduler(cluster, bound, (), profile)
+    expected = reference.place_burst(burst, choose=choose)
+    for i, ref in enumerate(expected):
+        if ref.node is None:
+            assert result.nodes[i] is None, (ref.pod, ref.message)
+            assert result.messages[i] == ref.message
+            assert bool(result.rolled_back[i]) == ref.rolled_back
+            if not ref.rolled_back:
+                assert result.reason_counts[i] == ref.reason_counts
+        else:
+            assert result.nodes[i] == ref.node
