@@ -290,7 +290,7 @@ def gang(
             memory_limit=16 * GI,
             extra_requests={GPU: "8" if impossible else "1"},
         )
-        tolerations = [GPU_TOLERATION]
+        tolerations: list[dict[str, Any]] | None = [GPU_TOLERATION]
     else:
         image = "ghcr.io/example/batch-etl:0.9.3"
         cpu = rng.choice((1000, 2000, 4000))
@@ -302,7 +302,7 @@ def gang(
         labels=labels,
         containers=[worker],
         scheduler_name=ctx.scheduler_name,
-        workload="gang",
+        workload="unschedulable" if impossible else "gang",
         restart_policy="Never",
         tolerations=tolerations,
         affinity={
@@ -332,7 +332,7 @@ def constrained(rng: random.Random, ctx: Context, index: int) -> PodClass:
     )
     kind = rng.randrange(7)
     if kind == 0:  # a memory-hungry pod for the memory-optimised pool
-        pod_class.containers = [container("app", image, 2000, rng.choice((24, 32, 48)) * GI)]
+        pod_class.containers = [container("app", image, 2000, rng.choice((12, 16, 24)) * GI)]
         pod_class.node_selector = {POOL_LABEL: "memory"}
     elif kind == 1:  # built for arm
         pod_class.node_selector = {ARCH: "arm64"}

@@ -96,9 +96,10 @@ def test_mixed_has_the_promised_share_of_each_kind():
     assert kinds["job"] == 2000
     assert kinds["constrained"] == 1790
     assert kinds["inference"] == 30
-    assert kinds["unschedulable"] == 180
-    # CPU gangs, GPU gangs and one impossible gang.
-    assert kinds["gang"] == 950 + 30 + 20
+    # 180 single pods and one impossible gang of 20.
+    assert kinds["unschedulable"] == 180 + 20
+    # CPU gangs and GPU gangs.
+    assert kinds["gang"] == 950 + 30
 
 
 def test_mixed_uses_every_kind_of_constraint():
@@ -177,10 +178,9 @@ def test_pods_are_schedulable_on_the_fleet_unless_meant_not_to_be():
     stuck = 0
     feasible_by_spec: dict[str, bool] = {}
     for pod in pods:
-        gpu_request = effective_requests(pod).get("nvidia.com/gpu", 0)
-        meant_stuck = pod["metadata"]["labels"]["kubesalvo.io/workload"] == "unschedulable" or (
-            gpu_request > 4
-        )
+        meant_stuck = pod["metadata"]["labels"]["kubesalvo.io/workload"] == "unschedulable"
+        if effective_requests(pod).get("nvidia.com/gpu", 0) > 4:
+            assert meant_stuck, "pods of an impossible gang are labelled unschedulable"
         # Replicas share a spec, and the static filters read only the spec.
         key = json.dumps(pod["spec"], sort_keys=True)
         if key not in feasible_by_spec:
@@ -194,8 +194,8 @@ def test_pods_are_schedulable_on_the_fleet_unless_meant_not_to_be():
 def test_other_shapes_fit_the_fleet(shape):
     nodes = make_nodes(100, seed=1)
     for pod in make_pods(300, seed=1, shape=shape):
-        if effective_requests(pod).get("nvidia.com/gpu", 0) > 4:
-            continue  # the gangs shape's impossible gang
+        if pod["metadata"]["labels"]["kubesalvo.io/workload"] == "unschedulable":
+            continue  # the gangs shape's impossible gangs
         assert any(fits_empty_node(pod, node) for node in nodes), pod["metadata"]["name"]
 
 
