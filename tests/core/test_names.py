@@ -81,3 +81,40 @@ def test_default_profile_has_the_v1_34_weights_and_args():
     assert profile.spread.defaulting_type == "System"
     assert [c.max_skew for c in profile.spread.effective_constraints] == [3, 5]
     assert profile.inter_pod_affinity.hard_pod_affinity_weight == 1
+
+
+def at(point):
+    return tuple(n for n in names.DEFAULT_PLUGINS if point in names.EXTENSION_POINTS[n])
+
+
+def test_default_plugins_expand_per_point_as_upstreams_defaults():
+    # kube-scheduler v1.34 apis/config/testing/defaults: the expanded default profile
+    assert at(names.QUEUE_SORT) == ("PrioritySort",)
+    assert at(names.PRE_FILTER) == (
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "DynamicResources",
+    )
+    assert at(names.FILTER) == names.DEFAULT_FILTER_ORDER
+    assert at(names.POST_FILTER) == ("DynamicResources", "DefaultPreemption")
+    assert at(names.PRE_SCORE) == (
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+        "VolumeBinding",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "NodeResourcesBalancedAllocation",
+    )
+    assert at(names.SCORE) == tuple(names.DEFAULT_SCORE_WEIGHTS)
+    assert at(names.RESERVE) == ("VolumeBinding", "DynamicResources")
+    assert at(names.PRE_BIND) == ("VolumeBinding", "DynamicResources")
+    assert at(names.BIND) == ("DefaultBinder",)
+    assert at(names.PERMIT) == ()
