@@ -30,6 +30,14 @@ from kubesalvo.core.synthetic.catalog import (
 )
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+# (type, status, reason) as kwok's node-initialize stage reports a healthy node.
+_KWOK_CONDITIONS = (
+    ("Ready", "True", "KubeletReady"),
+    ("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID"),
+    ("NetworkUnavailable", "False", "RouteCreated"),
+)
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 
@@ -196,10 +204,15 @@ def _pool_nodes(
     return nodes
 
 
-def make_nodes(count: int, seed: int = 0, fleet: Fleet = DEFAULT_FLEET) -> list[dict[str, Any]]:
+def make_nodes(
+    count: int, seed: int = 0, fleet: Fleet = DEFAULT_FLEET, *, ready: bool = False
+) -> list[dict[str, Any]]:
     """``count`` fake nodes, deterministic for ``seed``, as API server JSON dicts.
 
-    Each node is a fresh dict tree that the caller may change freely.
+    Nodes to create on a server have no conditions: kwok sets them, and waiting for Ready
+    proves that kwok manages the node. ``ready=True`` adds the conditions kwok would set
+    (Ready and no pressure), for a cluster loaded in-process. Each node is a fresh dict tree
+    that the caller may change freely.
     """
     if count < 0:
         raise ValueError(f"node count must be non-negative, got {count}")
@@ -214,4 +227,10 @@ def make_nodes(count: int, seed: int = 0, fleet: Fleet = DEFAULT_FLEET) -> list[
     with gc_paused():
         for pool_index, (pool, count_in_pool) in enumerate(zip(fleet.pools, per_pool, strict=True)):
             nodes.extend(_pool_nodes(rng, pool, count_in_pool, pool_index, fleet, name_width))
+        if ready:
+            for node in nodes:
+                node["status"]["conditions"] = [
+                    {"type": kind, "status": status, "reason": reason}
+                    for kind, status, reason in _KWOK_CONDITIONS
+                ]
     return nodes

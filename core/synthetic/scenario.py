@@ -125,7 +125,8 @@ class Scenario:
 
     def _generate(self, seed: int, scheduler_name: str) -> Snapshot:
         fleet = self.fleet.fleet()
-        nodes = make_nodes(self.fleet.nodes, seed, fleet)
+        # The snapshot is a running cluster: its nodes are Ready, as kwok keeps them.
+        nodes = make_nodes(self.fleet.nodes, seed, fleet, ready=True)
         bound: list[dict[str, Any]] = []
         pending: list[dict[str, Any]] = []
         for index, workload in enumerate(self.workloads):

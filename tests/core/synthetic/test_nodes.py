@@ -162,3 +162,14 @@ def test_zero_nodes_and_bad_counts():
     assert make_nodes(0) == []
     with pytest.raises(ValueError, match="non-negative"):
         make_nodes(-1)
+
+
+def test_nodes_for_a_server_leave_conditions_to_kwok():
+    assert all("conditions" not in n["status"] for n in make_nodes(20))
+
+
+def test_ready_nodes_report_what_kwok_would():
+    for node in make_nodes(20, ready=True):
+        conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+        assert conditions["Ready"] == "True"
+        assert conditions["MemoryPressure"] == conditions["DiskPressure"] == "False"

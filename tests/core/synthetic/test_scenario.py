@@ -154,6 +154,10 @@ def test_generation_is_deterministic_and_sized_as_described():
     assert first == second
     assert len(first.nodes) == 30 and len(first.pods) == 200
     assert first.source == "synthetic scenario tiny seed 3"
+    assert all(
+        {"type": "Ready", "status": "True", "reason": "KubeletReady"} in n["status"]["conditions"]
+        for n in first.nodes
+    )
     assert {ns["metadata"]["name"] for ns in first.namespaces} >= {
         p["metadata"]["namespace"] for p in first.pods
     }
