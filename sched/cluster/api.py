@@ -165,8 +165,14 @@ class ApiClient:
                 if await self.create(queue.get_nowait(), exist_ok) is not None:
                     created += 1
 
-        workers = min(self.concurrency, len(pending))
-        await asyncio.gather(*(worker() for _ in range(workers)))
+        tasks = [asyncio.create_task(worker()) for _ in range(min(self.concurrency, len(pending)))]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            # On the first failure, stop the other workers and collect their outcomes.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         return created
 
     async def wait_for(

@@ -196,9 +196,9 @@ def _module_copy() -> Iterator[Path]:
         yield dest
 
 
-def _copy_stages(go: str, out: Path, versions: Versions, env: dict[str, str]) -> None:
+def _copy_stages(go: str, out: Path, versions: Versions) -> None:
     modcache = subprocess.run(
-        [go, "env", "GOMODCACHE"], capture_output=True, text=True, check=True, env=env
+        [go, "env", "GOMODCACHE"], capture_output=True, text=True, check=True
     ).stdout.strip()
     stage_root = Path(modcache) / f"sigs.k8s.io/kwok@{versions.kwok}" / "kustomize" / "stage"
     (out / "stages").mkdir()
@@ -229,12 +229,16 @@ def build(force: bool = False, progress: Progress | None = None) -> Path:
             steps = build_steps(go, module, staging, versions)
             for step in steps:
                 _run(step, progress)
-            env = {**os.environ, **steps[0].env}
-        _copy_stages(go, staging, versions, env)
+        _copy_stages(go, staging, versions)
         (staging / "versions").write_text(versions.key + "\n")
-        if final.exists():
+        if final.exists() and (force or not is_complete(final)):
             shutil.rmtree(final)
-        os.rename(staging, final)
+        try:
+            os.rename(staging, final)
+        except OSError:
+            # Another build (a second test session) finished first: keep its result.
+            if not is_complete(final):
+                raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return final
