@@ -26,6 +26,8 @@ _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 WORKLOAD_LABEL = "kubesalvo.io/workload"
 GANG_NAME_LABEL = "podGroup"
+# scheduler-plugins' label for the same thing; kubesalvo accepts both.
+GANG_NAME_LABEL_X_K8S = "scheduling.x-k8s.io/pod-group"
 GANG_MIN_LABEL = "minAvailable"
 GANG_PRIORITY_LABEL = "groupPriority"
 

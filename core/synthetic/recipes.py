@@ -27,6 +27,7 @@ from kubesalvo.core.synthetic.pods import (
     CRITICAL,
     GANG_MIN_LABEL,
     GANG_NAME_LABEL,
+    GANG_NAME_LABEL_X_K8S,
     GANG_PRIORITY_LABEL,
     HIGH,
     PodClass,
@@ -277,7 +278,9 @@ def gang(
     """
     name = f"{ctx.prefix}train-{index}"
     min_available = size if rng.random() < 0.7 else max(1, size * 3 // 4)
-    labels = {GANG_NAME_LABEL: name, GANG_MIN_LABEL: str(min_available), "app": name}
+    # One gang in four is labelled the scheduler-plugins way.
+    group_label = GANG_NAME_LABEL_X_K8S if index % 4 == 1 else GANG_NAME_LABEL
+    labels = {group_label: name, GANG_MIN_LABEL: str(min_available), "app": name}
     if rng.random() < 0.3:
         labels[GANG_PRIORITY_LABEL] = str(rng.randint(1, 10))
     if gpu or impossible:

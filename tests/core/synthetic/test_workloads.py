@@ -152,14 +152,18 @@ def test_gangs_carry_their_group_and_minimum_and_stay_together():
     pods = make_pods(3000, seed=6, shape="gangs")
     groups: dict[str, list[dict]] = defaultdict(list)
     for pod in pods:
-        groups[pod["metadata"]["labels"]["podGroup"]].append(pod)
+        labels = pod["metadata"]["labels"]
+        group = labels.get("podGroup") or labels["scheduling.x-k8s.io/pod-group"]
+        groups[group].append(pod)
     assert len(groups) > 20
+    assert sum("podGroup" in p["metadata"]["labels"] for p in pods) > len(pods) / 2
+    assert any("scheduling.x-k8s.io/pod-group" in p["metadata"]["labels"] for p in pods)
     for members in groups.values():
         minimums = {int(p["metadata"]["labels"]["minAvailable"]) for p in members}
         assert len(minimums) == 1
         assert 1 <= minimums.pop() <= len(members)
     # Members of one gang come out together, as their controller creates them.
-    order = [p["metadata"]["labels"]["podGroup"] for p in pods]
+    order = [p["metadata"]["labels"]["app"] for p in pods]
     changes = sum(1 for a, b in itertools.pairwise(order) if a != b)
     assert changes == len(groups) - 1
 
