@@ -8,6 +8,7 @@ import ssl
 
 import msgspec
 import pytest
+from kubernetes.config import incluster_config
 
 from kubesalvo.sched.client import (
     ApiClient,
@@ -196,3 +197,24 @@ async def test_a_watch_stream_yields_the_servers_lines(api, namespace):
     (line,) = lines
     event = msgspec.json.decode(line)
     assert event["type"] == "ADDED" and event["object"]["metadata"]["name"] == namespace
+
+
+@pytest.mark.integration
+async def test_in_cluster_credentials_come_from_the_service_account_files(
+    control_plane, credentials, tmp_path, monkeypatch
+):
+    token_file, ca_file = tmp_path / "token", tmp_path / "ca.crt"
+    token_file.write_text(credentials.token)
+    ca_file.write_bytes(control_plane.ca_file.read_bytes())
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token_file))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca_file))
+    host, port = credentials.server.removeprefix("https://").rsplit(":", 1)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+
+    in_cluster = load_credentials(None)
+    assert in_cluster.server == credentials.server
+    assert in_cluster.token == credentials.token and in_cluster.ca_file == str(ca_file)
+    assert in_cluster.refresh is not None  # the token file is re-read as it rotates
+    async with ApiClient(in_cluster) as client:
+        assert (await client.request("GET", "/api/v1/namespaces/default")).status == 200
