@@ -14,6 +14,7 @@ import pytest
 from kubesalvo.sched import cli
 from kubesalvo.sched.cluster import (
     ApiClient,
+    ApiError,
     ControlPlane,
     Matching,
     StartError,
@@ -155,3 +156,28 @@ def test_cluster_down_leaves_no_processes_or_files(tmp_path: Path) -> None:
     assert cli.main(["cluster", "down", "--dir", str(folder)]) == 0
     assert not any(started.running().values())
     assert not folder.exists()
+
+
+def test_create_all_raises_the_servers_refusal(control_plane: ControlPlane, namespace: str) -> None:
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "twice", "namespace": namespace},
+    }
+    control_plane.create([config_map])
+    with pytest.raises(ApiError) as refused:
+        control_plane.create(
+            [config_map, {**config_map, "metadata": {"name": "other", "namespace": namespace}}]
+        )
+    assert refused.value.status == 409
+    assert refused.value.reason == "AlreadyExists"
+
+
+def test_wait_for_times_out_saying_how_far_it_got(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    never = Matching(lambda pod: True, names=[f"{namespace}/absent"])
+    with pytest.raises(TimeoutError, match="0/1 objects matched"):
+        control_plane.call(
+            lambda client: client.wait_for(f"/api/v1/namespaces/{namespace}/pods", never, 1.5)
+        )
