@@ -3,11 +3,13 @@
 From the outside in:
 
 - ``infinite_watch`` never ends: it runs ``continuous_watch`` and, when that fails, waits
-  with exponential backoff (transport errors, 5xx, 429) or relists at once (410 Gone).
-- ``continuous_watch`` lists (paginated, ``limit``/``continue``), yields one ``Listed`` with
-  every object, then watches from the list's resourceVersion, and watches again from the
-  last resourceVersion seen whenever a watch ends (the server's ``timeoutSeconds``, a
-  dropped connection). Only a 410 forces a new list.
+  with exponential backoff (a dropped connection, a silent one past the inactivity
+  timeout, 5xx, 429) and resumes from the resourceVersion it holds, or relists at once
+  (410 Gone, the only thing that forces a new list).
+- ``continuous_watch`` lists (paginated, ``limit``/``continue``) when it holds no
+  resourceVersion, yields one ``Listed`` with every object, then watches from the list's
+  resourceVersion, and watches again from the last one seen whenever a watch ends
+  normally (the server's ``timeoutSeconds``).
 - ``watch_once`` is one WATCH request with bookmarks; it yields typed ``Event``s and keeps
   ``WatchState.resource_version`` current, bookmarks included.
 - ``iter_lines`` splits the chunked body into lines of any length.
