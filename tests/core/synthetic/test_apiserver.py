@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 
 import pytest
 
 from kubesalvo.core.synthetic import (
+    make_batch,
     make_pods,
     namespace_objects,
     priority_class_objects,
     scenario_from_yaml,
 )
+from kubesalvo.core.synthetic.controllers import as_controllers
 
 pytestmark = pytest.mark.integration
 
@@ -85,3 +88,30 @@ def test_a_small_scenario_creates_on_the_server(control_plane):
                 await client.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}")
 
         control_plane.call(delete)
+
+
+def test_controllers_create_the_burst_through_the_controller_manager(control_plane, namespace):
+    control_plane.create(priority_class_objects(), exist_ok=True)
+    batch = [
+        (pod_class, n)
+        for pod_class, n in make_batch(120, seed=13, shape="mixed", scheduler_name=NOBODY)
+        if pod_class.workload in ("service", "job", "gang")
+    ]
+    for pod_class, _ in batch:
+        pod_class.namespace = namespace
+    controllers, _ = as_controllers(batch)
+    expected = sum(n for _, n in batch)
+    assert control_plane.create(controllers) == len(controllers)
+
+    async def count_pods(client):
+        for _ in range(120):
+            listed = await client.request("GET", f"/api/v1/namespaces/{namespace}/pods")
+            if len(listed["items"]) >= expected:
+                return listed["items"]
+            await asyncio.sleep(0.5)
+        return listed["items"]
+
+    pods = control_plane.call(count_pods)
+    assert len(pods) == expected
+    assert all(p["metadata"]["ownerReferences"][0]["controller"] for p in pods)
+    assert {p["spec"]["schedulerName"] for p in pods} == {NOBODY}
