@@ -3,6 +3,14 @@
 The same dicts serve three uses: they are created on a real API server (kwok manages the
 nodes), loaded in-process by ``kubesalvo simulate``, and saved as snapshots. Generation does
 no I/O and is deterministic for a seed.
+
+- ``catalog``: machine shapes, node pools (with their taints) and images.
+- ``nodes``: ``make_nodes``, the fleet.
+- ``pods``, ``terms``, ``recipes``: pod classes and the constraints they carry.
+- ``workloads``: ``make_pods``/``make_batch``, the named burst shapes.
+- ``controllers``: the ReplicaSets and Jobs that would own a burst on a real cluster.
+- ``existing``: running load, placed on the nodes before the burst.
+- ``scenario``: a fleet plus workloads, from YAML (``bench/workloads/``), to a ``Snapshot``.
 """
 
 from kubesalvo.core.synthetic.nodes import DEFAULT_FLEET, Fleet, make_nodes
