@@ -51,7 +51,8 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     """A running local control plane (no nodes yet), shared by the session."""
     bin_dir = _binaries()
     folder = tmp_path_factory.mktemp("control-plane")
-    cp = asyncio.run(controlplane.start(folder, bin_dir))
+    # Tied to this process, so that a killed session leaves no servers running.
+    cp = asyncio.run(controlplane.start(folder, bin_dir, die_with_parent=True))
     try:
         yield cp
     finally:

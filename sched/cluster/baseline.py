@@ -98,7 +98,11 @@ def start_kube_scheduler(
     timeout: float = 60.0,
 ) -> KubeScheduler:
     """Starts kube-scheduler (config in ``<dir>/schedulers/<name>/``, log in
-    ``<dir>/logs/<name>.log``) and waits for /healthz."""
+    ``<dir>/logs/<name>.log``) and waits for /healthz.
+
+    It ends when the calling thread ends, so call this from the main thread (or one that
+    lives as long as the scheduler should).
+    """
     if name in cp.pids and processes.is_running(cp.pids[name]):
         raise RuntimeError(f"{name} is already running (pid {cp.pids[name]})")
     work = cp.dir / "schedulers" / name
@@ -106,7 +110,9 @@ def start_kube_scheduler(
     config = work / "config.yaml"
     config.write_text(yaml.safe_dump(scheduler_config(cp.kubeconfig, qps, burst, extra)))
     (port,) = processes.free_ports(1)
-    cp.pids[name] = processes.start(kube_scheduler_args(cp, config, port, work), cp.log(name))
+    # Owned by the caller (its handle stops it): it must not outlive a killed benchmark.
+    argv = kube_scheduler_args(cp, config, port, work)
+    cp.pids[name] = processes.start(argv, cp.log(name), die_with_parent=True)
     cp.save()
     scheduler = KubeScheduler(cp, name, cp.pids[name], port, config)
     url = f"https://{processes.LOOPBACK}:{port}/healthz"

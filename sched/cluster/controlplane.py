@@ -311,17 +311,23 @@ async def wait_healthy(
     )
 
 
-def _start(cp: ControlPlane, component: str, argv: list[str]) -> None:
-    cp.pids[component] = processes.start(argv, cp.log(component))
+def _start(cp: ControlPlane, component: str, argv: list[str], die_with_parent: bool) -> None:
+    cp.pids[component] = processes.start(argv, cp.log(component), die_with_parent=die_with_parent)
     cp.save()
 
 
 async def start(
-    folder: Path, bin_dir: Path, progress: Progress | None = None, timeout: float = 60.0
+    folder: Path,
+    bin_dir: Path,
+    progress: Progress | None = None,
+    timeout: float = 60.0,
+    die_with_parent: bool = False,
 ) -> ControlPlane:
     """Starts the control plane in ``folder`` and waits until each part is healthy.
 
-    On failure everything started is stopped again (logs stay for a look).
+    With ``die_with_parent`` (test sessions) the processes end when the calling thread
+    does; ``cluster up`` leaves them running. On failure everything started is stopped
+    again (logs stay for a look).
     """
     say = progress or (lambda _message: None)
     folder = folder.expanduser().resolve()
@@ -343,18 +349,18 @@ async def start(
     (folder / "kwok.yaml").write_text(yaml.safe_dump(kwok_config(cp), sort_keys=False))
     try:
         say("starting etcd")
-        _start(cp, "etcd", etcd_args(cp))
+        _start(cp, "etcd", etcd_args(cp), die_with_parent)
         await wait_healthy(
             cp, "etcd", f"http://{processes.LOOPBACK}:{cp.ports['etcd']}/health", timeout
         )
         say("starting kube-apiserver")
-        _start(cp, "kube-apiserver", apiserver_args(cp))
+        _start(cp, "kube-apiserver", apiserver_args(cp), die_with_parent)
         auth = {"Authorization": f"Bearer {cp.token}"}
         api_tls = ssl.create_default_context(cafile=str(cp.ca_file))
         await wait_healthy(cp, "kube-apiserver", f"{cp.server}/readyz", timeout, auth, api_tls)
         say("starting kube-controller-manager and kwok")
-        _start(cp, "kube-controller-manager", controller_manager_args(cp))
-        _start(cp, "kwok", kwok_args(cp))
+        _start(cp, "kube-controller-manager", controller_manager_args(cp), die_with_parent)
+        _start(cp, "kwok", kwok_args(cp), die_with_parent)
         kcm = f"https://{processes.LOOPBACK}:{cp.ports['kube-controller-manager']}/healthz"
         await wait_healthy(cp, "kube-controller-manager", kcm, timeout)
         if not processes.is_running(cp.pids["kwok"]):

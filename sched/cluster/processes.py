@@ -9,6 +9,7 @@ is left after a grace period.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
+_PR_SET_PDEATHSIG = 1
 
 
 def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
@@ -38,8 +40,25 @@ def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
             sock.close()
 
 
-def start(argv: Sequence[str], log: Path, env: dict[str, str] | None = None) -> int:
-    """Starts ``argv`` detached, output appended to ``log``; returns its pid."""
+def _kill_me_with_parent() -> None:
+    # PR_SET_PDEATHSIG: the kernel sends SIGKILL when the thread that started us ends.
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+
+
+def start(
+    argv: Sequence[str],
+    log: Path,
+    env: dict[str, str] | None = None,
+    die_with_parent: bool = False,
+) -> int:
+    """Starts ``argv`` detached, output appended to ``log``; returns its pid.
+
+    With ``die_with_parent`` the process is killed when the calling thread ends, even by
+    SIGKILL or a crash: a test session that is killed leaves no servers behind. (So call
+    it from a thread that lives as long as the process should, such as the main thread.)
+    """
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         proc = subprocess.Popen(
@@ -49,6 +68,7 @@ def start(argv: Sequence[str], log: Path, env: dict[str, str] | None = None) -> 
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env={**os.environ, **(env or {})},
+            preexec_fn=_kill_me_with_parent if die_with_parent else None,
         )
     return proc.pid
 

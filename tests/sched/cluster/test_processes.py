@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -49,3 +51,29 @@ def test_log_tail_keeps_the_last_lines(tmp_path: Path) -> None:
     log.write_text("".join(f"line {i}\n" for i in range(50)))
     assert processes.log_tail(log, 2) == "line 48\nline 49"
     assert processes.log_tail(tmp_path / "absent") == "(no log)"
+
+
+def test_process_tied_to_its_parent_dies_when_the_parent_is_killed(tmp_path: Path) -> None:
+    # A parent that starts a tied sleeper, reports its pid, then waits to be killed.
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path;"
+            "from kubesalvo.sched.cluster import processes;"
+            "print(processes.start(['sleep', '60'], Path(sys.argv[1]), die_with_parent=True),"
+            " flush=True); time.sleep(60)",
+            str(tmp_path / "log"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    assert processes.is_running(child)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while processes.is_running(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not processes.is_running(child)
