@@ -125,6 +125,16 @@ def _image_entry(image: Image) -> dict[str, Any]:
     return {"names": [image.digest_name, image.name], "sizeBytes": image.size_bytes}
 
 
+# One entry per image, for fleets that share them (see make_nodes).
+_SHARED_ENTRIES: dict[Image, dict[str, Any]] = {}
+
+
+def _shared_image_entry(image: Image) -> dict[str, Any]:
+    if image not in _SHARED_ENTRIES:
+        _SHARED_ENTRIES[image] = _image_entry(image)
+    return _SHARED_ENTRIES[image]
+
+
 def _pool_nodes(
     rng: random.Random,
     pool: Pool,
@@ -132,7 +142,9 @@ def _pool_nodes(
     first_zone: int,
     fleet: Fleet,
     name_width: int,
+    shared_images: bool,
 ) -> list[dict[str, Any]]:
+    entry = _shared_image_entry if shared_images else _image_entry
     shapes = [shape for shape, _ in pool.shapes]
     cum_weights: list[float] = []
     running = 0.0
@@ -168,8 +180,8 @@ def _pool_nodes(
             labels["nvidia.com/gpu.product"] = shape.gpu_product
             labels["nvidia.com/gpu.count"] = str(shape.gpus)
         pulled = rng.sample(candidates, rng.randint(min_images, max_images))
-        images = [_image_entry(image) for image in SYSTEM_IMAGES]
-        images.extend(_image_entry(image) for image in pulled)
+        images = [entry(image) for image in SYSTEM_IMAGES]
+        images.extend(entry(image) for image in pulled)
         # The kubelet lists images largest first.
         images.sort(key=lambda entry: -entry["sizeBytes"])
         spec: dict[str, Any] = {}
@@ -205,14 +217,21 @@ def _pool_nodes(
 
 
 def make_nodes(
-    count: int, seed: int = 0, fleet: Fleet = DEFAULT_FLEET, *, ready: bool = False
+    count: int,
+    seed: int = 0,
+    fleet: Fleet = DEFAULT_FLEET,
+    *,
+    ready: bool = False,
+    shared_images: bool = False,
 ) -> list[dict[str, Any]]:
     """``count`` fake nodes, deterministic for ``seed``, as API server JSON dicts.
 
     Nodes to create on a server have no conditions: kwok sets them, and waiting for Ready
     proves that kwok manages the node. ``ready=True`` adds the conditions kwok would set
     (Ready and no pressure), for a cluster loaded in-process. Each node is a fresh dict tree
-    that the caller may change freely.
+    that the caller may change freely, except with ``shared_images=True``: then the entries
+    of ``status.images`` (not the lists) are one read-only dict per image for the whole
+    fleet, which saves about 3 KB per node (150 MB for 50,000 nodes).
     """
     if count < 0:
         raise ValueError(f"node count must be non-negative, got {count}")
@@ -226,7 +245,9 @@ def make_nodes(
     nodes: list[dict[str, Any]] = []
     with gc_paused():
         for pool_index, (pool, count_in_pool) in enumerate(zip(fleet.pools, per_pool, strict=True)):
-            nodes.extend(_pool_nodes(rng, pool, count_in_pool, pool_index, fleet, name_width))
+            nodes.extend(
+                _pool_nodes(rng, pool, count_in_pool, pool_index, fleet, name_width, shared_images)
+            )
         if ready:
             for node in nodes:
                 node["status"]["conditions"] = [

@@ -125,8 +125,9 @@ class Scenario:
 
     def _generate(self, seed: int, scheduler_name: str) -> Snapshot:
         fleet = self.fleet.fleet()
-        # The snapshot is a running cluster: its nodes are Ready, as kwok keeps them.
-        nodes = make_nodes(self.fleet.nodes, seed, fleet, ready=True)
+        # The snapshot is a running cluster: its nodes are Ready, as kwok keeps them. Its
+        # objects are read, not changed, so nodes share their image entries.
+        nodes = make_nodes(self.fleet.nodes, seed, fleet, ready=True, shared_images=True)
         bound: list[dict[str, Any]] = []
         pending: list[dict[str, Any]] = []
         for index, workload in enumerate(self.workloads):

@@ -173,3 +173,13 @@ def test_ready_nodes_report_what_kwok_would():
         conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
         assert conditions["Ready"] == "True"
         assert conditions["MemoryPressure"] == conditions["DiskPressure"] == "False"
+
+
+def test_shared_images_are_one_entry_per_image_and_otherwise_equal():
+    shared = make_nodes(30, seed=1, shared_images=True)
+    assert shared == make_nodes(30, seed=1)
+    entries = [entry for node in shared for entry in node["status"]["images"]]
+    by_name = {entry["names"][1]: entry for entry in entries}
+    assert all(entry is by_name[entry["names"][1]] for entry in entries)
+    # The lists stay each node's own.
+    assert shared[0]["status"]["images"] is not shared[1]["status"]["images"]
