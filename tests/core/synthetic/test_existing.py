@@ -96,3 +96,9 @@ def test_placement_is_deterministic_for_a_seed():
 
     assert names(2) == names(2)
     assert names(2) != names(3)
+
+
+def test_without_nodes_every_pod_stays_pending():
+    pods = make_pods(50, seed=0)
+    bound, pending = existing.place(pods, [], seed=0)
+    assert bound == [] and len(pending) == 50
