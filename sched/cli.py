@@ -14,6 +14,15 @@ from collections.abc import Sequence
 
 # name -> (module, one-line help). Only commands that exist are listed here.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("kubesalvo.sched.app", "run the scheduler against a Kubernetes API server"),
+    "explain": (
+        "kubesalvo.sched.explain",
+        "why a pod is pending, or where it went and each plugin's score",
+    ),
+    "snapshot": (
+        "kubesalvo.sched.snapshot_cmd",
+        "record a cluster's nodes and pods for `kubesalvo simulate --snapshot`",
+    ),
     "cluster": (
         "kubesalvo.sched.cluster.cli",
         "build, start and stop a local control plane with fake kwok nodes",
@@ -21,6 +30,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulate": (
         "kubesalvo.sched.simulate",
         "place a synthetic (or snapshot) cluster's burst in-process, no API server needed",
+    ),
+    "bench": (
+        "kubesalvo.sched.bench.cli",
+        "schedulers side by side on one real control plane: pods/s, latency, CPU seconds",
     ),
 }
 

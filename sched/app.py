@@ -1,0 +1,383 @@
+"""``kubesalvo run``: the scheduler process, assembled from the runtime's parts.
+
+One process serves every ``schedulerName`` of its configuration. It watches nodes,
+namespaces and pods (finished pods excluded, as kube-scheduler does), keeps the
+``SchedulerCache`` equal to the cluster, queues the unassigned pods that name one of its
+profiles, and runs the ``BurstCycle``. With ``leaderElection.leaderElect`` only the holder
+of the Lease binds: a standby keeps its informers and queue warm and takes over when the
+Lease is free; a leader that cannot renew stops binding at once.
+
+Exit codes: 0 after SIGTERM/SIGINT (binds in flight are drained first, events flushed and
+the Lease released), 2 for a configuration the loader refuses (every refused field with
+its path, on stderr), 1 when the API server's credentials cannot be loaded.
+
+Logs are structured: ``--log-format json`` writes one JSON object per line (``ts``,
+``level``, ``logger``, ``msg``), ``text`` a readable line; ``-v 4`` and above adds the
+per-burst debug lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import socket
+import sys
+import time
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from kubesalvo.sched.cache import SchedulerCache
+from kubesalvo.sched.client import ApiClient, load_credentials
+from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
+from kubesalvo.sched.cycle import BurstCycle, CycleSettings
+from kubesalvo.sched.events import EventRecorder
+from kubesalvo.sched.informers import (
+    ADDED,
+    DELETED,
+    NAMESPACES,
+    NODES,
+    PODS,
+    SYNCED,
+    Change,
+    Informer,
+    WatchSettings,
+    to_api_dict,
+)
+from kubesalvo.sched.informers.models import Namespace, Node, Pod
+from kubesalvo.sched.leader import LeaderElectionSettings, LeaderElector
+from kubesalvo.sched.metrics import SchedulerMetrics
+from kubesalvo.sched.queue import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_DELETE,
+    SchedulingQueue,
+    node_update_events,
+    pod_key,
+    pod_update_events,
+)
+from kubesalvo.sched.server import DebugServer, HealthServer
+
+__all__ = ["Scheduler", "configure", "main"]
+
+log = logging.getLogger("kubesalvo")
+
+EXIT_CONFIG = 2
+EXIT_CREDENTIALS = 1
+# Finished pods hold nothing on their node; the watch reports them DELETED when they end.
+ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+class Scheduler:
+    """Every part of a running scheduler, wired together; ``run`` until ``stop``."""
+
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        client: ApiClient,
+        *,
+        metrics_address: str = "0.0.0.0",
+        metrics_port: int = 10251,
+        debug_port: int = 10000,
+        identity: str | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.metrics = SchedulerMetrics()
+        self.cache = SchedulerCache()
+        self.queue = SchedulingQueue.from_config(config)
+        self.recorder = EventRecorder(client, metrics=self.metrics)
+        self.names = frozenset(config.scheduler_names)
+        self.elector: LeaderElector | None = None
+        election = config.leader_election
+        if election.leader_elect:
+            self.elector = LeaderElector(
+                client,
+                LeaderElectionSettings(
+                    namespace=election.resource_namespace,
+                    name=election.resource_name,
+                    identity=identity or f"{socket.gethostname()}_{uuid.uuid4()}",
+                    lease_duration=election.lease_duration_seconds,
+                    renew_deadline=election.renew_deadline_seconds,
+                    retry_period=election.retry_period_seconds,
+                ),
+                on_started_leading=lambda: self._leadership(True),
+                on_stopped_leading=lambda: self._leadership(False),
+                metrics=self.metrics,
+            )
+        self.cycle = BurstCycle(
+            config,
+            self.cache,
+            self.queue,
+            client,
+            recorder=self.recorder,
+            metrics=self.metrics,
+            is_leader=self.is_leader,
+            settings=CycleSettings.from_config(config),
+        )
+        self.nodes: Informer[Node] = Informer(client, NODES, self._on_node)
+        self.namespaces: Informer[Namespace] = Informer(client, NAMESPACES, self._on_namespace)
+        self.pods: Informer[Pod] = Informer(
+            client, PODS, self._on_pod, WatchSettings(field_selector=ACTIVE_PODS)
+        )
+        self.health = HealthServer(self.metrics, metrics_address, metrics_port)
+        for informer in (self.nodes, self.namespaces, self.pods):
+            name = f"informer-sync-{informer.resource.plural}"
+            self.health.add_readiness_check(name, informer.synced.is_set)
+        self.debug = DebugServer(debug_port)
+        self.debug.add_page("/debug/queue", self._debug_queue)
+        self.debug.add_page("/debug/explain", self._debug_explain)
+        self._stop = asyncio.Event()
+
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def _leadership(self, leading: bool) -> None:
+        log.info("leadership %s", "acquired: binding" if leading else "lost: binds stopped")
+        self.cycle.leadership_changed(leading)
+
+    # --- informer handlers (event loop; quick) ------------------------------------------
+
+    def _on_node(self, change: Change[Node]) -> None:
+        node = change.obj
+        if node is None:
+            return
+        if change.type == DELETED:
+            self.cache.remove_node(node.metadata.name)
+            self.queue.on_event(NODE_DELETE, node, None)
+        elif change.type == ADDED:
+            self.cache.add_node(to_api_dict(node))
+            self.queue.on_event(NODE_ADD, None, node)
+        elif change.old != node:  # heartbeats change only fields the models leave out
+            self.cache.update_node(to_api_dict(node))
+            for event in node_update_events(change.old, node):
+                self.queue.on_event(event, change.old, node)
+
+    def _on_namespace(self, change: Change[Namespace]) -> None:
+        ns = change.obj
+        if ns is None:
+            return
+        if change.type == DELETED:
+            self.cache.remove_namespace(ns.metadata.name)
+        else:
+            self.cache.set_namespace(ns.metadata.name, ns.metadata.labels)
+
+    def _on_pod(self, change: Change[Pod]) -> None:
+        pod = change.obj
+        if change.type == SYNCED or pod is None:
+            return
+        key = pod_key(pod)
+        old = change.old
+        if change.type == DELETED:
+            if pod.spec.node_name or self.cache.is_assumed(key):
+                self.cache.remove_pod(to_api_dict(pod))
+            if pod.spec.node_name:
+                self.queue.on_event(ASSIGNED_POD_DELETE, pod, None)
+            self.queue.delete(key)
+            self.recorder.forget_pod(pod.metadata.namespace, pod.metadata.name)
+            return
+        if pod.spec.node_name:
+            # Bound, by us or anyone: counted in the state, no longer pending.
+            self.cache.bound_pod(to_api_dict(pod))
+            self.queue.delete(key)
+            if old is None or not old.spec.node_name:
+                self.queue.on_event(ASSIGNED_POD_ADD, None, pod)
+            else:
+                for event in pod_update_events(old, pod):
+                    self.queue.on_event(event, old, pod)
+            return
+        if pod.spec.scheduler_name not in self.names or pod.metadata.deletion_timestamp:
+            self.queue.delete(key)
+            return
+        if self.cache.is_assumed(key):
+            return  # our bind is in flight; the watch has not caught up with it yet
+        if change.type == ADDED or old is None:
+            self.queue.add(pod)
+        else:
+            self.queue.update(old, pod)
+
+    # --- debug pages --------------------------------------------------------------------
+
+    async def _debug_queue(self, request: web.Request) -> web.Response:
+        listing = [
+            {
+                "pod": name,
+                "queue": where.value,
+                "attempts": qp.attempts,
+                "unschedulablePlugins": sorted(qp.rejectors),
+            }
+            for name, where, qp in self.queue.listing()
+        ]
+        body = {
+            "pending": self.queue.pending_counts(),
+            "inFlight": self.queue.in_flight,
+            "bindsInFlight": self.cycle.binds_in_flight,
+            "assumed": self.cache.assumed_count,
+            "pods": listing,
+        }
+        return web.json_response(body)
+
+    async def _debug_explain(self, request: web.Request) -> web.Response:
+        from kubesalvo.sched.explain import explain_pod
+
+        target = request.query.get("pod", "")
+        namespace, _, name = target.partition("/")
+        if not namespace or not name:
+            return web.json_response({"error": "pod=NAMESPACE/NAME is required"}, status=400)
+        answer = await explain_pod(self, namespace, name)
+        return web.json_response(answer, status=200 if answer.get("status") != "unknown" else 404)
+
+    # --- running ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Start everything, schedule until ``stop()``, then shut down cleanly."""
+        for line in self.config.describe():
+            log.info("config %s", line)
+        await self.health.start()
+        await self.debug.start()
+        log.info("serving health/metrics on %s, debug pages on %s", self.health.url, self.debug.url)
+        self.recorder.start()
+        for informer in (self.nodes, self.namespaces, self.pods):
+            informer.start()
+        waiting: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())
+        synced: asyncio.Future[Any] = asyncio.gather(
+            self.nodes.synced.wait(), self.namespaces.synced.wait(), self.pods.synced.wait()
+        )
+        await asyncio.wait({waiting, synced}, return_when=asyncio.FIRST_COMPLETED)
+        if not self._stop.is_set():
+            log.info(
+                "informers synced: %d nodes, %d pods, %d pending for %s",
+                len(self.nodes.store),
+                len(self.pods.store),
+                len(self.queue),
+                ", ".join(sorted(self.names)),
+            )
+            if self.elector is not None:
+                self.elector.start()
+            self.cycle.start()
+            await waiting
+        synced.cancel()
+        await self._shutdown()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _shutdown(self) -> None:
+        began = time.monotonic()
+        in_flight = self.cycle.binds_in_flight
+        await self.cycle.stop()
+        log.info("drained %d binds in flight in %.2fs", in_flight, time.monotonic() - began)
+        await self.recorder.stop()
+        if self.elector is not None:
+            await self.elector.stop()
+        for informer in (self.nodes, self.namespaces, self.pods):
+            await informer.stop()
+        await self.debug.stop()
+        await self.health.stop()
+
+
+# --- logging ----------------------------------------------------------------------------
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg (and the exception, if any)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": round(record.created, 6),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def setup_logging(verbosity: int, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    # klog's convention: -v 4 and above is debug detail.
+    root.setLevel(logging.DEBUG if verbosity >= 4 else logging.INFO)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", help="KubeSchedulerConfiguration file (default profile if none)"
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: clientConnection.kubeconfig, else in-cluster credentials)",
+    )
+    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, metavar="N")
+    parser.add_argument("--log-format", choices=("json", "text"), default="text")
+    parser.add_argument(
+        "--metrics-address", default="0.0.0.0", help="address of /healthz, /readyz, /metrics"
+    )
+    parser.add_argument("--metrics-port", type=int, default=10251, help="0 picks a free port")
+    parser.add_argument(
+        "--debug-port", type=int, default=10000, help="loopback port of /debug pages"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    setup_logging(args.verbosity, args.log_format)
+    try:
+        config = load_config(args.config)
+    except ConfigError as error:
+        print(f"kubesalvo run: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    kubeconfig = args.kubeconfig or config.client_connection.kubeconfig or None
+    try:
+        credentials = load_credentials(kubeconfig)
+    except Exception as error:
+        where = kubeconfig or "in-cluster service account"
+        print(f"kubesalvo run: cannot load credentials ({where}): {error}", file=sys.stderr)
+        return EXIT_CREDENTIALS
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(_serve(config, credentials, args))
+    return 0
+
+
+async def _serve(config: SchedulerConfig, credentials: Any, args: argparse.Namespace) -> None:
+    connection = config.client_connection
+    async with ApiClient(credentials, qps=connection.qps, burst=connection.burst) as client:
+        scheduler = Scheduler(
+            config,
+            client,
+            metrics_address=args.metrics_address,
+            metrics_port=args.metrics_port,
+            debug_port=args.debug_port,
+        )
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(signum, _on_signal, scheduler, signum)
+        log.info("kubesalvo starting against %s", client.server)
+        await scheduler.run()
+        log.info("kubesalvo stopped")
+
+
+def _on_signal(scheduler: Scheduler, signum: int) -> None:
+    log.info("received %s: draining binds and stopping", signal.Signals(signum).name)
+    scheduler.stop()

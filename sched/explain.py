@@ -1,0 +1,185 @@
+"""Why a pod is pending, or where it went and why: ``/debug/explain`` and ``kubesalvo explain``.
+
+The scheduler's debug server answers ``/debug/explain?pod=NAMESPACE/NAME`` with JSON:
+
+* for a **pending** pod, its last attempt's FailedScheduling message and the number of
+  nodes per failure reason (exactly what the burst kernel reported), and where it waits
+  in the queue;
+* for a **placed** pod, its node and the top nodes with each score plugin's weighted
+  score. The burst kernel returns only each pod's total, so the per-plugin breakdown is
+  computed by ``kubesalvo.core.reference`` (kube-scheduler's plugins written plainly) for
+  that one pod against the cluster as it is now, the pod itself left out. The answer says
+  so (``scoresFrom``): the cluster has moved since the burst, so the reference's choice
+  may differ from the node the pod got.
+
+``kubesalvo explain ns/name`` fetches that page from a running scheduler (on this machine,
+or through ``kubectl port-forward``) and prints it as tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kubesalvo.sched.informers import to_api_dict
+
+if TYPE_CHECKING:
+    from kubesalvo.sched.app import Scheduler
+
+__all__ = ["configure", "explain_pod", "main", "plugin_scores"]
+
+TOP_NODES = 5
+SCORES_FROM = (
+    "kubesalvo.core.reference, for this pod alone against the current cluster "
+    "(the burst kernel reports only each pod's total score)"
+)
+
+
+def plugin_scores(
+    pod: Mapping[str, Any],
+    nodes: list[Mapping[str, Any]],
+    pods: list[Mapping[str, Any]],
+    namespaces: list[Mapping[str, Any]],
+    profile: Any,
+    top: int = TOP_NODES,
+) -> dict[str, Any]:
+    """The reference's filter and score of ``pod``: the top nodes with per-plugin scores."""
+    from kubesalvo.core.reference.scheduler import ReferenceScheduler
+
+    uid = (pod.get("metadata") or {}).get("uid")
+    others = [p for p in pods if (p.get("metadata") or {}).get("uid") != uid]
+    unbound = {**pod, "spec": {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}}
+    reference = ReferenceScheduler(nodes, others, namespaces, profile)
+    outcome = reference.evaluate(unbound)
+    scores = reference.scores_for(unbound, outcome.feasible)
+    ranked = sorted(scores.items(), key=lambda item: (-sum(item[1].values()), item[0]))
+    return {
+        "feasibleNodes": len(outcome.feasible),
+        "reasons": outcome.reason_counts(),
+        "topNodes": [
+            {"node": name, "total": sum(plugins.values()), "plugins": plugins}
+            for name, plugins in ranked[:top]
+        ],
+    }
+
+
+async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[str, Any]:
+    """The answer of ``/debug/explain`` for one pod (see the module docstring)."""
+    full = f"{namespace}/{name}"
+    pod = scheduler.pods.store.get(full)
+    attempt = scheduler.cycle.attempts.get(full)
+    answer: dict[str, Any] = {"pod": full}
+    if pod is None:
+        answer["status"] = "unknown"
+        answer["message"] = "no such pod in the scheduler's cache (finished or deleted?)"
+        return answer
+    if attempt is not None:
+        answer["lastAttempt"] = {
+            "profile": attempt.profile,
+            "node": attempt.node,
+            "message": attempt.message,
+            "burstSize": attempt.burst_size,
+            "score": attempt.score,
+            "at": attempt.at,
+        }
+    if not pod.spec.node_name and not scheduler.cache.is_assumed(pod.metadata.uid):
+        answer["status"] = "pending"
+        where = scheduler.queue.where(pod.metadata.uid)
+        answer["queue"] = where.value if where is not None else None
+        if attempt is not None:
+            answer["message"] = attempt.message
+            answer["reasons"] = attempt.reason_counts
+        elif pod.spec.scheduler_name not in scheduler.names:
+            answer["message"] = f'not ours: spec.schedulerName is "{pod.spec.scheduler_name}"'
+        else:
+            answer["message"] = "not attempted yet"
+        return answer
+    node = pod.spec.node_name or scheduler.cache.assumed_node(pod.metadata.uid)
+    answer["status"] = "placed"
+    answer["node"] = node
+    profile = scheduler.config.profile(pod.spec.scheduler_name)
+    core = profile.core if profile is not None else None
+    nodes = [to_api_dict(n) for n in scheduler.nodes.store.values()]
+    pods = [to_api_dict(p) for p in scheduler.pods.store.values() if p.spec.node_name]
+    namespaces = [to_api_dict(ns) for ns in scheduler.namespaces.store.values()]
+    # The reference is plain Python: keep the event loop free while it runs.
+    breakdown = await asyncio.to_thread(
+        plugin_scores, to_api_dict(pod), nodes, pods, namespaces, core
+    )
+    answer.update(breakdown)
+    answer["scoresFrom"] = SCORES_FROM
+    return answer
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("pod", metavar="NAMESPACE/NAME")
+    parser.add_argument(
+        "--debug-url",
+        default="http://127.0.0.1:10000",
+        help="the scheduler's debug server (default: %(default)s)",
+    )
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+
+
+def fetch(debug_url: str, pod: str, timeout: float = 60.0) -> tuple[int, dict[str, Any]]:
+    url = f"{debug_url.rstrip('/')}/debug/explain?pod={urllib.parse.quote(pod, safe='/')}"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def render(answer: Mapping[str, Any]) -> str:
+    """The answer as text for a terminal."""
+    lines = [f"pod {answer['pod']}: {answer.get('status')}"]
+    if answer.get("status") == "pending":
+        lines.append(f"  queue: {answer.get('queue')}")
+        lines.append(f"  {answer.get('message', '')}")
+        reasons = answer.get("reasons") or {}
+        if reasons:
+            lines.append("  nodes  reason")
+            for reason, count in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+                lines.append(f"  {count:>5}  {reason}")
+    elif answer.get("status") == "placed":
+        lines.append(f"  node: {answer.get('node')}")
+        top = answer.get("topNodes") or []
+        if top:
+            plugins = sorted({p for entry in top for p in entry["plugins"]})
+            header = ["node", "total", *plugins]
+            rows = [
+                [entry["node"], str(entry["total"])]
+                + [str(entry["plugins"].get(p, 0)) for p in plugins]
+                for entry in top
+            ]
+            widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+            lines.append(f"  top {len(top)} of {answer.get('feasibleNodes')} feasible nodes:")
+            for row in [header, *rows]:
+                lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        lines.append(f"  scores from {answer.get('scoresFrom')}")
+    else:
+        lines.append(f"  {answer.get('message', answer.get('error', ''))}")
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    if "/" not in args.pod:
+        print("kubesalvo explain: give the pod as NAMESPACE/NAME", file=sys.stderr)
+        return 2
+    try:
+        status, answer = fetch(args.debug_url, args.pod)
+    except (urllib.error.URLError, OSError) as error:
+        print(f"kubesalvo explain: cannot reach {args.debug_url}: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps(answer, indent=2) if args.output == "json" else render(answer))
+    return 0 if status == 200 else 1

@@ -1,0 +1,559 @@
+"""``kubesalvo run`` as a process against the real control plane.
+
+Every check reads the outcome back from the API server and judges it independently of the
+scheduler's code: feasibility (resources, host ports, taints, node selectors and required
+node affinity) is recomputed here from the API objects with its own quantity parser.
+Covered: bad configuration files (exit 2 with the field path), 2,000 mixed pods onto 500
+kwok nodes bound exactly once and feasibly, FailedScheduling and PodScheduled=False for a
+pod that fits nowhere and its binding once a node that fits is added, ``kubesalvo explain``
+for both, SIGTERM draining binds, and kill -9 in the middle of the bursts followed by a
+restart that binds every pod exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubesalvo.core.synthetic import make_pods, namespace_objects, priority_class_objects
+
+pytestmark = pytest.mark.integration
+
+FLEET_NODES = 500
+FLEET_SEED = 0
+CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+clientConnection:
+  qps: 5000
+  burst: 10000
+podInitialBackoffSeconds: 1
+podMaxBackoffSeconds: 2
+kubesalvo:
+  maxBurstPods: {max_burst}
+  burstGatheringWindow: 20ms
+"""
+
+
+# --- the scheduler process ------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class SchedulerProcess:
+    """``kubesalvo run`` in a subprocess, its logs in a file, its HTTP ports on loopback."""
+
+    def __init__(self, folder: Path, kubeconfig: Path, config: str, name: str = "run") -> None:
+        self.folder = folder
+        self.config = folder / f"{name}.yaml"
+        self.config.write_text(config)
+        self.log = folder / f"{name}.log"
+        self.metrics_port = free_port()
+        self.debug_port = free_port()
+        argv = [
+            sys.executable, "-m", "kubesalvo.sched.cli", "run",
+            "--config", str(self.config), "--kubeconfig", str(kubeconfig),
+            "--metrics-address", "127.0.0.1", "--metrics-port", str(self.metrics_port),
+            "--debug-port", str(self.debug_port), "--log-format", "json",
+        ]  # fmt: skip
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+
+    def get(self, url: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"scheduler exited {self.process.returncode}:\n{self.tail()}")
+            try:
+                if self.get(f"http://127.0.0.1:{self.metrics_port}/readyz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        pytest.fail(f"scheduler not ready within {timeout:.0f}s:\n{self.tail()}")
+
+    def debug(self, path: str) -> Any:
+        return json.loads(self.get(f"http://127.0.0.1:{self.debug_port}{path}")[1])
+
+    def metric(self, name: str, **labels: str) -> float:
+        text = self.get(f"http://127.0.0.1:{self.metrics_port}/metrics")[1].decode()
+        wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        pattern = re.compile(rf"^{re.escape(name)}(?:\{{([^}}]*)\}})? (\S+)$", re.M)
+        for match in pattern.finditer(text):
+            found = ",".join(sorted((match.group(1) or "").split(",")))
+            if found == wanted or (not labels and not match.group(1)):
+                return float(match.group(2))
+        return 0.0
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def terminate(self, timeout: float = 60.0) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+@pytest.fixture
+def scheduler(control_plane, tmp_path) -> Iterator[Any]:
+    """``scheduler(max_burst=..., name=...)`` starts a ready ``kubesalvo run``; all are
+    killed at the end of the test."""
+    started: list[SchedulerProcess] = []
+
+    def start(max_burst: int = 1000, name: str = "run") -> SchedulerProcess:
+        process = SchedulerProcess(
+            tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=max_burst), name
+        )
+        started.append(process)
+        process.wait_ready()
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+@pytest.fixture(scope="module")
+def fleet(control_plane) -> list[dict[str, Any]]:
+    """The 500-node synthetic fleet, with the namespaces and PriorityClasses pods use."""
+    nodes = control_plane.add_nodes(FLEET_NODES, FLEET_SEED)
+    control_plane.create(namespace_objects(), exist_ok=True)
+    control_plane.create(priority_class_objects(), exist_ok=True)
+    return nodes
+
+
+# --- reading the outcome back -----------------------------------------------------------
+
+
+async def _list(client: Any, path: str, **params: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    query = {"limit": "500", **params}
+    while True:
+        page = await client.request("GET", path, params=query)
+        items.extend(page.get("items") or [])
+        token = page.get("metadata", {}).get("continue")
+        if not token:
+            return items
+        query = {**query, "continue": token}
+
+
+def list_objects(control_plane: Any, path: str, **params: str) -> list[dict[str, Any]]:
+    return control_plane.call(lambda client: _list(client, path, **params))
+
+
+def delete_pods(control_plane: Any, pods: list[dict[str, Any]]) -> None:
+    async def delete(client: Any) -> None:
+        slots = asyncio.Semaphore(32)
+
+        async def one(pod: dict[str, Any]) -> None:
+            meta = pod["metadata"]
+            async with slots:
+                try:
+                    await client.request(
+                        "DELETE",
+                        f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                        {"gracePeriodSeconds": 0},
+                    )
+                except Exception as error:
+                    if getattr(error, "status", None) != 404:
+                        raise
+
+        await asyncio.gather(*(one(p) for p in pods))
+
+    control_plane.call(delete)
+
+
+_UNITS = {
+    "": 1, "m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+}  # fmt: skip
+
+
+def quantity(text: str | int) -> Fraction:
+    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([a-zA-Z]*)", str(text))
+    assert match, f"not a quantity: {text!r}"
+    return Fraction(match.group(1)) * _UNITS[match.group(2)]
+
+
+def requests_of(pod: dict[str, Any]) -> Counter[str]:
+    """Effective requests: the app containers' sum or the largest init container, plus one
+    pod slot."""
+    spec = pod["spec"]
+    total: Counter[str] = Counter()
+    for c in spec["containers"]:
+        for name, amount in c.get("resources", {}).get("requests", {}).items():
+            total[name] += quantity(amount)
+    for c in spec.get("initContainers", []):
+        for name, amount in c.get("resources", {}).get("requests", {}).items():
+            total[name] = max(total[name], quantity(amount))
+    total["pods"] = Fraction(1)
+    return total
+
+
+def _matches(expression: dict[str, Any], labels: dict[str, str]) -> bool:
+    key, op, values = expression["key"], expression["operator"], expression.get("values", [])
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if key not in labels:
+        return False
+    return int(labels[key]) > int(values[0]) if op == "Gt" else int(labels[key]) < int(values[0])
+
+
+def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool:
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint["effect"]:
+            continue
+        if t.get("operator", "Equal") == "Exists":
+            if not t.get("key") or t["key"] == taint["key"]:
+                return True
+        elif t.get("key") == taint["key"] and t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def placement_problems(pods: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> list[str]:
+    """Every way a bound pod breaks its node's limits or its own constraints."""
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    used: dict[str, Counter[str]] = {name: Counter() for name in by_name}
+    ports: dict[str, Counter[tuple[str, str, int]]] = {name: Counter() for name in by_name}
+    problems = []
+    for pod in pods:
+        node_name = pod["spec"].get("nodeName")
+        if not node_name or pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        who = f"{pod['metadata']['namespace']}/{pod['metadata']['name']} on {node_name}"
+        node = by_name.get(node_name)
+        if node is None:
+            problems.append(f"{who}: no such node")
+            continue
+        used[node_name] += requests_of(pod)
+        for c in pod["spec"]["containers"]:
+            for p in c.get("ports", []):
+                if p.get("hostPort"):
+                    ports[node_name][
+                        (p.get("hostIP", ""), p.get("protocol", "TCP"), p["hostPort"])
+                    ] += 1
+        labels = node["metadata"].get("labels", {})
+        spec = pod["spec"]
+        if any(labels.get(k) != v for k, v in spec.get("nodeSelector", {}).items()):
+            problems.append(f"{who}: nodeSelector not matched")
+        required = (
+            spec.get("affinity", {})
+            .get("nodeAffinity", {})
+            .get("requiredDuringSchedulingIgnoredDuringExecution")
+        )
+        if required and not any(
+            all(_matches(e, labels) for e in term.get("matchExpressions", []))
+            for term in required["nodeSelectorTerms"]
+        ):
+            problems.append(f"{who}: required node affinity not matched")
+        for taint in node.get("spec", {}).get("taints", []):
+            if taint["effect"] in ("NoSchedule", "NoExecute") and not _tolerated(
+                taint, spec.get("tolerations", [])
+            ):
+                problems.append(f"{who}: untolerated taint {taint}")
+    for name, node in by_name.items():
+        allocatable = node["status"]["allocatable"]
+        for resource, amount in used[name].items():
+            if amount > quantity(allocatable.get(resource, "0")):
+                problems.append(
+                    f"{name}: {resource} overcommitted ({amount} > {allocatable.get(resource)})"
+                )
+        problems += [
+            f"{name}: host port {p} used {n} times" for p, n in ports[name].items() if n > 1
+        ]
+    return problems
+
+
+def pod_scheduled(pod: dict[str, Any]) -> dict[str, Any] | None:
+    for condition in pod.get("status", {}).get("conditions", []):
+        if condition["type"] == "PodScheduled":
+            return condition
+    return None
+
+
+def settled(process: SchedulerProcess, timeout: float, done: Any) -> None:
+    """Wait until ``done()`` holds and the scheduler has nothing active or binding."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queue = process.debug("/debug/queue")
+        idle = (
+            queue["pending"]["active"] == 0
+            and queue["inFlight"] == 0
+            and queue["bindsInFlight"] == 0
+        )
+        if idle and done():
+            return
+        time.sleep(0.5)
+    pytest.fail(f"not settled within {timeout:.0f}s:\n{process.tail()}")
+
+
+def burst(count: int, seed: int) -> list[dict[str, Any]]:
+    return make_pods(count, seed, "mixed", prefix=f"r{secrets.token_hex(2)}")
+
+
+def ours(pods: list[dict[str, Any]], listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    names = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods}
+    return [p for p in listed if (p["metadata"]["namespace"], p["metadata"]["name"]) in names]
+
+
+# --- tests ----------------------------------------------------------------------------------
+
+
+BAD_CONFIGS = [
+    (
+        "profiles:\n- schedulerName: a\n  plugins:\n    score:\n"
+        "      enabled:\n      - name: Bogus\n",
+        'profiles[0].plugins.score.enabled[0].name: Unsupported value: "Bogus"',
+    ),
+    ("clientConnection:\n  qqps: 5\n", "clientConnection.qqps: Unknown field"),
+    ("podMaxBackoffSeconds: -1\n", "podMaxBackoffSeconds: Invalid value: -1"),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), BAD_CONFIGS)
+def test_a_bad_config_file_is_refused_with_exit_2_and_its_field_path(tmp_path, body, expected):
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n" + body
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "run", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert expected in done.stderr
+    assert done.stdout == ""
+
+
+def test_2000_mixed_pods_onto_500_nodes_are_bound_once_and_feasibly(
+    control_plane, fleet, scheduler
+):
+    pods = burst(2000, seed=11)
+    process = scheduler(max_burst=1000)
+    control_plane.create(pods)
+    try:
+
+        def all_decided() -> bool:
+            listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+            return len(listed) == len(pods) and all(
+                p["spec"].get("nodeName") or (pod_scheduled(p) or {}).get("status") == "False"
+                for p in listed
+            )
+
+        settled(process, 240, all_decided)
+        listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+        everything = list_objects(control_plane, "/api/v1/pods")
+        nodes = list_objects(control_plane, "/api/v1/nodes")
+        assert placement_problems(everything, nodes) == []
+        bound = [p for p in listed if p["spec"].get("nodeName")]
+        unbound = [p for p in listed if not p["spec"].get("nodeName")]
+        # Exactly once: every successful bind the scheduler made is one pod bound now.
+        assert process.metric("kubesalvo_binds_total", result="bound") == len(bound)
+        assert process.metric("kubesalvo_binds_total", result="forgotten") == 0
+        workload = Counter(p["metadata"]["labels"]["kubesalvo.io/workload"] for p in unbound)
+        assert all(
+            p["metadata"]["labels"]["kubesalvo.io/workload"] != "unschedulable" for p in bound
+        )
+        for pod in unbound:
+            condition = pod_scheduled(pod)
+            assert condition is not None and condition["reason"] == "Unschedulable", pod
+            assert condition["message"].startswith(f"0/{len(nodes)} nodes are available")
+        print(f"bound {len(bound)}, unbound by workload {dict(workload)}")
+        # The same pods placed in one in-process burst on the empty fleet bind 1,761; the
+        # rest ask for pod affinity or spread the cluster cannot give, or are made to fail.
+        assert len(bound) >= 1600
+    finally:
+        process.kill()
+        delete_pods(control_plane, pods)
+
+
+def _own_node(name: str, label: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubesalvo.io/test-pool": label},
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+        },
+        "status": {
+            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+        },
+    }
+
+
+def test_a_pod_that_fits_nowhere_is_reported_and_bound_once_a_node_fits(
+    control_plane, fleet, scheduler, namespace
+):
+    label = f"late-{secrets.token_hex(3)}"
+    process = scheduler()
+    nodes = list_objects(control_plane, "/api/v1/nodes")
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "waiter", "namespace": namespace},
+        "spec": {
+            "schedulerName": "kubesalvo",
+            "nodeSelector": {"kubesalvo.io/test-pool": label},
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        },
+    }
+    control_plane.create([pod])
+    path = f"/api/v1/namespaces/{namespace}/pods/waiter"
+    expected = (
+        f"0/{len(nodes)} nodes are available: {len(nodes)} node(s) didn't match Pod's node "
+        "affinity/selector."
+    )
+
+    def reported() -> bool:
+        condition = pod_scheduled(control_plane.call(lambda c: c.request("GET", path)))
+        return condition is not None and condition.get("status") == "False"
+
+    settled(process, 60, reported)
+    condition = pod_scheduled(control_plane.call(lambda c: c.request("GET", path)))
+    assert condition["reason"] == "Unschedulable"
+    assert condition["message"].startswith(expected)
+    events = list_objects(control_plane, f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+    failed = [e for e in events if e["reason"] == "FailedScheduling"]
+    assert failed and failed[0]["note"].startswith(expected)
+    assert failed[0]["regarding"]["name"] == "waiter" and failed[0]["type"] == "Warning"
+
+    explain = subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "explain", f"{namespace}/waiter",
+         "--debug-url", f"http://127.0.0.1:{process.debug_port}"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert explain.returncode == 0, explain.stderr
+    assert f"pod {namespace}/waiter: pending" in explain.stdout
+    assert f"{len(nodes):>5}  node(s) didn't match Pod's node affinity/selector" in explain.stdout
+
+    node_name = f"{label}-node"
+    control_plane.create([_own_node(node_name, label)])
+    try:
+        settled(
+            process,
+            60,
+            lambda: (
+                control_plane.call(lambda c: c.request("GET", path))["spec"].get("nodeName")
+                == node_name
+            ),
+        )
+        answer = process.debug(f"/debug/explain?pod={namespace}/waiter")
+        assert answer["status"] == "placed" and answer["node"] == node_name
+        assert answer["topNodes"][0]["node"] == node_name
+        assert set(answer["topNodes"][0]["plugins"]) >= {"NodeResourcesFit", "TaintToleration"}
+        assert "reference" in answer["scoresFrom"]
+    finally:
+        delete_pods(control_plane, [pod])
+        control_plane.call(lambda c: c.request("DELETE", f"/api/v1/nodes/{node_name}"))
+
+
+def test_sigterm_drains_the_binds_in_flight_and_exits_0(control_plane, fleet, scheduler):
+    pods = burst(600, seed=12)
+    process = scheduler(max_burst=200)
+    control_plane.create(pods)
+    try:
+        deadline = time.monotonic() + 120
+        while process.metric("kubesalvo_binds_total", result="bound") == 0:
+            assert time.monotonic() < deadline, process.tail()
+            time.sleep(0.05)
+        assert process.terminate() == 0, process.tail()
+        log = process.log.read_text()
+        assert "draining binds and stopping" in log
+        drained = [json.loads(line) for line in log.splitlines() if "drained" in line]
+        assert drained and drained[0]["msg"].startswith("drained ")
+        # Nothing was left half-done: every pod it bound is bound, none assumed twice.
+        listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+        nodes = list_objects(control_plane, "/api/v1/nodes")
+        assert placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes) == []
+        assert any(p["spec"].get("nodeName") for p in listed)
+    finally:
+        process.kill()
+        delete_pods(control_plane, pods)
+
+
+def test_kill_9_in_the_middle_and_a_restart_bind_every_pod_exactly_once(
+    control_plane, fleet, scheduler
+):
+    pods = burst(1500, seed=13)
+    first = scheduler(max_burst=100, name="first")
+    control_plane.create(pods)
+    try:
+        deadline = time.monotonic() + 120
+        while first.metric("kubesalvo_binds_total", result="bound") < 50:
+            assert time.monotonic() < deadline, first.tail()
+            time.sleep(0.02)
+        os.kill(first.process.pid, signal.SIGKILL)
+        first.process.wait(10)
+        before = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+        left = [p for p in before if not p["spec"].get("nodeName")]
+        assert 0 < len(left) < len(pods), "the kill did not land in the middle"
+
+        second = scheduler(max_burst=1000, name="second")
+
+        def all_decided() -> bool:
+            listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+            return all(
+                p["spec"].get("nodeName")
+                or (pod_scheduled(p) or {}).get("reason") == "Unschedulable"
+                for p in listed
+            )
+
+        settled(second, 240, all_decided)
+        after = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+        bound_now = {p["metadata"]["uid"] for p in after if p["spec"].get("nodeName")}
+        bound_before = {p["metadata"]["uid"] for p in before if p["spec"].get("nodeName")}
+        # Nothing the first process bound moved, and the second bound only what was left.
+        assert bound_before <= bound_now
+        assert second.metric("kubesalvo_binds_total", result="bound") == len(
+            bound_now - bound_before
+        )
+        assert second.metric("kubesalvo_binds_total", result="forgotten") == 0
+        nodes = list_objects(control_plane, "/api/v1/nodes")
+        assert placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes) == []
+    finally:
+        delete_pods(control_plane, pods)
