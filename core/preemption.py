@@ -48,11 +48,16 @@ Usage::
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import datetime
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from kubesalvo.core import names
 from kubesalvo.core.profile import Profile
@@ -61,7 +66,13 @@ from kubesalvo.core.reference.framework import FilterPlugin, PreFilterRejection
 from kubesalvo.core.reference.inter_pod_affinity import InterPodAffinity
 from kubesalvo.core.reference.pod_topology_spread import PodTopologySpread
 from kubesalvo.core.reference.selectors import InvalidSelector, label_selector
-from kubesalvo.core.reference.snapshot import NodeInfo
+from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot, labels_of
+from kubesalvo.core.resources import (
+    host_ports,
+    node_allocatable,
+    pod_nonzero_requests,
+    pod_requests,
+)
 
 __all__ = [
     "NOT_ELIGIBLE_NEVER",
@@ -85,6 +96,7 @@ PREEMPTION_PREFIX = "preemption: "
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 _PRIORITY_SHIFT = 1 << 31  # math.MaxInt32 + 1
+_FINISHED = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(frozen=True)
@@ -230,6 +242,141 @@ def _has_required_anti_affinity(pod: Pod) -> bool:
     return bool(anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
 
 
+# --- the cluster picture, with each pod's usage parsed once -------------------------
+
+
+def _usage_key(pod: Pod) -> bytes:
+    """What a pod's requests and host ports depend on: pods of one template share it."""
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+
+    def containers(raw: Any) -> list[Any]:
+        return [
+            (c.get("name"), c.get("resources"), c.get("ports"), c.get("restartPolicy"))
+            for c in raw or ()
+        ]
+
+    reported = [
+        (s.get("name"), s.get("resources"), s.get("allocatedResources"))
+        for s in (status.get("containerStatuses") or [])
+        + (status.get("initContainerStatuses") or [])
+    ]
+    resize = [
+        c.get("reason")
+        for c in status.get("conditions") or ()
+        if c.get("type") == "PodResizePending"
+    ]
+    return msgspec.json.encode(
+        (
+            containers(spec.get("containers")),
+            containers(spec.get("initContainers")),
+            spec.get("overhead"),
+            spec.get("resources"),
+            reported,
+            resize,
+        )
+    )
+
+
+_Usage = tuple[dict[str, int], tuple[int, int], list[tuple[str, str, int]]]
+
+
+class _Usages:
+    """Requests, scoring requests and host ports per pod template, parsed once."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[bytes, _Usage] = {}
+
+    def of(self, pod: Pod) -> _Usage:
+        key = _usage_key(pod)
+        usage = self.by_key.get(key)
+        if usage is None:
+            ports = [(p.host_ip or "0.0.0.0", p.protocol or "TCP", p.port) for p in host_ports(pod)]
+            usage = (
+                pod_requests(pod, use_status=True),
+                pod_nonzero_requests(pod, use_status=True),
+                ports,
+            )
+            self.by_key[key] = usage
+        return usage
+
+
+@dataclass
+class _NodeInfo(NodeInfo):
+    """The reference's NodeInfo, adding and removing pods through ``_Usages`` (the same
+    bookkeeping as ``NodeInfo.add_pod``/``remove_pod``, without re-parsing quantities)."""
+
+    usages: _Usages = field(default_factory=_Usages)
+
+    def add_pod(self, pod: Pod) -> None:
+        requests, (cpu, memory), ports = self.usages.of(pod)
+        self.pods.append(pod)
+        for name, amount in requests.items():
+            self.requested[name] = self.requested.get(name, 0) + amount
+        self.nonzero_cpu += cpu
+        self.nonzero_memory += memory
+        self.used_ports.update(ports)
+
+    def remove_pod(self, pod: Pod) -> None:
+        requests, (cpu, memory), ports = self.usages.of(pod)
+        self.pods.remove(pod)
+        for name, amount in requests.items():
+            self.requested[name] = self.requested.get(name, 0) - amount
+        self.nonzero_cpu -= cpu
+        self.nonzero_memory -= memory
+        self.used_ports.difference_update(ports)
+
+
+def _node_info(
+    node: Mapping[str, Any], usages: _Usages, allocatables: dict[bytes, dict[str, int]]
+) -> _NodeInfo:
+    """NodeInfo.of, parsing each distinct ``status.allocatable`` once (nodes of one shape
+    share it)."""
+    raw = (node.get("status") or {}).get("allocatable")
+    key = msgspec.json.encode(raw)
+    allocatable = allocatables.get(key)
+    if allocatable is None:
+        allocatable = allocatables[key] = node_allocatable(node)
+    spec = node.get("spec") or {}
+    return _NodeInfo(
+        node=node,
+        name=(node.get("metadata") or {}).get("name", ""),
+        labels=labels_of(node),
+        taints=list(spec.get("taints") or ()),
+        unschedulable=bool(spec.get("unschedulable")),
+        allocatable=dict(allocatable),
+        usages=usages,
+    )
+
+
+def _snapshot(
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Pod],
+    namespaces: Iterable[Mapping[str, Any]],
+    workloads: Iterable[Mapping[str, Any]],
+) -> Snapshot:
+    """Snapshot.build with ``_NodeInfo`` nodes: pods on unknown nodes and finished pods are
+    left out, as there; node images too, as no filter reads them (only ImageLocality's
+    score does)."""
+    usages = _Usages()
+    allocatables: dict[bytes, dict[str, int]] = {}
+    infos = [_node_info(node, usages, allocatables) for node in nodes]
+    by_name = {info.name: info for info in infos}
+    if len(by_name) != len(infos):
+        raise ValueError("node names must be unique")
+    for pod in pods:
+        host = by_name.get((pod.get("spec") or {}).get("nodeName") or "")
+        if host is not None and (pod.get("status") or {}).get("phase") not in _FINISHED:
+            host.add_pod(pod)
+    bare = Snapshot.build((), (), namespaces, workloads)
+    return dataclasses.replace(
+        bare,
+        nodes=list(infos),
+        by_name=dict(by_name),
+        node_images={n: frozenset() for n in by_name},
+    )
+
+
 # --- the filters, asked about one node at a time --------------------------------------
 
 
@@ -237,18 +384,23 @@ class _NodeFilters:
     """The profile's filters for one pod, run against one node at a time.
 
     The PreFilter work of PodTopologySpread and InterPodAffinity counts pods across the
-    cluster; when it has anything to count it is redone for each question, so that pods
-    taken off (or put back on) a node are seen, as upstream's AddPod/RemovePod do.
+    cluster. Those counts are sums over nodes, so when the pods of one node change they
+    are updated as upstream's AddPod/RemovePod do: the cluster-wide counts, minus that
+    node's counts as it was (``focus``), plus its counts now, each node's counts taken by
+    the same plugin over a snapshot of that node alone.
     """
 
     def __init__(self, ref: ReferenceScheduler, pod: Pod, anti_affinity_anywhere: bool) -> None:
         self.ref = ref
         self.pod = pod
         self.rejection: str | None = None
-        self.plugins: list[tuple[str, FilterPlugin]] = []
+        self.names: list[str] = []
+        self.cluster: list[FilterPlugin] = []  # PreFilter state over the whole cluster
+        self.plugins: list[FilterPlugin] = []  # what filters use now
         self.allowed: frozenset[str] | None = None
         self.narrowing: list[str] = []
-        self.dynamic: list[int] = []  # indices of plugins rebuilt per question
+        self.dynamic: list[int] = []  # plugins whose counts follow the node's pods
+        self.before: dict[str, dict[int, FilterPlugin]] = {}  # node -> its own counts
         try:
             for name in ref.profile.filters:
                 # The reference's own plugin table keeps the two in step.
@@ -261,9 +413,11 @@ class _NodeFilters:
                     self.allowed = allowed if self.allowed is None else self.allowed & allowed
                 if self._counts_cluster(plugin, anti_affinity_anywhere):
                     self.dynamic.append(len(self.plugins))
-                self.plugins.append((name, plugin))
+                self.names.append(name)
+                self.plugins.append(plugin)
         except PreFilterRejection as rejection:
             self.rejection = rejection.message
+        self.cluster = list(self.plugins)
 
     @staticmethod
     def _counts_cluster(plugin: FilterPlugin, anti_affinity_anywhere: bool) -> bool:
@@ -273,12 +427,30 @@ class _NodeFilters:
             return bool(plugin.affinity or plugin.anti_affinity or anti_affinity_anywhere)
         return False
 
-    def refresh(self) -> None:
+    def _local(self, index: int, node: NodeInfo) -> FilterPlugin:
+        """Plugin ``index`` built over a snapshot holding ``node`` alone."""
+        alone = dataclasses.replace(self.ref.snapshot, nodes=[node], by_name={node.name: node})
+        plugin = self.cluster[index]
+        if isinstance(plugin, InterPodAffinity):
+            return InterPodAffinity(self.pod, alone)
+        assert isinstance(plugin, PodTopologySpread)
+        return PodTopologySpread(self.pod, alone, self.ref.profile.spread)
+
+    def focus(self, node: NodeInfo) -> None:
+        """Remember the node's own counts before its pods change (once per node)."""
+        if self.dynamic and node.name not in self.before:
+            self.before[node.name] = {i: self._local(i, node) for i in self.dynamic}
+
+    def refresh(self, node: NodeInfo) -> None:
+        """Counts for the cluster with ``node`` as it is now (``focus`` came first)."""
         for index in self.dynamic:
-            name, _ = self.plugins[index]
-            plugin = self.ref._filter_plugin(name, self.pod)
-            assert plugin is not None
-            self.plugins[index] = (name, plugin)
+            self.plugins[index] = _combined(
+                self.cluster[index], self.before[node.name][index], self._local(index, node)
+            )
+
+    def reset(self) -> None:
+        """Back to the cluster's counts (every node as it was)."""
+        self.plugins = list(self.cluster)
 
     def status(self, node: NodeInfo) -> Status | None:
         """The node's status for the pod (None: it fits), with the current counts."""
@@ -286,7 +458,7 @@ class _NodeFilters:
             return Status.unresolvable(self.rejection)
         if self.allowed is not None and node.name not in self.allowed:
             return Status.unresolvable(names.prefilter_narrowing_reason(self.narrowing))
-        for _, plugin in self.plugins:
+        for plugin in self.plugins:
             status = plugin.filter(node)
             if status is not None:
                 return status
@@ -294,20 +466,46 @@ class _NodeFilters:
 
     def check(self, node: NodeInfo, nominated: Sequence[Pod]) -> Status | None:
         """RunFilterPluginsWithNominatedPods: fit with the nominated pods on the node, and
-        (when there were any) without them too, after the node changed."""
+        (when there were any) without them too."""
+        self.focus(node)
         if nominated:
             for other in nominated:
                 node.add_pod(other)
             try:
-                self.refresh()
+                self.refresh(node)
                 status = self.status(node)
             finally:
                 for other in nominated:
                     node.remove_pod(other)
             if status is not None:
                 return status
-        self.refresh()
+        self.refresh(node)
         return self.status(node)
+
+
+def _combined(cluster: FilterPlugin, before: FilterPlugin, now: FilterPlugin) -> FilterPlugin:
+    """``cluster`` with one node's counts ``before`` replaced by its counts ``now``."""
+    out = copy.copy(cluster)
+    if isinstance(out, InterPodAffinity):
+        assert isinstance(before, InterPodAffinity) and isinstance(now, InterPodAffinity)
+        for attr in ("existing_anti", "affinity_counts", "anti_counts"):
+            counts = Counter(getattr(cluster, attr))
+            counts.subtract(getattr(before, attr))
+            counts.update(getattr(now, attr))
+            setattr(out, attr, +counts)  # as upstream, a count that reaches 0 is dropped
+        return out
+    assert isinstance(out, PodTopologySpread)
+    assert isinstance(before, PodTopologySpread) and isinstance(now, PodTopologySpread)
+    merged = []
+    for total, old, new in zip(cluster.counts, before.counts, now.counts, strict=True):
+        domains = dict(total)  # a domain stays known at 0 while one of its nodes exists
+        for value, count in old.items():
+            domains[value] -= count
+        for value, count in new.items():
+            domains[value] = domains.get(value, 0) + count
+        merged.append(domains)
+    out.counts = merged
+    return out
 
 
 # --- the evaluator --------------------------------------------------------------------
@@ -336,7 +534,9 @@ class Preemptor:
         pods = list(pods)
         self.args = args or PreemptionArgs()
         self.pdbs = list(pdbs)
-        self.ref = ReferenceScheduler(nodes, pods, namespaces, profile, workloads)
+        namespaces, workloads = list(namespaces), list(workloads)
+        self.ref = ReferenceScheduler((), (), namespaces, profile, workloads)
+        self.ref.snapshot = _snapshot(nodes, pods, namespaces, workloads)
         self.nominated: dict[str, list[Pod]] = {}
         for pod in pods:
             spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -391,7 +591,7 @@ class Preemptor:
             )
             for node in snapshot.nodes
         }
-        filters.refresh()
+        filters.reset()
         nominated = (pod.get("status") or {}).get("nominatedNodeName") or ""
         reason = self.eligible(pod, statuses.get(nominated), nominated in snapshot.by_name)
         if reason:
@@ -464,6 +664,7 @@ class Preemptor:
         if not potential:
             return [], 0, Status.unresolvable(names.NO_PREEMPTION_VICTIMS)
         nominated = self._nominated_on(node.name, pod)
+        filters.focus(node)
         for victim in potential:
             node.remove_pod(victim)
         victims: list[Pod] = []
@@ -489,6 +690,7 @@ class Preemptor:
             for victim in potential:
                 if id(victim) not in present:
                     node.add_pod(victim)
+            filters.reset()
 
     def commit(self, pod: Pod, decision: PreemptionDecision) -> None:
         """Apply ``decision`` to this picture: victims gone, ``pod`` nominated to the node,

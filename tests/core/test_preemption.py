@@ -446,3 +446,123 @@ def test_the_picture_is_unchanged_by_a_decision():
     after = [p["metadata"]["name"] for p in preemptor.ref.snapshot.by_name["n1"].pods]
     assert sorted(before) == sorted(after)
     assert preemptor.ref.snapshot.by_name["n1"].requested["cpu"] == 4000
+
+
+# --- internals: the fast picture equals the reference's ----------------------------------
+
+
+def _zoned_cluster() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    nodes = [node(f"z{z}-{i}", labels={"zone": f"z{z}"}) for z in range(3) for i in range(2)]
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    pods = []
+    for index, host in enumerate(n["metadata"]["name"] for n in nodes):
+        pods.append(pod(f"web-{index}", index % 3, "1", host, labels={"app": "web"}))
+        if index < 2:  # zone z0 holds two more web pods: spread is tight there
+            pods.append(pod(f"web-extra-{index}", 1, "1", host, labels={"app": "web"}))
+        if index % 2 == 0:  # one db pod per zone
+            pods.append(pod(f"db-{index}", 1, "1", host, labels={"app": "db"}))
+        if index == 3:
+            pods.append(pod("lonely", 2, "1", host, labels={"app": "x"}, affinity=anti))
+    return nodes, pods
+
+
+def test_incremental_counts_match_a_rebuilt_reference():
+    from kubesalvo.core.preemption import _NodeFilters
+    from kubesalvo.core.reference import ReferenceScheduler
+
+    nodes, pods = _zoned_cluster()
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    incoming = [
+        pod("web", 10, "1", labels={"app": "web"}, topologySpreadConstraints=spread),
+        pod("near-db", 10, "1", labels={"app": "y"}, affinity=affinity),
+        pod(
+            "both",
+            10,
+            "1",
+            labels={"app": "web"},
+            topologySpreadConstraints=spread,
+            affinity=affinity,
+        ),
+    ]
+    seen: set[tuple[str, ...] | None] = set()
+    preemptor = Preemptor(nodes, pods)
+    for incoming_pod in incoming:
+        for info in preemptor.ref.snapshot.nodes:
+            for gone in list(info.pods):
+                filters = _NodeFilters(
+                    preemptor.ref, incoming_pod, preemptor.anti_affinity_anywhere
+                )
+                filters.focus(info)
+                info.remove_pod(gone)
+                try:
+                    filters.refresh(info)
+                    fast = filters.status(info)
+                finally:
+                    info.add_pod(gone)
+                rest = [p for p in pods if p is not gone]
+                expected = (
+                    ReferenceScheduler(nodes, rest).evaluate(incoming_pod).statuses[info.name]
+                )
+                assert fast == expected, (incoming_pod["metadata"]["name"], info.name)
+                seen.add(expected.reasons if expected else None)
+    # Every kind of outcome was met: removals that help and ones that do not.
+    assert seen == {
+        None,
+        (names.ERR_REASON_SPREAD_CONSTRAINTS,),
+        (names.ERR_REASON_AFFINITY,),
+        (names.ERR_REASON_EXISTING_ANTI_AFFINITY,),
+    }
+
+
+def test_fast_node_bookkeeping_matches_the_reference_node_info():
+    from kubesalvo.core.reference.snapshot import Snapshot
+
+    busy = pod(
+        "busy",
+        1,
+        "500m",
+        "n1",
+        overhead={"cpu": "100m"},
+        initContainers=[
+            {
+                "name": "init",
+                "image": "i",
+                "resources": {"requests": {"cpu": "2", "memory": "1Gi"}},
+            },
+            {
+                "name": "side",
+                "image": "s",
+                "restartPolicy": "Always",
+                "ports": [{"containerPort": 80, "hostPort": 8080}],
+            },
+        ],
+    )
+    pods = [busy, pod("plain", 1, "250m", "n1"), pod("done", 1, "1", "n1")]
+    pods[2]["status"]["phase"] = "Succeeded"
+    fast = Preemptor([node("n1")], pods).ref.snapshot.by_name["n1"]
+    slow = Snapshot.build([node("n1")], pods).by_name["n1"]
+    for info in (fast, slow):
+        info.remove_pod(pods[1])
+    assert fast.requested == slow.requested and fast.allocatable == slow.allocatable
+    assert (fast.nonzero_cpu, fast.nonzero_memory) == (slow.nonzero_cpu, slow.nonzero_memory)
+    assert fast.used_ports == slow.used_ports and fast.pods == slow.pods
