@@ -1,0 +1,121 @@
+"""``explain``: the per-plugin breakdown computed by the reference for one pod, its text
+rendering, and the command's answer when no scheduler is listening. (The debug page of a
+running scheduler, for a pending and a placed pod, is checked in test_app.py.)"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+from kubesalvo.core.profile import Profile
+from kubesalvo.sched.explain import plugin_scores, render
+
+
+def node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> dict:
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "spec": {"taints": taints or []},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(name: str, cpu: str, node_name: str | None = None) -> dict:
+    spec: dict = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}, "spec": spec}
+
+
+def test_the_breakdown_ranks_nodes_by_total_and_names_every_score_plugin():
+    nodes = [node("small", "2"), node("big", "16"), node("mid", "4")]
+    target = pod("web", "1", node_name="big")
+    busy = pod("other", "1500m", node_name="small")  # leaves 500m: too little for 1 cpu
+    answer = plugin_scores(target, nodes, [busy, target], [], Profile.default())
+    assert answer["feasibleNodes"] == 2
+    assert answer["reasons"] == {"Insufficient cpu": 1}
+    top = answer["topNodes"]
+    assert [entry["node"] for entry in top] == ["big", "mid"]
+    for entry in top:
+        assert entry["total"] == sum(entry["plugins"].values())
+        assert set(entry["plugins"]) == {name for name, _ in Profile.default().scores}
+    # LeastAllocated prefers the emptier node.
+    assert top[0]["plugins"]["NodeResourcesFit"] > top[1]["plugins"]["NodeResourcesFit"]
+
+
+def test_the_pod_itself_is_not_counted_against_its_own_node():
+    nodes = [node("only", "1")]
+    target = pod("web", "1", node_name="only")
+    answer = plugin_scores(target, nodes, [target], [], Profile.default())
+    assert answer["feasibleNodes"] == 1
+    assert answer["topNodes"][0]["node"] == "only"
+
+
+def test_a_pending_answer_lists_reasons_by_node_count():
+    text = render(
+        {
+            "pod": "ns/web",
+            "status": "pending",
+            "queue": "unschedulable",
+            "message": "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) were unschedulable.",
+            "reasons": {"node(s) were unschedulable": 1, "Insufficient cpu": 2},
+        }
+    )
+    lines = text.splitlines()
+    assert lines[0] == "pod ns/web: pending"
+    assert lines[1] == "  queue: unschedulable"
+    assert lines[-2:] == ["      2  Insufficient cpu", "      1  node(s) were unschedulable"]
+
+
+def test_a_placed_answer_is_a_table_of_plugin_scores():
+    text = render(
+        {
+            "pod": "ns/web",
+            "status": "placed",
+            "node": "big",
+            "feasibleNodes": 2,
+            "topNodes": [
+                {
+                    "node": "big",
+                    "total": 150,
+                    "plugins": {"NodeResourcesFit": 90, "TaintToleration": 60},
+                },
+                {
+                    "node": "small",
+                    "total": 60,
+                    "plugins": {"NodeResourcesFit": 0, "TaintToleration": 60},
+                },
+            ],
+            "scoresFrom": "the reference",
+        }
+    )
+    assert "  node: big" in text
+    assert "  top 2 of 2 feasible nodes:" in text
+    header = next(line for line in text.splitlines() if line.strip().startswith("node "))
+    assert header.split() == ["node", "total", "NodeResourcesFit", "TaintToleration"]
+    assert any(line.split() == ["big", "150", "90", "60"] for line in text.splitlines())
+
+
+def test_explain_without_a_scheduler_listening_fails_with_exit_1():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "explain", "ns/web",
+         "--debug-url", f"http://127.0.0.1:{port}"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert f"cannot reach http://127.0.0.1:{port}" in done.stderr
+
+
+def test_explain_wants_namespace_and_name():
+    done = subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "explain", "web"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "NAMESPACE/NAME" in done.stderr
