@@ -25,6 +25,8 @@ cdef class BurstKernel:
     cdef bint fit_on, ports_on               # NodeResourcesFit / NodePorts filters enabled
     cdef bint spread_on                      # PodTopologySpread filter enabled
     cdef int64_t w_spread                    # PodTopologySpread score weight (0 = disabled)
+    cdef bint ipa_on                         # InterPodAffinity filter enabled
+    cdef int64_t w_ipa                       # InterPodAffinity score weight (0 = disabled)
     # ---- topology (whole burst)
     cdef const int32_t[:, ::1] dom           # topology keys x rows: domain id, -1 = the node lacks the key
     cdef const int32_t[::1] ndom             # per topology key: number of domain ids
@@ -33,6 +35,10 @@ cdef class BurstKernel:
     cdef int64_t[::1] dmin                   # scratch, per constraint: smallest domain count
     cdef uint8_t[::1] feas2                  # scratch, per row: feasible for the current pod
     cdef int64_t[::1] rawsp                  # scratch, per row: raw spread score of the current pod
+    cdef int64_t[::1] rawipa                 # scratch, per row: raw inter-pod score of the current pod
+    cdef int64_t[:, ::1] acount              # scratch, inter-pod rows of a class x domains: counted pods
+    cdef bint aff_empty                      # no pod anywhere matches all required affinity terms
+    cdef bint ipa_topology                   # some scoring term matched a pod (else the plugin is skipped)
     # ---- the current chunk of the burst: classes
     cdef Py_ssize_t nclasses                 # classes in this chunk
     cdef const quantity_t[:, ::1] c_req      # classes x resources: pod requests (pods column = 1)
@@ -63,6 +69,12 @@ cdef class BurstKernel:
     cdef int32_t[:, ::1] counters            # Q x rows: pods matching each (namespace, selector), mutated
     cdef const int32_t[::1] c_inc_off        # classes+1: offsets into c_inc
     cdef const int32_t[::1] c_inc            # counters a placed pod of the class raises
+    cdef const int32_t[::1] c_a_off          # classes+1: offsets into the a_* inter-pod rows
+    cdef const uint8_t[::1] a_kind           # row -> 0 affinity, 1 anti-affinity, 2 existing anti, 3 score
+    cdef const int32_t[::1] a_key            # row -> topology key (row of dom)
+    cdef const int32_t[::1] a_counter        # row -> row of counters
+    cdef const int64_t[::1] a_weight         # row -> score weight per counted pod (score rows)
+    cdef const uint8_t[::1] c_a_self         # class -> 1 if it matches all its required affinity terms
     # ---- the current chunk: pods in queue order
     cdef Py_ssize_t npods                    # pods in this chunk
     cdef const int32_t[::1] p_class          # pod -> class
@@ -105,6 +117,9 @@ cdef class BurstKernel:
     cdef void _apply(self, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil
     cdef void _spread_prepare(self, Py_ssize_t c) noexcept nogil
     cdef int _spread_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef bint _domain(self, Py_ssize_t c) noexcept nogil
+    cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil
+    cdef int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
     cdef void _run(self) noexcept nogil

@@ -33,6 +33,9 @@ cdef enum:
     R_PORTS = 6        # NodePorts
     R_SPREAD = 8       # PodTopologySpread: skew too large
     R_SPREAD_LABEL = 9 # PodTopologySpread: the node lacks a topology key
+    R_IPA_AFF = 10     # InterPodAffinity: required affinity not met
+    R_IPA_ANTI = 11    # InterPodAffinity: required anti-affinity not met
+    R_IPA_EXISTING = 12  # InterPodAffinity: an existing pod's anti-affinity
     R_FIXED = 16       # reason code of resource column r is R_FIXED + r
     R_ABSENT = 255     # a row without a node: counted nowhere
     MAX_SCORE = 100
@@ -40,6 +43,9 @@ cdef enum:
 REASON_PORTS = R_PORTS
 REASON_SPREAD = R_SPREAD
 REASON_SPREAD_LABEL = R_SPREAD_LABEL
+REASON_IPA_AFFINITY = R_IPA_AFF
+REASON_IPA_ANTI = R_IPA_ANTI
+REASON_IPA_EXISTING = R_IPA_EXISTING
 REASON_FIRST_RESOURCE = R_FIXED
 REASON_ABSENT = R_ABSENT
 
@@ -63,7 +69,7 @@ cdef class BurstKernel:
                  shape_util, shape_score, bal_cols, col_scalar, col_fit_check,
                  int64_t w_fit, int64_t w_bal, int64_t w_taint, int64_t w_aff,
                  bint fit_on, bint ports_on, int64_t w_spread, bint spread_on, dom, ndom,
-                 Py_ssize_t max_constraints):
+                 Py_ssize_t max_constraints, int64_t w_ipa, bint ipa_on):
         self.alloc = alloc
         self.req = req
         self.nzreq = nzreq
@@ -94,6 +100,9 @@ cdef class BurstKernel:
         self.dmin = np.zeros(max(1, max_constraints), dtype=np.int64)
         self.feas2 = np.zeros(self.rows, dtype=np.uint8)
         self.rawsp = np.zeros(self.rows, dtype=np.int64)
+        self.rawipa = np.zeros(self.rows, dtype=np.int64)
+        self.w_ipa = w_ipa
+        self.ipa_on = ipa_on
         leaves = 2
         while leaves < self.rows:
             leaves *= 2
@@ -104,6 +113,7 @@ cdef class BurstKernel:
                    c_port_own_off, c_port_own,
                    c_k_off, k_key, k_hard, k_skew, k_min_domains, k_self, k_counter, k_elig,
                    k_host, elig, counters, c_inc_off, c_inc,
+                   c_a_off, a_kind, a_key, a_counter, a_weight, c_a_self,
                    p_class, p_gang_min, p_gang_last, out_node, out_score, out_reasons, out_rolled, Py_ssize_t nslots):
         """Set the classes and pods of the next chunk, and allocate the class caches."""
         self.nclasses = c_req.shape[0]
@@ -135,6 +145,14 @@ cdef class BurstKernel:
         self.counters = counters
         self.c_inc_off = c_inc_off
         self.c_inc = c_inc
+        self.c_a_off = c_a_off
+        self.a_kind = a_kind
+        self.a_key = a_key
+        self.a_counter = a_counter
+        self.a_weight = a_weight
+        self.c_a_self = c_a_self
+        most = max(1, int(np.max(np.diff(c_a_off)))) if len(c_a_off) > 1 else 1
+        self.acount = np.zeros((most, self.dcount.shape[1]), dtype=np.int64)
         self.npods = p_class.shape[0]
         self.p_class = p_class
         self.p_gang_min = p_gang_min
@@ -353,8 +371,8 @@ cdef class BurstKernel:
             self.s_feas[s, n] = f
             self.s_local[s, n] = self._local(c, n) if f else 0
         self.slot_synced[s] = self.log_len
-        if self.c_k_off[c + 1] > self.c_k_off[c]:
-            return  # spread classes pick their node in one pass per pod (_place_spread)
+        if self._domain(c):
+            return  # spread / inter-pod classes pick their node in passes per pod (_place_spread)
         self.s_max_taint[s] = -1  # force the maxima to count as changed
         self._maxima(s, c)
         self._refresh_totals(s, c)
@@ -376,7 +394,7 @@ cdef class BurstKernel:
             self.s_feas[s, n] = f
             self.s_local[s, n] = self._local(c, n) if f else 0
         self.slot_synced[s] = self.log_len
-        if self.c_k_off[c + 1] > self.c_k_off[c]:
+        if self._domain(c):
             return
         if flipped and self._maxima(s, c):
             self._refresh_totals(s, c)
@@ -425,8 +443,11 @@ cdef class BurstKernel:
         cdef uint8_t code
         cdef bint port_clash, misfit
         cdef bint spread = self.spread_on and self.c_k_off[c + 1] > self.c_k_off[c]
+        cdef bint ipa = self.ipa_on and self.c_a_off[c + 1] > self.c_a_off[c]
         if spread:
             self._spread_prepare(c)
+        if ipa:
+            self._ipa_prepare(c)
         for n in range(self.rows):
             code = static[n]
             if code == R_ABSENT:
@@ -455,6 +476,11 @@ cdef class BurstKernel:
                 code = self._spread_reason(c, n)
                 if code:
                     self.out_reasons[p, code] += 1
+                    continue
+            if ipa:
+                code = self._ipa_reason(c, n)
+                if code:
+                    self.out_reasons[p, code] += 1
 
     cdef void _run(self) noexcept nogil:
         cdef Py_ssize_t p, c, s, n, q, run_start = 0, placed = 0
@@ -466,7 +492,7 @@ cdef class BurstKernel:
                 run_start = p
                 placed = 0
             s = self._slot(c, p)
-            if self.c_k_off[c + 1] > self.c_k_off[c]:
+            if self._domain(c):
                 n = self._place_spread(s, c, &best)
             else:
                 best = self.s_tree[s, 1]
@@ -555,7 +581,10 @@ cdef class BurstKernel:
         NodeAffinity. Returns -1 when no row is feasible."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key, i
         cdef Py_ssize_t feasible = 0, counted = 0, best_n = -1, start
-        cdef bint hard = False, soft = False, all_keys
+        cdef bint hard = False, soft = False, all_keys, ipa_filter = False, ipa_score = False
+        cdef Py_ssize_t a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1]
+        cdef int64_t ihi = 0, ilo = 0
+        cdef bint ifirst = True
         cdef int64_t mt = 0, ma = 0, v, hi = 0, lo = 0, t, best = NEG, spread_score
         cdef double total
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
@@ -570,9 +599,20 @@ cdef class BurstKernel:
         soft = soft and self.w_spread != 0 and j1 - j0 <= 64
         if hard:
             self._spread_prepare(c)
+        if a1 > a0:
+            self._ipa_prepare(c)
+            for j in range(a0, a1):
+                if self.a_kind[j] == 3:
+                    ipa_score = True
+                else:
+                    ipa_filter = True
+            ipa_filter = ipa_filter and self.ipa_on
+            ipa_score = ipa_score and self.w_ipa != 0 and self.ipa_topology
         for n in range(self.rows):
             v = self.s_feas[s, n]
             if v and hard and self._spread_reason(c, n):
+                v = 0
+            if v and ipa_filter and self._ipa_reason(c, n):
                 v = 0
             self.feas2[n] = <uint8_t>v
             if v:
@@ -651,6 +691,22 @@ cdef class BurstKernel:
                     hi = v
                 if lo < 0 or v < lo:
                     lo = v
+        if ipa_score:
+            for n in range(self.rows):
+                if not self.feas2[n]:
+                    continue
+                v = 0
+                for j in range(a0, a1):
+                    if self.a_kind[j] == 3:
+                        d = self.dom[self.a_key[j], n]
+                        if d >= 0:
+                            v += self.a_weight[j] * self.acount[j - a0, d]
+                self.rawipa[n] = v
+                if ifirst or v > ihi:
+                    ihi = v
+                if ifirst or v < ilo:
+                    ilo = v
+                ifirst = False
         # Totals over the feasible rows; ties go to the first row at or after the cursor.
         start = self.s_cursor[s]
         if start >= self.rows:
@@ -674,8 +730,63 @@ cdef class BurstKernel:
                 else:
                     spread_score = MAX_SCORE * (hi + lo - self.rawsp[n]) // hi
                 t += self.w_spread * spread_score
+            if ipa_score and ihi > ilo:
+                t += self.w_ipa * <int64_t>(100.0 * (<double>(self.rawipa[n] - ilo) / <double>(ihi - ilo)))
             if t > best:
                 best = t
                 best_n = n
         score[0] = best
         return best_n
+
+    # ------------------------------------------------------------ InterPodAffinity
+    cdef bint _domain(self, Py_ssize_t c) noexcept nogil:
+        """Whether class c has spread or inter-pod rows (picked per pod, not by the tree)."""
+        return self.c_k_off[c + 1] > self.c_k_off[c] or self.c_a_off[c + 1] > self.c_a_off[c]
+
+    cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil:
+        """Per inter-pod row: counted pods per domain of its key (nodes with the key)."""
+        cdef Py_ssize_t j, a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1], n, d, key
+        cdef int32_t q
+        cdef int64_t aff_total = 0
+        for j in range(a0, a1):
+            key = self.a_key[j]
+            for d in range(self.ndom[key]):
+                self.acount[j - a0, d] = 0
+        self.ipa_topology = False
+        for n in range(self.rows):
+            for j in range(a0, a1):
+                d = self.dom[self.a_key[j], n]
+                if d < 0:
+                    continue
+                q = self.counters[self.a_counter[j], n]
+                if q:
+                    self.acount[j - a0, d] += q
+                    if self.a_kind[j] == 0:
+                        aff_total += q
+                    elif self.a_kind[j] == 3:
+                        self.ipa_topology = True
+        self.aff_empty = aff_total == 0
+
+    cdef int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """The inter-pod filter on row n (after _ipa_prepare): 0 or a reason code."""
+        cdef Py_ssize_t j, a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1], d
+        cdef bint pods_exist = True, any_affinity = False
+        for j in range(a0, a1):
+            if self.a_kind[j] != 0:
+                continue
+            any_affinity = True
+            d = self.dom[self.a_key[j], n]
+            if d < 0:
+                return R_IPA_AFF
+            if self.acount[j - a0, d] <= 0:
+                pods_exist = False
+        if any_affinity and not pods_exist and not (self.aff_empty and self.c_a_self[c]):
+            return R_IPA_AFF
+        for j in range(a0, a1):
+            if self.a_kind[j] == 1 or self.a_kind[j] == 2:
+                d = self.dom[self.a_key[j], n]
+                if d >= 0 and self.acount[j - a0, d] > 0:
+                    if self.a_kind[j] == 1:
+                        return R_IPA_ANTI
+                    return R_IPA_EXISTING
+        return 0

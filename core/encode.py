@@ -71,6 +71,9 @@ REASON_TEXTS: dict[int, str] = {
     6: names.ERR_REASON_NODE_PORTS,
     8: names.ERR_REASON_SPREAD_CONSTRAINTS,
     9: names.ERR_REASON_SPREAD_MISSING_LABEL,
+    10: names.ERR_REASON_AFFINITY,
+    11: names.ERR_REASON_ANTI_AFFINITY,
+    12: names.ERR_REASON_EXISTING_ANTI_AFFINITY,
 }
 
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")

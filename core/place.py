@@ -155,6 +155,8 @@ def _kernel(
         dom,
         ndom,
         max_constraints,
+        weights.get(names.INTER_POD_AFFINITY, 0),
+        names.INTER_POD_AFFINITY in filters,
     )
 
 
@@ -262,6 +264,12 @@ def place_burst(
             spread_tables.counters,
             spread_tables.c_inc_off,
             spread_tables.c_inc,
+            spread_tables.ipa.c_a_off,
+            spread_tables.ipa.a_kind,
+            spread_tables.ipa.a_key,
+            spread_tables.ipa.a_counter,
+            spread_tables.ipa.a_weight,
+            spread_tables.ipa.c_a_self,
             local.astype(np.int32),
             p_gang_min[start:end],
             p_gang_last[start:end],

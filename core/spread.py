@@ -1,4 +1,4 @@
-"""PodTopologySpread, encoded: constraints as kernel rows, selectors as per-node counters.
+"""PodTopologySpread and InterPodAffinity, encoded: kernel rows over per-node pod counters.
 
 A class's topology spread constraints become rows of small arrays (topology key, hard or
 soft, maxSkew, minDomains, whether the pod matches its own selector, the nodes that count
@@ -7,14 +7,20 @@ matched by its selector - are a *counter*: one int32 per node, shared by every
 constraint with the same (namespace, selector), started from the pods already on the
 nodes and raised by the kernel each time it places a pod the selector matches.
 
-Counters start from the state's (namespace, labels) pod groups and from the pods the
-burst placed in earlier chunks; an index from label pairs to classes and groups keeps
-that from comparing every selector with every class.
+Inter-pod affinity uses the same counters: an incoming pod's term counts the pods it
+selects (its required affinity terms together: the pods matching all of them), and the
+terms that placed pods carry (required anti-affinity, affinity, preferred terms) are
+counters of the pods carrying them. Each class gets rows (kind, counter, topology key,
+weight) for its own terms and for every carried term that selects it.
+
+Counters start from the state's (namespace, labels) pod groups, from the pods that carry
+affinity terms, and from the pods the burst placed in earlier chunks; an index from label
+pairs to classes and groups keeps that from comparing every selector with every class.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +28,17 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.core.encode import ClassInfo, Encoder, tolerates
+from kubesalvo.core.interpod import InterPodRows, InterPodTerms
+from kubesalvo.core.label_selectors import (
+    NOTHING_KEY,
+    CounterKey,
+    Selector,
+    candidates,
+    counts_nothing,
+    label_selector,
+    parts_match,
+    selector_matches,
+)
 
 __all__ = [
     "HOSTNAME",
@@ -33,64 +50,6 @@ __all__ = [
 ]
 
 HOSTNAME = "kubernetes.io/hostname"
-
-# A label selector: a tuple of (key, operator, values) all of which must hold, or None for
-# metav1's nil selector, which matches nothing.
-Requirement = tuple[str, str, tuple[str, ...]]
-Selector = tuple[Requirement, ...] | None
-CounterKey = tuple[str, Selector]
-
-
-def label_selector(raw: Mapping[str, Any] | None) -> Selector:
-    """metav1.LabelSelectorAsSelector: None matches nothing, {} everything."""
-    if raw is None:
-        return None
-    reqs: list[Requirement] = [
-        (k, "In", (v,)) for k, v in sorted((raw.get("matchLabels") or {}).items())
-    ]
-    for expr in raw.get("matchExpressions") or ():
-        reqs.append(
-            (expr.get("key", ""), expr.get("operator", ""), tuple(expr.get("values") or ()))
-        )
-    return tuple(reqs)
-
-
-def _requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
-    key, op, values = req
-    present = key in labels
-    if op == "In":
-        return present and labels[key] in values
-    if op == "NotIn":
-        return not present or labels[key] not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    return False
-
-
-def selector_matches(selector: Selector, labels: Mapping[str, str]) -> bool:
-    if selector is None:
-        return False
-    return all(_requirement_matches(r, labels) for r in selector)
-
-
-def counts_nothing(selector: Selector) -> bool:
-    """Spread counts no pods for a nil selector nor for the empty (match-all) one."""
-    return selector is None or selector == ()
-
-
-def _candidates(
-    selector: Selector, index: Mapping[tuple[str, str], set[int]], everyone: Iterable[int]
-):
-    """Ids that may match: those with the first In requirement's pair, else everyone."""
-    for key, op, values in selector or ():
-        if op == "In":
-            found: set[int] = set()
-            for value in values:
-                found |= index.get((key, value), set())
-            return found
-    return set(everyone)
 
 
 @dataclass
@@ -144,15 +103,23 @@ class SpreadTables:
     counters: npt.NDArray[np.int32]
     c_inc_off: npt.NDArray[np.int32]
     c_inc: npt.NDArray[np.int32]
+    ipa: InterPodRows
 
 
 class SpreadEncoder:
-    """Builds the spread tables of each chunk of one burst."""
+    """Builds the spread and inter-pod tables of each chunk of one burst."""
 
     def __init__(self, encoder: Encoder) -> None:
         self.encoder = encoder
         self.state = encoder.state
         self.keys: dict[str, int] = {}  # topology key -> index into domain_ids
+        args = encoder.profile.inter_pod_affinity
+        self.interpod = InterPodTerms(
+            encoder,
+            self.keys,
+            args.hard_pod_affinity_weight,
+            args.ignore_preferred_terms_of_existing_pods,
+        )
         self._constraints: dict[int, list[Constraint]] = {}
         # label pair -> ids, for finding what a selector may match
         self._group_index: dict[tuple[str, str], set[int]] = {}
@@ -175,6 +142,7 @@ class SpreadEncoder:
         """Register every class of the burst (topology keys, the class label index)."""
         for cid in class_ids:
             self.constraints(cid)
+            self.interpod.register(cid)
             for pair in self.encoder.classes[cid].labels:
                 self._class_index.setdefault(pair, set()).add(cid)
 
@@ -190,25 +158,44 @@ class SpreadEncoder:
                 sizes[k] = max(1, len(self.state.label_values[key]))
         return table, sizes
 
-    def _matches_class(self, namespace: str, selector: Selector, cid: int) -> bool:
+    def _class_matches(self, key: CounterKey, cid: int) -> bool:
+        """Whether a placed pod of class ``cid`` raises counter ``key``."""
+        if key and key[0] == "term":
+            return key[1] in self.interpod.carried(cid)
         info = self.encoder.classes[cid]
-        return info.namespace == namespace and selector_matches(selector, dict(info.labels))
+        return parts_match(key, info.namespace, dict(info.labels))  # type: ignore[arg-type]
+
+    def _candidates_for(self, key: CounterKey, index, everyone):
+        if key and key[0] == "term":
+            return set(everyone)
+        found = None
+        for _, selector in key:  # type: ignore[misc]
+            ids = candidates(selector, index, everyone)
+            found = ids if found is None else found & ids
+        return found if found is not None else set(everyone)
 
     def _initial_counts(self, key: CounterKey) -> npt.NDArray[np.int32]:
-        namespace, selector = key
         rows = self.state.rows
-        if counts_nothing(selector):
-            return np.zeros(rows, dtype=np.int32)
-        groups = [
-            gid
-            for gid in _candidates(selector, self._group_index, range(len(self.state.groups)))
-            if self.state.groups[gid].namespace == namespace
-            and selector_matches(selector, self.state.groups[gid].labels)
-        ]
-        counts = self.state.group_counts(groups)
-        for cid in _candidates(selector, self._class_index, self.placed_rows):
+        if key and key[0] == "term":
+            counts = self.interpod.term_counts(key[1], rows)  # type: ignore[arg-type]
+            everyone: Iterable[int] = self.placed_rows
+        else:
+            groups = [
+                gid
+                for gid in self._candidates_for(
+                    key, self._group_index, range(len(self.state.groups))
+                )
+                if parts_match(
+                    key,  # type: ignore[arg-type]
+                    self.state.groups[gid].namespace,
+                    self.state.groups[gid].labels,
+                )
+            ]
+            counts = self.state.group_counts(groups)
+            everyone = self.placed_rows
+        for cid in self._candidates_for(key, self._class_index, everyone):
             placed = self.placed_rows.get(cid)
-            if placed and self._matches_class(namespace, selector, cid):
+            if placed and self._class_matches(key, cid):
                 np.add.at(counts, placed, 1)
         return counts.astype(np.int32)
 
@@ -226,7 +213,11 @@ class SpreadEncoder:
             info = enc.classes[cid]
             labels = dict(info.labels)
             for c in self.constraints(cid):
-                ckey = (info.namespace, c.selector)
+                ckey: CounterKey = (
+                    NOTHING_KEY
+                    if counts_nothing(c.selector)
+                    else ((frozenset({info.namespace}), c.selector),)
+                )
                 if ckey not in counters:
                     counters[ckey] = len(counters)
                 ekey = (info.static_key, c.honor_affinity, c.honor_taints)
@@ -242,17 +233,18 @@ class SpreadEncoder:
                 cols["elig"].append(elig_rows[ekey])
                 cols["host"].append(c.key == HOSTNAME)
             off.append(len(cols["key"]))
+        ipa = self.interpod.rows(class_ids, counters, self.keys)
         counter_table = np.zeros((max(1, len(counters)), rows), dtype=np.int32)
         for ckey, q in counters.items():
             counter_table[q] = self._initial_counts(ckey)
         # Which counters a placed pod of each class raises.
         local = {cid: i for i, cid in enumerate(class_ids)}
         raises: list[list[int]] = [[] for _ in class_ids]
-        for (namespace, selector), q in counters.items():
-            if counts_nothing(selector):
+        for ckey, q in counters.items():
+            if ckey == NOTHING_KEY:
                 continue
-            for cid in _candidates(selector, self._class_index, class_ids):
-                if cid in local and self._matches_class(namespace, selector, cid):
+            for cid in self._candidates_for(ckey, self._class_index, class_ids):
+                if cid in local and self._class_matches(ckey, cid):
                     raises[local[cid]].append(q)
         inc_off = np.zeros(len(class_ids) + 1, dtype=np.int32)
         inc_off[1:] = np.cumsum([len(r) for r in raises])
@@ -277,6 +269,7 @@ class SpreadEncoder:
             counters=counter_table,
             c_inc_off=inc_off,
             c_inc=np.array(flat or [0], dtype=np.int32),
+            ipa=ipa,
         )
 
     def _eligible(self, info: ClassInfo, honor_affinity: bool, honor_taints: bool) -> np.ndarray:

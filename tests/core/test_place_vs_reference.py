@@ -3,7 +3,8 @@
 Hypothesis draws small clusters (labels, numeric and non-numeric values, taints of every
 effect, images, an extended resource, pods already bound) and bursts (requests, node
 selectors, required and preferred node affinity, tolerations, host ports, topology spread
-constraints, gangs). The reference replays the kernel's choices in order; every choice
+constraints, pod affinity and anti-affinity, gangs); pods already bound may carry pod
+affinity terms too. The reference replays the kernel's choices in order; every choice
 must be among the reference's best nodes with the same total score, and every pod the
 kernel leaves out must fail in the reference with the same reasons and message.
 """
@@ -73,6 +74,61 @@ def nodes(draw):
     return out
 
 
+NAMESPACES = (
+    {"metadata": {"name": "ns", "labels": {"team": "a"}}},
+    {"metadata": {"name": "other", "labels": {"team": "b"}}},
+)
+
+
+def pod_affinity_term(draw):
+    term = {
+        "topologyKey": draw(
+            st.sampled_from(("topology.kubernetes.io/zone", "kubernetes.io/hostname"))
+        ),
+        "labelSelector": draw(
+            st.sampled_from(
+                (
+                    {"matchLabels": {"app": "web"}},
+                    {"matchLabels": {"app": "db"}},
+                    {
+                        "matchExpressions": [
+                            {"key": "app", "operator": "In", "values": ["web", "cache"]}
+                        ]
+                    },
+                    {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+                    {},
+                )
+            )
+        ),
+    }
+    choice = draw(st.integers(0, 4))
+    if choice == 1:
+        term["namespaces"] = ["other"]
+    elif choice == 2:
+        term["namespaceSelector"] = {"matchLabels": {"team": draw(st.sampled_from(("a", "b")))}}
+    elif choice == 3:
+        term["namespaceSelector"] = {}
+    return term
+
+
+def pod_affinity(draw):
+    out = {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = {}
+        if draw(st.integers(0, 3)) == 0:
+            section["requiredDuringSchedulingIgnoredDuringExecution"] = [
+                pod_affinity_term(draw) for _ in range(draw(st.integers(1, 2)))
+            ]
+        if draw(st.integers(0, 3)) == 0:
+            section["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": draw(st.integers(1, 100)), "podAffinityTerm": pod_affinity_term(draw)}
+                for _ in range(draw(st.integers(1, 2)))
+            ]
+        if section:
+            out[kind] = section
+    return out
+
+
 def expression(draw):
     key = draw(st.sampled_from(("topology.kubernetes.io/zone", "disk", "gen", "missing")))
     op = draw(st.sampled_from(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")))
@@ -121,6 +177,8 @@ def pod_spec(draw, index, labels):
         ]
     if affinity:
         spec["affinity"] = {"nodeAffinity": affinity}
+    if draw(st.integers(0, 2)) == 0:
+        spec.setdefault("affinity", {}).update(pod_affinity(draw))
     tolerations = []
     for _ in range(draw(st.integers(0, 2))):
         tolerations.append(
@@ -179,7 +237,13 @@ def pods(draw, prefix, max_size, node_names=()):
             labels["minAvailable"] = str(draw(st.integers(1, 3)))
         spec = draw(pod_spec(i, labels))
         if node_names:
-            spec = {"containers": spec["containers"], "nodeName": draw(st.sampled_from(node_names))}
+            bound_spec = {
+                "containers": spec["containers"],
+                "nodeName": draw(st.sampled_from(node_names)),
+            }
+            if "affinity" in spec:
+                bound_spec["affinity"] = spec["affinity"]
+            spec = bound_spec
         # A burst's replicas often share a spec: repeat the previous pod's spec sometimes.
         if out and not node_names and draw(st.integers(0, 2)) == 0:
             spec, labels = out[-1]["spec"], dict(out[-1]["metadata"]["labels"])
@@ -232,6 +296,8 @@ def test_kernel_choices_match_the_reference(scenario):
         state.add_node(node)
     for pod in bound:
         state.add_pod(pod)
+    for namespace in NAMESPACES:
+        state.set_namespace(namespace["metadata"]["name"], namespace["metadata"]["labels"])
     result = plan(state, burst, profile)
     by_key = {
         f"{p['metadata']['namespace']}/{p['metadata']['name']}": i for i, p in enumerate(burst)
@@ -249,7 +315,7 @@ def test_kernel_choices_match_the_reference(scenario):
         assert result.scores[i] == ref_result.score, (ref_result.pod, ref_result.score)
         return result.nodes[i]
 
-    reference = ReferenceScheduler(cluster, bound, (), profile)
+    reference = ReferenceScheduler(cluster, bound, NAMESPACES, profile)
     expected = reference.place_burst(burst, choose=choose)
     for i, ref in enumerate(expected):
         if ref.node is None:
