@@ -53,6 +53,16 @@ kubesalvo:
 """
 
 
+LEADER_ELECTION = """\
+  leaderElect: true
+  resourceName: {lease}
+  resourceNamespace: kube-system
+  leaseDuration: 4s
+  renewDeadline: 3s
+  retryPeriod: 1s
+"""
+
+
 # --- the scheduler process ------------------------------------------------------------
 
 
@@ -104,10 +114,10 @@ class SchedulerProcess:
     def debug(self, path: str) -> Any:
         return json.loads(self.get(f"http://127.0.0.1:{self.debug_port}{path}")[1])
 
-    def metric(self, name: str, **labels: str) -> float:
+    def metric(self, metric: str, **labels: str) -> float:
         text = self.get(f"http://127.0.0.1:{self.metrics_port}/metrics")[1].decode()
         wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-        pattern = re.compile(rf"^{re.escape(name)}(?:\{{([^}}]*)\}})? (\S+)$", re.M)
+        pattern = re.compile(rf"^{re.escape(metric)}(?:\{{([^}}]*)\}})? (\S+)$", re.M)
         for match in pattern.finditer(text):
             found = ",".join(sorted((match.group(1) or "").split(",")))
             if found == wanted or (not labels and not match.group(1)):
@@ -129,14 +139,15 @@ class SchedulerProcess:
 
 @pytest.fixture
 def scheduler(control_plane, tmp_path) -> Iterator[Any]:
-    """``scheduler(max_burst=..., name=...)`` starts a ready ``kubesalvo run``; all are
-    killed at the end of the test."""
+    """``scheduler(max_burst=..., name=..., lease=...)`` starts a ready ``kubesalvo run``
+    (with leader election on the named Lease if given); all are killed at the end."""
     started: list[SchedulerProcess] = []
 
-    def start(max_burst: int = 1000, name: str = "run") -> SchedulerProcess:
-        process = SchedulerProcess(
-            tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=max_burst), name
-        )
+    def start(max_burst: int = 1000, name: str = "run", lease: str = "") -> SchedulerProcess:
+        config = CONFIG.format(max_burst=max_burst)
+        if lease:
+            config = config.replace("  leaderElect: false\n", LEADER_ELECTION.format(lease=lease))
+        process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, name)
         started.append(process)
         process.wait_ready()
         return process
@@ -553,6 +564,54 @@ def test_kill_9_in_the_middle_and_a_restart_bind_every_pod_exactly_once(
             bound_now - bound_before
         )
         assert second.metric("kubesalvo_binds_total", result="forgotten") == 0
+        nodes = list_objects(control_plane, "/api/v1/nodes")
+        assert placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes) == []
+    finally:
+        delete_pods(control_plane, pods)
+
+
+def test_of_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_dies(
+    control_plane, fleet, scheduler
+):
+    lease = f"kubesalvo-test-{secrets.token_hex(3)}"
+    leader = scheduler(max_burst=100, name="leader", lease=lease)
+    deadline = time.monotonic() + 30
+    while leader.metric("leader_election_master_status", name=lease) != 1:
+        assert time.monotonic() < deadline, leader.tail()
+        time.sleep(0.1)
+    standby = scheduler(max_burst=1000, name="standby", lease=lease)
+    assert standby.metric("leader_election_master_status", name=lease) == 0
+    pods = burst(1000, seed=14)
+    control_plane.create(pods)
+    try:
+        while leader.metric("kubesalvo_binds_total", result="bound") < 50:
+            assert time.monotonic() < deadline + 120, leader.tail()
+            time.sleep(0.02)
+        os.kill(leader.process.pid, signal.SIGKILL)
+        leader.process.wait(10)
+        before = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+        bound_before = {p["metadata"]["uid"] for p in before if p["spec"].get("nodeName")}
+        # The standby never bound while the other led.
+        assert standby.metric("kubesalvo_binds_total", result="bound") == 0
+        assert standby.metric("kubesalvo_binds_total", result="failed") == 0
+
+        def all_decided() -> bool:
+            listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+            return all(
+                p["spec"].get("nodeName")
+                or (pod_scheduled(p) or {}).get("reason") == "Unschedulable"
+                for p in listed
+            )
+
+        settled(standby, 240, all_decided)
+        assert standby.metric("leader_election_master_status", name=lease) == 1
+        after = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+        bound_now = {p["metadata"]["uid"] for p in after if p["spec"].get("nodeName")}
+        assert bound_before <= bound_now and len(bound_now) > len(bound_before)
+        assert standby.metric("kubesalvo_binds_total", result="bound") == len(
+            bound_now - bound_before
+        )
+        assert standby.metric("kubesalvo_binds_total", result="forgotten") == 0
         nodes = list_objects(control_plane, "/api/v1/nodes")
         assert placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes) == []
     finally:

@@ -1,0 +1,127 @@
+"""``kubesalvo bench``: the same burst for each scheduler, on one real control plane.
+
+    kubesalvo bench --nodes 5000 --pods 10000 --workload replicasets \\
+        --schedulers kubesalvo,kube-scheduler,raw-bind --out bench-results/
+
+prints a table, and writes ``results.json`` and ``bound-over-time.png`` (and each
+contender's log) to ``--out``. ``--json`` prints the JSON document instead of the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from kubesalvo.core.synthetic import ScenarioError
+from kubesalvo.sched.bench import contenders, harness, report
+from kubesalvo.sched.bench.workload import WorkloadError, load_scenario
+from kubesalvo.sched.cluster import build
+from kubesalvo.sched.cluster.controlplane import StartError
+
+console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workload",
+        default="replicasets",
+        help="a scenario file (or the name of one in bench/workloads/ or bench/e2e/) or a "
+        "workload shape: replicasets, distinct, mixed, gangs (default replicasets)",
+    )
+    parser.add_argument("--nodes", type=int, help="kwok nodes (default: the scenario's; 5000)")
+    parser.add_argument("--pods", type=int, help="pods in the burst (default: the scenario's)")
+    parser.add_argument(
+        "--schedulers",
+        default=f"{contenders.KUBESALVO},{contenders.KUBE_SCHEDULER}",
+        help=f"comma-separated, run in this order; from {', '.join(contenders.CONTENDERS)} "
+        "(raw-bind binds without scheduling: the ceiling)",
+    )
+    parser.add_argument("--out", type=Path, default=Path("bench-results"), help="results folder")
+    parser.add_argument("--json", action="store_true", help="print the JSON results to stdout")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        help="control-plane folder (default: OUT/control-plane, removed afterwards)",
+    )
+    parser.add_argument("--keep", action="store_true", help="leave the control plane running")
+    parser.add_argument(
+        "--qps", type=float, default=5000, help="client QPS of every scheduler (default 5000)"
+    )
+    parser.add_argument(
+        "--burst", type=int, default=5000, help="client burst of every scheduler (default 5000)"
+    )
+    parser.add_argument(
+        "--create-concurrency",
+        type=int,
+        default=64,
+        help="pod creations in flight (default 64)",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=20.0,
+        help="end a run when no pod was bound for this many seconds after creation (default 20)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="longest run in seconds (default 900)"
+    )
+
+
+def _schedulers(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in contenders.CONTENDERS]
+    if unknown or not names or len(set(names)) != len(names):
+        raise ValueError(
+            f"--schedulers {text!r}: name each of {', '.join(contenders.CONTENDERS)} at most once"
+        )
+    return names
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        schedulers = _schedulers(args.schedulers)
+        scenario = load_scenario(args.workload).resized(args.nodes, args.pods)
+    except (ValueError, WorkloadError, ScenarioError) as error:
+        console.print(f"[red]error:[/red] {error}")
+        return 2
+    out = args.out.expanduser().resolve()
+    options = harness.Options(
+        scenario=scenario,
+        schedulers=schedulers,
+        dir=(args.dir or out / "control-plane").expanduser().resolve(),
+        qps=args.qps,
+        burst=args.burst,
+        create_concurrency=args.create_concurrency,
+        settle=args.settle,
+        timeout=args.timeout,
+        keep=args.keep,
+        command=shlex.join(["kubesalvo", *sys.argv[1:]]),
+        logs=out / "logs",
+    )
+    began = time.monotonic()
+
+    def say(message: str) -> None:
+        console.print(f"[dim]{time.monotonic() - began:7.1f}s[/dim] {message}")
+
+    try:
+        result = harness.run(options, say)
+    except (build.BuildError, StartError, TimeoutError) as error:
+        console.print(f"[red]error:[/red] {error}")
+        return 1
+    saved = report.write_json(result, out)
+    plot = report.write_plot(result, out)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=1))
+    else:
+        # Wide enough for three contenders side by side, also when piped to a file.
+        report.print_table(result, Console(highlight=False, width=max(console.width, 120)))
+    say(f"wrote {saved} and {plot}")
+    complete = all(run.outcome == "all bound" for run in result.runs)
+    placed_right = all(run.feasibility.get("ok", True) for run in result.runs)
+    return 0 if complete and placed_right else 3

@@ -1,0 +1,169 @@
+"""The schedulers a benchmark compares, started against the control plane one at a time.
+
+- ``kubesalvo``: ``kubesalvo run --config FILE`` in its own process, one profile named
+  after the contender, no leader election, client QPS and burst as given.
+- ``kube-scheduler``: upstream kube-scheduler (``cluster.baseline``), its default plugins
+  and percentageOfNodesToScore, client QPS and burst raised the same way.
+- ``raw-bind``: ``rawbind``, binding without scheduling: the ceiling.
+
+Each name is also the ``schedulerName`` its pods carry, and the key of its pid in the
+control plane's state, so that ``cluster down`` stops a contender left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubesalvo.sched.cluster import processes
+from kubesalvo.sched.cluster.baseline import start_kube_scheduler
+from kubesalvo.sched.cluster.controlplane import ControlPlane, StartError, wait_healthy
+
+KUBESALVO = "kubesalvo"
+KUBE_SCHEDULER = "kube-scheduler"
+RAW_BIND = "raw-bind"
+CONTENDERS = (KUBESALVO, KUBE_SCHEDULER, RAW_BIND)
+
+
+@dataclass
+class Contender:
+    """A started scheduler: its process, how it was configured, how to stop it."""
+
+    name: str
+    pid: int
+    log: Path
+    settings: dict[str, Any]
+    startup_seconds: float
+    _stop: Callable[[], None] = field(repr=False)
+
+    def stop(self) -> None:
+        self._stop()
+
+
+def start(cp: ControlPlane, name: str, qps: float, burst: int, timeout: float = 120.0) -> Contender:
+    """Starts contender ``name`` and waits until it is ready to schedule."""
+    starters = {
+        KUBESALVO: _start_kubesalvo,
+        KUBE_SCHEDULER: _start_kube_scheduler,
+        RAW_BIND: _start_raw_bind,
+    }
+    if name not in starters:
+        raise ValueError(f"unknown scheduler {name!r}; accepted: {', '.join(CONTENDERS)}")
+    return starters[name](cp, qps, burst, timeout)
+
+
+def _stopper(cp: ControlPlane, name: str, pid: int) -> Callable[[], None]:
+    def stop() -> None:
+        processes.stop([pid], grace=15)
+        cp.pids.pop(name, None)
+        cp.save()
+
+    return stop
+
+
+def _start_kube_scheduler(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
+    began = time.monotonic()
+    profiles = {"profiles": [{"schedulerName": KUBE_SCHEDULER}]}
+    scheduler = start_kube_scheduler(cp, qps, burst, profiles, name=KUBE_SCHEDULER, timeout=timeout)
+    settings = {
+        "binary": str(cp.bin_dir / "kube-scheduler"),
+        "config": yaml.safe_load(scheduler.config.read_text()),
+        "notes": "default plugins; percentageOfNodesToScore left at its adaptive default",
+    }
+    return Contender(
+        KUBE_SCHEDULER,
+        scheduler.pid,
+        scheduler.log,
+        settings,
+        time.monotonic() - began,
+        scheduler.stop,
+    )
+
+
+def kubesalvo_config(cp: ControlPlane, qps: float, burst: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(cp.kubeconfig), "qps": qps, "burst": burst},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": KUBESALVO}],
+    }
+
+
+def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
+    began = time.monotonic()
+    work = cp.dir / "schedulers" / KUBESALVO
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "config.yaml"
+    settings = kubesalvo_config(cp, qps, burst)
+    config.write_text(yaml.safe_dump(settings, sort_keys=False))
+    metrics_port, debug_port = processes.free_ports(2)
+    argv = [
+        sys.executable,
+        "-m",
+        "kubesalvo.sched.cli",
+        "run",
+        f"--config={config}",
+        f"--metrics-address={processes.LOOPBACK}",
+        f"--metrics-port={metrics_port}",
+        f"--debug-port={debug_port}",
+    ]
+    log = cp.log(KUBESALVO)
+    cp.pids[KUBESALVO] = pid = processes.start(argv, log, env={"PYTHONUNBUFFERED": "1"})
+    cp.save()
+    stop = _stopper(cp, KUBESALVO, pid)
+    url = f"http://{processes.LOOPBACK}:{metrics_port}/readyz"
+    try:
+        asyncio.run(wait_healthy(cp, KUBESALVO, url, timeout))
+    except BaseException:
+        stop()
+        raise
+    return Contender(
+        KUBESALVO,
+        pid,
+        log,
+        {"command": " ".join(argv[2:]), "config": settings},
+        time.monotonic() - began,
+        stop,
+    )
+
+
+def _start_raw_bind(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
+    began = time.monotonic()
+    work = cp.dir / "schedulers" / RAW_BIND
+    work.mkdir(parents=True, exist_ok=True)
+    ready = work / "ready"
+    ready.unlink(missing_ok=True)
+    concurrency = 64
+    argv = [
+        sys.executable,
+        "-m",
+        "kubesalvo.sched.bench.rawbind",
+        f"--cluster-dir={cp.dir}",
+        f"--scheduler-name={RAW_BIND}",
+        f"--concurrency={concurrency}",
+        f"--ready-file={ready}",
+    ]
+    log = cp.log(RAW_BIND)
+    cp.pids[RAW_BIND] = pid = processes.start(argv, log, env={"PYTHONUNBUFFERED": "1"})
+    cp.save()
+    stop = _stopper(cp, RAW_BIND, pid)
+    deadline = time.monotonic() + timeout
+    while not ready.exists():
+        if not processes.is_running(pid) or time.monotonic() > deadline:
+            stop()
+            raise StartError(f"{RAW_BIND} did not start; end of {log}:\n{processes.log_tail(log)}")
+        time.sleep(0.1)
+    settings = {
+        "command": " ".join(argv[2:]),
+        "notes": f"round robin over schedulable nodes, {concurrency} binds in flight, "
+        "no client-side rate limit",
+    }
+    return Contender(RAW_BIND, pid, log, settings, time.monotonic() - began, stop)

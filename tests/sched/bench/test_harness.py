@@ -1,0 +1,141 @@
+"""The whole benchmark on a real control plane of its own, at a tiny size: every contender
+binds the whole burst, the placements pass the independent check, the figures agree with
+one another, the files are written and nothing is left behind. Speeds are never asserted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kubesalvo.sched.bench import contenders, harness, report
+from kubesalvo.sched.bench.results import BenchResult
+from kubesalvo.sched.bench.workload import RUN_LABEL, load_scenario
+from kubesalvo.sched.cluster import build, controlplane
+from kubesalvo.sched.cluster.controlplane import ControlPlane
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SCHEDULERS = (contenders.KUBESALVO, contenders.KUBE_SCHEDULER, contenders.RAW_BIND)
+USAGE_KEYS = {"scheduler", *harness.CONTROL_PLANE, harness.BENCH, "machine"}
+
+
+def _require_binaries() -> None:
+    if build.is_complete(build.bin_dir()) or shutil.which("go") is not None:
+        return
+    reason = "the control-plane binaries are not built and `go` is not on PATH"
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BenchResult, Path, Path]]:
+    """One run of all three contenders on bench/e2e/tiny.yaml (50 nodes, 200 pods); the
+    control plane is kept until the module's tests have looked at it."""
+    _require_binaries()
+    out = tmp_path_factory.mktemp("bench")
+    options = harness.Options(
+        scenario=load_scenario("tiny"),
+        schedulers=SCHEDULERS,
+        dir=out / "control-plane",
+        settle=30.0,
+        timeout=300.0,
+        keep=True,
+        logs=out / "logs",
+    )
+    result = harness.run(options, lambda message: None)
+    report.write_json(result, out)
+    report.write_plot(result, out)
+    try:
+        yield result, out, options.dir
+    finally:
+        controlplane.stop(options.dir)
+
+
+def test_every_contender_binds_the_whole_burst(bench: tuple[BenchResult, Path, Path]) -> None:
+    result, _, _ = bench
+    assert [run.scheduler for run in result.runs] == list(SCHEDULERS)
+    for run in result.runs:
+        assert (run.outcome, run.pods, run.bound, run.pending) == ("all bound", 200, 200, 0)
+
+
+def test_scheduled_placements_pass_the_independent_check(
+    bench: tuple[BenchResult, Path, Path],
+) -> None:
+    result, _, _ = bench
+    for run in result.runs:
+        if run.scheduler == contenders.RAW_BIND:
+            assert run.feasibility == {"checked": False, "why": "binds without scheduling"}
+            continue
+        assert run.feasibility["checked"] and run.feasibility["ok"], run.feasibility
+        assert run.feasibility["pods_checked"] == 200
+        assert 0 < run.feasibility["nodes_used"] <= 50
+
+
+def test_figures_agree_with_one_another(bench: tuple[BenchResult, Path, Path]) -> None:
+    result, _, _ = bench
+    for run in result.runs:
+        assert len(run.bind_times) == run.bound and run.bind_times == sorted(run.bind_times)
+        assert len(run.create_times) == run.pods
+        assert run.time_to_first_bind == run.bind_times[0]
+        assert run.duration_seconds == run.bind_times[-1]
+        assert run.pods_per_second == round(run.bound / run.duration_seconds, 1)
+        assert run.latency["p50"] <= run.latency["p90"] <= run.latency["p99"] <= run.latency["max"]
+        timeline = run.timeline()
+        assert timeline[-1][1] == run.bound
+        assert [count for _, count in timeline] == sorted(count for _, count in timeline)
+        assert set(run.usage) == USAGE_KEYS
+        # Binding 200 pods takes each scheduler and the API server some CPU; every figure
+        # is a real measurement, never negative.
+        assert run.usage["scheduler"].cpu_seconds > 0
+        assert run.usage["kube-apiserver"].cpu_seconds > 0
+        assert all(usage.cpu_seconds >= 0 for usage in run.usage.values())
+        assert run.usage["scheduler"].peak_rss_bytes > 0
+        assert Path(run.log).is_file()
+
+
+def test_settings_say_how_each_side_was_configured(bench: tuple[BenchResult, Path, Path]) -> None:
+    result, _, _ = bench
+    assert "--enable-priority-and-fairness=false" in result.control_plane["flags"]
+    assert "--max-requests-inflight=0" in result.control_plane["flags"]
+    by_name = {run.scheduler: run for run in result.runs}
+    upstream = by_name[contenders.KUBE_SCHEDULER].settings["config"]
+    assert upstream["clientConnection"]["qps"] == 5000
+    assert upstream["profiles"] == [{"schedulerName": contenders.KUBE_SCHEDULER}]
+    ours = by_name[contenders.KUBESALVO].settings["config"]
+    assert ours["clientConnection"]["burst"] == 5000
+    assert ours["profiles"] == [{"schedulerName": contenders.KUBESALVO}]
+
+
+def test_results_file_and_plot_are_written(bench: tuple[BenchResult, Path, Path]) -> None:
+    result, out, _ = bench
+    saved = json.loads((out / report.JSON_FILE).read_text())
+    assert saved == json.loads(json.dumps(result.to_json()))
+    assert [run["pending"] for run in saved["runs"]] == [0, 0, 0]
+    assert (out / report.PLOT_FILE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_burst_pod_outlives_its_run_and_no_contender_keeps_running(
+    bench: tuple[BenchResult, Path, Path],
+) -> None:
+    _, _, folder = bench
+    cp = ControlPlane.load(folder)
+    listing = cp.call(
+        lambda client: client.request("GET", "/api/v1/pods", params={"labelSelector": RUN_LABEL})
+    )
+    assert listing["items"] == []
+    assert not set(cp.pids) & set(SCHEDULERS)
+    nodes = asyncio.run(_count_nodes(cp))
+    assert nodes == 50
+
+
+async def _count_nodes(cp: ControlPlane) -> int:
+    async with cp.client() as client:
+        listing = await client.request("GET", "/api/v1/nodes")
+    return len(listing["items"])
