@@ -1,0 +1,78 @@
+"""Microbenchmarks of the burst kernel (pytest-benchmark).
+
+Run: ``pytest bench/test_kernels.py --benchmark-only`` (add ``-s`` to see the summary lines).
+Each benchmark records placements per second in ``extra_info``; the reference comparison
+times the plain-Python oracle and the kernel on the same small cluster and burst in the
+same run and records the ratio. Figures are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kubesalvo.core.place import plan
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.reference import ReferenceScheduler
+from kubesalvo.core.state import ClusterState
+from kubesalvo.core.synthetic.nodes import make_nodes
+from kubesalvo.core.synthetic.workloads import make_pods
+
+NODES = 5000
+PODS = 10_000
+
+
+def _state(nodes: list[dict]) -> ClusterState:
+    state = ClusterState()
+    for node in nodes:
+        state.add_node(node)
+    return state
+
+
+@pytest.fixture(scope="module")
+def fleet() -> list[dict]:
+    return make_nodes(NODES, seed=1)
+
+
+@pytest.mark.parametrize("shape", ["replicasets", "mixed", "distinct"])
+def test_plan_burst_on_5000_nodes(benchmark, fleet, shape):
+    state = _state(fleet)
+    pods = make_pods(PODS, seed=2, shape=shape)
+    result = benchmark.pedantic(lambda: plan(state, pods), rounds=3, iterations=1)
+    seconds = benchmark.stats.stats.mean
+    benchmark.extra_info.update(
+        shape=shape,
+        nodes=NODES,
+        pods=PODS,
+        placed=result.placed,
+        classes=result.classes,
+        placements_per_second=round(PODS / seconds),
+        kernel_seconds=round(result.kernel_seconds, 4),
+        microseconds_per_pod=round(1e6 * seconds / PODS, 1),
+    )
+    print(f"\n{shape}: {PODS / seconds:,.0f} placements/s ({1e6 * seconds / PODS:.1f} us/pod)")
+
+
+@pytest.mark.parametrize("shape", ["replicasets", "mixed"])
+def test_kernel_against_reference(benchmark, shape):
+    """The same burst through the oracle and the kernel: the speed-up factor."""
+    nodes = make_nodes(300, seed=3)
+    pods = make_pods(60, seed=4, shape=shape)
+    profile = Profile.default()
+    started = time.perf_counter()
+    ReferenceScheduler(nodes, (), (), profile).place_burst(pods)
+    reference_seconds = time.perf_counter() - started
+    state = _state(nodes)
+    benchmark.pedantic(lambda: plan(state, pods, profile), rounds=5, iterations=1)
+    kernel_seconds = benchmark.stats.stats.mean
+    benchmark.extra_info.update(
+        shape=shape,
+        reference_seconds=round(reference_seconds, 4),
+        kernel_seconds=round(kernel_seconds, 5),
+        speedup=round(reference_seconds / kernel_seconds, 1),
+    )
+    print(
+        f"\n{shape}: reference {reference_seconds:.3f}s, kernel {kernel_seconds:.4f}s, "
+        f"x{reference_seconds / kernel_seconds:.0f}"
+    )
