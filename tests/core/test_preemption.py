@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kubesalvo.core import names
 from kubesalvo.core.preemption import (
@@ -17,6 +19,7 @@ from kubesalvo.core.preemption import (
     pdb_violating,
     preempt,
 )
+from kubesalvo.core.reference import ReferenceScheduler
 
 NOW = 1_800_000_000.0
 
@@ -474,7 +477,6 @@ def _zoned_cluster() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 def test_incremental_counts_match_a_rebuilt_reference():
     from kubesalvo.core.preemption import _NodeFilters
-    from kubesalvo.core.reference import ReferenceScheduler
 
     nodes, pods = _zoned_cluster()
     spread = [
@@ -566,3 +568,100 @@ def test_fast_node_bookkeeping_matches_the_reference_node_info():
     assert fast.requested == slow.requested and fast.allocatable == slow.allocatable
     assert (fast.nonzero_cpu, fast.nonzero_memory) == (slow.nonzero_cpu, slow.nonzero_memory)
     assert fast.used_ports == slow.used_ports and fast.pods == slow.pods
+
+
+# --- properties on random clusters ---------------------------------------------------
+
+_REPEL = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"app": "new"}},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+    }
+}
+
+
+@st.composite
+def clusters(draw):
+    count = draw(st.integers(1, 4))
+    nodes = [node(f"n{i}", cpu=str(draw(st.integers(2, 6)))) for i in range(count)]
+    pods = []
+    # At most one pod per node holds the host port, as NodePorts guarantees (a node's
+    # used ports are a set upstream: a second holder would be forgotten on removal).
+    port_held: set[str] = set()
+    for i in range(draw(st.integers(0, 12))):
+        extra: dict[str, Any] = {}
+        host = f"n{draw(st.integers(0, count - 1))}"
+        if draw(st.booleans()) and draw(st.booleans()):
+            extra["affinity"] = _REPEL
+        if host not in port_held and draw(st.integers(0, 5)) == 0:
+            port_held.add(host)
+            extra["containers"] = [
+                {
+                    "name": "c",
+                    "image": "app",
+                    "resources": {"requests": {"cpu": "500m"}},
+                    "ports": [{"containerPort": 80, "hostPort": 8080}],
+                }
+            ]
+        pods.append(
+            pod(
+                f"p{i}",
+                draw(st.integers(0, 20)),
+                f"{draw(st.integers(1, 4)) * 500}m",
+                host,
+                labels={"app": draw(st.sampled_from(["a", "b"]))},
+                started=f"2026-01-0{draw(st.integers(1, 9))}T00:00:00Z",
+                **extra,
+            )
+        )
+    wants_port = draw(st.booleans())
+    incoming = pod(
+        "new", draw(st.integers(5, 25)), f"{draw(st.integers(1, 8)) * 500}m", labels={"app": "new"}
+    )
+    if wants_port:
+        incoming["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    return nodes, pods, incoming
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_victims_are_lower_priority_sufficient_and_each_one_needed(cluster):
+    nodes, pods, incoming = cluster
+    decision = preempt(incoming, nodes, pods, now=NOW)
+    if decision.node is None:
+        return
+    priority = incoming["spec"]["priority"]
+    assert decision.victims and all(v["spec"]["priority"] < priority for v in decision.victims)
+    assert all(v["spec"]["nodeName"] == decision.node for v in decision.victims)
+    rest = [p for p in pods if not any(p is v for v in decision.victims)]
+    assert ReferenceScheduler(nodes, rest).filter(incoming)[decision.node] == []
+    for victim in decision.victims:
+        back = [*rest, victim]
+        assert ReferenceScheduler(nodes, back).filter(incoming)[decision.node] != []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_a_node_is_found_exactly_when_evicting_lower_priority_pods_can_help(cluster):
+    nodes, pods, incoming = cluster
+    if any(not r for r in ReferenceScheduler(nodes, pods).filter(incoming).values()):
+        return  # preemption is only asked for pods that fit nowhere
+    decision = preempt(incoming, nodes, pods, now=NOW)
+    priority = incoming["spec"]["priority"]
+    # Every lower-priority pod gone from one node at a time (other nodes untouched).
+    helpful = []
+    for n in nodes:
+        name = n["metadata"]["name"]
+        kept = [
+            p for p in pods if p["spec"]["nodeName"] != name or p["spec"]["priority"] >= priority
+        ]
+        if len(kept) < len(pods) and ReferenceScheduler(nodes, kept).filter(incoming)[name] == []:
+            helpful.append(name)
+    assert (decision.node is not None) == bool(helpful)
+    assert decision.node is None or decision.node in helpful
+    if decision.node is None:
+        assert decision.message.startswith(f"preemption: 0/{len(nodes)} nodes are available: ")
