@@ -19,7 +19,17 @@ kube-scheduler v1.34's order (its synchronous ``prepareCandidate`` path):
 Transient errors (429, 5xx, transport) are retried a few times; any other failure stops
 the preemption and is reported, and the preemptor's nomination is left unchanged.
 
-How the scheduling cycle uses it, for a pod that fit no node::
+How the scheduling cycle uses it, for a pod that fit no node, when the profile runs
+DefaultPreemption as a postFilter (``ProfileConfig.preemption`` gives its args)::
+
+    decision, outcome = await preempt_pod(
+        client, recorder, pod, nodes, pods, pdbs, profile,
+        namespaces=namespaces, args=PreemptionArgs(a.min_candidate_nodes_percentage,
+        a.min_candidate_nodes_absolute), scheduler_name=profile_name,
+    )
+
+(API dicts, as ``informers.to_api_dict`` makes them; the decision runs in a worker thread,
+as it may take a second on a large cluster), or the two steps on their own::
 
     decision = Preemptor(nodes, pods, pdbs, profile, namespaces=..., args=...).preempt(pod)
     outcome = await execute(client, recorder, pod, decision, scheduler_name=profile_name)
@@ -46,12 +56,15 @@ import msgspec
 from kubesalvo.core.preemption import (
     DISRUPTION_TARGET,
     PREEMPTION_BY_SCHEDULER,
+    PreemptionArgs,
     PreemptionDecision,
+    Preemptor,
 )
+from kubesalvo.core.profile import Profile
 from kubesalvo.sched.client import ApiClient, ApiError, is_transient
 from kubesalvo.sched.events import EventRecorder, ObjectRef, rfc3339
 
-__all__ = ["PreemptionOutcome", "disruption_message", "execute"]
+__all__ = ["PreemptionOutcome", "disruption_message", "execute", "preempt_pod"]
 
 log = logging.getLogger(__name__)
 
@@ -262,3 +275,29 @@ async def _clear(client: ApiClient, pods: Sequence[Pod], outcome: PreemptionOutc
             log.warning("could not clear the nomination of %s: %s", _label(pod), error)
             continue
         outcome.cleared.append(_label(pod))
+
+
+async def preempt_pod(
+    client: ApiClient,
+    recorder: EventRecorder | None,
+    pod: Pod,
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Pod],
+    pdbs: Sequence[Mapping[str, Any]],
+    profile: Profile | None,
+    *,
+    scheduler_name: str,
+    namespaces: Sequence[Mapping[str, Any]] = (),
+    args: PreemptionArgs | None = None,
+    offset: int = 0,
+) -> tuple[PreemptionDecision, PreemptionOutcome]:
+    """Decide for ``pod`` (in a worker thread) and write the decision; the inputs must not
+    change while the decision is made (hand over lists of dicts made for it)."""
+
+    def decide() -> PreemptionDecision:
+        preemptor = Preemptor(nodes, pods, pdbs, profile, namespaces=namespaces, args=args)
+        return preemptor.preempt(pod, offset=offset)
+
+    decision = await asyncio.to_thread(decide)
+    outcome = await execute(client, recorder, pod, decision, scheduler_name=scheduler_name)
+    return decision, outcome

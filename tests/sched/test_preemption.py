@@ -18,7 +18,7 @@ from kubesalvo.core.preemption import preempt
 from kubesalvo.sched.client import ApiClient, ApiError
 from kubesalvo.sched.cluster.nodes import add_nodes
 from kubesalvo.sched.events import EventRecorder, RecorderSettings
-from kubesalvo.sched.preemption import disruption_message, execute
+from kubesalvo.sched.preemption import disruption_message, execute, preempt_pod
 
 pytestmark = pytest.mark.integration
 
@@ -168,10 +168,11 @@ async def test_high_priority_pod_evicts_the_least_important_pod_and_is_nominated
     )
     nodes, pods, pdbs = await cluster(api)
 
-    decision = preempt(high, nodes, pods, pdbs)
+    decision, outcome = await preempt_pod(
+        api, recorder, high, nodes, pods, pdbs, None, scheduler_name="kubesalvo"
+    )
     assert decision.node == node_name
     assert [v["metadata"]["name"] for v in decision.victims] == ["lowest"]
-    outcome = await execute(api, recorder, high, decision, scheduler_name="kubesalvo")
     assert outcome.error is None
     assert outcome.evicted == [f"{namespace}/lowest"] and outcome.already_gone == []
     assert outcome.nominated_node_name == node_name
