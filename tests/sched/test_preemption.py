@@ -255,3 +255,31 @@ async def test_a_stale_nomination_is_cleared_when_preemption_cannot_help(
     assert outcome.error is None and outcome.nominated_node_name == ""
     stored = await get_pod(api, namespace, "high")
     assert stored is not None and not stored["status"].get("nominatedNodeName")
+
+
+async def test_a_pod_guarded_by_a_disruption_budget_is_spared(
+    api, control_plane, namespace, node_name, priorities, recorder
+):
+    control_plane.create(
+        [
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "guard", "namespace": namespace},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+            }
+        ]
+    )
+    await make_pod(api, namespace, "guarded", priorities["lowest"], "2", node_name, bound=True)
+    await make_pod(api, namespace, "free", priorities["low"], "2", node_name, bound=True)
+    high = await make_pod(api, namespace, "high", priorities["high"], "2", node_name, bound=False)
+    nodes, pods, pdbs = await cluster(api)
+    assert any(p["metadata"]["namespace"] == namespace for p in pdbs)
+    decision, outcome = await preempt_pod(
+        api, recorder, high, nodes, pods, pdbs, None, scheduler_name="kubesalvo"
+    )
+    # Without the budget the lowest-priority pod would go; with it the other one goes.
+    assert [v["metadata"]["name"] for v in decision.victims] == ["free"]
+    assert decision.pdb_violations == 0
+    assert outcome.evicted == [f"{namespace}/free"]
+    assert await get_pod(api, namespace, "guarded") is not None
