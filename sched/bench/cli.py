@@ -42,6 +42,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"comma-separated, run in this order; from {', '.join(contenders.CONTENDERS)} "
         "(raw-bind binds without scheduling: the ceiling)",
     )
+    parser.add_argument(
+        "--mode",
+        choices=harness.MODES,
+        default=harness.STREAM,
+        help="stream: create the pods while the scheduler runs (default); backlog: create "
+        "them all first, then start the scheduler and time it from its start",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-results"), help="results folder")
     parser.add_argument("--json", action="store_true", help="print the JSON results to stdout")
     parser.add_argument(
@@ -101,6 +108,7 @@ def main(args: argparse.Namespace) -> int:
         settle=args.settle,
         timeout=args.timeout,
         keep=args.keep,
+        mode=args.mode,
         command=shlex.join(["kubesalvo", *sys.argv[1:]]),
         logs=out / "logs",
     )

@@ -40,6 +40,7 @@ class Contender:
     pid: int
     log: Path
     settings: dict[str, Any]
+    began: float  # time.monotonic() when it was started
     startup_seconds: float
     _stop: Callable[[], None] = field(repr=False)
 
@@ -82,6 +83,7 @@ def _start_kube_scheduler(cp: ControlPlane, qps: float, burst: int, timeout: flo
         scheduler.pid,
         scheduler.log,
         settings,
+        began,
         time.monotonic() - began,
         scheduler.stop,
     )
@@ -130,6 +132,7 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
         pid,
         log,
         {"command": " ".join(argv[2:]), "config": settings},
+        began,
         time.monotonic() - began,
         stop,
     )
@@ -166,4 +169,4 @@ def _start_raw_bind(cp: ControlPlane, qps: float, burst: int, timeout: float) ->
         "notes": f"round robin over schedulable nodes, {concurrency} binds in flight, "
         "no client-side rate limit",
     }
-    return Contender(RAW_BIND, pid, log, settings, time.monotonic() - began, stop)
+    return Contender(RAW_BIND, pid, log, settings, began, time.monotonic() - began, stop)

@@ -44,6 +44,13 @@ from kubesalvo.sched.cluster.api import ApiClient, Object
 from kubesalvo.sched.cluster.controlplane import ControlPlane
 
 Say = Callable[[str], None]
+# STREAM: the contender runs while the burst is created (the clock starts at the first
+# create). BACKLOG: the whole burst is created first, then the contender is started (the
+# clock starts with it), which measures it apart from how fast pods can be created.
+STREAM = "stream"
+BACKLOG = "backlog"
+MODES = (STREAM, BACKLOG)
+SCHEDULER = "scheduler"
 # Processes whose CPU each run reports, besides the contender ("scheduler").
 CONTROL_PLANE = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager")
 BENCH = "bench"
@@ -67,6 +74,7 @@ class Options:
     settle: float = 20.0
     timeout: float = 900.0
     keep: bool = False
+    mode: str = STREAM
     command: str = ""
     # Where each contender's log is copied (the control plane's folder is removed).
     logs: Path | None = None
@@ -138,67 +146,105 @@ def _run_one(cp: ControlPlane, name: str, options: Options, say: Say) -> RunResu
     run_id = f"{name}-{secrets.token_hex(3)}"
     selector = f"{RUN_LABEL}={run_id}"
     pods = burst(cluster, run_id)
-    say(f"[{name}] starting")
-    contender = contenders.start(cp, name, options.qps, options.burst)
-    pids = {"scheduler": contender.pid, **{c: cp.pids[c] for c in CONTROL_PLANE}}
-    sampler = Sampler({**pids, BENCH: os.getpid()})
-    say(f"[{name}] ready after {contender.startup_seconds:.1f}s; creating {len(pods)} pods")
+    sampler = Sampler({**{c: cp.pids[c] for c in CONTROL_PLANE}, BENCH: os.getpid()})
+    launched: list[contenders.Contender] = []
+
+    def launch() -> None:
+        say(f"{name}: starting")
+        contender = contenders.start(cp, name, options.qps, options.burst)
+        launched.append(contender)
+        sampler.add(SCHEDULER, contender.pid, contender.began)
+        say(f"{name}: ready after {contender.startup_seconds:.1f}s")
+
+    sampler.start()
     try:
-        sampler.start()
-        created, bound, outcome = cp.call(
-            lambda client: _measure(client, pods, selector, options),
+        if options.mode == STREAM:
+            launch()
+        say(f"{name}: creating {len(pods)} pods")
+        measured = cp.call(
+            lambda client: _measure(
+                client, pods, selector, options, None if options.mode == STREAM else launch, say
+            ),
             options.create_concurrency + 4,
         )
-        sampler.stop()
     finally:
-        contender.stop()
-        if options.logs is not None:
-            options.logs.mkdir(parents=True, exist_ok=True)
-            saved = options.logs / contender.log.name
-            shutil.copyfile(contender.log, saved)
-            contender.log = saved
-    end = max((t for t, _ in bound.values()), default=created.last)
-    say(f"[{name}] {outcome}: {len(bound)}/{len(pods)} bound in {end - created.first:.1f}s")
+        sampler.stop()
+        for contender in launched:
+            contender.stop()
+            if options.logs is not None:
+                options.logs.mkdir(parents=True, exist_ok=True)
+                saved = options.logs / contender.log.name
+                shutil.copyfile(contender.log, saved)
+                contender.log = saved
+    (contender,) = launched
+    bound, clock = measured.bound, measured.clock
+    end = max((t for t, _ in bound.values()), default=clock)
+    say(f"{name}: {measured.outcome}: {len(bound)}/{len(pods)} bound in {end - clock:.1f}s")
     usage = {
-        process: ProcessUsage(**vars(sampler.usage(process, created.first, end)))
-        for process in [*pids, BENCH, MACHINE]
+        process: ProcessUsage(**vars(sampler.usage(process, clock, end)))
+        for process in [SCHEDULER, *CONTROL_PLANE, BENCH, MACHINE]
     }
     if name == contenders.RAW_BIND:
         checked: dict[str, Any] = {"checked": False, "why": "binds without scheduling"}
     else:
-        say(f"[{name}] checking the placements")
+        say(f"{name}: checking the placements")
         report = cp.call(lambda client: _check(client, {pod_key(p) for p in pods}))
         checked = {"checked": True, "ok": report.ok, **vars(report)}
-    namespaces = sorted({p["metadata"].get("namespace") or "default" for p in pods})
-    say(f"[{name}] deleting the pods")
+    say(f"{name}: deleting the pods")
+    keys = [pod_key(p) for p in pods]
     delete_seconds = cp.call(
-        lambda client: delete_burst(client, namespaces, selector, options.timeout)
+        lambda client: delete_burst(
+            client, keys, selector, options.create_concurrency, options.timeout
+        ),
+        options.create_concurrency + 4,
     )
-    return _result(name, pods, created, bound, outcome, usage, contender, checked, delete_seconds)
+    return _result(name, pods, measured, usage, contender, checked, delete_seconds, options.mode)
+
+
+@dataclass
+class Measured:
+    created: Created
+    bound: dict[str, tuple[float, str]]  # key -> (time.monotonic() seen bound, node)
+    outcome: str
+    clock: float  # when the run's clock started (time.monotonic())
 
 
 async def _measure(
-    client: ApiClient, pods: list[Object], selector: str, options: Options
-) -> tuple[Created, dict[str, tuple[float, str]], str]:
+    client: ApiClient,
+    pods: list[Object],
+    selector: str,
+    options: Options,
+    launch: Callable[[], None] | None,
+    say: Say,
+) -> Measured:
+    """Creates the burst and waits for its binds. With ``launch`` (backlog mode) every pod
+    is created first and the clock starts when ``launch`` starts the contender."""
     watch = BindWatch(client, selector)
     watching = asyncio.create_task(watch.run())
     created = Created()
     try:
         await watch.listed.wait()
+        clock = time.monotonic()
         creation = asyncio.create_task(
             create_burst(client, pods, options.create_concurrency, created)
         )
         try:
+            if launch is not None:
+                await creation
+                say(f"{len(pods)} pods created in {created.last - created.first:.1f}s")
+                clock = time.monotonic()
+                # The contender's start waits on its own event loop, so it runs in a thread.
+                await asyncio.to_thread(launch)
             outcome = await wait_bound(
                 watch, len(pods), creation, watching, options.settle, options.timeout
             )
         finally:
-            creation.cancel()  # only still running after a timeout
+            creation.cancel()  # only still running after a timeout or a failed start
             await asyncio.gather(creation, return_exceptions=True)
     finally:
         watching.cancel()
         await asyncio.gather(watching, return_exceptions=True)
-    return created, dict(watch.bound), outcome
+    return Measured(created, dict(watch.bound), outcome, clock)
 
 
 async def _list_all(client: ApiClient, path: str) -> list[Object]:
@@ -222,33 +268,36 @@ async def _check(client: ApiClient, run_keys: set[str]) -> feasibility.Feasibili
 def _result(
     name: str,
     pods: list[Object],
-    created: Created,
-    bound: dict[str, tuple[float, str]],
-    outcome: str,
+    measured: Measured,
     usage: dict[str, ProcessUsage],
     contender: contenders.Contender,
     checked: dict[str, Any],
     delete_seconds: float,
+    mode: str,
 ) -> RunResult:
-    start = created.first
+    start, created = measured.clock, measured.created
     # Every figure below derives from these rounded times, so that they agree exactly.
-    bind_times = sorted(round(t - start, 4) for t, _ in bound.values())
+    bind_times = sorted(round(t - start, 4) for t, _ in measured.bound.values())
+    # A pod waits from its creation or, in backlog mode, from the contender's start.
     latencies = [
-        max(0.0, t - created.answered[key])
-        for key, (t, _) in bound.items()
+        max(0.0, t - max(start, created.answered[key]))
+        for key, (t, _) in measured.bound.items()
         if key in created.answered
     ]
     duration = bind_times[-1] if bind_times else 0.0
     binding_span = bind_times[-1] - bind_times[0] if len(bind_times) > 1 else 0.0
     return RunResult(
         scheduler=name,
-        outcome=outcome,
+        mode=mode,
+        outcome=measured.outcome,
         pods=len(pods),
-        bound=len(bound),
-        created_seconds=round(created.last - start, 3),
+        bound=len(measured.bound),
+        created_seconds=round(created.last - created.first, 3),
         duration_seconds=duration,
-        pods_per_second=round(len(bound) / duration, 1) if duration else 0.0,
-        binding_pods_per_second=round(len(bound) / binding_span, 1) if binding_span else 0.0,
+        pods_per_second=round(len(measured.bound) / duration, 1) if duration else 0.0,
+        binding_pods_per_second=(
+            round(len(measured.bound) / binding_span, 1) if binding_span else 0.0
+        ),
         time_to_first_bind=bind_times[0] if bind_times else 0.0,
         latency=latency_summary(latencies),
         usage=usage,
@@ -257,6 +306,8 @@ def _result(
         feasibility=checked,
         settings=contender.settings,
         log=str(contender.log),
-        create_times=sorted(round(t - start, 4) for t in created.answered.values()),
+        create_times=sorted(round(t - start, 4) for t in created.answered.values())
+        if mode == STREAM
+        else [],
         bind_times=bind_times,
     )

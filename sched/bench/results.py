@@ -1,9 +1,11 @@
 """What a benchmark measured: one ``RunResult`` per contender, inside a ``BenchResult``.
 
-Times are seconds. A run's clock starts when its first create request is sent; a pod's
-latency runs from the answer to its create request to the moment the measuring watch sees
-it bound. ``pods_per_second`` is bound pods over first creation to last bind (what a user
-waiting for a burst sees); ``binding_pods_per_second`` is over first to last bind.
+Times are seconds. A run's clock starts when its first create request is sent (stream
+mode) or when its contender is started with the whole burst already created (backlog
+mode); a pod's latency runs from the answer to its create request (or the clock's start,
+whichever is later) to the moment the measuring watch sees it bound. ``pods_per_second``
+is bound pods over clock start to last bind (what a user waiting for a burst sees);
+``binding_pods_per_second`` is over first to last bind.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class ProcessUsage:
 @dataclass
 class RunResult:
     scheduler: str
+    mode: str  # "stream" or "backlog" (see harness)
     outcome: str  # "all bound", "stalled" (no bind for the settle time) or "timeout"
     pods: int
     bound: int

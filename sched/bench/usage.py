@@ -57,7 +57,7 @@ class Usage:
     peak_rss_bytes: int
 
 
-def _measure(process: psutil.Process) -> tuple[float, int]:
+def _measure(process: psutil.Process) -> tuple[float, int] | None:
     # The process alone: every process measured here does its work in one process, and
     # listing descendants means scanning all of /proc at every sample.
     try:
@@ -65,7 +65,7 @@ def _measure(process: psutil.Process) -> tuple[float, int]:
             times = process.cpu_times()
             return times.user + times.system, process.memory_info().rss
     except psutil.Error:
-        return 0.0, 0  # gone: the interval ends before this sample anyway
+        return None  # gone: its last sample stands
 
 
 class Sampler:
@@ -76,7 +76,16 @@ class Sampler:
         self.series: dict[str, Series] = {name: Series() for name in [*pids, MACHINE]}
         self._processes = {name: psutil.Process(pid) for name, pid in pids.items()}
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="bench-usage", daemon=True)
+
+    def add(self, name: str, pid: int, started: float) -> None:
+        """Samples ``pid`` from now on; it started at ``started`` (time.monotonic()), when
+        its CPU time was zero."""
+        with self._lock:
+            self.series[name] = Series([Sample(started, 0.0, 0)])
+            self._processes[name] = psutil.Process(pid)
+        self.sample()
 
     def start(self) -> Sampler:
         self.sample()
@@ -89,15 +98,17 @@ class Sampler:
         self.sample()
 
     def sample(self) -> None:
-        now = time.monotonic()
-        for name, process in self._processes.items():
-            cpu, rss = _measure(process)
-            self.series[name].samples.append(Sample(now, cpu, rss))
-        times = psutil.cpu_times()
-        # guest time is already inside user; steal is the hypervisor's, not ours.
-        busy = times.user + times.nice + times.system + times.irq + times.softirq
-        used = psutil.virtual_memory().used
-        self.series[MACHINE].samples.append(Sample(now, busy, used))
+        with self._lock:
+            now = time.monotonic()
+            for name, process in self._processes.items():
+                measured = _measure(process)
+                if measured is not None:
+                    self.series[name].samples.append(Sample(now, *measured))
+            times = psutil.cpu_times()
+            # guest time is already inside user; steal is the hypervisor's, not ours.
+            busy = times.user + times.nice + times.system + times.irq + times.softirq
+            used = psutil.virtual_memory().used
+            self.series[MACHINE].samples.append(Sample(now, busy, used))
 
     def _loop(self) -> None:
         while not self._stop.wait(self.period):

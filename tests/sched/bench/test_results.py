@@ -8,6 +8,7 @@ from kubesalvo.sched.bench.results import RunResult, latency_summary
 def run_with(bind_times: list[float]) -> RunResult:
     return RunResult(
         scheduler="kubesalvo",
+        mode="stream",
         outcome="all bound",
         pods=len(bind_times),
         bound=len(bind_times),
