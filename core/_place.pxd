@@ -75,6 +75,8 @@ cdef class BurstKernel:
     cdef const int32_t[::1] a_counter        # row -> row of counters
     cdef const int64_t[::1] a_weight         # row -> score weight per counted pod (score rows)
     cdef const uint8_t[::1] c_a_self         # class -> 1 if it matches all its required affinity terms
+    cdef const uint8_t[::1] c_mode           # class -> 0 max-tree, 1 max-tree per zone (one soft
+                                             #   non-hostname spread constraint), 2 passes per pod
     # ---- the current chunk: pods in queue order
     cdef Py_ssize_t npods                    # pods in this chunk
     cdef const int32_t[::1] p_class          # pod -> class
@@ -96,9 +98,17 @@ cdef class BurstKernel:
     cdef int64_t[:, ::1] s_tree              # slots x 2*leaves: max-tree of totals, -1 = infeasible
     cdef int64_t[::1] s_max_taint            # slot -> max untolerated PreferNoSchedule count over feasible rows
     cdef int64_t[::1] s_max_aff              # slot -> max preferred node affinity score over feasible rows
-    cdef int64_t[::1] s_cursor               # slot -> row after the last chosen one (tie-breaking)
+    cdef int64_t[::1] s_cursor               # slot -> tree position after the last chosen one (ties)
+    cdef int32_t[:, ::1] s_perm              # slots x rows: row -> position in the slot's tree
+    cdef int32_t[:, ::1] s_iperm             # slots x leaves: position -> row (-1 = padding)
+    cdef int32_t[:, ::1] s_gstart            # slots x (MAX_ZONES + 2): first position of each zone
+                                             #   (the last group: rows without the key)
+    cdef int64_t[:, ::1] s_zc                # slots x (MAX_ZONES + 1): matching pods per zone
+    cdef int64_t[:, ::1] s_fz                # slots x (MAX_ZONES + 1): feasible rows per zone
     # ---- log of rows whose usage changed (placements and rollbacks), within one chunk
-    cdef int32_t[::1] log_row
+    cdef int32_t[::1] log_row                # row whose usage changed
+    cdef int32_t[::1] log_class              # class of the pod placed (or taken back) there
+    cdef int32_t[::1] log_sign               # +1 placed, -1 taken back
     cdef Py_ssize_t log_len
 
     cdef bint _fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
@@ -121,5 +131,8 @@ cdef class BurstKernel:
     cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil
     cdef int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
+    cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
+    cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef Py_ssize_t _place_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
     cdef void _run(self) noexcept nogil

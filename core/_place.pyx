@@ -39,8 +39,10 @@ cdef enum:
     R_FIXED = 16       # reason code of resource column r is R_FIXED + r
     R_ABSENT = 255     # a row without a node: counted nowhere
     MAX_SCORE = 100
+    MAX_ZONES = 64     # zone fast path: at most this many domains of the key
 
 REASON_PORTS = R_PORTS
+ZONE_LIMIT = MAX_ZONES
 REASON_SPREAD = R_SPREAD
 REASON_SPREAD_LABEL = R_SPREAD_LABEL
 REASON_IPA_AFFINITY = R_IPA_AFF
@@ -94,7 +96,8 @@ cdef class BurstKernel:
         self.spread_on = spread_on
         self.dom = dom
         self.ndom = ndom
-        max_domains = max(1, int(np.max(ndom))) if len(ndom) else 1
+        # one spare column: the zone layout also counts the rows without the key
+        max_domains = (max(1, int(np.max(ndom))) if len(ndom) else 1) + 1
         self.dcount = np.zeros((max(1, max_constraints), max_domains), dtype=np.int64)
         self.dpresent = np.zeros((max(1, max_constraints), max_domains), dtype=np.uint8)
         self.dmin = np.zeros(max(1, max_constraints), dtype=np.int64)
@@ -113,7 +116,7 @@ cdef class BurstKernel:
                    c_port_own_off, c_port_own,
                    c_k_off, k_key, k_hard, k_skew, k_min_domains, k_self, k_counter, k_elig,
                    k_host, elig, counters, c_inc_off, c_inc,
-                   c_a_off, a_kind, a_key, a_counter, a_weight, c_a_self,
+                   c_a_off, a_kind, a_key, a_counter, a_weight, c_a_self, c_mode,
                    p_class, p_gang_min, p_gang_last, out_node, out_score, out_reasons, out_rolled, Py_ssize_t nslots):
         """Set the classes and pods of the next chunk, and allocate the class caches."""
         self.nclasses = c_req.shape[0]
@@ -151,6 +154,7 @@ cdef class BurstKernel:
         self.a_counter = a_counter
         self.a_weight = a_weight
         self.c_a_self = c_a_self
+        self.c_mode = c_mode
         most = max(1, int(np.max(np.diff(c_a_off)))) if len(c_a_off) > 1 else 1
         self.acount = np.zeros((most, self.dcount.shape[1]), dtype=np.int64)
         self.npods = p_class.shape[0]
@@ -173,7 +177,14 @@ cdef class BurstKernel:
         self.s_max_taint = np.zeros(nslots, dtype=np.int64)
         self.s_max_aff = np.zeros(nslots, dtype=np.int64)
         self.s_cursor = np.zeros(nslots, dtype=np.int64)
+        self.s_perm = np.zeros((nslots, self.rows), dtype=np.int32)
+        self.s_iperm = np.full((nslots, self.leaves), -1, dtype=np.int32)
+        self.s_gstart = np.zeros((nslots, MAX_ZONES + 2), dtype=np.int32)
+        self.s_zc = np.zeros((nslots, MAX_ZONES + 1), dtype=np.int64)
+        self.s_fz = np.zeros((nslots, MAX_ZONES + 1), dtype=np.int64)
         self.log_row = np.zeros(2 * self.npods + 1, dtype=np.int32)
+        self.log_class = np.zeros(2 * self.npods + 1, dtype=np.int32)
+        self.log_sign = np.zeros(2 * self.npods + 1, dtype=np.int32)
         self.log_len = 0
 
     def run(self):
@@ -359,7 +370,8 @@ cdef class BurstKernel:
     cdef void _refresh_totals(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
         cdef Py_ssize_t n
         for n in range(self.rows):
-            self.s_tree[s, n + self.leaves] = self._total(s, c, n) if self.s_feas[s, n] else NEG
+            self.s_tree[s, self.s_perm[s, n] + self.leaves] = \
+                self._total(s, c, n) if self.s_feas[s, n] else NEG
         self._tree_build(s)
 
     cdef void _rebuild(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
@@ -373,16 +385,24 @@ cdef class BurstKernel:
         self.slot_synced[s] = self.log_len
         if self._domain(c):
             return  # spread / inter-pod classes pick their node in passes per pod (_place_spread)
+        if self.c_mode[c] == 1:
+            self._zone_layout(s, c)
+        else:
+            for n in range(self.rows):
+                self.s_perm[s, n] = <int32_t>n
+                self.s_iperm[s, n] = <int32_t>n
         self.s_max_taint[s] = -1  # force the maxima to count as changed
         self._maxima(s, c)
         self._refresh_totals(s, c)
 
     cdef void _sync(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
         """Bring slot s up to date with the rows changed since it was last used."""
-        cdef Py_ssize_t i, n
+        cdef Py_ssize_t i, n, k, g, d, c2
         cdef uint8_t f, flipped = 0
         cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
         cdef Py_ssize_t start = self.slot_synced[s]
+        cdef bint zone = self.c_mode[c] == 1
+        cdef Py_ssize_t j = self.c_k_off[c], key = self.k_key[j] if zone else 0
         if self.log_len - start > self.rows // 4:
             self._rebuild(s, c)
             return
@@ -391,6 +411,17 @@ cdef class BurstKernel:
             f = static[n] == 0 and self._fits(c, n)
             if f != self.s_feas[s, n]:
                 flipped = 1
+                if zone:
+                    d = self.dom[key, n]
+                    g = d if d >= 0 else self.ndom[key]
+                    self.s_fz[s, g] += 1 if f else -1
+            if zone:
+                d = self.dom[key, n]
+                if d >= 0 and self.elig[self.k_elig[j], n]:
+                    c2 = self.log_class[i]
+                    for k in range(self.c_inc_off[c2], self.c_inc_off[c2 + 1]):
+                        if self.c_inc[k] == self.k_counter[j]:
+                            self.s_zc[s, d] += self.log_sign[i]
             self.s_feas[s, n] = f
             self.s_local[s, n] = self._local(c, n) if f else 0
         self.slot_synced[s] = self.log_len
@@ -401,7 +432,7 @@ cdef class BurstKernel:
             return
         for i in range(start, self.log_len):
             n = self.log_row[i]
-            self._tree_set(s, n, self._total(s, c, n) if self.s_feas[s, n] else NEG)
+            self._tree_set(s, self.s_perm[s, n], self._total(s, c, n) if self.s_feas[s, n] else NEG)
 
     cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil:
         """The slot caching class c, taking the least recently used one if needed."""
@@ -434,6 +465,8 @@ cdef class BurstKernel:
         for k in range(self.c_inc_off[c], self.c_inc_off[c + 1]):
             self.counters[self.c_inc[k], n] += sign
         self.log_row[self.log_len] = <int32_t>n
+        self.log_class[self.log_len] = <int32_t>c
+        self.log_sign[self.log_len] = sign
         self.log_len += 1
 
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil:
@@ -483,7 +516,7 @@ cdef class BurstKernel:
                     self.out_reasons[p, code] += 1
 
     cdef void _run(self) noexcept nogil:
-        cdef Py_ssize_t p, c, s, n, q, run_start = 0, placed = 0
+        cdef Py_ssize_t p, c, s, n, q, pos, run_start = 0, placed = 0
         cdef int64_t best
         for p in range(self.npods):
             c = self.p_class[p]
@@ -494,20 +527,25 @@ cdef class BurstKernel:
             s = self._slot(c, p)
             if self._domain(c):
                 n = self._place_spread(s, c, &best)
+            elif self.c_mode[c] == 1:
+                n = self._place_zone(s, c, &best)
             else:
                 best = self.s_tree[s, 1]
                 n = -1
                 if best >= 0:
-                    n = self._tree_first(s, self.s_cursor[s], best)
-                    if n < 0:
-                        n = self._tree_first(s, 0, best)
+                    pos = self._tree_first(s, self.s_cursor[s], best)
+                    if pos < 0:
+                        pos = self._tree_first(s, 0, best)
+                    self.s_cursor[s] = pos + 1
+                    n = pos  # positions are rows outside the zone fast path
             if n < 0:
                 self.out_node[p] = -1
                 self._diagnose(p, c)
             else:
                 self.out_node[p] = <node_t>n
                 self.out_score[p] = best
-                self.s_cursor[s] = n + 1
+                if self._domain(c):
+                    self.s_cursor[s] = n + 1
                 self._apply(c, n, 1)
                 placed += 1
             if self.p_gang_min[p] > 0 and self.p_gang_last[p] and placed < self.p_gang_min[p]:
@@ -740,8 +778,8 @@ cdef class BurstKernel:
 
     # ------------------------------------------------------------ InterPodAffinity
     cdef bint _domain(self, Py_ssize_t c) noexcept nogil:
-        """Whether class c has spread or inter-pod rows (picked per pod, not by the tree)."""
-        return self.c_k_off[c + 1] > self.c_k_off[c] or self.c_a_off[c + 1] > self.c_a_off[c]
+        """Whether class c picks its node in passes over the rows (spread / inter-pod)."""
+        return self.c_mode[c] == 2
 
     cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil:
         """Per inter-pod row: counted pods per domain of its key (nodes with the key)."""
@@ -790,3 +828,107 @@ cdef class BurstKernel:
                         return R_IPA_ANTI
                     return R_IPA_EXISTING
         return 0
+
+    # ------------------------------------------------ one soft zone constraint, fast
+    cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+        """The largest total among tree positions [lo, hi)."""
+        cdef int64_t best = NEG
+        cdef Py_ssize_t l = lo + self.leaves, r = hi + self.leaves
+        while l < r:
+            if l & 1:
+                if self.s_tree[s, l] > best:
+                    best = self.s_tree[s, l]
+                l += 1
+            if r & 1:
+                r -= 1
+                if self.s_tree[s, r] > best:
+                    best = self.s_tree[s, r]
+            l >>= 1
+            r >>= 1
+        return best
+
+    cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
+        """Order the slot's tree by zone and count feasible rows and matching pods per zone."""
+        cdef Py_ssize_t j = self.c_k_off[c], key = self.k_key[j], nd = self.ndom[key]
+        cdef Py_ssize_t n, d, g, pos
+        for g in range(nd + 2):
+            self.s_gstart[s, g] = 0
+        for g in range(nd + 1):
+            self.s_fz[s, g] = 0
+            self.s_zc[s, g] = 0
+        for n in range(self.rows):
+            d = self.dom[key, n]
+            g = d if d >= 0 else nd
+            self.s_gstart[s, g + 1] += 1
+            if self.s_feas[s, n]:
+                self.s_fz[s, g] += 1
+            if d >= 0 and self.elig[self.k_elig[j], n]:
+                self.s_zc[s, d] += self.counters[self.k_counter[j], n]
+        for g in range(nd + 1):
+            self.s_gstart[s, g + 1] += self.s_gstart[s, g]
+        # place rows: a running cursor per zone (reuse dcount row 0 as scratch)
+        for g in range(nd + 1):
+            self.dcount[0, g] = self.s_gstart[s, g]
+        for n in range(self.rows):
+            d = self.dom[key, n]
+            g = d if d >= 0 else nd
+            pos = self.dcount[0, g]
+            self.dcount[0, g] = pos + 1
+            self.s_perm[s, n] = <int32_t>pos
+            self.s_iperm[s, pos] = <int32_t>n
+
+    cdef Py_ssize_t _place_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
+        """Best row for a class whose only spread term is one soft constraint on a zone-like
+        key: per zone, the best total without spread plus the zone's spread score."""
+        cdef Py_ssize_t j = self.c_k_off[c], key = self.k_key[j], nd = self.ndom[key]
+        cdef Py_ssize_t g, zones = 0, gs, ge, pos, best_pos = -1, dist, best_dist = 0
+        cdef Py_ssize_t cursor = self.s_cursor[s]
+        cdef int64_t hi = 0, lo = -1, raw, m, cand, best = NEG, sc
+        cdef double weight
+        cdef int64_t raws[MAX_ZONES]
+        for g in range(nd):
+            if self.s_fz[s, g] > 0:
+                zones += 1
+        weight = log(<double>(zones + 2))
+        for g in range(nd):
+            if self.s_fz[s, g] > 0:
+                raw = <int64_t>c_round(<double>self.s_zc[s, g] * weight + <double>(self.k_skew[j] - 1))
+                raws[g] = raw
+                if raw > hi:
+                    hi = raw
+                if lo < 0 or raw < lo:
+                    lo = raw
+        for g in range(nd + 1):
+            if self.s_fz[s, g] <= 0:
+                continue
+            gs = self.s_gstart[s, g]
+            ge = self.s_gstart[s, g + 1]
+            m = self._tree_max(s, gs, ge)
+            if m < 0:
+                continue
+            if g == nd:
+                sc = 0
+            elif hi == 0:
+                sc = MAX_SCORE
+            else:
+                sc = MAX_SCORE * (hi + lo - raws[g]) // hi
+            cand = m + self.w_spread * sc
+            if cand < best:
+                continue
+            pos = -1
+            if cursor < ge:
+                pos = self._tree_first(s, cursor if cursor > gs else gs, m)
+                if pos >= ge:
+                    pos = -1
+            if pos < 0:
+                pos = self._tree_first(s, gs, m)
+            dist = pos - cursor if pos >= cursor else pos - cursor + self.leaves
+            if cand > best or dist < best_dist:
+                best = cand
+                best_pos = pos
+                best_dist = dist
+        if best_pos < 0:
+            return -1
+        self.s_cursor[s] = best_pos + 1
+        score[0] = best
+        return self.s_iperm[s, best_pos]

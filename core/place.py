@@ -270,6 +270,7 @@ def place_burst(
             spread_tables.ipa.a_counter,
             spread_tables.ipa.a_weight,
             spread_tables.ipa.c_a_self,
+            spread_tables.c_mode,
             local.astype(np.int32),
             p_gang_min[start:end],
             p_gang_last[start:end],

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesalvo.core import names
+from kubesalvo.core._place import ZONE_LIMIT
 from kubesalvo.core.encode import ClassInfo, Encoder, tolerates
 from kubesalvo.core.interpod import InterPodRows, InterPodTerms
 from kubesalvo.core.label_selectors import (
@@ -104,6 +106,7 @@ class SpreadTables:
     c_inc_off: npt.NDArray[np.int32]
     c_inc: npt.NDArray[np.int32]
     ipa: InterPodRows
+    c_mode: npt.NDArray[np.uint8]
 
 
 class SpreadEncoder:
@@ -234,6 +237,9 @@ class SpreadEncoder:
                 cols["host"].append(c.key == HOSTNAME)
             off.append(len(cols["key"]))
         ipa = self.interpod.rows(class_ids, counters, self.keys)
+        modes = [
+            self._mode(cid, ipa.c_a_off[i + 1] > ipa.c_a_off[i]) for i, cid in enumerate(class_ids)
+        ]
         counter_table = np.zeros((max(1, len(counters)), rows), dtype=np.int32)
         for ckey, q in counters.items():
             counter_table[q] = self._initial_counts(ckey)
@@ -270,7 +276,27 @@ class SpreadEncoder:
             c_inc_off=inc_off,
             c_inc=np.array(flat or [0], dtype=np.int32),
             ipa=ipa,
+            c_mode=np.array(modes or [0], dtype=np.uint8),
         )
+
+    def _mode(self, cid: int, has_interpod: bool) -> int:
+        """How the kernel picks a node for the class: 0 max-tree, 1 per zone, 2 passes."""
+        if has_interpod:
+            return 2
+        constraints = self.constraints(cid)
+        profile = self.encoder.profile
+        hard = any(c.hard for c in constraints) and names.POD_TOPOLOGY_SPREAD in profile.filters
+        soft = [c for c in constraints if not c.hard]
+        scored = bool(soft) and profile.score_weights.get(names.POD_TOPOLOGY_SPREAD, 0) > 0
+        if hard:
+            return 2
+        if not scored:
+            return 0
+        if len(constraints) == 1 and soft[0].key != HOSTNAME:
+            domains = len(self.state.label_values.get(soft[0].key, ()))
+            if domains <= ZONE_LIMIT:
+                return 1
+        return 2
 
     def _eligible(self, info: ClassInfo, honor_affinity: bool, honor_taints: bool) -> np.ndarray:
         """Rows that count for a constraint under its node inclusion policies."""
