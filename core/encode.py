@@ -1,6 +1,6 @@
 """Encoding of a burst: pods -> equivalence classes -> the static arrays the kernel reads.
 
-Pods with the same scheduling signature (namespace, labels, requests, node name and
+Pods with the same namespace, labels and spec (hence the same requests, node name and
 selector, affinities, tolerations, spread constraints, images, host ports) form one class;
 everything that depends only on the nodes and that signature is computed once per class,
 with numpy over all rows at once:
@@ -121,34 +121,6 @@ class StaticTables:
     aff_score: npt.NDArray[np.int32]
 
 
-def _signature(pod: Mapping[str, Any]) -> bytes:
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    parts = (
-        meta.get("namespace") or "default",
-        meta.get("labels") or {},
-        [_container_part(c) for c in spec.get("initContainers") or ()],
-        [_container_part(c) for c in spec.get("containers") or ()],
-        spec.get("overhead"),
-        spec.get("resources"),
-        spec.get("nodeName"),
-        spec.get("nodeSelector"),
-        spec.get("affinity"),
-        spec.get("tolerations"),
-        spec.get("topologySpreadConstraints"),
-    )
-    return _ENCODE.encode(parts)
-
-
-def _container_part(container: Mapping[str, Any]) -> Any:
-    return (
-        container.get("image"),
-        container.get("resources"),
-        container.get("ports"),
-        container.get("restartPolicy"),
-    )
-
-
 def tolerates(toleration: Mapping[str, Any], taint: tuple[str, str, str]) -> bool:
     """Whether a toleration tolerates a (key, value, effect) taint (upstream ToleratesTaint)."""
     key, value, effect = taint
@@ -193,7 +165,12 @@ class Encoder:
         out = np.empty(len(pods), dtype=np.int32)
         class_of = self._class_of
         for i, pod in enumerate(pods):
-            key = _signature(pod)
+            # The whole spec, in one C call: fields that do not matter to scheduling
+            # (env, commands) are the same across replicas, so classes stay whole.
+            meta = pod.get("metadata") or {}
+            key = _ENCODE.encode(
+                (meta.get("namespace") or "default", meta.get("labels") or {}, pod.get("spec"))
+            )
             cid = class_of.get(key)
             if cid is None:
                 cid = len(self.classes)

@@ -68,11 +68,12 @@ def plan(
     return place_burst(state, pods, profile, commit=False)
 
 
-def _queue_order(pods: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int], list[bool]]:
-    """Pod indices in placement order, with each position's gang minimum and run end."""
-    minimums = gang.group_minimums(pods)
+def _queue_order(
+    pods: Sequence[Mapping[str, Any]], keys: list[gang.GroupKey | None]
+) -> tuple[list[int], list[int], list[bool], dict[gang.GroupKey, int]]:
+    """Pod indices in placement order, each position's gang minimum and run end, minimums."""
+    minimums = gang.group_minimums(pods) if any(keys) else {}
     members: dict[gang.GroupKey, list[int]] = {}
-    keys = [gang.group_of(p) for p in pods]
     for i, key in enumerate(keys):
         if key is not None:
             members.setdefault(key, []).append(i)
@@ -89,7 +90,7 @@ def _queue_order(pods: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int
             order.extend(run)
             gang_min.extend([minimums[key]] * len(run))
             gang_last.extend([False] * (len(run) - 1) + [True])
-    return order, gang_min, gang_last
+    return order, gang_min, gang_last, minimums
 
 
 def _kernel(
@@ -184,7 +185,8 @@ def place_burst(
     """Place ``pods`` in queue order; with ``commit`` assume each placement in ``state``."""
     profile = profile or Profile.default()
     began = time.perf_counter()
-    order, gang_min, gang_last = _queue_order(pods)
+    keys = [gang.group_of(p) for p in pods]
+    order, gang_min, gang_last, minimums = _queue_order(pods, keys)
     ordered = [pods[i] for i in order]
     encoder = Encoder(state, profile)
     class_of = encoder.classify(ordered)
@@ -288,7 +290,17 @@ def place_burst(
 
     t0 = time.perf_counter()
     result = _result(
-        state, ordered, order, class_of, classes, out_node, out_score, out_reasons, out_gang
+        state,
+        ordered,
+        order,
+        [keys[i] for i in order],
+        minimums,
+        class_of,
+        classes,
+        out_node,
+        out_score,
+        out_reasons,
+        out_gang,
     )
     result.kernel_seconds = kernel_seconds
     result.encode_seconds = encode_seconds
@@ -309,7 +321,19 @@ def _reason_texts(state: ClusterState) -> dict[int, str]:
     return texts
 
 
-def _result(state, ordered, order, class_of, classes, out_node, out_score, out_reasons, out_gang):
+def _result(
+    state: ClusterState,
+    ordered: list[Mapping[str, Any]],
+    order: list[int],
+    gang_keys: list[gang.GroupKey | None],
+    minimums: dict[gang.GroupKey, int],
+    class_of: npt.NDArray[np.int32],
+    classes: list[Any],
+    out_node: npt.NDArray[np.int32],
+    out_score: npt.NDArray[np.int64],
+    out_reasons: npt.NDArray[np.int32],
+    out_gang: npt.NDArray[np.int32],
+) -> PlacementResult:
     n = len(ordered)
     texts = _reason_texts(state)
     num_nodes = state.node_count
@@ -319,8 +343,6 @@ def _result(state, ordered, order, class_of, classes, out_node, out_score, out_r
     counts: list[dict[str, int]] = [{}] * n
     messages = [""] * n
     rolled = np.zeros(n, dtype=bool)
-    gang_keys = [gang.group_of(p) for p in ordered]
-    minimums = gang.group_minimums(ordered)
     rolled_per_gang: dict[gang.GroupKey, int] = {}
     tentative: list[str | None] = [None] * n
     for pos in np.flatnonzero(out_gang >= 0):
