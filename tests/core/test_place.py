@@ -247,3 +247,152 @@ def test_removed_node_rows_are_not_counted():
     state.remove_node("a")
     result = plan(state, [pod("p", cpu="9")])
     assert result.messages[0] == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+
+
+def zoned(name, zone, **kw):
+    labels = {HOST: name}
+    if zone:
+        labels[ZONE] = zone
+    return node(name, labels=labels, **kw)
+
+
+def spread(key, skew=1, hard=True, app="web", **extra):
+    return {
+        "maxSkew": skew,
+        "topologyKey": key,
+        "whenUnsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app": app}},
+        **extra,
+    }
+
+
+def test_hard_zone_spread_alternates_zones_and_reports_skew():
+    state = cluster(
+        zoned("a1", "a", cpu="8"), zoned("a2", "a", cpu="8"), zoned("b1", "b", cpu="500m")
+    )
+    pods = [
+        pod(f"w{i}", labels={"app": "web"}, cpu="300m", topologySpreadConstraints=[spread(ZONE)])
+        for i in range(4)
+    ]
+    result = plan(state, pods)
+    zones = ["b" if n == "b1" else "a" for n in result.nodes[:3]]
+    assert sorted(zones) == ["a", "a", "b"]
+    assert result.nodes[3] is None
+    assert result.reason_counts[3] == {
+        "Insufficient cpu": 1,
+        names.ERR_REASON_SPREAD_CONSTRAINTS: 2,
+    }
+
+
+def test_min_domains_counts_missing_domains_as_empty():
+    state = cluster(zoned("a1", "a"), zoned("b1", "b"))
+    constraint = spread(ZONE, minDomains=3)
+    pods = [
+        pod(f"w{i}", labels={"app": "web"}, topologySpreadConstraints=[constraint])
+        for i in range(3)
+    ]
+    result = plan(state, pods)
+    assert sorted(result.nodes[:2]) == ["a1", "b1"] and result.nodes[2] is None
+    assert result.reason_counts[2] == {names.ERR_REASON_SPREAD_CONSTRAINTS: 2}
+
+
+def test_node_without_the_topology_key_fails_hard_spread_as_unresolvable():
+    state = cluster(zoned("a1", "a"), zoned("nozone", None, cpu="64"))
+    result = plan(
+        state, [pod("w", labels={"app": "web"}, cpu="8", topologySpreadConstraints=[spread(ZONE)])]
+    )
+    assert result.reason_counts[0] == {
+        "Insufficient cpu": 1,
+        names.ERR_REASON_SPREAD_MISSING_LABEL: 1,
+    }
+
+
+def test_soft_zone_spread_prefers_the_zone_with_fewer_matching_pods():
+    state = cluster(zoned("a1", "a", cpu="16"), zoned("b1", "b"))
+    place_burst(state, [pod("old", labels={"app": "web"}, nodeName="b1")])
+    new = pod("new", labels={"app": "web"}, topologySpreadConstraints=[spread(ZONE, hard=False)])
+    assert plan(state, [new]).nodes == ["a1"]
+    other = pod("other", labels={"app": "web"})  # without the constraint: only resources count
+    state2 = cluster(zoned("a1", "a"), zoned("b1", "b", cpu="16", memory="64Gi"))
+    place_burst(state2, [pod("old", labels={"app": "web"}, nodeName="b1")])
+    assert plan(state2, [other]).nodes == ["b1"]
+    assert plan(state2, [new]).nodes == ["a1"]
+
+
+def anti(app, key=HOST):
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": key, "labelSelector": {"matchLabels": {"app": app}}}
+            ]
+        }
+    }
+
+
+def test_required_anti_affinity_keeps_replicas_on_distinct_hosts():
+    state = cluster(zoned("a1", "a"), zoned("a2", "a"))
+    pods = [pod(f"w{i}", labels={"app": "web"}, affinity=anti("web")) for i in range(3)]
+    result = place_burst(state, pods)
+    assert sorted(result.nodes[:2]) == ["a1", "a2"] and result.nodes[2] is None
+    assert result.reason_counts[2] == {names.ERR_REASON_ANTI_AFFINITY: 2}
+
+
+def test_existing_pods_anti_affinity_rejects_pods_it_selects():
+    state = cluster(zoned("a1", "a"), zoned("b1", "b"))
+    place_burst(
+        state, [pod("guard", labels={"app": "guard"}, nodeName="a1", affinity=anti("web", ZONE))]
+    )
+    result = plan(state, [pod("w", labels={"app": "web"}, nodeName="a1")])
+    assert result.reason_counts[0] == {
+        names.ERR_REASON_NODE_NAME: 1,
+        names.ERR_REASON_EXISTING_ANTI_AFFINITY: 1,
+    }
+    assert plan(state, [pod("w", labels={"app": "web"})]).nodes == ["b1"]
+
+
+def test_required_affinity_lets_the_first_pod_of_a_self_affine_group_start_it():
+    state = cluster(zoned("a1", "a"), zoned("b1", "b"))
+    together = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "web"}}}
+            ]
+        }
+    }
+    pods = [pod(f"w{i}", labels={"app": "web"}, affinity=together) for i in range(3)]
+    result = plan(state, pods)
+    assert result.nodes[0] is not None
+    assert set(result.nodes) == {result.nodes[0]}  # the rest follow it into its zone
+    lonely = pod("x", labels={"app": "x"}, affinity=together | {})
+    lonely["spec"]["affinity"] = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "db"}}}
+            ]
+        }
+    }
+    assert plan(state, [lonely]).reason_counts[0] == {names.ERR_REASON_AFFINITY: 2}
+
+
+def test_preferred_affinity_pulls_towards_the_selected_pods():
+    state = cluster(zoned("a1", "a", cpu="16"), zoned("b1", "b"))
+    place_burst(state, [pod("db", labels={"app": "db"}, nodeName="b1")])
+    near_db = {
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "topologyKey": ZONE,
+                        "labelSelector": {"matchLabels": {"app": "db"}},
+                    },
+                }
+            ]
+        }
+    }
+    assert plan(state, [pod("w", labels={"app": "web"}, affinity=near_db)]).nodes == ["b1"]
+    assert plan(state, [pod("w", labels={"app": "web"})]).nodes == ["a1"]
