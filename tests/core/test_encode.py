@@ -1,0 +1,89 @@
+"""Encoding: pods share classes by signature; static tables are computed once per sub-signature."""
+
+import numpy as np
+
+from kubesalvo.core.encode import R_NODE_AFFINITY, R_TAINT, R_UNSCHEDULABLE, Encoder, tolerates
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.state import ClusterState
+
+
+def node(name, labels=None, taints=None, unschedulable=False):
+    return {
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"taints": taints or [], "unschedulable": unschedulable},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
+
+
+def pod(name, app="web", cpu="100m", **spec):
+    container = {"name": "c", "image": "app:1", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "metadata": {"name": name, "namespace": "ns", "labels": {"app": app}},
+        "spec": {"containers": [container], **spec},
+    }
+
+
+def encoder(*nodes):
+    state = ClusterState()
+    for n in nodes:
+        state.add_node(n)
+    return Encoder(state, Profile.default())
+
+
+def test_replicas_share_a_class_and_differences_split_it():
+    enc = encoder(node("a"))
+    ids = enc.classify([pod("p1"), pod("p2"), pod("p3", cpu="200m"), pod("p4", app="db")])
+    assert ids.tolist() == [0, 0, 1, 2]
+    assert enc.classes[0].pods == 2
+    assert enc.classes[1].requests["cpu"] == 200
+
+
+def test_classes_with_the_same_constraints_share_static_rows():
+    enc = encoder(node("a"), node("b"))
+    ids = enc.classify([pod("p1", cpu="1"), pod("p2", cpu="2")])
+    tables = enc.tables(ids.tolist())
+    assert tables.c_static.tolist() == [0, 0]
+    assert tables.static_reason.shape == (1, 2)
+
+
+def test_static_reasons_follow_filter_order():
+    taint = {"key": "k", "value": "v", "effect": "NoSchedule"}
+    enc = encoder(
+        node("cordoned", unschedulable=True, taints=[taint]),
+        node("tainted", taints=[taint]),
+        node("other-zone", labels={"zone": "b"}),
+        node("ok", labels={"zone": "a"}),
+    )
+    ids = enc.classify([pod("p", nodeSelector={"zone": "a"})])
+    reasons = enc.tables(ids.tolist()).static_reason[0]
+    assert reasons.tolist() == [R_UNSCHEDULABLE, R_TAINT, R_NODE_AFFINITY, 0]
+
+
+def test_gt_lt_compare_integers_and_skip_non_numeric_values():
+    enc = encoder(node("a", {"gen": "5"}), node("b", {"gen": "x"}), node("c", {"gen": "-3"}))
+    term = {"matchExpressions": [{"key": "gen", "operator": "Lt", "values": ["4"]}]}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+    ids = enc.classify([pod("p", affinity=affinity)])
+    assert (enc.tables(ids.tolist()).static_reason[0] == 0).tolist() == [False, False, True]
+
+
+def test_toleration_rules():
+    taint = ("dedicated", "gpu", "NoSchedule")
+    assert tolerates({"operator": "Exists"}, taint)  # empty key + Exists: everything
+    assert tolerates({"key": "dedicated", "operator": "Exists"}, taint)
+    assert tolerates({"key": "dedicated", "value": "gpu"}, taint)  # operator defaults to Equal
+    assert not tolerates({"key": "dedicated", "value": "cpu"}, taint)
+    assert not tolerates({"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}, taint)
+
+
+def test_prefer_no_schedule_counts_only_untolerated_soft_taints():
+    soft = {"key": "spot", "value": "true", "effect": "PreferNoSchedule"}
+    enc = encoder(node("spot", taints=[soft]), node("plain"))
+    ids = enc.classify([pod("p"), pod("q", tolerations=[{"key": "spot", "operator": "Exists"}])])
+    tables = enc.tables(ids.tolist())
+    counts = tables.taint_count[tables.c_taint]
+    assert np.array_equal(counts, [[1, 0], [0, 0]])
