@@ -27,9 +27,10 @@ __all__ = [
 Requirement = tuple[str, str, tuple[str, ...]]
 Selector = tuple[Requirement, ...] | None
 # A counter counts the pods that match every (namespaces, selector) part (namespaces None:
-# any namespace), or ("term", id): the pods that carry an interned affinity term.
+# any namespace), or ("term", id): the pods that carry an interned affinity term, or
+# ("spread", namespace, selector): the pods a spread constraint counts (not terminating).
 Part = tuple[frozenset[str] | None, Selector]
-CounterKey = tuple[Part, ...] | tuple[str, int]
+CounterKey = tuple[Part, ...] | tuple[str, int] | tuple[str, str, Selector]
 NOTHING_KEY: CounterKey = ((frozenset(), None),)
 
 

@@ -34,6 +34,7 @@ from kubesalvo.core.interpod import InterPodRows, InterPodTerms
 from kubesalvo.core.label_selectors import (
     NOTHING_KEY,
     CounterKey,
+    Part,
     Selector,
     candidates,
     counts_nothing,
@@ -52,6 +53,13 @@ __all__ = [
 ]
 
 HOSTNAME = "kubernetes.io/hostname"
+
+
+def _parts(key: CounterKey) -> tuple[Part, ...]:
+    """The (namespaces, selector) parts a pod must match to count under ``key``."""
+    if key and key[0] == "spread":
+        return ((frozenset({key[1]}), key[2]),)  # type: ignore[arg-type]
+    return key  # type: ignore[return-value]
 
 
 @dataclass
@@ -166,11 +174,13 @@ class SpreadEncoder:
         if key and key[0] == "term":
             return key[1] in self.interpod.carried(cid)
         info = self.encoder.classes[cid]
-        return parts_match(key, info.namespace, dict(info.labels))  # type: ignore[arg-type]
+        return parts_match(_parts(key), info.namespace, dict(info.labels))
 
     def _candidates_for(self, key: CounterKey, index, everyone):
         if key and key[0] == "term":
             return set(everyone)
+        if key and key[0] == "spread":
+            return candidates(key[2], index, everyone)  # type: ignore[arg-type]
         found = None
         for _, selector in key:  # type: ignore[misc]
             ids = candidates(selector, index, everyone)
@@ -189,10 +199,9 @@ class SpreadEncoder:
                     key, self._group_index, range(len(self.state.groups))
                 )
                 if parts_match(
-                    key,  # type: ignore[arg-type]
-                    self.state.groups[gid].namespace,
-                    self.state.groups[gid].labels,
+                    _parts(key), self.state.groups[gid].namespace, self.state.groups[gid].labels
                 )
+                and not (key[0] == "spread" and self.state.groups[gid].terminating)
             ]
             counts = self.state.group_counts(groups)
             everyone = self.placed_rows
@@ -219,7 +228,7 @@ class SpreadEncoder:
                 ckey: CounterKey = (
                     NOTHING_KEY
                     if counts_nothing(c.selector)
-                    else ((frozenset({info.namespace}), c.selector),)
+                    else ("spread", info.namespace, c.selector)
                 )
                 if ckey not in counters:
                     counters[ckey] = len(counters)

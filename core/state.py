@@ -92,6 +92,7 @@ class _Group:
 
     namespace: str
     labels: dict[str, str]
+    terminating: bool = False  # being deleted: spread no longer counts them
     per_row: dict[int, int] = field(default_factory=dict)
 
 
@@ -325,12 +326,13 @@ class ClusterState:
         self.namespace_labels[name] = dict(labels)
 
     # ------------------------------------------------------------------------ pods
-    def _group(self, namespace: str, labels: Labels) -> int:
-        gid = self.group_ids.get((namespace, labels))
+    def _group(self, namespace: str, labels: Labels, terminating: bool = False) -> int:
+        key = (namespace, labels) if not terminating else (namespace, labels, True)
+        gid = self.group_ids.get(key)  # type: ignore[arg-type]
         if gid is None:
             gid = len(self.groups)
-            self.group_ids[(namespace, labels)] = gid
-            self.groups.append(_Group(namespace, dict(labels)))
+            self.group_ids[key] = gid  # type: ignore[index]
+            self.groups.append(_Group(namespace, dict(labels), terminating))
         return gid
 
     def add_pod(self, pod: Mapping[str, Any], node_name: str | None = None) -> bool:
@@ -367,7 +369,7 @@ class ClusterState:
             requests=requests,
             nonzero=pod_nonzero_requests(pod, use_status=True),
             ports=host_ports(pod),
-            group=self._group(namespace, labels),
+            group=self._group(namespace, labels, bool(meta.get("deletionTimestamp"))),
             affinity=affinity,
         )
         self._apply(key, record, +1)

@@ -247,17 +247,15 @@ def pods(draw, prefix, max_size, node_names=()):
         # A burst's replicas often share a spec: repeat the previous pod's spec sometimes.
         if out and not node_names and draw(st.integers(0, 2)) == 0:
             spec, labels = out[-1]["spec"], dict(out[-1]["metadata"]["labels"])
-        out.append(
-            {
-                "metadata": {
-                    "name": f"{prefix}{i}",
-                    "namespace": draw(st.sampled_from(("ns", "ns", "other"))),
-                    "uid": f"{prefix}{i}",
-                    "labels": labels,
-                },
-                "spec": spec,
-            }
-        )
+        meta = {
+            "name": f"{prefix}{i}",
+            "namespace": draw(st.sampled_from(("ns", "ns", "other"))),
+            "uid": f"{prefix}{i}",
+            "labels": labels,
+        }
+        if node_names and draw(st.integers(0, 4)) == 0:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # terminating: spread skips it
+        out.append({"metadata": meta, "spec": spec})
     return out
 
 
