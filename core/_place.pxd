@@ -75,6 +75,8 @@ cdef class BurstKernel:
     cdef const int32_t[::1] a_counter        # row -> row of counters
     cdef const int64_t[::1] a_weight         # row -> score weight per counted pod (score rows)
     cdef const uint8_t[::1] c_a_self         # class -> 1 if it matches all its required affinity terms
+    cdef const uint8_t[::1] c_spread_all     # class -> 1 if soft spread ignores rows missing a key
+                                             #   (own or List constraints; 0 for System defaults)
     cdef const uint8_t[::1] c_mode           # class -> 0 max-tree, 1 max-tree per zone (one soft
                                              #   non-hostname spread constraint), 2 passes per pod
     # ---- the current chunk: pods in queue order

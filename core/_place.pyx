@@ -117,7 +117,7 @@ cdef class BurstKernel:
                    c_k_off, k_key, k_hard, k_skew, k_min_domains, k_self, k_counter, k_elig,
                    k_host, elig, counters, c_inc_off, c_inc,
                    c_a_off, a_kind, a_key, a_counter, a_weight, c_a_self, c_mode,
-                   p_class, p_gang_min, p_gang_last, out_node, out_score, out_reasons, out_rolled, Py_ssize_t nslots):
+                   c_spread_all, p_class, p_gang_min, p_gang_last, out_node, out_score, out_reasons, out_rolled, Py_ssize_t nslots):
         """Set the classes and pods of the next chunk, and allocate the class caches."""
         self.nclasses = c_req.shape[0]
         self.c_req = c_req
@@ -155,6 +155,7 @@ cdef class BurstKernel:
         self.a_weight = a_weight
         self.c_a_self = c_a_self
         self.c_mode = c_mode
+        self.c_spread_all = c_spread_all
         most = max(1, int(np.max(np.diff(c_a_off)))) if len(c_a_off) > 1 else 1
         self.acount = np.zeros((most, self.dcount.shape[1]), dtype=np.int64)
         self.npods = p_class.shape[0]
@@ -628,6 +629,8 @@ cdef class BurstKernel:
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
         cdef double weights[64]
+        cdef uint8_t missing[64]
+        cdef bint require_all = self.c_spread_all[c]
         for j in range(j0, j1):
             if self.k_hard[j]:
                 hard = True
@@ -669,6 +672,10 @@ cdef class BurstKernel:
                     for d in range(self.ndom[key]):
                         self.dcount[j - j0, d] = 0
                         self.dpresent[j - j0, d] = 0
+            # (System default constraints do not ignore rows without a key: such a row
+            # skips that constraint, and "no value" counts as one more domain.)
+            for j in range(j0, j1):
+                missing[j - j0] = 0
             for n in range(self.rows):
                 if not self.feas2[n]:
                     continue
@@ -676,13 +683,17 @@ cdef class BurstKernel:
                 for j in range(j0, j1):
                     if not self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
                         all_keys = False
-                        break
-                self.rawsp[n] = -1 if not all_keys else 0
-                if all_keys:
+                        if require_all:
+                            break
+                        missing[j - j0] = 1
+                self.rawsp[n] = -1 if require_all and not all_keys else 0
+                if all_keys or not require_all:
                     counted += 1
                     for j in range(j0, j1):
                         if not self.k_hard[j] and not self.k_host[j]:
-                            self.dpresent[j - j0, self.dom[self.k_key[j], n]] = 1
+                            d = self.dom[self.k_key[j], n]
+                            if d >= 0:
+                                self.dpresent[j - j0, d] = 1
             for j in range(j0, j1):
                 if self.k_hard[j]:
                     continue
@@ -690,24 +701,25 @@ cdef class BurstKernel:
                     weights[j - j0] = log(<double>(counted + 2))
                 else:
                     key = self.k_key[j]
-                    i = 0
+                    i = missing[j - j0]
                     for d in range(self.ndom[key]):
                         i += self.dpresent[j - j0, d]
                     weights[j - j0] = log(<double>(i + 2))
-            # Matching pods per domain, over every node with all soft keys that counts.
+            # Matching pods per domain, over every node (with all soft keys) that counts.
             for n in range(self.rows):
-                all_keys = True  # rows without a node have no labels
-                for j in range(j0, j1):
-                    if not self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
-                        all_keys = False
-                        break
-                if not all_keys:
-                    continue
+                if require_all:
+                    all_keys = True  # rows without a node have no labels
+                    for j in range(j0, j1):
+                        if not self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
+                            all_keys = False
+                            break
+                    if not all_keys:
+                        continue
                 for j in range(j0, j1):
                     if self.k_hard[j] or self.k_host[j] or not self.elig[self.k_elig[j], n]:
                         continue
                     d = self.dom[self.k_key[j], n]
-                    if self.dpresent[j - j0, d]:
+                    if d >= 0 and self.dpresent[j - j0, d]:
                         self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
             hi = 0
             lo = -1
@@ -718,10 +730,13 @@ cdef class BurstKernel:
                 for j in range(j0, j1):
                     if self.k_hard[j]:
                         continue
+                    d = self.dom[self.k_key[j], n]
+                    if d < 0:
+                        continue
                     if self.k_host[j]:
                         v = self.counters[self.k_counter[j], n]
                     else:
-                        v = self.dcount[j - j0, self.dom[self.k_key[j], n]]
+                        v = self.dcount[j - j0, d]
                     total += <double>v * weights[j - j0] + <double>(self.k_skew[j] - 1)
                 v = <int64_t>c_round(total)
                 self.rawsp[n] = v

@@ -99,6 +99,7 @@ class ClassInfo:
     containers: int  # init containers + containers (ImageLocality's thresholds scale with it)
     spec: Mapping[str, Any]
     affinity: Mapping[str, Any] | None  # spec.affinity when it has pod (anti-)affinity
+    owners: list[Mapping[str, Any]] = field(default_factory=list)  # metadata.ownerReferences
     pods: int = 0
     prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
     static_key: bytes = b""
@@ -169,7 +170,12 @@ class Encoder:
             # (env, commands) are the same across replicas, so classes stay whole.
             meta = pod.get("metadata") or {}
             key = _ENCODE.encode(
-                (meta.get("namespace") or "default", meta.get("labels") or {}, pod.get("spec"))
+                (
+                    meta.get("namespace") or "default",
+                    meta.get("labels") or {},
+                    meta.get("ownerReferences"),  # default spread selectors follow the owner
+                    pod.get("spec"),
+                )
             )
             cid = class_of.get(key)
             if cid is None:
@@ -208,6 +214,7 @@ class Encoder:
             containers=len(containers),
             spec=spec,
             affinity=pod_affinity,
+            owners=list(meta.get("ownerReferences") or ()),
         )
         node_affinity = (affinity or {}).get("nodeAffinity") or {}
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")

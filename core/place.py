@@ -62,10 +62,14 @@ class PlacementResult:
 
 
 def plan(
-    state: ClusterState, pods: Sequence[Mapping[str, Any]], profile: Profile | None = None
+    state: ClusterState,
+    pods: Sequence[Mapping[str, Any]],
+    profile: Profile | None = None,
+    *,
+    workloads: Sequence[Mapping[str, Any]] = (),
 ) -> PlacementResult:
     """Place ``pods`` as ``place_burst`` would, without changing ``state``."""
-    return place_burst(state, pods, profile, commit=False)
+    return place_burst(state, pods, profile, commit=False, workloads=workloads)
 
 
 def _queue_order(
@@ -181,8 +185,14 @@ def place_burst(
     profile: Profile | None = None,
     *,
     commit: bool = True,
+    workloads: Sequence[Mapping[str, Any]] = (),
 ) -> PlacementResult:
-    """Place ``pods`` in queue order; with ``commit`` assume each placement in ``state``."""
+    """Place ``pods`` in queue order; with ``commit`` assume each placement in ``state``.
+
+    ``workloads`` are the Services, ReplicationControllers, ReplicaSets and StatefulSets
+    (API JSON) whose selectors give pods without spread constraints the profile's
+    default ones, as kube-scheduler does.
+    """
     profile = profile or Profile.default()
     began = time.perf_counter()
     keys = [gang.group_of(p) for p in pods]
@@ -207,7 +217,7 @@ def place_burst(
     c_nz_all = np.array([info.nonzero for info in classes], dtype=_typedefs.QUANTITY).reshape(-1, 2)
     c_nz_add_all = np.array([info.nonzero_add for info in classes], dtype=_typedefs.QUANTITY)
     c_nz_add_all = c_nz_add_all.reshape(-1, 2)
-    spread = SpreadEncoder(encoder)
+    spread = SpreadEncoder(encoder, workloads)
     spread.prepare(range(len(classes)))
     kernel = _kernel(state, profile, ports, spread, len(classes))
 
@@ -273,6 +283,7 @@ def place_burst(
             spread_tables.ipa.a_weight,
             spread_tables.ipa.c_a_self,
             spread_tables.c_mode,
+            spread_tables.c_spread_all,
             local.astype(np.int32),
             p_gang_min[start:end],
             p_gang_last[start:end],

@@ -20,7 +20,7 @@ pairs to classes and groups keeps that from comparing every selector with every 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ from kubesalvo.core.label_selectors import (
     parts_match,
     selector_matches,
 )
+from kubesalvo.core.profile import SpreadArgs, SpreadDefaulting
 
 __all__ = [
     "HOSTNAME",
@@ -73,11 +74,19 @@ class Constraint:
     honor_taints: bool
 
 
-def class_constraints(info: ClassInfo) -> list[Constraint]:
-    """The class's own constraints (default constraints need workload objects: not here)."""
+def class_constraints(
+    info: ClassInfo, args: SpreadArgs, workloads: Sequence[Mapping[str, Any]] = ()
+) -> tuple[list[Constraint], bool]:
+    """The class's constraints, and whether soft scoring ignores nodes missing a key.
+
+    A pod without constraints of its own gets the profile's defaults, selecting what its
+    Services and controller (ReplicationController, ReplicaSet, StatefulSet, from
+    ``workloads``) select; none of those means no default constraint.
+    """
     labels = dict(info.labels)
+    own = info.spec.get("topologySpreadConstraints") or ()
     out = []
-    for c in info.spec.get("topologySpreadConstraints") or ():
+    for c in own:
         selector = label_selector(c.get("labelSelector"))
         keys = [k for k in c.get("matchLabelKeys") or () if k in labels]
         if keys and selector is not None:
@@ -93,7 +102,65 @@ def class_constraints(info: ClassInfo) -> list[Constraint]:
                 honor_taints=(c.get("nodeTaintsPolicy") or "Ignore") == "Honor",
             )
         )
-    return out
+    if own:
+        return out, True
+    require_all = args.defaulting_type is not SpreadDefaulting.SYSTEM
+    defaults = args.effective_constraints
+    if not defaults:
+        return [], require_all
+    selector = default_selector(info, workloads)
+    if selector is None or selector == ():
+        return [], require_all
+    return [
+        Constraint(
+            key=c.topology_key,
+            hard=c.when_unsatisfiable == "DoNotSchedule",
+            max_skew=c.max_skew,
+            min_domains=1,
+            selector=selector,
+            honor_affinity=True,
+            honor_taints=False,
+        )
+        for c in defaults
+    ], require_all
+
+
+def _set_selector(pairs: Mapping[str, str]) -> Selector:
+    return tuple((k, "In", (v,)) for k, v in sorted(pairs.items()))
+
+
+def default_selector(info: ClassInfo, workloads: Sequence[Mapping[str, Any]]) -> Selector:
+    """helper.DefaultSelector: what the pod's Services and controller select."""
+    labels = dict(info.labels)
+    merged: dict[str, str] = {}
+    same_ns = [
+        w
+        for w in workloads
+        if ((w.get("metadata") or {}).get("namespace") or "default") == info.namespace
+    ]
+    for service in (w for w in same_ns if w.get("kind") == "Service"):
+        wanted = (service.get("spec") or {}).get("selector")
+        if wanted is not None and selector_matches(_set_selector(wanted), labels):
+            merged.update(wanted)
+    selector = _set_selector(merged)
+    owner = next((o for o in info.owners if o.get("controller")), None)
+    if owner is None:
+        return selector
+    kinds = {("v1", "ReplicationController"), ("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")}
+    if (owner.get("apiVersion"), owner.get("kind")) not in kinds:
+        return selector
+    for workload in same_ns:
+        if workload.get("kind") != owner.get("kind"):
+            continue
+        if (workload.get("metadata") or {}).get("name") != owner.get("name"):
+            continue
+        raw = (workload.get("spec") or {}).get("selector")
+        if owner.get("kind") == "ReplicationController":
+            merged.update(raw or {})
+            return _set_selector(merged)
+        theirs = label_selector(raw)
+        return selector if theirs is None else (selector or ()) + theirs
+    return selector
 
 
 @dataclass
@@ -115,13 +182,16 @@ class SpreadTables:
     c_inc: npt.NDArray[np.int32]
     ipa: InterPodRows
     c_mode: npt.NDArray[np.uint8]
+    c_spread_all: npt.NDArray[np.uint8]
 
 
 class SpreadEncoder:
     """Builds the spread and inter-pod tables of each chunk of one burst."""
 
-    def __init__(self, encoder: Encoder) -> None:
+    def __init__(self, encoder: Encoder, workloads: Sequence[Mapping[str, Any]] = ()) -> None:
         self.encoder = encoder
+        self.workloads = list(workloads)
+        self._require_all: dict[int, bool] = {}
         self.state = encoder.state
         self.keys: dict[str, int] = {}  # topology key -> index into domain_ids
         args = encoder.profile.inter_pod_affinity
@@ -143,8 +213,11 @@ class SpreadEncoder:
     def constraints(self, cid: int) -> list[Constraint]:
         found = self._constraints.get(cid)
         if found is None:
-            found = class_constraints(self.encoder.classes[cid])
+            found, require_all = class_constraints(
+                self.encoder.classes[cid], self.encoder.profile.spread, self.workloads
+            )
             self._constraints[cid] = found
+            self._require_all[cid] = require_all
             for c in found:
                 self.keys.setdefault(c.key, len(self.keys))
         return found
@@ -286,6 +359,9 @@ class SpreadEncoder:
             c_inc=np.array(flat or [0], dtype=np.int32),
             ipa=ipa,
             c_mode=np.array(modes or [0], dtype=np.uint8),
+            c_spread_all=np.array(
+                [self._require_all[cid] for cid in class_ids] or [1], dtype=np.uint8
+            ),
         )
 
     def _mode(self, cid: int, has_interpod: bool) -> int:
@@ -301,7 +377,7 @@ class SpreadEncoder:
             return 2
         if not scored:
             return 0
-        if len(constraints) == 1 and soft[0].key != HOSTNAME:
+        if len(constraints) == 1 and soft[0].key != HOSTNAME and self._require_all[cid]:
             domains = len(self.state.label_values.get(soft[0].key, ()))
             if domains <= ZONE_LIMIT:
                 return 1

@@ -16,12 +16,14 @@ from hypothesis import strategies as st
 
 from kubesalvo.core.place import plan
 from kubesalvo.core.profile import (
+    DefaultConstraint,
     FitArgs,
     Profile,
     ResourceSpec,
     ScoringStrategy,
     ScoringStrategyType,
     ShapePoint,
+    SpreadArgs,
 )
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
@@ -73,6 +75,21 @@ def nodes(draw):
         )
     return out
 
+
+WORKLOADS = (
+    {
+        "kind": "Service",
+        "metadata": {"name": "svc", "namespace": "ns"},
+        "spec": {"selector": {"app": "web"}},
+    },
+    {
+        "kind": "ReplicaSet",
+        "apiVersion": "apps/v1",
+        "metadata": {"name": "rs-db", "namespace": "ns"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}},
+    },
+)
+OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs-db", "controller": True}
 
 NAMESPACES = (
     {"metadata": {"name": "ns", "labels": {"team": "a"}}},
@@ -253,6 +270,8 @@ def pods(draw, prefix, max_size, node_names=()):
             "uid": f"{prefix}{i}",
             "labels": labels,
         }
+        if draw(st.integers(0, 2)) == 0:
+            meta["ownerReferences"] = [OWNER]
         if node_names and draw(st.integers(0, 4)) == 0:
             meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # terminating: spread skips it
         out.append({"metadata": meta, "spec": spec})
@@ -262,6 +281,15 @@ def pods(draw, prefix, max_size, node_names=()):
 profiles = st.sampled_from(
     (
         Profile.default(),
+        Profile(
+            spread=SpreadArgs(
+                default_constraints=(
+                    DefaultConstraint(1, "topology.kubernetes.io/zone", "DoNotSchedule"),
+                    DefaultConstraint(2, "kubernetes.io/hostname", "ScheduleAnyway"),
+                ),
+                defaulting_type="List",
+            )
+        ),
         Profile(fit=FitArgs(scoring_strategy=ScoringStrategy(ScoringStrategyType.MOST_ALLOCATED))),
         Profile(
             fit=FitArgs(
@@ -296,7 +324,7 @@ def test_kernel_choices_match_the_reference(scenario):
         state.add_pod(pod)
     for namespace in NAMESPACES:
         state.set_namespace(namespace["metadata"]["name"], namespace["metadata"]["labels"])
-    result = plan(state, burst, profile)
+    result = plan(state, burst, profile, workloads=WORKLOADS)
     by_key = {
         f"{p['metadata']['namespace']}/{p['metadata']['name']}": i for i, p in enumerate(burst)
     }
@@ -313,7 +341,7 @@ def test_kernel_choices_match_the_reference(scenario):
         assert result.scores[i] == ref_result.score, (ref_result.pod, ref_result.score)
         return result.nodes[i]
 
-    reference = ReferenceScheduler(cluster, bound, NAMESPACES, profile)
+    reference = ReferenceScheduler(cluster, bound, NAMESPACES, profile, WORKLOADS)
     expected = reference.place_burst(burst, choose=choose)
     for i, ref in enumerate(expected):
         if ref.node is None:
