@@ -198,3 +198,21 @@ def test_an_unparsable_preferred_term_is_an_error():
     )
     with pytest.raises(PodInvalid):
         ReferenceScheduler(NODES).scores(p)
+
+
+def test_a_multi_valued_metadata_name_in_narrows_but_never_matches():
+    # PreFilter takes every listed name; the term itself needs exactly one value, so it
+    # is invalid and matches no node (checked against kube-scheduler v1.34).
+    p = pod(affinity=required({"matchFields": [expr("metadata.name", "In", "small", "large")]}))
+    result = ReferenceScheduler(NODES).schedule(p)
+    assert result.message == (
+        "0/4 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, "
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )
+
+
+def test_a_pin_to_an_unknown_node_leaves_every_node_out():
+    p = pod(affinity=required({"matchFields": [expr("metadata.name", "In", "ghost")]}))
+    assert ReferenceScheduler(NODES).schedule(p).message == (
+        "0/4 nodes are available: 4 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )
