@@ -209,10 +209,14 @@ def _pod_level_requests(pod: Mapping[str, Any]) -> ResourceList:
 
 
 def _pod_requests_exact(
-    pod: Mapping[str, Any], use_status: bool, defaults: Mapping[str, Fraction] | None = None
+    pod: Mapping[str, Any],
+    use_status: bool,
+    defaults: Mapping[str, Fraction] | None = None,
+    pod_level: bool = True,
 ) -> ResourceList:
     total = _aggregate(pod, use_status, defaults)
-    total.update(_pod_level_requests(pod))
+    if pod_level:
+        total.update(_pod_level_requests(pod))
     _add(total, _parse_list((pod.get("spec") or {}).get("overhead")))
     return total
 
@@ -225,12 +229,17 @@ def pod_requests(
     cpu, memory and ephemeral-storage are always present (0 when not requested);
     scalar resources appear when some container names them. ``use_status=True`` is
     for pods already on a node: it counts the resources the kubelet reports after an
-    in-place resize, as the scheduler's cache does. ``nonzero_defaults=True`` is how
-    NodeResourcesFit's score sees the incoming pod: every container that names no cpu
-    or memory counts 100m / 200Mi (pod-level requests still take precedence).
+    in-place resize, as the scheduler's cache does.
+
+    ``nonzero_defaults=True`` is how NodeResourcesFit's *score* sees the incoming pod:
+    every container that names no cpu or memory counts 100m / 200Mi, and pod-level
+    requests are not read. (Upstream's Fit plugin never hands its PodLevelResources
+    flag to its scorer, so v1.34 scores pod-level pods on their container requests;
+    checked against kube-scheduler v1.34.4.)
     """
-    defaults = _DEFAULT_REQUESTS if nonzero_defaults else None
-    return _to_units(_pod_requests_exact(pod, use_status, defaults))
+    if nonzero_defaults:
+        return _to_units(_pod_requests_exact(pod, False, _DEFAULT_REQUESTS, pod_level=False))
+    return _to_units(_pod_requests_exact(pod, use_status))
 
 
 def pod_nonzero_requests(pod: Mapping[str, Any], *, use_status: bool = False) -> tuple[int, int]:

@@ -20,7 +20,8 @@ the node (a scalar resource the pod does not request is left out):
 
 combined as the weight-averaged integer mean (rounded for RequestedToCapacityRatio).
 ``requested`` is the node's requests plus the pod's, where cpu and memory count 100m /
-200Mi for every container that names none (so empty pods still spread).
+200Mi for every container that names none (so empty pods still spread). The pod's
+side ignores pod-level requests, as v1.34's scorer does (see resources.pod_requests).
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def broken_linear(shape: tuple[ShapePoint, ...], utilization: int) -> int:
 
 def score(pod: Pod, feasible: list[NodeInfo], args: FitArgs) -> dict[str, int]:
     strategy = args.scoring_strategy
-    requests = pod_requests(pod, use_status=True, nonzero_defaults=True)
+    requests = pod_requests(pod, nonzero_defaults=True)
     out = {}
     for node in feasible:
         total = weights = 0

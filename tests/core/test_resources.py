@@ -190,3 +190,16 @@ def test_host_ports_of_containers_and_sidecars_with_defaults():
         ],
     )
     assert host_ports(p) == [HostPort("10.0.0.1", "UDP", 53), HostPort("0.0.0.0", "TCP", 8080)]
+
+
+def test_the_fit_score_view_ignores_pod_level_requests_as_v1_34_does():
+    p = pod(
+        [container("a", {"cpu": "1m"}), container("b")],
+        pod_requests_={"cpu": "2", "memory": "1Gi"},
+        overhead={"cpu": "200m"},
+    )
+    # the filter's view: pod-level values win, overhead added
+    assert pod_requests(p)["cpu"] == 2200
+    # the score's view: containers with 100m/200Mi defaults, plus overhead
+    scored = pod_requests(p, nonzero_defaults=True)
+    assert (scored["cpu"], scored["memory"]) == (1 + 100 + 200, DEFAULT_MEMORY_REQUEST * 2)

@@ -175,3 +175,10 @@ def test_requested_to_capacity_ratio_leaves_zero_scoring_resources_out():
     p = pod(requests={"cpu": "2", "memory": "0"})
     # memory 0% scores 0 and is dropped from the mean: only cpu's 50 remains
     assert fit_scores(nodes, p, strategy) == {"a": 50}
+
+
+def test_pods_with_pod_level_requests_are_scored_on_their_containers():
+    nodes = [node("a", cpu="4", memory="8Gi")]
+    p = pod(requests={"cpu": "1m"}, resources={"requests": {"cpu": "1", "memory": "2Gi"}})
+    # the score sees 1m cpu (100 free) and 200Mi memory (97), not the pod-level 1 cpu / 2Gi
+    assert fit_scores(nodes, p) == {"a": 98}
