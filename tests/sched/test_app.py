@@ -86,7 +86,7 @@ class SchedulerProcess:
             sys.executable, "-m", "kubesalvo.sched.cli", "run",
             "--config", str(self.config), "--kubeconfig", str(kubeconfig),
             "--metrics-address", "127.0.0.1", "--metrics-port", str(self.metrics_port),
-            "--debug-port", str(self.debug_port), "--log-format", "json",
+            "--debug-port", str(self.debug_port), "--log-format", "json", "-v", "4",
         ]  # fmt: skip
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
@@ -323,7 +323,11 @@ def pod_scheduled(pod: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def settled(process: SchedulerProcess, timeout: float, done: Any) -> None:
-    """Wait until ``done()`` holds and the scheduler has nothing active or binding."""
+    """Wait until the scheduler has nothing active or binding and ``done()`` holds.
+
+    ``done`` reads the API server, which costs the shared 2 cores far more than the
+    scheduler's own debug page: it is only asked when the scheduler is idle.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         queue = process.debug("/debug/queue")
@@ -334,7 +338,7 @@ def settled(process: SchedulerProcess, timeout: float, done: Any) -> None:
         )
         if idle and done():
             return
-        time.sleep(0.5)
+        time.sleep(2.0 if idle else 0.5)
     pytest.fail(f"not settled within {timeout:.0f}s:\n{process.tail()}")
 
 
@@ -383,7 +387,9 @@ def test_2000_mixed_pods_onto_500_nodes_are_bound_once_and_feasibly(
 ):
     pods = burst(2000, seed=11)
     process = scheduler(max_burst=1000)
+    began = time.monotonic()
     control_plane.create(pods)
+    created = time.monotonic() - began
     try:
 
         def all_decided() -> bool:
@@ -394,6 +400,8 @@ def test_2000_mixed_pods_onto_500_nodes_are_bound_once_and_feasibly(
             )
 
         settled(process, 240, all_decided)
+        decided = time.monotonic() - began
+        print(f"2000 pods: created in {created:.1f}s, all decided after {decided:.1f}s")
         listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
         everything = list_objects(control_plane, "/api/v1/pods")
         nodes = list_objects(control_plane, "/api/v1/nodes")
@@ -504,7 +512,7 @@ def test_a_pod_that_fits_nowhere_is_reported_and_bound_once_a_node_fits(
 
 
 def test_sigterm_drains_the_binds_in_flight_and_exits_0(control_plane, fleet, scheduler):
-    pods = burst(600, seed=12)
+    pods = burst(400, seed=12)
     process = scheduler(max_burst=200)
     control_plane.create(pods)
     try:
@@ -530,7 +538,7 @@ def test_sigterm_drains_the_binds_in_flight_and_exits_0(control_plane, fleet, sc
 def test_kill_9_in_the_middle_and_a_restart_bind_every_pod_exactly_once(
     control_plane, fleet, scheduler
 ):
-    pods = burst(1500, seed=13)
+    pods = burst(800, seed=13)
     first = scheduler(max_burst=100, name="first")
     control_plane.create(pods)
     try:
@@ -581,7 +589,7 @@ def test_of_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_
         time.sleep(0.1)
     standby = scheduler(max_burst=1000, name="standby", lease=lease)
     assert standby.metric("leader_election_master_status", name=lease) == 0
-    pods = burst(1000, seed=14)
+    pods = burst(600, seed=14)
     control_plane.create(pods)
     try:
         while leader.metric("kubesalvo_binds_total", result="bound") < 50:
