@@ -31,6 +31,10 @@ SHOWN = 20
 
 @dataclass
 class Feasibility:
+    # The run's pods as the API server has them at the check, bound or not: the
+    # server's own count, beside what the measuring watch saw.
+    run_pods_found: int = 0
+    run_pods_unbound: int = 0
     pods_checked: int = 0
     nodes_used: int = 0
     violations: list[str] = field(default_factory=list)
@@ -82,11 +86,14 @@ def check(nodes: Iterable[Object], pods: Iterable[Object], run_keys: set[str]) -
     by_name = {n["metadata"]["name"]: n for n in nodes}
     requested: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for pod in pods:
-        node_name = (pod.get("spec") or {}).get("nodeName")
-        if not node_name or (pod.get("status") or {}).get("phase") in FINISHED:
-            continue
         meta = pod["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if key in run_keys:
+            result.run_pods_found += 1
+            result.run_pods_unbound += not node_name
+        if not node_name or (pod.get("status") or {}).get("phase") in FINISHED:
+            continue
         node = by_name.get(node_name)
         if node is None:
             result.add(f"{key}: bound to {node_name}, which does not exist")

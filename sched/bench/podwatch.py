@@ -78,6 +78,7 @@ class BindWatch:
     listed: asyncio.Event = field(default_factory=asyncio.Event)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     relists: int = 0
+    rewatches: int = 0
 
     async def run(self) -> None:
         resource_version = ""
@@ -89,6 +90,11 @@ class BindWatch:
                 resource_version = await self._watch(resource_version)
             except (TimeoutError, aiohttp.ClientError):
                 await asyncio.sleep(0.2)  # resume from the last version seen
+            self.rewatches += 1
+
+    async def resync(self) -> None:
+        """Lists the pods again, to catch a bind that a watch stream failed to deliver."""
+        await self._list()
 
     def _observe(self, pod: _Pod, now: float) -> None:
         if pod.spec.nodeName:
@@ -196,7 +202,11 @@ async def wait_bound(
         if creation.done():
             creation.result()  # a refused create ends the run with its error
             if now - last_progress > settle:
-                return "stalled"
+                # Before calling it a stall, make sure no bind was missed by the watch.
+                await watch.resync()
+                if len(watch.bound) == seen:
+                    return "stalled"
+                continue
         if now - began > timeout:
             return "timeout"
         watch.changed.clear()

@@ -19,6 +19,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -63,12 +64,14 @@ class RawBinder:
 
     async def watch(self, ready: asyncio.Event) -> None:
         params = {"fieldSelector": self.selector}
-        listing = await self.client.request("GET", "/api/v1/pods", params=params)
-        for pod in listing["items"]:
-            self._offer(pod)
-        version = listing["metadata"]["resourceVersion"]
-        ready.set()
+        version = ""
         while True:
+            if not version:  # (re)list: at start, and after 410 Gone
+                listing = await self.client.request("GET", "/api/v1/pods", params=params)
+                for pod in listing["items"]:
+                    self._offer(pod)
+                version = listing["metadata"]["resourceVersion"]
+                ready.set()
             query = {
                 **params,
                 "watch": "1",
@@ -81,7 +84,9 @@ class RawBinder:
                 async for line in response.content:
                     event = msgspec.json.decode(line)
                     if event["type"] == "ERROR":
-                        raise RuntimeError(f"watch error: {event['object']}")
+                        print(f"watch error, relisting: {event['object']}", file=sys.stderr)
+                        version = ""
+                        break
                     version = event["object"]["metadata"]["resourceVersion"]
                     if event["type"] == "ADDED":
                         self._offer(event["object"])
@@ -120,9 +125,8 @@ async def serve(args: argparse.Namespace) -> None:
         print(f"raw binder ready: {count} schedulable nodes", flush=True)
         if args.ready_file:
             Path(args.ready_file).write_text("ready\n")
-        done, _ = await asyncio.wait(
-            [*tasks, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
-        )
+        waiting: list[asyncio.Task[Any]] = [*tasks, asyncio.create_task(stop.wait())]
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         for task in tasks:
             task.cancel()
         for task in done:

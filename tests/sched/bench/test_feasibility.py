@@ -28,6 +28,13 @@ def test_pods_within_allocatable_pass() -> None:
     pods = [pod(f"p{i}", "n1") for i in range(4)]
     result = check([node("n1")], pods, {f"ns/p{i}" for i in range(4)})
     assert result.ok and result.pods_checked == 4 and result.nodes_used == 1
+    assert (result.run_pods_found, result.run_pods_unbound) == (4, 0)
+
+
+def test_the_runs_unbound_pods_are_counted() -> None:
+    waiting = pod("w", "")
+    result = check([node("n1")], [pod("p", "n1"), waiting], {"ns/p", "ns/w"})
+    assert result.ok and (result.run_pods_found, result.run_pods_unbound) == (2, 1)
 
 
 def test_overcommitted_cpu_is_reported() -> None:

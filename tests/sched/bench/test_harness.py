@@ -87,10 +87,16 @@ def test_scheduled_placements_pass_the_independent_check(
     result, _, _ = bench
     for run in result.runs:
         if run.scheduler == contenders.RAW_BIND:
-            assert run.feasibility == {"checked": False, "why": "binds without scheduling"}
+            assert run.feasibility == {
+                "checked": False,
+                "why": "binds without scheduling",
+                "run_pods_found": 200,
+                "run_pods_unbound": 0,
+            }
             continue
         assert run.feasibility["checked"] and run.feasibility["ok"], run.feasibility
-        assert run.feasibility["pods_checked"] == 200
+        assert run.feasibility["pods_checked"] == run.feasibility["run_pods_found"] == 200
+        assert run.feasibility["run_pods_unbound"] == 0
         assert 0 < run.feasibility["nodes_used"] <= 50
 
 
