@@ -6,8 +6,10 @@ node affinity) is recomputed here from the API objects with its own quantity par
 Covered: bad configuration files (exit 2 with the field path), 2,000 mixed pods onto 500
 kwok nodes bound exactly once and feasibly, FailedScheduling and PodScheduled=False for a
 pod that fits nowhere and its binding once a node that fits is added, ``kubesalvo explain``
-for both, SIGTERM draining binds, and kill -9 in the middle of the bursts followed by a
-restart that binds every pod exactly once.
+for both, SIGTERM draining binds, kill -9 in the middle of the bursts followed by a
+restart, two replicas under leader election with the leader killed, and the fault proxy
+(lost bind answers, 5xx, 429 with Retry-After, 410 on watches, dropped watches): in every
+case each pod is bound exactly once.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections import Counter
@@ -32,6 +35,8 @@ from typing import Any
 import pytest
 
 from kubesalvo.core.synthetic import make_pods, namespace_objects, priority_class_objects
+from kubesalvo.sched.client import load_credentials
+from kubesalvo.sched.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.integration
 
@@ -143,11 +148,13 @@ def scheduler(control_plane, tmp_path) -> Iterator[Any]:
     (with leader election on the named Lease if given); all are killed at the end."""
     started: list[SchedulerProcess] = []
 
-    def start(max_burst: int = 1000, name: str = "run", lease: str = "") -> SchedulerProcess:
+    def start(
+        max_burst: int = 1000, name: str = "run", lease: str = "", kubeconfig: Path | None = None
+    ) -> SchedulerProcess:
         config = CONFIG.format(max_burst=max_burst)
         if lease:
             config = config.replace("  leaderElect: false\n", LEADER_ELECTION.format(lease=lease))
-        process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, name)
+        process = SchedulerProcess(tmp_path, kubeconfig or control_plane.kubeconfig, config, name)
         started.append(process)
         process.wait_ready()
         return process
@@ -624,3 +631,85 @@ def test_of_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_
         assert placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes) == []
     finally:
         delete_pods(control_plane, pods)
+
+
+class ThreadedProxy:
+    """The fault proxy on its own event loop thread, for a scheduler in a subprocess."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        credentials = load_credentials(str(kubeconfig))
+        self.token = credentials.token
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.proxy = FaultProxy(credentials.server, upstream_ssl=credentials.ssl_context())
+        asyncio.run_coroutine_threadsafe(self.proxy.start(), self.loop).result(10)
+
+    def kubeconfig(self, folder: Path) -> Path:
+        path = folder / "proxy-kubeconfig"
+        path.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: proxy\n"
+            f"clusters:\n- name: proxy\n  cluster:\n    server: {self.proxy.url}\n"
+            f"users:\n- name: proxy\n  user:\n    token: {self.token}\n"
+            "contexts:\n- name: proxy\n  context:\n    cluster: proxy\n    user: proxy\n"
+        )
+        return path
+
+    def drop_watches(self) -> None:
+        self.loop.call_soon_threadsafe(self.proxy.drop_watches)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.proxy.stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+def test_through_faults_every_pod_is_bound_exactly_once(control_plane, fleet, scheduler, tmp_path):
+    proxy = ThreadedProxy(control_plane.kubeconfig)
+    faults = proxy.proxy.faults
+    stats = proxy.proxy.stats
+    try:
+        # Lost answers of applied binds, throttling with Retry-After, 410 on watches.
+        faults.bind_errors, faults.bind_error_after_forward = 30, True
+        faults.throttle, faults.retry_after = 20, 1
+        faults.gone_watches = 2
+        process = scheduler(max_burst=100, kubeconfig=proxy.kubeconfig(tmp_path))
+        pods = burst(500, seed=15)
+        control_plane.create(pods)
+        try:
+            deadline = time.monotonic() + 120
+            while process.metric("kubesalvo_binds_total", result="bound") < 100:
+                assert time.monotonic() < deadline, process.tail()
+                time.sleep(0.05)
+            proxy.drop_watches()
+            # Now binds that fail before the API server sees them.
+            faults.bind_errors, faults.bind_error_after_forward = 20, False
+
+            def all_decided() -> bool:
+                listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+                return all(
+                    p["spec"].get("nodeName")
+                    or (pod_scheduled(p) or {}).get("reason") == "Unschedulable"
+                    for p in listed
+                )
+
+            settled(process, 240, all_decided)
+            assert stats.bind_errors == 50 and stats.throttled == 20
+            assert stats.gone >= 1 and stats.dropped >= 1
+            listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+            bound = [p for p in listed if p["spec"].get("nodeName")]
+            accepted = {
+                path: count
+                for path, count in stats.binds_accepted.items()
+                if any(f"/pods/{p['metadata']['name']}/binding" in path for p in bound)
+            }
+            assert len(accepted) == len(bound)
+            assert set(accepted.values()) == {1}
+            nodes = list_objects(control_plane, "/api/v1/nodes")
+            assert placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes) == []
+        finally:
+            process.kill()
+            delete_pods(control_plane, pods)
+    finally:
+        proxy.close()
