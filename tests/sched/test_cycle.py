@@ -1,6 +1,7 @@
 """The burst cycle on the real API server: a burst is placed by the kernel and bound, the
 pods that fit nowhere get kube-scheduler's FailedScheduling event and PodScheduled=False
-condition and wait in the queue, and a replica that does not lead never binds."""
+condition and wait in the queue, a replica that does not lead never binds, and one that
+loses the lease stops its binds in flight at once."""
 
 from __future__ import annotations
 
@@ -21,8 +22,6 @@ from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.informers.models import Node, Pod
 from kubesalvo.sched.metrics import SchedulerMetrics
 from kubesalvo.sched.queue import QueueName, SchedulingQueue
-
-pytestmark = pytest.mark.asyncio
 
 TAINT_KEY = "kubesalvo.io/test"
 
@@ -221,4 +220,47 @@ async def test_a_replica_that_does_not_lead_never_binds_until_it_leads(
     while not (await get_pod(api, namespace, "standby"))["spec"].get("nodeName"):
         assert asyncio.get_running_loop().time() < deadline
         await asyncio.sleep(0.1)
+    await cycle.stop()
+
+
+async def test_losing_the_lease_stops_the_binds_in_flight_at_once(
+    api, proxy, proxied_api, nodes, namespace, create_pod
+):
+    group = nodes[0]["metadata"]["labels"][TAINT_KEY]
+    config = default_config()
+    cache = await fed_cache(api, group)
+    queue = SchedulingQueue.from_config(config)
+    leading = True
+    cycle = BurstCycle(
+        config,
+        cache,
+        queue,
+        proxied_api,
+        is_leader=lambda: leading,
+        settings=CycleSettings(gathering_window=0.05),
+    )
+    # Every bind is throttled for a minute: the binds stay in flight.
+    proxy.faults.throttle, proxy.faults.retry_after = 1_000, 60
+    for i in range(3):
+        pod = await create_pod(namespace, f"p{i}", tolerations=toleration(group))
+        queue.add(msgspec.convert(pod, Pod))
+    cycle.start()
+    deadline = asyncio.get_running_loop().time() + 20
+    while cycle.binds_in_flight < 3:
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.05)
+    assert cache.assumed_count == 3
+
+    leading = False
+    cycle.leadership_changed(False)
+    while cycle.binds_in_flight:
+        # Cancelled at once, not after the minute of Retry-After.
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.05)
+    assert cache.assumed_count == 0
+    assert cache.state.requested[:, 3].sum() == 0  # nothing counted on any node
+    assert queue.pending_counts()["backoff"] == 3  # requeued for whoever leads next
+    assert proxy.stats.binds_accepted == {}
+    for i in range(3):
+        assert not (await get_pod(api, namespace, f"p{i}"))["spec"].get("nodeName")
     await cycle.stop()
