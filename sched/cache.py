@@ -194,6 +194,18 @@ class SchedulerCache:
         if entry is not None and record is not None and record.assumed:
             self.state.remove_pod_key(key)
 
+    def drop_unrecorded(self, keys: list[str]) -> None:
+        """Undo placements a failed burst committed to the state but never recorded as
+        assumed (the kernel's commit was cut short), so no capacity leaks."""
+
+        def drop() -> None:
+            for key in keys:
+                record = self.state.pods.get(key)
+                if record is not None and record.assumed and key not in self._assumed:
+                    self.state.remove_pod_key(key)
+
+        self._do(drop)
+
     def expire(self) -> int:
         """Forget assumed pods whose bind finished ``assumed_ttl`` ago without a
         confirmation; returns how many."""

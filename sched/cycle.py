@@ -197,6 +197,7 @@ class BurstCycle:
                     await self.schedule(burst)
                 except Exception:
                     log.exception("burst of %d pods failed", len(burst))
+                    self.cache.drop_unrecorded([qp.key for qp in burst])
                     for qp in burst:
                         in_flight = self.queue.where(qp.key) is QueueName.IN_FLIGHT
                         if in_flight and qp.key not in self._binding:

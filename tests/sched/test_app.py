@@ -389,6 +389,19 @@ def test_a_bad_config_file_is_refused_with_exit_2_and_its_field_path(tmp_path, b
     assert done.stdout == ""
 
 
+def test_without_a_kubeconfig_outside_a_cluster_run_says_so_and_exits_1():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 1
+    assert "cannot load credentials (in-cluster service account)" in done.stderr
+
+
 def test_2000_mixed_pods_onto_500_nodes_are_bound_once_and_feasibly(
     control_plane, fleet, scheduler
 ):

@@ -166,3 +166,14 @@ def test_a_burst_sees_what_earlier_placements_took():
         result = place_burst(state, [pod("two", cpu="1")])
     assert result.nodes == [None]
     assert result.messages[0] == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_placements_a_failed_burst_never_recorded_are_dropped():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    with cache.frozen() as state:
+        place_burst(state, [pod("one"), pod("two")])
+        cache.assumed("uid-one", "a")  # the burst failed before recording "two"
+    cache.drop_unrecorded(["uid-one", "uid-two"])
+    assert set(cache.state.pods) == {"uid-one"}
+    assert cpu_used(cache, "a") == 1000
