@@ -210,6 +210,7 @@ class ContainerStatus(_Api):
 class PodStatus(_Api):
     phase: str = ""
     nominated_node_name: str = ""
+    start_time: str = ""  # RFC 3339; preemption orders victims by it
     conditions: list[PodCondition] = []
     container_statuses: list[ContainerStatus] = []
     init_container_statuses: list[ContainerStatus] = []
