@@ -726,3 +726,86 @@ def test_through_faults_every_pod_is_bound_exactly_once(control_plane, fleet, sc
             delete_pods(control_plane, pods)
     finally:
         proxy.close()
+
+
+TWO_PROFILES = """\
+profiles:
+- schedulerName: kubesalvo
+- schedulerName: kubesalvo-binpack
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - {name: cpu, weight: 1}
+        - {name: memory, weight: 1}
+"""
+
+
+def test_one_process_serves_every_profile_and_leaves_other_schedulers_pods_alone(
+    control_plane, fleet, scheduler, namespace, tmp_path
+):
+    label = f"profiles-{secrets.token_hex(3)}"
+    names = [f"{label}-{i}" for i in range(3)]
+    taint = {"key": "kubesalvo.io/test-pool", "value": label, "effect": "NoSchedule"}
+    control_plane.create(
+        [{**_own_node(name, label), "spec": {"taints": [taint]}} for name in names]
+    )
+
+    def pod(name: str, scheduler_name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "schedulerName": scheduler_name,
+                "nodeSelector": {"kubesalvo.io/test-pool": label},
+                "tolerations": [{**taint, "operator": "Equal"}],
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                    }
+                ],
+            },
+        }
+
+    pods = (
+        [pod(f"spread-{i}", "kubesalvo") for i in range(3)]
+        + [pod(f"pack-{i}", "kubesalvo-binpack") for i in range(4)]
+        + [pod("elsewhere", "someone-else")]
+    )
+    try:
+        config = CONFIG.format(max_burst=1000) + TWO_PROFILES
+        process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, "profiles")
+        try:
+            process.wait_ready()
+            # One at a time, so that each lands in its own burst after the last is counted.
+            for p in pods:
+                control_plane.create([p])
+                time.sleep(0.3)
+
+            def placed() -> dict[str, str]:
+                listed = list_objects(control_plane, f"/api/v1/namespaces/{namespace}/pods")
+                return {
+                    p["metadata"]["name"]: p["spec"]["nodeName"]
+                    for p in listed
+                    if p["spec"].get("nodeName")
+                }
+
+            settled(process, 60, lambda: len(placed()) == 7)
+            where = placed()
+            assert "elsewhere" not in where
+            assert len({where[f"spread-{i}"] for i in range(3)}) == 3  # LeastAllocated
+            assert len({where[f"pack-{i}"] for i in range(4)}) == 1  # MostAllocated
+            path = f"/api/v1/namespaces/{namespace}/pods/elsewhere"
+            elsewhere = control_plane.call(lambda c: c.request("GET", path))
+            assert pod_scheduled(elsewhere) is None  # not ours: no condition, no event
+        finally:
+            process.kill()
+    finally:
+        delete_pods(control_plane, pods)
+        for name in names:
+            control_plane.call(lambda c, name=name: c.request("DELETE", f"/api/v1/nodes/{name}"))
