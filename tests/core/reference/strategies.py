@@ -157,6 +157,15 @@ def pods(draw: st.DrawFn, names: st.SearchStrategy[str] | None = None) -> dict[s
     for kind in ("podAffinity", "podAntiAffinity"):
         if draw(st.integers(0, 4)) == 0:
             term = {"labelSelector": _selector(draw(apps)), "topologyKey": draw(topology_keys)}
+            scope = draw(st.integers(0, 5))
+            if scope == 0:
+                term["namespaces"] = ["team-a"]
+            elif scope == 1:
+                term["namespaceSelector"] = {}
+            elif scope == 2:
+                term["namespaceSelector"] = {
+                    "matchLabels": {"env": draw(st.sampled_from(["prod", "dev"]))}
+                }
             if draw(st.booleans()):
                 affinity[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
             else:
@@ -177,6 +186,16 @@ def pods(draw: st.DrawFn, names: st.SearchStrategy[str] | None = None) -> dict[s
                 **({"minDomains": draw(st.integers(1, 4))} if draw(st.booleans()) else {}),
             }
         ]
+        constraint = spec["topologySpreadConstraints"][0]
+        if constraint["whenUnsatisfiable"] == "ScheduleAnyway":
+            constraint.pop("minDomains", None)  # the API allows it only with DoNotSchedule
+        if draw(st.integers(0, 3)) == 0:
+            constraint["matchLabelKeys"] = ["tier"]
+            labels["tier"] = draw(st.sampled_from(["a", "b"]))
+        if draw(st.integers(0, 3)) == 0:
+            constraint["nodeAffinityPolicy"] = draw(st.sampled_from(["Honor", "Ignore"]))
+        if draw(st.integers(0, 3)) == 0:
+            constraint["nodeTaintsPolicy"] = draw(st.sampled_from(["Honor", "Ignore"]))
     if draw(st.integers(0, 6)) == 0:
         labels["podGroup"] = draw(st.sampled_from(["g1", "g2"]))
         if draw(st.booleans()):
