@@ -22,6 +22,7 @@ __all__ = [
     "fit_error_message",
     "gang_reason",
     "insufficient_resource",
+    "post_filter_message",
     "prefilter_narrowing_reason",
     "success_message",
 ]
@@ -154,8 +155,9 @@ class Code(Enum):
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 # NodeName
 ERR_REASON_NODE_NAME = "node(s) didn't match the requested node name"
-# TaintToleration. v1.34 no longer names the taint in the message (releases up to
-# v1.30 wrote "node(s) had untolerated taint {key: value}"); it logs it instead.
+# TaintToleration. v1.34.4 no longer names the taint (a security fix, kubernetes#134740,
+# backported to the 1.34 patch releases; earlier ones wrote "node(s) had untolerated
+# taint {key: value}"): the taint is only logged.
 ERR_REASON_UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
 # NodeAffinity
 ERR_REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -174,7 +176,11 @@ ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 # Coscheduling (kubesalvo): the gang could not reach its minimum, so none of it was placed.
 ERR_REASON_GANG_MIN_AVAILABLE = "pod group could not reach its minAvailable"
-# DefaultPreemption, used as the post-filter part of the message.
+# The post-filter part of the message. With the default profile both DynamicResources and
+# DefaultPreemption run there, and their reasons are joined by ", ":
+# "... 2 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/2
+# nodes are available: 2 Preemption is not helpful for scheduling."
+NO_NEW_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_PREEMPTION_VICTIMS = "No preemption victims found for incoming pod"
 
@@ -248,6 +254,11 @@ def preemption_message(num_nodes: int, reason_counts: Mapping[str, int]) -> str:
 def gang_reason(group: str, placed: int, minimum: int) -> str:
     """Why a gang's pods were taken back: used as the PreFilter-style part of the message."""
     return f"{ERR_REASON_GANG_MIN_AVAILABLE} ({group}: {placed} of {minimum} placed)"
+
+
+def post_filter_message(*reasons: str) -> str:
+    """The PostFilter plugins' reasons as kube-scheduler joins them (Status.Message)."""
+    return ", ".join(r for r in reasons if r)
 
 
 def success_message(namespace: str, pod: str, node: str) -> str:

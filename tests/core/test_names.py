@@ -27,6 +27,19 @@ def test_fit_error_message_without_reasons_and_with_post_filter():
     )
 
 
+def test_the_default_profiles_full_message_with_dynamic_resources_and_preemption():
+    post = names.post_filter_message(
+        names.NO_NEW_CLAIMS_TO_DEALLOCATE,
+        names.preemption_message(2, {names.PREEMPTION_NOT_HELPFUL: 2}),
+    )
+    counts = {names.ERR_REASON_UNTOLERATED_TAINT: 2}
+    assert names.fit_error_message(2, counts, postfilter_message=post) == (
+        "0/2 nodes are available: 2 node(s) had untolerated taint(s). no new claims to "
+        "deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for "
+        "scheduling."
+    )
+
+
 def test_a_prefilter_message_replaces_the_counts():
     assert names.fit_error_message(
         4, {"ignored": 4}, prefilter_message=names.ERR_REASON_NODE_AFFINITY_CONFLICT
