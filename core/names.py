@@ -23,6 +23,7 @@ __all__ = [
     "gang_reason",
     "insufficient_resource",
     "post_filter_message",
+    "preemption_message",
     "prefilter_narrowing_reason",
     "success_message",
 ]
