@@ -18,6 +18,9 @@ Usage::
     result.reason_counts         # {reason: number of nodes}, when result.node is None
     result.message               # "Successfully assigned ns/p to n" or
                                  # "0/5 nodes are available: 3 Insufficient cpu, ..."
+                                 # (the filter part; the PostFilter part, e.g.
+                                 # preemption's, is appended by whoever runs it:
+                                 # see names.post_filter_message)
     ref.assume(pod, node)        # place it: later pods see it
     ref.place_burst(pods, choose=None)  # place in order; gangs all-or-nothing
 

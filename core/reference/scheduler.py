@@ -97,7 +97,9 @@ class ScheduleResult:
     score: int | None  # the chosen node's total weighted score
     best_nodes: frozenset[str]  # every node with the highest total: all equally right
     reason_counts: dict[str, int] = field(default_factory=dict)
-    message: str = ""  # "Successfully assigned ..." or the FailedScheduling text
+    message: str = (
+        ""  # "Successfully assigned ..." or the FailedScheduling text (no PostFilter part)
+    )
     group: gang.GroupKey | None = None
     rolled_back: bool = False  # fitted, but its gang did not reach its minimum
 
