@@ -16,6 +16,15 @@
 #   O(log rows) instead of O(rows). Scores normalised over the feasible nodes
 #   (TaintToleration, NodeAffinity) depend on the maxima over feasible rows: when those
 #   change, the slot's totals are recomputed in one pass.
+# * topology: dom (topology keys x rows, the label value id = domain id, -1 = no label)
+#   and counters (counters x rows, int32: pods matching a (namespace, selector) or
+#   carrying an affinity term; raised by each placement of a pod they count). A class's
+#   spread constraints are k_* rows and its inter-pod terms a_* rows over them.
+# * how a class picks its node (c_mode): 0 the max-tree above; 1 (one soft spread
+#   constraint on a key with few domains, e.g. zones) a max-tree ordered by zone, the best
+#   row of each zone plus that zone's spread score, O(zones log rows) per pod; 2 (hard
+#   spread, inter-pod terms, several constraints) passes over the rows per pod, because
+#   domain counts and the normalisation over feasible rows change with every placement.
 #
 # Ties between equally scored rows go to the first one at or after the row following the
 # class's previous choice (cyclically), so identical pods on identical nodes spread out.
@@ -117,7 +126,8 @@ cdef class BurstKernel:
                    c_k_off, k_key, k_hard, k_skew, k_min_domains, k_self, k_counter, k_elig,
                    k_host, elig, counters, c_inc_off, c_inc,
                    c_a_off, a_kind, a_key, a_counter, a_weight, c_a_self, c_mode,
-                   c_spread_all, p_class, p_gang_min, p_gang_last, out_node, out_score, out_reasons, out_rolled, Py_ssize_t nslots):
+                   c_spread_all, p_class, p_gang_min, p_gang_last, out_node, out_score,
+                   out_reasons, out_rolled, Py_ssize_t nslots):
         """Set the classes and pods of the next chunk, and allocate the class caches."""
         self.nclasses = c_req.shape[0]
         self.c_req = c_req
