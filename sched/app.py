@@ -36,7 +36,7 @@ from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, CycleSettings
-from kubesalvo.sched.events import EventRecorder
+from kubesalvo.sched.events import EventRecorder, RecorderSettings
 from kubesalvo.sched.informers import (
     ADDED,
     DELETED,
@@ -92,7 +92,14 @@ class Scheduler:
         self.metrics = SchedulerMetrics()
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue.from_config(config)
-        self.recorder = EventRecorder(client, metrics=self.metrics)
+        # kube-scheduler writes events through a second client with clientConnection's
+        # qps/burst; the recorder's own limiter does the same here.
+        connection = config.client_connection
+        self.recorder = EventRecorder(
+            client,
+            RecorderSettings(qps=connection.qps, burst=connection.burst),
+            metrics=self.metrics,
+        )
         self.names = frozenset(config.scheduler_names)
         self.elector: LeaderElector | None = None
         election = config.leader_election
