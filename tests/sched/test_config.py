@@ -41,7 +41,7 @@ def test_default_config_has_one_profile_named_kubesalvo() -> None:
 def test_default_plugins_per_extension_point_match_kube_scheduler() -> None:
     plugins = default_config().profiles[0].plugins
     assert plugins.at("queueSort") == ("PrioritySort",)
-    assert plugins.at("preEnqueue") == ("SchedulingGates", "DynamicResources")
+    assert plugins.at("preEnqueue") == ("SchedulingGates", "DynamicResources", "DefaultPreemption")
     assert plugins.at("filter") == names.DEFAULT_FILTER_ORDER
     assert plugins.at("postFilter") == ("DynamicResources", "DefaultPreemption")
     assert plugins.at("bind") == ("DefaultBinder",)
