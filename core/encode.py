@@ -157,6 +157,8 @@ class Encoder:
         self._aff: dict[bytes, npt.NDArray[np.int32]] = {}
         self._image: dict[bytes, npt.NDArray[np.int32]] = {}
         self._numeric: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]] = {}
+        self._taint_rows: dict[bytes, Any] = {}  # tolerations -> rows failing TaintToleration
+        self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}  # selector -> matching rows
         self.classes: list[ClassInfo] = []
         self._class_of: dict[bytes, int] = {}
 
@@ -239,6 +241,8 @@ class Encoder:
             self._aff.clear()
             self._image.clear()
             self._numeric.clear()
+            self._taint_rows.clear()
+            self._affinity_rows.clear()
             self._version = self.state.version
         rows = self.state.rows
         parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {
@@ -319,37 +323,48 @@ class Encoder:
                         match[row] = True
                     reject(~match, R_NODE_NAME)
             elif name == names.TAINT_TOLERATION:
-                bad = [
-                    tid
-                    for tid, taint in enumerate(state.taint_list)
-                    if taint[2] in ("NoSchedule", "NoExecute")
-                    and not any(tolerates(t, taint) for t in tolerations)
-                ]
-                if bad:
-                    reject(state.taints[:rows, bad].any(axis=1), R_TAINT)
+                failing = self._untolerated_rows(tolerations)
+                if failing is not None:
+                    reject(failing, R_TAINT)
             elif name == names.NODE_AFFINITY:
                 added = self.profile.node_affinity.added_affinity
                 added_required = (added or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
                 if added_required is not None:
                     reject(~self._node_selector(added_required), R_ENFORCED_AFFINITY)
-                match = np.ones(rows, dtype=bool)
-                for key, value in (spec.get("nodeSelector") or {}).items():
-                    match &= self._label_in(key, [value])
-                if required is not None:
-                    match &= self._node_selector(required)
-                reject(~match, R_NODE_AFFINITY)
+                reject(~self.required_affinity(info), R_NODE_AFFINITY)
         return out
+
+    def _untolerated_rows(self, tolerations: Sequence[Mapping[str, Any]]) -> Any:
+        """Rows with a NoSchedule/NoExecute taint none of ``tolerations`` tolerates."""
+        key = _ENCODE.encode(tolerations)
+        if key in self._taint_rows:
+            return self._taint_rows[key]
+        state = self.state
+        bad = [
+            tid
+            for tid, taint in enumerate(state.taint_list)
+            if taint[2] in ("NoSchedule", "NoExecute")
+            and not any(tolerates(t, taint) for t in tolerations)
+        ]
+        rows = state.taints[: state.rows, bad].any(axis=1) if bad else None
+        self._taint_rows[key] = rows
+        return rows
 
     def required_affinity(self, info: ClassInfo) -> npt.NDArray[np.bool_]:
         """Rows matching the pod's nodeSelector and required node affinity (no added one)."""
         spec = info.spec
-        match = np.ones(self.state.rows, dtype=bool)
-        for key, value in (spec.get("nodeSelector") or {}).items():
-            match &= self._label_in(key, [value])
         affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
         required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        key = _ENCODE.encode((spec.get("nodeSelector"), required))
+        match = self._affinity_rows.get(key)
+        if match is not None:
+            return match
+        match = np.ones(self.state.rows, dtype=bool)
+        for label, value in (spec.get("nodeSelector") or {}).items():
+            match &= self._label_in(label, [value])
         if required is not None:
             match &= self._node_selector(required)
+        self._affinity_rows[key] = match
         return match
 
     def _names_conflict(self, required: Mapping[str, Any]) -> bool:
@@ -577,6 +592,18 @@ class PortTable:
 
 
 _UNITS: dict[tuple[str, Any], int | None] = {}
+_SIMPLE_QUANTITY = re.compile(r"^([0-9]{1,15})(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
+_SUFFIX_FACTORS = {
+    "": 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 1 << 10,
+    "Mi": 1 << 20,
+    "Gi": 1 << 30,
+    "Ti": 1 << 40,
+}
 
 
 def _units(name: str, quantity: Any) -> int | None:
@@ -584,6 +611,20 @@ def _units(name: str, quantity: Any) -> int | None:
     key = (name, quantity)
     if key in _UNITS:
         return _UNITS[key]
+    simple = _SIMPLE_QUANTITY.match(quantity) if isinstance(quantity, str) else None
+    if simple is not None:
+        # Digits with an optional suffix: exact integer arithmetic, no Fraction needed.
+        number, suffix = int(simple.group(1)), simple.group(2) or ""
+        scale = 1000 if name == CPU else 1
+        if suffix == "m":
+            whole, rest = divmod(number * scale, 1000)
+            units = whole if rest == 0 else None
+        else:
+            units = number * scale * _SUFFIX_FACTORS[suffix]
+        if units is None or units < 1 << 63:  # beyond int64: the full parser decides
+            if len(_UNITS) < 100_000:
+                _UNITS[key] = units
+            return units
     try:
         amount = parse_quantity(quantity) * (1000 if name == CPU else 1)
     except ValueError:

@@ -1,9 +1,13 @@
 """Encoding: pods share classes by signature; static tables are computed once per sub-signature."""
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
+from kubesalvo.core import encode
 from kubesalvo.core.encode import R_NODE_AFFINITY, R_TAINT, R_UNSCHEDULABLE, Encoder, tolerates
 from kubesalvo.core.profile import Profile
+from kubesalvo.core.quantity import parse_quantity
 from kubesalvo.core.state import ClusterState
 
 
@@ -87,3 +91,16 @@ def test_prefer_no_schedule_counts_only_untolerated_soft_taints():
     tables = enc.tables(ids.tolist())
     counts = tables.taint_count[tables.c_taint]
     assert np.array_equal(counts, [[1, 0], [0, 0]])
+
+
+@given(
+    number=st.integers(0, 10**9),
+    suffix=st.sampled_from(["", "m", "k", "M", "G", "T", "Ki", "Mi", "Gi", "Ti"]),
+    name=st.sampled_from(["cpu", "memory", "example.com/gpu"]),
+)
+def test_fast_quantity_path_agrees_with_the_full_parser(number, suffix, name):
+    text = f"{number}{suffix}"
+    encode._UNITS.pop((name, text), None)
+    exact = parse_quantity(text) * (1000 if name == "cpu" else 1)
+    expected = int(exact) if exact.denominator == 1 else None
+    assert encode._units(name, text) == expected
