@@ -135,6 +135,7 @@ class InterPodTerms:
         self.terms: list[CarriedTerm] = []
         self.term_rows: list[dict[int, int]] = []
         self._carried: dict[int, set[int]] = {}
+        self.carriers: dict[int, set[int]] = {}  # term -> classes of the burst carrying it
         for record in self.state.pods.values():
             if record.affinity is not None:
                 for term in carried_terms(record.namespace, record.affinity):
@@ -153,7 +154,10 @@ class InterPodTerms:
 
     def register(self, cid: int) -> None:
         info = self.encoder.classes[cid]
-        self._carried[cid] = {self._intern(t) for t in carried_terms(info.namespace, info.affinity)}
+        tids = {self._intern(t) for t in carried_terms(info.namespace, info.affinity)}
+        self._carried[cid] = tids
+        for tid in tids:
+            self.carriers.setdefault(tid, set()).add(cid)
 
     def carried(self, cid: int) -> set[int]:
         return self._carried.get(cid, set())

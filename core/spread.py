@@ -251,7 +251,8 @@ class SpreadEncoder:
 
     def _candidates_for(self, key: CounterKey, index, everyone):
         if key and key[0] == "term":
-            return set(everyone)
+            carriers = self.interpod.carriers.get(key[1], set())  # type: ignore[arg-type]
+            return carriers.intersection(everyone)
         if key and key[0] == "spread":
             return candidates(key[2], index, everyone)  # type: ignore[arg-type]
         found = None
