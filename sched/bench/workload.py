@@ -3,8 +3,8 @@
 ``--workload`` names a YAML file (a path, or a file in ``bench/workloads/`` or
 ``bench/e2e/`` of the source tree, with or without ``.yaml``) or one of the shapes of
 ``core.synthetic`` (``replicasets``, ``mixed``, ...). Every contender gets the same pods,
-generated from the same seed; only ``spec.schedulerName`` differs, and each pod carries
-the run label by which it is watched and deleted.
+generated from the same seed; only ``spec.schedulerName`` and a suffix of the names differ,
+and each pod carries the run label by which it is watched and deleted.
 """
 
 from __future__ import annotations
@@ -71,14 +71,19 @@ def generate(scenario: Scenario, scheduler_name: str) -> Snapshot:
 
 
 def burst(cluster: Snapshot, run_id: str) -> list[Object]:
-    """The pending pods, each with a metadata copy carrying ``RUN_LABEL=run_id``.
+    """The pending pods, each with a metadata copy carrying ``RUN_LABEL=run_id`` and a name
+    ending in ``run_id``'s last part.
 
-    Pods of one class share nested parts of their spec; only metadata is copied, the rest
-    is sent as it is and never changed.
+    Names differ between runs because kwok deletes a pod by name, without its UID: a
+    deletion of the last run's pod that kwok carries out late (it lags by minutes under
+    load) would otherwise remove the next run's pod of the same name. Pods of one class
+    share nested parts of their spec; only metadata is copied, the rest is never changed.
     """
+    suffix = run_id.rsplit("-", 1)[-1]
     pods = []
     for pod in cluster.pending_pods():
         metadata = dict(pod["metadata"])
+        metadata["name"] = f"{metadata['name']}-{suffix}"
         metadata["labels"] = {**metadata.get("labels", {}), RUN_LABEL: run_id}
         pods.append({**pod, "metadata": metadata})
     return pods

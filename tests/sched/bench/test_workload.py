@@ -54,3 +54,11 @@ def test_burst_labels_copies_and_leaves_the_generated_pods_alone() -> None:
     assert len(pods) == 200
     assert all(p["metadata"]["labels"][RUN_LABEL] == "kubesalvo-abc123" for p in pods)
     assert all(RUN_LABEL not in p["metadata"]["labels"] for p in cluster.pending_pods())
+
+
+def test_each_run_names_its_pods_apart_from_other_runs() -> None:
+    cluster = generate(load_scenario("tiny"), "kubesalvo")
+    original = [p["metadata"]["name"] for p in cluster.pending_pods()]
+    pods = burst(cluster, "kube-scheduler-0f1e2d")
+    assert [p["metadata"]["name"] for p in pods] == [f"{name}-0f1e2d" for name in original]
+    assert [p["metadata"]["name"] for p in cluster.pending_pods()] == original
