@@ -11,6 +11,7 @@ kernel leaves out must fail in the reference with the same reasons and message.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,8 @@ from kubesalvo.core.profile import (
 )
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
+from kubesalvo.core.synthetic.nodes import make_nodes
+from kubesalvo.core.synthetic.workloads import make_pods
 
 ZONES = ("a", "b", "c")
 APPS = ("web", "db", "cache")
@@ -352,3 +355,29 @@ def test_kernel_choices_match_the_reference(scenario):
                 assert result.reason_counts[i] == ref.reason_counts
         else:
             assert result.nodes[i] == ref.node
+
+
+@pytest.mark.parametrize("shape", ["mixed", "distinct", "replicasets", "gangs"])
+def test_synthetic_bursts_match_the_reference(shape):
+    """Realistic workloads on a synthetic fleet, placed by the kernel and replayed."""
+    fleet = make_nodes(40, seed=7)
+    burst = make_pods(120, seed=8, shape=shape)
+    state = ClusterState()
+    for node in fleet:
+        state.add_node(node)
+    result = plan(state, burst)
+    by_key = {
+        f"{p['metadata']['namespace']}/{p['metadata']['name']}": i for i, p in enumerate(burst)
+    }
+
+    def choose(ref_result):
+        i = by_key[ref_result.pod]
+        chosen = result.tentative[i] if result.rolled_back[i] else result.nodes[i]
+        assert chosen in ref_result.best_nodes, (ref_result.pod, chosen, ref_result.best_nodes)
+        if not result.rolled_back[i]:
+            assert result.scores[i] == ref_result.score
+        return chosen
+
+    expected = ReferenceScheduler(fleet).place_burst(burst, choose=choose)
+    assert [r.node for r in expected] == result.nodes
+    assert [r.message for r in expected] == result.messages
