@@ -23,6 +23,7 @@ cdef class BurstKernel:
     cdef const uint8_t[::1] col_fit_check    # per column: 1 if the NodeResourcesFit filter checks it
     cdef int64_t w_fit, w_bal, w_taint, w_aff  # score plugin weights (0 = plugin disabled)
     cdef bint fit_on, ports_on               # NodeResourcesFit / NodePorts filters enabled
+    cdef bint default_scores                 # LeastAllocated and BalancedAllocation on cpu+memory
     cdef bint spread_on                      # PodTopologySpread filter enabled
     cdef int64_t w_spread                    # PodTopologySpread score weight (0 = disabled)
     cdef bint ipa_on                         # InterPodAffinity filter enabled
@@ -44,6 +45,8 @@ cdef class BurstKernel:
     cdef const quantity_t[:, ::1] c_req      # classes x resources: pod requests (pods column = 1)
     cdef const quantity_t[:, ::1] c_nz       # classes x 2: cpu (millicores), memory (bytes) as scores see the pod
     cdef const quantity_t[:, ::1] c_nz_add   # classes x 2: what a placed pod adds to nzreq (same units)
+    cdef int32_t[::1] c_fit_off              # classes+1: offsets into c_fit_cols
+    cdef int32_t[::1] c_fit_cols             # the resource columns the class requests (and Fit checks)
     cdef const int32_t[::1] c_static         # class -> row of static_reason
     cdef const uint8_t[:, ::1] static_reason # S x rows: first failing static filter code, 0 = passes, 255 = no node
     cdef const int32_t[::1] c_fixed          # class -> row of fixed
@@ -117,6 +120,7 @@ cdef class BurstKernel:
     cdef int64_t _resource_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef int64_t _balanced_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil

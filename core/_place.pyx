@@ -101,6 +101,9 @@ cdef class BurstKernel:
         self.w_aff = w_aff
         self.fit_on = fit_on
         self.ports_on = ports_on
+        self.default_scores = (
+            strategy == 0 and list(sc_cols) == [0, 1] and list(bal_cols) == [0, 1]
+        )
         self.w_spread = w_spread
         self.spread_on = spread_on
         self.dom = dom
@@ -131,6 +134,10 @@ cdef class BurstKernel:
         """Set the classes and pods of the next chunk, and allocate the class caches."""
         self.nclasses = c_req.shape[0]
         self.c_req = c_req
+        checked = (np.asarray(c_req) > 0) & (np.asarray(self.col_fit_check) > 0)[None, :]
+        self.c_fit_off = np.concatenate(([0], np.cumsum(checked.sum(axis=1)))).astype(np.int32)
+        cols = np.nonzero(checked)[1].astype(np.int32)
+        self.c_fit_cols = cols if len(cols) else np.zeros(1, dtype=np.int32)
         self.c_nz = c_nz
         self.c_nz_add = c_nz_add
         self.c_static = c_static
@@ -208,9 +215,9 @@ cdef class BurstKernel:
         """NodeResourcesFit + NodePorts filter of class c on row n."""
         cdef Py_ssize_t r, k
         if self.fit_on:
-            for r in range(self.nres):
-                if self.c_req[c, r] > 0 and self.col_fit_check[r] and \
-                        self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
+            for k in range(self.c_fit_off[c], self.c_fit_off[c + 1]):
+                r = self.c_fit_cols[k]
+                if self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
                     return False
         if self.ports_on:
             for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
@@ -297,7 +304,38 @@ cdef class BurstKernel:
             std = sqrt(acc / <double>k)
         return <int64_t>((1.0 - std) * <double>MAX_SCORE)
 
+    cdef int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """_local for the default scores (LeastAllocated and BalancedAllocation on cpu and
+        memory), without the general loops; the same arithmetic."""
+        cdef int64_t s = self.fixed[self.c_fixed[c], n]
+        cdef int64_t a0 = self.alloc[n, 0], a1 = self.alloc[n, 1], used, total = 0, weights = 0
+        cdef double f0, f1, std = 0.0
+        if self.w_fit:
+            if a0 != 0:
+                used = self.nzreq[n, 0] + self.c_nz[c, 0]
+                total += (0 if used > a0 else (a0 - used) * MAX_SCORE // a0) * self.sc_weight[0]
+                weights += self.sc_weight[0]
+            if a1 != 0:
+                used = self.nzreq[n, 1] + self.c_nz[c, 1]
+                total += (0 if used > a1 else (a1 - used) * MAX_SCORE // a1) * self.sc_weight[1]
+                weights += self.sc_weight[1]
+            if weights:
+                s += self.w_fit * (total // weights)
+        if self.w_bal and (self.c_req[c, 0] > 0 or self.c_req[c, 1] > 0):
+            if a0 != 0 and a1 != 0:
+                f0 = <double>(self.req[n, 0] + self.c_req[c, 0]) / <double>a0
+                f1 = <double>(self.req[n, 1] + self.c_req[c, 1]) / <double>a1
+                if f0 > 1.0:
+                    f0 = 1.0
+                if f1 > 1.0:
+                    f1 = 1.0
+                std = fabs((f0 - f1) / 2.0)
+            s += self.w_bal * <int64_t>((1.0 - std) * <double>MAX_SCORE)
+        return s
+
     cdef int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        if self.default_scores:
+            return self._local_default(c, n)
         cdef int64_t s = self.fixed[self.c_fixed[c], n]
         if self.w_fit:
             s += self.w_fit * self._resource_score(c, n)
