@@ -353,6 +353,20 @@ def burst(count: int, seed: int) -> list[dict[str, Any]]:
     return make_pods(count, seed, "mixed", prefix=f"r{secrets.token_hex(2)}")
 
 
+def after_the_dust(control_plane: Any, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Our pods once no more binds land: a killed scheduler's requests already sent are
+    still applied by the API server for a moment after it died."""
+    before = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+    while True:
+        time.sleep(2.0)
+        again = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+        if [p["spec"].get("nodeName") for p in again] == [
+            p["spec"].get("nodeName") for p in before
+        ]:
+            return again
+        before = again
+
+
 def ours(pods: list[dict[str, Any]], listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     names = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods}
     return [p for p in listed if (p["metadata"]["namespace"], p["metadata"]["name"]) in names]
@@ -568,7 +582,7 @@ def test_kill_9_in_the_middle_and_a_restart_bind_every_pod_exactly_once(
             time.sleep(0.02)
         os.kill(first.process.pid, signal.SIGKILL)
         first.process.wait(10)
-        before = ours(pods, list_objects(control_plane, "/api/v1/pods"))
+        before = after_the_dust(control_plane, pods)
         left = [p for p in before if not p["spec"].get("nodeName")]
         assert 0 < len(left) < len(pods), "the kill did not land in the middle"
 
@@ -636,8 +650,12 @@ def test_of_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_
         after = ours(pods, list_objects(control_plane, "/api/v1/pods"))
         bound_now = {p["metadata"]["uid"] for p in after if p["spec"].get("nodeName")}
         assert bound_before <= bound_now and len(bound_now) > len(bound_before)
-        assert standby.metric("kubesalvo_binds_total", result="bound") == len(
-            bound_now - bound_before
+        # At most what was left: binds the dead leader had sent may have landed after
+        # ``before`` was read, but the standby never bound a pod a second time.
+        assert (
+            0
+            < standby.metric("kubesalvo_binds_total", result="bound")
+            <= len(bound_now - bound_before)
         )
         assert standby.metric("kubesalvo_binds_total", result="forgotten") == 0
         nodes = list_objects(control_plane, "/api/v1/nodes")
