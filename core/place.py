@@ -232,7 +232,8 @@ def place_burst(
     encode_seconds = time.perf_counter() - began
     kernel_seconds = 0.0
     slot_budget = max(4, _SLOT_BYTES // (40 * max(1, state.rows)))
-    for start, end in _chunks(class_of, gang_min, gang_last, state.rows):
+    chunks = list(_chunks(class_of, gang_min, gang_last, state.rows))
+    for start, end in chunks:
         t0 = time.perf_counter()
         global_ids, local = np.unique(class_of[start:end], return_inverse=True)
         tables = encoder.tables([int(c) for c in global_ids])
@@ -297,7 +298,8 @@ def place_burst(
         encode_seconds += t1 - t0
         kernel.run()
         kernel_seconds += time.perf_counter() - t1
-        spread.record(global_ids, local, out_node[start:end])
+        if end < chunks[-1][1]:  # later chunks count these placements
+            spread.record(global_ids, local, out_node[start:end])
 
     t0 = time.perf_counter()
     result = _result(

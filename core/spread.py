@@ -407,6 +407,14 @@ class SpreadEncoder:
         self, class_ids: Sequence[int], local: npt.NDArray[np.intp], rows: np.ndarray
     ) -> None:
         """Remember the chunk's placements, which later chunks' counters include."""
-        for pos in np.flatnonzero(rows >= 0):
-            cid = int(class_ids[local[pos]])
-            self.placed_rows.setdefault(cid, []).append(int(rows[pos]))
+        placed = np.flatnonzero(rows >= 0)
+        owners = np.asarray(local)[placed]
+        order = np.argsort(owners, kind="stable")
+        owners, placed_rows = owners[order], np.asarray(rows)[placed][order]
+        bounds = np.flatnonzero(np.diff(owners)) + 1
+        for group, where in zip(
+            np.split(owners, bounds), np.split(placed_rows, bounds), strict=True
+        ):
+            if len(group):
+                cid = int(class_ids[group[0]])
+                self.placed_rows.setdefault(cid, []).extend(where.tolist())
