@@ -1,7 +1,8 @@
 """``kubesalvo run``: the scheduler process, assembled from the runtime's parts.
 
 One process serves every ``schedulerName`` of its configuration. It watches nodes,
-namespaces and pods (finished pods excluded, as kube-scheduler does), keeps the
+namespaces, pods (finished pods excluded, as kube-scheduler does) and, when a profile
+runs DefaultPreemption, PodDisruptionBudgets (preemption reads them), keeps the
 ``SchedulerCache`` equal to the cluster, queues the unassigned pods that name one of its
 profiles, and runs the ``BurstCycle``. With ``leaderElection.leaderElect`` only the holder
 of the Lease binds: a standby keeps its informers and queue warm and takes over when the
@@ -35,13 +36,14 @@ from aiohttp import web
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
-from kubesalvo.sched.cycle import BurstCycle, CycleSettings
+from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
 from kubesalvo.sched.events import EventRecorder, RecorderSettings
 from kubesalvo.sched.informers import (
     ADDED,
     DELETED,
     NAMESPACES,
     NODES,
+    PODDISRUPTIONBUDGETS,
     PODS,
     SYNCED,
     Change,
@@ -49,7 +51,7 @@ from kubesalvo.sched.informers import (
     WatchSettings,
     to_api_dict,
 )
-from kubesalvo.sched.informers.models import Namespace, Node, Pod
+from kubesalvo.sched.informers.models import Namespace, Node, Pod, PodDisruptionBudget
 from kubesalvo.sched.leader import LeaderElectionSettings, LeaderElector
 from kubesalvo.sched.metrics import SchedulerMetrics
 from kubesalvo.sched.queue import (
@@ -127,14 +129,22 @@ class Scheduler:
             metrics=self.metrics,
             is_leader=self.is_leader,
             settings=CycleSettings.from_config(config),
+            cluster=self._cluster_objects,
         )
         self.nodes: Informer[Node] = Informer(client, NODES, self._on_node)
         self.namespaces: Informer[Namespace] = Informer(client, NAMESPACES, self._on_namespace)
         self.pods: Informer[Pod] = Informer(
             client, PODS, self._on_pod, WatchSettings(field_selector=ACTIVE_PODS)
         )
+        # Only their store is read (by preemption decisions); no handler needed.
+        self.pdbs: Informer[PodDisruptionBudget] | None = None
+        if any(profile.preemption is not None for profile in config.profiles):
+            self.pdbs = Informer(client, PODDISRUPTIONBUDGETS)
+        self.informers: list[Informer[Any]] = [self.nodes, self.namespaces, self.pods]
+        if self.pdbs is not None:
+            self.informers.append(self.pdbs)
         self.health = HealthServer(self.metrics, metrics_address, metrics_port)
-        for informer in (self.nodes, self.namespaces, self.pods):
+        for informer in self.informers:
             name = f"informer-sync-{informer.resource.plural}"
             self.health.add_readiness_check(name, informer.synced.is_set)
         self.debug = DebugServer(debug_port)
@@ -148,6 +158,24 @@ class Scheduler:
     def _leadership(self, leading: bool) -> None:
         log.info("leadership %s", "acquired: binding" if leading else "lost: binds stopped")
         self.cycle.leadership_changed(leading)
+
+    def _cluster_objects(self) -> ClusterObjects:
+        """The informers' objects for a preemption decision (lists taken now, on the event
+        loop; converted to dicts in the decision's worker thread)."""
+        pods = list(self.pods.store.values())
+        assumed = {}
+        for pod in pods:
+            if not pod.spec.node_name:
+                node = self.cache.assumed_node(pod_key(pod))
+                if node is not None:
+                    assumed[pod_key(pod)] = node
+        return ClusterObjects(
+            nodes=list(self.nodes.store.values()),
+            pods=pods,
+            pdbs=list(self.pdbs.store.values()) if self.pdbs is not None else [],
+            namespaces=list(self.namespaces.store.values()),
+            assumed=assumed,
+        )
 
     # --- informer handlers (event loop; quick) ------------------------------------------
 
@@ -250,11 +278,11 @@ class Scheduler:
         await self.debug.start()
         log.info("serving health/metrics on %s, debug pages on %s", self.health.url, self.debug.url)
         self.recorder.start()
-        for informer in (self.nodes, self.namespaces, self.pods):
+        for informer in self.informers:
             informer.start()
         waiting: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())
         synced: asyncio.Future[Any] = asyncio.gather(
-            self.nodes.synced.wait(), self.namespaces.synced.wait(), self.pods.synced.wait()
+            *(informer.synced.wait() for informer in self.informers)
         )
         await asyncio.wait({waiting, synced}, return_when=asyncio.FIRST_COMPLETED)
         if not self._stop.is_set():
@@ -283,7 +311,7 @@ class Scheduler:
         await self.recorder.stop()
         if self.elector is not None:
             await self.elector.stop()
-        for informer in (self.nodes, self.namespaces, self.pods):
+        for informer in self.informers:
             await informer.stop()
         await self.debug.stop()
         await self.health.stop()

@@ -19,6 +19,20 @@ How each pod's attempt ends:
 * not placed: ``FailedScheduling`` event and PodScheduled=False (reason Unschedulable)
   with kube-scheduler's text, parked in the queue with the plugins that rejected it.
 
+Preemption (DefaultPreemption as the profile's postFilter, and a ``cluster`` view given):
+the burst's pods that fit nowhere (gang members rolled back excepted) get one decision
+each against one picture of the cluster made after the burst (``core.preemption``: the
+informers' pods, assumed ones on their assumed node; each decision is committed to the
+picture so that the next pod of the burst sees its victims gone and its nomination). The
+decisions run in a worker thread; then each is written (``sched.preemption.execute``:
+victims marked and deleted, Preempted events, ``nominatedNodeName`` set) and the pod is
+reported and parked as unschedulable with the post-filter text appended. The victims'
+deletions come back through the pod watch, take their room off the cache and re-activate
+the pod (ASSIGNED_POD_DELETE); a pod whose nominated node still has victims terminating
+is not eligible and just waits. A failed write backs the pod off as an error. The cache is
+not touched by preemption: the burst's assumptions were recorded before it starts, and
+only the watch changes what the state counts.
+
 Binds are only started while ``is_leader()`` holds; losing the lease cancels the binds in
 flight (:meth:`stop_binding`). Metrics follow kube-scheduler's names.
 """
@@ -35,6 +49,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesalvo.core.place import PlacementResult, place_burst
+from kubesalvo.core.preemption import PreemptionArgs, PreemptionDecision, Preemptor
+from kubesalvo.core.profile import Profile
 from kubesalvo.sched import metrics as m
 from kubesalvo.sched.binder import Binder, BinderSettings, BindResult
 from kubesalvo.sched.cache import SchedulerCache
@@ -42,9 +58,10 @@ from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.config import SchedulerConfig
 from kubesalvo.sched.events import SCHEDULER_ERROR, UNSCHEDULABLE, EventRecorder, ObjectRef
 from kubesalvo.sched.informers import to_api_dict
+from kubesalvo.sched.preemption import PreemptionOutcome, execute
 from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue, rejecting_plugins
 
-__all__ = ["Attempt", "BurstCycle", "CycleSettings"]
+__all__ = ["Attempt", "BurstCycle", "ClusterObjects", "CycleSettings"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +98,68 @@ class Attempt:
 
 
 @dataclass
+class ClusterObjects:
+    """What a preemption decision reads, as taken from the informers on the event loop.
+
+    The objects are the informers' decoded Structs (turned into API dicts in the worker
+    thread, off the event loop); ``assumed`` maps the UID of each pod the cache holds as
+    assumed to its node, so the picture counts binds still in flight.
+    """
+
+    nodes: list[Any]
+    pods: list[Any]
+    pdbs: list[Any] = field(default_factory=list)
+    namespaces: list[Any] = field(default_factory=list)
+    assumed: dict[str, str] = field(default_factory=dict)
+
+
+def _preemptor(
+    objects: ClusterObjects,
+    pending: list[dict[str, Any]],
+    profile: Profile,
+    args: PreemptionArgs,
+) -> Preemptor:
+    """The picture for one burst's decisions; ``pending`` (the burst's unplaced pods, as
+    API dicts) replace their informer copies so that commits find them by identity."""
+    keys = {(p.get("metadata") or {}).get("uid") for p in pending}
+    pods: list[dict[str, Any]] = []
+    for obj in objects.pods:
+        uid = obj.metadata.uid
+        if uid in keys:
+            continue
+        pod = to_api_dict(obj)
+        node = objects.assumed.get(uid)
+        if node is not None and not obj.spec.node_name:
+            pod.setdefault("spec", {})["nodeName"] = node
+        pods.append(pod)
+    pods.extend(pending)
+    return Preemptor(
+        [to_api_dict(n) for n in objects.nodes],
+        pods,
+        [to_api_dict(b) for b in objects.pdbs],
+        profile,
+        namespaces=[to_api_dict(ns) for ns in objects.namespaces],
+        args=args,
+    )
+
+
+def _decide(
+    objects: ClusterObjects,
+    pending: list[dict[str, Any]],
+    profile: Profile,
+    args: PreemptionArgs,
+) -> list[PreemptionDecision]:
+    """One decision per pod, in the burst's order, each committed for the next."""
+    preemptor = _preemptor(objects, pending, profile, args)
+    decisions = []
+    for pod in pending:
+        decision = preemptor.preempt(pod)
+        preemptor.commit(pod, decision)
+        decisions.append(decision)
+    return decisions
+
+
+@dataclass
 class _Binding:
     qp: QueuedPod
     profile: str
@@ -100,6 +179,13 @@ def _pod_scheduled_status(qp: QueuedPod) -> str | None:
     return None
 
 
+def _with_postfilter(message: str, postfilter_message: str) -> str:
+    """The burst's FailedScheduling text with the post-filter part appended: the same text
+    ``names.fit_error_message(n, reasons, postfilter_message=...)`` gives, built on the
+    burst's own message so that a PreFilter rejection keeps its form."""
+    return f"{message} {postfilter_message}" if postfilter_message else message
+
+
 class BurstCycle:
     """Schedules the queue's pods in bursts and binds them; see the module docstring."""
 
@@ -115,8 +201,12 @@ class BurstCycle:
         is_leader: Callable[[], bool] = lambda: True,
         settings: CycleSettings | None = None,
         binder_settings: BinderSettings | None = None,
+        cluster: Callable[[], ClusterObjects] | None = None,
     ) -> None:
         self.config = config
+        self.client = client
+        # Without a view of the cluster's objects there is no preemption.
+        self.cluster = cluster
         self.cache = cache
         self.queue = queue
         self.recorder = recorder
@@ -240,10 +330,23 @@ class BurstCycle:
                 for qp in pods:
                     self.queue.done(qp.key)
                 continue
+            preemption = profile.preemption if self.cluster is not None else None
+            args = None
+            if preemption is not None:
+                args = PreemptionArgs(
+                    preemption.min_candidate_nodes_percentage,
+                    preemption.min_candidate_nodes_absolute,
+                )
             for start in range(0, len(pods), limit):
-                await self._place(name, profile.core, pods[start : start + limit])
+                await self._place(name, profile.core, pods[start : start + limit], args)
 
-    async def _place(self, profile_name: str, profile: Any, pods: list[QueuedPod]) -> None:
+    async def _place(
+        self,
+        profile_name: str,
+        profile: Any,
+        pods: list[QueuedPod],
+        preemption: PreemptionArgs | None = None,
+    ) -> None:
         objects = [to_api_dict(qp.pod) for qp in pods]
         began = time.perf_counter()
         with self.cache.frozen() as state:
@@ -266,6 +369,7 @@ class BurstCycle:
             result.encode_seconds,
         )
         elapsed = time.perf_counter() - began
+        failed: list[int] = []
         for i, qp in enumerate(pods):
             node = result.nodes[i]
             self._remember(qp, profile_name, result, i, len(pods))
@@ -273,8 +377,62 @@ class BurstCycle:
                 self._binding[qp.key] = _Binding(qp, profile_name, node, began)
                 meta = qp.pod.metadata
                 self.binder.bind(meta.namespace, meta.name, meta.uid, node)
+            elif preemption is not None and not result.rolled_back[i]:
+                failed.append(i)
             else:
                 self._unschedulable(qp, profile_name, result, i, elapsed)
+        if failed:
+            assert preemption is not None
+            await self._preempt(profile_name, profile, pods, result, failed, preemption, began)
+
+    async def _preempt(
+        self,
+        profile_name: str,
+        profile: Profile,
+        pods: list[QueuedPod],
+        result: PlacementResult,
+        failed: list[int],
+        args: PreemptionArgs,
+        began: float,
+    ) -> None:
+        """DefaultPreemption for the burst's pods that fit nowhere (module docstring)."""
+        assert self.cluster is not None
+        pending = [to_api_dict(pods[i].pod) for i in failed]
+        try:
+            decisions = await asyncio.to_thread(_decide, self.cluster(), pending, profile, args)
+        except Exception:
+            # A decision that cannot be made must not lose the pods: report them as the
+            # burst saw them, without a post-filter part.
+            log.exception("preemption decisions for %d pods failed", len(failed))
+            for i in failed:
+                self._unschedulable(pods[i], profile_name, result, i, time.perf_counter() - began)
+            return
+        for i, pod, decision in zip(failed, pending, decisions, strict=True):
+            qp = pods[i]
+            outcome: PreemptionOutcome | None = None
+            if decision.node is not None or decision.nominated_node_name is not None:
+                outcome = await execute(
+                    self.client, self.recorder, pod, decision, scheduler_name=profile_name
+                )
+            if self.metrics is not None:
+                chosen = decision.node is not None and (outcome is None or not outcome.error)
+                self.metrics.observe_preemption(len(decision.victims) if chosen else None)
+            if decision.node is not None:
+                log.info(
+                    "preemption: %s nominated to %s, %d victims",
+                    qp.name,
+                    decision.node,
+                    len(decision.victims),
+                )
+            attempt = self.attempts.get(qp.name)
+            if attempt is not None and attempt.uid == qp.key and decision.message:
+                attempt.message = _with_postfilter(attempt.message, decision.message)
+            elapsed = time.perf_counter() - began
+            if outcome is not None and outcome.error:
+                log.warning("preemption for %s failed: %s", qp.name, outcome.error)
+                self._error(qp, profile_name, outcome.error, elapsed)
+            else:
+                self._unschedulable(qp, profile_name, result, i, elapsed, decision.message)
 
     def _remember(
         self, qp: QueuedPod, profile: str, result: PlacementResult, i: int, size: int
@@ -295,9 +453,15 @@ class BurstCycle:
             self.attempts.popitem(last=False)
 
     def _unschedulable(
-        self, qp: QueuedPod, profile: str, result: PlacementResult, i: int, elapsed: float
+        self,
+        qp: QueuedPod,
+        profile: str,
+        result: PlacementResult,
+        i: int,
+        elapsed: float,
+        postfilter_message: str = "",
     ) -> None:
-        message = result.messages[i]
+        message = _with_postfilter(result.messages[i], postfilter_message)
         reasons: Mapping[str, int] = result.reason_counts[i]
         plugins = rejecting_plugins(reasons)
         if self.recorder is not None:
@@ -308,6 +472,18 @@ class BurstCycle:
         if self.metrics is not None:
             self.metrics.observe_attempt(m.UNSCHEDULABLE, profile, elapsed)
         self.queue.add_unschedulable(qp, plugins)
+
+    def _error(self, qp: QueuedPod, profile: str, error: str, elapsed: float) -> None:
+        """The attempt failed on our side (a preemption not written): report it as
+        kube-scheduler reports an error status, and back the pod off."""
+        if self.recorder is not None:
+            self.recorder.failed_scheduling(_ref(qp), error)
+            self.recorder.pod_condition(
+                _ref(qp), SCHEDULER_ERROR, error, current_status=_pod_scheduled_status(qp)
+            )
+        if self.metrics is not None:
+            self.metrics.observe_attempt(m.ERROR, profile, elapsed)
+        self.queue.add_unschedulable(qp)
 
     # --- how binds settle (binder callbacks, on the event loop) -----------------------
 

@@ -76,6 +76,17 @@ class SchedulerMetrics:
             buckets=exponential_buckets(1, 2, 5),
             registry=r,
         )
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            registry=r,
+        )
+        self.preemption_victims = Histogram(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            buckets=exponential_buckets(1, 2, 7),
+            registry=r,
+        )
         self.burst_size = Histogram(
             "kubesalvo_burst_size",
             "Number of pods placed by one call of the burst kernel.",
@@ -125,6 +136,14 @@ class SchedulerMetrics:
         self.burst_size.observe(pods)
         self.kernel_seconds.observe(kernel_seconds)
         self.scheduling_algorithm_duration.observe(kernel_seconds)
+
+    def observe_preemption(self, victims: int | None) -> None:
+        """DefaultPreemption ran for a pod that fit nowhere (every run counts, eligible or
+        not, as upstream's PostFilter counts); ``victims``: how many pods the chosen node
+        evicts, None when no node was chosen."""
+        self.preemption_attempts.inc()
+        if victims is not None:
+            self.preemption_victims.observe(victims)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
