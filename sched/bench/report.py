@@ -135,11 +135,13 @@ def write_plot(result: BenchResult, folder: Path) -> Path:
             alpha=0.6,
         )
     scenario = result.scenario
+    mode = result.runs[0].mode if result.runs else ""
     axes.set_title(
-        f"{scenario['name']}: {scenario['pods']:,} pods onto {scenario['nodes']:,} kwok nodes"
+        f"{scenario['name']}: {scenario['pods']:,} pods onto {scenario['nodes']:,} kwok nodes "
+        f"({mode} mode)"
     )
     axes.set_xlabel("seconds since the clock started (first create, or scheduler start)")
-    axes.set_ylabel("pods bound (dashed: pods created)")
+    axes.set_ylabel("pods bound" + (" (dashed: pods created)" if mode == "stream" else ""))
     axes.grid(alpha=0.3)
     axes.legend(loc="lower right")
     path = folder / PLOT_FILE
