@@ -21,6 +21,7 @@ matrices hold int64.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 
 __all__ = [
     "INT64_MAX",
@@ -156,11 +157,31 @@ def scaled(amount: Fraction, exponent: int) -> int:
     return result
 
 
+# A cluster repeats a few hundred distinct quantity strings across all its pods and nodes,
+# and exact Fraction parsing costs tens of microseconds, so the integer results of strings
+# are cached (ints are immutable; errors are not cached and are raised again each time).
+_CACHE_SIZE = 1 << 16
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _milli_of_text(text: str) -> int:
+    return scaled(parse_quantity(text), -3)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _value_of_text(text: str) -> int:
+    return scaled(parse_quantity(text), 0)
+
+
 def milli_value(quantity: QuantityLike) -> int:
     """Return ``MilliValue()``: the quantity in thousandths, rounded up (cpu millicores)."""
+    if type(quantity) is str:
+        return _milli_of_text(quantity)
     return scaled(parse_quantity(quantity), -3)
 
 
 def value(quantity: QuantityLike) -> int:
     """Return ``Value()``: the quantity in whole units, rounded up (bytes, counts)."""
+    if type(quantity) is str:
+        return _value_of_text(quantity)
     return scaled(parse_quantity(quantity), 0)

@@ -104,3 +104,11 @@ def test_non_numbers_are_refused():
         parse_quantity(True)
     with pytest.raises(ValueError):
         parse_quantity(None)  # type: ignore[arg-type]
+
+
+def test_repeated_strings_give_the_same_values_and_errors():
+    for _ in range(3):
+        assert milli_value("250m") == 250
+        assert value("1Gi") == 1 << 30
+        with pytest.raises(ValueError):
+            value("12 apples")
