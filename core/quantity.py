@@ -115,6 +115,12 @@ def _interpret_suffix(text: str, suffix: str) -> tuple[int, int, bool]:
 
 def parse_quantity(quantity: QuantityLike) -> Fraction:
     """Return the exact value of a quantity (a string, or a JSON number) as a Fraction."""
+    if type(quantity) is str:
+        return _parse_text(quantity)
+    return _parse(quantity)
+
+
+def _parse(quantity: QuantityLike) -> Fraction:
     if isinstance(quantity, Fraction):
         return quantity
     if isinstance(quantity, bool):
@@ -144,6 +150,9 @@ def parse_quantity(quantity: QuantityLike) -> Fraction:
     return amount if positive else -amount
 
 
+_parse_text = lru_cache(maxsize=1 << 16)(_parse)
+
+
 def scaled(amount: Fraction, exponent: int) -> int:
     """Return ``amount / 10**exponent`` rounded away from zero, checked to fit int64."""
     unit = Fraction(10) ** exponent
@@ -159,7 +168,8 @@ def scaled(amount: Fraction, exponent: int) -> int:
 
 # A cluster repeats a few hundred distinct quantity strings across all its pods and nodes,
 # and exact Fraction parsing costs tens of microseconds, so the integer results of strings
-# are cached (ints are immutable; errors are not cached and are raised again each time).
+# are cached, as are their exact Fractions in parse_quantity (both immutable; errors are
+# not cached and are raised again each time).
 _CACHE_SIZE = 1 << 16
 
 
