@@ -182,6 +182,10 @@ def test_a_high_priority_pod_evicts_one_low_priority_pod_and_binds_where_it_was_
         # The node holds exactly its room: the preemptor and the low pods left on it.
         on_node = [p["metadata"]["name"] for p in listed if p["spec"].get("nodeName") == bound_to]
         assert "high" in on_node and len(on_node) == LOW_PER_NODE
+        # Both pods went through DefaultPreemption; one chose a node, with one victim.
+        assert process.metric("scheduler_preemption_attempts_total") >= 2
+        assert process.metric("scheduler_preemption_victims_count") >= 1
+        assert process.metric("scheduler_preemption_victims_sum") >= 1
     finally:
         process.kill()
         delete_pods(control_plane, created)
