@@ -49,7 +49,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesalvo.core.place import PlacementResult, place_burst
-from kubesalvo.core.preemption import PreemptionArgs, PreemptionDecision, Preemptor
+from kubesalvo.core.preemption import (
+    NOT_ELIGIBLE_NEVER,
+    PREEMPTION_PREFIX,
+    PreemptionArgs,
+    PreemptionDecision,
+    Preemptor,
+)
 from kubesalvo.core.profile import Profile
 from kubesalvo.sched import metrics as m
 from kubesalvo.sched.binder import Binder, BinderSettings, BindResult
@@ -150,9 +156,17 @@ def _decide(
     args: PreemptionArgs,
 ) -> list[PreemptionDecision]:
     """One decision per pod, in the burst's order, each committed for the next."""
-    preemptor = _preemptor(objects, pending, profile, args)
+    preemptor: Preemptor | None = None
     decisions = []
     for pod in pending:
+        if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+            # Upstream's first eligibility check; answered without building the picture.
+            decisions.append(
+                PreemptionDecision(None, message=PREEMPTION_PREFIX + NOT_ELIGIBLE_NEVER)
+            )
+            continue
+        if preemptor is None:
+            preemptor = _preemptor(objects, pending, profile, args)
         decision = preemptor.preempt(pod)
         preemptor.commit(pod, decision)
         decisions.append(decision)
@@ -410,6 +424,10 @@ class BurstCycle:
         for i, pod, decision in zip(failed, pending, decisions, strict=True):
             qp = pods[i]
             outcome: PreemptionOutcome | None = None
+            if not self.is_leader():
+                # The lease was lost meanwhile: write nothing, the new leader decides again.
+                self.queue.add_unschedulable(qp)
+                continue
             if decision.node is not None or decision.nominated_node_name is not None:
                 outcome = await execute(
                     self.client, self.recorder, pod, decision, scheduler_name=profile_name

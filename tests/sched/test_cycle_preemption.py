@@ -84,3 +84,16 @@ def test_each_decision_of_a_burst_sees_the_previous_ones():
     # held by the first, now nominated there.
     assert len(one.victims) == 1 and len(two.victims) == 1
     assert victims(one) != victims(two)
+
+
+def test_a_never_pod_is_not_eligible_and_the_others_of_its_burst_still_preempt():
+    lows = [pod(f"low-{i}", "1", 10, "a") for i in range(2)]
+    never, high = pod("never", "1", 1000), pod("high", "1", 1000)
+    pending = [to_api_dict(never), to_api_dict(high)]
+    pending[0]["spec"]["preemptionPolicy"] = "Never"
+    objects = ClusterObjects(nodes=[node("a", "2")], pods=[*lows, never, high])
+    refused, chosen = _decide(objects, pending, Profile(), PreemptionArgs())
+    assert refused.node is None and refused.victims == []
+    assert refused.message == "preemption: not eligible due to preemptionPolicy=Never."
+    assert refused.nominated_node_name is None
+    assert chosen.node == "a" and len(chosen.victims) == 1
