@@ -87,6 +87,7 @@ cdef class BurstKernel:
     cdef const int32_t[::1] p_class          # pod -> class
     cdef const int32_t[::1] p_gang_min       # pod -> its gang's minimum, 0 when not in a gang
     cdef const uint8_t[::1] p_gang_last      # pod -> 1 if it ends its gang's run (members are contiguous)
+    cdef int64_t[::1] c_left                 # class -> its pods not yet placed in this chunk
     # ---- outputs of the current chunk
     cdef node_t[::1] out_node                # pod -> row, -1 when not placed
     cdef score_t[::1] out_score              # pod -> total weighted score of the chosen row
@@ -140,5 +141,6 @@ cdef class BurstKernel:
     cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
     cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef Py_ssize_t _place_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
+    cdef Py_ssize_t _place_single(self, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
     cdef void _run(self) noexcept nogil

@@ -179,6 +179,7 @@ cdef class BurstKernel:
         self.p_class = p_class
         self.p_gang_min = p_gang_min
         self.p_gang_last = p_gang_last
+        self.c_left = np.bincount(np.asarray(p_class), minlength=self.nclasses).astype(np.int64)
         self.out_node = out_node
         self.out_score = out_score
         self.out_reasons = out_reasons
@@ -573,27 +574,33 @@ cdef class BurstKernel:
                     or self.p_gang_last[p - 1]:
                 run_start = p
                 placed = 0
-            s = self._slot(c, p)
-            if self._domain(c):
-                n = self._place_spread(s, c, &best)
-            elif self.c_mode[c] == 1:
-                n = self._place_zone(s, c, &best)
+            self.c_left[c] -= 1
+            if self.c_left[c] == 0 and self.class_slot[c] < 0 and not self._domain(c):
+                # The class's only pod in the chunk: one fused pass, no cache to build.
+                s = -1
+                n = self._place_single(c, &best)
             else:
-                best = self.s_tree[s, 1]
-                n = -1
-                if best >= 0:
-                    pos = self._tree_first(s, self.s_cursor[s], best)
-                    if pos < 0:
-                        pos = self._tree_first(s, 0, best)
-                    self.s_cursor[s] = pos + 1
-                    n = pos  # positions are rows outside the zone fast path
+                s = self._slot(c, p)
+                if self._domain(c):
+                    n = self._place_spread(s, c, &best)
+                elif self.c_mode[c] == 1:
+                    n = self._place_zone(s, c, &best)
+                else:
+                    best = self.s_tree[s, 1]
+                    n = -1
+                    if best >= 0:
+                        pos = self._tree_first(s, self.s_cursor[s], best)
+                        if pos < 0:
+                            pos = self._tree_first(s, 0, best)
+                        self.s_cursor[s] = pos + 1
+                        n = pos  # positions are rows outside the zone fast path
             if n < 0:
                 self.out_node[p] = -1
                 self._diagnose(p, c)
             else:
                 self.out_node[p] = <node_t>n
                 self.out_score[p] = best
-                if self._domain(c):
+                if s >= 0 and self._domain(c):
                     self.s_cursor[s] = n + 1
                 self._apply(c, n, 1)
                 placed += 1
@@ -995,3 +1002,87 @@ cdef class BurstKernel:
         self.s_cursor[s] = best_pos + 1
         score[0] = best
         return self.s_iperm[s, best_pos]
+
+    # ------------------------------------------------------- a class's only pod, fused
+    cdef Py_ssize_t _place_single(self, Py_ssize_t c, int64_t* score) noexcept nogil:
+        """Best row for the only pod of a max-tree or zone class (c_mode 0 or 1) in the chunk.
+
+        Building the class's cache (slot, max-tree, zone layout) costs several passes and
+        would be used once; two passes over the rows give the same choice: the best total,
+        ties to the first row in the order the cache would have used (rows; for the zone
+        path, rows grouped by zone, rows without the key last), as with a fresh cursor."""
+        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
+        cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
+        cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
+        cdef bint zone = self.c_mode[c] == 1
+        cdef Py_ssize_t j = self.c_k_off[c], key = 0, nd = 0, n, d, g, zones = 0
+        cdef Py_ssize_t best_n = -1, best_g = 0, feasible = 0
+        cdef int64_t mt = 0, ma = 0, t, best = NEG, hi = 0, lo = -1, raw
+        cdef double weight
+        cdef int64_t fz[MAX_ZONES + 1]
+        cdef int64_t zc[MAX_ZONES + 1]
+        cdef int64_t zscore[MAX_ZONES + 1]
+        if zone:
+            key = self.k_key[j]
+            nd = self.ndom[key]
+            for g in range(nd + 1):
+                fz[g] = 0
+                zc[g] = 0
+        for n in range(self.rows):
+            if static[n] == 0 and self._fits(c, n):
+                self.feas2[n] = 1
+                self.rawsp[n] = self._local(c, n)
+                feasible += 1
+                if taints[n] > mt:
+                    mt = taints[n]
+                if aff[n] > ma:
+                    ma = aff[n]
+                if zone:
+                    d = self.dom[key, n]
+                    fz[d if d >= 0 else nd] += 1
+            else:
+                self.feas2[n] = 0
+            if zone:
+                d = self.dom[key, n]
+                if d >= 0 and self.elig[self.k_elig[j], n]:
+                    zc[d] += self.counters[self.k_counter[j], n]
+        if feasible == 0:
+            return -1
+        if zone:
+            for g in range(nd):
+                if fz[g] > 0:
+                    zones += 1
+            weight = log(<double>(zones + 2))
+            for g in range(nd):
+                if fz[g] > 0:
+                    raw = <int64_t>c_round(<double>zc[g] * weight + <double>(self.k_skew[j] - 1))
+                    zc[g] = raw
+                    if raw > hi:
+                        hi = raw
+                    if lo < 0 or raw < lo:
+                        lo = raw
+            for g in range(nd):
+                if fz[g] > 0:
+                    zscore[g] = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - zc[g]) // hi
+            zscore[nd] = 0
+        for n in range(self.rows):
+            if not self.feas2[n]:
+                continue
+            t = self.rawsp[n]
+            if self.w_taint:
+                t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
+            if self.w_aff and ma > 0:
+                t += self.w_aff * (MAX_SCORE * aff[n] // ma)
+            if zone:
+                d = self.dom[key, n]
+                g = d if d >= 0 else nd
+                t += self.w_spread * zscore[g]
+                if t > best or (t == best and g < best_g):
+                    best = t
+                    best_n = n
+                    best_g = g
+            elif t > best:
+                best = t
+                best_n = n
+        score[0] = best
+        return best_n
