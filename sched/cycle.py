@@ -42,11 +42,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from kubesalvo.core.place import PlacementResult, place_burst
 from kubesalvo.core.preemption import (
@@ -155,9 +158,17 @@ def _decide(
     profile: Profile,
     args: PreemptionArgs,
 ) -> list[PreemptionDecision]:
-    """One decision per pod, in the burst's order, each committed for the next."""
+    """One decision per pod, in the burst's order, each committed for the next.
+
+    A decision that found no node leaves the picture as it was, so until a decision does
+    pick a node, a pod identical to one already decided (same namespace, labels, spec and
+    nomination: replicas of one template) gets a copy of its answer instead of another
+    pass over every node. A burst of thousands of pods that fit nowhere and can evict
+    nothing costs one decision per template, not one per pod.
+    """
     preemptor: Preemptor | None = None
     decisions = []
+    answered: dict[bytes, PreemptionDecision] = {}
     for pod in pending:
         if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
             # Upstream's first eligibility check; answered without building the picture.
@@ -165,12 +176,36 @@ def _decide(
                 PreemptionDecision(None, message=PREEMPTION_PREFIX + NOT_ELIGIBLE_NEVER)
             )
             continue
+        key = _template_key(pod)
+        known = answered.get(key)
+        if known is not None:
+            decisions.append(dataclasses.replace(known, reason_counts=dict(known.reason_counts)))
+            continue
         if preemptor is None:
             preemptor = _preemptor(objects, pending, profile, args)
         decision = preemptor.preempt(pod)
         preemptor.commit(pod, decision)
         decisions.append(decision)
+        if decision.node is None:
+            answered[key] = decision
+        else:
+            answered.clear()
     return decisions
+
+
+def _template_key(pod: Mapping[str, Any]) -> bytes:
+    """What a decision about ``pod`` depends on, of the pod itself (not its name or UID)."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    return msgspec.json.encode(
+        [
+            meta.get("namespace") or "",
+            meta.get("labels") or {},
+            pod.get("spec") or {},
+            status.get("nominatedNodeName") or "",
+        ],
+        order="sorted",
+    )
 
 
 @dataclass

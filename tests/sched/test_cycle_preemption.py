@@ -97,3 +97,15 @@ def test_a_never_pod_is_not_eligible_and_the_others_of_its_burst_still_preempt()
     assert refused.message == "preemption: not eligible due to preemptionPolicy=Never."
     assert refused.nominated_node_name is None
     assert chosen.node == "a" and len(chosen.victims) == 1
+
+
+def test_replicas_that_can_evict_nothing_all_get_the_dry_runs_answer():
+    highs = [pod(f"high-{i}", "1", 1000, "a") for i in range(2)]
+    replicas = [pod(f"r-{i}", "1", 10) for i in range(5)]
+    objects = ClusterObjects(nodes=[node("a", "2")], pods=[*highs, *replicas])
+    decisions = _decide(objects, [to_api_dict(r) for r in replicas], Profile(), PreemptionArgs())
+    expected = (
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
+    assert [d.message for d in decisions] == [expected] * len(replicas)
+    assert all(d.node is None and d.nominated_node_name == "" for d in decisions)
