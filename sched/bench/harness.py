@@ -253,7 +253,8 @@ async def _measure(
     finally:
         watching.cancel()
         await asyncio.gather(watching, return_exceptions=True)
-    say(f"watch: {watch.rewatches} reconnects, {watch.relists} relists after 410 Gone")
+    reconnects = ", ".join(f"{n} {why}" for why, n in watch.rewatches.items()) or "none"
+    say(f"measuring watch: reconnects {reconnects}; {watch.relists} relists after 410 Gone")
     return Measured(created, dict(watch.bound), outcome, clock)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -78,7 +79,9 @@ class BindWatch:
     listed: asyncio.Event = field(default_factory=asyncio.Event)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     relists: int = 0
-    rewatches: int = 0
+    # Why each watch stream ended before the measurement did: "ended" (the server closed
+    # it) or the client-side error's type.
+    rewatches: Counter[str] = field(default_factory=Counter)
 
     async def run(self) -> None:
         resource_version = ""
@@ -88,9 +91,10 @@ class BindWatch:
                 self.listed.set()
             try:
                 resource_version = await self._watch(resource_version)
-            except (TimeoutError, aiohttp.ClientError):
+                self.rewatches["ended"] += 1
+            except (TimeoutError, aiohttp.ClientError) as error:
+                self.rewatches[type(error).__name__] += 1
                 await asyncio.sleep(0.2)  # resume from the last version seen
-            self.rewatches += 1
 
     async def resync(self) -> None:
         """Lists the pods again, to catch a bind that a watch stream failed to deliver."""
