@@ -117,11 +117,11 @@ cdef class BurstKernel:
     cdef int32_t[::1] log_sign               # +1 placed, -1 taken back
     cdef Py_ssize_t log_len
 
-    cdef bint _fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline bint _fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef int64_t _resource_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef int64_t _balanced_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
-    cdef int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
-    cdef int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil

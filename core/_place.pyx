@@ -212,7 +212,7 @@ cdef class BurstKernel:
             self._run()
 
     # ------------------------------------------------------------------ per node terms
-    cdef bint _fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+    cdef inline bint _fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """NodeResourcesFit + NodePorts filter of class c on row n."""
         cdef Py_ssize_t r, k
         if self.fit_on:
@@ -305,7 +305,7 @@ cdef class BurstKernel:
             std = sqrt(acc / <double>k)
         return <int64_t>((1.0 - std) * <double>MAX_SCORE)
 
-    cdef int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+    cdef inline int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """_local for the default scores (LeastAllocated and BalancedAllocation on cpu and
         memory), without the general loops; the same arithmetic."""
         cdef int64_t s = self.fixed[self.c_fixed[c], n]
@@ -334,7 +334,7 @@ cdef class BurstKernel:
             s += self.w_bal * <int64_t>((1.0 - std) * <double>MAX_SCORE)
         return s
 
-    cdef int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+    cdef inline int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         if self.default_scores:
             return self._local_default(c, n)
         cdef int64_t s = self.fixed[self.c_fixed[c], n]
