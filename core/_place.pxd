@@ -122,7 +122,7 @@ cdef class BurstKernel:
     cdef int64_t _balanced_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef inline int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef inline int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
-    cdef int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil
     cdef Py_ssize_t _tree_first(self, Py_ssize_t s, Py_ssize_t lo, int64_t target) noexcept nogil
@@ -133,10 +133,10 @@ cdef class BurstKernel:
     cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil
     cdef void _apply(self, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil
     cdef void _spread_prepare(self, Py_ssize_t c) noexcept nogil
-    cdef int _spread_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline int _spread_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef bint _domain(self, Py_ssize_t c) noexcept nogil
     cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil
-    cdef int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
     cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil

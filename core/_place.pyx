@@ -344,7 +344,7 @@ cdef class BurstKernel:
             s += self.w_bal * self._balanced_score(c, n)
         return s
 
-    cdef int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+    cdef inline int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """The weighted total of class c (cached in slot s) on a feasible row n."""
         cdef int64_t t = self.s_local[s, n], mx
         if self.w_taint:
@@ -654,7 +654,7 @@ cdef class BurstKernel:
                 smallest = 0
             self.dmin[j - j0] = smallest
 
-    cdef int _spread_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+    cdef inline int _spread_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """The hard spread verdict on row n (after _spread_prepare): 0 or a reason code."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], d
         for j in range(j0, self.c_k_off[c + 1]):
@@ -875,7 +875,7 @@ cdef class BurstKernel:
                         self.ipa_topology = True
         self.aff_empty = aff_total == 0
 
-    cdef int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+    cdef inline int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """The inter-pod filter on row n (after _ipa_prepare): 0 or a reason code."""
         cdef Py_ssize_t j, a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1], d
         cdef bint pods_exist = True, any_affinity = False
