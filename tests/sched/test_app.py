@@ -2,7 +2,8 @@
 
 Every check reads the outcome back from the API server and judges it independently of the
 scheduler's code: feasibility (resources, host ports, taints, node selectors and required
-node affinity) is recomputed here from the API objects with its own quantity parser.
+node affinity) is recomputed from the API objects by tests/helpers/feasibility.py, with its
+own quantity parser.
 Covered: bad configuration files (exit 2 with the field path), 2,000 mixed pods onto 500
 kwok nodes bound exactly once and feasibly, FailedScheduling and PodScheduled=False for a
 pod that fits nowhere and its binding once a node that fits is added, ``kubesalvo explain``
@@ -28,7 +29,6 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ import pytest
 from kubesalvo.core.synthetic import make_pods, namespace_objects, priority_class_objects
 from kubesalvo.sched.client import load_credentials
 from kubesalvo.sched.faultproxy import FaultProxy
+from tests.helpers.feasibility import placement_problems
 
 pytestmark = pytest.mark.integration
 
@@ -212,114 +213,6 @@ def delete_pods(control_plane: Any, pods: list[dict[str, Any]]) -> None:
         await asyncio.gather(*(one(p) for p in pods))
 
     control_plane.call(delete)
-
-
-_UNITS = {
-    "": 1, "m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
-}  # fmt: skip
-
-
-def quantity(text: str | int) -> Fraction:
-    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([a-zA-Z]*)", str(text))
-    assert match, f"not a quantity: {text!r}"
-    return Fraction(match.group(1)) * _UNITS[match.group(2)]
-
-
-def requests_of(pod: dict[str, Any]) -> Counter[str]:
-    """Effective requests: the app containers' sum or the largest init container, plus one
-    pod slot."""
-    spec = pod["spec"]
-    total: Counter[str] = Counter()
-    for c in spec["containers"]:
-        for name, amount in c.get("resources", {}).get("requests", {}).items():
-            total[name] += quantity(amount)
-    for c in spec.get("initContainers", []):
-        for name, amount in c.get("resources", {}).get("requests", {}).items():
-            total[name] = max(total[name], quantity(amount))
-    total["pods"] = Fraction(1)
-    return total
-
-
-def _matches(expression: dict[str, Any], labels: dict[str, str]) -> bool:
-    key, op, values = expression["key"], expression["operator"], expression.get("values", [])
-    if op == "In":
-        return labels.get(key) in values
-    if op == "NotIn":
-        return labels.get(key) not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    if key not in labels:
-        return False
-    return int(labels[key]) > int(values[0]) if op == "Gt" else int(labels[key]) < int(values[0])
-
-
-def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool:
-    for t in tolerations:
-        if t.get("effect") and t["effect"] != taint["effect"]:
-            continue
-        if t.get("operator", "Equal") == "Exists":
-            if not t.get("key") or t["key"] == taint["key"]:
-                return True
-        elif t.get("key") == taint["key"] and t.get("value", "") == taint.get("value", ""):
-            return True
-    return False
-
-
-def placement_problems(pods: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> list[str]:
-    """Every way a bound pod breaks its node's limits or its own constraints."""
-    by_name = {n["metadata"]["name"]: n for n in nodes}
-    used: dict[str, Counter[str]] = {name: Counter() for name in by_name}
-    ports: dict[str, Counter[tuple[str, str, int]]] = {name: Counter() for name in by_name}
-    problems = []
-    for pod in pods:
-        node_name = pod["spec"].get("nodeName")
-        if not node_name or pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        who = f"{pod['metadata']['namespace']}/{pod['metadata']['name']} on {node_name}"
-        node = by_name.get(node_name)
-        if node is None:
-            problems.append(f"{who}: no such node")
-            continue
-        used[node_name] += requests_of(pod)
-        for c in pod["spec"]["containers"]:
-            for p in c.get("ports", []):
-                if p.get("hostPort"):
-                    ports[node_name][
-                        (p.get("hostIP", ""), p.get("protocol", "TCP"), p["hostPort"])
-                    ] += 1
-        labels = node["metadata"].get("labels", {})
-        spec = pod["spec"]
-        if any(labels.get(k) != v for k, v in spec.get("nodeSelector", {}).items()):
-            problems.append(f"{who}: nodeSelector not matched")
-        required = (
-            spec.get("affinity", {})
-            .get("nodeAffinity", {})
-            .get("requiredDuringSchedulingIgnoredDuringExecution")
-        )
-        if required and not any(
-            all(_matches(e, labels) for e in term.get("matchExpressions", []))
-            for term in required["nodeSelectorTerms"]
-        ):
-            problems.append(f"{who}: required node affinity not matched")
-        for taint in node.get("spec", {}).get("taints", []):
-            if taint["effect"] in ("NoSchedule", "NoExecute") and not _tolerated(
-                taint, spec.get("tolerations", [])
-            ):
-                problems.append(f"{who}: untolerated taint {taint}")
-    for name, node in by_name.items():
-        allocatable = node["status"]["allocatable"]
-        for resource, amount in used[name].items():
-            if amount > quantity(allocatable.get(resource, "0")):
-                problems.append(
-                    f"{name}: {resource} overcommitted ({amount} > {allocatable.get(resource)})"
-                )
-        problems += [
-            f"{name}: host port {p} used {n} times" for p, n in ports[name].items() if n > 1
-        ]
-    return problems
 
 
 def pod_scheduled(pod: dict[str, Any]) -> dict[str, Any] | None:

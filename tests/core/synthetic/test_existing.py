@@ -6,8 +6,7 @@ from collections import Counter, defaultdict
 
 from kubesalvo.core.resources import node_allocatable, pod_requests
 from kubesalvo.core.synthetic import existing, make_nodes, make_pods
-
-from .feasibility import fits_empty_node
+from tests.helpers.feasibility import fits_empty_node
 
 
 def place_mixed(nodes_count: int, pods_count: int, seed: int = 0):

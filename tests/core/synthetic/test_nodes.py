@@ -9,8 +9,7 @@ import pytest
 
 from kubesalvo.core.synthetic import Fleet, make_nodes
 from kubesalvo.core.synthetic.nodes import apportion
-
-from .quantities import parse
+from tests.helpers.quantities import parse
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 REQUIRED_LABELS = (

@@ -17,9 +17,8 @@ from kubesalvo.core.synthetic import (
     namespace_objects,
     priority_class_objects,
 )
-
-from .feasibility import effective_requests, fits_empty_node
-from .quantities import parse
+from tests.helpers.feasibility import effective_requests, fits_empty_node
+from tests.helpers.quantities import parse
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 

@@ -1,4 +1,8 @@
-"""An independent reading of Kubernetes quantity strings, for checking generated objects."""
+"""An independent reading of Kubernetes quantity strings, for checking objects in tests.
+
+It shares no code with kubesalvo's own parser (core.resources), so that a test judging the
+scheduler's arithmetic does not judge it with the same arithmetic.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +24,9 @@ _SUFFIXES = {
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 
 
-def parse(text: str) -> Fraction:
-    match = _QUANTITY.match(text)
+def parse(text: str | int) -> Fraction:
+    """A quantity in base units (cores, bytes, counts), exactly."""
+    match = _QUANTITY.match(str(text))
     if match is None:
         raise ValueError(f"not a quantity: {text!r}")
     return Fraction(match.group(1)) * _SUFFIXES[match.group(2) or ""]
