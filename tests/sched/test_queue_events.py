@@ -14,7 +14,6 @@ from kubesalvo.sched.queue import (
     NODE_ADD,
     ActionType,
     ClusterEvent,
-    FakeClock,
     QueueName,
     Resource,
     SchedulingQueue,
@@ -22,43 +21,7 @@ from kubesalvo.sched.queue import (
     pod_update_events,
 )
 from kubesalvo.sched.queue.events import PLUGIN_EVENTS
-
-
-def make_pod(
-    name: str,
-    *,
-    priority: int | None = None,
-    gates: tuple[str, ...] = (),
-    labels: dict[str, str] | None = None,
-    scheduler: str = "kubesalvo",
-    cpu: str = "100m",
-    tolerations: list[models.Toleration] | None = None,
-) -> models.Pod:
-    return models.Pod(
-        metadata=models.ObjectMeta(
-            name=name, namespace="default", uid=f"uid-{name}", labels=labels or {}
-        ),
-        spec=models.PodSpec(
-            priority=priority,
-            scheduler_name=scheduler,
-            scheduling_gates=[models.PodSchedulingGate(name=g) for g in gates],
-            tolerations=tolerations or [],
-            containers=[
-                models.Container(
-                    name="c", resources=models.ResourceRequirements(requests={"cpu": cpu})
-                )
-            ],
-        ),
-    )
-
-
-def make_queue(**kwargs: Any) -> tuple[SchedulingQueue, FakeClock]:
-    clock = FakeClock()
-    return SchedulingQueue(clock=clock, **kwargs), clock
-
-
-def names_of(burst: list[Any]) -> list[str]:
-    return [qp.pod.metadata.name for qp in burst]
+from tests.helpers.queue import make_pod, make_queue, names_of
 
 
 def park(q: SchedulingQueue, pod: models.Pod, *plugins: str, pending: tuple[str, ...] = ()) -> Any:

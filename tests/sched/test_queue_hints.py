@@ -10,10 +10,8 @@ from kubesalvo.sched.queue import (
     NODE_ADD,
     ActionType,
     ClusterEvent,
-    FakeClock,
     QueueName,
     Resource,
-    SchedulingQueue,
 )
 from kubesalvo.sched.queue.hints import (
     fit_hint,
@@ -23,6 +21,7 @@ from kubesalvo.sched.queue.hints import (
     pod_topology_spread_hint,
     taint_toleration_hint,
 )
+from tests.helpers.queue import make_queue
 
 NODE_UPDATE = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE)
 
@@ -129,8 +128,7 @@ def test_node_unschedulable_queues_for_uncordoned_nodes() -> None:
 
 
 def test_queue_uses_the_hints_by_default() -> None:
-    clock = FakeClock()
-    q = SchedulingQueue(clock=clock)
+    q, clock = make_queue()
     q.add(pod("8"))
     (qp,) = q.pop_burst(1)
     q.add_unschedulable(qp, ["NodeResourcesFit"])
@@ -145,8 +143,7 @@ def test_a_failing_hint_retries_the_pod() -> None:
     def broken(*_: Any) -> bool:
         raise RuntimeError("boom")
 
-    clock = FakeClock()
-    q = SchedulingQueue(clock=clock, hints={"NodeAffinity": broken})
+    q, clock = make_queue(hints={"NodeAffinity": broken})
     q.add(pod())
     (qp,) = q.pop_burst(1)
     q.add_unschedulable(qp, ["NodeAffinity"])
