@@ -12,6 +12,7 @@ from kubesalvo.core import names
 from kubesalvo.core.profile import ScoringStrategyType, SpreadDefaulting
 from kubesalvo.sched.config import (
     DEFAULT_SCHEDULER_NAME,
+    ProfileConfig,
     SchedulerConfig,
     default_config,
     load_config,
@@ -30,6 +31,13 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "config"
 
 def load(body: str = "") -> SchedulerConfig:
     return parse_config(HEADER + textwrap.dedent(body))
+
+
+def one_profile(section: str, body: str) -> ProfileConfig:
+    """The profile of a configuration whose one profile sets only ``section`` (``plugins``
+    or ``pluginConfig``) to the YAML ``body``."""
+    body = textwrap.indent(textwrap.dedent(body), "    ")
+    return load(f"profiles:\n- {section}:\n{body}").profiles[0]
 
 
 def test_default_config_has_one_profile_named_kubesalvo() -> None:
@@ -144,137 +152,101 @@ def test_several_profiles_with_distinct_names() -> None:
 
 
 def test_disabling_at_multipoint_removes_a_default_everywhere() -> None:
-    plugins = (
-        load(
-            """
-        profiles:
-        - plugins:
-            multiPoint:
-              disabled: [{name: NodeAffinity}]
+    plugins = one_profile(
+        "plugins",
         """
-        )
-        .profiles[0]
-        .plugins
-    )
+        multiPoint:
+          disabled: [{name: NodeAffinity}]
+        """,
+    ).plugins
     assert "NodeAffinity" not in plugins.enabled
 
 
 def test_disabling_at_one_point_keeps_the_plugin_elsewhere() -> None:
-    plugins = (
-        load(
-            """
-        profiles:
-        - plugins:
-            score:
-              disabled: [{name: NodeAffinity}]
+    plugins = one_profile(
+        "plugins",
         """
-        )
-        .profiles[0]
-        .plugins
-    )
+        score:
+          disabled: [{name: NodeAffinity}]
+        """,
+    ).plugins
     assert "NodeAffinity" not in plugins.at("score")
     assert "NodeAffinity" in plugins.at("filter")
     assert "NodeAffinity" in plugins.at("preScore")
 
 
 def test_star_disables_every_default_at_a_point() -> None:
-    plugins = (
-        load(
-            """
-        profiles:
-        - plugins:
-            score:
-              disabled: [{name: "*"}]
-              enabled: [{name: ImageLocality, weight: 7}]
+    plugins = one_profile(
+        "plugins",
         """
-        )
-        .profiles[0]
-        .plugins
-    )
+        score:
+          disabled: [{name: "*"}]
+          enabled: [{name: ImageLocality, weight: 7}]
+        """,
+    ).plugins
     assert plugins.score_weights == (("ImageLocality", 7),)
     assert "TaintToleration" in plugins.at("filter")
 
 
 def test_reconfigured_default_at_its_point_runs_first_with_the_new_weight() -> None:
-    plugins = (
-        load(
-            """
-        profiles:
-        - plugins:
-            score:
-              enabled: [{name: ImageLocality, weight: 10}]
+    plugins = one_profile(
+        "plugins",
         """
-        )
-        .profiles[0]
-        .plugins
-    )
+        score:
+          enabled: [{name: ImageLocality, weight: 10}]
+        """,
+    ).plugins
     assert plugins.score_weights[0] == ("ImageLocality", 10)
     assert [n for n, _ in plugins.score_weights].count("ImageLocality") == 1
 
 
 def test_reconfigured_default_at_multipoint_keeps_its_place() -> None:
-    plugins = (
-        load(
-            """
-        profiles:
-        - plugins:
-            multiPoint:
-              enabled: [{name: NodeAffinity, weight: 9}]
+    plugins = one_profile(
+        "plugins",
         """
-        )
-        .profiles[0]
-        .plugins
-    )
+        multiPoint:
+          enabled: [{name: NodeAffinity, weight: 9}]
+        """,
+    ).plugins
     order = [n for n, _ in plugins.score_weights]
     assert order.index("NodeAffinity") == 1
     assert dict(plugins.score_weights)["NodeAffinity"] == 9
 
 
 def test_zero_or_unset_weight_means_one() -> None:
-    plugins = (
-        load(
-            """
-        profiles:
-        - plugins:
-            score:
-              disabled: [{name: "*"}]
-              enabled: [{name: ImageLocality, weight: 0}, {name: NodeAffinity}]
+    plugins = one_profile(
+        "plugins",
         """
-        )
-        .profiles[0]
-        .plugins
-    )
+        score:
+          disabled: [{name: "*"}]
+          enabled: [{name: ImageLocality, weight: 0}, {name: NodeAffinity}]
+        """,
+    ).plugins
     assert plugins.score_weights == (("ImageLocality", 1), ("NodeAffinity", 1))
 
 
 def test_kubesalvo_plugin_replaces_the_queue_sort() -> None:
-    profile = load(
+    profile = one_profile(
+        "plugins",
         """
-        profiles:
-        - plugins:
-            queueSort:
-              disabled: [{name: PrioritySort}]
-            multiPoint:
-              enabled: [{name: QosAware, weight: 2}]
-        """
-    ).profiles[0]
+        queueSort:
+          disabled: [{name: PrioritySort}]
+        multiPoint:
+          enabled: [{name: QosAware, weight: 2}]
+        """,
+    )
     assert profile.queue_sort == "QosAware"
     assert dict(profile.plugins.score_weights)["QosAware"] == 2
 
 
 def test_star_at_a_point_keeps_multipoint_plugins_out_of_it_only() -> None:
-    plugins = (
-        load(
-            """
-        profiles:
-        - plugins:
-            score:
-              disabled: [{name: "*"}]
+    plugins = one_profile(
+        "plugins",
         """
-        )
-        .profiles[0]
-        .plugins
-    )
+        score:
+          disabled: [{name: "*"}]
+        """,
+    ).plugins
     assert plugins.at("score") == ()
     assert plugins.score_weights == ()
     assert "NodeResourcesFit" in plugins.at("preScore")
@@ -354,23 +326,22 @@ def test_kubesalvo_block() -> None:
 
 
 def test_requested_to_capacity_ratio_args() -> None:
-    profile = load(
+    profile = one_profile(
+        "pluginConfig",
         """
-        profiles:
-        - pluginConfig:
-          - name: NodeResourcesFit
-            args:
-              apiVersion: kubescheduler.config.k8s.io/v1
-              kind: NodeResourcesFitArgs
-              ignoredResources: [example.com/foo]
-              ignoredResourceGroups: [example.com]
-              scoringStrategy:
-                type: RequestedToCapacityRatio
-                resources: [{name: cpu, weight: 0}, {name: nvidia.com/gpu, weight: 5}]
-                requestedToCapacityRatio:
-                  shape: [{utilization: 0, score: 0}, {utilization: 100, score: 10}]
-        """
-    ).profiles[0]
+        - name: NodeResourcesFit
+          args:
+            apiVersion: kubescheduler.config.k8s.io/v1
+            kind: NodeResourcesFitArgs
+            ignoredResources: [example.com/foo]
+            ignoredResourceGroups: [example.com]
+            scoringStrategy:
+              type: RequestedToCapacityRatio
+              resources: [{name: cpu, weight: 0}, {name: nvidia.com/gpu, weight: 5}]
+              requestedToCapacityRatio:
+                shape: [{utilization: 0, score: 0}, {utilization: 100, score: 10}]
+        """,
+    )
     fit = profile.core.fit
     assert fit.ignored_resources == frozenset({"example.com/foo"})
     assert fit.ignored_resource_groups == frozenset({"example.com"})
@@ -381,41 +352,35 @@ def test_requested_to_capacity_ratio_args() -> None:
 
 
 def test_scoring_strategy_without_resources_gets_cpu_and_memory() -> None:
-    strategy = (
-        load(
-            """
-        profiles:
-        - pluginConfig:
-          - name: NodeResourcesFit
-            args: {scoringStrategy: {type: MostAllocated}}
+    strategy = one_profile(
+        "pluginConfig",
         """
-        )
-        .profiles[0]
-        .core.fit.scoring_strategy
-    )
+        - name: NodeResourcesFit
+          args: {scoringStrategy: {type: MostAllocated}}
+        """,
+    ).core.fit.scoring_strategy
     assert strategy.type is ScoringStrategyType.MOST_ALLOCATED
     assert [(r.name, r.weight) for r in strategy.resources] == [("cpu", 1), ("memory", 1)]
 
 
 def test_pod_topology_spread_list_defaulting() -> None:
-    profile = load(
+    profile = one_profile(
+        "pluginConfig",
         """
-        profiles:
-        - pluginConfig:
-          - name: PodTopologySpread
-            args:
-              defaultingType: List
-              defaultConstraints:
-              - maxSkew: 2
-                topologyKey: topology.kubernetes.io/zone
-                whenUnsatisfiable: DoNotSchedule
-                minDomains: 3
-                nodeAffinityPolicy: Ignore
-                nodeTaintsPolicy: Honor
-                matchLabelKeys: [app]
-              - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway}
-        """
-    ).profiles[0]
+        - name: PodTopologySpread
+          args:
+            defaultingType: List
+            defaultConstraints:
+            - maxSkew: 2
+              topologyKey: topology.kubernetes.io/zone
+              whenUnsatisfiable: DoNotSchedule
+              minDomains: 3
+              nodeAffinityPolicy: Ignore
+              nodeTaintsPolicy: Honor
+              matchLabelKeys: [app]
+            - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway}
+        """,
+    )
     spread = profile.args["PodTopologySpread"]
     assert isinstance(spread, PodTopologySpreadArgs)
     assert spread.default_constraints[0] == TopologySpreadConstraint(
@@ -426,58 +391,51 @@ def test_pod_topology_spread_list_defaulting() -> None:
 
 
 def test_pod_topology_spread_list_without_constraints_means_none() -> None:
-    spread = (
-        load(
-            """
-        profiles:
-        - pluginConfig:
-          - {name: PodTopologySpread, args: {defaultingType: List}}
+    spread = one_profile(
+        "pluginConfig",
         """
-        )
-        .profiles[0]
-        .core.spread
-    )
+        - {name: PodTopologySpread, args: {defaultingType: List}}
+        """,
+    ).core.spread
     assert spread.effective_constraints == ()
 
 
 def test_inter_pod_affinity_and_preemption_args() -> None:
-    profile = load(
+    profile = one_profile(
+        "pluginConfig",
         """
-        profiles:
-        - pluginConfig:
-          - name: InterPodAffinity
-            args: {hardPodAffinityWeight: 0, ignorePreferredTermsOfExistingPods: true}
-          - name: DefaultPreemption
-            args: {minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 5}
-        """
-    ).profiles[0]
+        - name: InterPodAffinity
+          args: {hardPodAffinityWeight: 0, ignorePreferredTermsOfExistingPods: true}
+        - name: DefaultPreemption
+          args: {minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 5}
+        """,
+    )
     ipa = profile.core.inter_pod_affinity
     assert (ipa.hard_pod_affinity_weight, ipa.ignore_preferred_terms_of_existing_pods) == (0, True)
     assert profile.preemption == DefaultPreemptionArgs(0, 5)
 
 
 def test_node_affinity_added_affinity_reaches_the_core_in_api_shape() -> None:
-    profile = load(
+    profile = one_profile(
+        "pluginConfig",
         """
-        profiles:
-        - pluginConfig:
-          - name: NodeAffinity
-            args:
-              addedAffinity:
-                requiredDuringSchedulingIgnoredDuringExecution:
-                  nodeSelectorTerms:
-                  - matchExpressions:
-                    - {key: pool, operator: In, values: [batch]}
-                    - {key: cores, operator: Gt, values: ["8"]}
-                    - {key: spot, operator: DoesNotExist}
-                    matchFields:
-                    - {key: metadata.name, operator: NotIn, values: [node-0]}
-                preferredDuringSchedulingIgnoredDuringExecution:
-                - weight: 10
-                  preference:
-                    matchExpressions: [{key: zone, operator: In, values: [a]}]
-        """
-    ).profiles[0]
+        - name: NodeAffinity
+          args:
+            addedAffinity:
+              requiredDuringSchedulingIgnoredDuringExecution:
+                nodeSelectorTerms:
+                - matchExpressions:
+                  - {key: pool, operator: In, values: [batch]}
+                  - {key: cores, operator: Gt, values: ["8"]}
+                  - {key: spot, operator: DoesNotExist}
+                  matchFields:
+                  - {key: metadata.name, operator: NotIn, values: [node-0]}
+              preferredDuringSchedulingIgnoredDuringExecution:
+              - weight: 10
+                preference:
+                  matchExpressions: [{key: zone, operator: In, values: [a]}]
+        """,
+    )
     added = profile.core.node_affinity.added_affinity
     assert added == {
         "requiredDuringSchedulingIgnoredDuringExecution": {
