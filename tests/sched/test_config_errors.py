@@ -302,16 +302,21 @@ def test_plugin_config_for_unknown_plugin() -> None:
     assert "NodeResourcesFit" in e.accepted
 
 
-def test_args_for_a_plugin_without_args() -> None:
-    err = refused("profiles:\n- pluginConfig: [{name: TaintToleration, args: {a: 1}}]\n")
-    assert "takes no args" in str(error_at(err, "profiles[0].pluginConfig[0].args"))
+def plugin_args(name: str, args: str) -> ConfigError:
+    """The refusal of a profile that gives plugin ``name`` the args ``args`` (YAML flow)."""
+    return refused(f"profiles:\n- pluginConfig:\n  - name: {name}\n    args: {args}\n")
 
 
 def fit_args(args: str) -> ConfigError:
-    return refused(f"profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: {args}\n")
+    return plugin_args("NodeResourcesFit", args)
 
 
 ARGS = "profiles[0].pluginConfig[0].args"
+
+
+def test_args_for_a_plugin_without_args() -> None:
+    err = plugin_args("TaintToleration", "{a: 1}")
+    assert "takes no args" in str(error_at(err, ARGS))
 
 
 def test_unknown_args_field() -> None:
@@ -370,20 +375,15 @@ def test_ignored_resources_must_be_label_names() -> None:
 
 
 def test_balanced_allocation_weights_must_be_one_and_resources_distinct() -> None:
-    err = refused(
-        """
-        profiles:
-        - pluginConfig:
-          - name: NodeResourcesBalancedAllocation
-            args: {resources: [{name: cpu, weight: 2}, {name: cpu}]}
-        """
+    err = plugin_args(
+        "NodeResourcesBalancedAllocation", "{resources: [{name: cpu, weight: 2}, {name: cpu}]}"
     )
     assert error_at(err, f"{ARGS}.resources[0].weight").detail == "must be 1"
     assert error_at(err, f"{ARGS}.resources[1].name").kind is ErrorKind.DUPLICATE
 
 
 def spread_args(args: str) -> ConfigError:
-    return refused(f"profiles:\n- pluginConfig:\n  - name: PodTopologySpread\n    args: {args}\n")
+    return plugin_args("PodTopologySpread", args)
 
 
 def test_system_defaulting_refuses_constraints() -> None:
@@ -421,15 +421,13 @@ def test_bad_default_constraints() -> None:
 
 
 def test_hard_pod_affinity_weight_range() -> None:
-    config = "[{name: InterPodAffinity, args: {hardPodAffinityWeight: 101}}]"
-    err = refused(f"profiles:\n- pluginConfig: {config}\n")
+    err = plugin_args("InterPodAffinity", "{hardPodAffinityWeight: 101}")
     assert "[0, 100]" in error_at(err, f"{ARGS}.hardPodAffinityWeight").detail
 
 
 def test_default_preemption_bounds() -> None:
-    err = refused(
-        "profiles:\n- pluginConfig: [{name: DefaultPreemption, args: "
-        "{minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 0}}]\n"
+    err = plugin_args(
+        "DefaultPreemption", "{minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 0}"
     )
     assert (
         "cannot be zero at the same time"
@@ -439,9 +437,8 @@ def test_default_preemption_bounds() -> None:
         "cannot be zero at the same time"
         in error_at(err, f"{ARGS}.minCandidateNodesAbsolute").detail
     )
-    err = refused(
-        "profiles:\n- pluginConfig: [{name: DefaultPreemption, args: "
-        "{minCandidateNodesPercentage: 101, minCandidateNodesAbsolute: -1}}]\n"
+    err = plugin_args(
+        "DefaultPreemption", "{minCandidateNodesPercentage: 101, minCandidateNodesAbsolute: -1}"
     )
     assert "[0, 100]" in error_at(err, f"{ARGS}.minCandidateNodesPercentage").detail
     assert "[0, inf)" in error_at(err, f"{ARGS}.minCandidateNodesAbsolute").detail
@@ -485,9 +482,8 @@ def test_bad_added_affinity() -> None:
 
 
 def test_volume_binding_shape_needs_its_feature_gate() -> None:
-    err = refused(
-        "profiles:\n- pluginConfig: [{name: VolumeBinding, args: "
-        "{bindTimeoutSeconds: -1, shape: [{utilization: 0, score: 0}]}}]\n"
+    err = plugin_args(
+        "VolumeBinding", "{bindTimeoutSeconds: -1, shape: [{utilization: 0, score: 0}]}"
     )
     assert "negative" in error_at(err, f"{ARGS}.bindTimeoutSeconds").detail
     assert "StorageCapacityScoring" in error_at(err, f"{ARGS}.shape").detail
