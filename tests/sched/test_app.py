@@ -130,6 +130,13 @@ class SchedulerProcess:
                 return float(match.group(2))
         return 0.0
 
+    def wait_metric(self, metric: str, at_least: float, timeout: float, **labels: str) -> None:
+        """Wait until the scheduler's ``metric`` (with ``labels``) reaches ``at_least``."""
+        deadline = time.monotonic() + timeout
+        while self.metric(metric, **labels) < at_least:
+            assert time.monotonic() < deadline, self.tail()
+            time.sleep(0.02)
+
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
@@ -265,6 +272,24 @@ def ours(pods: list[dict[str, Any]], listed: list[dict[str, Any]]) -> list[dict[
     return [p for p in listed if (p["metadata"]["namespace"], p["metadata"]["name"]) in names]
 
 
+def all_decided(control_plane: Any, pods: list[dict[str, Any]]) -> bool:
+    """Whether each of our pods is bound or was reported Unschedulable."""
+    return all(
+        p["spec"].get("nodeName") or (pod_scheduled(p) or {}).get("reason") == "Unschedulable"
+        for p in ours(pods, list_objects(control_plane, "/api/v1/pods"))
+    )
+
+
+def bound_uids(pods: list[dict[str, Any]]) -> set[str]:
+    return {p["metadata"]["uid"] for p in pods if p["spec"].get("nodeName")}
+
+
+def problems_now(control_plane: Any) -> list[str]:
+    """What is wrong with every placement in the cluster as the API server has it now."""
+    nodes = list_objects(control_plane, "/api/v1/nodes")
+    return placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes)
+
+
 # --- tests ----------------------------------------------------------------------------------
 
 
@@ -319,14 +344,14 @@ def test_2000_mixed_pods_onto_500_nodes_are_bound_once_and_feasibly(
     created = time.monotonic() - began
     try:
 
-        def all_decided() -> bool:
+        def all_listed_and_decided() -> bool:
             listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
             return len(listed) == len(pods) and all(
                 p["spec"].get("nodeName") or (pod_scheduled(p) or {}).get("status") == "False"
                 for p in listed
             )
 
-        settled(process, 240, all_decided)
+        settled(process, 240, all_listed_and_decided)
         decided = time.monotonic() - began
         print(f"2000 pods: created in {created:.1f}s, all decided after {decided:.1f}s")
         listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
@@ -355,18 +380,19 @@ def test_2000_mixed_pods_onto_500_nodes_are_bound_once_and_feasibly(
         delete_pods(control_plane, pods)
 
 
-def _own_node(name: str, label: str) -> dict[str, Any]:
+def kwok_node(name: str, pool: str, cpu: str = "8", memory: str = "32Gi") -> dict[str, Any]:
+    """A kwok node of its own pool (label ``kubesalvo.io/test-pool``), outside the fleet."""
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
-            "labels": {"kubernetes.io/hostname": name, "kubesalvo.io/test-pool": label},
+            "labels": {"kubernetes.io/hostname": name, "kubesalvo.io/test-pool": pool},
             "annotations": {"kwok.x-k8s.io/node": "fake"},
         },
         "status": {
-            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+            "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
         },
     }
 
@@ -418,7 +444,7 @@ def test_a_pod_that_fits_nowhere_is_reported_and_bound_once_a_node_fits(
     assert f"{len(nodes):>5}  node(s) didn't match Pod's node affinity/selector" in explain.stdout
 
     node_name = f"{label}-node"
-    control_plane.create([_own_node(node_name, label)])
+    control_plane.create([kwok_node(node_name, label)])
     try:
         settled(
             process,
@@ -443,10 +469,7 @@ def test_sigterm_drains_the_binds_in_flight_and_exits_0(control_plane, fleet, sc
     process = scheduler(max_burst=200)
     control_plane.create(pods)
     try:
-        deadline = time.monotonic() + 120
-        while process.metric("kubesalvo_binds_total", result="bound") == 0:
-            assert time.monotonic() < deadline, process.tail()
-            time.sleep(0.05)
+        process.wait_metric("kubesalvo_binds_total", 1, 120, result="bound")
         assert process.terminate() == 0, process.tail()
         log = process.log.read_text()
         assert "draining binds and stopping" in log
@@ -454,8 +477,7 @@ def test_sigterm_drains_the_binds_in_flight_and_exits_0(control_plane, fleet, sc
         assert drained and drained[0]["msg"].startswith("drained ")
         # Nothing was left half-done: every pod it bound is bound, none assumed twice.
         listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
-        nodes = list_objects(control_plane, "/api/v1/nodes")
-        assert placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes) == []
+        assert problems_now(control_plane) == []
         assert any(p["spec"].get("nodeName") for p in listed)
     finally:
         process.kill()
@@ -469,10 +491,7 @@ def test_kill_9_in_the_middle_and_a_restart_bind_every_pod_exactly_once(
     first = scheduler(max_burst=100, name="first")
     control_plane.create(pods)
     try:
-        deadline = time.monotonic() + 120
-        while first.metric("kubesalvo_binds_total", result="bound") < 50:
-            assert time.monotonic() < deadline, first.tail()
-            time.sleep(0.02)
+        first.wait_metric("kubesalvo_binds_total", 50, 120, result="bound")
         os.kill(first.process.pid, signal.SIGKILL)
         first.process.wait(10)
         before = after_the_dust(control_plane, pods)
@@ -480,27 +499,17 @@ def test_kill_9_in_the_middle_and_a_restart_bind_every_pod_exactly_once(
         assert 0 < len(left) < len(pods), "the kill did not land in the middle"
 
         second = scheduler(max_burst=1000, name="second")
-
-        def all_decided() -> bool:
-            listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
-            return all(
-                p["spec"].get("nodeName")
-                or (pod_scheduled(p) or {}).get("reason") == "Unschedulable"
-                for p in listed
-            )
-
-        settled(second, 240, all_decided)
+        settled(second, 240, lambda: all_decided(control_plane, pods))
         after = ours(pods, list_objects(control_plane, "/api/v1/pods"))
-        bound_now = {p["metadata"]["uid"] for p in after if p["spec"].get("nodeName")}
-        bound_before = {p["metadata"]["uid"] for p in before if p["spec"].get("nodeName")}
+        bound_now = bound_uids(after)
+        bound_before = bound_uids(before)
         # Nothing the first process bound moved, and the second bound only what was left.
         assert bound_before <= bound_now
         assert second.metric("kubesalvo_binds_total", result="bound") == len(
             bound_now - bound_before
         )
         assert second.metric("kubesalvo_binds_total", result="forgotten") == 0
-        nodes = list_objects(control_plane, "/api/v1/nodes")
-        assert placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes) == []
+        assert problems_now(control_plane) == []
     finally:
         delete_pods(control_plane, pods)
 
@@ -510,38 +519,25 @@ def test_of_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_
 ):
     lease = f"kubesalvo-test-{secrets.token_hex(3)}"
     leader = scheduler(max_burst=100, name="leader", lease=lease)
-    deadline = time.monotonic() + 30
-    while leader.metric("leader_election_master_status", name=lease) != 1:
-        assert time.monotonic() < deadline, leader.tail()
-        time.sleep(0.1)
+    leader.wait_metric("leader_election_master_status", 1, 30, name=lease)
     standby = scheduler(max_burst=1000, name="standby", lease=lease)
     assert standby.metric("leader_election_master_status", name=lease) == 0
     pods = burst(600, seed=14)
     control_plane.create(pods)
     try:
-        while leader.metric("kubesalvo_binds_total", result="bound") < 50:
-            assert time.monotonic() < deadline + 120, leader.tail()
-            time.sleep(0.02)
+        leader.wait_metric("kubesalvo_binds_total", 50, 150, result="bound")
         os.kill(leader.process.pid, signal.SIGKILL)
         leader.process.wait(10)
         before = ours(pods, list_objects(control_plane, "/api/v1/pods"))
-        bound_before = {p["metadata"]["uid"] for p in before if p["spec"].get("nodeName")}
+        bound_before = bound_uids(before)
         # The standby never bound while the other led.
         assert standby.metric("kubesalvo_binds_total", result="bound") == 0
         assert standby.metric("kubesalvo_binds_total", result="failed") == 0
 
-        def all_decided() -> bool:
-            listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
-            return all(
-                p["spec"].get("nodeName")
-                or (pod_scheduled(p) or {}).get("reason") == "Unschedulable"
-                for p in listed
-            )
-
-        settled(standby, 240, all_decided)
+        settled(standby, 240, lambda: all_decided(control_plane, pods))
         assert standby.metric("leader_election_master_status", name=lease) == 1
         after = ours(pods, list_objects(control_plane, "/api/v1/pods"))
-        bound_now = {p["metadata"]["uid"] for p in after if p["spec"].get("nodeName")}
+        bound_now = bound_uids(after)
         assert bound_before <= bound_now and len(bound_now) > len(bound_before)
         # At most what was left: binds the dead leader had sent may have landed after
         # ``before`` was read, but the standby never bound a pod a second time.
@@ -551,8 +547,7 @@ def test_of_two_replicas_only_the_leader_binds_and_the_other_takes_over_when_it_
             <= len(bound_now - bound_before)
         )
         assert standby.metric("kubesalvo_binds_total", result="forgotten") == 0
-        nodes = list_objects(control_plane, "/api/v1/nodes")
-        assert placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes) == []
+        assert problems_now(control_plane) == []
     finally:
         delete_pods(control_plane, pods)
 
@@ -602,23 +597,11 @@ def test_through_faults_every_pod_is_bound_exactly_once(control_plane, fleet, sc
         pods = burst(500, seed=15)
         control_plane.create(pods)
         try:
-            deadline = time.monotonic() + 120
-            while process.metric("kubesalvo_binds_total", result="bound") < 100:
-                assert time.monotonic() < deadline, process.tail()
-                time.sleep(0.05)
+            process.wait_metric("kubesalvo_binds_total", 100, 120, result="bound")
             proxy.drop_watches()
             # Now binds that fail before the API server sees them.
             faults.bind_errors, faults.bind_error_after_forward = 20, False
-
-            def all_decided() -> bool:
-                listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
-                return all(
-                    p["spec"].get("nodeName")
-                    or (pod_scheduled(p) or {}).get("reason") == "Unschedulable"
-                    for p in listed
-                )
-
-            settled(process, 240, all_decided)
+            settled(process, 240, lambda: all_decided(control_plane, pods))
             assert stats.bind_errors == 50 and stats.throttled == 20
             assert stats.gone >= 1 and stats.dropped >= 1
             listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
@@ -630,8 +613,7 @@ def test_through_faults_every_pod_is_bound_exactly_once(control_plane, fleet, sc
             }
             assert len(accepted) == len(bound)
             assert set(accepted.values()) == {1}
-            nodes = list_objects(control_plane, "/api/v1/nodes")
-            assert placement_problems(list_objects(control_plane, "/api/v1/pods"), nodes) == []
+            assert problems_now(control_plane) == []
         finally:
             process.kill()
             delete_pods(control_plane, pods)
@@ -661,7 +643,7 @@ def test_one_process_serves_every_profile_and_leaves_other_schedulers_pods_alone
     names = [f"{label}-{i}" for i in range(3)]
     taint = {"key": "kubesalvo.io/test-pool", "value": label, "effect": "NoSchedule"}
     control_plane.create(
-        [{**_own_node(name, label), "spec": {"taints": [taint]}} for name in names]
+        [{**kwok_node(name, label), "spec": {"taints": [taint]}} for name in names]
     )
 
     def pod(name: str, scheduler_name: str) -> dict[str, Any]:

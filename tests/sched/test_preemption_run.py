@@ -18,7 +18,7 @@ import pytest
 
 from kubesalvo.core.preemption import NOT_ELIGIBLE_NEVER
 from tests.sched import test_app
-from tests.sched.test_app import delete_pods, list_objects, pod_scheduled, settled
+from tests.sched.test_app import delete_pods, kwok_node, list_objects, pod_scheduled, settled
 
 pytestmark = pytest.mark.integration
 
@@ -27,22 +27,6 @@ scheduler = test_app.scheduler
 
 NODES = 2
 LOW_PER_NODE = 2
-
-
-def _node(name: str, pool: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, "kubesalvo.io/test-pool": pool},
-            "annotations": {"kwok.x-k8s.io/node": "fake"},
-        },
-        "status": {
-            "capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"},
-            "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"},
-        },
-    }
 
 
 def _priority_class(name: str, value: int, policy: str) -> dict[str, Any]:
@@ -110,7 +94,7 @@ def test_a_high_priority_pod_evicts_one_low_priority_pod_and_binds_where_it_was_
             _priority_class(never, 10_000, "Never"),
         ]
     )
-    control_plane.create([_node(name, pool) for name in node_names])
+    control_plane.create([kwok_node(name, pool, cpu="2", memory="8Gi") for name in node_names])
     process = scheduler()
     lows = [_pod(namespace, f"low-{i}", pool, low) for i in range(NODES * LOW_PER_NODE)]
     created: list[dict[str, Any]] = list(lows)
