@@ -161,6 +161,8 @@ class Encoder:
         self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}  # selector -> matching rows
         self.classes: list[ClassInfo] = []
         self._class_of: dict[bytes, int] = {}
+        self._taint_keys: set[str] = set()
+        self._taint_keys_version = -1
 
     # ------------------------------------------------------------------ classes
     def classify(self, pods: Sequence[Mapping[str, Any]]) -> npt.NDArray[np.int32]:
@@ -220,10 +222,22 @@ class Encoder:
         )
         node_affinity = (affinity or {}).get("nodeAffinity") or {}
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        # Tolerations of keys no node taint has tolerate nothing: leaving them out of the
+        # keys lets pods that differ only there (one team key each) share static tables.
+        # Likewise the filters only see NoSchedule/NoExecute tolerations, the score only
+        # PreferNoSchedule ones (an empty effect counts for both).
+        tolerations = self._relevant_tolerations(spec.get("tolerations"))
         info.static_key = _ENCODE.encode(
-            (spec.get("nodeName"), spec.get("nodeSelector"), required, spec.get("tolerations"))
+            (
+                spec.get("nodeName"),
+                spec.get("nodeSelector"),
+                required,
+                [t for t in tolerations if t.get("effect") != "PreferNoSchedule"],
+            )
         )
-        info.taint_key = _ENCODE.encode(spec.get("tolerations"))
+        info.taint_key = _ENCODE.encode(
+            [t for t in tolerations if (t.get("effect") or "") in ("", "PreferNoSchedule")]
+        )
         info.aff_key = _ENCODE.encode(
             node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
         )
@@ -231,6 +245,17 @@ class Encoder:
         if required is not None and self._names_conflict(required):
             info.prefilter_message = names.ERR_REASON_NODE_AFFINITY_CONFLICT
         return info
+
+    def _relevant_tolerations(self, tolerations: Any) -> list[Mapping[str, Any]]:
+        """The tolerations that may tolerate a taint of the state (or the unschedulable one)."""
+        if not tolerations:
+            return []
+        if self._taint_keys_version != self.state.version:
+            self._taint_keys = {taint[0] for taint in self.state.taint_list}
+            self._taint_keys.add(UNSCHEDULABLE_TAINT[0])
+            self._taint_keys_version = self.state.version
+        keys = self._taint_keys
+        return [t for t in tolerations if not t.get("key") or t["key"] in keys]
 
     # ---------------------------------------------------------------- tables
     def tables(self, class_ids: Sequence[int]) -> StaticTables:

@@ -50,6 +50,31 @@ def test_classes_with_the_same_constraints_share_static_rows():
     assert tables.static_reason.shape == (1, 2)
 
 
+def test_tolerations_of_keys_no_node_has_do_not_split_static_rows():
+    taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+    soft = {"key": "spot", "value": "", "effect": "PreferNoSchedule"}
+    enc = encoder(node("plain"), node("gpu", taints=[taint]), node("spot", taints=[soft]))
+
+    def toleration(key, effect="NoSchedule"):
+        return {"key": key, "operator": "Exists", "effect": effect}
+
+    pods = [
+        pod("p1", app="a", tolerations=[toleration("team-1")]),
+        pod("p2", app="b", tolerations=[toleration("team-2"), toleration("team-3", "")]),
+        pod("p3", app="c", tolerations=[toleration("team-4"), toleration("dedicated")]),
+        pod("p4", app="d", tolerations=[toleration("", "")]),  # empty key: every taint
+        pod("p5", app="e", tolerations=[toleration("spot", "PreferNoSchedule")]),
+    ]
+    tables = enc.tables(enc.classify(pods).tolist())
+    assert tables.c_static.tolist() == [0, 0, 1, 2, 0]
+    assert tables.static_reason[0].tolist() == [0, R_TAINT, 0]
+    assert tables.static_reason[1].tolist() == [0, 0, 0]
+    assert tables.static_reason[2].tolist() == [0, 0, 0]
+    assert tables.c_taint.tolist() == [0, 0, 0, 1, 2]
+    assert tables.taint_count[0].tolist() == [0, 0, 1]
+    assert tables.taint_count[1].tolist() == [0, 0, 0]
+
+
 def test_static_reasons_follow_filter_order():
     taint = {"key": "k", "value": "v", "effect": "NoSchedule"}
     enc = encoder(
