@@ -24,6 +24,7 @@ cdef class BurstKernel:
     cdef int64_t w_fit, w_bal, w_taint, w_aff  # score plugin weights (0 = plugin disabled)
     cdef bint fit_on, ports_on               # NodeResourcesFit / NodePorts filters enabled
     cdef bint default_scores                 # LeastAllocated and BalancedAllocation on cpu+memory
+    cdef bint even_weights                   # NodeResourcesFit's two resources weigh the same
     cdef bint spread_on                      # PodTopologySpread filter enabled
     cdef int64_t w_spread                    # PodTopologySpread score weight (0 = disabled)
     cdef bint ipa_on                         # InterPodAffinity filter enabled
@@ -37,6 +38,7 @@ cdef class BurstKernel:
     cdef uint8_t[::1] feas2                  # scratch, per row: feasible for the current pod
     cdef int64_t[::1] rawsp                  # scratch, per row: raw spread score of the current pod
     cdef int64_t[::1] rawipa                 # scratch, per row: raw inter-pod score of the current pod
+    cdef int64_t[::1] rawloc                 # scratch, per row: local score of a class's only pod
     cdef int64_t[:, ::1] acount              # scratch, inter-pod rows of a class x domains: counted pods
     cdef bint aff_empty                      # no pod anywhere matches all required affinity terms
     cdef bint ipa_topology                   # some scoring term matched a pod (else the plugin is skipped)
@@ -70,6 +72,7 @@ cdef class BurstKernel:
     cdef const uint8_t[::1] k_host           # constraint -> 1 if its key is kubernetes.io/hostname
     cdef const uint8_t[:, ::1] elig          # E x rows: 1 if the node counts for the constraint
     cdef int32_t[:, ::1] counters            # Q x rows: pods matching each (namespace, selector), mutated
+    cdef int64_t[::1] ctr_total              # Q: sum of each counter over the rows (0 = counts no pod)
     cdef const int32_t[::1] c_inc_off        # classes+1: offsets into c_inc
     cdef const int32_t[::1] c_inc            # counters a placed pod of the class raises
     cdef const int32_t[::1] c_a_off          # classes+1: offsets into the a_* inter-pod rows
@@ -134,6 +137,8 @@ cdef class BurstKernel:
     cdef void _apply(self, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil
     cdef void _spread_prepare(self, Py_ssize_t c) noexcept nogil
     cdef inline int _spread_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef bint _spread_empty(self, Py_ssize_t c, bint hard) noexcept nogil
+    cdef inline int _spread_keys(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef bint _domain(self, Py_ssize_t c) noexcept nogil
     cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil
     cdef inline int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil

@@ -74,6 +74,21 @@ cdef inline int64_t _broken_linear(const int64_t[::1] us, const int64_t[::1] ss,
     return ss[k - 1]
 
 
+cdef inline int64_t _floor_div(int64_t x, int64_t a) noexcept nogil:
+    """x // a for 0 <= x and 0 < a, through a double division when that is exact.
+
+    Below 2**52 both operands are exact doubles and the rounded quotient is at most one
+    above the true floor (never below it), so one integer check corrects it; the double
+    divider pipelines where the integer one does not."""
+    cdef int64_t q
+    if x < (<int64_t>1 << 52):
+        q = <int64_t>(<double>x / <double>a)
+        if q * a > x:
+            q -= 1
+        return q
+    return x // a
+
+
 cdef class BurstKernel:
 
     def __init__(self, alloc, req, nzreq, port_use, int strategy, sc_cols, sc_weight,
@@ -104,6 +119,8 @@ cdef class BurstKernel:
         self.default_scores = (
             strategy == 0 and list(sc_cols) == [0, 1] and list(bal_cols) == [0, 1]
         )
+        # equal cpu and memory weights: the weighted mean of two scores is their halved sum
+        self.even_weights = len(sc_weight) == 2 and sc_weight[0] == sc_weight[1]
         self.w_spread = w_spread
         self.spread_on = spread_on
         self.dom = dom
@@ -116,6 +133,7 @@ cdef class BurstKernel:
         self.feas2 = np.zeros(self.rows, dtype=np.uint8)
         self.rawsp = np.zeros(self.rows, dtype=np.int64)
         self.rawipa = np.zeros(self.rows, dtype=np.int64)
+        self.rawloc = np.zeros(self.rows, dtype=np.int64)
         self.w_ipa = w_ipa
         self.ipa_on = ipa_on
         leaves = 2
@@ -163,6 +181,7 @@ cdef class BurstKernel:
         self.k_host = k_host
         self.elig = elig
         self.counters = counters
+        self.ctr_total = np.asarray(counters, dtype=np.int64).sum(axis=1)
         self.c_inc_off = c_inc_off
         self.c_inc = c_inc
         self.c_a_off = c_a_off
@@ -310,18 +329,26 @@ cdef class BurstKernel:
         memory), without the general loops; the same arithmetic."""
         cdef int64_t s = self.fixed[self.c_fixed[c], n]
         cdef int64_t a0 = self.alloc[n, 0], a1 = self.alloc[n, 1], used, total = 0, weights = 0
+        cdef int64_t s0 = 0, s1 = 0
         cdef double f0, f1, std = 0.0
         if self.w_fit:
             if a0 != 0:
                 used = self.nzreq[n, 0] + self.c_nz[c, 0]
-                total += (0 if used > a0 else (a0 - used) * MAX_SCORE // a0) * self.sc_weight[0]
-                weights += self.sc_weight[0]
+                s0 = 0 if used > a0 else _floor_div((a0 - used) * MAX_SCORE, a0)
             if a1 != 0:
                 used = self.nzreq[n, 1] + self.c_nz[c, 1]
-                total += (0 if used > a1 else (a1 - used) * MAX_SCORE // a1) * self.sc_weight[1]
-                weights += self.sc_weight[1]
-            if weights:
-                s += self.w_fit * (total // weights)
+                s1 = 0 if used > a1 else _floor_div((a1 - used) * MAX_SCORE, a1)
+            if a0 != 0 and a1 != 0 and self.even_weights:
+                s += self.w_fit * ((s0 + s1) >> 1)
+            else:
+                if a0 != 0:
+                    total += s0 * self.sc_weight[0]
+                    weights += self.sc_weight[0]
+                if a1 != 0:
+                    total += s1 * self.sc_weight[1]
+                    weights += self.sc_weight[1]
+                if weights:
+                    s += self.w_fit * (total // weights)
         if self.w_bal and (self.c_req[c, 0] > 0 or self.c_req[c, 1] > 0):
             if a0 != 0 and a1 != 0:
                 f0 = <double>(self.req[n, 0] + self.c_req[c, 0]) / <double>a0
@@ -514,6 +541,7 @@ cdef class BurstKernel:
             self.port_use[n, self.c_port_own[k]] += sign
         for k in range(self.c_inc_off[c], self.c_inc_off[c + 1]):
             self.counters[self.c_inc[k], n] += sign
+            self.ctr_total[self.c_inc[k]] += sign
         self.log_row[self.log_len] = <int32_t>n
         self.log_class[self.log_len] = <int32_t>c
         self.log_sign[self.log_len] = sign
@@ -575,10 +603,13 @@ cdef class BurstKernel:
                 run_start = p
                 placed = 0
             self.c_left[c] -= 1
-            if self.c_left[c] == 0 and self.class_slot[c] < 0 and not self._domain(c):
-                # The class's only pod in the chunk: one fused pass, no cache to build.
+            if self.c_left[c] == 0 and self.class_slot[c] < 0:
+                # The class's only pod in the chunk: fused passes, no cache to build.
                 s = -1
-                n = self._place_single(c, &best)
+                if self._domain(c):
+                    n = self._place_spread(-1, c, &best)
+                else:
+                    n = self._place_single(c, &best)
             else:
                 s = self._slot(c, p)
                 if self._domain(c):
@@ -667,12 +698,38 @@ cdef class BurstKernel:
                 return R_SPREAD
         return 0
 
+    cdef bint _spread_empty(self, Py_ssize_t c, bint hard) noexcept nogil:
+        """Whether the class's hard (or soft) constraints count no pod anywhere yet.
+
+        Then every domain count is 0: a hard constraint only asks for its key (a pod that
+        matches itself adds 1, never above a maxSkew >= 1), and soft raw scores are just the
+        constraints' maxSkew - 1 over the keys the row has."""
+        cdef Py_ssize_t j
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            if self.k_hard[j] != hard:
+                continue
+            if self.ctr_total[self.k_counter[j]] != 0:
+                return False
+            if hard and self.k_self[j] > self.k_skew[j]:
+                return False
+        return True
+
+    cdef inline int _spread_keys(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """_spread_reason when _spread_empty(c, True): only missing keys reject a row."""
+        cdef Py_ssize_t j
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            if self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
+                return R_SPREAD_LABEL
+        return 0
+
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
         """Pick the row for a pod with spread constraints, in a few passes over the rows.
 
         Hard constraints narrow the slot's feasible rows; soft ones are scored over the
         resulting feasible rows and normalised there, as are TaintToleration and
-        NodeAffinity. Returns -1 when no row is feasible."""
+        NodeAffinity. Returns -1 when no row is feasible. With s = -1 (the class's only pod
+        in the chunk) the static filters, fit and local scores are computed in the first
+        pass instead of read from a slot, as a fresh slot would hold them."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key, i
         cdef Py_ssize_t feasible = 0, counted = 0, best_n = -1, start
         cdef bint hard = False, soft = False, all_keys, ipa_filter = False, ipa_score = False
@@ -686,6 +743,8 @@ cdef class BurstKernel:
         cdef double weights[64]
         cdef uint8_t missing[64]
         cdef bint require_all = self.c_spread_all[c]
+        cdef bint single = s < 0, hard_empty = False, soft_empty = False
+        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
         for j in range(j0, j1):
             if self.k_hard[j]:
                 hard = True
@@ -694,7 +753,13 @@ cdef class BurstKernel:
         hard = hard and self.spread_on
         soft = soft and self.w_spread != 0 and j1 - j0 <= 64
         if hard:
-            self._spread_prepare(c)
+            hard_empty = self._spread_empty(c, True)
+            if not hard_empty:
+                self._spread_prepare(c)
+        if soft:
+            soft_empty = self._spread_empty(c, False)
+            hi = 0
+            lo = -1
         if a1 > a0:
             self._ipa_prepare(c)
             for j in range(a0, a1):
@@ -705,21 +770,47 @@ cdef class BurstKernel:
             ipa_filter = ipa_filter and self.ipa_on
             ipa_score = ipa_score and self.w_ipa != 0 and self.ipa_topology
         for n in range(self.rows):
-            v = self.s_feas[s, n]
-            if v and hard and self._spread_reason(c, n):
-                v = 0
+            if single:
+                v = static[n] == 0 and self._fits(c, n)
+            else:
+                v = self.s_feas[s, n]
+            if v and hard:
+                if hard_empty:
+                    if self._spread_keys(c, n):
+                        v = 0
+                elif self._spread_reason(c, n):
+                    v = 0
             if v and ipa_filter and self._ipa_reason(c, n):
                 v = 0
             self.feas2[n] = <uint8_t>v
             if v:
                 feasible += 1
+                if single:
+                    self.rawloc[n] = self._local(c, n)
                 if taints[n] > mt:
                     mt = taints[n]
                 if aff[n] > ma:
                     ma = aff[n]
+                if soft_empty:
+                    # Every count is 0: the raw score is the summed maxSkew - 1 of the
+                    # keys the row has (a row missing one scores 0 when require_all).
+                    t = 0
+                    for j in range(j0, j1):
+                        if not self.k_hard[j]:
+                            if self.dom[self.k_key[j], n] >= 0:
+                                t += self.k_skew[j] - 1
+                            elif require_all:
+                                t = -1
+                                break
+                    self.rawsp[n] = t
+                    if t >= 0:
+                        if t > hi:
+                            hi = t
+                        if lo < 0 or t < lo:
+                            lo = t
         if feasible == 0:
             return -1
-        if soft:
+        if soft and not soft_empty:
             # Domains of the feasible rows that have every soft key (the others score 0).
             for j in range(j0, j1):
                 if not self.k_hard[j]:
@@ -816,7 +907,7 @@ cdef class BurstKernel:
                     ilo = v
                 ifirst = False
         # Totals over the feasible rows; ties go to the first row at or after the cursor.
-        start = self.s_cursor[s]
+        start = 0 if single else self.s_cursor[s]
         if start >= self.rows:
             start = 0
         for i in range(self.rows):
@@ -825,7 +916,7 @@ cdef class BurstKernel:
                 n -= self.rows
             if not self.feas2[n]:
                 continue
-            t = self.s_local[s, n]
+            t = self.rawloc[n] if single else self.s_local[s, n]
             if self.w_taint:
                 t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
             if self.w_aff and ma > 0:
