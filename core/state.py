@@ -17,11 +17,20 @@ used, and ``present`` says which of them hold a node):
   spread and inter-pod terms need no separate table. (This replaces the key=value bitsets
   of DESIGN.md: selectors become ``np.isin`` over one column, and domains come for free.)
 * Taints: interned (key, value, effect); ``taints`` (rows x distinct taints, uint8).
-* Images: per image name, the rows that have it and the size each reported (the
-  scheduler uses the size of the first node that reported it, as upstream's cache does).
-* Host ports and pods: per row, Python dictionaries (changed one pod at a time); pods are
-  also grouped by (namespace, labels) with per-row counts, so that counting the pods that
-  match a selector per node touches each distinct label set once, not each pod.
+* Images, as the scheduler cache's image states: per image name, the rows that report it,
+  each with the image's one size. That size is the one reported by the node that made the
+  name known; it stays while any node still reports the name (later nodes, and updates of
+  the node that set it, do not change it) and goes with the last such node.
+* Host ports in use: per row, a set of (ip, protocol, port) kept as a dict whose values are
+  all 1 (the kernel reads it as counts). It is a set upstream too, so removing one of two
+  pods that declare the same port frees the port.
+* Pods: per row, Python dictionaries (changed one pod at a time); pods are also grouped by
+  (namespace, labels) with per-row counts, so that counting the pods that match a selector
+  per node touches each distinct label set once, not each pod.
+* Pods of absent nodes ("ghosts", as upstream's cache keeps them): a pod bound to a node
+  that is not (or no longer) known is remembered under the node's name but counts nowhere
+  (not in ``pods``, no row); when a node of that name is added its pods count again. A node
+  removed while pods are still on it keeps them this way until their own deletions arrive.
 """
 
 from __future__ import annotations
@@ -75,7 +84,7 @@ def normalized_image_name(name: str) -> str:
 class PodRecord:
     """What the state remembers of a pod on a node, to undo it exactly on removal."""
 
-    row: int
+    row: int  # -1 while the pod is a ghost of an absent node
     namespace: str
     labels: Labels
     requests: dict[int, int]  # column -> amount
@@ -125,13 +134,17 @@ class ClusterState:
         self.taint_list: list[tuple[str, str, str]] = []
         self.taints = np.zeros((cap, 0), dtype=_typedefs.MASK)
         self.node_taints: list[list[int]] = []  # per row, taint ids in the node's order
-        # images: normalised name -> {row: size in bytes}
+        # images: name -> {row: size in bytes}, the size being the image state's (the same
+        # for every row); image_sizes: name -> that size
         self.images: dict[str, dict[int, int]] = {}
+        self.image_sizes: dict[str, int] = {}
         self.node_images: list[list[str]] = []
-        # host ports in use: per row, (ip, protocol, port) -> number of pods using it
+        # host ports in use: per row, the set of (ip, protocol, port) as a dict of 1s
         self.ports: list[dict[HostPort, int]] = []
-        # pods
+        # pods counted on a row, and pods of absent nodes: node name -> key -> record
         self.pods: dict[str, PodRecord] = {}
+        self.ghosts: dict[str, dict[str, PodRecord]] = {}
+        self._ghost_node: dict[str, str] = {}  # ghost pod key -> its node's name
         self.pods_on_row: list[set[str]] = []
         self.groups: list[_Group] = []
         self.group_ids: dict[tuple[str, Labels], int] = {}
@@ -235,6 +248,11 @@ class ClusterState:
         self.row_of[name] = row
         self.present[row] = 1
         self._fill_node(row, node)
+        # A node coming (back) under a known name: the pods bound to it count again.
+        for key, record in self.ghosts.pop(name, {}).items():
+            del self._ghost_node[key]
+            record.row = row
+            self._count(key, record, +1)
         return row
 
     update_node = add_node
@@ -271,15 +289,18 @@ class ClusterState:
             self.taints[row, tid] = 1
             ids.append(tid)
         self.node_taints[row] = ids
-        # images
+        # images: an update drops the node's old images first, as upstream's UpdateNode does
         self._drop_images(row)
         names = []
         for image in status.get("images") or ():
-            size = int(image.get("sizeBytes") or 0)
             # Names as the kubelet reports them (upstream does not normalise these; only
             # the pod's image names get ":latest").
             for image_name in image.get("names") or ():
-                self.images.setdefault(image_name, {})[row] = size
+                size = self.image_sizes.get(image_name)
+                if size is None:  # the first node to report the name sets its size
+                    size = self.image_sizes[image_name] = int(image.get("sizeBytes") or 0)
+                    self.images[image_name] = {}
+                self.images[image_name][row] = size
                 names.append(image_name)
         self.node_images[row] = names
 
@@ -290,16 +311,29 @@ class ClusterState:
                 holders.pop(row, None)
                 if not holders:
                     del self.images[image_name]
+                    del self.image_sizes[image_name]
         self.node_images[row] = []
 
     def remove_node(self, name: str) -> None:
-        """Forget a node; its row is reused by the next node added. Its pods go with it."""
+        """Forget a node; its row is reused by the next node added.
+
+        Its pods stop counting but are kept under the node's name (see the module
+        docstring): they count again if a node of that name comes back, and leave for
+        good when they are removed themselves.
+        """
         row = self.row_of.pop(name, None)
         if row is None:
             return
         self.version += 1
+        ghosts = self.ghosts.setdefault(name, {})
         for key in list(self.pods_on_row[row]):
-            self.remove_pod_key(key)
+            record = self.pods[key]
+            self._count(key, record, -1)
+            record.row = -1
+            ghosts[key] = record
+            self._ghost_node[key] = name
+        if not ghosts:
+            del self.ghosts[name]
         for key in self.node_labels[row]:
             self.label_columns[key][row] = -1
         self.node_labels[row] = {}
@@ -338,18 +372,17 @@ class ClusterState:
     def add_pod(self, pod: Mapping[str, Any], node_name: str | None = None) -> bool:
         """Count a pod bound (or being bound) to a node; False when the node is unknown.
 
-        ``node_name`` defaults to ``spec.nodeName``. A pod already known is moved.
+        ``node_name`` defaults to ``spec.nodeName``. A pod already known is moved. A pod
+        of an unknown node is kept as a ghost of that node (see the module docstring).
         """
         spec = pod.get("spec") or {}
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             self.remove_pod(pod)  # a finished pod holds nothing
             return False
         node_name = node_name or spec.get("nodeName")
-        row = self.row_of.get(node_name or "")
         key = pod_key(pod)
-        if key in self.pods:
-            self.remove_pod_key(key)
-        if row is None:
+        self.remove_pod_key(key)
+        if not node_name:
             return False
         meta = pod.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
@@ -363,7 +396,7 @@ class ClusterState:
         if affinity and not (affinity.get("podAffinity") or affinity.get("podAntiAffinity")):
             affinity = None
         record = PodRecord(
-            row=row,
+            row=-1,
             namespace=namespace,
             labels=labels,
             requests=requests,
@@ -372,21 +405,37 @@ class ClusterState:
             group=self._group(namespace, labels, bool(meta.get("deletionTimestamp"))),
             affinity=affinity,
         )
-        self._apply(key, record, +1)
+        row = self.row_of.get(node_name)
+        if row is None:
+            self.ghosts.setdefault(node_name, {})[key] = record
+            self._ghost_node[key] = node_name
+            return False
+        record.row = row
+        self._count(key, record, +1)
         return True
 
     def assume_pod(self, pod: Mapping[str, Any], node_name: str) -> bool:
         """Count a pod the scheduler has placed but whose binding is not confirmed yet."""
         added = self.add_pod(pod, node_name)
-        if added:
-            self.pods[pod_key(pod)].assumed = True
+        record = self.pod_record(pod_key(pod))
+        if record is not None:
+            record.assumed = True
         return added
 
     def confirm_pod(self, pod: Mapping[str, Any]) -> None:
         """The watch saw the binding: the assumed pod is now bound (counted once)."""
-        record = self.pods.get(pod_key(pod))
+        record = self.pod_record(pod_key(pod))
         if record is not None:
             record.assumed = False
+
+    def pod_record(self, key: str) -> PodRecord | None:
+        """The record of a known pod, counted on a row or a ghost of an absent node."""
+        record = self.pods.get(key)
+        if record is None:
+            node_name = self._ghost_node.get(key)
+            if node_name is not None:
+                record = self.ghosts[node_name][key]
+        return record
 
     def remove_pod(self, pod: Mapping[str, Any]) -> None:
         self.remove_pod_key(pod_key(pod))
@@ -394,22 +443,32 @@ class ClusterState:
     forget_pod = remove_pod
 
     def remove_pod_key(self, key: str) -> None:
+        """Forget a pod, whether it counts on a row or is a ghost of an absent node."""
         record = self.pods.get(key)
         if record is not None:
-            self._apply(key, record, -1)
+            self._count(key, record, -1)
+            return
+        node_name = self._ghost_node.pop(key, None)
+        if node_name is not None:
+            ghosts = self.ghosts[node_name]
+            del ghosts[key]
+            if not ghosts:
+                del self.ghosts[node_name]
 
-    def _apply(self, key: str, record: PodRecord, sign: int) -> None:
+    def _count(self, key: str, record: PodRecord, sign: int) -> None:
+        """Add (+1) or take back (-1) a pod's share of its row."""
         row = record.row
         for column, amount in record.requests.items():
             self.requested[row, column] += sign * amount
         self.requested[row, POD_COLUMN] += sign
         self.nonzero_requested[row, 0] += sign * record.nonzero[0]
         self.nonzero_requested[row, 1] += sign * record.nonzero[1]
+        # A set, as upstream's HostPortInfo: a removal frees the port even when another
+        # pod on the row declared it too.
         ports = self.ports[row]
         for port in record.ports:
-            left = ports.get(port, 0) + sign
-            if left:
-                ports[port] = left
+            if sign > 0:
+                ports[port] = 1
             else:
                 ports.pop(port, None)
         per_row = self.groups[record.group].per_row
@@ -439,8 +498,7 @@ class ClusterState:
         affinity: Mapping[str, Any] | None,
     ) -> None:
         """Assume a pod the kernel placed, from its already-encoded parts (no re-parsing)."""
-        if key in self.pods:
-            self.remove_pod_key(key)
+        self.remove_pod_key(key)
         record = PodRecord(
             row=row,
             namespace=namespace,
@@ -452,7 +510,7 @@ class ClusterState:
             affinity=affinity,
             assumed=True,
         )
-        self._apply(key, record, +1)
+        self._count(key, record, +1)
 
     # ------------------------------------------------------------------- queries
     def group_counts(self, groups: list[int]) -> npt.NDArray[np.int64]:

@@ -1,5 +1,6 @@
 """ClusterState: rows, columns and counts follow node and pod changes incrementally."""
 
+from kubesalvo.core.resources import HostPort
 from kubesalvo.core.state import ClusterState, normalized_image_name
 
 
@@ -135,3 +136,109 @@ def test_finished_pod_holds_no_resources():
     p["status"] = {"phase": "Succeeded"}
     assert not state.add_pod(p)
     assert state.requested[row, 0] == 0 and state.pods == {}
+
+
+def test_removing_one_of_two_pods_on_a_host_port_frees_the_port():
+    # Upstream's HostPortInfo is a set: RemovePod deletes the entry even though another
+    # pod on the node still declares the port.
+    state = ClusterState()
+    row = state.add_node(node("a"))
+    state.add_pod(pod("p1", "a", ports=(80,)))
+    state.add_pod(pod("p2", "a", ports=(80,)))
+    assert list(state.ports[row].values()) == [1]
+    state.remove_pod(pod("p1"))
+    assert state.ports[row] == {}
+    state.remove_pod(pod("p2"))
+    assert state.ports[row] == {}
+
+
+def image(name, size):
+    return {"names": [name], "sizeBytes": size}
+
+
+def test_image_size_is_the_first_reporters_while_any_node_has_it():
+    state = ClusterState()
+    a = state.add_node(node("a", images=[image("app:1", 100)]))
+    b = state.add_node(node("b", images=[image("app:1", 300)]))
+    assert state.images["app:1"] == {a: 100, b: 100}
+    state.remove_node("a")
+    assert state.images["app:1"] == {b: 100}
+    a = state.add_node(node("a", images=[image("app:1", 500)]))
+    assert state.images["app:1"] == {a: 100, b: 100}
+
+
+def test_updating_the_node_that_set_an_image_size_keeps_the_size():
+    state = ClusterState()
+    a = state.add_node(node("a", images=[image("app:1", 100)]))
+    b = state.add_node(node("b", images=[image("app:1", 300)]))
+    state.update_node(node("a", images=[image("app:1", 200)]))
+    assert state.images["app:1"] == {a: 100, b: 100}
+
+
+def test_an_image_reported_by_no_node_is_forgotten_with_its_size():
+    state = ClusterState()
+    state.add_node(node("a", images=[image("app:1", 100)]))
+    state.update_node(node("a", images=[image("app:1", 200)]))
+    assert state.image_sizes == {"app:1": 200}
+    state.remove_node("a")
+    assert state.images == {} and state.image_sizes == {}
+    b = state.add_node(node("b", images=[image("app:1", 300)]))
+    assert state.images["app:1"] == {b: 300}
+
+
+def test_a_name_listed_twice_by_one_node_takes_the_first_size():
+    state = ClusterState()
+    a = state.add_node(node("a", images=[image("app:1", 100), image("app:1", 400)]))
+    assert state.images["app:1"] == {a: 100}
+
+
+def test_pods_of_a_removed_node_stop_counting_and_come_back_with_it():
+    state = ClusterState()
+    state.add_node(node("a", labels={"zone": "z1"}))
+    state.add_node(node("b", labels={"zone": "z2"}))
+    state.add_pod(pod("p1", "a", cpu="1", labels={"app": "x"}, ports=(80,)))
+    state.add_pod(pod("p2", "a", cpu="2", labels={"app": "x"}))
+    gid = state.group_ids[("ns", (("app", "x"),))]
+    state.remove_node("a")
+    assert state.pods == {} and state.group_counts([gid]).sum() == 0
+    assert set(state.ghosts["a"]) == {"p1", "p2"}
+    row = state.add_node(node("a", labels={"zone": "z3"}))
+    assert set(state.pods) == {"p1", "p2"} and state.ghosts == {}
+    assert state.requested[row, :4].tolist() == [3000, 0, 0, 2]
+    assert state.pods_on_row[row] == {"p1", "p2"}
+    assert state.group_counts([gid])[row] == 2
+    assert list(state.ports[row]) == [HostPort("0.0.0.0", "TCP", 80)]
+
+
+def test_removing_a_pod_of_a_removed_node_forgets_it_for_good():
+    state = ClusterState()
+    state.add_node(node("a"))
+    state.add_pod(pod("p1", "a", cpu="1"))
+    state.add_pod(pod("p2", "a", cpu="2"))
+    state.remove_node("a")
+    state.remove_pod(pod("p1"))
+    assert set(state.ghosts["a"]) == {"p2"}
+    state.remove_pod(pod("p2"))
+    assert state.ghosts == {}
+    row = state.add_node(node("a"))
+    assert state.pods == {} and state.requested[row].sum() == 0
+
+
+def test_a_pod_bound_before_its_node_is_known_counts_once_the_node_arrives():
+    state = ClusterState()
+    assert not state.add_pod(pod("p", "late", cpu="1"))
+    assert state.pods == {} and state.pod_record("p") is not None
+    row = state.add_node(node("late"))
+    assert state.pods["p"].row == row and state.requested[row, 0] == 1000
+
+
+def test_an_assumed_pod_of_a_removed_node_can_be_forgotten():
+    state = ClusterState()
+    state.add_node(node("a"))
+    p = pod("p", None, cpu="1")
+    state.assume_pod(p, "a")
+    state.remove_node("a")
+    assert state.pod_record("p").assumed
+    state.forget_pod(p)
+    row = state.add_node(node("a"))
+    assert state.pod_record("p") is None and state.requested[row, 0] == 0
