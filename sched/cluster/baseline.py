@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from kubesalvo.sched.cluster import processes
-from kubesalvo.sched.cluster.controlplane import ControlPlane, wait_healthy
+from kubesalvo.sched.cluster.controlplane import ControlPlane, secure_serving_args, wait_healthy
 
 CLIENT_QPS = 5000
 CLIENT_BURST = 5000
@@ -76,16 +76,10 @@ class KubeScheduler:
 
 
 def kube_scheduler_args(cp: ControlPlane, config: Path, port: int, cert_dir: Path) -> list[str]:
-    kubeconfig = str(cp.kubeconfig)
     return [
         str(cp.bin_dir / "kube-scheduler"),
         f"--config={config}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        "--authentication-skip-lookup=true",
-        f"--bind-address={processes.LOOPBACK}",
-        f"--secure-port={port}",
-        f"--cert-dir={cert_dir}",
+        *secure_serving_args(cp, port, cert_dir),
     ]
 
 

@@ -197,19 +197,27 @@ def apiserver_args(cp: ControlPlane) -> list[str]:
     ]
 
 
-def controller_manager_args(cp: ControlPlane) -> list[str]:
-    pki_dir = cp.dir / "pki"
+def secure_serving_args(cp: ControlPlane, port: int, cert_dir: Path) -> list[str]:
+    """The flags of a component's own HTTPS endpoint (health, metrics) on loopback, with
+    its callers authenticated and authorized through the API server."""
     kubeconfig = str(cp.kubeconfig)
     return [
-        str(cp.bin_dir / "kube-controller-manager"),
-        f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
         # No client certificates exist here: do not look for their CA in kube-system.
         "--authentication-skip-lookup=true",
         f"--bind-address={processes.LOOPBACK}",
-        f"--secure-port={cp.ports['kube-controller-manager']}",
-        f"--cert-dir={cp.dir / 'kcm'}",
+        f"--secure-port={port}",
+        f"--cert-dir={cert_dir}",
+    ]
+
+
+def controller_manager_args(cp: ControlPlane) -> list[str]:
+    pki_dir = cp.dir / "pki"
+    return [
+        str(cp.bin_dir / "kube-controller-manager"),
+        f"--kubeconfig={cp.kubeconfig}",
+        *secure_serving_args(cp, cp.ports["kube-controller-manager"], cp.dir / "kcm"),
         "--leader-elect=false",
         f"--controllers={','.join(CONTROLLERS)}",
         f"--service-account-private-key-file={pki_dir / 'service-account.key'}",
