@@ -69,6 +69,23 @@ def _stopper(cp: ControlPlane, name: str, pid: int) -> Callable[[], None]:
     return stop
 
 
+def _work_dir(cp: ControlPlane, name: str) -> Path:
+    work = cp.dir / "schedulers" / name
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
+def _spawn(cp: ControlPlane, name: str, command: list[str]) -> tuple[int, Path, Callable[[], None]]:
+    """Starts ``python -m <command>`` as contender ``name``: its output goes to the control
+    plane's log of that name and its pid into the control plane's state (for ``cluster
+    down``). Returns the pid, the log and how to stop it."""
+    log = cp.log(name)
+    argv = [sys.executable, "-m", *command]
+    cp.pids[name] = pid = processes.start(argv, log, env={"PYTHONUNBUFFERED": "1"})
+    cp.save()
+    return pid, log, _stopper(cp, name, pid)
+
+
 def _start_kube_scheduler(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
     began = time.monotonic()
     profiles = {"profiles": [{"schedulerName": KUBE_SCHEDULER}]}
@@ -101,15 +118,11 @@ def kubesalvo_config(cp: ControlPlane, qps: float, burst: int) -> dict[str, Any]
 
 def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
     began = time.monotonic()
-    work = cp.dir / "schedulers" / KUBESALVO
-    work.mkdir(parents=True, exist_ok=True)
-    config = work / "config.yaml"
+    config = _work_dir(cp, KUBESALVO) / "config.yaml"
     settings = kubesalvo_config(cp, qps, burst)
     config.write_text(yaml.safe_dump(settings, sort_keys=False))
     metrics_port, debug_port = processes.free_ports(2)
-    argv = [
-        sys.executable,
-        "-m",
+    command = [
         "kubesalvo.sched.cli",
         "run",
         f"--config={config}",
@@ -117,10 +130,7 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
         f"--metrics-port={metrics_port}",
         f"--debug-port={debug_port}",
     ]
-    log = cp.log(KUBESALVO)
-    cp.pids[KUBESALVO] = pid = processes.start(argv, log, env={"PYTHONUNBUFFERED": "1"})
-    cp.save()
-    stop = _stopper(cp, KUBESALVO, pid)
+    pid, log, stop = _spawn(cp, KUBESALVO, command)
     url = f"http://{processes.LOOPBACK}:{metrics_port}/readyz"
     try:
         asyncio.run(wait_healthy(cp, KUBESALVO, url, timeout))
@@ -131,7 +141,7 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
         KUBESALVO,
         pid,
         log,
-        {"command": " ".join(argv[2:]), "config": settings},
+        {"command": " ".join(command), "config": settings},
         began,
         time.monotonic() - began,
         stop,
@@ -140,24 +150,17 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
 
 def _start_raw_bind(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
     began = time.monotonic()
-    work = cp.dir / "schedulers" / RAW_BIND
-    work.mkdir(parents=True, exist_ok=True)
-    ready = work / "ready"
+    ready = _work_dir(cp, RAW_BIND) / "ready"
     ready.unlink(missing_ok=True)
     concurrency = 64
-    argv = [
-        sys.executable,
-        "-m",
+    command = [
         "kubesalvo.sched.bench.rawbind",
         f"--cluster-dir={cp.dir}",
         f"--scheduler-name={RAW_BIND}",
         f"--concurrency={concurrency}",
         f"--ready-file={ready}",
     ]
-    log = cp.log(RAW_BIND)
-    cp.pids[RAW_BIND] = pid = processes.start(argv, log, env={"PYTHONUNBUFFERED": "1"})
-    cp.save()
-    stop = _stopper(cp, RAW_BIND, pid)
+    pid, log, stop = _spawn(cp, RAW_BIND, command)
     deadline = time.monotonic() + timeout
     while not ready.exists():
         if not processes.is_running(pid) or time.monotonic() > deadline:
@@ -165,7 +168,7 @@ def _start_raw_bind(cp: ControlPlane, qps: float, burst: int, timeout: float) ->
             raise StartError(f"{RAW_BIND} did not start; end of {log}:\n{processes.log_tail(log)}")
         time.sleep(0.1)
     settings = {
-        "command": " ".join(argv[2:]),
+        "command": " ".join(command),
         "notes": f"round robin over schedulable nodes, {concurrency} binds in flight, "
         "no client-side rate limit",
     }
