@@ -257,7 +257,9 @@ def _place_burst(
         t0 = time.perf_counter()
         global_ids, local = np.unique(class_of[start:end], return_inverse=True)
         tables = encoder.tables([int(c) for c in global_ids])
-        spread_tables = spread.tables([int(c) for c in global_ids])
+        spread_tables = spread.tables(
+            [int(c) for c in global_ids], np.bincount(local, minlength=len(global_ids)).tolist()
+        )
         conf_off, conf, own_off, own = [0], [], [0], []
         for cid in global_ids:
             info = classes[cid]

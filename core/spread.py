@@ -163,6 +163,22 @@ def default_selector(info: ClassInfo, workloads: Sequence[Mapping[str, Any]]) ->
     return selector
 
 
+def _readers(
+    count: int, k_off: Sequence[int], k_counter: Sequence[int], ipa: InterPodRows
+) -> list[set[int]]:
+    """Per counter, the chunk's classes (local indices) whose constraints or terms read it."""
+    readers: list[set[int]] = [set() for _ in range(count)]
+    for i in range(len(k_off) - 1):
+        for j in range(k_off[i], k_off[i + 1]):
+            readers[k_counter[j]].add(i)
+    a_off = ipa.c_a_off.tolist()
+    a_counter = ipa.a_counter.tolist()
+    for i in range(len(a_off) - 1):
+        for j in range(a_off[i], a_off[i + 1]):
+            readers[a_counter[j]].add(i)
+    return readers
+
+
 @dataclass
 class SpreadTables:
     """The spread arrays of one chunk (see core/_place.pxd for each field)."""
@@ -261,9 +277,12 @@ class SpreadEncoder:
             found = ids if found is None else found & ids
         return found if found is not None else set(everyone)
 
-    def _initial_counts(self, key: CounterKey) -> npt.NDArray[np.int32]:
+    def _initial_counts(self, key: CounterKey) -> npt.NDArray[np.int32] | None:
+        """The pods ``key`` counts per row before the chunk, or None when it counts none."""
         rows = self.state.rows
         if key and key[0] == "term":
+            if not self.interpod.term_rows[key[1]] and not self.placed_rows:  # type: ignore[index]
+                return None
             counts = self.interpod.term_counts(key[1], rows)  # type: ignore[arg-type]
             everyone: Iterable[int] = self.placed_rows
         else:
@@ -277,15 +296,25 @@ class SpreadEncoder:
                 )
                 and not (key[0] == "spread" and self.state.groups[gid].terminating)
             ]
-            counts = self.state.group_counts(groups)
             everyone = self.placed_rows
+            placed_classes = [
+                cid
+                for cid in self._candidates_for(key, self._class_index, everyone)
+                if self.placed_rows.get(cid) and self._class_matches(key, cid)
+            ]
+            if not placed_classes and not any(self.state.groups[g].per_row for g in groups):
+                return None
+            counts = self.state.group_counts(groups)
         for cid in self._candidates_for(key, self._class_index, everyone):
             placed = self.placed_rows.get(cid)
             if placed and self._class_matches(key, cid):
                 np.add.at(counts, placed, 1)
+        if not counts.any():
+            return None
         return counts.astype(np.int32)
 
-    def tables(self, class_ids: Sequence[int]) -> SpreadTables:
+    def tables(self, class_ids: Sequence[int], pods: Sequence[int] | None = None) -> SpreadTables:
+        """The chunk's arrays; ``pods``: how many pods of each class the chunk has."""
         enc = self.encoder
         rows = self.state.rows
         counters: dict[CounterKey, int] = {}
@@ -323,9 +352,6 @@ class SpreadEncoder:
         modes = [
             self._mode(cid, ipa.c_a_off[i + 1] > ipa.c_a_off[i]) for i, cid in enumerate(class_ids)
         ]
-        counter_table = np.zeros((max(1, len(counters)), rows), dtype=np.int32)
-        for ckey, q in counters.items():
-            counter_table[q] = self._initial_counts(ckey)
         # Which counters a placed pod of each class raises.
         local = {cid: i for i, cid in enumerate(class_ids)}
         raises: list[list[int]] = [[] for _ in class_ids]
@@ -335,6 +361,18 @@ class SpreadEncoder:
             for cid in self._candidates_for(ckey, self._class_index, class_ids):
                 if cid in local and self._class_matches(ckey, cid):
                     raises[local[cid]].append(q)
+        readers = _readers(len(counters), off, cols["counter"], ipa)
+        live, initial = self._live_counters(counters, raises, readers, pods)
+        # Counters the chunk can never see above zero share row 0, which nothing raises.
+        slot = np.zeros(max(1, len(counters)), dtype=np.int32)
+        slot[live] = np.arange(1, len(live) + 1, dtype=np.int32)
+        counter_table = np.zeros((1 + len(live), rows), dtype=np.int32)
+        for q in live:
+            if initial[q] is not None:
+                counter_table[slot[q]] = initial[q]
+        raises = [[int(slot[q]) for q in r if slot[q]] for r in raises]
+        cols["counter"] = [int(slot[q]) for q in cols["counter"]]
+        ipa.a_counter = slot[ipa.a_counter] if len(counters) else ipa.a_counter
         inc_off = np.zeros(len(class_ids) + 1, dtype=np.int32)
         inc_off[1:] = np.cumsum([len(r) for r in raises])
         flat = [q for r in raises for q in r]
@@ -364,6 +402,36 @@ class SpreadEncoder:
                 [self._require_all[cid] for cid in class_ids] or [1], dtype=np.uint8
             ),
         )
+
+    def _live_counters(
+        self,
+        counters: Mapping[CounterKey, int],
+        raises: Sequence[Sequence[int]],
+        readers: Sequence[set[int]],
+        pods: Sequence[int] | None,
+    ) -> tuple[list[int], list[npt.NDArray[np.int32] | None]]:
+        """The counters a class of the chunk may see above zero, and every initial count.
+
+        A counter that counts no pod yet stays at zero for the whole chunk when nothing
+        raises it, when nothing reads it, or when one class with one pod in the chunk is
+        the only one to read and raise it (it reads before its own placement). Distinct
+        pods, each with a selector of its own, make thousands of such counters."""
+        raised_by: list[set[int]] = [set() for _ in counters]
+        for i, qs in enumerate(raises):
+            for q in qs:
+                raised_by[q].add(i)
+        live: list[int] = []
+        initial: list[npt.NDArray[np.int32] | None] = [None] * len(counters)
+        for ckey, q in counters.items():
+            initial[q] = self._initial_counts(ckey)
+            if initial[q] is None:
+                users = readers[q] | raised_by[q]
+                if not raised_by[q] or not readers[q]:
+                    continue
+                if pods is not None and len(users) == 1 and pods[next(iter(users))] == 1:
+                    continue
+            live.append(q)
+        return live, initial
 
     def _mode(self, cid: int, has_interpod: bool) -> int:
         """How the kernel picks a node for the class: 0 max-tree, 1 per zone, 2 passes."""
