@@ -33,6 +33,15 @@ is not eligible and just waits. A failed write backs the pod off as an error. Th
 not touched by preemption: the burst's assumptions were recorded before it starts, and
 only the watch changes what the state counts.
 
+Nominated pods (kube-scheduler's nominator, kept by the queue): a pending pod nominated
+to a node by a preemption holds its room there against pods of lower or equal priority;
+pods of higher priority do not see it. Before the kernel runs, the nominated pods the
+queue holds outside the burst are assumed on their nodes, the burst is cut where the set
+of rooms its pods must respect changes (``segments``), each segment is placed with its
+rooms held, and every room is taken off again before anything else sees the state
+(``place_reserving``). A nomination this process writes counts at once, before the watch
+shows it.
+
 Binds are only started while ``is_leader()`` holds; losing the lease cancels the binds in
 flight (:meth:`stop_binding`). Metrics follow kube-scheduler's names.
 """
@@ -40,17 +49,20 @@ flight (:meth:`stop_binding`). Metrics follow kube-scheduler's names.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+import numpy as np
 
+from kubesalvo.core import gang, names
 from kubesalvo.core.place import PlacementResult, place_burst
 from kubesalvo.core.preemption import (
     NOT_ELIGIBLE_NEVER,
@@ -70,7 +82,16 @@ from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.preemption import PreemptionOutcome, execute
 from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue, rejecting_plugins
 
-__all__ = ["Attempt", "BurstCycle", "ClusterObjects", "CycleSettings"]
+__all__ = [
+    "Attempt",
+    "BurstCycle",
+    "ClusterObjects",
+    "CycleSettings",
+    "Reservation",
+    "Segment",
+    "place_reserving",
+    "segments",
+]
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +229,122 @@ def _template_key(pod: Mapping[str, Any]) -> bytes:
     )
 
 
+@dataclass(frozen=True)
+class Reservation:
+    """A nominated pod's room, held on its nominated node while a burst is placed."""
+
+    key: str
+    pod: dict[str, Any]  # API dict
+    node: str
+    priority: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Pods ``[start, end)`` of a burst, placed with the first ``visible`` reservations
+    (those of priority at least the pods') assumed in the state."""
+
+    start: int
+    end: int
+    visible: int
+
+
+def segments(
+    priorities: Sequence[int],
+    reservations: Sequence[Reservation],
+    *,
+    by_priority: bool = True,
+    groups: Sequence[gang.GroupKey | None] = (),
+) -> list[Segment]:
+    """Cut a burst so that each pod sees exactly the reservations it must respect.
+
+    kube-scheduler counts a nominated pod on its node for pods of lower or equal priority
+    only. ``reservations`` are sorted by priority, highest first, so the ones a pod of
+    priority p sees are a prefix of them; consecutive pods that see the same prefix share
+    a segment. In PrioritySort order (priority descending) each distinct priority opens at
+    most one segment; pods topped up from the backoffQ after the active ones may open a
+    few more. Without PrioritySort (``by_priority`` False) the burst's order says nothing
+    about priorities, and cutting it wherever priorities change could cut it per pod: the
+    burst is one segment that respects every reservation (kube-scheduler would let a
+    higher-priority pod take the room; kubesalvo keeps it for the nominated pod). A gang
+    whose pods would land in two segments must be placed in one call, so the burst is
+    then one segment the same way.
+    """
+    count = len(priorities)
+    if not count:
+        return []
+    if not reservations or not by_priority:
+        return [Segment(0, count, len(reservations))]
+    ranks = [-r.priority for r in reservations]
+    if ranks != sorted(ranks):
+        raise ValueError("reservations must be sorted by priority, highest first")
+    cuts: list[Segment] = []
+    start = 0
+    visible = bisect.bisect_right(ranks, -priorities[0])
+    for i in range(1, count + 1):
+        seen = bisect.bisect_right(ranks, -priorities[i]) if i < count else -1
+        if seen != visible:
+            cuts.append(Segment(start, i, visible))
+            start, visible = i, seen
+    if len(cuts) > 1 and any(groups):
+        segment_of: dict[gang.GroupKey, int] = {}
+        for index, cut in enumerate(cuts):
+            for key in groups[cut.start : cut.end]:
+                if key is not None and segment_of.setdefault(key, index) != index:
+                    return [Segment(0, count, len(reservations))]
+    return cuts
+
+
+def place_reserving(
+    state: Any,
+    pods: Sequence[Mapping[str, Any]],
+    profile: Profile,
+    plan: Sequence[Segment],
+    reservations: Sequence[Reservation],
+    workloads: Sequence[Mapping[str, Any]] = (),
+) -> PlacementResult:
+    """``place_burst`` segment by segment, each with its reservations assumed in ``state``
+    (worker thread, cache frozen). The reservations are taken off again whatever happens:
+    they are never bound, reported or left in the state."""
+    held = 0
+    results: list[PlacementResult] = []
+    try:
+        for cut in plan:
+            while held < cut.visible:
+                reservation = reservations[held]
+                state.assume_pod(reservation.pod, reservation.node)
+                held += 1
+            while held > cut.visible:
+                held -= 1
+                state.remove_pod_key(reservations[held].key)
+            results.append(
+                place_burst(state, pods[cut.start : cut.end], profile, workloads=workloads)
+            )
+    finally:
+        for reservation in reservations[:held]:
+            state.remove_pod_key(reservation.key)
+    return _merged(results)
+
+
+def _merged(results: list[PlacementResult]) -> PlacementResult:
+    """The segments' results as one, in the burst's order."""
+    if len(results) == 1:
+        return results[0]
+    return PlacementResult(
+        nodes=[node for r in results for node in r.nodes],
+        rows=np.concatenate([r.rows for r in results]),
+        scores=np.concatenate([r.scores for r in results]),
+        reason_counts=[counts for r in results for counts in r.reason_counts],
+        messages=[message for r in results for message in r.messages],
+        rolled_back=np.concatenate([r.rolled_back for r in results]),
+        tentative=[node for r in results for node in r.tentative],
+        num_nodes=results[-1].num_nodes,
+        classes=sum(r.classes for r in results),
+        kernel_seconds=sum(r.kernel_seconds for r in results),
+        encode_seconds=sum(r.encode_seconds for r in results),
+    )
+
+
 @dataclass
 class _Binding:
     qp: QueuedPod
@@ -251,8 +388,12 @@ class BurstCycle:
         settings: CycleSettings | None = None,
         binder_settings: BinderSettings | None = None,
         cluster: Callable[[], ClusterObjects] | None = None,
+        workloads: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
     ) -> None:
         self.config = config
+        # The Services, ReplicationControllers, ReplicaSets and StatefulSets whose
+        # selectors give pods without spread constraints the default ones.
+        self.workloads = workloads
         self.client = client
         # Without a view of the cluster's objects there is no preemption.
         self.cluster = cluster
@@ -397,9 +538,26 @@ class BurstCycle:
         preemption: PreemptionArgs | None = None,
     ) -> None:
         objects = [to_api_dict(qp.pod) for qp in pods]
+        nominated = self._nominations(pods, objects)
+        workloads = self.workloads() if self.workloads is not None else ()
         began = time.perf_counter()
         with self.cache.frozen() as state:
-            result: PlacementResult = await asyncio.to_thread(place_burst, state, objects, profile)
+            reservations = self._reservations(state, nominated)
+            result: PlacementResult
+            if reservations:
+                plan = segments(
+                    [qp.priority for qp in pods],
+                    reservations,
+                    by_priority=self.config.profiles[0].queue_sort == names.PRIORITY_SORT,
+                    groups=[gang.group_of(obj) for obj in objects],
+                )
+                result = await asyncio.to_thread(
+                    place_reserving, state, objects, profile, plan, reservations, workloads
+                )
+            else:
+                result = await asyncio.to_thread(
+                    place_burst, state, objects, profile, workloads=workloads
+                )
             # Recorded before the deferred watch changes are applied on leaving the block,
             # so a confirmation among them finds its assumption.
             for qp, node in zip(pods, result.nodes, strict=True):
@@ -434,6 +592,44 @@ class BurstCycle:
             assert preemption is not None
             await self._preempt(profile_name, profile, pods, result, failed, preemption, began)
 
+    def _nominations(
+        self, pods: list[QueuedPod], objects: list[dict[str, Any]]
+    ) -> list[tuple[QueuedPod, str]]:
+        """The queue's nominated pods outside this burst; the burst's own objects get the
+        nomination this process wrote if the watch has not shown it yet (place_burst
+        tries a pod's nominated node first)."""
+        nominated = self.queue.nominated_pods()
+        if not nominated:
+            return []
+        burst = {qp.key for qp in pods}
+        for qp, obj in zip(pods, objects, strict=True):
+            node = self.queue.nomination(qp)
+            status = obj.setdefault("status", {})
+            if node:
+                status["nominatedNodeName"] = node
+            else:
+                status.pop("nominatedNodeName", None)
+        return [(qp, node) for qp, node in nominated if qp.key not in burst]
+
+    def _reservations(
+        self, state: Any, nominated: list[tuple[QueuedPod, str]]
+    ) -> list[Reservation]:
+        """The rooms to hold for nominated pods (kube-scheduler's nominated pods seen by
+        the filters of pods of lower or equal priority), highest priority first.
+
+        A pod already counted in the state (its bind in flight) holds its room already,
+        and a nomination to a node the state does not know holds nothing. kube-scheduler
+        adds them for Filter only; here they are assumed for the whole placement, so
+        they also weigh in the scores of their node.
+        """
+        found = [
+            Reservation(qp.key, to_api_dict(qp.pod), node, qp.priority)
+            for qp, node in nominated
+            if node in state.row_of and qp.key not in state.pods
+        ]
+        found.sort(key=lambda r: -r.priority)
+        return found
+
     async def _preempt(
         self,
         profile_name: str,
@@ -467,6 +663,7 @@ class BurstCycle:
                 outcome = await execute(
                     self.client, self.recorder, pod, decision, scheduler_name=profile_name
                 )
+                self._nominated(qp, decision, outcome)
             if self.metrics is not None:
                 chosen = decision.node is not None and (outcome is None or not outcome.error)
                 self.metrics.observe_preemption(len(decision.victims) if chosen else None)
@@ -486,6 +683,21 @@ class BurstCycle:
                 self._error(qp, profile_name, outcome.error, elapsed)
             else:
                 self._unschedulable(qp, profile_name, result, i, elapsed, decision.message)
+
+    def _nominated(
+        self, qp: QueuedPod, decision: PreemptionDecision, outcome: PreemptionOutcome
+    ) -> None:
+        """Hold what ``execute`` wrote in the queue's nominator at once, as kube-scheduler
+        does, so the next burst respects the room before the watch shows the write."""
+        if outcome.nominated_node_name is not None:
+            self.queue.nominate(qp.key, outcome.nominated_node_name)
+        cleared = set(outcome.cleared)
+        for other in decision.clear_nominated:
+            meta = other.get("metadata") or {}
+            if f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}" in cleared:
+                uid = meta.get("uid")
+                if uid:
+                    self.queue.nominate(str(uid), "")
 
     def _remember(
         self, qp: QueuedPod, profile: str, result: PlacementResult, i: int, size: int

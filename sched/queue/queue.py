@@ -215,6 +215,12 @@ class SchedulingQueue:
         self._in_flight: dict[str, _InFlight] = {}
         self._log: list[_LoggedEvent] = []
         self._log_base = 0  # the absolute index of self._log[0]
+        # The nominator (kube-scheduler's nominator, kept here as upstream keeps it in its
+        # queue): keys of pods whose object carries status.nominatedNodeName, and the
+        # nominations this process wrote that the watch has not shown yet (node, or ""
+        # for one it cleared). See :meth:`nominated_pods`.
+        self._nominated: dict[str, None] = {}
+        self._nomination_overrides: dict[str, str] = {}
 
     @classmethod
     def from_config(cls, config: Any, **kwargs: Any) -> SchedulingQueue:
@@ -288,11 +294,13 @@ class SchedulingQueue:
         if key in self._where:
             self.update(None, pod)
             return
+        self._note_nomination(key, None, pod)
         self._to_active(QueuedPod(pod, key, self.clock.now()))
 
     def update(self, old: Any | None, new: Any) -> None:
         """An unassigned pod changed; a parked pod moves if the change could help it."""
         key = pod_key(new)
+        self._note_nomination(key, old, new)
         where = self._where.get(key)
         if where is None:
             self._to_active(QueuedPod(new, key, self.clock.now()))
@@ -366,6 +374,56 @@ class SchedulingQueue:
                 self._to_active(self._remove_backoff(key))
             elif where is QueueName.IN_FLIGHT:
                 self._log.append(_LoggedEvent(FORCE_ACTIVATE, None, None, key))
+
+    # --- nominations ----------------------------------------------------------------------
+
+    def nominate(self, key: str, node: str) -> None:
+        """Record a nomination this process has just written (``""``: cleared), before the
+        watch shows it: from now on it is the pod's nomination."""
+        self._nomination_overrides[key] = node
+
+    def nomination(self, qp: QueuedPod) -> str:
+        """The node the pod is nominated to ("" for none): what this process wrote last
+        if the watch has not shown it yet, else the pod's ``status.nominatedNodeName``."""
+        override = self._nomination_overrides.get(qp.key)
+        if override is not None:
+            return override
+        return str(qp.pod.status.nominated_node_name or "")
+
+    def nominated_pods(self) -> list[tuple[QueuedPod, str]]:
+        """Every pod the queue holds (in flight included) with a nomination, and its node.
+
+        Pods that left the queue (bound, deleted) and nominations the watch has caught up
+        with are forgotten on the way, so the cost follows the nominated pods only.
+        """
+        found: list[tuple[QueuedPod, str]] = []
+        for key in list(self._nominated.keys() | self._nomination_overrides.keys()):
+            qp = self.get(key)
+            if qp is None:
+                self._nominated.pop(key, None)
+                self._nomination_overrides.pop(key, None)
+                continue
+            status = str(qp.pod.status.nominated_node_name or "")
+            if not status:
+                self._nominated.pop(key, None)
+            override = self._nomination_overrides.get(key)
+            if override is not None and override == status:
+                del self._nomination_overrides[key]  # the watch shows it now
+            node = status if override is None else override
+            if node:
+                found.append((qp, node))
+        return found
+
+    def _note_nomination(self, key: str, old: Any | None, new: Any) -> None:
+        """Follow a pod's nomination through its updates, as upstream's nominator does: an
+        update that carries a nomination, or drops one, is the truth from then on; an
+        update without one on either side (a late event from before our write) keeps the
+        nomination this process wrote."""
+        node = new.status.nominated_node_name
+        if node or (old is not None and old.status.nominated_node_name):
+            self._nomination_overrides.pop(key, None)
+        if node:
+            self._nominated[key] = None
 
     # --- cluster events -----------------------------------------------------------------
 
