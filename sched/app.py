@@ -4,7 +4,11 @@ One process serves every ``schedulerName`` of its configuration. It watches node
 namespaces, pods (finished pods excluded, as kube-scheduler does) and, when a profile
 runs DefaultPreemption, PodDisruptionBudgets (preemption reads them), keeps the
 ``SchedulerCache`` equal to the cluster, queues the unassigned pods that name one of its
-profiles, and runs the ``BurstCycle``. With ``leaderElection.leaderElect`` only the holder
+profiles, and runs the ``BurstCycle``. When a profile has PodTopologySpread default
+constraints (System defaulting has), it also watches Services, ReplicationControllers,
+ReplicaSets and StatefulSets, whose selectors give pods without constraints of their own
+the default ones (``informers.workloads``); without RBAC to list them it logs one warning
+and runs without default spreading. With ``leaderElection.leaderElect`` only the holder
 of the Lease binds: a standby keeps its informers and queue warm and takes over when the
 Lease is free; a leader that cannot renew stops binding at once.
 
@@ -29,12 +33,13 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
 from kubesalvo.sched.cache import SchedulerCache
-from kubesalvo.sched.client import ApiClient, load_credentials
+from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
 from kubesalvo.sched.events import EventRecorder, RecorderSettings
@@ -51,7 +56,14 @@ from kubesalvo.sched.informers import (
     WatchSettings,
     to_api_dict,
 )
-from kubesalvo.sched.informers.models import Namespace, Node, Pod, PodDisruptionBudget
+from kubesalvo.sched.informers.models import (
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    Workload,
+)
+from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import LeaderElectionSettings, LeaderElector
 from kubesalvo.sched.metrics import SchedulerMetrics
 from kubesalvo.sched.queue import (
@@ -130,6 +142,7 @@ class Scheduler:
             is_leader=self.is_leader,
             settings=CycleSettings.from_config(config),
             cluster=self._cluster_objects,
+            workloads=self._workloads_of,
         )
         self.nodes: Informer[Node] = Informer(client, NODES, self._on_node)
         self.namespaces: Informer[Namespace] = Informer(client, NAMESPACES, self._on_namespace)
@@ -143,10 +156,22 @@ class Scheduler:
         self.informers: list[Informer[Any]] = [self.nodes, self.namespaces, self.pods]
         if self.pdbs is not None:
             self.informers.append(self.pdbs)
+        # Services and controllers, for PodTopologySpread's default constraints; only
+        # when a profile has some (System defaulting has them unless turned off).
+        self.workloads: Workloads | None = None
+        self.workload_informers: list[Informer[Workload]] = []
+        if any(profile.core.spread.effective_constraints for profile in config.profiles):
+            self.workloads = Workloads()
+            for resource, kind in WORKLOAD_KINDS:
+                informer: Informer[Workload] = Informer(
+                    client, resource, self.workloads.handler(kind)
+                )
+                self.workload_informers.append(informer)
+            self.informers.extend(self.workload_informers)
         self.health = HealthServer(self.metrics, metrics_address, metrics_port)
         for informer in self.informers:
             name = f"informer-sync-{informer.resource.plural}"
-            self.health.add_readiness_check(name, informer.synced.is_set)
+            self.health.add_readiness_check(name, self._synced_check(informer))
         self.debug = DebugServer(debug_port)
         self.debug.add_page("/debug/queue", self._debug_queue)
         self.debug.add_page("/debug/explain", self._debug_explain)
@@ -176,6 +201,48 @@ class Scheduler:
             namespaces=list(self.namespaces.store.values()),
             assumed=assumed,
         )
+
+    def _synced_check(self, informer: Informer[Any]) -> Callable[[], bool]:
+        # A workload informer dropped for want of RBAC (see _check_workload_access) does
+        # not hold readiness back.
+        return lambda: informer.synced.is_set() or informer not in self.informers
+
+    def _workloads_of(self, namespaces: set[str]) -> list[dict[str, Any]]:
+        """The workloads a burst's pods (of these namespaces) may belong to."""
+        if self.workloads is None:
+            return []
+        return self.workloads.in_namespaces(namespaces)
+
+    async def _check_workload_access(self) -> None:
+        """Without list access to every workload kind, run without default spreading.
+
+        A partial set would give pods wrong default selectors, and an informer that is
+        refused would keep the scheduler from ever being ready: one warning, then none
+        of the four informers runs.
+        """
+        if not self.workload_informers:
+            return
+        forbidden = []
+        for informer in self.workload_informers:
+            try:
+                await self.client.request("GET", informer.resource.path, params={"limit": "1"})
+            except ApiError as error:
+                if error.status in (401, 403):
+                    forbidden.append(informer.resource.plural)
+            except Exception:
+                # Transient trouble: the informers retry on their own.
+                log.debug("probing %s failed", informer.resource.plural, exc_info=True)
+        if not forbidden:
+            return
+        log.warning(
+            "cannot list %s (RBAC): PodTopologySpread default constraints are off; grant "
+            "list and watch on services, replicationcontrollers, replicasets and "
+            "statefulsets to spread pods without constraints of their own",
+            ", ".join(forbidden),
+        )
+        self.informers = [i for i in self.informers if i not in self.workload_informers]
+        self.workload_informers = []
+        self.workloads = None
 
     # --- informer handlers (event loop; quick) ------------------------------------------
 
@@ -278,6 +345,7 @@ class Scheduler:
         await self.debug.start()
         log.info("serving health/metrics on %s, debug pages on %s", self.health.url, self.debug.url)
         self.recorder.start()
+        await self._check_workload_access()
         for informer in self.informers:
             informer.start()
         waiting: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())

@@ -388,11 +388,12 @@ class BurstCycle:
         settings: CycleSettings | None = None,
         binder_settings: BinderSettings | None = None,
         cluster: Callable[[], ClusterObjects] | None = None,
-        workloads: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+        workloads: Callable[[set[str]], Sequence[Mapping[str, Any]]] | None = None,
     ) -> None:
         self.config = config
-        # The Services, ReplicationControllers, ReplicaSets and StatefulSets whose
-        # selectors give pods without spread constraints the default ones.
+        # The Services, ReplicationControllers, ReplicaSets and StatefulSets of the given
+        # namespaces, whose selectors give pods without spread constraints the default
+        # ones (PodTopologySpread's defaulting); None: no default spreading.
         self.workloads = workloads
         self.client = client
         # Without a view of the cluster's objects there is no preemption.
@@ -539,7 +540,9 @@ class BurstCycle:
     ) -> None:
         objects = [to_api_dict(qp.pod) for qp in pods]
         nominated = self._nominations(pods, objects)
-        workloads = self.workloads() if self.workloads is not None else ()
+        workloads: Sequence[Mapping[str, Any]] = ()
+        if self.workloads is not None:
+            workloads = self.workloads({qp.pod.metadata.namespace for qp in pods})
         began = time.perf_counter()
         with self.cache.frozen() as state:
             reservations = self._reservations(state, nominated)

@@ -1,4 +1,6 @@
-"""Informers: list and watch nodes, pods, namespaces and PodDisruptionBudgets.
+"""Informers: list and watch nodes, pods, namespaces and PodDisruptionBudgets, and the
+workloads default spreading reads (``workloads``: Services, ReplicationControllers,
+ReplicaSets, StatefulSets).
 
 ``watch`` produces the stream (paginated list, watch with bookmarks, relist on 410,
 reconnect with backoff), ``store`` turns it into exactly-once changes, ``informer`` runs

@@ -287,6 +287,50 @@ class PodDisruptionBudget(_Api):
     status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
 
 
+class WorkloadMeta(_Api):
+    """What default spreading reads of a workload's metadata (and what the store needs)."""
+
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+
+
+class SetSelectorSpec(_Api):
+    """A Service's or ReplicationController's spec: only its map selector."""
+
+    selector: dict[str, str] | None = None
+
+
+class LabelSelectorSpec(_Api):
+    """A ReplicaSet's or StatefulSet's spec: only its label selector."""
+
+    selector: LabelSelector | None = None
+
+
+class Service(_Api):
+    metadata: WorkloadMeta = msgspec.field(default_factory=WorkloadMeta)
+    spec: SetSelectorSpec = msgspec.field(default_factory=SetSelectorSpec)
+
+
+class ReplicationController(_Api):
+    metadata: WorkloadMeta = msgspec.field(default_factory=WorkloadMeta)
+    spec: SetSelectorSpec = msgspec.field(default_factory=SetSelectorSpec)
+
+
+class ReplicaSet(_Api):
+    metadata: WorkloadMeta = msgspec.field(default_factory=WorkloadMeta)
+    spec: LabelSelectorSpec = msgspec.field(default_factory=LabelSelectorSpec)
+
+
+class StatefulSet(_Api):
+    metadata: WorkloadMeta = msgspec.field(default_factory=WorkloadMeta)
+    spec: LabelSelectorSpec = msgspec.field(default_factory=LabelSelectorSpec)
+
+
+Workload = Service | ReplicationController | ReplicaSet | StatefulSet
+
+
 class ListMeta(_Api):
     resource_version: str = ""
     continue_: str = msgspec.field(default="", name="continue")
