@@ -36,6 +36,8 @@ cdef class BurstKernel:
     cdef uint8_t[:, ::1] dpresent            # scratch, same shape: domain takes part
     cdef int64_t[::1] dmin                   # scratch, per constraint: smallest domain count
     cdef uint8_t[::1] feas2                  # scratch, per row: feasible for the current pod
+                                             #   (all 0 between pods: set rows are cleared)
+    cdef int32_t[::1] frows                  # scratch: the current pod's feasible rows, ascending
     cdef int64_t[::1] rawsp                  # scratch, per row: raw spread score of the current pod
     cdef int64_t[::1] rawipa                 # scratch, per row: raw inter-pod score of the current pod
     cdef int64_t[::1] rawloc                 # scratch, per row: local score of a class's only pod
@@ -51,6 +53,8 @@ cdef class BurstKernel:
     cdef int32_t[::1] c_fit_cols             # the resource columns the class requests (and Fit checks)
     cdef const int32_t[::1] c_static         # class -> row of static_reason
     cdef const uint8_t[:, ::1] static_reason # S x rows: first failing static filter code, 0 = passes, 255 = no node
+    cdef const int32_t[::1] static_off       # S+1: offsets into static_rows
+    cdef const int32_t[::1] static_rows      # per static row: the rows passing it (code 0), ascending
     cdef const int32_t[::1] c_fixed          # class -> row of fixed
     cdef const int32_t[:, ::1] fixed         # F x rows: weighted scores that never change (ImageLocality)
     cdef const int32_t[::1] c_taint          # class -> row of taint_count

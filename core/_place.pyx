@@ -131,6 +131,7 @@ cdef class BurstKernel:
         self.dpresent = np.zeros((max(1, max_constraints), max_domains), dtype=np.uint8)
         self.dmin = np.zeros(max(1, max_constraints), dtype=np.int64)
         self.feas2 = np.zeros(self.rows, dtype=np.uint8)
+        self.frows = np.zeros(max(1, self.rows), dtype=np.int32)
         self.rawsp = np.zeros(self.rows, dtype=np.int64)
         self.rawipa = np.zeros(self.rows, dtype=np.int64)
         self.rawloc = np.zeros(self.rows, dtype=np.int64)
@@ -141,7 +142,8 @@ cdef class BurstKernel:
             leaves *= 2
         self.leaves = leaves
 
-    def load_chunk(self, c_req, c_nz, c_nz_add, c_static, static_reason, c_fixed, fixed, c_taint,
+    def load_chunk(self, c_req, c_nz, c_nz_add, c_static, static_reason, static_off,
+                   static_rows, c_fixed, fixed, c_taint,
                    taint_count, c_aff, aff_score, c_port_conf_off, c_port_conf,
                    c_port_own_off, c_port_own,
                    c_k_off, k_key, k_hard, k_skew, k_min_domains, k_self, k_counter, k_elig,
@@ -160,6 +162,8 @@ cdef class BurstKernel:
         self.c_nz_add = c_nz_add
         self.c_static = c_static
         self.static_reason = static_reason
+        self.static_off = static_off
+        self.static_rows = static_rows
         self.c_fixed = c_fixed
         self.fixed = fixed
         self.c_taint = c_taint
@@ -731,7 +735,7 @@ cdef class BurstKernel:
         in the chunk) the static filters, fit and local scores are computed in the first
         pass instead of read from a slot, as a fresh slot would hold them."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key, i
-        cdef Py_ssize_t feasible = 0, counted = 0, best_n = -1, start
+        cdef Py_ssize_t nf = 0, counted = 0, best_n = -1, start, i0, i1, lo_i, hi_i, mid
         cdef bint hard = False, soft = False, all_keys, ipa_filter = False, ipa_score = False
         cdef Py_ssize_t a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1]
         cdef int64_t ihi = 0, ilo = 0
@@ -744,7 +748,6 @@ cdef class BurstKernel:
         cdef uint8_t missing[64]
         cdef bint require_all = self.c_spread_all[c]
         cdef bint single = s < 0, hard_empty = False, soft_empty = False
-        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
         for j in range(j0, j1):
             if self.k_hard[j]:
                 hard = True
@@ -769,10 +772,18 @@ cdef class BurstKernel:
                     ipa_filter = True
             ipa_filter = ipa_filter and self.ipa_on
             ipa_score = ipa_score and self.w_ipa != 0 and self.ipa_topology
-        for n in range(self.rows):
+        if single:  # only the rows passing the static filters
+            i0 = self.static_off[self.c_static[c]]
+            i1 = self.static_off[self.c_static[c] + 1]
+        else:
+            i0 = 0
+            i1 = self.rows
+        for i in range(i0, i1):
             if single:
-                v = static[n] == 0 and self._fits(c, n)
+                n = self.static_rows[i]
+                v = self._fits(c, n)
             else:
+                n = i
                 v = self.s_feas[s, n]
             if v and hard:
                 if hard_empty:
@@ -782,9 +793,10 @@ cdef class BurstKernel:
                     v = 0
             if v and ipa_filter and self._ipa_reason(c, n):
                 v = 0
-            self.feas2[n] = <uint8_t>v
             if v:
-                feasible += 1
+                self.feas2[n] = 1
+                self.frows[nf] = <int32_t>n
+                nf += 1
                 if single:
                     self.rawloc[n] = self._local(c, n)
                 if taints[n] > mt:
@@ -808,7 +820,7 @@ cdef class BurstKernel:
                             hi = t
                         if lo < 0 or t < lo:
                             lo = t
-        if feasible == 0:
+        if nf == 0:
             return -1
         if soft and not soft_empty:
             # Domains of the feasible rows that have every soft key (the others score 0).
@@ -908,14 +920,20 @@ cdef class BurstKernel:
                 ifirst = False
         # Totals over the feasible rows; ties go to the first row at or after the cursor.
         start = 0 if single else self.s_cursor[s]
-        if start >= self.rows:
-            start = 0
-        for i in range(self.rows):
-            n = start + i
-            if n >= self.rows:
-                n -= self.rows
-            if not self.feas2[n]:
-                continue
+        lo_i = 0
+        hi_i = nf
+        while lo_i < hi_i:  # the first feasible row >= start (nf: none, wrap to the first)
+            mid = (lo_i + hi_i) >> 1
+            if self.frows[mid] < start:
+                lo_i = mid + 1
+            else:
+                hi_i = mid
+        for i in range(nf):
+            i0 = lo_i + i
+            if i0 >= nf:
+                i0 -= nf
+            n = self.frows[i0]
+            self.feas2[n] = 0  # the scratch is all zero again once the pod is placed
             t = self.rawloc[n] if single else self.s_local[s, n]
             if self.w_taint:
                 t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
@@ -1102,11 +1120,10 @@ cdef class BurstKernel:
         would be used once; two passes over the rows give the same choice: the best total,
         ties to the first row in the order the cache would have used (rows; for the zone
         path, rows grouped by zone, rows without the key last), as with a fresh cursor."""
-        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
         cdef bint zone = self.c_mode[c] == 1
-        cdef Py_ssize_t j = self.c_k_off[c], key = 0, nd = 0, n, d, g, zones = 0
+        cdef Py_ssize_t j = self.c_k_off[c], key = 0, nd = 0, n, d, g, zones = 0, i
         cdef Py_ssize_t best_n = -1, best_g = 0, feasible = 0
         cdef int64_t mt = 0, ma = 0, t, best = NEG, hi = 0, lo = -1, raw
         cdef double weight
@@ -1119,9 +1136,10 @@ cdef class BurstKernel:
             for g in range(nd + 1):
                 fz[g] = 0
                 zc[g] = 0
-        for n in range(self.rows):
-            if static[n] == 0 and self._fits(c, n):
-                self.feas2[n] = 1
+        for i in range(self.static_off[self.c_static[c]], self.static_off[self.c_static[c] + 1]):
+            n = self.static_rows[i]
+            if self._fits(c, n):
+                self.frows[feasible] = <int32_t>n
                 self.rawsp[n] = self._local(c, n)
                 feasible += 1
                 if taints[n] > mt:
@@ -1131,9 +1149,8 @@ cdef class BurstKernel:
                 if zone:
                     d = self.dom[key, n]
                     fz[d if d >= 0 else nd] += 1
-            else:
-                self.feas2[n] = 0
-            if zone:
+        if zone and self.ctr_total[self.k_counter[j]] != 0:
+            for n in range(self.rows):
                 d = self.dom[key, n]
                 if d >= 0 and self.elig[self.k_elig[j], n]:
                     zc[d] += self.counters[self.k_counter[j], n]
@@ -1156,9 +1173,8 @@ cdef class BurstKernel:
                 if fz[g] > 0:
                     zscore[g] = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - zc[g]) // hi
             zscore[nd] = 0
-        for n in range(self.rows):
-            if not self.feas2[n]:
-                continue
+        for i in range(feasible):
+            n = self.frows[i]
             t = self.rawsp[n]
             if self.w_taint:
                 t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)

@@ -114,6 +114,8 @@ class StaticTables:
 
     c_static: npt.NDArray[np.int32]
     static_reason: npt.NDArray[np.uint8]
+    static_off: npt.NDArray[np.int32]  # S+1: offsets into static_rows
+    static_rows: npt.NDArray[np.int32]  # per static row, the rows passing it, ascending
     c_fixed: npt.NDArray[np.int32]
     fixed: npt.NDArray[np.int32]
     c_taint: npt.NDArray[np.int32]
@@ -300,9 +302,15 @@ class Encoder:
                 return np.zeros((1, rows), dtype=dtype)
             return np.ascontiguousarray(np.vstack(arrays), dtype=dtype)
 
+        static_reason = stack("static", np.uint8)
+        passing = [np.flatnonzero(row == 0).astype(np.int32) for row in static_reason]
+        static_off = np.zeros(len(passing) + 1, dtype=np.int32)
+        static_off[1:] = np.cumsum([len(p) for p in passing])
         return StaticTables(
             c_static=index["static"],
-            static_reason=stack("static", np.uint8),
+            static_reason=static_reason,
+            static_off=static_off,
+            static_rows=np.concatenate(passing) if static_off[-1] else np.zeros(1, np.int32),
             c_fixed=index["fixed"],
             fixed=stack("fixed", np.int32),
             c_taint=index["taint"],

@@ -257,9 +257,8 @@ def _place_burst(
         t0 = time.perf_counter()
         global_ids, local = np.unique(class_of[start:end], return_inverse=True)
         tables = encoder.tables([int(c) for c in global_ids])
-        spread_tables = spread.tables(
-            [int(c) for c in global_ids], np.bincount(local, minlength=len(global_ids)).tolist()
-        )
+        per_class = np.bincount(local, minlength=len(global_ids))
+        spread_tables = spread.tables([int(c) for c in global_ids], per_class.tolist())
         conf_off, conf, own_off, own = [0], [], [0], []
         for cid in global_ids:
             info = classes[cid]
@@ -276,6 +275,8 @@ def _place_burst(
             np.ascontiguousarray(c_nz_add_all[global_ids]),
             tables.c_static,
             tables.static_reason,
+            tables.static_off,
+            tables.static_rows,
             tables.c_fixed,
             tables.fixed,
             tables.c_taint,
@@ -314,7 +315,8 @@ def _place_burst(
             out_score[start:end],
             out_reasons[start:end],
             out_gang[start:end],
-            min(len(global_ids), slot_budget),
+            # only classes with several pods in the chunk cache anything (see _place.pyx)
+            min(int(np.count_nonzero(per_class > 1)), slot_budget),
         )
         t1 = time.perf_counter()
         encode_seconds += t1 - t0
