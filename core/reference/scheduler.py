@@ -125,6 +125,16 @@ class ReferenceScheduler:
         self.profile = profile or Profile.default()
         self.snapshot = Snapshot.build(nodes, pods, namespaces, workloads)
 
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: Snapshot, profile: Profile | None = None
+    ) -> ReferenceScheduler:
+        """A scheduler over a ready snapshot (say ``Cache.snapshot()`` after a history of
+        node and pod events, where the order of events decides image sizes)."""
+        ref = cls((), profile=profile)
+        ref.snapshot = snapshot
+        return ref
+
     # --- filters ---------------------------------------------------------------------
 
     def _filter_plugin(self, name: str, pod: Pod) -> FilterPlugin | None:
