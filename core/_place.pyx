@@ -49,6 +49,7 @@ cdef enum:
     R_ABSENT = 255     # a row without a node: counted nowhere
     MAX_SCORE = 100
     MAX_ZONES = 64     # zone fast path: at most this many domains of the key
+    TAINT_TABLE = 64   # per-pod table of TaintToleration scores for counts below this
 
 REASON_PORTS = R_PORTS
 ZONE_LIMIT = MAX_ZONES
@@ -87,6 +88,18 @@ cdef inline int64_t _floor_div(int64_t x, int64_t a) noexcept nogil:
             q -= 1
         return q
     return x // a
+
+
+cdef inline bint _taint_table(int64_t* table, int64_t w_taint, int64_t mt) noexcept nogil:
+    """Fill table[v] with the weighted TaintToleration score of a row with v untolerated
+    PreferNoSchedule taints, v <= mt (the maximum over the feasible rows); False when mt
+    is too large for the table (then each row divides)."""
+    cdef int64_t v
+    if mt >= TAINT_TABLE:
+        return False
+    for v in range(mt + 1):
+        table[v] = w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * v // mt)
+    return True
 
 
 cdef class BurstKernel:
@@ -736,6 +749,8 @@ cdef class BurstKernel:
         pass instead of read from a slot, as a fresh slot would hold them."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key, i
         cdef Py_ssize_t nf = 0, counted = 0, best_n = -1, start, i0, i1, lo_i, hi_i, mid
+        cdef int64_t tsc[TAINT_TABLE]
+        cdef bint ttab, flat
         cdef bint hard = False, soft = False, all_keys, ipa_filter = False, ipa_score = False
         cdef Py_ssize_t a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1]
         cdef int64_t ihi = 0, ilo = 0
@@ -928,6 +943,8 @@ cdef class BurstKernel:
                 lo_i = mid + 1
             else:
                 hi_i = mid
+        ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
+        flat = hi == 0 or hi == lo  # every counted row scores MAX_SCORE for spread
         for i in range(nf):
             i0 = lo_i + i
             if i0 >= nf:
@@ -935,14 +952,16 @@ cdef class BurstKernel:
             n = self.frows[i0]
             self.feas2[n] = 0  # the scratch is all zero again once the pod is placed
             t = self.rawloc[n] if single else self.s_local[s, n]
-            if self.w_taint:
+            if ttab:
+                t += tsc[taints[n]]
+            elif self.w_taint:
                 t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
             if self.w_aff and ma > 0:
                 t += self.w_aff * (MAX_SCORE * aff[n] // ma)
             if soft:
                 if self.rawsp[n] < 0:
                     spread_score = 0
-                elif hi == 0:
+                elif flat:
                     spread_score = MAX_SCORE
                 else:
                     spread_score = MAX_SCORE * (hi + lo - self.rawsp[n]) // hi
@@ -1124,6 +1143,8 @@ cdef class BurstKernel:
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
         cdef bint zone = self.c_mode[c] == 1
         cdef Py_ssize_t j = self.c_k_off[c], key = 0, nd = 0, n, d, g, zones = 0, i
+        cdef int64_t tsc[TAINT_TABLE]
+        cdef bint ttab
         cdef Py_ssize_t best_n = -1, best_g = 0, feasible = 0
         cdef int64_t mt = 0, ma = 0, t, best = NEG, hi = 0, lo = -1, raw
         cdef double weight
@@ -1173,10 +1194,13 @@ cdef class BurstKernel:
                 if fz[g] > 0:
                     zscore[g] = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - zc[g]) // hi
             zscore[nd] = 0
+        ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
         for i in range(feasible):
             n = self.frows[i]
             t = self.rawsp[n]
-            if self.w_taint:
+            if ttab:
+                t += tsc[taints[n]]
+            elif self.w_taint:
                 t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
             if self.w_aff and ma > 0:
                 t += self.w_aff * (MAX_SCORE * aff[n] // ma)

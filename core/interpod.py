@@ -82,7 +82,9 @@ def _namespaces(raw: Mapping[str, Any], own: str) -> tuple[frozenset[str], Selec
 
 def carried_terms(namespace: str, affinity: Mapping[str, Any] | None) -> list[CarriedTerm]:
     """The terms a pod with ``affinity`` carries once placed."""
-    out = []
+    out: list[CarriedTerm] = []
+    if not affinity:
+        return out
     for kind, section, required in (
         ("anti", "podAntiAffinity", True),
         ("affinity", "podAffinity", True),
@@ -172,7 +174,9 @@ class InterPodTerms:
         self, info: ClassInfo, section: str, required: bool
     ) -> list[tuple[Part, str, int]]:
         """The class's own terms, resolved: ((namespaces, selector), topology key, weight)."""
-        out = []
+        out: list[tuple[Part, str, int]] = []
+        if not info.affinity:
+            return out
         for raw, weight in _raw_terms(info.affinity, section, required):
             namespaces, ns_selector = _namespaces(raw, info.namespace)
             resolved: frozenset[str] | None = namespaces
