@@ -19,19 +19,25 @@ How each pod's attempt ends:
 * not placed: ``FailedScheduling`` event and PodScheduled=False (reason Unschedulable)
   with kube-scheduler's text, parked in the queue with the plugins that rejected it.
 
-Preemption (DefaultPreemption as the profile's postFilter, and a ``cluster`` view given):
-the burst's pods that fit nowhere (gang members rolled back excepted) get one decision
-each against one picture of the cluster made after the burst (``core.preemption``: the
-informers' pods, assumed ones on their assumed node; each decision is committed to the
-picture so that the next pod of the burst sees its victims gone and its nomination). The
-decisions run in a worker thread; then each is written (``sched.preemption.execute``:
-victims marked and deleted, Preempted events, ``nominatedNodeName`` set) and the pod is
-reported and parked as unschedulable with the post-filter text appended. The victims'
-deletions come back through the pod watch, take their room off the cache and re-activate
-the pod (ASSIGNED_POD_DELETE); a pod whose nominated node still has victims terminating
-is not eligible and just waits. A failed write backs the pod off as an error. The cache is
-not touched by preemption: the burst's assumptions were recorded before it starts, and
-only the watch changes what the state counts.
+Preemption (DefaultPreemption as the profile's postFilter, and a ``cluster`` view given)
+runs off the burst path: the burst's pods that fit nowhere (gang members rolled back
+excepted) become one job for a background task that takes the jobs one at a time, in
+burst order, while the loop goes on with the next bursts; the job's pods stay in flight
+in the queue meanwhile, so no burst takes them again before they are reported. Each pod
+gets one decision against one picture of the cluster made when the job starts
+(``core.preemption``: the informers' pods, assumed ones on their assumed node; each
+decision is committed to the picture so that the next pod of the job sees its victims
+gone and its nomination). The decisions run in a worker thread; then each is written
+(``sched.preemption.execute``: victims marked and deleted, Preempted events,
+``nominatedNodeName`` set) and the pod is reported and parked as unschedulable with the
+post-filter text appended. The victims' deletions come back through the pod watch, take
+their room off the cache and re-activate the pod (ASSIGNED_POD_DELETE); a pod whose
+nominated node still has victims terminating is not eligible and just waits. A failed
+write backs the pod off as an error. Losing the lease drops the queued jobs (their pods
+go back to the queue silently) and the running one writes nothing more; shutdown does
+the same and waits (up to the drain timeout) for the running job to finish the writes
+it started. The cache is not touched by preemption: the burst's assumptions were
+recorded before it starts, and only the watch changes what the state counts.
 
 Nominated pods (kube-scheduler's nominator, kept by the queue): a pending pod nominated
 to a node by a preemption holds its room there against pods of lower or equal priority;
@@ -346,6 +352,19 @@ def _merged(results: list[PlacementResult]) -> PlacementResult:
 
 
 @dataclass
+class _PreemptionJob:
+    """A burst's pods that fit nowhere, waiting for DefaultPreemption (in flight meanwhile)."""
+
+    profile_name: str
+    profile: Profile
+    pods: list[QueuedPod]
+    result: PlacementResult
+    failed: list[int]  # indices into pods and result
+    args: PreemptionArgs
+    began: float
+
+
+@dataclass
 class _Binding:
     qp: QueuedPod
     profile: str
@@ -421,6 +440,12 @@ class BurstCycle:
         self.kernel_seconds = 0.0
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
+        # Preemption runs off the burst path, one job at a time in burst order; the pods
+        # of queued and running jobs stay in flight (never popped again) until reported.
+        self._preemptions: collections.deque[_PreemptionJob] = collections.deque()
+        self._preemption_ready = asyncio.Event()
+        self._preemption_task: asyncio.Task[None] | None = None
+        self._preempting: set[str] = set()
         queue.on_active = self._wakeup.set
         if is_leader():
             self._leading.set()
@@ -440,6 +465,8 @@ class BurstCycle:
         else:
             self._leading.clear()
             self.stop_binding()
+            # The new leader decides again; the job running now writes nothing more.
+            self._drop_preemptions()
 
     def stop_binding(self) -> None:
         """Cancel every bind in flight; each comes back as FAILED and is requeued."""
@@ -454,7 +481,13 @@ class BurstCycle:
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self._stop_preemption(drain_timeout)
         await self.binder.drain(drain_timeout)
+
+    @property
+    def preemptions_pending(self) -> int:
+        """Pods whose preemption is queued or running."""
+        return len(self._preempting)
 
     @property
     def binds_in_flight(self) -> int:
@@ -481,7 +514,8 @@ class BurstCycle:
                     self.cache.drop_unrecorded([qp.key for qp in burst])
                     for qp in burst:
                         in_flight = self.queue.where(qp.key) is QueueName.IN_FLIGHT
-                        if in_flight and qp.key not in self._binding:
+                        pending = qp.key in self._binding or qp.key in self._preempting
+                        if in_flight and not pending:
                             self.queue.add_unschedulable(qp)
 
     async def _wait_for_work(self) -> None:
@@ -593,7 +627,8 @@ class BurstCycle:
                 self._unschedulable(qp, profile_name, result, i, elapsed)
         if failed:
             assert preemption is not None
-            await self._preempt(profile_name, profile, pods, result, failed, preemption, began)
+            job = _PreemptionJob(profile_name, profile, pods, result, failed, preemption, began)
+            self._enqueue_preemption(job)
 
     def _nominations(
         self, pods: list[QueuedPod], objects: list[dict[str, Any]]
@@ -633,33 +668,87 @@ class BurstCycle:
         found.sort(key=lambda r: -r.priority)
         return found
 
-    async def _preempt(
-        self,
-        profile_name: str,
-        profile: Profile,
-        pods: list[QueuedPod],
-        result: PlacementResult,
-        failed: list[int],
-        args: PreemptionArgs,
-        began: float,
-    ) -> None:
+    # --- preemption, off the burst path ------------------------------------------------
+
+    def _enqueue_preemption(self, job: _PreemptionJob) -> None:
+        self._preempting.update(job.pods[i].key for i in job.failed)
+        self._preemptions.append(job)
+        self._preemption_ready.set()
+        if self._preemption_task is None or self._preemption_task.done():
+            self._preemption_task = asyncio.create_task(self._preemption_loop(), name="preemption")
+
+    async def _preemption_loop(self) -> None:
+        while True:
+            while not self._preemptions:
+                self._preemption_ready.clear()
+                await self._preemption_ready.wait()
+            job = self._preemptions.popleft()
+            try:
+                await self._preempt(job)
+            except Exception:
+                log.exception("preemption for %d pods failed", len(job.failed))
+                # Whatever is left of the job is reported as the burst saw it.
+                elapsed = time.perf_counter() - job.began
+                for i in job.failed:
+                    if job.pods[i].key in self._preempting:
+                        self._preempting.discard(job.pods[i].key)
+                        self._unschedulable(job.pods[i], job.profile_name, job.result, i, elapsed)
+
+    def _drop_preemptions(self) -> None:
+        """Forget the queued jobs: their pods go back to the queue silently."""
+        while self._preemptions:
+            job = self._preemptions.popleft()
+            for i in job.failed:
+                qp = job.pods[i]
+                if qp.key in self._preempting:
+                    self._preempting.discard(qp.key)
+                    self.queue.add_unschedulable(qp)
+
+    async def _stop_preemption(self, timeout: float) -> None:
+        """Shutdown: drop the queued jobs, let the running one finish its writes (so no
+        preemption is left half written), cancel it past ``timeout``."""
+        self._drop_preemptions()
+        task, self._preemption_task = self._preemption_task, None
+        if task is None:
+            return
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._preempting and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        self._preempting.clear()
+
+    async def _preempt(self, job: _PreemptionJob) -> None:
         """DefaultPreemption for the burst's pods that fit nowhere (module docstring)."""
         assert self.cluster is not None
-        pending = [to_api_dict(pods[i].pod) for i in failed]
+        pods, result, failed = job.pods, job.result, job.failed
+        profile_name = job.profile_name
+        if not self.is_leader():
+            self._drop_job(job)
+            return
+        pending = [self._with_nomination(pods[i]) for i in failed]
         try:
-            decisions = await asyncio.to_thread(_decide, self.cluster(), pending, profile, args)
+            decisions = await asyncio.to_thread(
+                _decide, self.cluster(), pending, job.profile, job.args
+            )
         except Exception:
             # A decision that cannot be made must not lose the pods: report them as the
             # burst saw them, without a post-filter part.
             log.exception("preemption decisions for %d pods failed", len(failed))
             for i in failed:
-                self._unschedulable(pods[i], profile_name, result, i, time.perf_counter() - began)
+                if self._take(pods[i]):
+                    elapsed = time.perf_counter() - job.began
+                    self._unschedulable(pods[i], profile_name, result, i, elapsed)
             return
         for i, pod, decision in zip(failed, pending, decisions, strict=True):
             qp = pods[i]
+            if qp.key not in self._preempting:
+                continue  # dropped meanwhile (the lease was lost)
             outcome: PreemptionOutcome | None = None
             if not self.is_leader():
                 # The lease was lost meanwhile: write nothing, the new leader decides again.
+                self._take(qp)
                 self.queue.add_unschedulable(qp)
                 continue
             if decision.node is not None or decision.nominated_node_name is not None:
@@ -667,6 +756,8 @@ class BurstCycle:
                     self.client, self.recorder, pod, decision, scheduler_name=profile_name
                 )
                 self._nominated(qp, decision, outcome)
+            if not self._take(qp):
+                continue
             if self.metrics is not None:
                 chosen = decision.node is not None and (outcome is None or not outcome.error)
                 self.metrics.observe_preemption(len(decision.victims) if chosen else None)
@@ -680,12 +771,37 @@ class BurstCycle:
             attempt = self.attempts.get(qp.name)
             if attempt is not None and attempt.uid == qp.key and decision.message:
                 attempt.message = _with_postfilter(attempt.message, decision.message)
-            elapsed = time.perf_counter() - began
+            elapsed = time.perf_counter() - job.began
             if outcome is not None and outcome.error:
                 log.warning("preemption for %s failed: %s", qp.name, outcome.error)
                 self._error(qp, profile_name, outcome.error, elapsed)
             else:
                 self._unschedulable(qp, profile_name, result, i, elapsed, decision.message)
+
+    def _with_nomination(self, qp: QueuedPod) -> dict[str, Any]:
+        """The pod's API dict with the nomination the queue knows: one this process wrote
+        may not be on the watched object yet, and a preemptor that does not know its
+        nomination would not wait for its victims and preempt again."""
+        pod = to_api_dict(qp.pod)
+        node = self.queue.nomination(qp)
+        status = pod.setdefault("status", {})
+        if node:
+            status["nominatedNodeName"] = node
+        else:
+            status.pop("nominatedNodeName", None)
+        return pod
+
+    def _take(self, qp: QueuedPod) -> bool:
+        """Claim the report of a pod pending preemption (False: someone reported it)."""
+        if qp.key not in self._preempting:
+            return False
+        self._preempting.discard(qp.key)
+        return True
+
+    def _drop_job(self, job: _PreemptionJob) -> None:
+        for i in job.failed:
+            if self._take(job.pods[i]):
+                self.queue.add_unschedulable(job.pods[i])
 
     def _nominated(
         self, qp: QueuedPod, decision: PreemptionDecision, outcome: PreemptionOutcome

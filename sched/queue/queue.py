@@ -480,6 +480,7 @@ class SchedulingQueue:
             del self._active_pods[key]
             burst.append(entry[1])
         if self._pop_from_backoff:
+            active = len(burst)
             while self._backoff and len(burst) < max_pods:
                 _, _, seq, key = heapq.heappop(self._backoff)
                 entry = self._backoff_pods.get(key)
@@ -487,6 +488,12 @@ class SchedulingQueue:
                     continue
                 del self._backoff_pods[key]
                 burst.append(entry[1])
+            if active and len(burst) > active:
+                # One burst in queue order: a high-priority pod back early from backoff
+                # (a preemptor whose victims are gone) goes before the active pods of
+                # lower priority, as if it had returned to activeQ, instead of after
+                # them, where they could take the room it made.
+                burst.sort(key=self._sort_key)
         since = self._log_base + len(self._log)
         for qp in burst:
             qp.attempts += 1

@@ -18,7 +18,7 @@ from kubesalvo.core.profile import Profile
 from kubesalvo.core.state import ClusterState
 from kubesalvo.sched.cycle import Reservation, Segment, place_reserving, segments
 from kubesalvo.sched.informers.models import Pod
-from kubesalvo.sched.queue import SchedulingQueue
+from kubesalvo.sched.queue import ASSIGNED_POD_DELETE, QueueName, SchedulingQueue
 
 
 def pod(name: str, priority: int, cpu: str = "1", nominated: str = "") -> dict[str, Any]:
@@ -172,3 +172,16 @@ def test_a_nomination_cleared_here_stops_holding_the_room_at_once():
     assert queue.nominated_pods() == []
     (qp,) = queue.pop_burst(1)
     assert queue.nomination(qp) == ""
+
+
+def test_a_burst_topped_up_from_backoff_is_in_queue_order():
+    queue = SchedulingQueue(pod_initial_backoff_seconds=60)
+    queue.add(decoded(pod("preemptor", 10_000)))
+    (preemptor,) = queue.pop_burst(10)
+    # Its victim leaves during the attempt: back to the backoffQ, backing off for a minute.
+    victim = pod("victim", 0)
+    victim["spec"]["nodeName"] = "n0"
+    queue.on_event(ASSIGNED_POD_DELETE, decoded(victim), None)
+    assert queue.add_unschedulable(preemptor, ["NodeResourcesFit"]) is QueueName.BACKOFF
+    queue.add(decoded(pod("later", 1000)))
+    assert [qp.name for qp in queue.pop_burst(10)] == ["ns/preemptor", "ns/later"]
