@@ -3,23 +3,50 @@
 A selector is a tuple of (key, operator, values) requirements that must all hold, or None
 for metav1's nil selector, which matches nothing (``{}`` matches everything). Counters
 (see core/spread.py) are keyed by these tuples.
+
+Invalid selectors: apimachinery's ``LabelSelectorAsSelector`` refuses a selector with an
+unknown operator, a key that is not a qualified name, a value that is not a label value,
+In/NotIn without values or Exists/DoesNotExist with values; ``label_selector_error``
+gives its error text word for word. The API server rejects such selectors in new pods,
+but older objects can still carry them, and kube-scheduler then does, per caller:
+
+* a spread constraint of the incoming pod (PodTopologySpread): the scheduling attempt
+  fails with an error (PreFilter for DoNotSchedule constraints, PreScore for
+  ScheduleAnyway ones; see ``spread_constraint_error``);
+* a term of the incoming pod, in its labelSelector or namespaceSelector, in any of its
+  four sections (InterPodAffinity): PreFilter rejects the pod as unschedulable and
+  unresolvable with "parsing pod: ..." (see ``pod_affinity_error``);
+* a term of a pod already placed: the whole section (say, its required anti-affinity
+  terms) is dropped, the other sections still count;
+* the selector of the pod's ReplicaSet or StatefulSet (default spread constraints): it
+  is ignored, the Services' selector alone is used.
+
+``label_selector`` turns an invalid selector into None (it matches nothing), which is the
+ReplicaSet/StatefulSet rule; ``parse_label_selector`` raises InvalidSelector instead.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
     "NOTHING_KEY",
     "CounterKey",
+    "InvalidSelector",
     "Part",
     "Selector",
     "candidates",
     "counts_nothing",
     "label_selector",
+    "label_selector_error",
+    "parse_label_selector",
     "parts_match",
+    "pod_affinity_error",
     "selector_matches",
+    "spread_constraint_error",
 ]
 
 # A label selector: a tuple of (key, operator, values) all of which must hold, or None for
@@ -34,10 +61,32 @@ CounterKey = tuple[Part, ...] | tuple[str, int] | tuple[str, str, Selector]
 NOTHING_KEY: CounterKey = ((frozenset(), None),)
 
 
+class InvalidSelector(ValueError):
+    """A selector LabelSelectorAsSelector refuses; the message is apimachinery's error."""
+
+
 def label_selector(raw: Mapping[str, Any] | None) -> Selector:
-    """metav1.LabelSelectorAsSelector: None matches nothing, {} everything."""
+    """metav1.LabelSelectorAsSelector: None matches nothing, {} everything.
+
+    An invalid selector gives None too (see the module docstring for when that is
+    kube-scheduler's behaviour and when the caller must use parse_label_selector).
+    """
+    if raw is None or label_selector_error(raw) is not None:
+        return None
+    return _requirements(raw)
+
+
+def parse_label_selector(raw: Mapping[str, Any] | None) -> Selector:
+    """metav1.LabelSelectorAsSelector, raising InvalidSelector where it fails."""
     if raw is None:
         return None
+    error = label_selector_error(raw)
+    if error is not None:
+        raise InvalidSelector(error)
+    return _requirements(raw)
+
+
+def _requirements(raw: Mapping[str, Any]) -> Selector:
     reqs: list[Requirement] = [
         (k, "In", (v,)) for k, v in sorted((raw.get("matchLabels") or {}).items())
     ]
@@ -91,3 +140,239 @@ def parts_match(key: tuple[Part, ...], namespace: str, labels: Mapping[str, str]
         (namespaces is None or namespace in namespaces) and selector_matches(selector, labels)
         for namespaces, selector in key
     )
+
+
+# --- apimachinery's validation, with its error texts -----------------------------------
+
+_QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED = re.compile(_QUALIFIED_FMT)
+_QUALIFIED_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character"
+)
+_QUALIFIED_EXAMPLES = ("MyName", "my.name", "123-abc")
+_LABEL_VALUE_FMT = f"({_QUALIFIED_FMT})?"
+_LABEL_VALUE = re.compile(_LABEL_VALUE_FMT)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', "
+    "'_' or '.', and must start and end with an alphanumeric character"
+)
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_SUBDOMAIN = re.compile(_SUBDOMAIN_FMT)
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character"
+)
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _regex_error(message: str, fmt: str, *examples: str) -> str:
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{message} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def _go_len(text: str) -> int:
+    return len(text.encode())  # Go's len counts UTF-8 bytes
+
+
+def _subdomain_errors(value: str) -> list[str]:
+    errors = []
+    if _go_len(value) > 253:
+        errors.append("must be no more than 253 characters")
+    if not _SUBDOMAIN.fullmatch(value):
+        errors.append(_regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
+    return errors
+
+
+def _qualified_name_errors(value: str) -> list[str]:
+    """validation.IsQualifiedName: a label key such as ``example.com/name``."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [
+            "a qualified name "
+            + _regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, *_QUALIFIED_EXAMPLES)
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    errors = []
+    name = parts[-1]
+    if len(parts) == 2:
+        if not parts[0]:
+            errors.append("prefix part must be non-empty")
+        else:
+            errors += ["prefix part " + e for e in _subdomain_errors(parts[0])]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif _go_len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    if not _QUALIFIED.fullmatch(name):
+        errors.append(
+            "name part " + _regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, *_QUALIFIED_EXAMPLES)
+        )
+    return errors
+
+
+def _label_value_errors(value: str) -> list[str]:
+    """validation.IsValidLabelValue."""
+    errors = []
+    if _go_len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.fullmatch(value):
+        errors.append(
+            _regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
+        )
+    return errors
+
+
+def _go_quote(text: str) -> str:
+    """strconv.Quote for the printable text labels hold (and escapes for the rest)."""
+    out = []
+    for char in text:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif char == "\r":
+            out.append("\\r")
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\x{ord(char):02x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _go_json(values: list[str]) -> str:
+    """encoding/json of a []string (nil: null), HTML characters escaped as Go does."""
+    if not values:
+        return "null"
+    text = json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(char, escaped)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _aggregate(messages: list[str]) -> str:
+    """utilerrors.NewAggregate(...).Error(): duplicates dropped, several in brackets."""
+    unique = list(dict.fromkeys(messages))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+def _requirement_error(key: str, operator: str, values: list[str]) -> str | None:
+    """labels.NewRequirement's error for one requirement, or None when it is valid."""
+    errors = []
+    key_errors = _qualified_name_errors(key)
+    if key_errors:
+        errors.append(f"key: Invalid value: {_go_quote(key)}: {'; '.join(key_errors)}")
+    if operator in ("In", "NotIn") and not values:
+        errors.append(
+            f"values: Invalid value: {_go_json(values)}: "
+            "for 'in', 'notin' operators, values set can't be empty"
+        )
+    if operator == "Equals" and len(values) != 1:
+        errors.append(
+            f"values: Invalid value: {_go_json(values)}: "
+            "exact-match compatibility requires one single value"
+        )
+    if operator in ("Exists", "DoesNotExist") and values:
+        errors.append(
+            f"values: Invalid value: {_go_json(values)}: "
+            "values set must be empty for exists and does not exist"
+        )
+    for i, value in enumerate(values):
+        value_errors = _label_value_errors(value)
+        if value_errors:
+            errors.append(
+                f"values[{i}][{key}]: Invalid value: {_go_quote(value)}: " + "; ".join(value_errors)
+            )
+    return _aggregate(errors) if errors else None
+
+
+def label_selector_error(raw: Mapping[str, Any] | None) -> str | None:
+    """The error LabelSelectorAsSelector gives for ``raw``, or None when it is valid.
+
+    Its first failing requirement decides: matchLabels first (upstream walks that map in
+    random order; here in key order), then matchExpressions in order.
+    """
+    if raw is None:
+        return None
+    for key, value in sorted((raw.get("matchLabels") or {}).items()):
+        error = _requirement_error(key, "Equals", [value])
+        if error is not None:
+            return error
+    for expr in raw.get("matchExpressions") or ():
+        operator = expr.get("operator", "")
+        if operator not in _OPERATORS:
+            return f"{_go_quote(operator)} is not a valid label selector operator"
+        error = _requirement_error(expr.get("key", ""), operator, list(expr.get("values") or ()))
+        if error is not None:
+            return error
+    return None
+
+
+# --- what kube-scheduler reports for an incoming pod with an invalid selector -----------
+
+_TERM_SECTIONS = (
+    ("requiredAffinityTerms", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
+    (
+        "requiredAntiAffinityTerms",
+        "podAntiAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    ),
+    (
+        "preferredAffinityTerms",
+        "podAffinity",
+        "preferredDuringSchedulingIgnoredDuringExecution",
+    ),
+    (
+        "preferredAntiAffinityTerms",
+        "podAntiAffinity",
+        "preferredDuringSchedulingIgnoredDuringExecution",
+    ),
+)
+
+
+def term_error(term: Mapping[str, Any]) -> str | None:
+    """newAffinityTerm's error: the labelSelector's, else the namespaceSelector's."""
+    return label_selector_error(term.get("labelSelector")) or label_selector_error(
+        term.get("namespaceSelector")
+    )
+
+
+def pod_affinity_error(spec: Mapping[str, Any]) -> str | None:
+    """framework.NewPodInfo's parse error for a pod's affinity terms, or None.
+
+    Each section reports its first failing term; the sections' errors are aggregated.
+    InterPodAffinity's PreFilter rejects the pod with ``"parsing pod: " + error``
+    (unschedulable and unresolvable); its PreScore, when the filter is disabled, fails
+    the attempt with ``failed to parse pod: `` + error.
+    """
+    affinity = spec.get("affinity") or {}
+    errors = []
+    for name, kind, field in _TERM_SECTIONS:
+        for entry in (affinity.get(kind) or {}).get(field) or ():
+            term = entry.get("podAffinityTerm") or {} if field.startswith("preferred") else entry
+            error = term_error(term)
+            if error is not None:
+                errors.append(f"{name}: {error}")
+                break
+    return _aggregate(errors) if errors else None
+
+
+def spread_constraint_error(spec: Mapping[str, Any], when_unsatisfiable: str) -> str | None:
+    """The first error among the pod's own constraints of one kind, or None.
+
+    DoNotSchedule: PodTopologySpread's PreFilter fails the attempt with
+    ``running PreFilter plugin "PodTopologySpread": get constraints from pod: obtaining
+    pod's hard topology spread constraints: `` + error. ScheduleAnyway: its PreScore, run
+    only when more than one node is feasible, with ``running PreScore plugin
+    "PodTopologySpread": calculating preScoreState: obtaining pod's soft topology spread
+    constraints: `` + error.
+    """
+    for constraint in spec.get("topologySpreadConstraints") or ():
+        if constraint.get("whenUnsatisfiable") == when_unsatisfiable:
+            error = label_selector_error(constraint.get("labelSelector"))
+            if error is not None:
+                return error
+    return None

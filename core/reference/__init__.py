@@ -21,8 +21,14 @@ Usage::
                                  # (the filter part; the PostFilter part, e.g.
                                  # preemption's, is appended by whoever runs it:
                                  # see names.post_filter_message)
+    result.error                 # a plugin failed the attempt with an error (say, an
+                                 # invalid spread selector): message is the error
     ref.assume(pod, node)        # place it: later pods see it
     ref.place_burst(pods, choose=None)  # place in order; gangs all-or-nothing
+
+    cache = Cache()                      # or follow a history of events, as the
+    cache.add_node(node); cache.add_pod(pod); cache.remove_node(name)  # cache does
+    ref = ReferenceScheduler.from_snapshot(cache.snapshot(namespaces, workloads), profile)
 
 Inputs are API JSON dicts: nodes (labels, taints, ``spec.unschedulable``,
 ``status.allocatable``, ``status.images``), pods (bound ones with ``spec.nodeName``;
@@ -48,5 +54,6 @@ preemption, extenders, percentageOfNodesToScore (every node is considered).
 
 from kubesalvo.core.reference.framework import PodInvalid, Status
 from kubesalvo.core.reference.scheduler import FilterOutcome, ReferenceScheduler, ScheduleResult
+from kubesalvo.core.reference.snapshot import Cache
 
-__all__ = ["FilterOutcome", "PodInvalid", "ReferenceScheduler", "ScheduleResult", "Status"]
+__all__ = ["Cache", "FilterOutcome", "PodInvalid", "ReferenceScheduler", "ScheduleResult", "Status"]

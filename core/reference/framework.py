@@ -22,6 +22,7 @@ __all__ = [
     "FilterPlugin",
     "PodInvalid",
     "PreFilterRejection",
+    "SchedulingError",
     "Status",
     "default_normalize",
     "go_div",
@@ -57,6 +58,19 @@ class Status:
     @classmethod
     def unresolvable(cls, *reasons: str) -> Status:
         return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
+
+
+class SchedulingError(Exception):
+    """A plugin failed the attempt with an error (not a fit failure).
+
+    kube-scheduler records it as a FailedScheduling event whose message is the error's
+    text (``message``) with the condition reason SchedulerError, and retries the pod
+    after a backoff; nothing is counted per node, and no preemption is tried.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class PreFilterRejection(Exception):

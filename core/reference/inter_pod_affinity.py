@@ -7,6 +7,12 @@ term with neither means the pod's own namespace. The term holds in the topology 
 ``matchLabelKeys``/``mismatchLabelKeys`` are not read: the API server already merged
 them into ``labelSelector`` when the pod was created.
 
+Invalid selectors (in a term's labelSelector or namespaceSelector): if any term of the
+incoming pod has one, in any of its four sections, PreFilter rejects the pod with
+"parsing pod: ..." (unschedulable and unresolvable; with the filter disabled, the
+score's PreScore fails the attempt with an error instead). A placed pod's section with
+an invalid term is dropped whole; its other sections still count.
+
 Filter, in this order:
 
 1. affinity: every required affinity term needs a selected pod in the node's domain
@@ -32,8 +38,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubesalvo.core import names
+from kubesalvo.core.label_selectors import pod_affinity_error
 from kubesalvo.core.profile import InterPodAffinityArgs
-from kubesalvo.core.reference.framework import Pod, PodInvalid, Status
+from kubesalvo.core.reference.framework import Pod, PreFilterRejection, SchedulingError, Status
 from kubesalvo.core.reference.selectors import NOTHING, InvalidSelector, Selector, label_selector
 from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot, labels_of, namespace_of
 
@@ -108,10 +115,8 @@ def existing_terms(pod: Pod, kind: str, required: bool) -> list[Term]:
 
 
 def incoming_terms(pod: Pod, snapshot: Snapshot, kind: str, required: bool) -> list[Term]:
-    try:
-        return [t.resolved(snapshot) for t in pod_terms(pod, kind, required)]
-    except InvalidSelector as err:
-        raise PodInvalid(f"pod affinity: {err}") from err
+    """The incoming pod's terms, namespace selectors resolved (parse errors checked first)."""
+    return [t.resolved(snapshot) for t in pod_terms(pod, kind, required)]
 
 
 def _matches_all(terms: list[Term], pod: Pod) -> bool:
@@ -122,6 +127,9 @@ class InterPodAffinity:
     node_names = None
 
     def __init__(self, pod: Pod, snapshot: Snapshot) -> None:
+        error = pod_affinity_error(pod.get("spec") or {})
+        if error is not None:
+            raise PreFilterRejection(names.INTER_POD_AFFINITY, f"parsing pod: {error}")
         self.pod = pod
         self.affinity = incoming_terms(pod, snapshot, "podAffinity", required=True)
         self.anti_affinity = incoming_terms(pod, snapshot, "podAntiAffinity", required=True)
@@ -173,10 +181,21 @@ class InterPodAffinity:
 def score(
     pod: Pod, snapshot: Snapshot, feasible: list[NodeInfo], args: InterPodAffinityArgs
 ) -> dict[str, int] | None:
+    spec = pod.get("spec") or {}
+    sections = spec.get("affinity") or {}
+    has_preferred = any(
+        (sections.get(kind) or {}).get("preferredDuringSchedulingIgnoredDuringExecution")
+        for kind in ("podAffinity", "podAntiAffinity")
+    )
+    if args.ignore_preferred_terms_of_existing_pods and not has_preferred:
+        return None
+    error = pod_affinity_error(spec)
+    if error is not None:  # reached only with the InterPodAffinity filter disabled
+        raise SchedulingError(
+            f'running PreScore plugin "InterPodAffinity": failed to parse pod: {error}'
+        )
     preferred = incoming_terms(pod, snapshot, "podAffinity", required=False)
     preferred_anti = incoming_terms(pod, snapshot, "podAntiAffinity", required=False)
-    if args.ignore_preferred_terms_of_existing_pods and not (preferred or preferred_anti):
-        return None
     own_ns_labels = snapshot.namespace_labels(namespace_of(pod)) or {}
     # topology key -> value -> score; a key appears once any term matched there.
     topology: dict[str, Counter[str]] = {}

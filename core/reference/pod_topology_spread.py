@@ -14,6 +14,11 @@ pod's nodeSelector and required node affinity to match it, ``nodeTaintsPolicy`` 
 counted are those in the pod's namespace, not being deleted, matched by the selector
 (an empty selector counts nothing).
 
+Invalid selectors: one in the pod's own constraints fails the attempt with an error
+(SchedulingError: in PreFilter for DoNotSchedule constraints, in PreScore for
+ScheduleAnyway ones); an invalid ReplicaSet or StatefulSet selector is left out of the
+default constraints' selector.
+
 Filter (DoNotSchedule constraints), in constraint order: a node without the topology
 key fails with "(missing required label)"; otherwise the domain's count, plus one if
 the pod matches its own selector, minus the smallest count over all domains (0 when
@@ -35,7 +40,7 @@ from kubesalvo.core import names
 from kubesalvo.core.profile import SpreadArgs, SpreadDefaulting
 from kubesalvo.core.reference.framework import (
     Pod,
-    PodInvalid,
+    SchedulingError,
     Status,
     go_round,
     untolerated_taint,
@@ -50,6 +55,18 @@ from kubesalvo.core.reference.selectors import (
 from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot, labels_of, namespace_of
 
 HOSTNAME = "kubernetes.io/hostname"
+# How an invalid selector in one of the pod's own constraints fails the attempt: in
+# PreFilter for DoNotSchedule constraints, in PreScore for ScheduleAnyway ones.
+_CONSTRAINT_ERRORS = {
+    "DoNotSchedule": (
+        'running PreFilter plugin "PodTopologySpread": get constraints from pod: '
+        "obtaining pod's hard topology spread constraints: "
+    ),
+    "ScheduleAnyway": (
+        'running PreScore plugin "PodTopologySpread": calculating preScoreState: '
+        "obtaining pod's soft topology spread constraints: "
+    ),
+}
 _MAX_INT32 = (1 << 31) - 1
 
 
@@ -130,7 +147,7 @@ def constraints(pod: Pod, snapshot: Snapshot, args: SpreadArgs, action: str) -> 
             try:
                 selector = label_selector(c.get("labelSelector"))
             except InvalidSelector as err:
-                raise PodInvalid(f"topology spread constraint: {err}") from err
+                raise SchedulingError(_CONSTRAINT_ERRORS[action] + str(err)) from err
             selector = _merge_match_label_keys(
                 selector, list(c.get("matchLabelKeys") or ()), pod_labels
             )

@@ -41,6 +41,7 @@ from kubesalvo.core.reference.framework import (
     Pod,
     PodInvalid,
     PreFilterRejection,
+    SchedulingError,
     Status,
 )
 from kubesalvo.core.reference.inter_pod_affinity import InterPodAffinity
@@ -102,6 +103,7 @@ class ScheduleResult:
     )
     group: gang.GroupKey | None = None
     rolled_back: bool = False  # fitted, but its gang did not reach its minimum
+    error: bool = False  # a plugin failed the attempt (SchedulingError): message is its text
 
 
 class ReferenceScheduler:
@@ -243,9 +245,15 @@ class ReferenceScheduler:
         """Where ``pod`` would go now; the state is not changed.
 
         kube-scheduler skips scoring when a single node is feasible; the reference
-        still reports that node's score, which does not change the choice.
+        still reports that node's score, which does not change the choice (and none
+        when a plugin's PreScore would have failed: upstream never runs it then).
+        A plugin failing the attempt with an error (an invalid selector in the pod's
+        spread constraints, say) gives no node, ``error`` set and its text as message.
         """
-        outcome = self.evaluate(pod)
+        try:
+            outcome = self.evaluate(pod)
+        except SchedulingError as err:
+            return self._error(pod, err)
         feasible = outcome.feasible
         if not feasible:
             counts = outcome.reason_counts()
@@ -255,16 +263,29 @@ class ReferenceScheduler:
             return ScheduleResult(
                 pod_key(pod), None, None, frozenset(), counts, message, gang.group_of(pod)
             )
-        totals = {
-            name: sum(plugins.values()) for name, plugins in self.scores_for(pod, feasible).items()
-        }
-        best = max(totals.values())
-        best_nodes = frozenset(name for name, total in totals.items() if total == best)
+        try:
+            scores = self.scores_for(pod, feasible)
+        except SchedulingError as err:
+            if len(feasible) > 1:
+                return self._error(pod, err)
+            scores = None
+        best: int | None = None
+        best_nodes = frozenset(feasible)
+        if scores is not None:
+            totals = {name: sum(plugins.values()) for name, plugins in scores.items()}
+            best = max(totals.values())
+            best_nodes = frozenset(name for name, total in totals.items() if total == best)
         chosen = next(name for name in feasible if name in best_nodes)
         name = (pod.get("metadata") or {}).get("name", "")
         message = names.success_message(namespace_of(pod), name, chosen)
         return ScheduleResult(
             pod_key(pod), chosen, best, best_nodes, {}, message, gang.group_of(pod)
+        )
+
+    @staticmethod
+    def _error(pod: Pod, err: SchedulingError) -> ScheduleResult:
+        return ScheduleResult(
+            pod_key(pod), None, None, frozenset(), {}, err.message, gang.group_of(pod), error=True
         )
 
     def assume(self, pod: Pod, node_name: str) -> Pod:

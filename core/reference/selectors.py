@@ -12,7 +12,11 @@ Gt and Lt compare label values as Go's ``strconv.ParseInt`` reads them: an optio
 sign and decimal digits within int64. A label that is not such an integer never
 satisfies Gt or Lt; a requirement whose own value is not an integer is invalid.
 
-Label key and value syntax is not re-checked: the API server validated it.
+A ``metav1.LabelSelector`` is checked in full as apimachinery does (operators, value
+counts, key and value syntax; see ``core.label_selectors.label_selector_error``): old
+objects can carry selectors the API server refuses today. What an invalid selector does
+to scheduling depends on the plugin that reads it (see the core.label_selectors
+docstring). Node selector terms are checked for their operators and values only.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from kubesalvo.core.label_selectors import InvalidSelector, label_selector_error
 
 __all__ = [
     "EVERYTHING",
@@ -39,10 +45,6 @@ _GO_INT = re.compile(r"^[+-]?[0-9]+$")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 _NODE_OPERATORS = _LABEL_OPERATORS | {"Gt", "Lt"}
-
-
-class InvalidSelector(ValueError):
-    """A selector that apimachinery refuses to build (kube-scheduler reports an error)."""
 
 
 def parse_go_int(text: str) -> int | None:
@@ -131,19 +133,20 @@ def selector_from_set(labels: Mapping[str, str]) -> Selector:
 
 
 def label_selector(raw: Mapping[str, Any] | None) -> Selector:
-    """``metav1.LabelSelectorAsSelector``: None matches nothing, ``{}`` everything."""
+    """``metav1.LabelSelectorAsSelector``: None matches nothing, ``{}`` everything.
+
+    Raises InvalidSelector, with apimachinery's error text, where it fails.
+    """
     if raw is None:
         return NOTHING
+    error = label_selector_error(raw)
+    if error is not None:
+        raise InvalidSelector(error)
     match_labels = raw.get("matchLabels") or {}
-    expressions = raw.get("matchExpressions") or []
     requirements = [Requirement(k, "In", (v,)) for k, v in sorted(match_labels.items())]
-    for expr in expressions:
-        operator = expr.get("operator", "")
-        if operator not in _LABEL_OPERATORS:
-            raise InvalidSelector(f"{operator!r} is not a valid label selector operator")
-        requirement = Requirement(expr.get("key", ""), operator, tuple(expr.get("values") or ()))
-        requirement.check()
-        requirements.append(requirement)
+    for expr in raw.get("matchExpressions") or ():
+        values = tuple(expr.get("values") or ())
+        requirements.append(Requirement(expr.get("key", ""), expr.get("operator", ""), values))
     return Selector(tuple(requirements))
 
 

@@ -133,8 +133,13 @@ def test_invalid_selectors_are_errors_not_fit_failures():
             }
         ]
     )
-    with pytest.raises(PodInvalid):
-        ref.schedule(bad)
+    result = ref.schedule(bad)
+    assert result.node is None and result.error and result.reason_counts == {}
+    assert result.message == (
+        'running PreFilter plugin "PodTopologySpread": get constraints from pod: '
+        "obtaining pod's hard topology spread constraints: values: Invalid value: null: "
+        "for 'in', 'notin' operators, values set can't be empty"
+    )
 
 
 def test_an_empty_cluster_gives_the_zero_node_message():

@@ -1,0 +1,123 @@
+"""Label selectors: matching, and apimachinery's refusals with its exact error texts.
+
+The expected texts were checked against metav1.LabelSelectorAsSelector of
+k8s.io/apimachinery v0.34.4.
+"""
+
+import pytest
+
+from kubesalvo.core.label_selectors import (
+    InvalidSelector,
+    label_selector,
+    label_selector_error,
+    parse_label_selector,
+    pod_affinity_error,
+    selector_matches,
+    spread_constraint_error,
+)
+
+EMPTY_IN = "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"
+NAME_RULE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+    "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+VALUE_RULE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+
+
+def expr(key, operator, *values):
+    out = {"key": key, "operator": operator}
+    if values:
+        out["values"] = list(values)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        (None, None),
+        ({}, None),
+        ({"matchLabels": {"app": "web"}, "matchExpressions": [expr("tier", "Exists")]}, None),
+        ({"matchExpressions": [expr("app", "In")]}, EMPTY_IN),
+        (
+            {"matchExpressions": [expr("app", "NotIn")]},
+            EMPTY_IN,
+        ),
+        (
+            {"matchExpressions": [expr("app", "Exists", "a", "b")]},
+            'values: Invalid value: ["a","b"]: values set must be empty for exists and '
+            "does not exist",
+        ),
+        (
+            {"matchExpressions": [expr("app", "Gt", "1")]},
+            '"Gt" is not a valid label selector operator',
+        ),
+        (
+            {"matchExpressions": [expr("", "Exists")]},
+            'key: Invalid value: "": name part must be non-empty; name part ' + NAME_RULE,
+        ),
+        (
+            {"matchExpressions": [expr("/b", "Exists")]},
+            'key: Invalid value: "/b": prefix part must be non-empty',
+        ),
+        (
+            {"matchLabels": {"app": "bad value!"}},
+            'values[0][app]: Invalid value: "bad value!": ' + VALUE_RULE,
+        ),
+        (
+            {"matchExpressions": [expr("bad key", "In")]},
+            '[key: Invalid value: "bad key": name part ' + NAME_RULE + ", " + EMPTY_IN + "]",
+        ),
+    ],
+)
+def test_label_selector_errors_are_apimachinerys(raw, error):
+    assert label_selector_error(raw) == error
+
+
+def test_an_invalid_selector_matches_nothing_or_raises_when_parsed():
+    raw = {"matchExpressions": [expr("app", "NotIn")]}
+    assert label_selector(raw) is None
+    assert not selector_matches(label_selector(raw), {})
+    with pytest.raises(InvalidSelector, match="values set can't be empty"):
+        parse_label_selector(raw)
+    assert parse_label_selector({"matchLabels": {"app": "web"}}) == (("app", "In", ("web",)),)
+
+
+def test_pod_affinity_error_names_each_failing_section_once():
+    bad = {"labelSelector": {"matchExpressions": [expr("app", "In")]}, "topologyKey": "zone"}
+    bad_ns = {"labelSelector": {}, "namespaceSelector": {"matchLabels": {"team": "a b"}}}
+    good = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}
+    spec = {
+        "affinity": {
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [good, bad, bad]},
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "podAffinityTerm": bad_ns}
+                ]
+            },
+        }
+    }
+    assert pod_affinity_error(spec) == (
+        f"[requiredAffinityTerms: {EMPTY_IN}, preferredAntiAffinityTerms: "
+        f'values[0][team]: Invalid value: "a b": {VALUE_RULE}]'
+    )
+    assert pod_affinity_error({"affinity": {"podAffinity": {}}}) is None
+
+
+def test_spread_constraint_error_looks_at_one_kind_of_constraint():
+    spec = {
+        "topologySpreadConstraints": [
+            {"whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"a": "b"}}},
+            {
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchExpressions": [expr("app", "In")]},
+            },
+        ]
+    }
+    assert spread_constraint_error(spec, "DoNotSchedule") is None
+    assert spread_constraint_error(spec, "ScheduleAnyway") == EMPTY_IN
