@@ -47,6 +47,7 @@ __all__ = [
     "pod_affinity_error",
     "selector_matches",
     "spread_constraint_error",
+    "term_error",
 ]
 
 # A label selector: a tuple of (key, operator, values) all of which must hold, or None for
