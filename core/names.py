@@ -11,7 +11,7 @@ strings (so "10 ..." sorts before "9 ..."), joined by ", ", closed by a period.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import Enum
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "gang_reason",
     "insufficient_resource",
     "post_filter_message",
+    "post_filter_text",
     "preemption_message",
     "prefilter_narrowing_reason",
     "success_message",
@@ -260,6 +261,31 @@ def gang_reason(group: str, placed: int, minimum: int) -> str:
 def post_filter_message(*reasons: str) -> str:
     """The PostFilter plugins' reasons as kube-scheduler joins them (Status.Message)."""
     return ", ".join(r for r in reasons if r)
+
+
+def post_filter_text(
+    post_filters: Sequence[str], *, has_claims: bool = False, preemption: str | None = None
+) -> str:
+    """The post-filter part of a FailedScheduling text, for a profile's postFilter plugins
+    in their run order (RunPostFilterPlugins in kube-scheduler v1.34).
+
+    Each plugin that answers Unschedulable adds its reasons; the first that succeeds ends
+    the run, and its empty message is the whole post-filter part. DynamicResources (in
+    the default profile before DefaultPreemption since DynamicResourceAllocation went GA)
+    answers "no new claims to deallocate" for a pod without resource claims; for a pod
+    with claims it would try to deallocate one, which kubesalvo does not model, so it
+    adds nothing here. ``preemption`` is DefaultPreemption's message ("" when it chose a
+    node, None when it did not run for the pod).
+    """
+    reasons: list[str] = []
+    for plugin in post_filters:
+        if plugin == DYNAMIC_RESOURCES and not has_claims:
+            reasons.append(NO_NEW_CLAIMS_TO_DEALLOCATE)
+        elif plugin == DEFAULT_PREEMPTION and preemption is not None:
+            if not preemption:
+                return ""
+            reasons.append(preemption)
+    return post_filter_message(*reasons)
 
 
 def success_message(namespace: str, pod: str, node: str) -> str:

@@ -621,10 +621,14 @@ class BurstCycle:
                 self._binding[qp.key] = _Binding(qp, profile_name, node, began)
                 meta = qp.pod.metadata
                 self.binder.bind(meta.namespace, meta.name, meta.uid, node)
-            elif preemption is not None and not result.rolled_back[i]:
+            elif result.rolled_back[i]:
+                # Its gang missed its minimum: no PostFilter plugin answers for it.
+                self._unschedulable(qp, profile_name, result, i, elapsed)
+            elif preemption is not None:
                 failed.append(i)
             else:
-                self._unschedulable(qp, profile_name, result, i, elapsed)
+                text = self._post_filter_text(profile_name, qp, None)
+                self._unschedulable(qp, profile_name, result, i, elapsed, text)
         if failed:
             assert preemption is not None
             job = _PreemptionJob(profile_name, profile, pods, result, failed, preemption, began)
@@ -768,15 +772,26 @@ class BurstCycle:
                     decision.node,
                     len(decision.victims),
                 )
-            attempt = self.attempts.get(qp.name)
-            if attempt is not None and attempt.uid == qp.key and decision.message:
-                attempt.message = _with_postfilter(attempt.message, decision.message)
+            text = self._post_filter_text(profile_name, qp, decision.message)
             elapsed = time.perf_counter() - job.began
             if outcome is not None and outcome.error:
                 log.warning("preemption for %s failed: %s", qp.name, outcome.error)
                 self._error(qp, profile_name, outcome.error, elapsed)
             else:
-                self._unschedulable(qp, profile_name, result, i, elapsed, decision.message)
+                self._unschedulable(qp, profile_name, result, i, elapsed, text)
+
+    def _post_filter_text(self, profile_name: str, qp: QueuedPod, preemption: str | None) -> str:
+        """What the profile's PostFilter plugins add to the pod's FailedScheduling text
+        (``names.post_filter_text``); ``preemption`` is DefaultPreemption's message, None
+        when it did not run for the pod."""
+        profile = self.config.profile(profile_name)
+        if profile is None:
+            return preemption or ""
+        return names.post_filter_text(
+            profile.plugins.at("postFilter"),
+            has_claims=bool(qp.pod.spec.resource_claims),
+            preemption=preemption,
+        )
 
     def _with_nomination(self, qp: QueuedPod) -> dict[str, Any]:
         """The pod's API dict with the nomination the queue knows: one this process wrote
@@ -846,6 +861,9 @@ class BurstCycle:
         postfilter_message: str = "",
     ) -> None:
         message = _with_postfilter(result.messages[i], postfilter_message)
+        attempt = self.attempts.get(qp.name)
+        if attempt is not None and attempt.uid == qp.key:
+            attempt.message = message
         reasons: Mapping[str, int] = result.reason_counts[i]
         plugins = rejecting_plugins(reasons)
         if self.recorder is not None:

@@ -131,3 +131,32 @@ def test_default_plugins_expand_per_point_as_upstreams_defaults():
     assert at(names.PRE_BIND) == ("VolumeBinding", "DynamicResources")
     assert at(names.BIND) == ("DefaultBinder",)
     assert at(names.PERMIT) == ()
+
+
+def test_post_filter_text_in_the_default_profiles_order():
+    default = (names.DYNAMIC_RESOURCES, names.DEFAULT_PREEMPTION)
+    refused = names.preemption_message(3, {names.NO_PREEMPTION_VICTIMS: 3})
+    assert names.post_filter_text(default, preemption=refused) == (
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 3 No preemption "
+        "victims found for incoming pod."
+    )
+    # DefaultPreemption chose a node: its success ends the run with an empty message.
+    assert names.post_filter_text(default, preemption="") == ""
+    # DefaultPreemption did not run for the pod: DynamicResources' reason alone.
+    assert names.post_filter_text(default) == names.NO_NEW_CLAIMS_TO_DEALLOCATE
+
+
+def test_post_filter_text_without_dynamic_resources_or_for_a_pod_with_claims():
+    refused = "preemption: not eligible due to preemptionPolicy=Never."
+    assert names.post_filter_text((names.DEFAULT_PREEMPTION,), preemption=refused) == refused
+    both = (names.DYNAMIC_RESOURCES, names.DEFAULT_PREEMPTION)
+    assert names.post_filter_text(both, has_claims=True, preemption=refused) == refused
+    assert names.post_filter_text(()) == ""
+
+
+def test_post_filter_text_follows_the_configured_order():
+    reversed_order = (names.DEFAULT_PREEMPTION, names.DYNAMIC_RESOURCES)
+    refused = "preemption: not eligible due to preemptionPolicy=Never."
+    assert names.post_filter_text(reversed_order, preemption=refused) == (
+        f"{refused}, no new claims to deallocate"
+    )

@@ -154,7 +154,8 @@ async def test_a_burst_is_bound_and_the_pod_that_fits_nowhere_is_reported(
         assert sum(1 for v in bound.values() if v == node) == 3  # 3 x 600m <= 2 cpu
     (unbound,) = {f"p{i}" for i in range(7)} - set(bound)
 
-    message = "0/2 nodes are available: 2 Insufficient cpu."
+    # DynamicResources' PostFilter answers (the cycle has no cluster view: no preemption).
+    message = "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate"
     assert cycle.attempts[f"{namespace}/{unbound}"].message == message
     assert cycle.attempts[f"{namespace}/{unbound}"].reason_counts == {"Insufficient cpu": 2}
     unbound_uid = next(p["metadata"]["uid"] for p in created if p["metadata"]["name"] == unbound)

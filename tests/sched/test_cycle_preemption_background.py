@@ -21,8 +21,9 @@ import pytest
 
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, ApiError
-from kubesalvo.sched.config import default_config
+from kubesalvo.sched.config import SchedulerConfig, default_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
+from kubesalvo.sched.events import EventRecorder
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.informers.models import Node, Pod
 from kubesalvo.sched.queue import QueueName, SchedulingQueue
@@ -49,7 +50,13 @@ class Gate(list[Any]):
 class Setup:
     """One 2-cpu node filled by two 1-cpu low-priority pods; a cycle that preempts."""
 
-    def __init__(self, api: ApiClient, namespace: str, classes: dict[str, str]) -> None:
+    def __init__(
+        self,
+        api: ApiClient,
+        namespace: str,
+        classes: dict[str, str],
+        recorder: EventRecorder | None = None,
+    ) -> None:
         self.api = api
         self.namespace = namespace
         self.classes = classes
@@ -57,13 +64,14 @@ class Setup:
         self.node = own_node(f"{self.group}-0", self.group, "2")
         self.pods: dict[str, Pod] = {}
         self.leading = True
+        self.recorder = recorder
 
-    async def start(self, create_pod: Any) -> None:
+    async def start(self, create_pod: Any, config: SchedulerConfig | None = None) -> None:
         body = (
             await self.api.request("POST", "/api/v1/nodes", body=msgspec.json.encode(self.node))
         ).body
         self.node_struct = msgspec.convert(msgspec.json.decode(body), Node)
-        config = default_config()
+        config = config or default_config()
         self.queue = SchedulingQueue.from_config(config)
         self.gate = Gate([self.node_struct])
         self.cache = SchedulerCache()
@@ -76,6 +84,7 @@ class Setup:
             is_leader=lambda: self.leading,
             settings=CycleSettings(gathering_window=0),
             cluster=self.cluster,
+            recorder=self.recorder,
         )
         for i in range(2):
             await self.create(
