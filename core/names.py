@@ -183,6 +183,11 @@ ERR_REASON_GANG_MIN_AVAILABLE = "pod group could not reach its minAvailable"
 # "... 2 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/2
 # nodes are available: 2 Preemption is not helpful for scheduling."
 NO_NEW_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+# DynamicResources' PostFilter when its PreFilter never ran for the pod (a PreFilter
+# before it answered UnschedulableAndUnresolvable, which ends the PreFilter run): reading
+# its cycle state fails with the framework's ErrNotFound, an error that ends the
+# PostFilter run and is its whole message.
+CYCLE_STATE_NOT_FOUND = "not found"
 PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_PREEMPTION_VICTIMS = "No preemption victims found for incoming pod"
 
@@ -201,6 +206,11 @@ REASON_CODES: dict[str, Code] = {
     ERR_REASON_ANTI_AFFINITY: Code.UNSCHEDULABLE,
     ERR_REASON_GANG_MIN_AVAILABLE: Code.UNSCHEDULABLE,
 }
+
+# The PreFilter rejections the kernel reports (as the whole filter part of the message)
+# that are UnschedulableAndUnresolvable, with the plugin that answers them: they end the
+# PreFilter run, so the PreFilter plugins after it never run for the pod.
+PREFILTER_UNRESOLVABLE: dict[str, str] = {ERR_REASON_NODE_AFFINITY_CONFLICT: NODE_AFFINITY}
 
 NO_NODE_AVAILABLE = "0/{} nodes are available"
 SUCCESSFULLY_ASSIGNED = "Successfully assigned {}/{} to {}"
@@ -264,7 +274,11 @@ def post_filter_message(*reasons: str) -> str:
 
 
 def post_filter_text(
-    post_filters: Sequence[str], *, has_claims: bool = False, preemption: str | None = None
+    post_filters: Sequence[str],
+    *,
+    has_claims: bool = False,
+    preemption: str | None = None,
+    dynamic_resources_state: bool = True,
 ) -> str:
     """The post-filter part of a FailedScheduling text, for a profile's postFilter plugins
     in their run order (RunPostFilterPlugins in kube-scheduler v1.34).
@@ -275,10 +289,13 @@ def post_filter_text(
     answers "no new claims to deallocate" for a pod without resource claims; for a pod
     with claims it would try to deallocate one, which kubesalvo does not model, so it
     adds nothing here. ``preemption`` is DefaultPreemption's message ("" when it chose a
-    node, None when it did not run for the pod).
+    node, None when it did not run for the pod). ``dynamic_resources_state`` False: its
+    PreFilter never ran (see CYCLE_STATE_NOT_FOUND).
     """
     reasons: list[str] = []
     for plugin in post_filters:
+        if plugin == DYNAMIC_RESOURCES and not dynamic_resources_state:
+            return CYCLE_STATE_NOT_FOUND
         if plugin == DYNAMIC_RESOURCES and not has_claims:
             reasons.append(NO_NEW_CLAIMS_TO_DEALLOCATE)
         elif plugin == DEFAULT_PREEMPTION and preemption is not None:

@@ -624,10 +624,12 @@ class BurstCycle:
             elif result.rolled_back[i]:
                 # Its gang missed its minimum: no PostFilter plugin answers for it.
                 self._unschedulable(qp, profile_name, result, i, elapsed)
-            elif preemption is not None:
+            elif preemption is not None and not self._ends_before_preemption(
+                profile_name, result, i
+            ):
                 failed.append(i)
             else:
-                text = self._post_filter_text(profile_name, qp, None)
+                text = self._post_filter_text(profile_name, qp, None, result, i)
                 self._unschedulable(qp, profile_name, result, i, elapsed, text)
         if failed:
             assert preemption is not None
@@ -772,7 +774,7 @@ class BurstCycle:
                     decision.node,
                     len(decision.victims),
                 )
-            text = self._post_filter_text(profile_name, qp, decision.message)
+            text = self._post_filter_text(profile_name, qp, decision.message, result, i)
             elapsed = time.perf_counter() - job.began
             if outcome is not None and outcome.error:
                 log.warning("preemption for %s failed: %s", qp.name, outcome.error)
@@ -780,7 +782,14 @@ class BurstCycle:
             else:
                 self._unschedulable(qp, profile_name, result, i, elapsed, text)
 
-    def _post_filter_text(self, profile_name: str, qp: QueuedPod, preemption: str | None) -> str:
+    def _post_filter_text(
+        self,
+        profile_name: str,
+        qp: QueuedPod,
+        preemption: str | None,
+        result: PlacementResult,
+        i: int,
+    ) -> str:
         """What the profile's PostFilter plugins add to the pod's FailedScheduling text
         (``names.post_filter_text``); ``preemption`` is DefaultPreemption's message, None
         when it did not run for the pod."""
@@ -791,7 +800,42 @@ class BurstCycle:
             profile.plugins.at("postFilter"),
             has_claims=bool(qp.pod.spec.resource_claims),
             preemption=preemption,
+            dynamic_resources_state=not self._no_dynamic_resources_state(profile, result, i),
         )
+
+    @staticmethod
+    def _no_dynamic_resources_state(profile: Any, result: PlacementResult, i: int) -> bool:
+        """Whether a PreFilter rejection ended the PreFilter run before DynamicResources'
+        PreFilter (which writes the state its PostFilter reads) ran for pod ``i``."""
+        counts = result.reason_counts[i]
+        if len(counts) != 1:
+            return False
+        (reason,) = counts
+        rejector = names.PREFILTER_UNRESOLVABLE.get(reason)
+        if rejector is None or result.messages[i] != names.fit_error_message(
+            result.num_nodes, {}, prefilter_message=reason
+        ):
+            return False
+        pre_filters = profile.plugins.at("preFilter")
+        if names.DYNAMIC_RESOURCES not in pre_filters:
+            return True
+        return rejector in pre_filters and pre_filters.index(
+            names.DYNAMIC_RESOURCES
+        ) > pre_filters.index(rejector)
+
+    def _ends_before_preemption(self, profile_name: str, result: PlacementResult, i: int) -> bool:
+        """DynamicResources' PostFilter ends the run with an error before DefaultPreemption
+        is reached (see ``_no_dynamic_resources_state``): no preemption for the pod."""
+        profile = self.config.profile(profile_name)
+        if profile is None:
+            return False
+        post_filters = profile.plugins.at("postFilter")
+        if names.DYNAMIC_RESOURCES not in post_filters:
+            return False
+        first = post_filters.index(names.DYNAMIC_RESOURCES) < post_filters.index(
+            names.DEFAULT_PREEMPTION
+        )
+        return first and self._no_dynamic_resources_state(profile, result, i)
 
     def _with_nomination(self, qp: QueuedPod) -> dict[str, Any]:
         """The pod's API dict with the nomination the queue knows: one this process wrote

@@ -160,3 +160,25 @@ def test_post_filter_text_follows_the_configured_order():
     assert names.post_filter_text(reversed_order, preemption=refused) == (
         f"{refused}, no new claims to deallocate"
     )
+
+
+def test_without_dynamic_resources_state_its_error_is_the_whole_post_filter_part():
+    default = (names.DYNAMIC_RESOURCES, names.DEFAULT_PREEMPTION)
+    assert names.post_filter_text(default, dynamic_resources_state=False) == "not found"
+    # DefaultPreemption first: its reasons are dropped by the error that follows.
+    refused = names.preemption_message(2, {names.PREEMPTION_NOT_HELPFUL: 2})
+    reversed_order = (names.DEFAULT_PREEMPTION, names.DYNAMIC_RESOURCES)
+    assert (
+        names.post_filter_text(reversed_order, preemption=refused, dynamic_resources_state=False)
+        == names.CYCLE_STATE_NOT_FOUND
+    )
+    # Not in the profile: nothing reads the missing state.
+    assert (
+        names.post_filter_text(
+            (names.DEFAULT_PREEMPTION,), preemption=refused, dynamic_resources_state=False
+        )
+        == refused
+    )
+    assert names.PREFILTER_UNRESOLVABLE[names.ERR_REASON_NODE_AFFINITY_CONFLICT] == (
+        names.NODE_AFFINITY
+    )
