@@ -10,6 +10,9 @@ cdef class BurstKernel:
     cdef quantity_t[:, ::1] req              # rows x resources: requested incl. placed pods (same units)
     cdef quantity_t[:, ::1] nzreq            # rows x 2: non-zero cpu (millicores), memory (bytes) for scores
     cdef int32_t[:, ::1] port_use            # rows x port keys: pods using each (ip, protocol, port)
+    cdef const quantity_t* p_alloc           # alloc, req, nzreq as raw C-contiguous pointers
+    cdef quantity_t* p_req                   #   (for the per-pod scans; NULL with no rows)
+    cdef quantity_t* p_nz
     cdef Py_ssize_t rows                     # number of rows (nodes, present or not)
     cdef Py_ssize_t nres                     # number of resource columns
     # ---- profile
@@ -59,8 +62,10 @@ cdef class BurstKernel:
     cdef const int32_t[:, ::1] fixed         # F x rows: weighted scores that never change (ImageLocality)
     cdef const int32_t[::1] c_taint          # class -> row of taint_count
     cdef const int16_t[:, ::1] taint_count   # T x rows: untolerated PreferNoSchedule taints (count)
+    cdef uint8_t[::1] taint_any              # T: 1 if the row of taint_count has a non-zero count
     cdef const int32_t[::1] c_aff            # class -> row of aff_score
     cdef const int32_t[:, ::1] aff_score     # A x rows: summed weights of matched preferred node affinity terms
+    cdef uint8_t[::1] aff_any                # A: 1 if the row of aff_score has a non-zero score
     cdef const int32_t[::1] c_port_conf_off  # classes+1: offsets into c_port_conf
     cdef const int32_t[::1] c_port_conf      # port keys whose use on a node conflicts with the class
     cdef const int32_t[::1] c_port_own_off   # classes+1: offsets into c_port_own
@@ -128,6 +133,10 @@ cdef class BurstKernel:
     cdef int64_t _resource_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef int64_t _balanced_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef inline int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline bint _fits_fast(self, Py_ssize_t c, Py_ssize_t n, const quantity_t* creq,
+                                const int32_t* fcols, Py_ssize_t nfc) noexcept nogil
+    cdef inline int64_t _local_fast(self, Py_ssize_t c, Py_ssize_t n, const quantity_t* creq,
+                                    const quantity_t* cnz, const int32_t* fixed) noexcept nogil
     cdef inline int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef inline int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil

@@ -112,6 +112,11 @@ cdef class BurstKernel:
         self.alloc = alloc
         self.req = req
         self.nzreq = nzreq
+        if alloc.shape[0] > 0:
+            # Raw row pointers for the per-pod scans (C-contiguous, held by the views above).
+            self.p_alloc = &self.alloc[0, 0]
+            self.p_req = &self.req[0, 0]
+            self.p_nz = &self.nzreq[0, 0]
         self.port_use = port_use
         self.rows = alloc.shape[0]
         self.nres = alloc.shape[1]
@@ -181,8 +186,10 @@ cdef class BurstKernel:
         self.fixed = fixed
         self.c_taint = c_taint
         self.taint_count = taint_count
+        self.taint_any = np.asarray(taint_count).any(axis=1).astype(np.uint8)
         self.c_aff = c_aff
         self.aff_score = aff_score
+        self.aff_any = (np.asarray(aff_score) != 0).any(axis=1).astype(np.uint8)
         self.c_port_conf_off = c_port_conf_off
         self.c_port_conf = c_port_conf
         self.c_port_own_off = c_port_own_off
@@ -370,6 +377,64 @@ cdef class BurstKernel:
             if a0 != 0 and a1 != 0:
                 f0 = <double>(self.req[n, 0] + self.c_req[c, 0]) / <double>a0
                 f1 = <double>(self.req[n, 1] + self.c_req[c, 1]) / <double>a1
+                if f0 > 1.0:
+                    f0 = 1.0
+                if f1 > 1.0:
+                    f1 = 1.0
+                std = fabs((f0 - f1) / 2.0)
+            s += self.w_bal * <int64_t>((1.0 - std) * <double>MAX_SCORE)
+        return s
+
+    cdef inline bint _fits_fast(self, Py_ssize_t c, Py_ssize_t n, const quantity_t* creq,
+                                const int32_t* fcols, Py_ssize_t nfc) noexcept nogil:
+        """_fits with the class's request row and fit columns looked up once per pod."""
+        cdef const quantity_t* a = self.p_alloc + n * self.nres
+        cdef const quantity_t* r = self.p_req + n * self.nres
+        cdef Py_ssize_t k, col
+        for k in range(nfc):
+            col = fcols[k]
+            if r[col] + creq[col] > a[col]:
+                return False
+        if self.ports_on and self.c_port_conf_off[c + 1] > self.c_port_conf_off[c]:
+            for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
+                if self.port_use[n, self.c_port_conf[k]] > 0:
+                    return False
+        return True
+
+    cdef inline int64_t _local_fast(self, Py_ssize_t c, Py_ssize_t n, const quantity_t* creq,
+                                    const quantity_t* cnz, const int32_t* fixed) noexcept nogil:
+        """_local through raw pointers for the default scores (same arithmetic as
+        _local_default); any other profile takes _local."""
+        if not self.default_scores:
+            return self._local(c, n)
+        cdef const quantity_t* a = self.p_alloc + n * self.nres
+        cdef const quantity_t* r = self.p_req + n * self.nres
+        cdef const quantity_t* z = self.p_nz + 2 * n
+        cdef int64_t s = fixed[n], a0 = a[0], a1 = a[1], used, s0 = 0, s1 = 0, total = 0
+        cdef int64_t weights = 0
+        cdef double f0, f1, std = 0.0
+        if self.w_fit:
+            if a0 != 0:
+                used = z[0] + cnz[0]
+                s0 = 0 if used > a0 else _floor_div((a0 - used) * MAX_SCORE, a0)
+            if a1 != 0:
+                used = z[1] + cnz[1]
+                s1 = 0 if used > a1 else _floor_div((a1 - used) * MAX_SCORE, a1)
+            if a0 != 0 and a1 != 0 and self.even_weights:
+                s += self.w_fit * ((s0 + s1) >> 1)
+            else:
+                if a0 != 0:
+                    total += s0 * self.sc_weight[0]
+                    weights += self.sc_weight[0]
+                if a1 != 0:
+                    total += s1 * self.sc_weight[1]
+                    weights += self.sc_weight[1]
+                if weights:
+                    s += self.w_fit * (total // weights)
+        if self.w_bal and (creq[0] > 0 or creq[1] > 0):
+            if a0 != 0 and a1 != 0:
+                f0 = <double>(r[0] + creq[0]) / <double>a0
+                f1 = <double>(r[1] + creq[1]) / <double>a1
                 if f0 > 1.0:
                     f0 = 1.0
                 if f1 > 1.0:
@@ -763,6 +828,14 @@ cdef class BurstKernel:
         cdef uint8_t missing[64]
         cdef bint require_all = self.c_spread_all[c]
         cdef bint single = s < 0, hard_empty = False, soft_empty = False
+        cdef const quantity_t* creq = &self.c_req[c, 0]
+        cdef const quantity_t* cnz = &self.c_nz[c, 0]
+        cdef const int32_t* fixed = &self.fixed[self.c_fixed[c], 0]
+        cdef const int32_t* fcols = &self.c_fit_cols[self.c_fit_off[c]]
+        cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
+        # maxima of all-zero rows (no PreferNoSchedule taint, no preferred term) stay 0
+        cdef bint track_taints = self.w_taint != 0 and self.taint_any[self.c_taint[c]]
+        cdef bint track_aff = self.w_aff != 0 and self.aff_any[self.c_aff[c]]
         for j in range(j0, j1):
             if self.k_hard[j]:
                 hard = True
@@ -796,7 +869,7 @@ cdef class BurstKernel:
         for i in range(i0, i1):
             if single:
                 n = self.static_rows[i]
-                v = self._fits(c, n)
+                v = self._fits_fast(c, n, creq, fcols, nfc)
             else:
                 n = i
                 v = self.s_feas[s, n]
@@ -813,10 +886,10 @@ cdef class BurstKernel:
                 self.frows[nf] = <int32_t>n
                 nf += 1
                 if single:
-                    self.rawloc[n] = self._local(c, n)
-                if taints[n] > mt:
+                    self.rawloc[n] = self._local_fast(c, n, creq, cnz, fixed)
+                if track_taints and taints[n] > mt:
                     mt = taints[n]
-                if aff[n] > ma:
+                if track_aff and aff[n] > ma:
                     ma = aff[n]
                 if soft_empty:
                     # Every count is 0: the raw score is the summed maxSkew - 1 of the
@@ -1143,6 +1216,14 @@ cdef class BurstKernel:
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
         cdef bint zone = self.c_mode[c] == 1
         cdef Py_ssize_t j = self.c_k_off[c], key = 0, nd = 0, n, d, g, zones = 0, i
+        cdef const quantity_t* creq = &self.c_req[c, 0]
+        cdef const quantity_t* cnz = &self.c_nz[c, 0]
+        cdef const int32_t* fixed = &self.fixed[self.c_fixed[c], 0]
+        cdef const int32_t* fcols = &self.c_fit_cols[self.c_fit_off[c]]
+        cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
+        # maxima of all-zero rows (no PreferNoSchedule taint, no preferred term) stay 0
+        cdef bint track_taints = self.w_taint != 0 and self.taint_any[self.c_taint[c]]
+        cdef bint track_aff = self.w_aff != 0 and self.aff_any[self.c_aff[c]]
         cdef int64_t tsc[TAINT_TABLE]
         cdef bint ttab
         cdef Py_ssize_t best_n = -1, best_g = 0, feasible = 0
@@ -1159,13 +1240,13 @@ cdef class BurstKernel:
                 zc[g] = 0
         for i in range(self.static_off[self.c_static[c]], self.static_off[self.c_static[c] + 1]):
             n = self.static_rows[i]
-            if self._fits(c, n):
+            if self._fits_fast(c, n, creq, fcols, nfc):
                 self.frows[feasible] = <int32_t>n
-                self.rawsp[n] = self._local(c, n)
+                self.rawsp[n] = self._local_fast(c, n, creq, cnz, fixed)
                 feasible += 1
-                if taints[n] > mt:
+                if track_taints and taints[n] > mt:
                     mt = taints[n]
-                if aff[n] > ma:
+                if track_aff and aff[n] > ma:
                     ma = aff[n]
                 if zone:
                     d = self.dom[key, n]

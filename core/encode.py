@@ -589,17 +589,6 @@ class Encoder:
         score = names.MAX_NODE_SCORE * (clipped - _IMAGE_MIN) // (max_threshold - _IMAGE_MIN)
         return (weight * score).astype(np.int32)
 
-    # ------------------------------------------------------------- ports and reqs
-    def request_vector(self, info: ClassInfo) -> npt.NDArray[np.int64]:
-        """The class's requests over the state's resource columns (pods column = 1)."""
-        state = self.state
-        columns = {state.resource_column(res): amount for res, amount in info.requests.items()}
-        vector = np.zeros(len(state.resource_names), dtype=np.int64)
-        for column, amount in columns.items():
-            vector[column] = amount
-        vector[3] = 1
-        return vector
-
 
 @dataclass
 class PortTable:

@@ -222,7 +222,15 @@ def _place_burst(
     class_of = encoder.classify(ordered)
     classes = encoder.classes
     # Resource columns and port keys of the whole burst exist before the kernel copies.
-    requests = [encoder.request_vector(info) for info in classes]
+    # (class, column, amount) of every request; registering columns may add some
+    req_class: list[int] = []
+    req_column: list[int] = []
+    req_amount: list[int] = []
+    for cid, info in enumerate(classes):
+        for res, amount in info.requests.items():
+            req_class.append(cid)
+            req_column.append(state.resource_column(res))
+            req_amount.append(amount)
     ports = PortTable()
     for row in range(state.rows):
         for port in state.ports[row]:
@@ -232,8 +240,8 @@ def _place_burst(
             ports.key(port)
     nres = len(state.resource_names)
     c_req_all = np.zeros((len(classes), nres), dtype=_typedefs.QUANTITY)
-    for cid, vector in enumerate(requests):
-        c_req_all[cid, : len(vector)] = vector
+    c_req_all[req_class, req_column] = req_amount
+    c_req_all[:, POD_COLUMN] = 1
     c_nz_all = np.array([info.nonzero for info in classes], dtype=_typedefs.QUANTITY).reshape(-1, 2)
     c_nz_add_all = np.array([info.nonzero_add for info in classes], dtype=_typedefs.QUANTITY)
     c_nz_add_all = c_nz_add_all.reshape(-1, 2)
