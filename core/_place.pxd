@@ -99,6 +99,7 @@ cdef class BurstKernel:
     cdef const int32_t[::1] p_class          # pod -> class
     cdef const int32_t[::1] p_gang_min       # pod -> its gang's minimum, 0 when not in a gang
     cdef const uint8_t[::1] p_gang_last      # pod -> 1 if it ends its gang's run (members are contiguous)
+    cdef const int32_t[::1] p_nominated      # pod -> row of its status.nominatedNodeName, -1 = none
     cdef int64_t[::1] c_left                 # class -> its pods not yet placed in this chunk
     # ---- outputs of the current chunk
     cdef node_t[::1] out_node                # pod -> row, -1 when not placed
@@ -161,4 +162,5 @@ cdef class BurstKernel:
     cdef Py_ssize_t _place_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef Py_ssize_t _place_single(self, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
+    cdef bint _nominated_fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _run(self) noexcept nogil

@@ -167,7 +167,7 @@ cdef class BurstKernel:
                    c_k_off, k_key, k_hard, k_skew, k_min_domains, k_self, k_counter, k_elig,
                    k_host, elig, counters, c_inc_off, c_inc,
                    c_a_off, a_kind, a_key, a_counter, a_weight, c_a_self, c_mode,
-                   c_spread_all, p_class, p_gang_min, p_gang_last, out_node, out_score,
+                   c_spread_all, p_class, p_gang_min, p_gang_last, p_nominated, out_node, out_score,
                    out_reasons, out_rolled, Py_ssize_t nslots):
         """Set the classes and pods of the next chunk, and allocate the class caches."""
         self.nclasses = c_req.shape[0]
@@ -222,6 +222,7 @@ cdef class BurstKernel:
         self.p_class = p_class
         self.p_gang_min = p_gang_min
         self.p_gang_last = p_gang_last
+        self.p_nominated = p_nominated
         self.c_left = np.bincount(np.asarray(p_class), minlength=self.nclasses).astype(np.int64)
         self.out_node = out_node
         self.out_score = out_score
@@ -675,6 +676,20 @@ cdef class BurstKernel:
                 if code:
                     self.out_reasons[p, code] += 1
 
+    cdef bint _nominated_fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """Whether row n passes every filter for class c (its pod's nominated node)."""
+        if self.static_reason[self.c_static[c], n] != 0 or not self._fits(c, n):
+            return False
+        if self.spread_on and self.c_k_off[c + 1] > self.c_k_off[c]:
+            self._spread_prepare(c)
+            if self._spread_reason(c, n):
+                return False
+        if self.ipa_on and self.c_a_off[c + 1] > self.c_a_off[c]:
+            self._ipa_prepare(c)
+            if self._ipa_reason(c, n):
+                return False
+        return True
+
     cdef void _run(self) noexcept nogil:
         cdef Py_ssize_t p, c, s, n, q, pos, run_start = 0, placed = 0
         cdef int64_t best
@@ -685,7 +700,13 @@ cdef class BurstKernel:
                 run_start = p
                 placed = 0
             self.c_left[c] -= 1
-            if self.c_left[c] == 0 and self.class_slot[c] < 0:
+            if self.p_nominated[p] >= 0 and self._nominated_fits(c, self.p_nominated[p]):
+                # kube-scheduler tries a pod's nominated node first and takes it, unscored,
+                # when it passes every filter (the room its preemption freed).
+                s = -1
+                n = self.p_nominated[p]
+                best = 0
+            elif self.c_left[c] == 0 and self.class_slot[c] < 0:
                 # The class's only pod in the chunk: fused passes, no cache to build.
                 s = -1
                 if self._domain(c):

@@ -53,6 +53,49 @@ def test_least_allocated_prefers_the_emptier_node_and_commit_assumes_it():
     assert "p" in state.pods and state.pods["p"].assumed
 
 
+def nominated(p, node_name):
+    return {**p, "status": {"nominatedNodeName": node_name}}
+
+
+def test_a_pod_takes_its_nominated_node_when_it_passes_every_filter():
+    state = cluster(node("small", cpu="2"), node("big", cpu="8"))
+    pods = [nominated(pod("p", cpu="1"), "small"), pod("q", cpu="1")]
+    result = place_burst(state, pods)
+    assert result.nodes == ["small", "big"]
+
+
+def test_a_nominated_node_that_fails_a_filter_is_passed_over():
+    state = cluster(node("small", cpu="2"), node("big", cpu="8"), node("tainted", cpu="16"))
+    taint = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+    state.update_node(node("tainted", cpu="16", taints=[taint]))
+    pods = [
+        nominated(pod("too-big", cpu="3"), "small"),  # Insufficient cpu there
+        nominated(pod("untolerated", cpu="1"), "tainted"),
+        nominated(pod("gone", cpu="1"), "no-such-node"),
+    ]
+    without = [{k: v for k, v in p.items() if k != "status"} for p in pods]
+    expected = plan(state, without).nodes
+    assert "tainted" not in expected and expected[0] == "big"
+    assert place_burst(state, pods).nodes == expected  # as if no node had been nominated
+
+
+def test_a_nominated_node_is_checked_against_hard_spread():
+    zone = "topology.kubernetes.io/zone"
+    state = cluster(node("a1", labels={zone: "a"}), node("b1", labels={zone: "b"}))
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": zone,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "w"}},
+        }
+    ]
+    first = pod("w1", labels={"app": "w"}, topologySpreadConstraints=spread)
+    second = nominated(pod("w2", labels={"app": "w"}, topologySpreadConstraints=spread), "a1")
+    result = place_burst(state, [nominated(first, "a1"), second])
+    assert result.nodes == ["a1", "b1"]  # a second pod in zone a would skew 2
+
+
 def test_plan_does_not_change_the_state():
     state = cluster(node("a"))
     result = plan(state, [pod("p", cpu="1")])
