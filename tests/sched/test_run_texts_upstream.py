@@ -19,6 +19,7 @@ Without it, preemption's text stands alone in both cases.
 from __future__ import annotations
 
 import copy
+import re
 import secrets
 import time
 from typing import Any
@@ -150,12 +151,13 @@ def test_unschedulable_pods_get_the_same_text_from_kubesalvo_and_kube_scheduler(
             for case in CASES:
                 assert written[f"{case}-{ours}"] == written[f"{case}-{theirs}"], (case, ours)
         too_big, conflict = written["too-big-kubesalvo"], written["conflict-kubesalvo"]
-        assert too_big.startswith("0/1 nodes are available: 1 Insufficient cpu.")
+        # Every node of the cluster (other tests may have left some) lacks the cpu.
+        assert re.match(r"0/(\d+) nodes are available: \1 Insufficient cpu\. ", too_big)
         assert "no new claims to deallocate, preemption: " in too_big
         assert conflict.endswith("pod affinity terms conflict. not found")
         for case in CASES:
             text = written[f"{case}-kubesalvo-no-dra"]
-            assert ". preemption: 0/1 nodes are available: 1 " in text
+            assert re.search(r"\. preemption: 0/(\d+) nodes are available: \1 ", text)
             assert "claims" not in text and not text.endswith("not found")
     finally:
         process.kill()
