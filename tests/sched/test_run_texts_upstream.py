@@ -8,6 +8,8 @@ character for character. With DynamicResources:
 
 * a pod that fits nowhere (more cpu than any node has): the filter part, then
   DynamicResources' "no new claims to deallocate" joined to preemption's text;
+* a pod whose required node affinity names a node that does not exist (NodeAffinity's
+  PreFilter result leaves every node out);
 * a pod whose required node affinity conflicts with itself (NodeAffinity's PreFilter
   rejects it before DynamicResources' PreFilter runs, so DynamicResources' PostFilter
   finds no state of its own and ends the post-filter run with an error whose text,
@@ -69,6 +71,21 @@ CASES: dict[str, dict[str, Any]] = {
                 "resources": {"requests": {"cpu": "640"}},
             }
         ]
+    },
+    "no-such-node": {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["nowhere"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
     },
     "conflict": {
         "affinity": {
