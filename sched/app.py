@@ -320,6 +320,7 @@ class Scheduler:
             "pending": self.queue.pending_counts(),
             "inFlight": self.queue.in_flight,
             "bindsInFlight": self.cycle.binds_in_flight,
+            "preemptionsPending": self.cycle.preemptions_pending,
             "assumed": self.cache.assumed_count,
             "pods": listing,
         }

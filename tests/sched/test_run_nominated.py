@@ -276,6 +276,7 @@ def test_a_preemptors_freed_room_is_not_taken_by_a_lower_priority_pod_created_ri
             if p["metadata"]["name"].startswith("low-") and p["spec"].get("nodeName")
         ]
         assert len(remaining) == 1  # one victim, and its room went to the preemptor
+        assert process.debug("/debug/queue")["preemptionsPending"] == 0
     finally:
         process.kill()
         delete_pods(control_plane, created)
