@@ -38,6 +38,8 @@ cdef class BurstKernel:
     cdef int64_t[:, ::1] dcount              # scratch, constraints of a class x domains: matching pods
     cdef uint8_t[:, ::1] dpresent            # scratch, same shape: domain takes part
     cdef int64_t[::1] dmin                   # scratch, per constraint: smallest domain count
+    cdef double[::1] kweight                 # scratch, per soft constraint: log(domains + 2)
+    cdef uint8_t[::1] kmissing               # scratch, per soft constraint: some row lacks its key
     cdef uint8_t[::1] feas2                  # scratch, per row: feasible for the current pod
                                              #   (all 0 between pods: set rows are cleared)
     cdef int32_t[::1] frows                  # scratch: the current pod's feasible rows, ascending

@@ -148,6 +148,8 @@ cdef class BurstKernel:
         self.dcount = np.zeros((max(1, max_constraints), max_domains), dtype=np.int64)
         self.dpresent = np.zeros((max(1, max_constraints), max_domains), dtype=np.uint8)
         self.dmin = np.zeros(max(1, max_constraints), dtype=np.int64)
+        self.kweight = np.zeros(max(1, max_constraints), dtype=np.float64)
+        self.kmissing = np.zeros(max(1, max_constraints), dtype=np.uint8)
         self.feas2 = np.zeros(self.rows, dtype=np.uint8)
         self.frows = np.zeros(max(1, self.rows), dtype=np.int32)
         self.rawsp = np.zeros(self.rows, dtype=np.int64)
@@ -845,8 +847,8 @@ cdef class BurstKernel:
         cdef double total
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
-        cdef double weights[64]
-        cdef uint8_t missing[64]
+        cdef double[::1] weights = self.kweight
+        cdef uint8_t[::1] missing = self.kmissing
         cdef bint require_all = self.c_spread_all[c]
         cdef bint single = s < 0, hard_empty = False, soft_empty = False
         cdef const quantity_t* creq = &self.c_req[c, 0]
@@ -863,7 +865,7 @@ cdef class BurstKernel:
             else:
                 soft = True
         hard = hard and self.spread_on
-        soft = soft and self.w_spread != 0 and j1 - j0 <= 64
+        soft = soft and self.w_spread != 0
         if hard:
             hard_empty = self._spread_empty(c, True)
             if not hard_empty:

@@ -389,3 +389,61 @@ def test_synthetic_bursts_match_the_reference(shape, small_chunks, monkeypatch):
     expected = ReferenceScheduler(fleet).place_burst(burst, choose=choose)
     assert [r.node for r in expected] == result.nodes
     assert [r.message for r in expected] == result.messages
+
+
+def test_a_pod_with_more_than_64_soft_constraints_is_scored_on_all_of_them():
+    """Spread scoring has no limit on a pod's constraints; every one weighs in."""
+    zone = "topology.kubernetes.io/zone"
+    fleet = [
+        {
+            "metadata": {
+                "name": f"n{i}",
+                "labels": {"kubernetes.io/hostname": f"n{i}", zone: "ab"[i % 2]},
+            },
+            "spec": {},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}},
+        }
+        for i in range(4)
+    ]
+    bound = [
+        {
+            "metadata": {"name": f"old{i}", "namespace": "ns", "labels": {"app": "w"}},
+            "spec": {"nodeName": "n0", "containers": [{"name": "c", "image": "x"}]},
+        }
+        for i in range(3)
+    ]
+    constraints = [
+        {
+            "maxSkew": 1 + k % 3,
+            "topologyKey": zone if k % 2 else "kubernetes.io/hostname",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "w"}},
+        }
+        for k in range(70)
+    ]
+    burst = [
+        {
+            "metadata": {"name": f"p{i}", "namespace": "ns", "labels": {"app": "w"}},
+            "spec": {
+                "containers": [{"name": "c", "image": "x"}],
+                "topologySpreadConstraints": constraints,
+            },
+        }
+        for i in range(6)
+    ]
+    state = ClusterState()
+    for node in fleet:
+        state.add_node(node)
+    for pod in bound:
+        state.add_pod(pod)
+    result = plan(state, burst)
+
+    def choose(ref_result):
+        i = int(ref_result.pod.rsplit("p", 1)[1])
+        assert result.nodes[i] in ref_result.best_nodes
+        assert result.scores[i] == ref_result.score
+        return result.nodes[i]
+
+    expected = ReferenceScheduler(fleet, bound).place_burst(burst, choose=choose)
+    assert [r.node for r in expected] == result.nodes
+    assert "n0" not in result.nodes[:3]  # the spread scores keep the first pods off n0
