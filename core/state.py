@@ -31,6 +31,8 @@ used, and ``present`` says which of them hold a node):
   that is not (or no longer) known is remembered under the node's name but counts nowhere
   (not in ``pods``, no row); when a node of that name is added its pods count again. A node
   removed while pods are still on it keeps them this way until their own deletions arrive.
+  Its set of host ports is kept too, and changed by its pods' comings and goings, as
+  upstream's NodeInfo outlives the Node: it is the row's set when the node comes back.
 """
 
 from __future__ import annotations
@@ -145,6 +147,7 @@ class ClusterState:
         self.pods: dict[str, PodRecord] = {}
         self.ghosts: dict[str, dict[str, PodRecord]] = {}
         self._ghost_node: dict[str, str] = {}  # ghost pod key -> its node's name
+        self._ghost_ports: dict[str, dict[HostPort, int]] = {}  # node name -> its port set
         self.pods_on_row: list[set[str]] = []
         self.groups: list[_Group] = []
         self.group_ids: dict[tuple[str, Labels], int] = {}
@@ -252,7 +255,8 @@ class ClusterState:
         for key, record in self.ghosts.pop(name, {}).items():
             del self._ghost_node[key]
             record.row = row
-            self._count(key, record, +1)
+            self._count(key, record, +1, with_ports=False)
+        self.ports[row] = self._ghost_ports.pop(name, {})
         return row
 
     update_node = add_node
@@ -328,11 +332,13 @@ class ClusterState:
         ghosts = self.ghosts.setdefault(name, {})
         for key in list(self.pods_on_row[row]):
             record = self.pods[key]
-            self._count(key, record, -1)
+            self._count(key, record, -1, with_ports=False)
             record.row = -1
             ghosts[key] = record
             self._ghost_node[key] = name
-        if not ghosts:
+        if ghosts:
+            self._ghost_ports[name] = self.ports[row]
+        else:
             del self.ghosts[name]
         for key in self.node_labels[row]:
             self.label_columns[key][row] = -1
@@ -409,6 +415,9 @@ class ClusterState:
         if row is None:
             self.ghosts.setdefault(node_name, {})[key] = record
             self._ghost_node[key] = node_name
+            ports = self._ghost_ports.setdefault(node_name, {})
+            for port in record.ports:
+                ports[port] = 1
             return False
         record.row = row
         self._count(key, record, +1)
@@ -451,12 +460,16 @@ class ClusterState:
         node_name = self._ghost_node.pop(key, None)
         if node_name is not None:
             ghosts = self.ghosts[node_name]
-            del ghosts[key]
+            ports = self._ghost_ports[node_name]
+            for port in ghosts.pop(key).ports:
+                ports.pop(port, None)
             if not ghosts:
                 del self.ghosts[node_name]
+                del self._ghost_ports[node_name]
 
-    def _count(self, key: str, record: PodRecord, sign: int) -> None:
-        """Add (+1) or take back (-1) a pod's share of its row."""
+    def _count(self, key: str, record: PodRecord, sign: int, with_ports: bool = True) -> None:
+        """Add (+1) or take back (-1) a pod's share of its row (its ports too, unless the
+        row's port set moves as a whole: a node leaving or coming back)."""
         row = record.row
         for column, amount in record.requests.items():
             self.requested[row, column] += sign * amount
@@ -466,7 +479,7 @@ class ClusterState:
         # A set, as upstream's HostPortInfo: a removal frees the port even when another
         # pod on the row declared it too.
         ports = self.ports[row]
-        for port in record.ports:
+        for port in record.ports if with_ports else ():
             if sign > 0:
                 ports[port] = 1
             else:

@@ -242,3 +242,26 @@ def test_an_assumed_pod_of_a_removed_node_can_be_forgotten():
     state.forget_pod(p)
     row = state.add_node(node("a"))
     assert state.pod_record("p") is None and state.requested[row, 0] == 0
+
+
+def test_a_removed_nodes_port_set_follows_its_pods_until_it_comes_back():
+    # Upstream's NodeInfo (and its HostPortInfo) outlives the Node: removing one of two
+    # pods sharing a port while the node is gone frees the port for good.
+    state = ClusterState()
+    state.add_node(node("a"))
+    state.add_pod(pod("p1", "a", ports=(80,)))
+    state.add_pod(pod("p2", "a", ports=(80, 443)))
+    state.remove_node("a")
+    state.remove_pod(pod("p1"))
+    row = state.add_node(node("a"))
+    assert set(state.pods) == {"p2"}
+    assert list(state.ports[row]) == [HostPort("0.0.0.0", "TCP", 443)]
+
+
+def test_pods_bound_before_their_node_share_its_port_set():
+    state = ClusterState()
+    state.add_pod(pod("p1", "late", ports=(80,)))
+    state.add_pod(pod("p2", "late", ports=(80,)))
+    state.remove_pod(pod("p2"))
+    row = state.add_node(node("late"))
+    assert state.ports[row] == {} and set(state.pods) == {"p1"}

@@ -80,3 +80,15 @@ def test_an_image_no_node_reports_any_more_takes_the_next_reporters_size():
     assert cache.snapshot().images == {}
     cache.add_node(node("b", images=[(["app:1"], 300 * MB)]))
     assert cache.snapshot().images["app:1"].size == 300 * MB
+
+
+def test_a_removed_nodes_port_set_follows_its_pods_until_it_comes_back():
+    cache = Cache()
+    cache.add_node(node("a"))
+    first, second = with_port("p1", "a"), with_port("p2", "a")
+    cache.add_pod(first)
+    cache.add_pod(second)
+    cache.remove_node("a")
+    cache.remove_pod(first)
+    cache.add_node(node("a"))
+    assert cache.snapshot().by_name["a"].used_ports == set()
