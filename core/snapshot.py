@@ -2,15 +2,22 @@
 
 A snapshot is one msgpack map::
 
-    {"format": "kubesalvo-snapshot", "version": 1, "created": "<RFC 3339 time>",
+    {"format": "kubesalvo-snapshot", "version": 2, "created": "<RFC 3339 time>",
      "source": "<free text>", "nodes": [...], "pods": [...], "namespaces": [...],
-     "priorityclasses": [...]}
+     "priorityclasses": [...], "workloads": [...], "omitted": [...]}
 
 Objects keep the API server's JSON shape, cut down by ``strip`` to the fields a scheduler
 reads, so the same code reads a snapshot, a synthetic cluster and a live watch. Pods with a
 ``spec.nodeName`` are running load; the others are the pending burst. ``loads`` refuses
 anything that is not such a map, naming the first field that is wrong. File access lives in
 ``kubesalvo.sched.snapshot``; this module only turns objects into bytes and back.
+
+Version 2 added ``workloads``: the Services, ReplicationControllers, ReplicaSets and
+StatefulSets (kind, apiVersion, namespace, name, uid and selector only) from which
+PodTopologySpread's default constraints take their selector, and ``omitted``: the
+resources (``services``, ...) the recorder was not allowed to list, so that a reader
+knows the workloads are partial. A version 1 snapshot has neither: it reads as a cluster
+without workloads.
 """
 
 from __future__ import annotations
@@ -23,8 +30,18 @@ from typing import Any
 import msgpack
 
 FORMAT = "kubesalvo-snapshot"
-VERSION = 1
-KINDS = ("nodes", "pods", "namespaces", "priorityclasses")
+VERSION = 2
+KINDS = ("nodes", "pods", "namespaces", "priorityclasses", "workloads")
+# The sections each version holds besides the header.
+_SECTIONS = {1: KINDS[:4], 2: (*KINDS, "omitted")}
+# Each workload kind with its apiVersion, whether its selector is a plain map (Service,
+# ReplicationController) or a LabelSelector, and its resource name in the API.
+WORKLOAD_KINDS: dict[str, tuple[str, bool, str]] = {
+    "Service": ("v1", True, "services"),
+    "ReplicationController": ("v1", True, "replicationcontrollers"),
+    "ReplicaSet": ("apps/v1", False, "replicasets"),
+    "StatefulSet": ("apps/v1", False, "statefulsets"),
+}
 
 Object = dict[str, Any]
 
@@ -39,6 +56,12 @@ class Snapshot:
     pods: list[Object]
     namespaces: list[Object] = field(default_factory=list)
     priorityclasses: list[Object] = field(default_factory=list)
+    # Services, ReplicationControllers, ReplicaSets, StatefulSets: default spreading's
+    # selectors (``place_burst(workloads=...)``).
+    workloads: list[Object] = field(default_factory=list)
+    # Resources whose objects are missing because the recorder could not list them
+    # ("services", "replicasets", ...): the workloads above are then partial.
+    omitted: list[str] = field(default_factory=list)
     # RFC 3339; ``dumps`` stamps the current time when empty.
     created: str = ""
     # Where it came from, for people: "synthetic scenario default seed 1", a server URL.
@@ -65,6 +88,8 @@ def dumps(snapshot: Snapshot) -> bytes:
         "pods": snapshot.pods,
         "namespaces": snapshot.namespaces,
         "priorityclasses": snapshot.priorityclasses,
+        "workloads": snapshot.workloads,
+        "omitted": snapshot.omitted,
     }
     return msgpack.packb(document, use_bin_type=True)
 
@@ -85,6 +110,87 @@ def _check_objects(document: dict[str, Any], kind: str, namespaced: bool) -> lis
         if namespaced and not isinstance(metadata.get("namespace"), str):
             raise SnapshotError(f"{where}.metadata.namespace: missing or not a string")
     return objects
+
+
+def _check_string_map(value: Any, where: str) -> None:
+    if not isinstance(value, dict):
+        raise SnapshotError(f"{where}: expected a map of strings, got {type(value).__name__}")
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise SnapshotError(f"{where}.{key}: expected a string, got {type(item).__name__}")
+
+
+def _check_label_selector(selector: Any, where: str) -> None:
+    if not isinstance(selector, dict):
+        raise SnapshotError(f"{where}: expected a label selector map")
+    unknown = sorted(set(selector) - {"matchLabels", "matchExpressions"})
+    if unknown:
+        raise SnapshotError(
+            f"{where}.{unknown[0]}: unknown field; accepted: matchLabels, matchExpressions"
+        )
+    if selector.get("matchLabels") is not None:
+        _check_string_map(selector["matchLabels"], f"{where}.matchLabels")
+    expressions = selector.get("matchExpressions")
+    if expressions is None:
+        return
+    if not isinstance(expressions, list):
+        raise SnapshotError(f"{where}.matchExpressions: expected a list")
+    for index, expression in enumerate(expressions):
+        at = f"{where}.matchExpressions[{index}]"
+        if not isinstance(expression, dict):
+            raise SnapshotError(f"{at}: expected a map, got {type(expression).__name__}")
+        for text_field in ("key", "operator"):
+            if not isinstance(expression.get(text_field), str):
+                raise SnapshotError(f"{at}.{text_field}: missing or not a string")
+        values = expression.get("values")
+        if values is not None and (
+            not isinstance(values, list) or not all(isinstance(v, str) for v in values)
+        ):
+            raise SnapshotError(f"{at}.values: expected a list of strings")
+
+
+def _check_workloads(document: dict[str, Any]) -> list[Object]:
+    """The workloads section: each one's kind, apiVersion, identity and selector shape."""
+    workloads = _check_objects(document, "workloads", namespaced=True)
+    for index, workload in enumerate(workloads):
+        where = f"workloads[{index}]"
+        kind = workload.get("kind")
+        if kind not in WORKLOAD_KINDS:
+            raise SnapshotError(
+                f"{where}.kind: expected one of {', '.join(WORKLOAD_KINDS)}, got {kind!r}"
+            )
+        api_version, plain, _ = WORKLOAD_KINDS[kind]
+        if workload.get("apiVersion") != api_version:
+            raise SnapshotError(
+                f"{where}.apiVersion: a {kind} is {api_version!r}, "
+                f"got {workload.get('apiVersion')!r}"
+            )
+        if not isinstance(workload["metadata"].get("uid", ""), str):
+            raise SnapshotError(f"{where}.metadata.uid: expected a string")
+        spec = workload.get("spec", {})
+        if not isinstance(spec, dict):
+            raise SnapshotError(f"{where}.spec: expected a map, got {type(spec).__name__}")
+        selector = spec.get("selector")
+        if selector is None:
+            continue
+        if plain:
+            _check_string_map(selector, f"{where}.spec.selector")
+        else:
+            _check_label_selector(selector, f"{where}.spec.selector")
+    return workloads
+
+
+def _check_omitted(document: dict[str, Any]) -> list[str]:
+    omitted = document.get("omitted", [])
+    accepted = [resource for _, _, resource in WORKLOAD_KINDS.values()]
+    if not isinstance(omitted, list):
+        raise SnapshotError(f"omitted: expected a list, got {type(omitted).__name__}")
+    for index, resource in enumerate(omitted):
+        if resource not in accepted:
+            raise SnapshotError(
+                f"omitted[{index}]: expected one of {', '.join(accepted)}, got {resource!r}"
+            )
+    return omitted
 
 
 def loads(data: bytes) -> Snapshot:
@@ -116,14 +222,20 @@ def loads(data: bytes) -> Snapshot:
     for text_field in ("created", "source"):
         if not isinstance(document.get(text_field, ""), str):
             raise SnapshotError(f"{text_field}: expected a string")
-    unknown = sorted(set(document) - {"format", "version", "created", "source", *KINDS})
+    sections = _SECTIONS[version]
+    unknown = sorted(set(document) - {"format", "version", "created", "source", *sections})
     if unknown:
-        raise SnapshotError(f"{unknown[0]}: unknown field; accepted: {', '.join(KINDS)}")
+        raise SnapshotError(
+            f"{unknown[0]}: unknown field in a version {version} snapshot; "
+            f"accepted: {', '.join(sections)}"
+        )
     return Snapshot(
         nodes=_check_objects(document, "nodes", namespaced=False),
         pods=_check_objects(document, "pods", namespaced=True),
         namespaces=_check_objects(document, "namespaces", namespaced=False),
         priorityclasses=_check_objects(document, "priorityclasses", namespaced=False),
+        workloads=_check_workloads(document),
+        omitted=_check_omitted(document),
         created=document.get("created", ""),
         source=document.get("source", ""),
     )
@@ -197,11 +309,28 @@ def strip_priority_class(priority_class: Object) -> Object:
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", **result}
 
 
+def strip_workload(workload: Object) -> Object:
+    """Kind, apiVersion, namespace, name, uid and selector: what default spreading reads of
+    a Service, ReplicationController, ReplicaSet or StatefulSet (``kind`` must be set; list
+    items from the API server carry none)."""
+    kind = workload.get("kind")
+    if kind not in WORKLOAD_KINDS:
+        raise ValueError(f"kind: workloads are {', '.join(WORKLOAD_KINDS)}, not {kind!r}")
+    metadata = _pick(workload.get("metadata", {}), ("name", "namespace", "uid"))
+    result: Object = {"apiVersion": WORKLOAD_KINDS[kind][0], "kind": kind, "metadata": metadata}
+    # Kept as listed, even when empty: an empty LabelSelector selects every pod, where a
+    # missing one (or a Service without selector) selects none.
+    selector = (workload.get("spec") or {}).get("selector")
+    result["spec"] = {} if selector is None else {"selector": selector}
+    return result
+
+
 _STRIPPERS = {
     "Pod": strip_pod,
     "Node": strip_node,
     "Namespace": strip_namespace,
     "PriorityClass": strip_priority_class,
+    **dict.fromkeys(WORKLOAD_KINDS, strip_workload),
 }
 
 
@@ -218,7 +347,9 @@ def from_objects(
     pods: list[Object],
     namespaces: list[Object] | None = None,
     priorityclasses: list[Object] | None = None,
+    workloads: list[Object] | None = None,
     *,
+    omitted: list[str] | None = None,
     created: str = "",
     source: str = "",
 ) -> Snapshot:
@@ -232,6 +363,8 @@ def from_objects(
         pods=[strip_pod(pod) for pod in live],
         namespaces=[strip_namespace(ns) for ns in namespaces or []],
         priorityclasses=[strip_priority_class(pc) for pc in priorityclasses or []],
+        workloads=[strip_workload(w) for w in workloads or []],
+        omitted=list(omitted or []),
         created=created,
         source=source,
     )

@@ -1,4 +1,5 @@
-"""Snapshot format: round trips, validation with field paths, and stripping API objects."""
+"""Snapshot format: round trips, reading version 1 files, validation with field paths, and
+stripping API objects."""
 
 from __future__ import annotations
 
@@ -14,6 +15,21 @@ from kubesalvo.core.synthetic import (
     priority_class_objects,
 )
 
+WORKLOADS = [
+    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "team-a",
+     "uid": "s1"}, "spec": {"selector": {"app": "web"}}},
+    {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "external",
+     "namespace": "team-a", "uid": "s2"}, "spec": {}},
+    {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "old",
+     "namespace": "team-a", "uid": "r1"}, "spec": {"selector": {"app": "old"}}},
+    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web-abc",
+     "namespace": "team-a", "uid": "rs1"}, "spec": {"selector": {
+         "matchLabels": {"app": "web"},
+         "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]}}},
+    {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db",
+     "namespace": "team-b", "uid": "ss1"}, "spec": {"selector": {}}},
+]  # fmt: skip
+
 
 def synthetic_snapshot() -> Snapshot:
     pods = make_pods(300, seed=1, shape="mixed")
@@ -23,6 +39,8 @@ def synthetic_snapshot() -> Snapshot:
         pods=pods,
         namespaces=namespace_objects(),
         priorityclasses=priority_class_objects(),
+        workloads=WORKLOADS,
+        omitted=["statefulsets"],
         created="2026-01-02T03:04:05Z",
         source="synthetic test",
     )
@@ -34,6 +52,27 @@ def test_round_trip_keeps_every_object():
     assert restored == original
     assert len(restored.bound_pods()) == 1
     assert len(restored.pending_pods()) == 299
+    assert restored.workloads == WORKLOADS
+    assert restored.omitted == ["statefulsets"]
+
+
+def test_a_version_1_snapshot_reads_as_a_cluster_without_workloads():
+    # The layout version 1 wrote: no workloads and no omitted sections.
+    original = synthetic_snapshot()
+    document = {
+        "format": "kubesalvo-snapshot",
+        "version": 1,
+        "created": original.created,
+        "source": original.source,
+        "nodes": original.nodes,
+        "pods": original.pods,
+        "namespaces": original.namespaces,
+        "priorityclasses": original.priorityclasses,
+    }
+    restored = loads(msgpack.packb(document, use_bin_type=True))
+    assert restored.workloads == [] and restored.omitted == []
+    assert restored.nodes == original.nodes and restored.pods == original.pods
+    assert restored.priorityclasses == original.priorityclasses
 
 
 def test_dumps_stamps_the_creation_time_when_missing():
@@ -44,14 +83,26 @@ def test_dumps_stamps_the_creation_time_when_missing():
 def test_header_names_the_format_and_version():
     document = msgpack.unpackb(dumps(Snapshot(nodes=[], pods=[])))
     assert document["format"] == "kubesalvo-snapshot"
-    assert document["version"] == 1
+    assert document["version"] == 2
+    assert document["workloads"] == [] and document["omitted"] == []
 
 
 def pack(document: dict) -> bytes:
     return msgpack.packb(document, use_bin_type=True)
 
 
-HEADER = {"format": "kubesalvo-snapshot", "version": 1}
+HEADER = {"format": "kubesalvo-snapshot", "version": 2}
+V1 = {"format": "kubesalvo-snapshot", "version": 1}
+
+
+def workload(kind: str = "ReplicaSet", **changes) -> dict:
+    """A valid workload of ``kind`` with top-level fields replaced by ``changes``."""
+    found = next(w for w in WORKLOADS if w["kind"] == kind)
+    return {**found, **changes}
+
+
+def selector(value) -> dict:
+    return workload(spec={"selector": value})
 
 
 @pytest.mark.parametrize(
@@ -63,9 +114,9 @@ HEADER = {"format": "kubesalvo-snapshot", "version": 1}
         (dumps(Snapshot(nodes=[], pods=[]))[:-3], "msgpack could not decode it"),
         (pack([1, 2, 3]), "no format: 'kubesalvo-snapshot' field"),
         (pack({"format": "other"}), "no format: 'kubesalvo-snapshot' field"),
-        (pack({**HEADER, "version": 2}), "version: snapshot version 2 is newer than"),
+        (pack({**HEADER, "version": 3}), "version: snapshot version 3 is newer than"),
         (pack({**HEADER, "version": "1"}), "version: expected an integer"),
-        (pack({**HEADER, "version": 0}), "version: expected 1 to 1"),
+        (pack({**HEADER, "version": 0}), "version: expected 1 to 2"),
         (pack({**HEADER, "nodes": {}}), "nodes: expected a list"),
         (pack({**HEADER, "pods": [[]]}), r"pods\[0\]: expected a map"),
         (pack({**HEADER, "nodes": [{"metadata": {"name": "a"}}, {}]}), r"nodes\[1\].metadata"),
@@ -74,13 +125,82 @@ HEADER = {"format": "kubesalvo-snapshot", "version": 1}
             pack({**HEADER, "namespaces": [{"metadata": {"name": 3}}]}),
             r"namespaces\[0\].metadata.name",
         ),
-        (pack({**HEADER, "services": []}), "services: unknown field"),
+        (pack({**HEADER, "services": []}), "services: unknown field in a version 2 snapshot"),
         (pack({**HEADER, "created": 5}), "created: expected a string"),
+        # Sections version 1 did not have are refused in a file that says it is version 1.
+        (pack({**V1, "workloads": []}), "workloads: unknown field in a version 1 snapshot"),
+        (pack({**V1, "omitted": []}), "omitted: unknown field in a version 1 snapshot"),
     ],
 )
 def test_corrupt_or_foreign_bytes_are_refused_with_the_field_path(data, message):
     with pytest.raises(SnapshotError, match=message):
         loads(data)
+
+
+@pytest.mark.parametrize(
+    ("workloads", "message"),
+    [
+        ({"web": {}}, "workloads: expected a list, got dict"),
+        (["web"], r"workloads\[0\]: expected a map, got str"),
+        ([workload(metadata={"name": "web"})], r"workloads\[0\].metadata.namespace: missing"),
+        ([workload(metadata={"namespace": "a"})], r"workloads\[0\].metadata.name: missing"),
+        (
+            [workload(), {**workload(), "kind": "Deployment"}],
+            r"workloads\[1\].kind: expected one of Service, ReplicationController, ReplicaSet, "
+            r"StatefulSet, got 'Deployment'",
+        ),
+        ([workload(apiVersion="v1")], r"workloads\[0\].apiVersion: a ReplicaSet is 'apps/v1'"),
+        (
+            [workload(metadata={"name": "a", "namespace": "b", "uid": 7})],
+            r"workloads\[0\].metadata.uid: expected a string",
+        ),
+        ([workload(spec=[])], r"workloads\[0\].spec: expected a map, got list"),
+        (
+            [workload("Service", spec={"selector": {"app": 1}})],
+            r"workloads\[0\].spec.selector.app: expected a string, got int",
+        ),
+        (
+            [workload("ReplicationController", spec={"selector": ["app"]})],
+            r"workloads\[0\].spec.selector: expected a map of strings, got list",
+        ),
+        ([selector("app=web")], r"workloads\[0\].spec.selector: expected a label selector"),
+        (
+            [selector({"matchLabel": {"app": "web"}})],
+            r"workloads\[0\].spec.selector.matchLabel: unknown field; accepted: matchLabels",
+        ),
+        (
+            [selector({"matchLabels": {"app": None}})],
+            r"workloads\[0\].spec.selector.matchLabels.app: expected a string",
+        ),
+        (
+            [selector({"matchExpressions": {}})],
+            r"workloads\[0\].spec.selector.matchExpressions: expected a list",
+        ),
+        (
+            [selector({"matchExpressions": [{"key": "tier", "values": ["a"]}]})],
+            r"workloads\[0\].spec.selector.matchExpressions\[0\].operator: missing",
+        ),
+        (
+            [selector({"matchExpressions": [{"key": "t", "operator": "In", "values": "a"}]})],
+            r"workloads\[0\].spec.selector.matchExpressions\[0\].values: expected a list",
+        ),
+    ],
+)
+def test_a_malformed_workloads_section_is_refused_with_the_field_path(workloads, message):
+    with pytest.raises(SnapshotError, match=message):
+        loads(pack({**HEADER, "workloads": workloads}))
+
+
+@pytest.mark.parametrize(
+    ("omitted", "message"),
+    [
+        ("services", "omitted: expected a list, got str"),
+        (["services", "deployments"], r"omitted\[1\]: expected one of services, "),
+    ],
+)
+def test_a_malformed_omitted_section_is_refused_with_the_field_path(omitted, message):
+    with pytest.raises(SnapshotError, match=message):
+        loads(pack({**HEADER, "omitted": omitted}))
 
 
 FULL_POD = {
@@ -162,17 +282,58 @@ def test_strip_node_keeps_capacity_taints_images_and_readiness():
 
 
 def test_strip_refuses_kinds_a_snapshot_does_not_hold():
-    with pytest.raises(ValueError, match="not 'Service'"):
-        snapshot.strip({"kind": "Service"})
+    with pytest.raises(ValueError, match="not 'Deployment'"):
+        snapshot.strip({"kind": "Deployment"})
+
+
+FULL_REPLICASET = {
+    "kind": "ReplicaSet",  # list items carry no kind: the recorder sets it
+    "metadata": {"name": "web-abc", "namespace": "team-a", "uid": "rs1",
+                 "labels": {"app": "web"}, "resourceVersion": "7",
+                 "ownerReferences": [{"kind": "Deployment", "name": "web", "uid": "d1"}]},
+    "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}}},
+    "status": {"replicas": 3},
+}  # fmt: skip
+
+
+def test_strip_workload_keeps_identity_and_selector_only():
+    assert snapshot.strip(FULL_REPLICASET) == {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web-abc", "namespace": "team-a", "uid": "rs1"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+    }
+    service = {
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "team-a", "uid": "s1"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}], "clusterIP": "10.0.0.1"},
+    }
+    assert snapshot.strip(service)["spec"] == {"selector": {"app": "web"}}
+    # A Service without selector selects no pod: it keeps no selector at all.
+    headless = {"kind": "Service", "metadata": {"name": "x", "namespace": "a"}, "spec": {}}
+    assert snapshot.strip(headless)["spec"] == {}
+    # An empty LabelSelector selects every pod: it is kept as it is.
+    everything = {**FULL_REPLICASET, "kind": "StatefulSet", "spec": {"selector": {}}}
+    assert snapshot.strip(everything)["spec"] == {"selector": {}}
 
 
 def test_from_objects_leaves_out_finished_pods_and_strips_the_rest():
     done = {**FULL_POD, "status": {"phase": "Succeeded"}}
-    snap = snapshot.from_objects(make_nodes(2), [FULL_POD, done], namespace_objects(["team-a"]))
+    snap = snapshot.from_objects(
+        make_nodes(2),
+        [FULL_POD, done],
+        namespace_objects(["team-a"]),
+        workloads=[FULL_REPLICASET],
+        omitted=["services"],
+    )
     assert [p["metadata"]["name"] for p in snap.pods] == ["web-1"]
     assert "volumes" not in snap.pods[0]["spec"]
     assert snap.namespaces[0]["metadata"]["labels"]["tier"] == "frontend"
-    assert loads(dumps(snap)).pods == snap.pods
+    assert [w["spec"] for w in snap.workloads] == [{"selector": {"matchLabels": {"app": "web"}}}]
+    restored = loads(dumps(snap))
+    assert restored.pods == snap.pods
+    assert restored.workloads == snap.workloads and restored.omitted == ["services"]
 
 
 def test_synthetic_objects_survive_stripping_unchanged_where_it_matters():
