@@ -143,6 +143,14 @@ def main(args: argparse.Namespace) -> int:
                 seed=args.seed,
             )
         )
+        if cluster.snapshot.omitted:
+            print(
+                f"kubesalvo simulate: warning: the snapshot lacks "
+                f"{', '.join(cluster.snapshot.omitted)} (not allowed to list them when it "
+                f"was recorded): default topology spreading uses the other workloads' "
+                f"selectors only",
+                file=sys.stderr,
+            )
         if args.save_snapshot:
             _save(args.save_snapshot, cluster.snapshot)
         summary = simulate(

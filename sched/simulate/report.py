@@ -25,6 +25,8 @@ def summary_json(summary: Summary) -> dict[str, Any]:
         "bound_pods": summary.bound_pods,
         "pods": summary.pods,
         "gated_pods": summary.gated_pods,
+        "workloads": summary.workloads,
+        "omitted_workloads": summary.omitted_workloads,
         "placed": summary.placed,
         "unplaced": summary.unplaced,
         "rolled_back": summary.rolled_back,
@@ -89,6 +91,9 @@ def _overview(s: Summary) -> Table:
         rows.append(("  of which gang members taken back", f"{s.rolled_back:,}"))
     if s.gated_pods:
         rows.append(("gated (left out)", f"{s.gated_pods:,}"))
+    if s.workloads or s.omitted_workloads:
+        # Services and controllers selecting the burst: default spreading's selectors.
+        rows.append(("workloads (default spreading)", f"{s.workloads:,}"))
     rows += [
         ("score strategy", s.strategy),
         ("placements/s, end to end", f"{s.placements_per_second:,.0f}"),

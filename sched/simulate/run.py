@@ -5,6 +5,9 @@ The burst is ordered as kube-scheduler's PrioritySort would pop it (higher prior
 then arrival order) and placed by ``place_burst`` with every node considered; each
 placement is assumed in the state as the runtime does before binding. Pods held by
 scheduling gates never reach a scheduler's active queue, so they stay out of the burst.
+The snapshot's workloads (Services, ReplicationControllers, ReplicaSets, StatefulSets)
+go to ``place_burst`` as ``kubesalvo run`` passes its informers' ones, so that pods
+without spread constraints of their own get the profile's default constraints.
 
 Timings: ``seconds`` is the wall time of the placement call (encoding, the kernel and
 assuming the placements), ``kernel_seconds`` the compiled part alone, ``cpu_seconds`` the
@@ -38,6 +41,7 @@ __all__ = [
     "ResourceUse",
     "Summary",
     "burst_order",
+    "burst_workloads",
     "load_state",
     "placed_snapshot",
     "simulate",
@@ -82,6 +86,7 @@ class Summary:
     schedulable_nodes: int
     bound_pods: int  # already running before the burst
     pods: int  # the burst
+    workloads: int  # those of the burst's namespaces, given to place_burst
     gated_pods: int  # pending but held by schedulingGates: not in the burst
     placed: int
     classes: int
@@ -100,6 +105,8 @@ class Summary:
     resources: list[ResourceUse]
     reasons: list[ReasonCount]
     messages: list[tuple[str, int]]  # the most frequent FailedScheduling texts, with pods
+    # Workload resources the snapshot's recorder could not list ("services", ...).
+    omitted_workloads: list[str] = field(default_factory=list)
     load_average: float = field(default_factory=lambda: os.getloadavg()[0])
     # The burst in the order it was placed, and where each pod went (not in the JSON).
     burst: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -156,6 +163,15 @@ def burst_order(snapshot: Snapshot) -> tuple[list[dict[str, Any]], int]:
     return sorted(pending, key=lambda pod: -priority(pod)), gated
 
 
+def burst_workloads(snapshot: Snapshot, burst: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The snapshot's workloads in the burst's namespaces: only those can select its pods
+    (as ``kubesalvo run`` hands over only its burst's namespaces' workloads)."""
+    if not snapshot.workloads:
+        return []
+    namespaces = {(pod.get("metadata") or {}).get("namespace") or "default" for pod in burst}
+    return [w for w in snapshot.workloads if w["metadata"]["namespace"] in namespaces]
+
+
 # What parsing a malformed object raises (a bad quantity, a list where a map belongs).
 _MALFORMED = (ValueError, TypeError, AttributeError, KeyError)
 
@@ -188,9 +204,14 @@ def _name(obj: Mapping[str, Any]) -> str:
     return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
 
 
-def _place(state: ClusterState, burst: list[dict[str, Any]], profile: Profile) -> PlacementResult:
+def _place(
+    state: ClusterState,
+    burst: list[dict[str, Any]],
+    profile: Profile,
+    workloads: list[dict[str, Any]],
+) -> PlacementResult:
     try:
-        return place_burst(state, burst, profile)
+        return place_burst(state, burst, profile, workloads=workloads)
     except _MALFORMED as error:
         # Name the pod whose requests cannot be read; anything else is not bad input.
         for pod in burst:
@@ -252,12 +273,13 @@ def simulate(
     state_rss = max(0, _rss() - rss_before)
     bound = len(state.pods)
     burst, gated = burst_order(snapshot)
+    workloads = burst_workloads(snapshot, burst)
     allocatable, requested_before = _usage(state)
     used_before = _nodes_used(state)
 
     cpu0 = time.thread_time()
     t0 = time.perf_counter()
-    result = _place(state, burst, profile)
+    result = _place(state, burst, profile, workloads)
     seconds = time.perf_counter() - t0
     cpu_seconds = time.thread_time() - cpu0
 
@@ -279,6 +301,7 @@ def simulate(
         schedulable_nodes=int(schedulable.sum()),
         bound_pods=bound,
         pods=len(burst),
+        workloads=len(workloads),
         gated_pods=gated,
         placed=result.placed,
         classes=result.classes,
@@ -299,6 +322,7 @@ def simulate(
         messages=messages,
         burst=burst,
         result=result,
+        omitted_workloads=list(snapshot.omitted),
     )
 
 
@@ -320,5 +344,7 @@ def placed_snapshot(snapshot: Snapshot, summary: Summary) -> Snapshot:
         pods=pods,
         namespaces=snapshot.namespaces,
         priorityclasses=snapshot.priorityclasses,
+        workloads=snapshot.workloads,
+        omitted=snapshot.omitted,
         source=f"{summary.source}, after simulated placement",
     )
