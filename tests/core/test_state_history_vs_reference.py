@@ -1,21 +1,25 @@
 """The kernel against the reference after a history of node and pod events.
 
 The other property tests build the state in one go. Here Hypothesis draws a cluster and
-its bound pods, then a sequence of events applied in the same order to a ClusterState
-and to the reference's model of kube-scheduler's cache: pods removed (among them pods
-that share a host port with another pod of their node), nodes removed while pods are
+its bound pods, and a first burst that the kernel places and commits (the reference's
+cache gets those pods bound where the kernel put them); then a sequence of events
+applied in the same order to the ClusterState and to the reference's model of
+kube-scheduler's cache: pods removed (among them pods that share a host port with
+another pod of their node, and pods of the first burst), nodes removed while pods are
 still on them, nodes added back under the same name with other labels and images (of
-other sizes), pods bound to nodes that are absent. Then a burst is placed by the kernel
-and replayed by the reference over the cache's snapshot; the checks are those of
-test_place_vs_reference.
+other sizes), pods bound to nodes that are absent. Then a second burst is planned by
+the kernel and replayed by the reference over the cache's snapshot; the checks are
+those of test_place_vs_reference.
 """
 
 from __future__ import annotations
 
+import copy
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesalvo.core.place import plan
+from kubesalvo.core.place import place_burst, plan
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.reference.snapshot import Cache
 from kubesalvo.core.state import ClusterState
@@ -48,11 +52,13 @@ def histories(draw):
         for i in range(draw(st.integers(0, 4)))
     ]
     late = draw(pods("late", 3, node_names=(*names, "gone")))
+    first = draw(pods("q", 4))
+    removable = bound + first
     events = []
     for _ in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(("remove_pod", "remove_node", "add_node", "add_pod")))
-        if kind == "remove_pod" and bound:
-            events.append(("remove_pod", draw(st.sampled_from(bound))))
+        if kind == "remove_pod":
+            events.append(("remove_pod", draw(st.sampled_from(removable))))
         elif kind == "remove_node":
             events.append(("remove_node", draw(st.sampled_from(names))))
         elif kind == "add_node":
@@ -61,10 +67,10 @@ def histories(draw):
         elif kind == "add_pod" and late:
             events.append(("add_pod", late.pop()))
     burst = draw(pods("p", 8))
-    return cluster, bound, events, burst, draw(profiles)
+    return cluster, bound, first, events, burst, draw(profiles)
 
 
-def replay(cluster, bound, events) -> tuple[ClusterState, Cache]:
+def replay(cluster, bound, first, events) -> tuple[ClusterState, Cache]:
     state, cache = ClusterState(), Cache()
     originals = {n["metadata"]["name"]: n for n in cluster}
     for node in cluster:
@@ -73,6 +79,12 @@ def replay(cluster, bound, events) -> tuple[ClusterState, Cache]:
     for pod in bound:
         state.add_pod(pod)
         cache.add_pod(pod)
+    placed = place_burst(state, first, workloads=WORKLOADS)
+    for pod, node_name in zip(first, placed.nodes, strict=True):
+        if node_name is not None:
+            assumed = copy.deepcopy(pod)
+            assumed["spec"]["nodeName"] = node_name
+            cache.add_pod(assumed)
     for event in events:
         if event[0] == "remove_pod":
             state.remove_pod(event[1])
@@ -95,8 +107,8 @@ def replay(cluster, bound, events) -> tuple[ClusterState, Cache]:
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories())
 def test_kernel_matches_the_reference_after_node_and_pod_events(history):
-    cluster, bound, events, burst, profile = history
-    state, cache = replay(cluster, bound, events)
+    cluster, bound, first, events, burst, profile = history
+    state, cache = replay(cluster, bound, first, events)
     result = plan(state, burst, profile, workloads=WORKLOADS)
     by_key = {
         f"{p['metadata']['namespace']}/{p['metadata']['name']}": i for i, p in enumerate(burst)
