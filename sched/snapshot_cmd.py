@@ -1,11 +1,16 @@
 """``kubesalvo snapshot -o FILE``: record a live cluster for ``kubesalvo simulate --snapshot``.
 
-Lists nodes, pods, namespaces and PriorityClasses (paginated, read-only: nothing in the
-cluster changes), cuts each object down to what scheduling reads
-(``kubesalvo.core.snapshot``) and writes the msgpack file atomically
-(``kubesalvo.sched.snapshot``). Finished pods are left out; bound pods are the running
-load and unbound ones the pending burst, so ``simulate`` answers "where would these go"
-for the real cluster without touching it.
+Lists nodes, pods, namespaces and PriorityClasses, and the Services,
+ReplicationControllers, ReplicaSets and StatefulSets whose selectors give pods their
+default spread constraints (paginated, read-only: nothing in the cluster changes), cuts
+each object down to what scheduling reads (``kubesalvo.core.snapshot``) and writes the
+msgpack file atomically (``kubesalvo.sched.snapshot``). Finished pods are left out; bound
+pods are the running load and unbound ones the pending burst, so ``simulate`` answers
+"where would these go" for the real cluster without touching it.
+
+A workload resource the credentials may not list (403) does not stop the recording: a
+warning on stderr names it, the snapshot records it under ``omitted`` and holds the
+other workloads, and ``simulate`` warns again when it replays the file.
 """
 
 from __future__ import annotations
@@ -20,8 +25,13 @@ import msgspec
 from kubesalvo.core.snapshot import Snapshot, from_objects
 from kubesalvo.sched import snapshot
 from kubesalvo.sched.client import ApiClient, ApiError, Credentials, load_credentials
+from kubesalvo.sched.informers.models import ObjectList, to_api_dict
+from kubesalvo.sched.informers.watch import Resource
+from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS
 
-__all__ = ["configure", "list_all", "main", "take"]
+__all__ = ["configure", "list_all", "list_workloads", "main", "take"]
+
+FORBIDDEN = 403
 
 PAGE_SIZE = 500
 COLLECTIONS = {
@@ -45,14 +55,50 @@ async def list_all(client: ApiClient, path: str) -> list[dict[str, Any]]:
         params = {"limit": str(PAGE_SIZE), "continue": token}
 
 
+async def list_workloads(client: ApiClient, resource: Resource[Any], kind: str) -> list[Any]:
+    """Every object of a workload resource, page by page, decoded as the informers do
+    (only identity and selector: pod templates are skipped, not materialised), with the
+    ``kind`` list items lack."""
+    decoder = msgspec.json.Decoder(ObjectList[resource.type])
+    items: list[Any] = []
+    params = {"limit": str(PAGE_SIZE)}
+    while True:
+        page = decoder.decode((await client.request("GET", resource.path, params=params)).body)
+        for item in page.items:
+            obj = to_api_dict(item)
+            obj["kind"] = kind
+            items.append(obj)
+        if not page.metadata.continue_:
+            return items
+        params = {"limit": str(PAGE_SIZE), "continue": page.metadata.continue_}
+
+
 async def take(client: ApiClient) -> Snapshot:
-    """A snapshot of the cluster ``client`` talks to."""
+    """A snapshot of the cluster ``client`` talks to; a workload resource it may not list
+    is warned about on stderr and named in ``Snapshot.omitted``."""
     listed = {kind: await list_all(client, path) for kind, path in COLLECTIONS.items()}
+    workloads: list[dict[str, Any]] = []
+    omitted: list[str] = []
+    for resource, kind in WORKLOAD_KINDS:
+        try:
+            workloads.extend(await list_workloads(client, resource, kind))
+        except ApiError as error:
+            if error.status != FORBIDDEN:
+                raise
+            omitted.append(resource.plural)
+            print(
+                f"kubesalvo snapshot: warning: cannot list {resource.plural} ({error}); "
+                f"the snapshot is recorded without them, so default topology spreading "
+                f"in simulate misses their selectors",
+                file=sys.stderr,
+            )
     return from_objects(
         listed["nodes"],
         listed["pods"],
         listed["namespaces"],
         listed["priorityclasses"],
+        workloads,
+        omitted=omitted,
         source=client.server,
     )
 
@@ -81,8 +127,12 @@ def main(args: argparse.Namespace) -> int:
         return 1
     snapshot.save(args.output, taken)
     pending = len(taken.pending_pods())
-    print(
+    line = (
         f"{args.output}: {len(taken.nodes)} nodes, {len(taken.pods) - pending} bound pods, "
-        f"{pending} pending pods, {len(taken.namespaces)} namespaces"
+        f"{pending} pending pods, {len(taken.namespaces)} namespaces, "
+        f"{len(taken.workloads)} workloads"
     )
+    if taken.omitted:
+        line += f" (without {', '.join(taken.omitted)}: forbidden)"
+    print(line)
     return 0

@@ -1,16 +1,26 @@
 """``kubesalvo snapshot`` on the real control plane: the file holds every node, the pods
 (bound ones as running load, unbound ones pending) and namespaces the API server lists,
-cut down to scheduling fields, and ``kubesalvo simulate --snapshot`` replays it."""
+and the Services and controllers default spreading selects with, cut down to scheduling
+fields; ``kubesalvo simulate --snapshot`` replays it. Credentials that may not list a
+workload kind give a warning and a snapshot without that kind."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import secrets
 import subprocess
 import sys
+import time
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-from kubesalvo.sched import snapshot
+from kubesalvo.sched import snapshot, snapshot_cmd
+from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
+from kubesalvo.sched.informers.workloads import SERVICES
 
 pytestmark = pytest.mark.integration
 
@@ -88,3 +98,216 @@ def test_snapshot_without_credentials_fails_with_a_message(tmp_path):
     assert done.returncode == 1
     assert "cannot load credentials" in done.stderr
     assert not (tmp_path / "x").exists()
+
+
+# --- workloads -----------------------------------------------------------------------------
+
+
+def _deployment(namespace: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "schedulerName": "nobody",  # the replicas stay pending
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                },
+            },
+        },
+    }
+
+
+def _service(namespace: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80}]},
+    }
+
+
+def _items(control_plane: Any, path: str) -> list[dict[str, Any]]:
+    return control_plane.call(lambda c: c.request("GET", path))["items"]
+
+
+def _replicaset_of(control_plane: Any, namespace: str, replicas: int) -> dict[str, Any]:
+    """The Deployment's ReplicaSet, once the controller manager made it and its pods."""
+    deadline = time.monotonic() + 60
+    while True:
+        sets = _items(control_plane, f"/apis/apps/v1/namespaces/{namespace}/replicasets")
+        pods = _items(control_plane, f"/api/v1/namespaces/{namespace}/pods")
+        if len(sets) == 1 and len(pods) == replicas:
+            return sets[0]
+        assert time.monotonic() < deadline, "the controller manager made no ReplicaSet pods"
+        time.sleep(0.2)
+
+
+def _record(kubeconfig: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "snapshot",
+         "--kubeconfig", str(kubeconfig), "-o", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def _mine(objects: list[dict[str, Any]], namespace: str) -> dict[tuple[str, str], dict]:
+    return {
+        (o["kind"], o["metadata"]["name"]): o
+        for o in objects
+        if o["metadata"]["namespace"] == namespace
+    }
+
+
+def test_a_deployments_replicaset_and_a_service_are_recorded(control_plane, namespace, tmp_path):
+    control_plane.create([_deployment(namespace, "web"), _service(namespace, "web")])
+    replicaset = _replicaset_of(control_plane, namespace, replicas=2)
+    service = _items(control_plane, f"/api/v1/namespaces/{namespace}/services")[0]
+    out = tmp_path / "cluster.snapshot"
+    done = _record(control_plane.kubeconfig, out)
+    assert done.returncode == 0, done.stderr
+    assert "warning" not in done.stderr
+    taken = snapshot.load(out)
+    assert taken.omitted == []
+    name = replicaset["metadata"]["name"]
+    assert _mine(taken.workloads, namespace) == {
+        ("ReplicaSet", name): {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": namespace,
+                         "uid": replicaset["metadata"]["uid"]},
+            # As listed: the Deployment adds its pod-template-hash label to the selector.
+            "spec": {"selector": replicaset["spec"]["selector"]},
+        },
+        ("Service", "web"): {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": namespace,
+                         "uid": service["metadata"]["uid"]},
+            "spec": {"selector": {"app": "web"}},
+        },
+    }  # fmt: skip
+    # The pending replicas name their ReplicaSet as controller: default spreading finds it.
+    replicas = [p for p in taken.pending_pods() if p["metadata"]["namespace"] == namespace]
+    assert len(replicas) == 2
+    for pod in replicas:
+        assert pod["metadata"]["ownerReferences"] == [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
+             "uid": replicaset["metadata"]["uid"], "controller": True}
+        ]  # fmt: skip
+    assert f"{len(taken.workloads)} workloads" in done.stdout
+    # The API server's own Service (default/kubernetes) has no selector: none is recorded.
+    kubernetes = _mine(taken.workloads, "default")[("Service", "kubernetes")]
+    assert kubernetes["spec"] == {}
+
+
+# What ``kubesalvo snapshot`` lists, less ReplicaSets.
+RULES = [
+    {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces", "services",
+                                      "replicationcontrollers"], "verbs": ["list"]},
+    {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["list"]},
+    {"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["list"]},
+]  # fmt: skip
+
+
+def _restricted_kubeconfig(control_plane: Any, namespace: str, folder: Path, name: str) -> Path:
+    """A kubeconfig for a service account bound to ``RULES``, once the API server
+    authorises it."""
+    rbac = "rbac.authorization.k8s.io"
+    control_plane.create(
+        [
+            {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": {"name": name, "namespace": namespace}},
+            {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": {"name": name},
+             "rules": RULES},
+            {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": name},
+             "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": name},
+             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]},
+        ]
+    )  # fmt: skip
+    answer = control_plane.call(
+        lambda c: c.request(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+            body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        )
+    )
+    config = yaml.safe_load(Path(control_plane.kubeconfig).read_text())
+    for user in config["users"]:
+        user["user"] = {"token": answer["status"]["token"]}
+    path = folder / "restricted.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+
+    async def authorised() -> None:
+        # The RBAC authorizer learns of the new binding through its own watch.
+        async with ApiClient(load_credentials(str(path)), qps=0) as client:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    await client.request("GET", "/api/v1/nodes", params={"limit": "1"})
+                    return
+                except ApiError as error:
+                    if error.status != 403 or time.monotonic() > deadline:
+                        raise
+                await asyncio.sleep(0.2)
+
+    asyncio.run(authorised())
+    return path
+
+
+def test_a_forbidden_workload_kind_is_warned_about_and_left_out(control_plane, namespace, tmp_path):
+    control_plane.create([_deployment(namespace, "api"), _service(namespace, "api")])
+    _replicaset_of(control_plane, namespace, replicas=2)
+    role = f"snapshot-no-replicasets-{secrets.token_hex(3)}"
+    kubeconfig = _restricted_kubeconfig(control_plane, namespace, tmp_path, role)
+    try:
+        out = tmp_path / "partial.snapshot"
+        done = _record(kubeconfig, out)
+        assert done.returncode == 0, done.stderr
+        assert "warning: cannot list replicasets (403 Forbidden" in done.stderr
+        assert "recorded without them" in done.stderr
+        assert "(without replicasets: forbidden)" in done.stdout
+        taken = snapshot.load(out)
+        assert taken.omitted == ["replicasets"]
+        assert set(_mine(taken.workloads, namespace)) == {("Service", "api")}
+        assert not any(w["kind"] == "ReplicaSet" for w in taken.workloads)
+        assert len([p for p in taken.pods if p["metadata"]["namespace"] == namespace]) == 2
+
+        replay = subprocess.run(
+            [sys.executable, "-m", "kubesalvo.sched.cli", "simulate", "--snapshot", str(out),
+             "--json"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert replay.returncode == 0, replay.stderr
+        assert "warning: the snapshot lacks replicasets" in replay.stderr
+        assert json.loads(replay.stdout)["omitted_workloads"] == ["replicasets"]
+    finally:
+        rbac = "/apis/rbac.authorization.k8s.io/v1"
+
+        async def cleanup(client: Any) -> None:
+            await client.request("DELETE", f"{rbac}/clusterrolebindings/{role}")
+            await client.request("DELETE", f"{rbac}/clusterroles/{role}")
+
+        control_plane.call(cleanup)
+
+
+def test_workloads_are_listed_page_by_page(control_plane, credentials, namespace, monkeypatch):
+    control_plane.create([_service(namespace, f"svc-{i}") for i in range(3)])
+    monkeypatch.setattr(snapshot_cmd, "PAGE_SIZE", 1)
+
+    async def services() -> list[dict[str, Any]]:
+        async with ApiClient(credentials, qps=0) as client:
+            return await snapshot_cmd.list_workloads(client, SERVICES, "Service")
+
+    listed = asyncio.run(services())
+    everywhere = _items(control_plane, "/api/v1/services")
+    assert len(listed) == len(everywhere) > 3
+    assert sorted(s["metadata"]["name"] for s in _mine(listed, namespace).values()) == [
+        "svc-0", "svc-1", "svc-2",
+    ]  # fmt: skip
+    assert all(s["kind"] == "Service" for s in listed)
