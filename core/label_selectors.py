@@ -27,6 +27,7 @@ ReplicaSet/StatefulSet rule; ``parse_label_selector`` raises InvalidSelector ins
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -72,30 +73,45 @@ def label_selector(raw: Mapping[str, Any] | None) -> Selector:
     An invalid selector gives None too (see the module docstring for when that is
     kube-scheduler's behaviour and when the caller must use parse_label_selector).
     """
-    if raw is None or label_selector_error(raw) is not None:
+    if raw is None:
         return None
-    return _requirements(raw)
+    return _parse(raw)[0]
 
 
 def parse_label_selector(raw: Mapping[str, Any] | None) -> Selector:
     """metav1.LabelSelectorAsSelector, raising InvalidSelector where it fails."""
     if raw is None:
         return None
-    error = label_selector_error(raw)
+    selector, error = _parse(raw)
     if error is not None:
         raise InvalidSelector(error)
-    return _requirements(raw)
+    return selector
 
 
-def _requirements(raw: Mapping[str, Any]) -> Selector:
-    reqs: list[Requirement] = [
-        (k, "In", (v,)) for k, v in sorted((raw.get("matchLabels") or {}).items())
-    ]
+def _parse(raw: Mapping[str, Any]) -> tuple[Selector, str | None]:
+    """The selector and None, or None and the error of its first failing requirement.
+
+    matchLabels come first (upstream walks that map in random order; here in key
+    order), then matchExpressions in order.
+    """
+    reqs: list[Requirement] = []
+    match_labels = raw.get("matchLabels")
+    if match_labels:
+        for key, value in sorted(match_labels.items()):
+            error = _requirement_error(key, "Equals", (value,))
+            if error is not None:
+                return None, error
+            reqs.append((key, "In", (value,)))
     for expr in raw.get("matchExpressions") or ():
-        reqs.append(
-            (expr.get("key", ""), expr.get("operator", ""), tuple(expr.get("values") or ()))
-        )
-    return tuple(reqs)
+        operator = expr.get("operator", "")
+        if operator not in _OPERATORS:
+            return None, f"{_go_quote(operator)} is not a valid label selector operator"
+        key, values = expr.get("key", ""), tuple(expr.get("values") or ())
+        error = _requirement_error(key, operator, values)
+        if error is not None:
+            return None, error
+        reqs.append((key, operator, values))
+    return tuple(reqs), None
 
 
 def _requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
@@ -260,7 +276,10 @@ def _aggregate(messages: list[str]) -> str:
     return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
-def _requirement_error(key: str, operator: str, values: list[str]) -> str | None:
+# Placed pods repeat the same few requirements: checking each distinct one once keeps
+# selector parsing (done for every placed pod with affinity terms) cheap.
+@functools.lru_cache(maxsize=1 << 16)
+def _requirement_error(key: str, operator: str, values: tuple[str, ...]) -> str | None:
     """labels.NewRequirement's error for one requirement, or None when it is valid."""
     errors = []
     key_errors = _qualified_name_errors(key)
@@ -268,17 +287,17 @@ def _requirement_error(key: str, operator: str, values: list[str]) -> str | None
         errors.append(f"key: Invalid value: {_go_quote(key)}: {'; '.join(key_errors)}")
     if operator in ("In", "NotIn") and not values:
         errors.append(
-            f"values: Invalid value: {_go_json(values)}: "
+            f"values: Invalid value: {_go_json(list(values))}: "
             "for 'in', 'notin' operators, values set can't be empty"
         )
     if operator == "Equals" and len(values) != 1:
         errors.append(
-            f"values: Invalid value: {_go_json(values)}: "
+            f"values: Invalid value: {_go_json(list(values))}: "
             "exact-match compatibility requires one single value"
         )
     if operator in ("Exists", "DoesNotExist") and values:
         errors.append(
-            f"values: Invalid value: {_go_json(values)}: "
+            f"values: Invalid value: {_go_json(list(values))}: "
             "values set must be empty for exists and does not exist"
         )
     for i, value in enumerate(values):
@@ -291,25 +310,8 @@ def _requirement_error(key: str, operator: str, values: list[str]) -> str | None
 
 
 def label_selector_error(raw: Mapping[str, Any] | None) -> str | None:
-    """The error LabelSelectorAsSelector gives for ``raw``, or None when it is valid.
-
-    Its first failing requirement decides: matchLabels first (upstream walks that map in
-    random order; here in key order), then matchExpressions in order.
-    """
-    if raw is None:
-        return None
-    for key, value in sorted((raw.get("matchLabels") or {}).items()):
-        error = _requirement_error(key, "Equals", [value])
-        if error is not None:
-            return error
-    for expr in raw.get("matchExpressions") or ():
-        operator = expr.get("operator", "")
-        if operator not in _OPERATORS:
-            return f"{_go_quote(operator)} is not a valid label selector operator"
-        error = _requirement_error(expr.get("key", ""), operator, list(expr.get("values") or ()))
-        if error is not None:
-            return error
-    return None
+    """The error LabelSelectorAsSelector gives for ``raw``, or None when it is valid."""
+    return None if raw is None else _parse(raw)[1]
 
 
 # --- what kube-scheduler reports for an incoming pod with an invalid selector -----------
