@@ -68,7 +68,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--snapshot",
         metavar="FILE",
         help="a msgpack cluster snapshot: its bound pods are the running load, its pending "
-        "pods the burst",
+        "pods the burst, its Services and controllers the selectors of default spreading",
     )
     parser.add_argument("--nodes", type=_count(1), help="nodes in the generated fleet")
     parser.add_argument("--pods", type=_count(0), help="pods in the generated burst")
