@@ -265,3 +265,12 @@ def test_pods_bound_before_their_node_share_its_port_set():
     state.remove_pod(pod("p2"))
     row = state.add_node(node("late"))
     assert state.ports[row] == {} and set(state.pods) == {"p1"}
+
+
+def test_updating_a_present_node_keeps_its_pods_and_ports():
+    state = ClusterState()
+    row = state.add_node(node("a", labels={"zone": "z1"}))
+    state.add_pod(pod("p1", "a", cpu="1", ports=(80,)))
+    assert state.update_node(node("a", labels={"zone": "z2"})) == row
+    assert set(state.pods) == {"p1"} and state.requested[row, 0] == 1000
+    assert list(state.ports[row]) == [HostPort("0.0.0.0", "TCP", 80)]
