@@ -169,7 +169,11 @@ def burst_workloads(snapshot: Snapshot, burst: list[dict[str, Any]]) -> list[dic
     if not snapshot.workloads:
         return []
     namespaces = {(pod.get("metadata") or {}).get("namespace") or "default" for pod in burst}
-    return [w for w in snapshot.workloads if w["metadata"]["namespace"] in namespaces]
+    return [
+        w
+        for w in snapshot.workloads
+        if ((w.get("metadata") or {}).get("namespace") or "default") in namespaces
+    ]
 
 
 # What parsing a malformed object raises (a bad quantity, a list where a map belongs).
