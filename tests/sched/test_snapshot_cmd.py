@@ -12,6 +12,7 @@ import secrets
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,12 @@ import yaml
 from kubesalvo.sched import snapshot, snapshot_cmd
 from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
 from kubesalvo.sched.informers.workloads import SERVICES
+from tests.sched import test_run_default_spread
+from tests.sched.test_run_default_spread import REPLICAS, _spread
 
 pytestmark = pytest.mark.integration
+
+pool = test_run_default_spread.pool
 
 
 def _pod(namespace: str, name: str, node_name: str | None) -> dict:
@@ -311,3 +316,32 @@ def test_workloads_are_listed_page_by_page(control_plane, credentials, namespace
         "svc-0", "svc-1", "svc-2",
     ]  # fmt: skip
     assert all(s["kind"] == "Service" for s in listed)
+
+
+def test_a_recorded_deployment_is_replayed_with_default_spreading(control_plane, pool, tmp_path):
+    # test_run_default_spread's pool: "a" empty, "b" and "c" nearly full, so the replicas
+    # all go to "a" unless their ReplicaSet gives them the System default constraints.
+    pool.deploy("web")
+    deadline = time.monotonic() + 60
+    while len(pool.replicas("web")) < REPLICAS:
+        assert time.monotonic() < deadline, "the controller manager made no replicas"
+        time.sleep(0.2)
+    out, after = tmp_path / "cluster.snapshot", tmp_path / "placed.snapshot"
+    done = _record(control_plane.kubeconfig, out)
+    assert done.returncode == 0, done.stderr
+    replay = subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "simulate", "--snapshot", str(out),
+         "--save-placed", str(after), "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert replay.returncode == 0, replay.stderr
+    placed = Counter(
+        p["spec"]["nodeName"][len(pool.name) + 1 :]
+        for p in snapshot.load(after).pods
+        if p["metadata"]["namespace"] == pool.namespace
+        and p["metadata"].get("labels", {}).get("app") == "web"
+    )
+    assert sum(placed.values()) == REPLICAS
+    assert pool.reference("web", with_workloads=False) == Counter({"a": REPLICAS})
+    assert _spread(placed) == _spread(pool.reference("web", with_workloads=True))
+    assert placed["b"] + placed["c"] > 0
