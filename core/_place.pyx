@@ -936,7 +936,7 @@ cdef class BurstKernel:
         if soft and not soft_empty:
             # Domains of the feasible rows that have every soft key (the others score 0).
             for j in range(j0, j1):
-                if not self.k_hard[j]:
+                if not self.k_hard[j] and not self.k_host[j]:  # hostname reads counters
                     key = self.k_key[j]
                     for d in range(self.ndom[key]):
                         self.dcount[j - j0, d] = 0
@@ -945,9 +945,8 @@ cdef class BurstKernel:
             # skips that constraint, and "no value" counts as one more domain.)
             for j in range(j0, j1):
                 missing[j - j0] = 0
-            for n in range(self.rows):
-                if not self.feas2[n]:
-                    continue
+            for i in range(nf):
+                n = self.frows[i]
                 all_keys = True
                 for j in range(j0, j1):
                     if not self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
@@ -992,8 +991,9 @@ cdef class BurstKernel:
                         self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
             hi = 0
             lo = -1
-            for n in range(self.rows):
-                if not self.feas2[n] or self.rawsp[n] < 0:
+            for i in range(nf):
+                n = self.frows[i]
+                if self.rawsp[n] < 0:
                     continue
                 total = 0.0
                 for j in range(j0, j1):
