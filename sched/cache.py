@@ -12,7 +12,8 @@ kube-scheduler's cache split, over kubesalvo's numpy ``ClusterState``:
   fell behind a deletion we missed, for instance) **expires** ``assumed_ttl`` seconds after
   its bind finished, so that a lost confirmation cannot hold capacity forever.
 * A pod bound to a node the state does not know yet (the node watch is behind the pod
-  watch) waits here and is counted when its node arrives.
+  watch), or whose node was deleted, is kept by the state as a ghost of that node: it
+  counts nowhere until the node (re)appears, as in kube-scheduler's cache.
 
 The burst kernel reads and then writes the state in a worker thread. While a burst runs,
 :meth:`frozen` is active and every change the event loop wants to make is queued, then
@@ -68,8 +69,6 @@ class SchedulerCache:
         self.assumed_ttl = assumed_ttl
         self._clock = clock
         self._assumed: dict[str, Assumed] = {}
-        # Bound pods whose node is not in the state yet: node name -> key -> pod.
-        self._waiting: dict[str, dict[str, Object]] = {}
         self._frozen = False
         self._deferred: list[Callable[[], None]] = []
         self.expired = 0
@@ -108,13 +107,12 @@ class SchedulerCache:
     update_node = add_node
 
     def _add_node(self, node: Object) -> None:
-        name = node["metadata"]["name"]
+        # Pods bound to it before it (re)appeared are the state's ghosts: they count now.
         self.state.add_node(node)
-        for pod in self._waiting.pop(name, {}).values():
-            self.state.add_pod(pod)
 
     def remove_node(self, name: str) -> None:
-        # Its pods leave the state with it; their own DELETED events come from the watch.
+        # The state keeps its pods as ghosts (counted nowhere) until their own DELETED
+        # events come from the watch or the node returns, as kube-scheduler's cache does.
         self._do(lambda: self.state.remove_node(name))
 
     def set_namespace(self, name: str, labels: Mapping[str, str]) -> None:
@@ -130,33 +128,25 @@ class SchedulerCache:
     def _bound_pod(self, pod: Object) -> None:
         key = pod_key(pod)
         node = pod["spec"]["nodeName"]
-        self._unwait(key)
         assumed = self._assumed.pop(key, None)
         if _finished(pod):
             self.state.remove_pod_key(key)
             return
-        record = self.state.pods.get(key)
+        record = self.state.pod_record(key)
         if assumed is not None and assumed.node == node and record is not None:
             # Our own binding: counted already, now as bound. The watch's object carries
             # what the API server has (resize, status), so re-count only if it differs.
             self.state.confirm_pod(pod)
             return
-        if not self.state.add_pod(pod):
-            self._waiting.setdefault(node, {})[key] = pod
+        self.state.add_pod(pod)  # a pod of a node not seen yet is kept as its ghost
 
     def remove_pod(self, pod: Object) -> None:
         """The watch shows the pod deleted."""
         self._do(lambda: self._remove_pod(pod_key(pod)))
 
     def _remove_pod(self, key: str) -> None:
-        self._unwait(key)
         self._assumed.pop(key, None)
         self.state.remove_pod_key(key)
-
-    def _unwait(self, key: str) -> None:
-        for node, pods in list(self._waiting.items()):
-            if pods.pop(key, None) is not None and not pods:
-                del self._waiting[node]
 
     # --- the cycle and the binder -----------------------------------------------------
 
@@ -190,7 +180,7 @@ class SchedulerCache:
 
     def _forget(self, key: str) -> None:
         entry = self._assumed.pop(key, None)
-        record = self.state.pods.get(key)
+        record = self.state.pod_record(key)
         if entry is not None and record is not None and record.assumed:
             self.state.remove_pod_key(key)
 
@@ -200,7 +190,7 @@ class SchedulerCache:
 
         def drop() -> None:
             for key in keys:
-                record = self.state.pods.get(key)
+                record = self.state.pod_record(key)
                 if record is not None and record.assumed and key not in self._assumed:
                     self.state.remove_pod_key(key)
 

@@ -133,6 +133,27 @@ def test_a_waiting_pod_deleted_before_its_node_arrives_is_never_counted():
     assert cpu_used(cache, "late") == 0
 
 
+def test_a_pod_assumed_on_a_node_that_goes_away_is_forgotten_there():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    place_burst(cache.state, [pod("web", cpu="2")])
+    cache.assumed("uid-web", "a")
+    cache.remove_node("a")
+    cache.forget("uid-web")  # the bind failed: the node is gone
+    cache.add_node(node("a"))
+    assert cpu_used(cache, "a") == 0 and not cache.is_assumed("uid-web")
+
+
+def test_a_node_that_comes_back_counts_its_pods_once():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    cache.bound_pod(pod("db", "a", cpu="2"))
+    cache.remove_node("a")
+    cache.bound_pod(pod("db", "a", cpu="2"))  # a resync of the pod while the node is away
+    cache.add_node(node("a"))
+    assert cpu_used(cache, "a") == 2000 and pods_on(cache, "a") == 1
+
+
 def test_finished_and_deleted_pods_hold_nothing():
     cache = SchedulerCache()
     cache.add_node(node("a"))
