@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.core import names
+from kubesalvo.core.label_selectors import pod_affinity_error, spread_constraint_error
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import parse_quantity
 from kubesalvo.core.resources import (
@@ -102,6 +103,7 @@ class ClassInfo:
     owners: list[Mapping[str, Any]] = field(default_factory=list)  # metadata.ownerReferences
     pods: int = 0
     prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
+    error: str = ""  # set when a PreFilter fails the attempt with an error (no node either)
     static_key: bytes = b""
     taint_key: bytes = b""
     aff_key: bytes = b""
@@ -244,9 +246,32 @@ class Encoder:
             node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
         )
         info.image_key = _ENCODE.encode((info.images, info.containers))
-        if required is not None and self._names_conflict(required):
-            info.prefilter_message = names.ERR_REASON_NODE_AFFINITY_CONFLICT
+        self._prefilter(info, required)
         return info
+
+    def _prefilter(self, info: ClassInfo, required: Mapping[str, Any] | None) -> None:
+        """What ends the class's attempt before any node is tried, the first filter's
+        PreFilter in the profile's order deciding (as the reference's PreFilter run):
+        NodeAffinity's name conflict or InterPodAffinity's invalid selector (a rejection,
+        ``prefilter_message``), or PodTopologySpread's invalid selector in a
+        DoNotSchedule constraint (an error, ``error``). Every row is then narrowed (see
+        ``_static_reason``), so the kernel places none of the class's pods."""
+        for name in self.profile.filters:
+            if name == names.NODE_AFFINITY:
+                if required is not None and self._names_conflict(required):
+                    info.prefilter_message = names.ERR_REASON_NODE_AFFINITY_CONFLICT
+            elif name == names.POD_TOPOLOGY_SPREAD:
+                error = spread_constraint_error(info.spec, "DoNotSchedule")
+                if error is not None:
+                    info.error = names.HARD_SPREAD_CONSTRAINTS_ERROR + error
+            elif name == names.INTER_POD_AFFINITY and info.affinity is not None:
+                error = pod_affinity_error(info.spec)
+                if error is not None:
+                    info.prefilter_message = names.PARSING_POD + error
+            if info.prefilter_message or info.error:
+                # All its rows are narrowed whatever the nodes: one static row serves all.
+                info.static_key = b"prefilter"
+                return
 
     def _relevant_tolerations(self, tolerations: Any) -> list[Mapping[str, Any]]:
         """The tolerations that may tolerate a taint of the state (or the unschedulable one)."""
@@ -326,7 +351,7 @@ class Encoder:
         out = np.zeros(rows, dtype=np.uint8)
         todo = state.present[:rows].astype(bool)
         out[~todo] = R_ABSENT
-        if info.prefilter_message:
+        if info.prefilter_message or info.error:
             out[todo] = R_NARROWED
             return out
         tolerations = spec.get("tolerations") or ()

@@ -81,7 +81,13 @@ def _namespaces(raw: Mapping[str, Any], own: str) -> tuple[frozenset[str], Selec
 
 
 def carried_terms(namespace: str, affinity: Mapping[str, Any] | None) -> list[CarriedTerm]:
-    """The terms a pod with ``affinity`` carries once placed."""
+    """The terms a pod with ``affinity`` carries once placed.
+
+    A section (say, the required anti-affinity terms) with a term whose labelSelector or
+    namespaceSelector is invalid carries nothing: kube-scheduler's cache keeps the pod
+    with that section's parse error ignored and its terms left out, the other sections
+    still count.
+    """
     out: list[CarriedTerm] = []
     if not affinity:
         return out
@@ -91,18 +97,24 @@ def carried_terms(namespace: str, affinity: Mapping[str, Any] | None) -> list[Ca
         ("preferred", "podAffinity", False),
         ("preferred-anti", "podAntiAffinity", False),
     ):
+        terms = []
         for raw, weight in _raw_terms(affinity, section, required):
+            raw_selector = raw.get("labelSelector")
+            selector = label_selector(raw_selector)
             namespaces, ns_selector = _namespaces(raw, namespace)
-            out.append(
+            # label_selector gives None (matches nothing) for an invalid selector too:
+            # None from a selector that is there means it failed to parse.
+            if (selector is None and raw_selector is not None) or (
+                ns_selector is None and raw.get("namespaceSelector") is not None
+            ):
+                break
+            terms.append(
                 CarriedTerm(
-                    kind,
-                    namespaces,
-                    ns_selector,
-                    label_selector(raw.get("labelSelector")),
-                    raw.get("topologyKey", ""),
-                    weight,
+                    kind, namespaces, ns_selector, selector, raw.get("topologyKey", ""), weight
                 )
             )
+        else:
+            out.extend(terms)
     return out
 
 
@@ -229,6 +241,11 @@ class InterPodTerms:
 
         for cid in class_ids:
             info = self.encoder.classes[cid]
+            if info.prefilter_message or info.error:
+                # Rejected before any node is tried (its terms may not even parse).
+                selfs.append(False)
+                off.append(len(kinds))
+                continue
             labels = dict(info.labels)
             affinity = self._incoming(info, "podAffinity", True)
             if affinity:

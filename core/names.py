@@ -176,6 +176,19 @@ ERR_REASON_SPREAD_MISSING_LABEL = ERR_REASON_SPREAD_CONSTRAINTS + " (missing req
 ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+# Invalid label selectors in the pod being scheduled (see core/label_selectors.py): each
+# text is followed by apimachinery's error. InterPodAffinity's PreFilter rejects the pod
+# (UnschedulableAndUnresolvable); the others fail the attempt with an error.
+PARSING_POD = "parsing pod: "
+PRESCORE_PARSING_POD = 'running PreScore plugin "InterPodAffinity": failed to parse pod: '
+HARD_SPREAD_CONSTRAINTS_ERROR = (
+    'running PreFilter plugin "PodTopologySpread": get constraints from pod: '
+    "obtaining pod's hard topology spread constraints: "
+)
+SOFT_SPREAD_CONSTRAINTS_ERROR = (
+    'running PreScore plugin "PodTopologySpread": calculating preScoreState: '
+    "obtaining pod's soft topology spread constraints: "
+)
 # Coscheduling (kubesalvo): the gang could not reach its minimum, so none of it was placed.
 ERR_REASON_GANG_MIN_AVAILABLE = "pod group could not reach its minAvailable"
 # The post-filter part of the message. With the default profile both DynamicResources and

@@ -50,6 +50,9 @@ class PlacementResult:
     scores: npt.NDArray[np.int64]  # total weighted score of the chosen node
     reason_counts: list[dict[str, int]]  # per unplaced pod: nodes per reason ({} if placed)
     messages: list[str]  # "Successfully assigned ..." or the FailedScheduling text
+    # per pod, the error that failed its attempt ("" for none): no node, no reasons, and
+    # the error as its message; kube-scheduler reports it and backs the pod off
+    errors: list[str]
     rolled_back: npt.NDArray[np.bool_]  # fitted, but its gang missed its minimum
     tentative: list[str | None]  # for a rolled-back pod, the node it had fitted
     num_nodes: int
@@ -400,6 +403,7 @@ def _result(
     node_names: list[str | None] = [None] * n
     counts: list[dict[str, int]] = [{}] * n
     messages = [""] * n
+    errors = [""] * n
     rolled = np.zeros(n, dtype=bool)
     rolled_per_gang: dict[gang.GroupKey, int] = {}
     tentative: list[str | None] = [None] * n
@@ -425,6 +429,9 @@ def _result(
             messages[i] = names.fit_error_message(num_nodes, {}, prefilter_message=reason)
         else:
             info = classes[class_of[pos]]
+            if info.error:
+                errors[i] = messages[i] = info.error
+                continue
             row_counts = out_reasons[pos]
             reasons = {texts[code]: int(row_counts[code]) for code in np.flatnonzero(row_counts)}
             if info.prefilter_message:
@@ -439,6 +446,7 @@ def _result(
         scores=scores,
         reason_counts=counts,
         messages=messages,
+        errors=errors,
         rolled_back=rolled,
         tentative=tentative,
         num_nodes=num_nodes,

@@ -17,7 +17,10 @@ How each pod's attempt ends:
 * placed, bind failed: forgotten, ``FailedScheduling`` with the error, requeued with the
   error backoff; a replica that lost its lease requeues silently (the leader owns events);
 * not placed: ``FailedScheduling`` event and PodScheduled=False (reason Unschedulable)
-  with kube-scheduler's text, parked in the queue with the plugins that rejected it.
+  with kube-scheduler's text, parked in the queue with the plugins that rejected it;
+* not placed because a plugin failed the attempt with an error (``PlacementResult.errors``):
+  ``FailedScheduling`` with the error and PodScheduled=False (reason SchedulerError), no
+  PostFilter, requeued with the error backoff.
 
 Preemption (DefaultPreemption as the profile's postFilter, and a ``cluster`` view given)
 runs off the burst path: the burst's pods that fit nowhere (gang members rolled back
@@ -342,6 +345,7 @@ def _merged(results: list[PlacementResult]) -> PlacementResult:
         scores=np.concatenate([r.scores for r in results]),
         reason_counts=[counts for r in results for counts in r.reason_counts],
         messages=[message for r in results for message in r.messages],
+        errors=[error for r in results for error in r.errors],
         rolled_back=np.concatenate([r.rolled_back for r in results]),
         tentative=[node for r in results for node in r.tentative],
         num_nodes=results[-1].num_nodes,
@@ -621,6 +625,10 @@ class BurstCycle:
                 self._binding[qp.key] = _Binding(qp, profile_name, node, began)
                 meta = qp.pod.metadata
                 self.binder.bind(meta.namespace, meta.name, meta.uid, node)
+            elif result.errors[i]:
+                # A plugin failed the attempt (an invalid selector in the pod's spread
+                # constraints): no PostFilter runs, the pod is backed off as an error.
+                self._error(qp, profile_name, result.errors[i], elapsed)
             elif result.rolled_back[i]:
                 # Its gang missed its minimum: no PostFilter plugin answers for it.
                 self._unschedulable(qp, profile_name, result, i, elapsed)
@@ -920,8 +928,8 @@ class BurstCycle:
         self.queue.add_unschedulable(qp, plugins)
 
     def _error(self, qp: QueuedPod, profile: str, error: str, elapsed: float) -> None:
-        """The attempt failed on our side (a preemption not written): report it as
-        kube-scheduler reports an error status, and back the pod off."""
+        """The attempt failed with an error (a plugin's, or a preemption not written):
+        report it as kube-scheduler reports an error status, and back the pod off."""
         if self.recorder is not None:
             self.recorder.failed_scheduling(_ref(qp), error)
             self.recorder.pod_condition(
