@@ -26,6 +26,7 @@ __all__ = [
     "post_filter_text",
     "preemption_message",
     "prefilter_narrowing_reason",
+    "prefilter_rejector",
     "success_message",
 ]
 
@@ -224,6 +225,16 @@ REASON_CODES: dict[str, Code] = {
 # that are UnschedulableAndUnresolvable, with the plugin that answers them: they end the
 # PreFilter run, so the PreFilter plugins after it never run for the pod.
 PREFILTER_UNRESOLVABLE: dict[str, str] = {ERR_REASON_NODE_AFFINITY_CONFLICT: NODE_AFFINITY}
+
+
+def prefilter_rejector(reason: str) -> str | None:
+    """The plugin whose UnschedulableAndUnresolvable PreFilter rejection ``reason`` is
+    (see PREFILTER_UNRESOLVABLE; InterPodAffinity's "parsing pod: ..." carries the
+    selector's error), or None for a reason no PreFilter gives."""
+    if reason.startswith(PARSING_POD):
+        return INTER_POD_AFFINITY
+    return PREFILTER_UNRESOLVABLE.get(reason)
+
 
 NO_NODE_AVAILABLE = "0/{} nodes are available"
 SUCCESSFULLY_ASSIGNED = "Successfully assigned {}/{} to {}"

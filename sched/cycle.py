@@ -819,7 +819,7 @@ class BurstCycle:
         if len(counts) != 1:
             return False
         (reason,) = counts
-        rejector = names.PREFILTER_UNRESOLVABLE.get(reason)
+        rejector = names.prefilter_rejector(reason)
         if rejector is None or result.messages[i] != names.fit_error_message(
             result.num_nodes, {}, prefilter_message=reason
         ):

@@ -1,13 +1,15 @@
 """The burst cycle on the real API server: a burst is placed by the kernel and bound, the
 pods that fit nowhere get kube-scheduler's FailedScheduling event and PodScheduled=False
 condition and wait in the queue, a replica that does not lead never binds, and one that
-loses the lease stops its binds in flight at once."""
+loses the lease stops its binds in flight at once. Pods with invalid label selectors get
+kube-scheduler's texts: an error (SchedulerError) for a spread constraint's, a PreFilter
+rejection for an affinity term's."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -265,3 +267,129 @@ async def test_losing_the_lease_stops_the_binds_in_flight_at_once(
     for i in range(3):
         assert not (await get_pod(api, namespace, f"p{i}"))["spec"].get("nodeName")
     await cycle.stop()
+
+
+async def reporting_cycle(
+    api: ApiClient, group: str
+) -> tuple[BurstCycle, SchedulingQueue, EventRecorder, SchedulerMetrics]:
+    """A started event recorder and a cycle over this test's nodes (not started)."""
+    config = default_config()
+    cache = await fed_cache(api, group)
+    queue = SchedulingQueue.from_config(config)
+    recorder = EventRecorder(api)
+    recorder.start()
+    metrics = SchedulerMetrics()
+    cycle = BurstCycle(
+        config,
+        cache,
+        queue,
+        api,
+        recorder=recorder,
+        metrics=metrics,
+        settings=CycleSettings(max_burst_pods=100, gathering_window=0.05),
+    )
+    return cycle, queue, recorder, metrics
+
+
+# An In requirement without values (apimachinery refuses it). The API server refuses
+# such a selector in a new pod, but older objects carry them: the tests give one to the
+# queued copy of a pod they created.
+INVALID = {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]}
+INVALID_ERROR = (
+    "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"
+)
+
+
+async def until(check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, "not reached in time"
+        await asyncio.sleep(0.1)
+
+
+async def pod_condition(api: ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    pod = await get_pod(api, namespace, name)
+    conditions = {c["type"]: c for c in pod["status"].get("conditions", [])}
+    return conditions.get("PodScheduled", {})
+
+
+async def test_an_invalid_spread_selector_is_reported_as_a_scheduler_error_and_backed_off(
+    api, nodes, namespace, create_pod
+):
+    # PodTopologySpread's PreFilter fails the attempt with an error: kube-scheduler
+    # reports it with the condition reason SchedulerError and retries after the error
+    # backoff, without PostFilter; the rest of the burst is placed as usual.
+    group = nodes[0]["metadata"]["labels"][TAINT_KEY]
+    cycle, queue, recorder, metrics = await reporting_cycle(api, group)
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "test"}},
+    }
+    bad = await create_pod(
+        namespace, "bad", tolerations=toleration(group), topologySpreadConstraints=[constraint]
+    )
+    good = await create_pod(namespace, "good", tolerations=toleration(group))
+    bad["spec"]["topologySpreadConstraints"][0]["labelSelector"] = INVALID
+    queue.add(msgspec.convert(bad, Pod))
+    queue.add(msgspec.convert(good, Pod))
+    cycle.start()
+    message = (
+        'running PreFilter plugin "PodTopologySpread": get constraints from pod: '
+        "obtaining pod's hard topology spread constraints: " + INVALID_ERROR
+    )
+
+    async def reported() -> bool:
+        placed = (await get_pod(api, namespace, "good"))["spec"].get("nodeName")
+        return (
+            bool(placed) and (await pod_condition(api, namespace, "bad")).get("status") == "False"
+        )
+
+    await until(reported)
+    attempt = cycle.attempts[f"{namespace}/bad"]
+    assert attempt.node is None and attempt.message == message and attempt.reason_counts == {}
+    assert queue.where(bad["metadata"]["uid"]) is not QueueName.UNSCHEDULABLE
+    condition = await pod_condition(api, namespace, "bad")
+    assert condition["reason"] == "SchedulerError"
+    assert condition["message"] == message
+    await recorder.flush(10)
+    failed = [e for e in await events_of(api, namespace) if e["reason"] == "FailedScheduling"]
+    assert {e["regarding"]["name"] for e in failed} == {"bad"}
+    assert {e["note"] for e in failed} == {message}
+    text = metrics.render().decode()
+    assert 'scheduler_schedule_attempts_total{profile="kubesalvo",result="error"}' in text
+    await cycle.stop()
+    await recorder.stop()
+
+
+async def test_an_invalid_affinity_term_is_rejected_before_dynamic_resources_prefilter_runs(
+    api, nodes, namespace, create_pod
+):
+    # InterPodAffinity's PreFilter rejects the pod as unresolvable, which ends the
+    # PreFilter run before DynamicResources' (after it in the default profile): its
+    # PostFilter then finds no state and ends the PostFilter run with "not found".
+    group = nodes[0]["metadata"]["labels"][TAINT_KEY]
+    cycle, queue, recorder, _ = await reporting_cycle(api, group)
+    term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    bad = await create_pod(namespace, "bad", tolerations=toleration(group), affinity=affinity)
+    required = bad["spec"]["affinity"]["podAntiAffinity"]
+    required["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"] = INVALID
+    queue.add(msgspec.convert(bad, Pod))
+    cycle.start()
+    message = (
+        f"0/2 nodes are available: parsing pod: requiredAntiAffinityTerms: {INVALID_ERROR}."
+        " not found"
+    )
+
+    async def reported() -> bool:
+        return (await pod_condition(api, namespace, "bad")).get("status") == "False"
+
+    await until(reported)
+    assert cycle.attempts[f"{namespace}/bad"].message == message
+    condition = await pod_condition(api, namespace, "bad")
+    assert condition["reason"] == "Unschedulable"
+    assert condition["message"] == message
+    await cycle.stop()
+    await recorder.stop()
