@@ -103,7 +103,9 @@ def _queue_order(
 
 def _kernel(
     state: ClusterState, profile: Profile, ports: PortTable, spread: SpreadEncoder, classes: int
-) -> BurstKernel:
+) -> tuple[BurstKernel, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The kernel, and its copies of the requested and non-zero requested columns (which
+    it updates with every placement it keeps)."""
     rows = state.rows
     weights = profile.score_weights
     columns = state.resource_index
@@ -140,10 +142,12 @@ def _kernel(
     filters = set(profile.filters)
     dom, ndom = spread.domain_ids()
     max_constraints = max((len(spread.constraints(c)) for c in range(classes)), default=0)
-    return BurstKernel(
+    requested = np.array(state.requested[:rows], dtype=_typedefs.QUANTITY, order="C")
+    nonzero = np.array(state.nonzero_requested[:rows], dtype=_typedefs.QUANTITY, order="C")
+    kernel = BurstKernel(
         np.ascontiguousarray(state.allocatable[:rows]),
-        np.array(state.requested[:rows], dtype=_typedefs.QUANTITY, order="C"),
-        np.array(state.nonzero_requested[:rows], dtype=_typedefs.QUANTITY, order="C"),
+        requested,
+        nonzero,
         port_use,
         _STRATEGIES[strategy.type],
         sc_cols,
@@ -167,6 +171,7 @@ def _kernel(
         weights.get(names.INTER_POD_AFFINITY, 0),
         names.INTER_POD_AFFINITY in filters,
     )
+    return kernel, requested, nonzero
 
 
 def _chunks(class_of: npt.NDArray[np.int32], gang_min: list[int], gang_last: list[bool], rows: int):
@@ -255,7 +260,7 @@ def _place_burst(
     c_nz_add_all = c_nz_add_all.reshape(-1, 2)
     spread = SpreadEncoder(encoder, workloads)
     spread.prepare(range(len(classes)))
-    kernel = _kernel(state, profile, ports, spread, len(classes))
+    kernel, kernel_requested, kernel_nonzero = _kernel(state, profile, ports, spread, len(classes))
 
     n = len(ordered)
     out_node = np.full(n, -1, dtype=_typedefs.NODE)
@@ -366,7 +371,14 @@ def _place_burst(
     result.kernel_seconds = kernel_seconds
     result.encode_seconds = encode_seconds
     if commit:
-        _commit(state, ordered, class_of, classes, out_node)
+        # The kernel's copies hold exactly the state's columns plus the kept placements,
+        # unless a pod of the burst was counted already (it moves: counted per pod).
+        whole = not any(state.pod_record(pod_key(pod)) is not None for pod in ordered)
+        _commit(state, ordered, class_of, classes, out_node, resources=not whole)
+        if whole:
+            rows, nres = kernel_requested.shape
+            state.requested[:rows, :nres] = kernel_requested
+            state.nonzero_requested[:rows] = kernel_nonzero
     result.encode_seconds += time.perf_counter() - t0
     return result
 
@@ -456,7 +468,7 @@ def _result(
     )
 
 
-def _commit(state, ordered, class_of, classes, out_node) -> None:
+def _commit(state, ordered, class_of, classes, out_node, resources=True) -> None:
     """Assume every placement in the state (as kube-scheduler's cache does before binding)."""
     columns: list[dict[int, int]] = []
     for info in classes:
@@ -475,4 +487,5 @@ def _commit(state, ordered, class_of, classes, out_node) -> None:
             info.nonzero_add,
             info.ports,
             info.affinity,
+            resources=resources,
         )

@@ -225,6 +225,9 @@ class SpreadEncoder:
                 self._group_index.setdefault(pair, set()).add(gid)
         self._class_index: dict[tuple[str, str], set[int]] = {}
         self.placed_rows: dict[int, list[int]] = {}  # class -> rows placed in earlier chunks
+        profile = encoder.profile
+        self._spread_filter = names.POD_TOPOLOGY_SPREAD in profile.filters
+        self._spread_scored = profile.score_weights.get(names.POD_TOPOLOGY_SPREAD, 0) > 0
 
     def constraints(self, cid: int) -> list[Constraint]:
         found = self._constraints.get(cid)
@@ -438,10 +441,9 @@ class SpreadEncoder:
         if has_interpod:
             return 2
         constraints = self.constraints(cid)
-        profile = self.encoder.profile
-        hard = any(c.hard for c in constraints) and names.POD_TOPOLOGY_SPREAD in profile.filters
+        hard = any(c.hard for c in constraints) and self._spread_filter
         soft = [c for c in constraints if not c.hard]
-        scored = bool(soft) and profile.score_weights.get(names.POD_TOPOLOGY_SPREAD, 0) > 0
+        scored = bool(soft) and self._spread_scored
         if hard:
             return 2
         if not scored:
@@ -475,14 +477,12 @@ class SpreadEncoder:
         self, class_ids: Sequence[int], local: npt.NDArray[np.intp], rows: np.ndarray
     ) -> None:
         """Remember the chunk's placements, which later chunks' counters include."""
-        placed = np.flatnonzero(rows >= 0)
-        owners = np.asarray(local)[placed]
-        order = np.argsort(owners, kind="stable")
-        owners, placed_rows = owners[order], np.asarray(rows)[placed][order]
-        bounds = np.flatnonzero(np.diff(owners)) + 1
-        for group, where in zip(
-            np.split(owners, bounds), np.split(placed_rows, bounds), strict=True
-        ):
-            if len(group):
-                cid = int(class_ids[group[0]])
-                self.placed_rows.setdefault(cid, []).extend(where.tolist())
+        placed = np.flatnonzero(np.asarray(rows) >= 0)
+        ids = np.asarray(class_ids)[np.asarray(local)[placed]].tolist()
+        placed_rows = self.placed_rows
+        for cid, row in zip(ids, np.asarray(rows)[placed].tolist(), strict=True):
+            found = placed_rows.get(cid)
+            if found is None:
+                placed_rows[cid] = [row]
+            else:
+                found.append(row)

@@ -467,15 +467,24 @@ class ClusterState:
                 del self.ghosts[node_name]
                 del self._ghost_ports[node_name]
 
-    def _count(self, key: str, record: PodRecord, sign: int, with_ports: bool = True) -> None:
+    def _count(
+        self,
+        key: str,
+        record: PodRecord,
+        sign: int,
+        with_ports: bool = True,
+        resources: bool = True,
+    ) -> None:
         """Add (+1) or take back (-1) a pod's share of its row (its ports too, unless the
-        row's port set moves as a whole: a node leaving or coming back)."""
+        row's port set moves as a whole: a node leaving or coming back; its requests too,
+        unless the caller sets the requested columns itself)."""
         row = record.row
-        for column, amount in record.requests.items():
-            self.requested[row, column] += sign * amount
-        self.requested[row, POD_COLUMN] += sign
-        self.nonzero_requested[row, 0] += sign * record.nonzero[0]
-        self.nonzero_requested[row, 1] += sign * record.nonzero[1]
+        if resources:
+            for column, amount in record.requests.items():
+                self.requested[row, column] += sign * amount
+            self.requested[row, POD_COLUMN] += sign
+            self.nonzero_requested[row, 0] += sign * record.nonzero[0]
+            self.nonzero_requested[row, 1] += sign * record.nonzero[1]
         # A set, as upstream's HostPortInfo: a removal frees the port even when another
         # pod on the row declared it too.
         ports = self.ports[row]
@@ -509,8 +518,12 @@ class ClusterState:
         nonzero: tuple[int, int],
         ports: list[HostPort],
         affinity: Mapping[str, Any] | None,
+        resources: bool = True,
     ) -> None:
-        """Assume a pod the kernel placed, from its already-encoded parts (no re-parsing)."""
+        """Assume a pod the kernel placed, from its already-encoded parts (no re-parsing).
+
+        ``resources=False``: leave the requested columns alone (place_burst copies the
+        kernel's, which already count the pod)."""
         self.remove_pod_key(key)
         record = PodRecord(
             row=row,
@@ -523,7 +536,7 @@ class ClusterState:
             affinity=affinity,
             assumed=True,
         )
-        self._count(key, record, +1)
+        self._count(key, record, +1, resources=resources)
 
     # ------------------------------------------------------------------- queries
     def group_counts(self, groups: list[int]) -> npt.NDArray[np.int64]:

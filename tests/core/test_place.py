@@ -439,3 +439,13 @@ def test_preferred_affinity_pulls_towards_the_selected_pods():
     }
     assert plan(state, [pod("w", labels={"app": "web"}, affinity=near_db)]).nodes == ["b1"]
     assert plan(state, [pod("w", labels={"app": "web"})]).nodes == ["a1"]
+
+
+def test_placing_a_pod_the_state_counts_already_moves_it():
+    state = cluster(node("a", cpu="2"), node("b", cpu="8"))
+    state.add_pod({**pod("p", cpu="1"), "spec": {**pod("p", cpu="1")["spec"], "nodeName": "a"}})
+    result = place_burst(state, [pod("p", cpu="1"), pod("q", cpu="1")])
+    assert result.nodes[0] == "b"
+    row_a, row_b = state.row_of["a"], state.row_of["b"]
+    assert state.requested[row_a, 0] == 0
+    assert state.requested[row_b, 0] + state.requested[row_a, 0] == 2000
