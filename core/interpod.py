@@ -14,6 +14,10 @@ domains of the key (the rules are kube-scheduler's, see core/reference/inter_pod
 
 An incoming term's namespaceSelector is resolved to names once; ``{}`` means every
 namespace. A carried term keeps its selector and is matched against the namespace labels.
+
+Invalid selectors: a placed pod's section with one carries no term (``carried_terms``);
+a class with one is rejected by the encoder before any node is tried
+(``ClassInfo.prefilter_message``) and gets no rows.
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ class InterPodAffinity:
     def __init__(self, pod: Pod, snapshot: Snapshot) -> None:
         error = pod_affinity_error(pod.get("spec") or {})
         if error is not None:
-            raise PreFilterRejection(names.INTER_POD_AFFINITY, f"parsing pod: {error}")
+            raise PreFilterRejection(names.INTER_POD_AFFINITY, names.PARSING_POD + error)
         self.pod = pod
         self.affinity = incoming_terms(pod, snapshot, "podAffinity", required=True)
         self.anti_affinity = incoming_terms(pod, snapshot, "podAntiAffinity", required=True)
@@ -191,9 +191,7 @@ def score(
         return None
     error = pod_affinity_error(spec)
     if error is not None:  # reached only with the InterPodAffinity filter disabled
-        raise SchedulingError(
-            f'running PreScore plugin "InterPodAffinity": failed to parse pod: {error}'
-        )
+        raise SchedulingError(names.PRESCORE_PARSING_POD + error)
     preferred = incoming_terms(pod, snapshot, "podAffinity", required=False)
     preferred_anti = incoming_terms(pod, snapshot, "podAntiAffinity", required=False)
     own_ns_labels = snapshot.namespace_labels(namespace_of(pod)) or {}

@@ -58,14 +58,8 @@ HOSTNAME = "kubernetes.io/hostname"
 # How an invalid selector in one of the pod's own constraints fails the attempt: in
 # PreFilter for DoNotSchedule constraints, in PreScore for ScheduleAnyway ones.
 _CONSTRAINT_ERRORS = {
-    "DoNotSchedule": (
-        'running PreFilter plugin "PodTopologySpread": get constraints from pod: '
-        "obtaining pod's hard topology spread constraints: "
-    ),
-    "ScheduleAnyway": (
-        'running PreScore plugin "PodTopologySpread": calculating preScoreState: '
-        "obtaining pod's soft topology spread constraints: "
-    ),
+    "DoNotSchedule": names.HARD_SPREAD_CONSTRAINTS_ERROR,
+    "ScheduleAnyway": names.SOFT_SPREAD_CONSTRAINTS_ERROR,
 }
 _MAX_INT32 = (1 << 31) - 1
 
