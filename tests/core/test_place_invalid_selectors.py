@@ -225,3 +225,19 @@ def test_without_the_spread_filter_an_invalid_hard_selector_is_no_error():
     result, expected = both([], burst, profile)
     assert expected[0].node is not None and not expected[0].error
     assert_same(result, expected)
+
+
+def test_the_profiles_filter_order_decides_which_prefilter_answers_first():
+    # InterPodAffinity listed before PodTopologySpread: its rejection comes first.
+    order = [f for f in names.DEFAULT_FILTER_ORDER if f != names.INTER_POD_AFFINITY]
+    order.insert(order.index(names.POD_TOPOLOGY_SPREAD), names.INTER_POD_AFFINITY)
+    profile = Profile(filters=tuple(order))
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term(BAD_KEY)]}}
+    burst = [
+        pod("both", {"app": "db"}, topologySpreadConstraints=spread(INVALID), affinity=affinity)
+    ]
+    result, expected = both([], burst, profile)
+    text = f"{names.PARSING_POD}requiredAffinityTerms: {label_selector_error(BAD_KEY)}"
+    assert not expected[0].error and expected[0].reason_counts == {text: 3}
+    assert result.errors == [""]
+    assert_same(result, expected)
