@@ -295,4 +295,6 @@ def rejecting_plugins(reasons: Iterable[str]) -> frozenset[str]:
             plugins.add(names.COSCHEDULING)
         elif reason.startswith(_NARROWED) and reason.endswith("]"):
             plugins.update(reason[len(_NARROWED) : -1].split())
+        elif (rejector := names.prefilter_rejector(reason)) is not None:
+            plugins.add(rejector)  # e.g. InterPodAffinity's "parsing pod: ..."
     return frozenset(plugins)

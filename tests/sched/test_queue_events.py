@@ -412,3 +412,5 @@ def test_failure_reasons_map_to_the_plugins_that_give_them() -> None:
         "Coscheduling",
     }
     assert rejecting_plugins(["unknown"]) == frozenset()
+    parsing = names.PARSING_POD + "requiredAntiAffinityTerms: invalid selector"
+    assert rejecting_plugins([parsing]) == {"InterPodAffinity"}
