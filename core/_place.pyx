@@ -260,17 +260,8 @@ cdef class BurstKernel:
     # ------------------------------------------------------------------ per node terms
     cdef inline bint _fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """NodeResourcesFit + NodePorts filter of class c on row n."""
-        cdef Py_ssize_t r, k
-        if self.fit_on:
-            for k in range(self.c_fit_off[c], self.c_fit_off[c + 1]):
-                r = self.c_fit_cols[k]
-                if self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
-                    return False
-        if self.ports_on:
-            for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
-                if self.port_use[n, self.c_port_conf[k]] > 0:
-                    return False
-        return True
+        return self._fits_fast(c, n, &self.c_req[c, 0], &self.c_fit_cols[self.c_fit_off[c]],
+                               self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0)
 
     cdef int64_t _resource_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """NodeResourcesFit's score (its scoring strategy) of class c on row n, 0..100."""
@@ -353,44 +344,14 @@ cdef class BurstKernel:
 
     cdef inline int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """_local for the default scores (LeastAllocated and BalancedAllocation on cpu and
-        memory), without the general loops; the same arithmetic."""
-        cdef int64_t s = self.fixed[self.c_fixed[c], n]
-        cdef int64_t a0 = self.alloc[n, 0], a1 = self.alloc[n, 1], used, total = 0, weights = 0
-        cdef int64_t s0 = 0, s1 = 0
-        cdef double f0, f1, std = 0.0
-        if self.w_fit:
-            if a0 != 0:
-                used = self.nzreq[n, 0] + self.c_nz[c, 0]
-                s0 = 0 if used > a0 else _floor_div((a0 - used) * MAX_SCORE, a0)
-            if a1 != 0:
-                used = self.nzreq[n, 1] + self.c_nz[c, 1]
-                s1 = 0 if used > a1 else _floor_div((a1 - used) * MAX_SCORE, a1)
-            if a0 != 0 and a1 != 0 and self.even_weights:
-                s += self.w_fit * ((s0 + s1) >> 1)
-            else:
-                if a0 != 0:
-                    total += s0 * self.sc_weight[0]
-                    weights += self.sc_weight[0]
-                if a1 != 0:
-                    total += s1 * self.sc_weight[1]
-                    weights += self.sc_weight[1]
-                if weights:
-                    s += self.w_fit * (total // weights)
-        if self.w_bal and (self.c_req[c, 0] > 0 or self.c_req[c, 1] > 0):
-            if a0 != 0 and a1 != 0:
-                f0 = <double>(self.req[n, 0] + self.c_req[c, 0]) / <double>a0
-                f1 = <double>(self.req[n, 1] + self.c_req[c, 1]) / <double>a1
-                if f0 > 1.0:
-                    f0 = 1.0
-                if f1 > 1.0:
-                    f1 = 1.0
-                std = fabs((f0 - f1) / 2.0)
-            s += self.w_bal * <int64_t>((1.0 - std) * <double>MAX_SCORE)
-        return s
+        memory), without the general loops."""
+        return self._local_fast(c, n, &self.c_req[c, 0], &self.c_nz[c, 0],
+                                &self.fixed[self.c_fixed[c], 0])
 
     cdef inline bint _fits_fast(self, Py_ssize_t c, Py_ssize_t n, const quantity_t* creq,
                                 const int32_t* fcols, Py_ssize_t nfc) noexcept nogil:
-        """_fits with the class's request row and fit columns looked up once per pod."""
+        """_fits with the class's request row and fit columns given (a per-pod scan looks
+        them up once); node rows through raw pointers."""
         cdef const quantity_t* a = self.p_alloc + n * self.nres
         cdef const quantity_t* r = self.p_req + n * self.nres
         cdef Py_ssize_t k, col
@@ -406,8 +367,8 @@ cdef class BurstKernel:
 
     cdef inline int64_t _local_fast(self, Py_ssize_t c, Py_ssize_t n, const quantity_t* creq,
                                     const quantity_t* cnz, const int32_t* fixed) noexcept nogil:
-        """_local through raw pointers for the default scores (same arithmetic as
-        _local_default); any other profile takes _local."""
+        """_local with the class's rows given, node rows through raw pointers: the default
+        scores' arithmetic; any other profile takes _local."""
         if not self.default_scores:
             return self._local(c, n)
         cdef const quantity_t* a = self.p_alloc + n * self.nres
