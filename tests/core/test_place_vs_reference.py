@@ -31,6 +31,7 @@ from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.synthetic.nodes import make_nodes
 from kubesalvo.core.synthetic.workloads import make_pods
+from tests.helpers.reference import assert_same_outcomes, kernel_choices
 
 ZONES = ("a", "b", "c")
 APPS = ("web", "db", "cache")
@@ -329,33 +330,9 @@ def test_kernel_choices_match_the_reference(scenario):
     for namespace in NAMESPACES:
         state.set_namespace(namespace["metadata"]["name"], namespace["metadata"]["labels"])
     result = plan(state, burst, profile, workloads=WORKLOADS)
-    by_key = {
-        f"{p['metadata']['namespace']}/{p['metadata']['name']}": i for i, p in enumerate(burst)
-    }
-
-    def choose(ref_result):
-        i = by_key[ref_result.pod]
-        if result.rolled_back[i]:
-            assert result.tentative[i] in ref_result.best_nodes
-            return result.tentative[i]
-        assert result.nodes[i] is not None, (
-            f"{ref_result.pod}: kernel placed nowhere, reference best "
-            f"{sorted(ref_result.best_nodes)} ({result.messages[i]})"
-        )
-        assert result.scores[i] == ref_result.score, (ref_result.pod, ref_result.score)
-        return result.nodes[i]
-
     reference = ReferenceScheduler(cluster, bound, NAMESPACES, profile, WORKLOADS)
-    expected = reference.place_burst(burst, choose=choose)
-    for i, ref in enumerate(expected):
-        if ref.node is None:
-            assert result.nodes[i] is None, (ref.pod, ref.message)
-            assert result.messages[i] == ref.message
-            assert bool(result.rolled_back[i]) == ref.rolled_back
-            if not ref.rolled_back:
-                assert result.reason_counts[i] == ref.reason_counts
-        else:
-            assert result.nodes[i] == ref.node
+    expected = reference.place_burst(burst, choose=kernel_choices(result, burst))
+    assert_same_outcomes(result, expected)
 
 
 @pytest.mark.parametrize("small_chunks", [False, True])
@@ -374,19 +351,7 @@ def test_synthetic_bursts_match_the_reference(shape, small_chunks, monkeypatch):
     for node in fleet:
         state.add_node(node)
     result = plan(state, burst)
-    by_key = {
-        f"{p['metadata']['namespace']}/{p['metadata']['name']}": i for i, p in enumerate(burst)
-    }
-
-    def choose(ref_result):
-        i = by_key[ref_result.pod]
-        chosen = result.tentative[i] if result.rolled_back[i] else result.nodes[i]
-        assert chosen in ref_result.best_nodes, (ref_result.pod, chosen, ref_result.best_nodes)
-        if not result.rolled_back[i]:
-            assert result.scores[i] == ref_result.score
-        return chosen
-
-    expected = ReferenceScheduler(fleet).place_burst(burst, choose=choose)
+    expected = ReferenceScheduler(fleet).place_burst(burst, choose=kernel_choices(result, burst))
     assert [r.node for r in expected] == result.nodes
     assert [r.message for r in expected] == result.messages
 
@@ -438,12 +403,7 @@ def test_a_pod_with_more_than_64_soft_constraints_is_scored_on_all_of_them():
         state.add_pod(pod)
     result = plan(state, burst)
 
-    def choose(ref_result):
-        i = int(ref_result.pod.rsplit("p", 1)[1])
-        assert result.nodes[i] in ref_result.best_nodes
-        assert result.scores[i] == ref_result.score
-        return result.nodes[i]
-
+    choose = kernel_choices(result, burst)
     expected = ReferenceScheduler(fleet, bound).place_burst(burst, choose=choose)
     assert [r.node for r in expected] == result.nodes
     assert "n0" not in result.nodes[:3]  # the spread scores keep the first pods off n0

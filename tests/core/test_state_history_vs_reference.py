@@ -24,6 +24,7 @@ from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.reference.snapshot import Cache
 from kubesalvo.core.state import ClusterState
 from tests.core.test_place_vs_reference import NAMESPACES, WORKLOADS, nodes, pods, profiles
+from tests.helpers.reference import assert_same_outcomes, kernel_choices
 
 
 def port_pod(name: str, node_name: str, port: int) -> dict:
@@ -110,28 +111,7 @@ def test_kernel_matches_the_reference_after_node_and_pod_events(history):
     cluster, bound, first, events, burst, profile = history
     state, cache = replay(cluster, bound, first, events)
     result = plan(state, burst, profile, workloads=WORKLOADS)
-    by_key = {
-        f"{p['metadata']['namespace']}/{p['metadata']['name']}": i for i, p in enumerate(burst)
-    }
-
-    def choose(ref_result):
-        i = by_key[ref_result.pod]
-        if result.rolled_back[i]:
-            assert result.tentative[i] in ref_result.best_nodes
-            return result.tentative[i]
-        assert result.nodes[i] is not None, (ref_result.pod, result.messages[i])
-        assert result.nodes[i] in ref_result.best_nodes, (ref_result.pod, ref_result.best_nodes)
-        assert result.scores[i] == ref_result.score, (ref_result.pod, ref_result.score)
-        return result.nodes[i]
-
     snapshot = cache.snapshot(NAMESPACES, WORKLOADS)
     reference = ReferenceScheduler.from_snapshot(snapshot, profile)
-    expected = reference.place_burst(burst, choose=choose)
-    for i, ref in enumerate(expected):
-        if ref.node is None:
-            assert result.nodes[i] is None, (ref.pod, ref.message)
-            assert result.messages[i] == ref.message
-            if not ref.rolled_back:
-                assert result.reason_counts[i] == ref.reason_counts
-        else:
-            assert result.nodes[i] == ref.node
+    expected = reference.place_burst(burst, choose=kernel_choices(result, burst))
+    assert_same_outcomes(result, expected)

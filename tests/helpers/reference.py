@@ -1,0 +1,52 @@
+"""Holding place_burst's result to the plain-Python reference scheduler (core/reference).
+
+The reference replays a burst in order and, for each pod, asks which of its best nodes
+the kernel took (``choose``); the kernel's choice must be among them with the same total
+score. Then every pod the kernel left out must fail in the reference the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kubesalvo.core.place import PlacementResult
+
+
+def kernel_choices(
+    result: PlacementResult, burst: Sequence[Mapping[str, Any]]
+) -> Callable[[Any], str | None]:
+    """The reference's ``choose``: the kernel's node for each pod (a rolled-back gang
+    member's tentative one), checked against the reference's best nodes and score."""
+    by_key = {
+        f"{p['metadata']['namespace']}/{p['metadata']['name']}": i for i, p in enumerate(burst)
+    }
+
+    def choose(ref_result: Any) -> str | None:
+        i = by_key[ref_result.pod]
+        if result.rolled_back[i]:
+            assert result.tentative[i] in ref_result.best_nodes
+            return result.tentative[i]
+        assert result.nodes[i] is not None, (
+            f"{ref_result.pod}: kernel placed nowhere, reference best "
+            f"{sorted(ref_result.best_nodes)} ({result.messages[i]})"
+        )
+        assert result.nodes[i] in ref_result.best_nodes, (ref_result.pod, ref_result.best_nodes)
+        assert result.scores[i] == ref_result.score, (ref_result.pod, ref_result.score)
+        return result.nodes[i]
+
+    return choose
+
+
+def assert_same_outcomes(result: PlacementResult, expected: Sequence[Any]) -> None:
+    """Each pod placed where the reference placed it, or left out with its message,
+    reasons and rollback."""
+    for i, ref in enumerate(expected):
+        if ref.node is None:
+            assert result.nodes[i] is None, (ref.pod, ref.message)
+            assert result.messages[i] == ref.message
+            assert bool(result.rolled_back[i]) == ref.rolled_back
+            if not ref.rolled_back:
+                assert result.reason_counts[i] == ref.reason_counts
+        else:
+            assert result.nodes[i] == ref.node
