@@ -107,21 +107,7 @@ async def test_a_burst_is_bound_and_the_pod_that_fits_nowhere_is_reported(
     api, nodes, namespace, create_pod, eventually
 ):
     group = nodes[0]["metadata"]["labels"][TAINT_KEY]
-    config = default_config()
-    cache = await fed_cache(api, group)
-    queue = SchedulingQueue.from_config(config)
-    recorder = EventRecorder(api)
-    recorder.start()
-    metrics = SchedulerMetrics()
-    cycle = BurstCycle(
-        config,
-        cache,
-        queue,
-        api,
-        recorder=recorder,
-        metrics=metrics,
-        settings=CycleSettings(max_burst_pods=100, gathering_window=0.05),
-    )
+    cycle, queue, recorder, metrics = await reporting_cycle(api, group)
     # Six 600m pods fill both 2-cpu nodes (three each); the seventh fits nowhere.
     created = []
     for i in range(7):
