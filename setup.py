@@ -56,6 +56,7 @@ def _extensions() -> list[Extension]:
                 module,
                 [rel.as_posix()],
                 include_dirs=[numpy.get_include(), "core"],
+                depends=sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "core").glob("*.h")),
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                 extra_compile_args=["-O3"],
             )
@@ -69,7 +70,7 @@ setup(
     packages=packages,
     package_dir=package_dir,
     package_data={
-        "kubesalvo.core": ["*.pxd", "*.pyx"],
+        "kubesalvo.core": ["*.pxd", "*.pyx", "*.h"],
         "kubesalvo.deploy": ["local/*.go", "local/go.mod", "local/go.sum", "local/etcd/*"],
     },
     ext_modules=cythonize(

@@ -3,6 +3,11 @@ from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
 cimport cython
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 
+cdef extern from "_scan.h" nogil:
+    ctypedef struct ks_hot:
+        int64_t a0, a1, r0, r1, z0, z1
+        double inv0, inv1
+
 @cython.final
 cdef class BurstKernel:
     # ---- node state: scratch copies the kernel mutates as it places pods
@@ -46,6 +51,12 @@ cdef class BurstKernel:
     cdef int64_t[::1] rawsp                  # scratch, per row: raw spread score of the current pod
     cdef int64_t[::1] rawipa                 # scratch, per row: raw inter-pod score of the current pod
     cdef int64_t[::1] rawloc                 # scratch, per row: local score of a class's only pod
+    cdef ks_hot* hot                         # per row: cpu/memory allocatable, requested, non-zero
+                                             #   requested and 1 / allocatable in one line (_scan.h)
+    cdef object hot_buf                      # the buffer holding hot (64-byte aligned inside)
+    cdef int64_t[::1] podfree                # per row: allocatable minus requested pods
+    cdef int32_t[::1] xcols                  # scratch: a class's fit columns besides cpu, memory, pods
+    cdef uint8_t[::1] redo                   # scratch, per position of frows: recompute exactly
     cdef int64_t[:, ::1] acount              # scratch, inter-pod rows of a class x domains: counted pods
     cdef bint aff_empty                      # no pod anywhere matches all required affinity terms
     cdef bint ipa_topology                   # some scoring term matched a pod (else the plugin is skipped)
@@ -141,6 +152,11 @@ cdef class BurstKernel:
     cdef inline int64_t _local_fast(self, Py_ssize_t c, Py_ssize_t n, const quantity_t* creq,
                                     const quantity_t* cnz, const int32_t* fixed) noexcept nogil
     cdef inline int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef Py_ssize_t _scan_fit(self, Py_ssize_t c) noexcept nogil
+    cdef inline bint _port_clash(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef void _local_rows(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil
+    cdef inline void _soft_empty_raw(self, Py_ssize_t c, Py_ssize_t n, bint require_all,
+                                     int64_t* hi, int64_t* lo) noexcept nogil
     cdef inline int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil
@@ -158,6 +174,8 @@ cdef class BurstKernel:
     cdef bint _domain(self, Py_ssize_t c) noexcept nogil
     cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil
     cdef inline int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline bint _narrowed(self, Py_ssize_t c, Py_ssize_t n, bint hard, bint hard_empty,
+                               bint ipa_filter) noexcept nogil
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
     cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil

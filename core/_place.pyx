@@ -37,6 +37,18 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 
 from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
 
+cdef extern from "_scan.h" nogil:
+    void ks_local_rows(const int32_t* rows, int64_t nf, const ks_hot* hot,
+                       const int32_t* fixed, int64_t nz_cpu, int64_t nz_mem,
+                       int64_t req_cpu, int64_t req_mem, int64_t w_fit, int64_t w_bal,
+                       int64_t* out, uint8_t* redo)
+    int64_t ks_scan_fit(const int32_t* srows, int64_t ns, const ks_hot* hot,
+                        const int64_t* podfree, int64_t req_cpu, int64_t req_mem,
+                        int chk_cpu, int chk_mem, int64_t req_pods, int chk_pods,
+                        const int32_t* xcols, int64_t nx, const int64_t* alloc,
+                        const int64_t* req, int64_t nres, const int64_t* creq, int32_t* out)
+
+
 # Reason codes shared with core/place.py. Static filter codes come from encode.
 cdef enum:
     R_PORTS = 6        # NodePorts
@@ -50,6 +62,7 @@ cdef enum:
     MAX_SCORE = 100
     MAX_ZONES = 64     # zone fast path: at most this many domains of the key
     TAINT_TABLE = 64   # per-pod table of TaintToleration scores for counts below this
+    POD_COLUMN = 3     # ClusterState's pods column (core/state.py)
 
 REASON_PORTS = R_PORTS
 ZONE_LIMIT = MAX_ZONES
@@ -155,12 +168,38 @@ cdef class BurstKernel:
         self.rawsp = np.zeros(self.rows, dtype=np.int64)
         self.rawipa = np.zeros(self.rows, dtype=np.int64)
         self.rawloc = np.zeros(self.rows, dtype=np.int64)
+        self.redo = np.zeros(max(1, self.rows), dtype=np.uint8)
+        self._hot_rows()
         self.w_ipa = w_ipa
         self.ipa_on = ipa_on
         leaves = 2
         while leaves < self.rows:
             leaves *= 2
         self.leaves = leaves
+
+    def _hot_rows(self):
+        """Build hot (one 64-byte line per row, see _scan.h) and podfree from the node state."""
+        cdef Py_ssize_t n, rows = self.rows
+        cdef size_t addr
+        buf = np.zeros(max(1, rows) * sizeof(ks_hot) + 64, dtype=np.uint8)
+        addr = <size_t>buf.ctypes.data
+        self.hot_buf = buf
+        self.hot = <ks_hot*>(addr + (64 - addr % 64) % 64)
+        self.podfree = np.zeros(max(1, rows), dtype=np.int64)
+        self.xcols = np.zeros(max(1, self.nres), dtype=np.int32)
+        if rows == 0 or self.nres < 2:
+            return
+        for n in range(rows):
+            self.hot[n].a0 = self.alloc[n, 0]
+            self.hot[n].a1 = self.alloc[n, 1]
+            self.hot[n].r0 = self.req[n, 0]
+            self.hot[n].r1 = self.req[n, 1]
+            self.hot[n].z0 = self.nzreq[n, 0]
+            self.hot[n].z1 = self.nzreq[n, 1]
+            self.hot[n].inv0 = 1.0 / <double>self.alloc[n, 0] if self.alloc[n, 0] > 0 else 0.0
+            self.hot[n].inv1 = 1.0 / <double>self.alloc[n, 1] if self.alloc[n, 1] > 0 else 0.0
+            if self.nres > POD_COLUMN:
+                self.podfree[n] = self.alloc[n, POD_COLUMN] - self.req[n, POD_COLUMN]
 
     def load_chunk(self, c_req, c_nz, c_nz_add, c_static, static_reason, static_off,
                    static_rows, c_fixed, fixed, c_taint,
@@ -407,6 +446,78 @@ cdef class BurstKernel:
             s += self.w_bal * <int64_t>((1.0 - std) * <double>MAX_SCORE)
         return s
 
+    cdef Py_ssize_t _scan_fit(self, Py_ssize_t c) noexcept nogil:
+        """frows[:k] = the rows of class c's static row that pass NodeResourcesFit and
+        NodePorts, ascending; returns k. One tight pass for a class's only pod (_scan.h):
+        cpu, memory and the pod count are read from the rows' hot lines."""
+        cdef const quantity_t* creq = &self.c_req[c, 0]
+        cdef Py_ssize_t i, n, k, nf = 0, col, nx = 0
+        cdef Py_ssize_t i0 = self.static_off[self.c_static[c]]
+        cdef Py_ssize_t i1 = self.static_off[self.c_static[c] + 1]
+        cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
+        cdef const int32_t* fcols = &self.c_fit_cols[self.c_fit_off[c]]
+        cdef bint ports = self.ports_on and self.c_port_conf_off[c + 1] > self.c_port_conf_off[c]
+        cdef int chk_cpu = 0, chk_mem = 0, chk_pods = 0
+        if self.p_alloc == NULL or i1 <= i0:
+            return 0
+        for k in range(nfc):
+            col = fcols[k]
+            if col == 0:
+                chk_cpu = 1
+            elif col == 1:
+                chk_mem = 1
+            elif col == POD_COLUMN:
+                chk_pods = 1
+            else:
+                self.xcols[nx] = <int32_t>col
+                nx += 1
+        nf = ks_scan_fit(&self.static_rows[i0], i1 - i0, self.hot, &self.podfree[0],
+                         creq[0], creq[1], chk_cpu, chk_mem,
+                         creq[POD_COLUMN] if self.nres > POD_COLUMN else 0, chk_pods,
+                         &self.xcols[0], nx, self.p_alloc, self.p_req, self.nres, creq,
+                         &self.frows[0])
+        if ports:  # the rows a port of the class is taken on drop out
+            k = 0
+            for i in range(nf):
+                n = self.frows[i]
+                if not self._port_clash(c, n):
+                    self.frows[k] = <int32_t>n
+                    k += 1
+            nf = k
+        return nf
+
+    cdef inline bint _port_clash(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """Whether a host port of class c is taken on row n (NodePorts)."""
+        cdef Py_ssize_t k
+        for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
+            if self.port_use[n, self.c_port_conf[k]] > 0:
+                return True
+        return False
+
+    cdef void _local_rows(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil:
+        """rawloc[i] = the local score (_local) of class c on row frows[i], for i < nf.
+
+        With the default scores and equal weights, the vectorised loop of _scan.h computes
+        them (and flags the few rows whose exact value needs the divisions); other rows and
+        profiles take _local_fast / _local."""
+        cdef const int32_t* rows = &self.frows[0]
+        cdef int64_t* out = &self.rawloc[0]
+        cdef const quantity_t* creq = &self.c_req[c, 0]
+        cdef const quantity_t* cnz = &self.c_nz[c, 0]
+        cdef const int32_t* fixed = &self.fixed[self.c_fixed[c], 0]
+        cdef Py_ssize_t i
+        if nf == 0:
+            return
+        if not self.default_scores or not self.even_weights or self.nres < 2:
+            for i in range(nf):
+                out[i] = self._local(c, rows[i])
+            return
+        ks_local_rows(rows, nf, self.hot, fixed, cnz[0], cnz[1], creq[0], creq[1], self.w_fit,
+                      self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0, out, &self.redo[0])
+        for i in range(nf):
+            if self.redo[i]:
+                out[i] = self._local_fast(c, rows[i], creq, cnz, fixed)
+
     cdef inline int64_t _local(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         if self.default_scores:
             return self._local_default(c, n)
@@ -583,6 +694,13 @@ cdef class BurstKernel:
             self.req[n, r] += sign * self.c_req[c, r]
         self.nzreq[n, 0] += sign * self.c_nz_add[c, 0]
         self.nzreq[n, 1] += sign * self.c_nz_add[c, 1]
+        if self.nres >= 2:  # hot and podfree follow req and nzreq
+            self.hot[n].r0 = self.req[n, 0]
+            self.hot[n].r1 = self.req[n, 1]
+            self.hot[n].z0 = self.nzreq[n, 0]
+            self.hot[n].z1 = self.nzreq[n, 1]
+            if self.nres > POD_COLUMN:
+                self.podfree[n] = self.alloc[n, POD_COLUMN] - self.req[n, POD_COLUMN]
         for k in range(self.c_port_own_off[c], self.c_port_own_off[c + 1]):
             self.port_use[n, self.c_port_own[k]] += sign
         for k in range(self.c_inc_off[c], self.c_inc_off[c + 1]):
@@ -788,6 +906,39 @@ cdef class BurstKernel:
                 return R_SPREAD_LABEL
         return 0
 
+    cdef inline void _soft_empty_raw(self, Py_ssize_t c, Py_ssize_t n, bint require_all,
+                                     int64_t* hi, int64_t* lo) noexcept nogil:
+        """rawsp[n] when the class's soft constraints count no pod (every count is 0): the
+        summed maxSkew - 1 of the keys row n has (-1, scoring 0, for a row missing one when
+        require_all); hi/lo track the range over the rows that score."""
+        cdef Py_ssize_t j
+        cdef int64_t t = 0
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            if not self.k_hard[j]:
+                if self.dom[self.k_key[j], n] >= 0:
+                    t += self.k_skew[j] - 1
+                elif require_all:
+                    t = -1
+                    break
+        self.rawsp[n] = t
+        if t >= 0:
+            if t > hi[0]:
+                hi[0] = t
+            if lo[0] < 0 or t < lo[0]:
+                lo[0] = t
+
+    cdef inline bint _narrowed(self, Py_ssize_t c, Py_ssize_t n, bint hard, bint hard_empty,
+                               bint ipa_filter) noexcept nogil:
+        """Whether row n fails class c's hard spread constraints (only their keys when they
+        count no pod: hard_empty) or its required inter-pod terms."""
+        if hard:
+            if hard_empty:
+                if self._spread_keys(c, n):
+                    return True
+            elif self._spread_reason(c, n):
+                return True
+        return ipa_filter and self._ipa_reason(c, n)
+
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
         """Pick the row for a pod with spread constraints, in a few passes over the rows.
 
@@ -844,54 +995,33 @@ cdef class BurstKernel:
                     ipa_filter = True
             ipa_filter = ipa_filter and self.ipa_on
             ipa_score = ipa_score and self.w_ipa != 0 and self.ipa_topology
-        if single:  # only the rows passing the static filters
-            i0 = self.static_off[self.c_static[c]]
-            i1 = self.static_off[self.c_static[c] + 1]
+        if single:
+            # Only the rows passing the static filters, then fit, then the other filters.
+            nf = self._scan_fit(c)
+            if hard or ipa_filter:
+                i1 = 0
+                for i in range(nf):
+                    n = self.frows[i]
+                    if self._narrowed(c, n, hard, hard_empty, ipa_filter):
+                        continue
+                    self.frows[i1] = <int32_t>n
+                    i1 += 1
+                nf = i1
+            self._local_rows(c, nf)  # rawloc by position in frows
         else:
-            i0 = 0
-            i1 = self.rows
-        for i in range(i0, i1):
-            if single:
-                n = self.static_rows[i]
-                v = self._fits_fast(c, n, creq, fcols, nfc)
-            else:
-                n = i
-                v = self.s_feas[s, n]
-            if v and hard:
-                if hard_empty:
-                    if self._spread_keys(c, n):
-                        v = 0
-                elif self._spread_reason(c, n):
-                    v = 0
-            if v and ipa_filter and self._ipa_reason(c, n):
-                v = 0
-            if v:
-                self.feas2[n] = 1
-                self.frows[nf] = <int32_t>n
-                nf += 1
-                if single:
-                    self.rawloc[n] = self._local_fast(c, n, creq, cnz, fixed)
-                if track_taints and taints[n] > mt:
-                    mt = taints[n]
-                if track_aff and aff[n] > ma:
-                    ma = aff[n]
-                if soft_empty:
-                    # Every count is 0: the raw score is the summed maxSkew - 1 of the
-                    # keys the row has (a row missing one scores 0 when require_all).
-                    t = 0
-                    for j in range(j0, j1):
-                        if not self.k_hard[j]:
-                            if self.dom[self.k_key[j], n] >= 0:
-                                t += self.k_skew[j] - 1
-                            elif require_all:
-                                t = -1
-                                break
-                    self.rawsp[n] = t
-                    if t >= 0:
-                        if t > hi:
-                            hi = t
-                        if lo < 0 or t < lo:
-                            lo = t
+            for n in range(self.rows):
+                if self.s_feas[s, n] and not self._narrowed(c, n, hard, hard_empty, ipa_filter):
+                    self.frows[nf] = <int32_t>n
+                    nf += 1
+        for i in range(nf):
+            n = self.frows[i]
+            self.feas2[n] = 1
+            if track_taints and taints[n] > mt:
+                mt = taints[n]
+            if track_aff and aff[n] > ma:
+                ma = aff[n]
+            if soft_empty:
+                self._soft_empty_raw(c, n, require_all, &hi, &lo)
         if nf == 0:
             return -1
         if soft and not soft_empty:
@@ -1008,7 +1138,7 @@ cdef class BurstKernel:
                 i0 -= nf
             n = self.frows[i0]
             self.feas2[n] = 0  # the scratch is all zero again once the pod is placed
-            t = self.rawloc[n] if single else self.s_local[s, n]
+            t = self.rawloc[i0] if single else self.s_local[s, n]  # single: i0 == i
             if ttab:
                 t += tsc[taints[n]]
             elif self.w_taint:
@@ -1222,19 +1352,17 @@ cdef class BurstKernel:
             for g in range(nd + 1):
                 fz[g] = 0
                 zc[g] = 0
-        for i in range(self.static_off[self.c_static[c]], self.static_off[self.c_static[c] + 1]):
-            n = self.static_rows[i]
-            if self._fits_fast(c, n, creq, fcols, nfc):
-                self.frows[feasible] = <int32_t>n
-                self.rawsp[n] = self._local_fast(c, n, creq, cnz, fixed)
-                feasible += 1
-                if track_taints and taints[n] > mt:
-                    mt = taints[n]
-                if track_aff and aff[n] > ma:
-                    ma = aff[n]
-                if zone:
-                    d = self.dom[key, n]
-                    fz[d if d >= 0 else nd] += 1
+        feasible = self._scan_fit(c)
+        self._local_rows(c, feasible)  # rawloc by position in frows
+        for i in range(feasible):
+            n = self.frows[i]
+            if track_taints and taints[n] > mt:
+                mt = taints[n]
+            if track_aff and aff[n] > ma:
+                ma = aff[n]
+            if zone:
+                d = self.dom[key, n]
+                fz[d if d >= 0 else nd] += 1
         if zone and self.ctr_total[self.k_counter[j]] != 0:
             for n in range(self.rows):
                 d = self.dom[key, n]
@@ -1262,7 +1390,7 @@ cdef class BurstKernel:
         ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
         for i in range(feasible):
             n = self.frows[i]
-            t = self.rawsp[n]
+            t = self.rawloc[i]
             if ttab:
                 t += tsc[taints[n]]
             elif self.w_taint:

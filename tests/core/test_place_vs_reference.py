@@ -31,7 +31,11 @@ from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.synthetic.nodes import make_nodes
 from kubesalvo.core.synthetic.workloads import make_pods
-from tests.helpers.reference import assert_same_outcomes, kernel_choices
+from tests.helpers.reference import (
+    assert_plan_matches_reference,
+    assert_same_outcomes,
+    kernel_choices,
+)
 
 ZONES = ("a", "b", "c")
 APPS = ("web", "db", "cache")
@@ -345,15 +349,7 @@ def test_synthetic_bursts_match_the_reference(shape, small_chunks, monkeypatch):
     """
     if small_chunks:
         monkeypatch.setattr(place, "_CHUNK_CELLS", 1)
-    fleet = make_nodes(40, seed=7)
-    burst = make_pods(120, seed=8, shape=shape)
-    state = ClusterState()
-    for node in fleet:
-        state.add_node(node)
-    result = plan(state, burst)
-    expected = ReferenceScheduler(fleet).place_burst(burst, choose=kernel_choices(result, burst))
-    assert [r.node for r in expected] == result.nodes
-    assert [r.message for r in expected] == result.messages
+    assert_plan_matches_reference(make_nodes(40, seed=7), make_pods(120, seed=8, shape=shape))
 
 
 def test_a_pod_with_more_than_64_soft_constraints_is_scored_on_all_of_them():

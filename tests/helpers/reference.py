@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubesalvo.core.place import PlacementResult
+from kubesalvo.core.place import PlacementResult, plan
+from kubesalvo.core.reference import ReferenceScheduler
+from kubesalvo.core.state import ClusterState
 
 
 def kernel_choices(
@@ -50,3 +52,18 @@ def assert_same_outcomes(result: PlacementResult, expected: Sequence[Any]) -> No
                 assert result.reason_counts[i] == ref.reason_counts
         else:
             assert result.nodes[i] == ref.node
+
+
+def assert_plan_matches_reference(
+    fleet: Sequence[Mapping[str, Any]], burst: Sequence[Mapping[str, Any]]
+) -> None:
+    """``plan`` of the burst on a state of the fleet (default profile) places every pod
+    where the reference does, with its score, and leaves out the same pods with the same
+    messages."""
+    state = ClusterState()
+    for node in fleet:
+        state.add_node(node)
+    result = plan(state, burst)
+    expected = ReferenceScheduler(fleet).place_burst(burst, choose=kernel_choices(result, burst))
+    assert [r.node for r in expected] == result.nodes
+    assert [r.message for r in expected] == result.messages

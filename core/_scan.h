@@ -1,0 +1,147 @@
+/* Per-row loops of the burst kernel (core/_place.pyx) written as plain C so that the
+ * compiler vectorises them: no Python object, no branch in the loop body.
+ *
+ * On x86-64 with GCC >= 11 each function is built twice (target_clones): for CPUs with
+ * AVX-512 (x86-64-v4: 64-bit gathers, int64 <-> double conversions, int64 products) and for
+ * any x86-64 CPU; the loader picks one at start. Both clones compute the same values: every
+ * operation is an IEEE double or int64 operation that SIMD lanes do exactly as scalar code
+ * does, and contraction into fused multiply-adds is off.
+ */
+#ifndef KUBESALVO_SCAN_H
+#define KUBESALVO_SCAN_H
+
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 11
+#define KS_CLONES __attribute__((target_clones("arch=x86-64-v4", "default"), \
+                                 optimize("no-trapping-math", "fp-contract=off")))
+#else
+#define KS_CLONES
+#endif
+
+/* The local score (NodeResourcesFit LeastAllocated on cpu and memory with equal weights,
+ * plus NodeResourcesBalancedAllocation, plus the class's fixed scores) of one pod on each
+ * of the rows rows[0..nf), into out[i]:
+ *
+ *   fixed[n] + w_fit * ((la(cpu) + la(memory)) >> 1) + w_bal * balanced
+ *   la(r)    = (alloc - used) * 100 / alloc, 0 when used > alloc (used: non-zero requests)
+ *   balanced = int((1 - |f_cpu - f_memory| / 2) * 100), f = min(requested / alloc, 1)
+ *
+ * Divisions are multiplications by inv (1 / alloc per row): the integer quotient is then
+ * corrected by one either way, exactly; the balanced fraction is within an ulp or two, so a
+ * result within 1e-9 of an integer (where truncation could differ from upstream's
+ * division) is flagged in redo[i] for the caller to recompute, as are rows with a zero
+ * allocatable or operands too large for exact doubles. */
+#define KS_BLOCK 256
+
+/* What the per-pod scans read of a node row, in one 64-byte line: allocatable, requested
+ * and non-zero requested cpu (millicores) and memory (bytes), and 1 / allocatable (0 where
+ * none). The kernel keeps it in step with its requested columns. */
+typedef struct {
+    int64_t a0, a1, r0, r1, z0, z1;
+    double inv0, inv1;
+} ks_hot;
+
+/* The arithmetic of ks_local_rows on one block of packed operands (contiguous arrays, so
+ * that the loop vectorises without gathers). */
+KS_CLONES
+static void ks_local_block(int64_t m, const int64_t *restrict a0s, const int64_t *restrict a1s,
+                           const double *restrict i0s, const double *restrict i1s,
+                           const int64_t *restrict u0s, const int64_t *restrict u1s,
+                           const int64_t *restrict r0s, const int64_t *restrict r1s,
+                           const int64_t *restrict fix, int64_t w_fit, int64_t w_bal,
+                           int64_t *restrict out, uint8_t *restrict redo)
+{
+    const int64_t big = (int64_t)1 << 52;
+    for (int64_t i = 0; i < m; i++) {
+        int64_t a0 = a0s[i], a1 = a1s[i], u0 = u0s[i], u1 = u1s[i], r0 = r0s[i], r1 = r1s[i];
+        double i0 = i0s[i], i1 = i1s[i];
+        int64_t x0 = (a0 - u0) * 100, x1 = (a1 - u1) * 100;
+        int64_t k0 = (int64_t)((double)x0 * i0), k1 = (int64_t)((double)x1 * i1);
+        k0 -= (k0 * a0 > x0);
+        k0 += ((k0 + 1) * a0 <= x0);
+        k1 -= (k1 * a1 > x1);
+        k1 += ((k1 + 1) * a1 <= x1);
+        k0 = u0 > a0 ? 0 : k0;
+        k1 = u1 > a1 ? 0 : k1;
+        double f0 = r0 >= a0 ? 1.0 : (double)r0 * i0;
+        double f1 = r1 >= a1 ? 1.0 : (double)r1 * i1;
+        double x = (1.0 - fabs((f0 - f1) * 0.5)) * 100.0;
+        int64_t k = (int64_t)x;
+        int bad = (x - (double)k <= 1e-9) | ((double)(k + 1) - x <= 1e-9) | (a0 <= 0) | (a1 <= 0)
+                  | (x0 >= big) | (x1 >= big) | (r0 >= big) | (r1 >= big);
+        redo[i] = (uint8_t)bad;
+        out[i] = fix[i] + w_fit * ((k0 + k1) >> 1) + w_bal * k;
+    }
+}
+
+static void ks_local_rows(const int32_t *restrict rows, int64_t nf,
+                          const ks_hot *restrict hot, const int32_t *restrict fixed,
+                          int64_t nz_cpu, int64_t nz_mem, int64_t req_cpu, int64_t req_mem,
+                          int64_t w_fit, int64_t w_bal,
+                          int64_t *restrict out, uint8_t *restrict redo)
+{
+    int64_t a0s[KS_BLOCK], a1s[KS_BLOCK], u0s[KS_BLOCK], u1s[KS_BLOCK];
+    int64_t r0s[KS_BLOCK], r1s[KS_BLOCK], fix[KS_BLOCK];
+    double i0s[KS_BLOCK], i1s[KS_BLOCK];
+    for (int64_t b = 0; b < nf; b += KS_BLOCK) {
+        int64_t m = nf - b < KS_BLOCK ? nf - b : KS_BLOCK;
+        for (int64_t i = 0; i < m; i++) {  /* gather the block's operands, row by row */
+            int64_t n = rows[b + i];
+            const ks_hot *h = hot + n;
+            a0s[i] = h->a0;
+            a1s[i] = h->a1;
+            r0s[i] = h->r0 + req_cpu;
+            r1s[i] = h->r1 + req_mem;
+            u0s[i] = h->z0 + nz_cpu;
+            u1s[i] = h->z1 + nz_mem;
+            i0s[i] = h->inv0;
+            i1s[i] = h->inv1;
+            fix[i] = fixed[n];
+        }
+        ks_local_block(m, a0s, a1s, i0s, i1s, u0s, u1s, r0s, r1s, fix, w_fit, w_bal,
+                       out + b, redo + b);
+    }
+}
+
+/* rows passing NodeResourcesFit: out[0..k) = the rows srows[0..ns) on which a pod
+ * requesting req_cpu / req_mem (checked when chk_cpu / chk_mem) and one pod slot
+ * (podfree: allocatable minus requested pods; checked when chk_pods) fits, and every
+ * further column xcols[0..nx) too (alloc / req rows of nres columns, creq the pod's
+ * requests); returns k. */
+static int64_t ks_scan_fit(const int32_t *restrict srows, int64_t ns,
+                           const ks_hot *restrict hot, const int64_t *restrict podfree,
+                           int64_t req_cpu, int64_t req_mem, int chk_cpu, int chk_mem,
+                           int64_t req_pods, int chk_pods,
+                           const int32_t *restrict xcols, int64_t nx,
+                           const int64_t *restrict alloc, const int64_t *restrict req,
+                           int64_t nres, const int64_t *restrict creq,
+                           int32_t *restrict out)
+{
+    int64_t k = 0;
+    /* a pod that requests nothing of cpu or memory compares against a huge allocatable */
+    const int64_t never = INT64_MAX / 4;
+    int64_t qc = chk_cpu ? req_cpu : -never, qm = chk_mem ? req_mem : -never;
+    int64_t qp = chk_pods ? req_pods : -never;
+    for (int64_t i = 0; i < ns; i++) {
+        int32_t n = srows[i];
+        const ks_hot *h = hot + n;
+        int fits = (h->r0 + qc <= h->a0) & (h->r1 + qm <= h->a1) & (qp <= podfree[n]);
+        if (fits && nx) {
+            const int64_t *a = alloc + (int64_t)n * nres, *r = req + (int64_t)n * nres;
+            for (int64_t j = 0; j < nx; j++) {
+                int32_t col = xcols[j];
+                if (r[col] + creq[col] > a[col]) {
+                    fits = 0;
+                    break;
+                }
+            }
+        }
+        out[k] = n;
+        k += fits;
+    }
+    return k;
+}
+
+#endif
