@@ -45,8 +45,6 @@ cdef class BurstKernel:
     cdef int64_t[::1] dmin                   # scratch, per constraint: smallest domain count
     cdef double[::1] kweight                 # scratch, per soft constraint: log(domains + 2)
     cdef uint8_t[::1] kmissing               # scratch, per soft constraint: some row lacks its key
-    cdef uint8_t[::1] feas2                  # scratch, per row: feasible for the current pod
-                                             #   (all 0 between pods: set rows are cleared)
     cdef int32_t[::1] frows                  # scratch: the current pod's feasible rows, ascending
     cdef int64_t[::1] rawsp                  # scratch, per row: raw spread score of the current pod
     cdef int64_t[::1] rawipa                 # scratch, per row: raw inter-pod score of the current pod

@@ -163,7 +163,6 @@ cdef class BurstKernel:
         self.dmin = np.zeros(max(1, max_constraints), dtype=np.int64)
         self.kweight = np.zeros(max(1, max_constraints), dtype=np.float64)
         self.kmissing = np.zeros(max(1, max_constraints), dtype=np.uint8)
-        self.feas2 = np.zeros(self.rows, dtype=np.uint8)
         self.frows = np.zeros(max(1, self.rows), dtype=np.int32)
         self.rawsp = np.zeros(self.rows, dtype=np.int64)
         self.rawipa = np.zeros(self.rows, dtype=np.int64)
@@ -1015,7 +1014,6 @@ cdef class BurstKernel:
                     nf += 1
         for i in range(nf):
             n = self.frows[i]
-            self.feas2[n] = 1
             if track_taints and taints[n] > mt:
                 mt = taints[n]
             if track_aff and aff[n] > ma:
@@ -1105,9 +1103,8 @@ cdef class BurstKernel:
                 if lo < 0 or v < lo:
                     lo = v
         if ipa_score:
-            for n in range(self.rows):
-                if not self.feas2[n]:
-                    continue
+            for i in range(nf):
+                n = self.frows[i]
                 v = 0
                 for j in range(a0, a1):
                     if self.a_kind[j] == 3:
@@ -1137,7 +1134,6 @@ cdef class BurstKernel:
             if i0 >= nf:
                 i0 -= nf
             n = self.frows[i0]
-            self.feas2[n] = 0  # the scratch is all zero again once the pod is placed
             t = self.rawloc[i0] if single else self.s_local[s, n]  # single: i0 == i
             if ttab:
                 t += tsc[taints[n]]
