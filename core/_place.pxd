@@ -45,6 +45,8 @@ cdef class BurstKernel:
     cdef int64_t[::1] dmin                   # scratch, per constraint: smallest domain count
     cdef double[::1] kweight                 # scratch, per soft constraint: log(domains + 2)
     cdef uint8_t[::1] kmissing               # scratch, per soft constraint: some row lacks its key
+    cdef const int32_t** kdom                # scratch, per constraint of a class: its row of dom
+    cdef int64_t* kskew                      #   and its maxSkew (_key_rows)
     cdef int32_t[::1] frows                  # scratch: the current pod's feasible rows, ascending
     cdef int64_t[::1] rawsp                  # scratch, per row: raw spread score of the current pod
     cdef int64_t[::1] rawipa                 # scratch, per row: raw inter-pod score of the current pod
@@ -153,8 +155,7 @@ cdef class BurstKernel:
     cdef Py_ssize_t _scan_fit(self, Py_ssize_t c) noexcept nogil
     cdef inline bint _port_clash(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _local_rows(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil
-    cdef inline void _soft_empty_raw(self, Py_ssize_t c, Py_ssize_t n, bint require_all,
-                                     int64_t* hi, int64_t* lo) noexcept nogil
+    cdef Py_ssize_t _key_rows(self, Py_ssize_t c, bint hard) noexcept nogil
     cdef inline int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil

@@ -33,6 +33,7 @@
 import numpy as np
 
 from libc.math cimport fabs, log, sqrt, round as c_round
+from libc.stdlib cimport free, malloc
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 
 from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
@@ -42,6 +43,18 @@ cdef extern from "_scan.h" nogil:
                        const int32_t* fixed, int64_t nz_cpu, int64_t nz_mem,
                        int64_t req_cpu, int64_t req_mem, int64_t w_fit, int64_t w_bal,
                        int64_t* out, uint8_t* redo)
+    int64_t ks_keep_keyed(int32_t* rows, int64_t nf, const int32_t* const* keys, int64_t nk)
+    int64_t ks_max16(const int32_t* rows, int64_t nf, const int16_t* v)
+    int64_t ks_max32(const int32_t* rows, int64_t nf, const int32_t* v)
+    void ks_soft_empty(const int32_t* rows, int64_t nf, const int32_t* const* keys,
+                       const int64_t* skews, int64_t nk, int require_all, int64_t* rawsp,
+                       int64_t* hi, int64_t* lo)
+    int64_t ks_best_row(const int32_t* rows, int64_t nf, int64_t first, const int64_t* loc,
+                        int loc_by_pos, const int16_t* taints, const int64_t* tsc,
+                        int64_t w_taint, int64_t mt, const int32_t* aff, int64_t w_aff,
+                        int64_t ma, const int64_t* rawsp, int64_t w_spread, int64_t hi,
+                        int64_t lo, const int64_t* rawipa, int64_t w_ipa, int64_t ihi,
+                        int64_t ilo, int64_t* score)
     int64_t ks_scan_fit(const int32_t* srows, int64_t ns, const ks_hot* hot,
                         const int64_t* podfree, int64_t req_cpu, int64_t req_mem,
                         int chk_cpu, int chk_mem, int64_t req_pods, int chk_pods,
@@ -163,6 +176,10 @@ cdef class BurstKernel:
         self.dmin = np.zeros(max(1, max_constraints), dtype=np.int64)
         self.kweight = np.zeros(max(1, max_constraints), dtype=np.float64)
         self.kmissing = np.zeros(max(1, max_constraints), dtype=np.uint8)
+        self.kdom = <const int32_t**>malloc(max(1, max_constraints) * sizeof(int32_t*))
+        self.kskew = <int64_t*>malloc(max(1, max_constraints) * sizeof(int64_t))
+        if self.kdom == NULL or self.kskew == NULL:
+            raise MemoryError()
         self.frows = np.zeros(max(1, self.rows), dtype=np.int32)
         self.rawsp = np.zeros(self.rows, dtype=np.int64)
         self.rawipa = np.zeros(self.rows, dtype=np.int64)
@@ -175,6 +192,10 @@ cdef class BurstKernel:
         while leaves < self.rows:
             leaves *= 2
         self.leaves = leaves
+
+    def __dealloc__(self):
+        free(self.kdom)
+        free(self.kskew)
 
     def _hot_rows(self):
         """Build hot (one 64-byte line per row, see _scan.h) and podfree from the node state."""
@@ -905,26 +926,16 @@ cdef class BurstKernel:
                 return R_SPREAD_LABEL
         return 0
 
-    cdef inline void _soft_empty_raw(self, Py_ssize_t c, Py_ssize_t n, bint require_all,
-                                     int64_t* hi, int64_t* lo) noexcept nogil:
-        """rawsp[n] when the class's soft constraints count no pod (every count is 0): the
-        summed maxSkew - 1 of the keys row n has (-1, scoring 0, for a row missing one when
-        require_all); hi/lo track the range over the rows that score."""
-        cdef Py_ssize_t j
-        cdef int64_t t = 0
+    cdef Py_ssize_t _key_rows(self, Py_ssize_t c, bint hard) noexcept nogil:
+        """kdom / kskew = the dom rows and maxSkews of class c's hard (or soft) spread
+        constraints, for the loops of _scan.h; returns how many."""
+        cdef Py_ssize_t j, k = 0
         for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
-            if not self.k_hard[j]:
-                if self.dom[self.k_key[j], n] >= 0:
-                    t += self.k_skew[j] - 1
-                elif require_all:
-                    t = -1
-                    break
-        self.rawsp[n] = t
-        if t >= 0:
-            if t > hi[0]:
-                hi[0] = t
-            if lo[0] < 0 or t < lo[0]:
-                lo[0] = t
+            if self.k_hard[j] == hard:
+                self.kdom[k] = &self.dom[self.k_key[j], 0]
+                self.kskew[k] = self.k_skew[j]
+                k += 1
+        return k
 
     cdef inline bint _narrowed(self, Py_ssize_t c, Py_ssize_t n, bint hard, bint hard_empty,
                                bint ipa_filter) noexcept nogil:
@@ -947,14 +958,14 @@ cdef class BurstKernel:
         in the chunk) the static filters, fit and local scores are computed in the first
         pass instead of read from a slot, as a fresh slot would hold them."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key, i
-        cdef Py_ssize_t nf = 0, counted = 0, best_n = -1, start, i0, i1, lo_i, hi_i, mid
+        cdef Py_ssize_t nf = 0, counted = 0, start, i1, lo_i, hi_i, mid
         cdef int64_t tsc[TAINT_TABLE]
-        cdef bint ttab, flat
+        cdef bint ttab
         cdef bint hard = False, soft = False, all_keys, ipa_filter = False, ipa_score = False
         cdef Py_ssize_t a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1]
         cdef int64_t ihi = 0, ilo = 0
         cdef bint ifirst = True
-        cdef int64_t mt = 0, ma = 0, v, hi = 0, lo = 0, t, best = NEG, spread_score
+        cdef int64_t mt = 0, ma = 0, v, hi = 0, lo = 0
         cdef double total
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
@@ -962,11 +973,6 @@ cdef class BurstKernel:
         cdef uint8_t[::1] missing = self.kmissing
         cdef bint require_all = self.c_spread_all[c]
         cdef bint single = s < 0, hard_empty = False, soft_empty = False
-        cdef const quantity_t* creq = &self.c_req[c, 0]
-        cdef const quantity_t* cnz = &self.c_nz[c, 0]
-        cdef const int32_t* fixed = &self.fixed[self.c_fixed[c], 0]
-        cdef const int32_t* fcols = &self.c_fit_cols[self.c_fit_off[c]]
-        cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
         # maxima of all-zero rows (no PreferNoSchedule taint, no preferred term) stay 0
         cdef bint track_taints = self.w_taint != 0 and self.taint_any[self.c_taint[c]]
         cdef bint track_aff = self.w_aff != 0 and self.aff_any[self.c_aff[c]]
@@ -997,7 +1003,9 @@ cdef class BurstKernel:
         if single:
             # Only the rows passing the static filters, then fit, then the other filters.
             nf = self._scan_fit(c)
-            if hard or ipa_filter:
+            if hard and hard_empty and not ipa_filter:  # only the hard keys narrow
+                nf = ks_keep_keyed(&self.frows[0], nf, self.kdom, self._key_rows(c, True))
+            elif hard or ipa_filter:
                 i1 = 0
                 for i in range(nf):
                     n = self.frows[i]
@@ -1012,14 +1020,13 @@ cdef class BurstKernel:
                 if self.s_feas[s, n] and not self._narrowed(c, n, hard, hard_empty, ipa_filter):
                     self.frows[nf] = <int32_t>n
                     nf += 1
-        for i in range(nf):
-            n = self.frows[i]
-            if track_taints and taints[n] > mt:
-                mt = taints[n]
-            if track_aff and aff[n] > ma:
-                ma = aff[n]
-            if soft_empty:
-                self._soft_empty_raw(c, n, require_all, &hi, &lo)
+        if track_taints:
+            mt = ks_max16(&self.frows[0], nf, &taints[0])
+        if track_aff:
+            ma = ks_max32(&self.frows[0], nf, &aff[0])
+        if soft_empty:
+            ks_soft_empty(&self.frows[0], nf, self.kdom, self.kskew, self._key_rows(c, False),
+                          require_all, &self.rawsp[0], &hi, &lo)
         if nf == 0:
             return -1
         if soft and not soft_empty:
@@ -1128,34 +1135,12 @@ cdef class BurstKernel:
             else:
                 hi_i = mid
         ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
-        flat = hi == 0 or hi == lo  # every counted row scores MAX_SCORE for spread
-        for i in range(nf):
-            i0 = lo_i + i
-            if i0 >= nf:
-                i0 -= nf
-            n = self.frows[i0]
-            t = self.rawloc[i0] if single else self.s_local[s, n]  # single: i0 == i
-            if ttab:
-                t += tsc[taints[n]]
-            elif self.w_taint:
-                t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
-            if self.w_aff and ma > 0:
-                t += self.w_aff * (MAX_SCORE * aff[n] // ma)
-            if soft:
-                if self.rawsp[n] < 0:
-                    spread_score = 0
-                elif flat:
-                    spread_score = MAX_SCORE
-                else:
-                    spread_score = MAX_SCORE * (hi + lo - self.rawsp[n]) // hi
-                t += self.w_spread * spread_score
-            if ipa_score and ihi > ilo:
-                t += self.w_ipa * <int64_t>(100.0 * (<double>(self.rawipa[n] - ilo) / <double>(ihi - ilo)))
-            if t > best:
-                best = t
-                best_n = n
-        score[0] = best
-        return best_n
+        return ks_best_row(&self.frows[0], nf, lo_i,
+                           &self.rawloc[0] if single else &self.s_local[s, 0], single,
+                           &taints[0], tsc if ttab else NULL, self.w_taint, mt,
+                           &aff[0], self.w_aff, ma,
+                           &self.rawsp[0] if soft else NULL, self.w_spread, hi, lo,
+                           &self.rawipa[0] if ipa_score else NULL, self.w_ipa, ihi, ilo, score)
 
     # ------------------------------------------------------------ InterPodAffinity
     cdef bint _domain(self, Py_ssize_t c) noexcept nogil:
@@ -1326,11 +1311,6 @@ cdef class BurstKernel:
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
         cdef bint zone = self.c_mode[c] == 1
         cdef Py_ssize_t j = self.c_k_off[c], key = 0, nd = 0, n, d, g, zones = 0, i
-        cdef const quantity_t* creq = &self.c_req[c, 0]
-        cdef const quantity_t* cnz = &self.c_nz[c, 0]
-        cdef const int32_t* fixed = &self.fixed[self.c_fixed[c], 0]
-        cdef const int32_t* fcols = &self.c_fit_cols[self.c_fit_off[c]]
-        cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
         # maxima of all-zero rows (no PreferNoSchedule taint, no preferred term) stay 0
         cdef bint track_taints = self.w_taint != 0 and self.taint_any[self.c_taint[c]]
         cdef bint track_aff = self.w_aff != 0 and self.aff_any[self.c_aff[c]]
@@ -1342,47 +1322,56 @@ cdef class BurstKernel:
         cdef int64_t fz[MAX_ZONES + 1]
         cdef int64_t zc[MAX_ZONES + 1]
         cdef int64_t zscore[MAX_ZONES + 1]
-        if zone:
-            key = self.k_key[j]
-            nd = self.ndom[key]
-            for g in range(nd + 1):
-                fz[g] = 0
-                zc[g] = 0
         feasible = self._scan_fit(c)
         self._local_rows(c, feasible)  # rawloc by position in frows
+        if not zone:
+            if feasible == 0:
+                return -1
+            if track_taints:
+                mt = ks_max16(&self.frows[0], feasible, &taints[0])
+            if track_aff:
+                ma = ks_max32(&self.frows[0], feasible, &aff[0])
+            ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
+            return ks_best_row(&self.frows[0], feasible, 0, &self.rawloc[0], True, &taints[0],
+                               tsc if ttab else NULL, self.w_taint, mt, &aff[0], self.w_aff, ma,
+                               NULL, 0, 0, 0, NULL, 0, 0, 0, score)
+        # The zone path: the zone's spread score joins each row's total.
+        key = self.k_key[j]
+        nd = self.ndom[key]
+        for g in range(nd + 1):
+            fz[g] = 0
+            zc[g] = 0
         for i in range(feasible):
             n = self.frows[i]
             if track_taints and taints[n] > mt:
                 mt = taints[n]
             if track_aff and aff[n] > ma:
                 ma = aff[n]
-            if zone:
-                d = self.dom[key, n]
-                fz[d if d >= 0 else nd] += 1
-        if zone and self.ctr_total[self.k_counter[j]] != 0:
+            d = self.dom[key, n]
+            fz[d if d >= 0 else nd] += 1
+        if self.ctr_total[self.k_counter[j]] != 0:
             for n in range(self.rows):
                 d = self.dom[key, n]
                 if d >= 0 and self.elig[self.k_elig[j], n]:
                     zc[d] += self.counters[self.k_counter[j], n]
         if feasible == 0:
             return -1
-        if zone:
-            for g in range(nd):
-                if fz[g] > 0:
-                    zones += 1
-            weight = log(<double>(zones + 2))
-            for g in range(nd):
-                if fz[g] > 0:
-                    raw = <int64_t>c_round(<double>zc[g] * weight + <double>(self.k_skew[j] - 1))
-                    zc[g] = raw
-                    if raw > hi:
-                        hi = raw
-                    if lo < 0 or raw < lo:
-                        lo = raw
-            for g in range(nd):
-                if fz[g] > 0:
-                    zscore[g] = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - zc[g]) // hi
-            zscore[nd] = 0
+        for g in range(nd):
+            if fz[g] > 0:
+                zones += 1
+        weight = log(<double>(zones + 2))
+        for g in range(nd):
+            if fz[g] > 0:
+                raw = <int64_t>c_round(<double>zc[g] * weight + <double>(self.k_skew[j] - 1))
+                zc[g] = raw
+                if raw > hi:
+                    hi = raw
+                if lo < 0 or raw < lo:
+                    lo = raw
+        for g in range(nd):
+            if fz[g] > 0:
+                zscore[g] = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - zc[g]) // hi
+        zscore[nd] = 0
         ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
         for i in range(feasible):
             n = self.frows[i]
@@ -1393,16 +1382,12 @@ cdef class BurstKernel:
                 t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
             if self.w_aff and ma > 0:
                 t += self.w_aff * (MAX_SCORE * aff[n] // ma)
-            if zone:
-                d = self.dom[key, n]
-                g = d if d >= 0 else nd
-                t += self.w_spread * zscore[g]
-                if t > best or (t == best and g < best_g):
-                    best = t
-                    best_n = n
-                    best_g = g
-            elif t > best:
+            d = self.dom[key, n]
+            g = d if d >= 0 else nd
+            t += self.w_spread * zscore[g]
+            if t > best or (t == best and g < best_g):
                 best = t
                 best_n = n
+                best_g = g
         score[0] = best
         return best_n

@@ -144,4 +144,113 @@ static int64_t ks_scan_fit(const int32_t *restrict srows, int64_t ns,
     return k;
 }
 
+/* Keeps (compacting rows[0..nf), in order) the rows that have every key: keys[j][n] >= 0
+ * for j < nk (PodTopologySpread's hard constraints when they count no pod); returns how
+ * many stay. */
+static int64_t ks_keep_keyed(int32_t *restrict rows, int64_t nf,
+                             const int32_t *const *keys, int64_t nk)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < nf; i++) {
+        int32_t n = rows[i];
+        int has = 1;
+        for (int64_t j = 0; j < nk; j++)
+            has &= keys[j][n] >= 0;
+        rows[k] = n;
+        k += has;
+    }
+    return k;
+}
+
+/* The largest of v[rows[i]] over i < nf, at least 0. */
+static int64_t ks_max16(const int32_t *restrict rows, int64_t nf, const int16_t *restrict v)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < nf; i++)
+        m = v[rows[i]] > m ? v[rows[i]] : m;
+    return m;
+}
+
+static int64_t ks_max32(const int32_t *restrict rows, int64_t nf, const int32_t *restrict v)
+{
+    int64_t m = 0;
+    for (int64_t i = 0; i < nf; i++)
+        m = v[rows[i]] > m ? v[rows[i]] : m;
+    return m;
+}
+
+/* PodTopologySpread's raw scores when its soft constraints count no pod anywhere (every
+ * domain count is 0): rawsp[n] = the summed maxSkew - 1 of the constraints whose key row
+ * n has; -1 (scoring 0) for a row missing one when require_all. *hi / *lo: the range over
+ * the rows that score (lo -1 while none). */
+static void ks_soft_empty(const int32_t *restrict rows, int64_t nf,
+                          const int32_t *const *keys, const int64_t *skews, int64_t nk,
+                          int require_all, int64_t *restrict rawsp, int64_t *hi, int64_t *lo)
+{
+    int64_t h = *hi, l = *lo;
+    for (int64_t i = 0; i < nf; i++) {
+        int32_t n = rows[i];
+        int64_t t = 0;
+        for (int64_t j = 0; j < nk; j++) {
+            if (keys[j][n] >= 0) {
+                t += skews[j] - 1;
+            } else if (require_all) {
+                t = -1;
+                break;
+            }
+        }
+        rawsp[n] = t;
+        if (t >= 0) {
+            h = t > h ? t : h;
+            l = (l < 0 || t < l) ? t : l;
+        }
+    }
+    *hi = h;
+    *lo = l;
+}
+
+/* The best row of rows[0..nf) for one pod: the largest total, ties to the first in the
+ * order that starts at position first and wraps around. A row's total is its local score
+ * (loc[i] by position when loc_by_pos, else loc[n]) plus the normalised scores:
+ * TaintToleration (tsc[count] when the table is given, else computed; mt the largest
+ * count), NodeAffinity's preferred terms (ma the largest sum), PodTopologySpread's soft
+ * constraints (when rawsp is given: raw hi..lo reversed onto 0..100, 0 for rawsp -1),
+ * InterPodAffinity's preferred terms (when rawipa is given and ihi > ilo). *score gets
+ * the total; returns the row, -1 when nf is 0. */
+static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf, int64_t first,
+                           const int64_t *restrict loc, int loc_by_pos,
+                           const int16_t *restrict taints, const int64_t *tsc,
+                           int64_t w_taint, int64_t mt,
+                           const int32_t *restrict aff, int64_t w_aff, int64_t ma,
+                           const int64_t *restrict rawsp, int64_t w_spread, int64_t hi, int64_t lo,
+                           const int64_t *restrict rawipa, int64_t w_ipa, int64_t ihi, int64_t ilo,
+                           int64_t *score)
+{
+    int64_t best = -1, best_n = -1;
+    int flat = hi == 0 || hi == lo; /* every counted row scores 100 for spread */
+    for (int64_t k = 0; k < nf; k++) {
+        int64_t i = first + k < nf ? first + k : first + k - nf;
+        int64_t n = rows[i];
+        int64_t t = loc[loc_by_pos ? i : n];
+        if (tsc)
+            t += tsc[taints[n]];
+        else if (w_taint)
+            t += w_taint * (mt == 0 ? 100 : 100 - 100 * taints[n] / mt);
+        if (w_aff && ma > 0)
+            t += w_aff * (100 * aff[n] / ma);
+        if (rawsp) {
+            int64_t r = rawsp[n];
+            t += w_spread * (r < 0 ? 0 : flat ? 100 : 100 * (hi + lo - r) / hi);
+        }
+        if (rawipa && ihi > ilo)
+            t += w_ipa * (int64_t)(100.0 * ((double)(rawipa[n] - ilo) / (double)(ihi - ilo)));
+        if (t > best) {
+            best = t;
+            best_n = n;
+        }
+    }
+    *score = best;
+    return best_n;
+}
+
 #endif
