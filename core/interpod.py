@@ -37,6 +37,7 @@ from kubesalvo.core.label_selectors import (
     candidates,
     label_selector,
     parts_match,
+    pod_affinity_error,
     selector_matches,
 )
 
@@ -245,8 +246,14 @@ class InterPodTerms:
 
         for cid in class_ids:
             info = self.encoder.classes[cid]
-            if info.prefilter_message or info.error:
-                # Rejected before any node is tried (its terms may not even parse).
+            if (
+                info.prefilter_message
+                or info.error
+                or (info.affinity is not None and pod_affinity_error(info.spec) is not None)
+            ):
+                # Rejected before any node is tried (its terms may not even parse), or terms
+                # that do not parse with InterPodAffinity's filter off: its PreScore fails
+                # the attempt when two nodes or more are feasible, and one is taken unscored.
                 selfs.append(False)
                 off.append(len(kinds))
                 continue
