@@ -45,8 +45,9 @@ cdef class BurstKernel:
     cdef int64_t[::1] dmin                   # scratch, per constraint: smallest domain count
     cdef double[::1] kweight                 # scratch, per soft constraint: log(domains + 2)
     cdef uint8_t[::1] kmissing               # scratch, per soft constraint: some row lacks its key
-    cdef const int32_t** kdom                # scratch, per constraint of a class: its row of dom
-    cdef int64_t* kskew                      #   and its maxSkew (_key_rows)
+    cdef Py_ssize_t kmax                     # most constraints of a class in the burst
+    cdef const int32_t** kdom                # scratch, 2 x kmax: per hard / soft constraint of a
+    cdef int64_t* kskew                      #   class its row of dom and maxSkew (_key_rows)
     cdef int32_t[::1] frows                  # scratch: the current pod's feasible rows, ascending
     cdef int64_t[::1] rawsp                  # scratch, per row: raw spread score of the current pod
     cdef int64_t[::1] rawipa                 # scratch, per row: raw inter-pod score of the current pod
@@ -105,6 +106,8 @@ cdef class BurstKernel:
     cdef const uint8_t[::1] c_a_self         # class -> 1 if it matches all its required affinity terms
     cdef const uint8_t[::1] c_spread_all     # class -> 1 if soft spread ignores rows missing a key
                                              #   (own or List constraints; 0 for System defaults)
+    cdef const uint8_t[::1] c_score_error    # class -> 1 if a PreScore plugin fails its pods'
+                                             #   attempt (when 2+ rows are feasible)
     cdef const uint8_t[::1] c_mode           # class -> 0 max-tree, 1 max-tree per zone (one soft
                                              #   non-hostname spread constraint), 2 passes per pod
     # ---- the current chunk: pods in queue order
@@ -118,6 +121,7 @@ cdef class BurstKernel:
     cdef node_t[::1] out_node                # pod -> row, -1 when not placed
     cdef score_t[::1] out_score              # pod -> total weighted score of the chosen row
     cdef int32_t[:, ::1] out_reasons         # pods x reason codes: nodes rejecting the pod per reason
+    cdef uint8_t[::1] out_error              # pod -> 1 when c_score_error failed its attempt
     cdef node_t[::1] out_rolled              # pod -> row it held before its gang was rolled back, else -1
     # ---- per-class caches (slots), valid within one chunk
     cdef Py_ssize_t nslots, leaves           # slots; leaves of each max-tree (power of two >= rows)
@@ -152,7 +156,12 @@ cdef class BurstKernel:
     cdef inline int64_t _local_fast(self, Py_ssize_t c, Py_ssize_t n, const quantity_t* creq,
                                     const quantity_t* cnz, const int32_t* fixed) noexcept nogil
     cdef inline int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
-    cdef Py_ssize_t _scan_fit(self, Py_ssize_t c) noexcept nogil
+    cdef Py_ssize_t _scan(self, Py_ssize_t c, bint hard_keys, bint whole, bint soft_empty,
+                          bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
+                          int64_t* hi, int64_t* lo) noexcept nogil
+    cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
+                      bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
+                      int64_t* hi, int64_t* lo) noexcept nogil
     cdef inline bint _port_clash(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _local_rows(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil
     cdef Py_ssize_t _key_rows(self, Py_ssize_t c, bint hard) noexcept nogil
@@ -180,6 +189,8 @@ cdef class BurstKernel:
     cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef Py_ssize_t _place_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef Py_ssize_t _place_single(self, Py_ssize_t c, int64_t* score) noexcept nogil
+    cdef void _prepare_filters(self, Py_ssize_t c, bint* spread, bint* ipa) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
+    cdef Py_ssize_t _count_feasible(self, Py_ssize_t c, Py_ssize_t limit) noexcept nogil
     cdef bint _nominated_fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _run(self) noexcept nogil

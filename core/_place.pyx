@@ -34,6 +34,7 @@ import numpy as np
 
 from libc.math cimport fabs, log, sqrt, round as c_round
 from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 
 from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
@@ -55,6 +56,35 @@ cdef extern from "_scan.h" nogil:
                         int64_t ma, const int64_t* rawsp, int64_t w_spread, int64_t hi,
                         int64_t lo, const int64_t* rawipa, int64_t w_ipa, int64_t ihi,
                         int64_t ilo, int64_t* score)
+    ctypedef struct ks_single:
+        const int32_t* srows
+        int64_t ns
+        const ks_hot* hot
+        const int64_t* podfree
+        const int64_t* alloc
+        const int64_t* req
+        int64_t nres
+        const int64_t* creq
+        int64_t req_cpu, req_mem, req_pods, nz_cpu, nz_mem
+        int chk_cpu, chk_mem, chk_pods
+        const int32_t* xcols
+        int64_t nx
+        const int32_t* const* hkeys
+        int64_t nhk
+        const int32_t* fixed
+        int64_t w_fit, w_bal
+        const int16_t* taints
+        const int32_t* aff
+        const int32_t* const* skeys
+        const int64_t* skews
+        int64_t nsk
+        int require_all
+        int32_t* rows
+        int64_t* loc
+        uint8_t* redo
+        int64_t* rawsp
+        int64_t mt, ma, hi, lo
+    int64_t ks_single_scan(ks_single* q)
     int64_t ks_scan_fit(const int32_t* srows, int64_t ns, const ks_hot* hot,
                         const int64_t* podfree, int64_t req_cpu, int64_t req_mem,
                         int chk_cpu, int chk_mem, int64_t req_pods, int chk_pods,
@@ -176,8 +206,9 @@ cdef class BurstKernel:
         self.dmin = np.zeros(max(1, max_constraints), dtype=np.int64)
         self.kweight = np.zeros(max(1, max_constraints), dtype=np.float64)
         self.kmissing = np.zeros(max(1, max_constraints), dtype=np.uint8)
-        self.kdom = <const int32_t**>malloc(max(1, max_constraints) * sizeof(int32_t*))
-        self.kskew = <int64_t*>malloc(max(1, max_constraints) * sizeof(int64_t))
+        self.kmax = max(1, max_constraints)
+        self.kdom = <const int32_t**>malloc(2 * self.kmax * sizeof(int32_t*))
+        self.kskew = <int64_t*>malloc(2 * self.kmax * sizeof(int64_t))
         if self.kdom == NULL or self.kskew == NULL:
             raise MemoryError()
         self.frows = np.zeros(max(1, self.rows), dtype=np.int32)
@@ -228,8 +259,8 @@ cdef class BurstKernel:
                    c_k_off, k_key, k_hard, k_skew, k_min_domains, k_self, k_counter, k_elig,
                    k_host, elig, counters, c_inc_off, c_inc,
                    c_a_off, a_kind, a_key, a_counter, a_weight, c_a_self, c_mode,
-                   c_spread_all, p_class, p_gang_min, p_gang_last, p_nominated, out_node, out_score,
-                   out_reasons, out_rolled, Py_ssize_t nslots):
+                   c_spread_all, c_score_error, p_class, p_gang_min, p_gang_last, p_nominated,
+                   out_node, out_score, out_reasons, out_rolled, out_error, Py_ssize_t nslots):
         """Set the classes and pods of the next chunk, and allocate the class caches."""
         self.nclasses = c_req.shape[0]
         self.c_req = c_req
@@ -277,6 +308,7 @@ cdef class BurstKernel:
         self.c_a_self = c_a_self
         self.c_mode = c_mode
         self.c_spread_all = c_spread_all
+        self.c_score_error = c_score_error
         most = max(1, int(np.max(np.diff(c_a_off)))) if len(c_a_off) > 1 else 1
         self.acount = np.zeros((most, self.dcount.shape[1]), dtype=np.int64)
         self.npods = p_class.shape[0]
@@ -289,6 +321,7 @@ cdef class BurstKernel:
         self.out_score = out_score
         self.out_reasons = out_reasons
         self.out_rolled = out_rolled
+        self.out_error = out_error
         nslots = max(1, nslots)
         self.nslots = nslots
         self.slot_class = np.full(nslots, -1, dtype=np.int32)
@@ -466,36 +499,79 @@ cdef class BurstKernel:
             s += self.w_bal * <int64_t>((1.0 - std) * <double>MAX_SCORE)
         return s
 
-    cdef Py_ssize_t _scan_fit(self, Py_ssize_t c) noexcept nogil:
-        """frows[:k] = the rows of class c's static row that pass NodeResourcesFit and
-        NodePorts, ascending; returns k. One tight pass for a class's only pod (_scan.h):
-        cpu, memory and the pod count are read from the rows' hot lines."""
+    cdef Py_ssize_t _scan(self, Py_ssize_t c, bint hard_keys, bint whole, bint soft_empty,
+                          bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
+                          int64_t* hi, int64_t* lo) noexcept nogil:
+        """The first pass of a class's only pod (_scan.h's ks_single_scan): frows[:k] =
+        the rows of its static row that pass NodeResourcesFit, NodePorts and (hard_keys)
+        have its hard spread constraints' keys, ascending; returns k.
+
+        With whole (no further filter to apply) it also computes the rows' local scores
+        (rawloc, by position), the maxima mt / ma and, with soft_empty, the raw spread
+        scores and their range hi / lo, as _finish would. Without whole, or when a host
+        port narrows the rows afterwards, returns -k - 1 and the caller calls _finish on
+        the rows it keeps."""
+        cdef ks_single q
         cdef const quantity_t* creq = &self.c_req[c, 0]
-        cdef Py_ssize_t i, n, k, nf = 0, col, nx = 0
-        cdef Py_ssize_t i0 = self.static_off[self.c_static[c]]
-        cdef Py_ssize_t i1 = self.static_off[self.c_static[c] + 1]
-        cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
+        cdef const quantity_t* cnz = &self.c_nz[c, 0]
         cdef const int32_t* fcols = &self.c_fit_cols[self.c_fit_off[c]]
+        cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
+        cdef Py_ssize_t i, n, k, nf, col
         cdef bint ports = self.ports_on and self.c_port_conf_off[c + 1] > self.c_port_conf_off[c]
-        cdef int chk_cpu = 0, chk_mem = 0, chk_pods = 0
-        if self.p_alloc == NULL or i1 <= i0:
+        cdef bint vector = self.default_scores and self.even_weights
+        if self.p_alloc == NULL:
             return 0
+        memset(&q, 0, sizeof(q))
+        q.srows = &self.static_rows[self.static_off[self.c_static[c]]]
+        q.ns = self.static_off[self.c_static[c] + 1] - self.static_off[self.c_static[c]]
+        q.hot = self.hot
+        q.podfree = &self.podfree[0]
+        q.alloc = self.p_alloc
+        q.req = self.p_req
+        q.nres = self.nres
+        q.creq = creq
+        q.req_cpu = creq[0]
+        q.req_mem = creq[1]
+        q.req_pods = creq[POD_COLUMN] if self.nres > POD_COLUMN else 0
+        q.nz_cpu = cnz[0]
+        q.nz_mem = cnz[1]
+        q.xcols = &self.xcols[0]
         for k in range(nfc):
             col = fcols[k]
             if col == 0:
-                chk_cpu = 1
+                q.chk_cpu = 1
             elif col == 1:
-                chk_mem = 1
+                q.chk_mem = 1
             elif col == POD_COLUMN:
-                chk_pods = 1
+                q.chk_pods = 1
             else:
-                self.xcols[nx] = <int32_t>col
-                nx += 1
-        nf = ks_scan_fit(&self.static_rows[i0], i1 - i0, self.hot, &self.podfree[0],
-                         creq[0], creq[1], chk_cpu, chk_mem,
-                         creq[POD_COLUMN] if self.nres > POD_COLUMN else 0, chk_pods,
-                         &self.xcols[0], nx, self.p_alloc, self.p_req, self.nres, creq,
-                         &self.frows[0])
+                self.xcols[q.nx] = <int32_t>col
+                q.nx += 1
+        if hard_keys:
+            q.nhk = self._key_rows(c, True)
+            q.hkeys = self.kdom
+        q.rows = &self.frows[0]
+        whole = whole and not ports
+        if whole:
+            if vector:
+                q.fixed = &self.fixed[self.c_fixed[c], 0]
+                q.w_fit = self.w_fit
+                q.w_bal = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
+                q.loc = &self.rawloc[0]
+                q.redo = &self.redo[0]
+            if track_taints:
+                q.taints = &self.taint_count[self.c_taint[c], 0]
+            if track_aff:
+                q.aff = &self.aff_score[self.c_aff[c], 0]
+            if soft_empty:
+                q.nsk = self._key_rows(c, False)
+                q.skeys = self.kdom + self.kmax
+                q.skews = self.kskew + self.kmax
+                q.require_all = self.c_spread_all[c]
+                q.rawsp = &self.rawsp[0]
+                q.hi = hi[0]
+                q.lo = lo[0]
+        nf = ks_single_scan(&q)
         if ports:  # the rows a port of the class is taken on drop out
             k = 0
             for i in range(nf):
@@ -504,7 +580,35 @@ cdef class BurstKernel:
                     self.frows[k] = <int32_t>n
                     k += 1
             nf = k
+        if not whole:
+            return -nf - 1
+        if vector:
+            for i in range(nf):
+                if self.redo[i]:
+                    self.rawloc[i] = self._local_fast(c, self.frows[i], creq, cnz, q.fixed)
+        else:
+            self._local_rows(c, nf)
+        mt[0] = q.mt
+        ma[0] = q.ma
+        if soft_empty:
+            hi[0] = q.hi
+            lo[0] = q.lo
         return nf
+
+    cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
+                      bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
+                      int64_t* hi, int64_t* lo) noexcept nogil:
+        """What _scan(whole) computes, for the rows frows[:nf] a caller narrowed: the local
+        scores (with local), the maxima and the empty-count spread raw scores."""
+        if local:
+            self._local_rows(c, nf)
+        if track_taints:
+            mt[0] = ks_max16(&self.frows[0], nf, &self.taint_count[self.c_taint[c], 0])
+        if track_aff:
+            ma[0] = ks_max32(&self.frows[0], nf, &self.aff_score[self.c_aff[c], 0])
+        if soft_empty:
+            ks_soft_empty(&self.frows[0], nf, self.kdom + self.kmax, self.kskew + self.kmax,
+                          self._key_rows(c, False), self.c_spread_all[c], &self.rawsp[0], hi, lo)
 
     cdef inline bint _port_clash(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """Whether a host port of class c is taken on row n (NodePorts)."""
@@ -731,18 +835,23 @@ cdef class BurstKernel:
         self.log_sign[self.log_len] = sign
         self.log_len += 1
 
+    cdef void _prepare_filters(self, Py_ssize_t c, bint* spread, bint* ipa) noexcept nogil:
+        """Whether class c has hard spread constraints / inter-pod terms to filter with,
+        their per-domain counts prepared (_spread_prepare, _ipa_prepare)."""
+        spread[0] = self.spread_on and self.c_k_off[c + 1] > self.c_k_off[c]
+        ipa[0] = self.ipa_on and self.c_a_off[c + 1] > self.c_a_off[c]
+        if spread[0]:
+            self._spread_prepare(c)
+        if ipa[0]:
+            self._ipa_prepare(c)
+
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil:
         """Count, per reason, the rows that reject pod p (first failing filter per row)."""
         cdef Py_ssize_t n, r, k
         cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
         cdef uint8_t code
-        cdef bint port_clash, misfit
-        cdef bint spread = self.spread_on and self.c_k_off[c + 1] > self.c_k_off[c]
-        cdef bint ipa = self.ipa_on and self.c_a_off[c + 1] > self.c_a_off[c]
-        if spread:
-            self._spread_prepare(c)
-        if ipa:
-            self._ipa_prepare(c)
+        cdef bint port_clash, misfit, spread, ipa
+        self._prepare_filters(c, &spread, &ipa)
         for n in range(self.rows):
             code = static[n]
             if code == R_ABSENT:
@@ -777,6 +886,24 @@ cdef class BurstKernel:
                 if code:
                     self.out_reasons[p, code] += 1
 
+    cdef Py_ssize_t _count_feasible(self, Py_ssize_t c, Py_ssize_t limit) noexcept nogil:
+        """How many rows pass every filter for class c, counting up to limit."""
+        cdef Py_ssize_t i, n, count = 0
+        cdef bint spread, ipa
+        self._prepare_filters(c, &spread, &ipa)
+        for i in range(self.static_off[self.c_static[c]], self.static_off[self.c_static[c] + 1]):
+            n = self.static_rows[i]
+            if not self._fits(c, n):
+                continue
+            if spread and self._spread_reason(c, n):
+                continue
+            if ipa and self._ipa_reason(c, n):
+                continue
+            count += 1
+            if count >= limit:
+                break
+        return count
+
     cdef bint _nominated_fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """Whether row n passes every filter for class c (its pod's nominated node)."""
         if self.static_reason[self.c_static[c], n] != 0 or not self._fits(c, n):
@@ -807,6 +934,12 @@ cdef class BurstKernel:
                 s = -1
                 n = self.p_nominated[p]
                 best = 0
+            elif self.c_score_error[c] and self._count_feasible(c, 2) >= 2:
+                # A PreScore plugin fails the attempt with an error, and kube-scheduler runs
+                # PreScore only when more than one node is feasible.
+                self.out_error[p] = 1
+                s = -1
+                n = -1
             elif self.c_left[c] == 0 and self.class_slot[c] < 0:
                 # The class's only pod in the chunk: fused passes, no cache to build.
                 s = -1
@@ -831,7 +964,8 @@ cdef class BurstKernel:
                         n = pos  # positions are rows outside the zone fast path
             if n < 0:
                 self.out_node[p] = -1
-                self._diagnose(p, c)
+                if not self.out_error[p]:
+                    self._diagnose(p, c)
             else:
                 self.out_node[p] = <node_t>n
                 self.out_score[p] = best
@@ -927,13 +1061,14 @@ cdef class BurstKernel:
         return 0
 
     cdef Py_ssize_t _key_rows(self, Py_ssize_t c, bint hard) noexcept nogil:
-        """kdom / kskew = the dom rows and maxSkews of class c's hard (or soft) spread
-        constraints, for the loops of _scan.h; returns how many."""
-        cdef Py_ssize_t j, k = 0
+        """kdom / kskew = the dom rows and maxSkews of class c's hard spread constraints
+        (soft ones: from kdom + kmax / kskew + kmax), for the loops of _scan.h; returns
+        how many."""
+        cdef Py_ssize_t j, k = 0, base = 0 if hard else self.kmax
         for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
             if self.k_hard[j] == hard:
-                self.kdom[k] = &self.dom[self.k_key[j], 0]
-                self.kskew[k] = self.k_skew[j]
+                self.kdom[base + k] = &self.dom[self.k_key[j], 0]
+                self.kskew[base + k] = self.k_skew[j]
                 k += 1
         return k
 
@@ -962,6 +1097,7 @@ cdef class BurstKernel:
         cdef int64_t tsc[TAINT_TABLE]
         cdef bint ttab
         cdef bint hard = False, soft = False, all_keys, ipa_filter = False, ipa_score = False
+        cdef bint narrow
         cdef Py_ssize_t a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1]
         cdef int64_t ihi = 0, ilo = 0
         cdef bint ifirst = True
@@ -1001,32 +1137,29 @@ cdef class BurstKernel:
             ipa_filter = ipa_filter and self.ipa_on
             ipa_score = ipa_score and self.w_ipa != 0 and self.ipa_topology
         if single:
-            # Only the rows passing the static filters, then fit, then the other filters.
-            nf = self._scan_fit(c)
-            if hard and hard_empty and not ipa_filter:  # only the hard keys narrow
-                nf = ks_keep_keyed(&self.frows[0], nf, self.kdom, self._key_rows(c, True))
-            elif hard or ipa_filter:
-                i1 = 0
-                for i in range(nf):
-                    n = self.frows[i]
-                    if self._narrowed(c, n, hard, hard_empty, ipa_filter):
-                        continue
-                    self.frows[i1] = <int32_t>n
-                    i1 += 1
-                nf = i1
-            self._local_rows(c, nf)  # rawloc by position in frows
+            # The rows passing the static filters and fit (and the hard keys when those
+            # are all a hard constraint asks); hard constraints that count pods and
+            # inter-pod terms narrow them afterwards.
+            narrow = ipa_filter or (hard and not hard_empty)
+            nf = self._scan(c, hard and hard_empty, not narrow, soft_empty, track_taints,
+                            track_aff, &mt, &ma, &hi, &lo)
+            if nf < 0:
+                nf = -nf - 1
+                if narrow:
+                    i1 = 0
+                    for i in range(nf):
+                        n = self.frows[i]
+                        if not self._narrowed(c, n, hard, hard_empty, ipa_filter):
+                            self.frows[i1] = <int32_t>n
+                            i1 += 1
+                    nf = i1
+                self._finish(c, nf, True, soft_empty, track_taints, track_aff, &mt, &ma, &hi, &lo)
         else:
             for n in range(self.rows):
                 if self.s_feas[s, n] and not self._narrowed(c, n, hard, hard_empty, ipa_filter):
                     self.frows[nf] = <int32_t>n
                     nf += 1
-        if track_taints:
-            mt = ks_max16(&self.frows[0], nf, &taints[0])
-        if track_aff:
-            ma = ks_max32(&self.frows[0], nf, &aff[0])
-        if soft_empty:
-            ks_soft_empty(&self.frows[0], nf, self.kdom, self.kskew, self._key_rows(c, False),
-                          require_all, &self.rawsp[0], &hi, &lo)
+            self._finish(c, nf, False, soft_empty, track_taints, track_aff, &mt, &ma, &hi, &lo)
         if nf == 0:
             return -1
         if soft and not soft_empty:
@@ -1322,20 +1455,23 @@ cdef class BurstKernel:
         cdef int64_t fz[MAX_ZONES + 1]
         cdef int64_t zc[MAX_ZONES + 1]
         cdef int64_t zscore[MAX_ZONES + 1]
-        feasible = self._scan_fit(c)
-        self._local_rows(c, feasible)  # rawloc by position in frows
         if not zone:
+            feasible = self._scan(c, False, True, False, track_taints, track_aff, &mt, &ma,
+                                  &hi, &lo)
+            if feasible < 0:
+                feasible = -feasible - 1
+                self._finish(c, feasible, True, False, track_taints, track_aff, &mt, &ma, &hi,
+                             &lo)
             if feasible == 0:
                 return -1
-            if track_taints:
-                mt = ks_max16(&self.frows[0], feasible, &taints[0])
-            if track_aff:
-                ma = ks_max32(&self.frows[0], feasible, &aff[0])
             ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
             return ks_best_row(&self.frows[0], feasible, 0, &self.rawloc[0], True, &taints[0],
                                tsc if ttab else NULL, self.w_taint, mt, &aff[0], self.w_aff, ma,
                                NULL, 0, 0, 0, NULL, 0, 0, 0, score)
         # The zone path: the zone's spread score joins each row's total.
+        feasible = self._scan(c, False, False, False, False, False, &mt, &ma, &hi, &lo)
+        feasible = -feasible - 1 if feasible < 0 else feasible
+        self._local_rows(c, feasible)  # rawloc by position in frows
         key = self.k_key[j]
         nd = self.ndom[key]
         for g in range(nd + 1):

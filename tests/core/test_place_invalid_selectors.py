@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubesalvo.core import names
+from kubesalvo.core import gang, names
 from kubesalvo.core.label_selectors import label_selector_error
 from kubesalvo.core.place import place_burst
 from kubesalvo.core.profile import Profile
@@ -241,3 +241,101 @@ def test_the_profiles_filter_order_decides_which_prefilter_answers_first():
     assert not expected[0].error and expected[0].reason_counts == {text: 3}
     assert result.errors == [""]
     assert_same(result, expected)
+
+
+def _schedule_anyway_cases() -> list[dict[str, Any]]:
+    return [
+        pod("soft", {"app": "web"}, topologySpreadConstraints=spread(INVALID, "ScheduleAnyway")),
+        pod("fine", {"app": "web"}, topologySpreadConstraints=spread({}, "ScheduleAnyway")),
+    ]
+
+
+def test_an_invalid_soft_spread_selector_fails_the_attempt_at_prescore():
+    """Three feasible nodes: PodTopologySpread's PreScore runs and fails the attempt."""
+    result, expected = both([], _schedule_anyway_cases())
+    text = names.SOFT_SPREAD_CONSTRAINTS_ERROR + str(label_selector_error(INVALID))
+    assert [r.error for r in expected] == [True, False]
+    assert expected[0].message == text
+    assert result.errors == [text, ""]
+    assert result.messages[0] == text and result.reason_counts[0] == {}
+    assert result.nodes[0] is None and result.nodes[1] is not None
+    assert_same(result, expected)
+
+
+def test_an_invalid_soft_spread_selector_is_no_error_with_one_feasible_node():
+    """kube-scheduler skips scoring, PreScore included, when a single node is feasible."""
+    only = {"nodeSelector": {HOST: "n2"}}
+    burst = [
+        pod(
+            "soft",
+            {"app": "web"},
+            topologySpreadConstraints=spread(INVALID, "ScheduleAnyway"),
+            **only,
+        )
+    ]
+    result, expected = both([], burst)
+    assert expected[0].node == "n2" and not expected[0].error
+    assert result.nodes == ["n2"] and result.errors == [""]
+    assert_same(result, expected)
+
+
+def test_an_invalid_soft_spread_selector_with_no_feasible_node_gets_the_filters_message():
+    burst = [
+        pod(
+            "soft",
+            {"app": "web"},
+            topologySpreadConstraints=spread(INVALID, "ScheduleAnyway"),
+            nodeSelector={"disk": "ssd"},
+        )
+    ]
+    result, expected = both([], burst)
+    assert not expected[0].error and expected[0].node is None
+    assert result.errors == [""] and result.messages[0] == expected[0].message
+    assert_same(result, expected)
+
+
+def test_without_the_spread_score_an_invalid_soft_selector_is_no_error():
+    profile = Profile(
+        scores=tuple(
+            (plugin, weight)
+            for plugin, weight in names.DEFAULT_SCORE_WEIGHTS.items()
+            if plugin != names.POD_TOPOLOGY_SPREAD
+        ),
+    )
+    result, expected = both([], _schedule_anyway_cases(), profile)
+    assert [r.error for r in expected] == [False, False]
+    assert result.errors == ["", ""] and None not in result.nodes
+    assert_same(result, expected)
+
+
+def test_an_invalid_preferred_affinity_term_fails_at_prescore_without_the_filter():
+    """With InterPodAffinity's filter off, its PreScore is the first to read the terms."""
+    profile = Profile(
+        filters=tuple(f for f in names.DEFAULT_FILTER_ORDER if f != names.INTER_POD_AFFINITY)
+    )
+    affinity = {
+        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [preferred(10, BAD_KEY)]}
+    }
+    burst = [pod("pref", {"app": "db"}, affinity=affinity), pod("fine", {"app": "db"})]
+    result, expected = both([], burst, profile)
+    assert [r.error for r in expected] == [True, False]
+    assert expected[0].message.startswith(names.PRESCORE_PARSING_POD)
+    assert result.errors == [expected[0].message, ""]
+    assert_same(result, expected)
+
+
+def test_a_gang_member_failing_at_prescore_rolls_its_gang_back():
+    labels = {gang.GROUP_LABELS[0]: "g", gang.MIN_AVAILABLE_LABEL: "2"}
+    burst = [
+        pod("g0", {**labels, "app": "web"}),
+        pod(
+            "g1",
+            {**labels, "app": "web"},
+            topologySpreadConstraints=spread(INVALID, "ScheduleAnyway"),
+        ),
+    ]
+    result, expected = both([], burst)
+    assert [r.node for r in expected] == [None, None]
+    assert result.nodes == [None, None]
+    assert result.errors[1] == expected[1].message and expected[1].error
+    assert bool(result.rolled_back[0]) == expected[0].rolled_back
