@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesalvo.core import place
+from kubesalvo.core import names, place
 from kubesalvo.core.place import plan
 from kubesalvo.core.profile import (
     DefaultConstraint,
@@ -106,12 +106,18 @@ NAMESPACES = (
 )
 
 
+# A selector apimachinery refuses (older objects carry such): one draw in ten.
+INVALID_SELECTOR = {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]}
+
+
 def pod_affinity_term(draw):
     term = {
         "topologyKey": draw(
             st.sampled_from(("topology.kubernetes.io/zone", "kubernetes.io/hostname"))
         ),
-        "labelSelector": draw(
+        "labelSelector": INVALID_SELECTOR
+        if draw(st.integers(0, 9)) == 0
+        else draw(
             st.sampled_from(
                 (
                     {"matchLabels": {"app": "web"}},
@@ -234,7 +240,9 @@ def pod_spec(draw, index, labels):
                 st.sampled_from(("topology.kubernetes.io/zone", "kubernetes.io/hostname"))
             ),
             "whenUnsatisfiable": draw(st.sampled_from(("DoNotSchedule", "ScheduleAnyway"))),
-            "labelSelector": {"matchLabels": {"app": draw(st.sampled_from(APPS))}},
+            "labelSelector": INVALID_SELECTOR
+            if draw(st.integers(0, 9)) == 0
+            else {"matchLabels": {"app": draw(st.sampled_from(APPS))}},
         }
         if draw(st.integers(0, 3)) == 0:
             constraint["minDomains"] = draw(st.integers(1, 4))
@@ -290,6 +298,10 @@ def pods(draw, prefix, max_size, node_names=()):
 profiles = st.sampled_from(
     (
         Profile.default(),
+        # InterPodAffinity scores but does not filter: its PreScore reads the pod's terms
+        Profile(
+            filters=tuple(f for f in names.DEFAULT_FILTER_ORDER if f != names.INTER_POD_AFFINITY)
+        ),
         Profile(
             spread=SpreadArgs(
                 default_constraints=(
