@@ -44,7 +44,6 @@ cdef extern from "_scan.h" nogil:
                        const int32_t* fixed, int64_t nz_cpu, int64_t nz_mem,
                        int64_t req_cpu, int64_t req_mem, int64_t w_fit, int64_t w_bal,
                        int64_t* out, uint8_t* redo)
-    int64_t ks_keep_keyed(int32_t* rows, int64_t nf, const int32_t* const* keys, int64_t nk)
     int64_t ks_max16(const int32_t* rows, int64_t nf, const int16_t* v)
     int64_t ks_max32(const int32_t* rows, int64_t nf, const int32_t* v)
     void ks_soft_empty(const int32_t* rows, int64_t nf, const int32_t* const* keys,
@@ -85,11 +84,6 @@ cdef extern from "_scan.h" nogil:
         int64_t* rawsp
         int64_t mt, ma, hi, lo
     int64_t ks_single_scan(ks_single* q)
-    int64_t ks_scan_fit(const int32_t* srows, int64_t ns, const ks_hot* hot,
-                        const int64_t* podfree, int64_t req_cpu, int64_t req_mem,
-                        int chk_cpu, int chk_mem, int64_t req_pods, int chk_pods,
-                        const int32_t* xcols, int64_t nx, const int64_t* alloc,
-                        const int64_t* req, int64_t nres, const int64_t* creq, int32_t* out)
 
 
 # Reason codes shared with core/place.py. Static filter codes come from encode.

@@ -105,63 +105,6 @@ static void ks_local_rows(const int32_t *restrict rows, int64_t nf,
     }
 }
 
-/* rows passing NodeResourcesFit: out[0..k) = the rows srows[0..ns) on which a pod
- * requesting req_cpu / req_mem (checked when chk_cpu / chk_mem) and one pod slot
- * (podfree: allocatable minus requested pods; checked when chk_pods) fits, and every
- * further column xcols[0..nx) too (alloc / req rows of nres columns, creq the pod's
- * requests); returns k. */
-static int64_t ks_scan_fit(const int32_t *restrict srows, int64_t ns,
-                           const ks_hot *restrict hot, const int64_t *restrict podfree,
-                           int64_t req_cpu, int64_t req_mem, int chk_cpu, int chk_mem,
-                           int64_t req_pods, int chk_pods,
-                           const int32_t *restrict xcols, int64_t nx,
-                           const int64_t *restrict alloc, const int64_t *restrict req,
-                           int64_t nres, const int64_t *restrict creq,
-                           int32_t *restrict out)
-{
-    int64_t k = 0;
-    /* a pod that requests nothing of cpu or memory compares against a huge allocatable */
-    const int64_t never = INT64_MAX / 4;
-    int64_t qc = chk_cpu ? req_cpu : -never, qm = chk_mem ? req_mem : -never;
-    int64_t qp = chk_pods ? req_pods : -never;
-    for (int64_t i = 0; i < ns; i++) {
-        int32_t n = srows[i];
-        const ks_hot *h = hot + n;
-        int fits = (h->r0 + qc <= h->a0) & (h->r1 + qm <= h->a1) & (qp <= podfree[n]);
-        if (fits && nx) {
-            const int64_t *a = alloc + (int64_t)n * nres, *r = req + (int64_t)n * nres;
-            for (int64_t j = 0; j < nx; j++) {
-                int32_t col = xcols[j];
-                if (r[col] + creq[col] > a[col]) {
-                    fits = 0;
-                    break;
-                }
-            }
-        }
-        out[k] = n;
-        k += fits;
-    }
-    return k;
-}
-
-/* Keeps (compacting rows[0..nf), in order) the rows that have every key: keys[j][n] >= 0
- * for j < nk (PodTopologySpread's hard constraints when they count no pod); returns how
- * many stay. */
-static int64_t ks_keep_keyed(int32_t *restrict rows, int64_t nf,
-                             const int32_t *const *keys, int64_t nk)
-{
-    int64_t k = 0;
-    for (int64_t i = 0; i < nf; i++) {
-        int32_t n = rows[i];
-        int has = 1;
-        for (int64_t j = 0; j < nk; j++)
-            has &= keys[j][n] >= 0;
-        rows[k] = n;
-        k += has;
-    }
-    return k;
-}
-
 /* The largest of v[rows[i]] over i < nf, at least 0. */
 static int64_t ks_max16(const int32_t *restrict rows, int64_t nf, const int16_t *restrict v)
 {
@@ -251,6 +194,107 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf, int64_t fir
     }
     *score = best;
     return best_n;
+}
+
+/* One pod's first pass over the rows of its static filters (a class's only pod in a
+ * chunk): NodeResourcesFit and the hard spread constraints' keys (when those count no pod;
+ * NodePorts and the other filters are the caller's), then, for the rows that pass, the
+ * local scores, the maxima of the normalised scores and the empty-count spread raw scores.
+ * Block by block: the filter loop gathers the local score's operands of the rows it keeps,
+ * and a block's rows are still in the first-level cache for the later steps. */
+typedef struct {
+    /* the rows and their state */
+    const int32_t *srows;
+    int64_t ns;
+    const ks_hot *hot;
+    const int64_t *podfree;
+    const int64_t *alloc, *req; /* rows x nres, for the further fit columns */
+    int64_t nres;
+    /* the pod: requests, checked fit columns (besides cpu, memory, pods: xcols) */
+    const int64_t *creq;
+    int64_t req_cpu, req_mem, req_pods, nz_cpu, nz_mem;
+    int chk_cpu, chk_mem, chk_pods;
+    const int32_t *xcols;
+    int64_t nx;
+    const int32_t *const *hkeys; /* dom rows of the hard constraints' keys */
+    int64_t nhk;
+    /* scores: local (when loc is set), maxima (when taints / aff are set), spread raw
+     * scores of constraints counting no pod (when rawsp is set) */
+    const int32_t *fixed;
+    int64_t w_fit, w_bal;
+    const int16_t *taints;
+    const int32_t *aff;
+    const int32_t *const *skeys;
+    const int64_t *skews;
+    int64_t nsk;
+    int require_all;
+    /* outputs: rows[0..nf) feasible, loc / redo by position, rawsp by row, the maxima */
+    int32_t *rows;
+    int64_t *loc;
+    uint8_t *redo;
+    int64_t *rawsp;
+    int64_t mt, ma, hi, lo;
+} ks_single;
+
+static int64_t ks_single_scan(ks_single *q)
+{
+    const int64_t never = INT64_MAX / 4; /* an unchecked request compares against nothing */
+    int64_t qc = q->chk_cpu ? q->req_cpu : -never, qm = q->chk_mem ? q->req_mem : -never;
+    int64_t qp = q->chk_pods ? q->req_pods : -never;
+    int64_t a0s[KS_BLOCK], a1s[KS_BLOCK], u0s[KS_BLOCK], u1s[KS_BLOCK];
+    int64_t r0s[KS_BLOCK], r1s[KS_BLOCK], fix[KS_BLOCK];
+    double i0s[KS_BLOCK], i1s[KS_BLOCK];
+    int64_t nf = 0;
+    for (int64_t b = 0; b < q->ns; b += KS_BLOCK) {
+        int64_t m = q->ns - b < KS_BLOCK ? q->ns - b : KS_BLOCK;
+        int32_t *rows = q->rows + nf;
+        int64_t k = 0;
+        /* filters, gathering the local score's operands of the rows that pass */
+        for (int64_t i = 0; i < m; i++) {
+            int32_t n = q->srows[b + i];
+            const ks_hot *h = q->hot + n;
+            int fits = (h->r0 + qc <= h->a0) & (h->r1 + qm <= h->a1) & (qp <= q->podfree[n]);
+            for (int64_t j = 0; j < q->nhk; j++)
+                fits &= q->hkeys[j][n] >= 0;
+            if (fits && q->nx) {
+                const int64_t *a = q->alloc + (int64_t)n * q->nres;
+                const int64_t *r = q->req + (int64_t)n * q->nres;
+                for (int64_t j = 0; j < q->nx; j++) {
+                    int32_t col = q->xcols[j];
+                    fits &= r[col] + q->creq[col] <= a[col];
+                }
+            }
+            rows[k] = n;
+            a0s[k] = h->a0;
+            a1s[k] = h->a1;
+            r0s[k] = h->r0 + q->req_cpu;
+            r1s[k] = h->r1 + q->req_mem;
+            u0s[k] = h->z0 + q->nz_cpu;
+            u1s[k] = h->z1 + q->nz_mem;
+            i0s[k] = h->inv0;
+            i1s[k] = h->inv1;
+            k += fits;
+        }
+        if (q->loc) {
+            for (int64_t i = 0; i < k; i++)
+                fix[i] = q->fixed[rows[i]];
+            ks_local_block(k, a0s, a1s, i0s, i1s, u0s, u1s, r0s, r1s, fix, q->w_fit, q->w_bal,
+                           q->loc + nf, q->redo + nf);
+        }
+        if (q->taints) {
+            int64_t v = ks_max16(rows, k, q->taints);
+            q->mt = v > q->mt ? v : q->mt;
+        }
+        if (q->aff) {
+            int64_t v = ks_max32(rows, k, q->aff);
+            q->ma = v > q->ma ? v : q->ma;
+        }
+        if (q->rawsp)
+            ks_soft_empty(rows, k, q->skeys, q->skews, q->nsk, q->require_all, q->rawsp, &q->hi,
+                          &q->lo);
+        nf += k;
+    }
+    return nf;
 }
 
 #endif
