@@ -7,6 +7,12 @@ cdef extern from "_scan.h" nogil:
     ctypedef struct ks_hot:
         int64_t a0, a1, r0, r1, z0, z1
         double inv0, inv1
+    ctypedef struct ks_soft:
+        const int32_t* dom
+        const int32_t* counter
+        const uint8_t* elig
+        int64_t skew, ndom, drow
+        int host
 
 @cython.final
 cdef class BurstKernel:
@@ -48,6 +54,7 @@ cdef class BurstKernel:
     cdef Py_ssize_t kmax                     # most constraints of a class in the burst
     cdef const int32_t** kdom                # scratch, 2 x kmax: per hard / soft constraint of a
     cdef int64_t* kskew                      #   class its row of dom and maxSkew (_key_rows)
+    cdef ks_soft* ksoft                      # scratch, kmax: a class's soft constraints (_soft_rows)
     cdef int32_t[::1] frows                  # scratch: the current pod's feasible rows, ascending
     cdef int64_t[::1] rawsp                  # scratch, per row: raw spread score of the current pod
     cdef int64_t[::1] rawipa                 # scratch, per row: raw inter-pod score of the current pod
@@ -182,6 +189,7 @@ cdef class BurstKernel:
     cdef bint _domain(self, Py_ssize_t c) noexcept nogil
     cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil
     cdef inline int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef Py_ssize_t _soft_rows(self, Py_ssize_t c) noexcept nogil
     cdef inline bint _narrowed(self, Py_ssize_t c, Py_ssize_t n, bint hard, bint hard_empty,
                                bint ipa_filter) noexcept nogil
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil

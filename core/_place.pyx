@@ -84,6 +84,10 @@ cdef extern from "_scan.h" nogil:
         int64_t* rawsp
         int64_t mt, ma, hi, lo
     int64_t ks_single_scan(ks_single* q)
+    void ks_soft_scores(const int32_t* rows, int64_t nf, int64_t nrows, const ks_soft* k,
+                        int64_t nk, int require_all, int64_t* dcount, uint8_t* dpresent,
+                        int64_t maxdom, double* weights, uint8_t* missing, int64_t* rawsp,
+                        int64_t* hi, int64_t* lo)
 
 
 # Reason codes shared with core/place.py. Static filter codes come from encode.
@@ -203,7 +207,8 @@ cdef class BurstKernel:
         self.kmax = max(1, max_constraints)
         self.kdom = <const int32_t**>malloc(2 * self.kmax * sizeof(int32_t*))
         self.kskew = <int64_t*>malloc(2 * self.kmax * sizeof(int64_t))
-        if self.kdom == NULL or self.kskew == NULL:
+        self.ksoft = <ks_soft*>malloc(self.kmax * sizeof(ks_soft))
+        if self.kdom == NULL or self.kskew == NULL or self.ksoft == NULL:
             raise MemoryError()
         self.frows = np.zeros(max(1, self.rows), dtype=np.int32)
         self.rawsp = np.zeros(self.rows, dtype=np.int64)
@@ -221,6 +226,7 @@ cdef class BurstKernel:
     def __dealloc__(self):
         free(self.kdom)
         free(self.kskew)
+        free(self.ksoft)
 
     def _hot_rows(self):
         """Build hot (one 64-byte line per row, see _scan.h) and podfree from the node state."""
@@ -1066,6 +1072,22 @@ cdef class BurstKernel:
                 k += 1
         return k
 
+    cdef Py_ssize_t _soft_rows(self, Py_ssize_t c) noexcept nogil:
+        """ksoft = class c's soft spread constraints, for ks_soft_scores; returns how many."""
+        cdef Py_ssize_t j, j0 = self.c_k_off[c], k = 0
+        for j in range(j0, self.c_k_off[c + 1]):
+            if self.k_hard[j]:
+                continue
+            self.ksoft[k].dom = &self.dom[self.k_key[j], 0]
+            self.ksoft[k].counter = &self.counters[self.k_counter[j], 0]
+            self.ksoft[k].elig = &self.elig[self.k_elig[j], 0]
+            self.ksoft[k].skew = self.k_skew[j]
+            self.ksoft[k].ndom = self.ndom[self.k_key[j]]
+            self.ksoft[k].drow = j - j0
+            self.ksoft[k].host = self.k_host[j]
+            k += 1
+        return k
+
     cdef inline bint _narrowed(self, Py_ssize_t c, Py_ssize_t n, bint hard, bint hard_empty,
                                bint ipa_filter) noexcept nogil:
         """Whether row n fails class c's hard spread constraints (only their keys when they
@@ -1157,85 +1179,10 @@ cdef class BurstKernel:
         if nf == 0:
             return -1
         if soft and not soft_empty:
-            # Domains of the feasible rows that have every soft key (the others score 0).
-            for j in range(j0, j1):
-                if not self.k_hard[j] and not self.k_host[j]:  # hostname reads counters
-                    key = self.k_key[j]
-                    for d in range(self.ndom[key]):
-                        self.dcount[j - j0, d] = 0
-                        self.dpresent[j - j0, d] = 0
-            # (System default constraints do not ignore rows without a key: such a row
-            # skips that constraint, and "no value" counts as one more domain.)
-            for j in range(j0, j1):
-                missing[j - j0] = 0
-            for i in range(nf):
-                n = self.frows[i]
-                all_keys = True
-                for j in range(j0, j1):
-                    if not self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
-                        all_keys = False
-                        if require_all:
-                            break
-                        missing[j - j0] = 1
-                self.rawsp[n] = -1 if require_all and not all_keys else 0
-                if all_keys or not require_all:
-                    counted += 1
-                    for j in range(j0, j1):
-                        if not self.k_hard[j] and not self.k_host[j]:
-                            d = self.dom[self.k_key[j], n]
-                            if d >= 0:
-                                self.dpresent[j - j0, d] = 1
-            for j in range(j0, j1):
-                if self.k_hard[j]:
-                    continue
-                if self.k_host[j]:
-                    weights[j - j0] = log(<double>(counted + 2))
-                else:
-                    key = self.k_key[j]
-                    i = missing[j - j0]
-                    for d in range(self.ndom[key]):
-                        i += self.dpresent[j - j0, d]
-                    weights[j - j0] = log(<double>(i + 2))
-            # Matching pods per domain, over every node (with all soft keys) that counts.
-            for n in range(self.rows):
-                if require_all:
-                    all_keys = True  # rows without a node have no labels
-                    for j in range(j0, j1):
-                        if not self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
-                            all_keys = False
-                            break
-                    if not all_keys:
-                        continue
-                for j in range(j0, j1):
-                    if self.k_hard[j] or self.k_host[j] or not self.elig[self.k_elig[j], n]:
-                        continue
-                    d = self.dom[self.k_key[j], n]
-                    if d >= 0 and self.dpresent[j - j0, d]:
-                        self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
-            hi = 0
-            lo = -1
-            for i in range(nf):
-                n = self.frows[i]
-                if self.rawsp[n] < 0:
-                    continue
-                total = 0.0
-                for j in range(j0, j1):
-                    if self.k_hard[j]:
-                        continue
-                    d = self.dom[self.k_key[j], n]
-                    if d < 0:
-                        continue
-                    if self.k_host[j]:
-                        v = self.counters[self.k_counter[j], n]
-                    else:
-                        v = self.dcount[j - j0, d]
-                    total += <double>v * weights[j - j0] + <double>(self.k_skew[j] - 1)
-                v = <int64_t>c_round(total)
-                self.rawsp[n] = v
-                if v > hi:
-                    hi = v
-                if lo < 0 or v < lo:
-                    lo = v
+            ks_soft_scores(&self.frows[0], nf, self.rows, self.ksoft, self._soft_rows(c),
+                           require_all, &self.dcount[0, 0], &self.dpresent[0, 0],
+                           self.dcount.shape[1], &self.kweight[0], &self.kmissing[0],
+                           &self.rawsp[0], &hi, &lo)
         if ipa_score:
             for i in range(nf):
                 n = self.frows[i]

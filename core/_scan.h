@@ -297,4 +297,115 @@ static int64_t ks_single_scan(ks_single *q)
     return nf;
 }
 
+/* One soft PodTopologySpread constraint of a pod, for ks_soft_scores. */
+typedef struct {
+    const int32_t *dom;     /* per row: the domain of its topology key, -1 without the key */
+    const int32_t *counter; /* per row: the pods the constraint counts there */
+    const uint8_t *elig;    /* per row: 1 if the row counts (the inclusion policies) */
+    int64_t skew, ndom;     /* maxSkew; domains of the key */
+    int64_t drow;           /* its row in dcount / dpresent / weights / missing */
+    int host;               /* the key is kubernetes.io/hostname: the row's own count */
+} ks_soft;
+
+/* x rounded half away from zero (C's round) for 0 <= x < 2**62: x - trunc(x) is exact. */
+static inline int64_t ks_round(double x)
+{
+    int64_t v = (int64_t)x;
+    return x - (double)v >= 0.5 ? v + 1 : v;
+}
+
+/* PodTopologySpread's raw scores of a pod on its feasible rows rows[0..nf) (nrows rows in
+ * all), its nk soft constraints counting pods: per constraint, the domains of the feasible
+ * rows that have every key take part (a hostname constraint: each such row), weighted by
+ * log(domains + 2) (with require_all off, a row missing a key skips that constraint and
+ * "no value" counts as one more domain), and a row's raw score is the sum over the keys it
+ * has of count * weight + maxSkew - 1, rounded; rawsp[n] = -1 (scoring 0) for a row
+ * missing a key when require_all. *hi / *lo: the range over the rows that score. dcount /
+ * dpresent: rows of stride maxdom; weights / missing: by drow. */
+static void ks_soft_scores(const int32_t *restrict rows, int64_t nf, int64_t nrows,
+                           const ks_soft *k, int64_t nk, int require_all,
+                           int64_t *restrict dcount, uint8_t *restrict dpresent, int64_t maxdom,
+                           double *restrict weights, uint8_t *restrict missing,
+                           int64_t *restrict rawsp, int64_t *hi, int64_t *lo)
+{
+    int64_t counted = 0, h = 0, l = -1;
+    int zones = 0;
+    for (int64_t j = 0; j < nk; j++) {
+        missing[k[j].drow] = 0;
+        if (!k[j].host) {
+            zones = 1;
+            for (int64_t d = 0; d < k[j].ndom; d++) {
+                dcount[k[j].drow * maxdom + d] = 0;
+                dpresent[k[j].drow * maxdom + d] = 0;
+            }
+        }
+    }
+    for (int64_t i = 0; i < nf; i++) {
+        int32_t n = rows[i];
+        int all_keys = 1;
+        for (int64_t j = 0; j < nk; j++) {
+            if (k[j].dom[n] < 0) {
+                all_keys = 0;
+                if (require_all)
+                    break;
+                missing[k[j].drow] = 1;
+            }
+        }
+        rawsp[n] = require_all && !all_keys ? -1 : 0;
+        if (all_keys || !require_all) {
+            counted++;
+            for (int64_t j = 0; j < nk; j++) {
+                int32_t d = k[j].dom[n];
+                if (!k[j].host && d >= 0)
+                    dpresent[k[j].drow * maxdom + d] = 1;
+            }
+        }
+    }
+    for (int64_t j = 0; j < nk; j++) {
+        int64_t domains = missing[k[j].drow];
+        if (k[j].host) {
+            domains = counted;
+        } else {
+            for (int64_t d = 0; d < k[j].ndom; d++)
+                domains += dpresent[k[j].drow * maxdom + d];
+        }
+        weights[k[j].drow] = log((double)(domains + 2));
+    }
+    /* matching pods per domain, over every row (with all keys, when require_all) */
+    for (int64_t n = 0; zones && n < nrows; n++) {
+        if (require_all) {
+            int all_keys = 1;
+            for (int64_t j = 0; j < nk; j++)
+                all_keys &= k[j].dom[n] >= 0;
+            if (!all_keys)
+                continue;
+        }
+        for (int64_t j = 0; j < nk; j++) {
+            int32_t d = k[j].dom[n];
+            if (k[j].host || !k[j].elig[n] || d < 0 || !dpresent[k[j].drow * maxdom + d])
+                continue;
+            dcount[k[j].drow * maxdom + d] += k[j].counter[n];
+        }
+    }
+    for (int64_t i = 0; i < nf; i++) {
+        int32_t n = rows[i];
+        if (rawsp[n] < 0)
+            continue;
+        double total = 0.0;
+        for (int64_t j = 0; j < nk; j++) {
+            int32_t d = k[j].dom[n];
+            if (d < 0)
+                continue;
+            int64_t v = k[j].host ? k[j].counter[n] : dcount[k[j].drow * maxdom + d];
+            total += (double)v * weights[k[j].drow] + (double)(k[j].skew - 1);
+        }
+        int64_t v = ks_round(total);
+        rawsp[n] = v;
+        h = v > h ? v : h;
+        l = (l < 0 || v < l) ? v : l;
+    }
+    *hi = h;
+    *lo = l;
+}
+
 #endif
