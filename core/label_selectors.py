@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "label_selector",
     "label_selector_error",
     "parse_label_selector",
+    "parse_selector",
     "parts_match",
     "pod_affinity_error",
     "selector_matches",
@@ -88,6 +89,16 @@ def parse_label_selector(raw: Mapping[str, Any] | None) -> Selector:
     return selector
 
 
+def parse_selector(raw: Mapping[str, Any] | None) -> tuple[Selector, str | None]:
+    """metav1.LabelSelectorAsSelector's selector and error, in one pass.
+
+    ``(label_selector(raw), label_selector_error(raw))``: for callers that need both.
+    """
+    if raw is None:
+        return None, None
+    return _parse(raw)
+
+
 def _parse(raw: Mapping[str, Any]) -> tuple[Selector, str | None]:
     """The selector and None, or None and the error of its first failing requirement.
 
@@ -114,24 +125,28 @@ def _parse(raw: Mapping[str, Any]) -> tuple[Selector, str | None]:
     return tuple(reqs), None
 
 
-def _requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
-    key, op, values = req
-    present = key in labels
-    if op == "In":
-        return present and labels[key] in values
-    if op == "NotIn":
-        return not present or labels[key] not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    return False
-
-
 def selector_matches(selector: Selector, labels: Mapping[str, str]) -> bool:
+    """Whether every requirement holds for ``labels`` (a nil selector matches nothing)."""
     if selector is None:
         return False
-    return all(_requirement_matches(r, labels) for r in selector)
+    # A plain loop, not all() over a generator: this runs for every class and counter
+    # of a burst, where the generator's frames cost more than the tests themselves.
+    for key, op, values in selector:
+        if op == "In":
+            if key not in labels or labels[key] not in values:
+                return False
+        elif op == "NotIn":
+            if key in labels and labels[key] in values:
+                return False
+        elif op == "Exists":
+            if key not in labels:
+                return False
+        elif op == "DoesNotExist":
+            if key in labels:
+                return False
+        else:
+            return False
+    return True
 
 
 def counts_nothing(selector: Selector) -> bool:
@@ -145,6 +160,8 @@ def candidates(
     """Ids that may match: those with the first In requirement's pair, else everyone."""
     for key, op, values in selector or ():
         if op == "In":
+            if len(values) == 1:  # the common case (matchLabels): one copy, no unions
+                return set(index.get((key, values[0]), ()))
             found: set[int] = set()
             for value in values:
                 found |= index.get((key, value), set())
@@ -363,7 +380,11 @@ def pod_affinity_error(spec: Mapping[str, Any]) -> str | None:
     return _aggregate(errors) if errors else None
 
 
-def spread_constraint_error(spec: Mapping[str, Any], when_unsatisfiable: str) -> str | None:
+def spread_constraint_error(
+    spec: Mapping[str, Any],
+    when_unsatisfiable: str,
+    parsed: Sequence[tuple[Selector, str | None]] | None = None,
+) -> str | None:
     """The first error among the pod's own constraints of one kind, or None.
 
     DoNotSchedule: PodTopologySpread's PreFilter fails the attempt with
@@ -372,10 +393,17 @@ def spread_constraint_error(spec: Mapping[str, Any], when_unsatisfiable: str) ->
     only when more than one node is feasible, with ``running PreScore plugin
     "PodTopologySpread": calculating preScoreState: obtaining pod's soft topology spread
     constraints: `` + error.
+
+    ``parsed``: ``parse_selector`` of each constraint's labelSelector, when the caller
+    has it already (the encoder does), so that no selector is parsed twice.
     """
-    for constraint in spec.get("topologySpreadConstraints") or ():
+    constraints = spec.get("topologySpreadConstraints") or ()
+    for i, constraint in enumerate(constraints):
         if constraint.get("whenUnsatisfiable") == when_unsatisfiable:
-            error = label_selector_error(constraint.get("labelSelector"))
+            if parsed is not None:
+                error = parsed[i][1]
+            else:
+                error = label_selector_error(constraint.get("labelSelector"))
             if error is not None:
                 return error
     return None
