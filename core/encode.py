@@ -19,6 +19,7 @@ stays small. Nothing here looks at one node at a time in Python.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,12 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.core import names
-from kubesalvo.core.label_selectors import pod_affinity_error, spread_constraint_error
+from kubesalvo.core.label_selectors import (
+    Selector,
+    parse_selector,
+    pod_affinity_error,
+    spread_constraint_error,
+)
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import parse_quantity
 from kubesalvo.core.resources import (
@@ -83,6 +89,16 @@ _IMAGE_MIN = 23 * _MB
 _IMAGE_MAX_PER_CONTAINER = 1000 * _MB
 _INT = re.compile(r"^[+-]?[0-9]+$")
 _ENCODE = msgspec.json.Encoder(order="deterministic")
+_NONE_KEY = _ENCODE.encode(None)
+_EMPTY_LIST_KEY = _ENCODE.encode([])
+_PREFILTERS = (names.NODE_AFFINITY, names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
+# The sub-signature each static table is deduplicated by.
+_SUB_KEYS = {
+    "static": operator.attrgetter("static_key"),
+    "fixed": operator.attrgetter("image_key"),
+    "taint": operator.attrgetter("taint_key"),
+    "aff": operator.attrgetter("aff_key"),
+}
 
 
 @dataclass
@@ -92,6 +108,7 @@ class ClassInfo:
     key: bytes
     namespace: str
     labels: Labels
+    label_map: dict[str, str]  # the labels as a dict, for matching selectors (read-only)
     requests: dict[str, int]
     nonzero: tuple[int, int]  # cpu/memory as NodeResourcesFit's score sees the pod
     nonzero_add: tuple[int, int]  # what the pod adds to a node's non-zero requests
@@ -101,6 +118,8 @@ class ClassInfo:
     spec: Mapping[str, Any]
     affinity: Mapping[str, Any] | None  # spec.affinity when it has pod (anti-)affinity
     owners: list[Mapping[str, Any]] = field(default_factory=list)  # metadata.ownerReferences
+    # per own topology spread constraint: its labelSelector parsed, and the parse error
+    spread_selectors: list[tuple[Selector, str | None]] = field(default_factory=list)
     pods: int = 0
     prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
     error: str = ""  # set when a PreFilter fails the attempt with an error (no node either)
@@ -167,6 +186,9 @@ class Encoder:
         self._class_of: dict[bytes, int] = {}
         self._taint_keys: set[str] = set()
         self._taint_keys_version = -1
+        self._image_names: dict[str, str] = {}
+        # The filters whose PreFilter may end a class's attempt (see _prefilter), in order.
+        self._prefilters = [name for name in profile.filters if name in _PREFILTERS]
 
     # ------------------------------------------------------------------ classes
     def classify(self, pods: Sequence[Mapping[str, Any]]) -> npt.NDArray[np.int32]:
@@ -210,19 +232,30 @@ class Encoder:
             requests = pod_requests(pod)
             nonzero = _score_requests(pod)
             nonzero_add = pod_nonzero_requests(pod)
+        images = [self._image_name(c["image"]) for c in containers if c.get("image")]
+        labels = tuple(sorted((meta.get("labels") or {}).items()))
         info = ClassInfo(
             key=key,
             namespace=meta.get("namespace") or "default",
-            labels=tuple(sorted((meta.get("labels") or {}).items())),
+            labels=labels,
+            label_map=dict(labels),
             requests=requests,
             nonzero=nonzero,
             nonzero_add=nonzero_add,
-            ports=host_ports(pod),
-            images=[normalized_image_name(c["image"]) for c in containers if c.get("image")],
+            # Most pods bind no host port: skip host_ports' lists unless a container
+            # (or an init container, which may be a sidecar) declares ports.
+            ports=host_ports(pod) if any(c.get("ports") for c in containers) else [],
+            images=images,
             containers=len(containers),
             spec=spec,
             affinity=pod_affinity,
             owners=list(meta.get("ownerReferences") or ()),
+            # Each selector parsed once: the spread PreFilter's check and the class's
+            # constraints (core/spread.py) both read this.
+            spread_selectors=[
+                parse_selector(c.get("labelSelector"))
+                for c in spec.get("topologySpreadConstraints") or ()
+            ],
         )
         node_affinity = (affinity or {}).get("nodeAffinity") or {}
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -239,15 +272,26 @@ class Encoder:
                 [t for t in tolerations if t.get("effect") != "PreferNoSchedule"],
             )
         )
-        info.taint_key = _ENCODE.encode(
-            [t for t in tolerations if (t.get("effect") or "") in ("", "PreferNoSchedule")]
+        info.taint_key = (
+            _ENCODE.encode(
+                [t for t in tolerations if (t.get("effect") or "") in ("", "PreferNoSchedule")]
+            )
+            if tolerations
+            else _EMPTY_LIST_KEY
         )
-        info.aff_key = _ENCODE.encode(
-            node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
-        )
-        info.image_key = _ENCODE.encode((info.images, info.containers))
-        self._prefilter(info, required)
+        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+        info.aff_key = _NONE_KEY if preferred is None else _ENCODE.encode(preferred)
+        info.image_key = _ENCODE.encode((images, info.containers))
+        if self._prefilters:
+            self._prefilter(info, required)
         return info
+
+    def _image_name(self, image: str) -> str:
+        """normalized_image_name, once per distinct image of the burst (they repeat)."""
+        name = self._image_names.get(image)
+        if name is None:
+            name = self._image_names[image] = normalized_image_name(image)
+        return name
 
     def _prefilter(self, info: ClassInfo, required: Mapping[str, Any] | None) -> None:
         """What ends the class's attempt before any node is tried, the first filter's
@@ -256,14 +300,17 @@ class Encoder:
         ``prefilter_message``), or PodTopologySpread's invalid selector in a
         DoNotSchedule constraint (an error, ``error``). Every row is then narrowed (see
         ``_static_reason``), so the kernel places none of the class's pods."""
-        for name in self.profile.filters:
+        for name in self._prefilters:
             if name == names.NODE_AFFINITY:
                 if required is not None and self._names_conflict(required):
                     info.prefilter_message = names.ERR_REASON_NODE_AFFINITY_CONFLICT
             elif name == names.POD_TOPOLOGY_SPREAD:
-                error = spread_constraint_error(info.spec, "DoNotSchedule")
-                if error is not None:
-                    info.error = names.HARD_SPREAD_CONSTRAINTS_ERROR + error
+                if info.spread_selectors:
+                    error = spread_constraint_error(
+                        info.spec, "DoNotSchedule", info.spread_selectors
+                    )
+                    if error is not None:
+                        info.error = names.HARD_SPREAD_CONSTRAINTS_ERROR + error
             elif name == names.INTER_POD_AFFINITY and info.affinity is not None:
                 error = pod_affinity_error(info.spec)
                 if error is not None:
@@ -297,29 +344,31 @@ class Encoder:
             self._affinity_rows.clear()
             self._version = self.state.version
         rows = self.state.rows
-        parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {
-            k: ({}, []) for k in ("static", "fixed", "taint", "aff")
-        }
-        index = {k: np.empty(len(class_ids), dtype=np.int32) for k in parts}
-        for i, cid in enumerate(class_ids):
-            info = self.classes[cid]
-            for kind, key, cache, build in (
-                ("static", info.static_key, self._static, self._static_reason),
-                ("fixed", info.image_key, self._image, self._image_score),
-                ("taint", info.taint_key, self._taint, self._prefer_taints),
-                ("aff", info.aff_key, self._aff, self._preferred_affinity),
-            ):
-                seen, arrays = parts[kind]
+        classes = [self.classes[cid] for cid in class_ids]
+        parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {}
+        index: dict[str, npt.NDArray[np.int32]] = {}
+        for kind, cache, build in (
+            ("static", self._static, self._static_reason),
+            ("fixed", self._image, self._image_score),
+            ("taint", self._taint, self._prefer_taints),
+            ("aff", self._aff, self._preferred_affinity),
+        ):
+            seen: dict[bytes, int] = {}
+            arrays: list[np.ndarray] = []
+            rows_of: list[int] = []
+            sub_key = _SUB_KEYS[kind]
+            for info in classes:
+                key = sub_key(info)
                 row = seen.get(key)
                 if row is None:
                     array = cache.get(key)
                     if array is None:
-                        array = build(info)
-                        cache[key] = array
-                    row = len(arrays)
-                    seen[key] = row
+                        array = cache[key] = build(info)
+                    row = seen[key] = len(arrays)
                     arrays.append(array)
-                index[kind][i] = row
+                rows_of.append(row)
+            parts[kind] = (seen, arrays)
+            index[kind] = np.array(rows_of, dtype=np.int32)
 
         def stack(kind: str, dtype: Any) -> np.ndarray:
             arrays = parts[kind][1]
@@ -641,6 +690,7 @@ class PortTable:
 
 
 _UNITS: dict[tuple[str, Any], int | None] = {}
+_UNPARSED = object()
 _SIMPLE_QUANTITY = re.compile(r"^([0-9]{1,15})(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 _SUFFIX_FACTORS = {
     "": 1,
@@ -658,8 +708,9 @@ _SUFFIX_FACTORS = {
 def _units(name: str, quantity: Any) -> int | None:
     """A quantity in the scheduler's units when that is an exact integer, else None."""
     key = (name, quantity)
-    if key in _UNITS:
-        return _UNITS[key]
+    known = _UNITS.get(key, _UNPARSED)
+    if known is not _UNPARSED:
+        return known  # type: ignore[return-value]
     simple = _SIMPLE_QUANTITY.match(quantity) if isinstance(quantity, str) else None
     if simple is not None:
         # Digits with an optional suffix: exact integer arithmetic, no Fraction needed.
@@ -697,16 +748,20 @@ def _simple_requests(spec: Mapping[str, Any]) -> tuple[dict[str, int], tuple[int
     cpu_score = memory_score = 0
     for container in spec.get("containers") or ():
         requests = (container.get("resources") or {}).get("requests") or {}
+        cpu = memory = None
         for name, quantity in requests.items():
-            if name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name):
-                units = _units(name, quantity)
-                if units is None:
-                    return None
-                out[name] = out.get(name, 0) + units
-        cpu_score += _units(CPU, requests[CPU]) if CPU in requests else DEFAULT_MILLI_CPU_REQUEST
-        memory_score += (
-            _units(MEMORY, requests[MEMORY]) if MEMORY in requests else DEFAULT_MEMORY_REQUEST
-        )
+            if not (name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name)):
+                continue
+            units = _units(name, quantity)
+            if units is None:
+                return None
+            out[name] = out.get(name, 0) + units
+            if name == CPU:
+                cpu = units
+            elif name == MEMORY:
+                memory = units
+        cpu_score += DEFAULT_MILLI_CPU_REQUEST if cpu is None else cpu
+        memory_score += DEFAULT_MEMORY_REQUEST if memory is None else memory
     return out, (cpu_score, memory_score)
 
 
