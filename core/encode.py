@@ -101,7 +101,7 @@ _SUB_KEYS = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class ClassInfo:
     """One equivalence class of the burst: what its pods share."""
 
@@ -193,9 +193,10 @@ class Encoder:
     # ------------------------------------------------------------------ classes
     def classify(self, pods: Sequence[Mapping[str, Any]]) -> npt.NDArray[np.int32]:
         """The class id of each pod, creating classes for new signatures."""
-        out = np.empty(len(pods), dtype=np.int32)
+        ids: list[int] = []
+        classes = self.classes
         class_of = self._class_of
-        for i, pod in enumerate(pods):
+        for pod in pods:
             # The whole spec, in one C call: fields that do not matter to scheduling
             # (env, commands) are the same across replicas, so classes stay whole.
             meta = pod.get("metadata") or {}
@@ -209,21 +210,30 @@ class Encoder:
             )
             cid = class_of.get(key)
             if cid is None:
-                cid = len(self.classes)
-                class_of[key] = cid
-                self.classes.append(self._class_info(key, pod))
-            self.classes[cid].pods += 1
-            out[i] = cid
-        return out
+                cid = class_of[key] = len(classes)
+                classes.append(self._class_info(key, pod))
+            classes[cid].pods += 1
+            ids.append(cid)
+        return np.array(ids, dtype=np.int32)
 
     def _class_info(self, key: bytes, pod: Mapping[str, Any]) -> ClassInfo:
+        """A new class, from its first pod. This runs once per class of the burst (once
+        per pod of a burst of distinct pods), hence each field is read only once."""
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
-        containers = list(spec.get("initContainers") or ()) + list(spec.get("containers") or ())
+        init = spec.get("initContainers")
+        containers = list(spec.get("containers") or ())
+        if init:
+            containers = list(init) + containers
         affinity = spec.get("affinity") or None
         pod_affinity = None
-        if affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity")):
-            pod_affinity = affinity
+        node_affinity: Mapping[str, Any] = {}
+        if affinity:
+            if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
+                pod_affinity = affinity
+            node_affinity = affinity.get("nodeAffinity") or {}
+        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
         fast = _simple_requests(spec)
         if fast is not None:
             requests, nonzero = fast
@@ -232,8 +242,36 @@ class Encoder:
             requests = pod_requests(pod)
             nonzero = _score_requests(pod)
             nonzero_add = pod_nonzero_requests(pod)
-        images = [self._image_name(c["image"]) for c in containers if c.get("image")]
+        images: list[str] = []
+        ports: list[HostPort] = []
+        for container in containers:
+            image = container.get("image")
+            if image:
+                images.append(self._image_name(image))
+            if container.get("ports") and not ports:
+                # Most pods bind no host port: host_ports' lists only when a container
+                # (or an init container, which may be a sidecar) declares ports.
+                ports = host_ports(pod)
         labels = tuple(sorted((meta.get("labels") or {}).items()))
+        # Each selector parsed once: the spread PreFilter's check and the class's
+        # constraints (core/spread.py) both read this.
+        spread_selectors = [
+            parse_selector(c.get("labelSelector"))
+            for c in spec.get("topologySpreadConstraints") or ()
+        ]
+        # Tolerations of keys no node taint has tolerate nothing: leaving them out of the
+        # keys lets pods that differ only there (one team key each) share static tables.
+        # Likewise the filters only see NoSchedule/NoExecute tolerations, the score only
+        # PreferNoSchedule ones (an empty effect counts for both).
+        tolerations = self._relevant_tolerations(spec.get("tolerations"))
+        hard_tolerations = []
+        soft_tolerations = []
+        for toleration in tolerations:
+            effect = toleration.get("effect")
+            if effect != "PreferNoSchedule":
+                hard_tolerations.append(toleration)
+            if not effect or effect == "PreferNoSchedule":
+                soft_tolerations.append(toleration)
         info = ClassInfo(
             key=key,
             namespace=meta.get("namespace") or "default",
@@ -242,47 +280,23 @@ class Encoder:
             requests=requests,
             nonzero=nonzero,
             nonzero_add=nonzero_add,
-            # Most pods bind no host port: skip host_ports' lists unless a container
-            # (or an init container, which may be a sidecar) declares ports.
-            ports=host_ports(pod) if any(c.get("ports") for c in containers) else [],
+            ports=ports,
             images=images,
             containers=len(containers),
             spec=spec,
             affinity=pod_affinity,
             owners=list(meta.get("ownerReferences") or ()),
-            # Each selector parsed once: the spread PreFilter's check and the class's
-            # constraints (core/spread.py) both read this.
-            spread_selectors=[
-                parse_selector(c.get("labelSelector"))
-                for c in spec.get("topologySpreadConstraints") or ()
-            ],
+            spread_selectors=spread_selectors,
+            static_key=_ENCODE.encode(
+                (spec.get("nodeName"), spec.get("nodeSelector"), required, hard_tolerations)
+            ),
+            taint_key=_ENCODE.encode(soft_tolerations) if soft_tolerations else _EMPTY_LIST_KEY,
+            aff_key=_NONE_KEY if preferred is None else _ENCODE.encode(preferred),
+            image_key=_ENCODE.encode((images, len(containers))),
         )
-        node_affinity = (affinity or {}).get("nodeAffinity") or {}
-        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        # Tolerations of keys no node taint has tolerate nothing: leaving them out of the
-        # keys lets pods that differ only there (one team key each) share static tables.
-        # Likewise the filters only see NoSchedule/NoExecute tolerations, the score only
-        # PreferNoSchedule ones (an empty effect counts for both).
-        tolerations = self._relevant_tolerations(spec.get("tolerations"))
-        info.static_key = _ENCODE.encode(
-            (
-                spec.get("nodeName"),
-                spec.get("nodeSelector"),
-                required,
-                [t for t in tolerations if t.get("effect") != "PreferNoSchedule"],
-            )
-        )
-        info.taint_key = (
-            _ENCODE.encode(
-                [t for t in tolerations if (t.get("effect") or "") in ("", "PreferNoSchedule")]
-            )
-            if tolerations
-            else _EMPTY_LIST_KEY
-        )
-        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
-        info.aff_key = _NONE_KEY if preferred is None else _ENCODE.encode(preferred)
-        info.image_key = _ENCODE.encode((images, info.containers))
-        if self._prefilters:
+        if self._prefilters and (
+            required is not None or spread_selectors or pod_affinity is not None
+        ):
             self._prefilter(info, required)
         return info
 
@@ -689,7 +703,10 @@ class PortTable:
         ]
 
 
-_UNITS: dict[tuple[str, Any], int | None] = {}
+# tracked resource name -> quantity -> units (None: not an exact integer); names that are
+# not tracked never get an entry, so a hit needs no name check
+_UNITS: dict[str, dict[Any, int | None]] = {}
+_UNITS_PER_NAME = 100_000
 _UNPARSED = object()
 _SIMPLE_QUANTITY = re.compile(r"^([0-9]{1,15})(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 _SUFFIX_FACTORS = {
@@ -706,11 +723,18 @@ _SUFFIX_FACTORS = {
 
 
 def _units(name: str, quantity: Any) -> int | None:
-    """A quantity in the scheduler's units when that is an exact integer, else None."""
-    key = (name, quantity)
-    known = _UNITS.get(key, _UNPARSED)
-    if known is not _UNPARSED:
-        return known  # type: ignore[return-value]
+    """A quantity of tracked resource ``name`` in the scheduler's units when that is an
+    exact integer, else None; each distinct quantity is parsed once."""
+    known = _UNITS.setdefault(name, {})
+    units = known.get(quantity, _UNPARSED)
+    if units is _UNPARSED:
+        units = _parse_units(name, quantity)
+        if len(known) < _UNITS_PER_NAME:
+            known[quantity] = units
+    return units  # type: ignore[return-value]
+
+
+def _parse_units(name: str, quantity: Any) -> int | None:
     simple = _SIMPLE_QUANTITY.match(quantity) if isinstance(quantity, str) else None
     if simple is not None:
         # Digits with an optional suffix: exact integer arithmetic, no Fraction needed.
@@ -722,17 +746,12 @@ def _units(name: str, quantity: Any) -> int | None:
         else:
             units = number * scale * _SUFFIX_FACTORS[suffix]
         if units is None or units < 1 << 63:  # beyond int64: the full parser decides
-            if len(_UNITS) < 100_000:
-                _UNITS[key] = units
             return units
     try:
         amount = parse_quantity(quantity) * (1000 if name == CPU else 1)
     except ValueError:
         amount = None
-    units = int(amount) if amount is not None and amount.denominator == 1 else None
-    if len(_UNITS) < 100_000:
-        _UNITS[key] = units
-    return units
+    return int(amount) if amount is not None and amount.denominator == 1 else None
 
 
 def _simple_requests(spec: Mapping[str, Any]) -> tuple[dict[str, int], tuple[int, int]] | None:
@@ -750,9 +769,12 @@ def _simple_requests(spec: Mapping[str, Any]) -> tuple[dict[str, int], tuple[int
         requests = (container.get("resources") or {}).get("requests") or {}
         cpu = memory = None
         for name, quantity in requests.items():
-            if not (name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name)):
-                continue
-            units = _units(name, quantity)
+            known = _UNITS.get(name)
+            units = _UNPARSED if known is None else known.get(quantity, _UNPARSED)
+            if units is _UNPARSED:  # not seen yet, or not a tracked resource
+                if not (name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name)):
+                    continue
+                units = _units(name, quantity)
             if units is None:
                 return None
             out[name] = out.get(name, 0) + units

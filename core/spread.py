@@ -37,6 +37,7 @@ from kubesalvo.core.label_selectors import (
     Part,
     Selector,
     candidates,
+    indexed_candidates,
     label_selector,
     parse_selector,
     parts_match,
@@ -63,7 +64,7 @@ def _parts(key: CounterKey) -> tuple[Part, ...]:
     return key  # type: ignore[return-value]
 
 
-@dataclass
+@dataclass(slots=True)
 class Constraint:
     key: str
     hard: bool
@@ -89,18 +90,19 @@ def class_constraints(
     parsed = info.spread_selectors or [parse_selector(c.get("labelSelector")) for c in own]
     out = []
     for c, (selector, _) in zip(own, parsed, strict=True):
-        keys = [k for k in c.get("matchLabelKeys") or () if k in labels]
-        if keys and selector is not None:
-            selector = tuple((k, "In", (labels[k],)) for k in sorted(keys)) + selector
+        label_keys = c.get("matchLabelKeys")
+        if label_keys and selector is not None:
+            keys = sorted(k for k in label_keys if k in labels)
+            selector = tuple((k, "In", (labels[k],)) for k in keys) + selector
         out.append(
-            Constraint(
-                key=c.get("topologyKey", ""),
-                hard=c.get("whenUnsatisfiable") == "DoNotSchedule",
-                max_skew=int(c.get("maxSkew", 1)),
-                min_domains=int(c.get("minDomains") or 1),
-                selector=selector,
-                honor_affinity=(c.get("nodeAffinityPolicy") or "Honor") == "Honor",
-                honor_taints=(c.get("nodeTaintsPolicy") or "Ignore") == "Honor",
+            Constraint(  # positional, in field order: this runs once per class of a burst
+                c.get("topologyKey", ""),
+                c.get("whenUnsatisfiable") == "DoNotSchedule",
+                int(c.get("maxSkew", 1)),
+                int(c.get("minDomains") or 1),
+                selector,
+                (c.get("nodeAffinityPolicy") or "Honor") == "Honor",
+                (c.get("nodeTaintsPolicy") or "Ignore") == "Honor",
             )
         )
     if own:
@@ -290,17 +292,33 @@ class SpreadEncoder:
             found = ids if found is None else found & ids
         return found if found is not None else set(everyone)
 
-    def _initial_counts(self, key: CounterKey) -> npt.NDArray[np.int32] | None:
-        """The pods ``key`` counts per row before the chunk, or None when it counts none."""
+    def _class_candidates(self, key: CounterKey) -> set[int] | None:
+        """The burst's classes whose pods ``key`` may count (None: any class)."""
+        if key and key[0] == "term":
+            return self.interpod.carriers.get(key[1], set())  # type: ignore[arg-type]
+        if key and key[0] == "spread":
+            return indexed_candidates(key[2], self._class_index)  # type: ignore[arg-type]
+        found = None
+        for _, selector in key:  # type: ignore[misc]
+            ids = indexed_candidates(selector, self._class_index)
+            if ids is not None:
+                found = ids if found is None else found & ids
+        return found
+
+    def _initial_counts(
+        self, key: CounterKey, classes: set[int] | None
+    ) -> npt.NDArray[np.int32] | None:
+        """The pods ``key`` counts per row before the chunk, or None when it counts none;
+        ``classes``: its _class_candidates."""
         rows = self.state.rows
         if key and key[0] == "term":
             if not self.interpod.term_rows[key[1]] and not self.placed_rows:  # type: ignore[index]
                 return None
             counts = self.interpod.term_counts(key[1], rows)  # type: ignore[arg-type]
-            placed = self._placed_matching(key)
+            placed = self._placed_matching(key, classes)
         else:
             groups = self._groups_matching(key)
-            placed = self._placed_matching(key)
+            placed = self._placed_matching(key, classes)
             if not placed and not any(self.state.groups[g].per_row for g in groups):
                 return None
             counts = self.state.group_counts(groups)
@@ -324,14 +342,14 @@ class SpreadEncoder:
             and not (spread and groups[gid].terminating)
         ]
 
-    def _placed_matching(self, key: CounterKey) -> list[int]:
+    def _placed_matching(self, key: CounterKey, classes: set[int] | None) -> list[int]:
         """The classes placed in earlier chunks whose pods ``key`` counts."""
         placed_rows = self.placed_rows
         if not placed_rows:
             return []
         return [
             cid
-            for cid in self._candidates_for(key, self._class_index, placed_rows)
+            for cid in (placed_rows if classes is None else classes)
             if placed_rows.get(cid) and self._class_matches(key, cid)
         ]
 
@@ -392,15 +410,18 @@ class SpreadEncoder:
         # Which counters a placed pod of each class raises.
         local = {cid: i for i, cid in enumerate(class_ids)}
         raises: list[list[int]] = [[] for _ in class_ids]
+        # per counter, the burst's classes it may count (looked up once, read twice)
+        may_count: list[set[int] | None] = [None] * len(counters)
         for ckey, q in counters.items():
             if ckey == NOTHING_KEY:
                 continue
-            for cid in self._candidates_for(ckey, self._class_index, class_ids):
+            found = may_count[q] = self._class_candidates(ckey)
+            for cid in class_ids if found is None else found:
                 i = local.get(cid)
                 if i is not None and self._class_matches(ckey, cid):
                     raises[i].append(q)
         readers = _readers(len(counters), off, cols["counter"], ipa)
-        live, initial = self._live_counters(counters, raises, readers, pods)
+        live, initial = self._live_counters(counters, may_count, raises, readers, pods)
         # Counters the chunk can never see above zero share row 0, which nothing raises.
         slot = np.zeros(max(1, len(counters)), dtype=np.int32)
         slot[live] = np.arange(1, len(live) + 1, dtype=np.int32)
@@ -445,6 +466,7 @@ class SpreadEncoder:
     def _live_counters(
         self,
         counters: Mapping[CounterKey, int],
+        may_count: Sequence[set[int] | None],
         raises: Sequence[Sequence[int]],
         readers: Sequence[set[int]],
         pods: Sequence[int] | None,
@@ -462,7 +484,7 @@ class SpreadEncoder:
         live: list[int] = []
         initial: list[npt.NDArray[np.int32] | None] = [None] * len(counters)
         for ckey, q in counters.items():
-            initial[q] = self._initial_counts(ckey)
+            initial[q] = self._initial_counts(ckey, may_count[q])
             if initial[q] is None:
                 read, raised = readers[q], raised_by[q]
                 if not raised or not read:

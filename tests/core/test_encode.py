@@ -126,7 +126,7 @@ def test_prefer_no_schedule_counts_only_untolerated_soft_taints():
 )
 def test_fast_quantity_path_agrees_with_the_full_parser(number, suffix, name):
     text = f"{number}{suffix}"
-    encode._UNITS.pop((name, text), None)
+    encode._UNITS.get(name, {}).pop(text, None)
     exact = parse_quantity(text) * (1000 if name == "cpu" else 1)
     expected = int(exact) if exact.denominator == 1 else None
     assert encode._units(name, text) == expected

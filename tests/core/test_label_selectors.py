@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from kubesalvo.core.label_selectors import (
     InvalidSelector,
     candidates,
+    indexed_candidates,
     label_selector,
     label_selector_error,
     parse_label_selector,
@@ -188,3 +189,23 @@ def test_candidates_are_a_copy_the_caller_may_change():
     assert index[("app", "web")] == {1, 2}
     assert candidates((("app", "In", ("web", "db")),), index, range(5)) == {1, 2, 3}
     assert candidates((("app", "Exists", ()),), index, range(3)) == {0, 1, 2}
+    assert indexed_candidates((("app", "Exists", ()),), index) is None
+    assert indexed_candidates((("app", "In", ("db",)),), index) == {3}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"matchLabels": {"app": "web"}},
+        {"matchLabels": {"app": "web"}, "matchExpressions": []},
+        {"matchLabels": {"app": "web", "tier": "db"}},
+        {"matchLabels": {"app": "web"}, "matchExpressions": [expr("tier", "Exists")]},
+    ],
+)
+def test_one_label_selectors_parse_as_the_general_path_does(raw):
+    pairs = sorted(raw["matchLabels"].items())
+    expected = tuple((k, "In", (v,)) for k, v in pairs) + tuple(
+        (e["key"], e["operator"], tuple(e.get("values") or ()))
+        for e in raw.get("matchExpressions") or ()
+    )
+    assert parse_selector(raw) == (expected, None)
