@@ -259,19 +259,12 @@ class Encoder:
             parse_selector(c.get("labelSelector"))
             for c in spec.get("topologySpreadConstraints") or ()
         ]
+        spread_invalid = any(error is not None for _, error in spread_selectors)
         # Tolerations of keys no node taint has tolerate nothing: leaving them out of the
         # keys lets pods that differ only there (one team key each) share static tables.
         # Likewise the filters only see NoSchedule/NoExecute tolerations, the score only
         # PreferNoSchedule ones (an empty effect counts for both).
-        tolerations = self._relevant_tolerations(spec.get("tolerations"))
-        hard_tolerations = []
-        soft_tolerations = []
-        for toleration in tolerations:
-            effect = toleration.get("effect")
-            if effect != "PreferNoSchedule":
-                hard_tolerations.append(toleration)
-            if not effect or effect == "PreferNoSchedule":
-                soft_tolerations.append(toleration)
+        hard_tolerations, soft_tolerations = self._relevant_tolerations(spec.get("tolerations"))
         info = ClassInfo(
             key=key,
             namespace=meta.get("namespace") or "default",
@@ -295,7 +288,7 @@ class Encoder:
             image_key=_ENCODE.encode((images, len(containers))),
         )
         if self._prefilters and (
-            required is not None or spread_selectors or pod_affinity is not None
+            required is not None or spread_invalid or pod_affinity is not None
         ):
             self._prefilter(info, required)
         return info
@@ -334,16 +327,31 @@ class Encoder:
                 info.static_key = b"prefilter"
                 return
 
-    def _relevant_tolerations(self, tolerations: Any) -> list[Mapping[str, Any]]:
-        """The tolerations that may tolerate a taint of the state (or the unschedulable one)."""
+    def _relevant_tolerations(
+        self, tolerations: Any
+    ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        """The tolerations that may tolerate a taint of the state (or the unschedulable
+        one): those the filters see (not PreferNoSchedule), those the score sees
+        (PreferNoSchedule or any effect)."""
         if not tolerations:
-            return []
+            return [], []
         if self._taint_keys_version != self.state.version:
             self._taint_keys = {taint[0] for taint in self.state.taint_list}
             self._taint_keys.add(UNSCHEDULABLE_TAINT[0])
             self._taint_keys_version = self.state.version
         keys = self._taint_keys
-        return [t for t in tolerations if not t.get("key") or t["key"] in keys]
+        hard: list[Mapping[str, Any]] = []
+        soft: list[Mapping[str, Any]] = []
+        for toleration in tolerations:
+            key = toleration.get("key")
+            if key and key not in keys:
+                continue
+            effect = toleration.get("effect")
+            if effect != "PreferNoSchedule":
+                hard.append(toleration)
+            if not effect or effect == "PreferNoSchedule":
+                soft.append(toleration)
+        return hard, soft
 
     # ---------------------------------------------------------------- tables
     def tables(self, class_ids: Sequence[int]) -> StaticTables:

@@ -109,8 +109,11 @@ def _parse(raw: Mapping[str, Any]) -> tuple[Selector, str | None]:
     match_labels = raw.get("matchLabels")
     expressions = raw.get("matchExpressions")
     if not expressions and match_labels and len(match_labels) == 1:
-        # The most common selector, one label: the same result without a sort or a list.
+        # The most common selector, one label: the same result without a sort or a list,
+        # and for a valid label (the usual case) without building any error text.
         ((key, value),) = match_labels.items()
+        if _valid_value(value) and _valid_key(key):
+            return ((key, "In", (value,)),), None
         error = _requirement_error(key, "Equals", (value,))
         return (None, error) if error is not None else (((key, "In", (value,)),), None)
     reqs: list[Requirement] = []
@@ -307,6 +310,18 @@ def _aggregate(messages: list[str]) -> str:
     """utilerrors.NewAggregate(...).Error(): duplicates dropped, several in brackets."""
     unique = list(dict.fromkeys(messages))
     return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+def _valid_value(value: Any) -> bool:
+    """validation.IsValidLabelValue gives no error: a quick yes for the usual value (the
+    regex admits ASCII only, so its length in characters is its length in bytes)."""
+    return type(value) is str and len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _valid_key(key: Any) -> bool:
+    """validation.IsQualifiedName gives no error (keys repeat: each is checked once)."""
+    return type(key) is str and not _qualified_name_errors(key)
 
 
 # Placed pods repeat the same few requirements: checking each distinct one once keeps

@@ -317,8 +317,8 @@ class SpreadEncoder:
             counts = self.interpod.term_counts(key[1], rows)  # type: ignore[arg-type]
             placed = self._placed_matching(key, classes)
         else:
-            groups = self._groups_matching(key)
-            placed = self._placed_matching(key, classes)
+            groups = self._groups_matching(key) if self.state.groups else []
+            placed = self._placed_matching(key, classes) if self.placed_rows else []
             if not placed and not any(self.state.groups[g].per_row for g in groups):
                 return None
             counts = self.state.group_counts(groups)
@@ -412,10 +412,23 @@ class SpreadEncoder:
         raises: list[list[int]] = [[] for _ in class_ids]
         # per counter, the burst's classes it may count (looked up once, read twice)
         may_count: list[set[int] | None] = [None] * len(counters)
+        classes = enc.classes
         for ckey, q in counters.items():
             if ckey == NOTHING_KEY:
                 continue
             found = may_count[q] = self._class_candidates(ckey)
+            if ckey[0] == "spread":  # most counters: _class_matches inlined
+                namespace, selector = ckey[1], ckey[2]
+                for cid in class_ids if found is None else found:
+                    i = local.get(cid)
+                    if i is not None:
+                        info = classes[cid]
+                        if info.namespace == namespace and selector_matches(
+                            selector,  # type: ignore[arg-type]
+                            info.label_map,
+                        ):
+                            raises[i].append(q)
+                continue
             for cid in class_ids if found is None else found:
                 i = local.get(cid)
                 if i is not None and self._class_matches(ckey, cid):
@@ -430,12 +443,17 @@ class SpreadEncoder:
             if initial[q] is not None:
                 counter_table[slot[q]] = initial[q]
         slots = slot.tolist()
-        raises = [[slots[q] for q in r if slots[q]] for r in raises]
+        # per class, the live counters it raises, flattened
+        flat: list[int] = []
+        inc_off_list = [0]
+        for raised in raises:
+            for q in raised:
+                if slots[q]:
+                    flat.append(slots[q])
+            inc_off_list.append(len(flat))
         cols["counter"] = [slots[q] for q in k_counter]
         ipa.a_counter = slot[ipa.a_counter] if len(counters) else ipa.a_counter
-        inc_off = np.zeros(len(class_ids) + 1, dtype=np.int32)
-        inc_off[1:] = np.cumsum([len(r) for r in raises])
-        flat = [q for r in raises for q in r]
+        inc_off = np.array(inc_off_list, dtype=np.int32)
 
         def arr(name: str, dtype: Any) -> np.ndarray:
             return np.array(cols[name] or [0], dtype=dtype)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from kubesalvo.core.label_selectors import (
     InvalidSelector,
+    _requirement_error,
     candidates,
     indexed_candidates,
     label_selector,
@@ -209,3 +210,25 @@ def test_one_label_selectors_parse_as_the_general_path_does(raw):
         for e in raw.get("matchExpressions") or ()
     )
     assert parse_selector(raw) == (expected, None)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("app", ""),
+        ("app", "a" * 63),
+        ("app", "a" * 64),
+        ("app", "é"),
+        ("app", "-web"),
+        ("example.com/app", "web"),
+        ("bad key", "web"),
+        ("Example.com/app", "web"),
+        ("", "web"),
+    ],
+)
+def test_one_label_validation_gives_the_requirements_error(key, value):
+    expected = _requirement_error(key, "Equals", (value,))
+    raw = {"matchLabels": {key: value}}
+    for _ in range(2):  # the second time, from the caches, the same answer
+        assert label_selector_error(raw) == expected
+        assert parse_selector(raw)[0] == (None if expected else ((key, "In", (value,)),))
