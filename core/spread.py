@@ -250,7 +250,8 @@ class SpreadEncoder:
         index = self._class_index
         for cid in class_ids:
             self.constraints(cid)
-            self.interpod.register(cid)
+            if classes[cid].affinity is not None:  # (register would return at once)
+                self.interpod.register(cid)
             for pair in classes[cid].labels:
                 found = index.get(pair)
                 if found is None:
@@ -501,8 +502,14 @@ class SpreadEncoder:
                 raised_by[q].add(i)
         live: list[int] = []
         initial: list[npt.NDArray[np.int32] | None] = [None] * len(counters)
+        no_groups = not self.state.groups
+        placed = self.placed_rows.keys()
         for ckey, q in counters.items():
-            initial[q] = self._initial_counts(ckey, may_count[q])
+            found = may_count[q]
+            if no_groups and found is not None and ckey[0] == "spread" and placed.isdisjoint(found):
+                pass  # the usual spread counter: no pod it may count is placed yet
+            else:
+                initial[q] = self._initial_counts(ckey, found)
             if initial[q] is None:
                 read, raised = readers[q], raised_by[q]
                 if not raised or not read:
