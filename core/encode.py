@@ -715,7 +715,7 @@ class PortTable:
 # not tracked never get an entry, so a hit needs no name check
 _UNITS: dict[str, dict[Any, int | None]] = {}
 _UNITS_PER_NAME = 100_000
-_UNPARSED = object()
+_UNPARSED: Any = object()  # a cache miss (None is a cached answer)
 _SIMPLE_QUANTITY = re.compile(r"^([0-9]{1,15})(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 _SUFFIX_FACTORS = {
     "": 1,
@@ -739,7 +739,7 @@ def _units(name: str, quantity: Any) -> int | None:
         units = _parse_units(name, quantity)
         if len(known) < _UNITS_PER_NAME:
             known[quantity] = units
-    return units  # type: ignore[return-value]
+    return units
 
 
 def _parse_units(name: str, quantity: Any) -> int | None:

@@ -300,7 +300,7 @@ class SpreadEncoder:
         if key and key[0] == "spread":
             return indexed_candidates(key[2], self._class_index)  # type: ignore[arg-type]
         found = None
-        for _, selector in key:  # type: ignore[misc]
+        for _, selector in _parts(key):
             ids = indexed_candidates(selector, self._class_index)
             if ids is not None:
                 found = ids if found is None else found & ids
