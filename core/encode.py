@@ -19,6 +19,7 @@ stays small. Nothing here looks at one node at a time in Python.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,12 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.core import names
-from kubesalvo.core.label_selectors import pod_affinity_error, spread_constraint_error
+from kubesalvo.core.label_selectors import (
+    Selector,
+    parse_selector,
+    pod_affinity_error,
+    spread_constraint_error,
+)
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import parse_quantity
 from kubesalvo.core.resources import (
@@ -83,15 +89,26 @@ _IMAGE_MIN = 23 * _MB
 _IMAGE_MAX_PER_CONTAINER = 1000 * _MB
 _INT = re.compile(r"^[+-]?[0-9]+$")
 _ENCODE = msgspec.json.Encoder(order="deterministic")
+_NONE_KEY = _ENCODE.encode(None)
+_EMPTY_LIST_KEY = _ENCODE.encode([])
+_PREFILTERS = (names.NODE_AFFINITY, names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
+# The sub-signature each static table is deduplicated by.
+_SUB_KEYS = {
+    "static": operator.attrgetter("static_key"),
+    "fixed": operator.attrgetter("image_key"),
+    "taint": operator.attrgetter("taint_key"),
+    "aff": operator.attrgetter("aff_key"),
+}
 
 
-@dataclass
+@dataclass(slots=True)
 class ClassInfo:
     """One equivalence class of the burst: what its pods share."""
 
     key: bytes
     namespace: str
     labels: Labels
+    label_map: dict[str, str]  # the labels as a dict, for matching selectors (read-only)
     requests: dict[str, int]
     nonzero: tuple[int, int]  # cpu/memory as NodeResourcesFit's score sees the pod
     nonzero_add: tuple[int, int]  # what the pod adds to a node's non-zero requests
@@ -101,6 +118,8 @@ class ClassInfo:
     spec: Mapping[str, Any]
     affinity: Mapping[str, Any] | None  # spec.affinity when it has pod (anti-)affinity
     owners: list[Mapping[str, Any]] = field(default_factory=list)  # metadata.ownerReferences
+    # per own topology spread constraint: its labelSelector parsed, and the parse error
+    spread_selectors: list[tuple[Selector, str | None]] = field(default_factory=list)
     pods: int = 0
     prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
     error: str = ""  # set when a PreFilter fails the attempt with an error (no node either)
@@ -167,13 +186,17 @@ class Encoder:
         self._class_of: dict[bytes, int] = {}
         self._taint_keys: set[str] = set()
         self._taint_keys_version = -1
+        self._image_names: dict[str, str] = {}
+        # The filters whose PreFilter may end a class's attempt (see _prefilter), in order.
+        self._prefilters = [name for name in profile.filters if name in _PREFILTERS]
 
     # ------------------------------------------------------------------ classes
     def classify(self, pods: Sequence[Mapping[str, Any]]) -> npt.NDArray[np.int32]:
         """The class id of each pod, creating classes for new signatures."""
-        out = np.empty(len(pods), dtype=np.int32)
+        ids: list[int] = []
+        classes = self.classes
         class_of = self._class_of
-        for i, pod in enumerate(pods):
+        for pod in pods:
             # The whole spec, in one C call: fields that do not matter to scheduling
             # (env, commands) are the same across replicas, so classes stay whole.
             meta = pod.get("metadata") or {}
@@ -187,21 +210,30 @@ class Encoder:
             )
             cid = class_of.get(key)
             if cid is None:
-                cid = len(self.classes)
-                class_of[key] = cid
-                self.classes.append(self._class_info(key, pod))
-            self.classes[cid].pods += 1
-            out[i] = cid
-        return out
+                cid = class_of[key] = len(classes)
+                classes.append(self._class_info(key, pod))
+            classes[cid].pods += 1
+            ids.append(cid)
+        return np.array(ids, dtype=np.int32)
 
     def _class_info(self, key: bytes, pod: Mapping[str, Any]) -> ClassInfo:
+        """A new class, from its first pod. This runs once per class of the burst (once
+        per pod of a burst of distinct pods), hence each field is read only once."""
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
-        containers = list(spec.get("initContainers") or ()) + list(spec.get("containers") or ())
+        init = spec.get("initContainers")
+        containers = list(spec.get("containers") or ())
+        if init:
+            containers = list(init) + containers
         affinity = spec.get("affinity") or None
         pod_affinity = None
-        if affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity")):
-            pod_affinity = affinity
+        node_affinity: Mapping[str, Any] = {}
+        if affinity:
+            if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
+                pod_affinity = affinity
+            node_affinity = affinity.get("nodeAffinity") or {}
+        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
         fast = _simple_requests(spec)
         if fast is not None:
             requests, nonzero = fast
@@ -210,44 +242,63 @@ class Encoder:
             requests = pod_requests(pod)
             nonzero = _score_requests(pod)
             nonzero_add = pod_nonzero_requests(pod)
-        info = ClassInfo(
-            key=key,
-            namespace=meta.get("namespace") or "default",
-            labels=tuple(sorted((meta.get("labels") or {}).items())),
-            requests=requests,
-            nonzero=nonzero,
-            nonzero_add=nonzero_add,
-            ports=host_ports(pod),
-            images=[normalized_image_name(c["image"]) for c in containers if c.get("image")],
-            containers=len(containers),
-            spec=spec,
-            affinity=pod_affinity,
-            owners=list(meta.get("ownerReferences") or ()),
-        )
-        node_affinity = (affinity or {}).get("nodeAffinity") or {}
-        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        images: list[str] = []
+        ports: list[HostPort] = []
+        for container in containers:
+            image = container.get("image")
+            if image:
+                images.append(self._image_name(image))
+            if container.get("ports") and not ports:
+                # Most pods bind no host port: host_ports' lists only when a container
+                # (or an init container, which may be a sidecar) declares ports.
+                ports = host_ports(pod)
+        labels = tuple(sorted((meta.get("labels") or {}).items()))
+        # Each selector parsed once: the spread PreFilter's check and the class's
+        # constraints (core/spread.py) both read this.
+        spread_selectors = [
+            parse_selector(c.get("labelSelector"))
+            for c in spec.get("topologySpreadConstraints") or ()
+        ]
+        spread_invalid = any(error is not None for _, error in spread_selectors)
         # Tolerations of keys no node taint has tolerate nothing: leaving them out of the
         # keys lets pods that differ only there (one team key each) share static tables.
         # Likewise the filters only see NoSchedule/NoExecute tolerations, the score only
         # PreferNoSchedule ones (an empty effect counts for both).
-        tolerations = self._relevant_tolerations(spec.get("tolerations"))
-        info.static_key = _ENCODE.encode(
-            (
-                spec.get("nodeName"),
-                spec.get("nodeSelector"),
-                required,
-                [t for t in tolerations if t.get("effect") != "PreferNoSchedule"],
-            )
+        hard_tolerations, soft_tolerations = self._relevant_tolerations(spec.get("tolerations"))
+        info = ClassInfo(
+            key=key,
+            namespace=meta.get("namespace") or "default",
+            labels=labels,
+            label_map=dict(labels),
+            requests=requests,
+            nonzero=nonzero,
+            nonzero_add=nonzero_add,
+            ports=ports,
+            images=images,
+            containers=len(containers),
+            spec=spec,
+            affinity=pod_affinity,
+            owners=list(meta.get("ownerReferences") or ()),
+            spread_selectors=spread_selectors,
+            static_key=_ENCODE.encode(
+                (spec.get("nodeName"), spec.get("nodeSelector"), required, hard_tolerations)
+            ),
+            taint_key=_ENCODE.encode(soft_tolerations) if soft_tolerations else _EMPTY_LIST_KEY,
+            aff_key=_NONE_KEY if preferred is None else _ENCODE.encode(preferred),
+            image_key=_ENCODE.encode((images, len(containers))),
         )
-        info.taint_key = _ENCODE.encode(
-            [t for t in tolerations if (t.get("effect") or "") in ("", "PreferNoSchedule")]
-        )
-        info.aff_key = _ENCODE.encode(
-            node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
-        )
-        info.image_key = _ENCODE.encode((info.images, info.containers))
-        self._prefilter(info, required)
+        if self._prefilters and (
+            required is not None or spread_invalid or pod_affinity is not None
+        ):
+            self._prefilter(info, required)
         return info
+
+    def _image_name(self, image: str) -> str:
+        """normalized_image_name, once per distinct image of the burst (they repeat)."""
+        name = self._image_names.get(image)
+        if name is None:
+            name = self._image_names[image] = normalized_image_name(image)
+        return name
 
     def _prefilter(self, info: ClassInfo, required: Mapping[str, Any] | None) -> None:
         """What ends the class's attempt before any node is tried, the first filter's
@@ -256,14 +307,17 @@ class Encoder:
         ``prefilter_message``), or PodTopologySpread's invalid selector in a
         DoNotSchedule constraint (an error, ``error``). Every row is then narrowed (see
         ``_static_reason``), so the kernel places none of the class's pods."""
-        for name in self.profile.filters:
+        for name in self._prefilters:
             if name == names.NODE_AFFINITY:
                 if required is not None and self._names_conflict(required):
                     info.prefilter_message = names.ERR_REASON_NODE_AFFINITY_CONFLICT
             elif name == names.POD_TOPOLOGY_SPREAD:
-                error = spread_constraint_error(info.spec, "DoNotSchedule")
-                if error is not None:
-                    info.error = names.HARD_SPREAD_CONSTRAINTS_ERROR + error
+                if info.spread_selectors:
+                    error = spread_constraint_error(
+                        info.spec, "DoNotSchedule", info.spread_selectors
+                    )
+                    if error is not None:
+                        info.error = names.HARD_SPREAD_CONSTRAINTS_ERROR + error
             elif name == names.INTER_POD_AFFINITY and info.affinity is not None:
                 error = pod_affinity_error(info.spec)
                 if error is not None:
@@ -273,16 +327,31 @@ class Encoder:
                 info.static_key = b"prefilter"
                 return
 
-    def _relevant_tolerations(self, tolerations: Any) -> list[Mapping[str, Any]]:
-        """The tolerations that may tolerate a taint of the state (or the unschedulable one)."""
+    def _relevant_tolerations(
+        self, tolerations: Any
+    ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        """The tolerations that may tolerate a taint of the state (or the unschedulable
+        one): those the filters see (not PreferNoSchedule), those the score sees
+        (PreferNoSchedule or any effect)."""
         if not tolerations:
-            return []
+            return [], []
         if self._taint_keys_version != self.state.version:
             self._taint_keys = {taint[0] for taint in self.state.taint_list}
             self._taint_keys.add(UNSCHEDULABLE_TAINT[0])
             self._taint_keys_version = self.state.version
         keys = self._taint_keys
-        return [t for t in tolerations if not t.get("key") or t["key"] in keys]
+        hard: list[Mapping[str, Any]] = []
+        soft: list[Mapping[str, Any]] = []
+        for toleration in tolerations:
+            key = toleration.get("key")
+            if key and key not in keys:
+                continue
+            effect = toleration.get("effect")
+            if effect != "PreferNoSchedule":
+                hard.append(toleration)
+            if not effect or effect == "PreferNoSchedule":
+                soft.append(toleration)
+        return hard, soft
 
     # ---------------------------------------------------------------- tables
     def tables(self, class_ids: Sequence[int]) -> StaticTables:
@@ -297,29 +366,31 @@ class Encoder:
             self._affinity_rows.clear()
             self._version = self.state.version
         rows = self.state.rows
-        parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {
-            k: ({}, []) for k in ("static", "fixed", "taint", "aff")
-        }
-        index = {k: np.empty(len(class_ids), dtype=np.int32) for k in parts}
-        for i, cid in enumerate(class_ids):
-            info = self.classes[cid]
-            for kind, key, cache, build in (
-                ("static", info.static_key, self._static, self._static_reason),
-                ("fixed", info.image_key, self._image, self._image_score),
-                ("taint", info.taint_key, self._taint, self._prefer_taints),
-                ("aff", info.aff_key, self._aff, self._preferred_affinity),
-            ):
-                seen, arrays = parts[kind]
+        classes = [self.classes[cid] for cid in class_ids]
+        parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {}
+        index: dict[str, npt.NDArray[np.int32]] = {}
+        for kind, cache, build in (
+            ("static", self._static, self._static_reason),
+            ("fixed", self._image, self._image_score),
+            ("taint", self._taint, self._prefer_taints),
+            ("aff", self._aff, self._preferred_affinity),
+        ):
+            seen: dict[bytes, int] = {}
+            arrays: list[np.ndarray] = []
+            rows_of: list[int] = []
+            sub_key = _SUB_KEYS[kind]
+            for info in classes:
+                key = sub_key(info)
                 row = seen.get(key)
                 if row is None:
                     array = cache.get(key)
                     if array is None:
-                        array = build(info)
-                        cache[key] = array
-                    row = len(arrays)
-                    seen[key] = row
+                        array = cache[key] = build(info)
+                    row = seen[key] = len(arrays)
                     arrays.append(array)
-                index[kind][i] = row
+                rows_of.append(row)
+            parts[kind] = (seen, arrays)
+            index[kind] = np.array(rows_of, dtype=np.int32)
 
         def stack(kind: str, dtype: Any) -> np.ndarray:
             arrays = parts[kind][1]
@@ -640,7 +711,11 @@ class PortTable:
         ]
 
 
-_UNITS: dict[tuple[str, Any], int | None] = {}
+# tracked resource name -> quantity -> units (None: not an exact integer); names that are
+# not tracked never get an entry, so a hit needs no name check
+_UNITS: dict[str, dict[Any, int | None]] = {}
+_UNITS_PER_NAME = 100_000
+_UNPARSED: Any = object()  # a cache miss (None is a cached answer)
 _SIMPLE_QUANTITY = re.compile(r"^([0-9]{1,15})(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 _SUFFIX_FACTORS = {
     "": 1,
@@ -656,10 +731,18 @@ _SUFFIX_FACTORS = {
 
 
 def _units(name: str, quantity: Any) -> int | None:
-    """A quantity in the scheduler's units when that is an exact integer, else None."""
-    key = (name, quantity)
-    if key in _UNITS:
-        return _UNITS[key]
+    """A quantity of tracked resource ``name`` in the scheduler's units when that is an
+    exact integer, else None; each distinct quantity is parsed once."""
+    known = _UNITS.setdefault(name, {})
+    units = known.get(quantity, _UNPARSED)
+    if units is _UNPARSED:
+        units = _parse_units(name, quantity)
+        if len(known) < _UNITS_PER_NAME:
+            known[quantity] = units
+    return units
+
+
+def _parse_units(name: str, quantity: Any) -> int | None:
     simple = _SIMPLE_QUANTITY.match(quantity) if isinstance(quantity, str) else None
     if simple is not None:
         # Digits with an optional suffix: exact integer arithmetic, no Fraction needed.
@@ -671,17 +754,12 @@ def _units(name: str, quantity: Any) -> int | None:
         else:
             units = number * scale * _SUFFIX_FACTORS[suffix]
         if units is None or units < 1 << 63:  # beyond int64: the full parser decides
-            if len(_UNITS) < 100_000:
-                _UNITS[key] = units
             return units
     try:
         amount = parse_quantity(quantity) * (1000 if name == CPU else 1)
     except ValueError:
         amount = None
-    units = int(amount) if amount is not None and amount.denominator == 1 else None
-    if len(_UNITS) < 100_000:
-        _UNITS[key] = units
-    return units
+    return int(amount) if amount is not None and amount.denominator == 1 else None
 
 
 def _simple_requests(spec: Mapping[str, Any]) -> tuple[dict[str, int], tuple[int, int]] | None:
@@ -697,16 +775,23 @@ def _simple_requests(spec: Mapping[str, Any]) -> tuple[dict[str, int], tuple[int
     cpu_score = memory_score = 0
     for container in spec.get("containers") or ():
         requests = (container.get("resources") or {}).get("requests") or {}
+        cpu = memory = None
         for name, quantity in requests.items():
-            if name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name):
+            known = _UNITS.get(name)
+            units = _UNPARSED if known is None else known.get(quantity, _UNPARSED)
+            if units is _UNPARSED:  # not seen yet, or not a tracked resource
+                if not (name in (CPU, MEMORY, EPHEMERAL_STORAGE) or is_scalar_resource(name)):
+                    continue
                 units = _units(name, quantity)
-                if units is None:
-                    return None
-                out[name] = out.get(name, 0) + units
-        cpu_score += _units(CPU, requests[CPU]) if CPU in requests else DEFAULT_MILLI_CPU_REQUEST
-        memory_score += (
-            _units(MEMORY, requests[MEMORY]) if MEMORY in requests else DEFAULT_MEMORY_REQUEST
-        )
+            if units is None:
+                return None
+            out[name] = out.get(name, 0) + units
+            if name == CPU:
+                cpu = units
+            elif name == MEMORY:
+                memory = units
+        cpu_score += DEFAULT_MILLI_CPU_REQUEST if cpu is None else cpu
+        memory_score += DEFAULT_MEMORY_REQUEST if memory is None else memory
     return out, (cpu_score, memory_score)
 
 

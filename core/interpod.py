@@ -173,6 +173,8 @@ class InterPodTerms:
 
     def register(self, cid: int) -> None:
         info = self.encoder.classes[cid]
+        if info.affinity is None:
+            return  # carries no term (``carried`` answers the empty set)
         tids = {self._intern(t) for t in carried_terms(info.namespace, info.affinity)}
         self._carried[cid] = tids
         for tid in tids:
@@ -224,18 +226,20 @@ class InterPodTerms:
                 counters[key] = len(counters)
             return counters[key]
 
+        classes = self.encoder.classes
         # carried terms selecting each class of the chunk
-        index: dict[tuple[str, str], set[int]] = {}
-        for cid in class_ids:
-            for pair in self.encoder.classes[cid].labels:
-                index.setdefault(pair, set()).add(cid)
-        selected_by: dict[int, list[int]] = {cid: [] for cid in class_ids}
-        for tid, term in enumerate(self.terms):
-            for cid in candidates(term.selector, index, class_ids):
-                info = self.encoder.classes[cid]
-                ns_labels = self.state.namespace_labels.get(info.namespace, {})
-                if term.selects(info.namespace, dict(info.labels), ns_labels):
-                    selected_by[cid].append(tid)
+        selected_by: dict[int, list[int]] = {}
+        if self.terms:
+            index: dict[tuple[str, str], set[int]] = {}
+            for cid in class_ids:
+                for pair in classes[cid].labels:
+                    index.setdefault(pair, set()).add(cid)
+            for tid, term in enumerate(self.terms):
+                for cid in candidates(term.selector, index, class_ids):
+                    info = classes[cid]
+                    ns_labels = self.state.namespace_labels.get(info.namespace, {})
+                    if term.selects(info.namespace, info.label_map, ns_labels):
+                        selected_by.setdefault(cid, []).append(tid)
         off, kinds, key_ids, counter_ids, weights, selfs = [0], [], [], [], [], []
 
         def add(kind: int, key: CounterKey, topology_key: str, weight: int = 0) -> None:
@@ -245,19 +249,22 @@ class InterPodTerms:
             weights.append(weight)
 
         for cid in class_ids:
-            info = self.encoder.classes[cid]
+            info = classes[cid]
+            selected = selected_by.get(cid, ())
             if (
                 info.prefilter_message
                 or info.error
+                or (info.affinity is None and not selected)
                 or (info.affinity is not None and pod_affinity_error(info.spec) is not None)
             ):
-                # Rejected before any node is tried (its terms may not even parse), or terms
-                # that do not parse with InterPodAffinity's filter off: its PreScore fails
-                # the attempt when two nodes or more are feasible, and one is taken unscored.
+                # Rejected before any node is tried (its terms may not even parse), neither
+                # carrying a term nor selected by one (no rows), or terms that do not parse
+                # with InterPodAffinity's filter off: its PreScore fails the attempt when two
+                # nodes or more are feasible, and one is taken unscored.
                 selfs.append(False)
                 off.append(len(kinds))
                 continue
-            labels = dict(info.labels)
+            labels = info.label_map
             affinity = self._incoming(info, "podAffinity", True)
             if affinity:
                 together = tuple(part for part, _, _ in affinity)
@@ -269,7 +276,7 @@ class InterPodTerms:
             )
             for part, topology_key, _ in self._incoming(info, "podAntiAffinity", True):
                 add(ANTI_AFFINITY, (part,), topology_key)
-            for tid in selected_by[cid]:
+            for tid in selected:
                 if self.terms[tid].kind == "anti":
                     add(EXISTING_ANTI, ("term", tid), self.terms[tid].topology_key)
             preferred = self._incoming(info, "podAffinity", False)
@@ -279,7 +286,7 @@ class InterPodTerms:
                     add(SCORE, (part,), topology_key, weight)
                 for part, topology_key, weight in preferred_anti:
                     add(SCORE, (part,), topology_key, -weight)
-                for tid in selected_by[cid]:
+                for tid in selected:
                     term = self.terms[tid]
                     if term.kind == "affinity" and self.hard_weight > 0:
                         add(SCORE, ("term", tid), term.topology_key, self.hard_weight)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -41,9 +41,11 @@ __all__ = [
     "Selector",
     "candidates",
     "counts_nothing",
+    "indexed_candidates",
     "label_selector",
     "label_selector_error",
     "parse_label_selector",
+    "parse_selector",
     "parts_match",
     "pod_affinity_error",
     "selector_matches",
@@ -88,21 +90,40 @@ def parse_label_selector(raw: Mapping[str, Any] | None) -> Selector:
     return selector
 
 
+def parse_selector(raw: Mapping[str, Any] | None) -> tuple[Selector, str | None]:
+    """metav1.LabelSelectorAsSelector's selector and error, in one pass.
+
+    ``(label_selector(raw), label_selector_error(raw))``: for callers that need both.
+    """
+    if raw is None:
+        return None, None
+    return _parse(raw)
+
+
 def _parse(raw: Mapping[str, Any]) -> tuple[Selector, str | None]:
     """The selector and None, or None and the error of its first failing requirement.
 
     matchLabels come first (upstream walks that map in random order; here in key
     order), then matchExpressions in order.
     """
-    reqs: list[Requirement] = []
     match_labels = raw.get("matchLabels")
+    expressions = raw.get("matchExpressions")
+    if not expressions and match_labels and len(match_labels) == 1:
+        # The most common selector, one label: the same result without a sort or a list,
+        # and for a valid label (the usual case) without building any error text.
+        ((key, value),) = match_labels.items()
+        if _valid_value(value) and _valid_key(key):
+            return ((key, "In", (value,)),), None
+        error = _requirement_error(key, "Equals", (value,))
+        return (None, error) if error is not None else (((key, "In", (value,)),), None)
+    reqs: list[Requirement] = []
     if match_labels:
         for key, value in sorted(match_labels.items()):
             error = _requirement_error(key, "Equals", (value,))
             if error is not None:
                 return None, error
             reqs.append((key, "In", (value,)))
-    for expr in raw.get("matchExpressions") or ():
+    for expr in expressions or ():
         operator = expr.get("operator", "")
         if operator not in _OPERATORS:
             return None, f"{_go_quote(operator)} is not a valid label selector operator"
@@ -114,24 +135,28 @@ def _parse(raw: Mapping[str, Any]) -> tuple[Selector, str | None]:
     return tuple(reqs), None
 
 
-def _requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
-    key, op, values = req
-    present = key in labels
-    if op == "In":
-        return present and labels[key] in values
-    if op == "NotIn":
-        return not present or labels[key] not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    return False
-
-
 def selector_matches(selector: Selector, labels: Mapping[str, str]) -> bool:
+    """Whether every requirement holds for ``labels`` (a nil selector matches nothing)."""
     if selector is None:
         return False
-    return all(_requirement_matches(r, labels) for r in selector)
+    # A plain loop, not all() over a generator: this runs for every class and counter
+    # of a burst, where the generator's frames cost more than the tests themselves.
+    for key, op, values in selector:
+        if op == "In":
+            if key not in labels or labels[key] not in values:
+                return False
+        elif op == "NotIn":
+            if key in labels and labels[key] in values:
+                return False
+        elif op == "Exists":
+            if key not in labels:
+                return False
+        elif op == "DoesNotExist":
+            if key in labels:
+                return False
+        else:
+            return False
+    return True
 
 
 def counts_nothing(selector: Selector) -> bool:
@@ -143,13 +168,24 @@ def candidates(
     selector: Selector, index: Mapping[tuple[str, str], set[int]], everyone: Iterable[int]
 ):
     """Ids that may match: those with the first In requirement's pair, else everyone."""
+    found = indexed_candidates(selector, index)
+    return set(everyone) if found is None else found
+
+
+def indexed_candidates(
+    selector: Selector, index: Mapping[tuple[str, str], set[int]]
+) -> set[int] | None:
+    """The ids with the first In requirement's pair (a new set), or None when the
+    selector has no In requirement and any id may match."""
     for key, op, values in selector or ():
         if op == "In":
+            if len(values) == 1:  # the common case (matchLabels): one copy, no unions
+                return set(index.get((key, values[0]), ()))
             found: set[int] = set()
             for value in values:
                 found |= index.get((key, value), set())
             return found
-    return set(everyone)
+    return None
 
 
 def parts_match(key: tuple[Part, ...], namespace: str, labels: Mapping[str, str]) -> bool:
@@ -276,6 +312,18 @@ def _aggregate(messages: list[str]) -> str:
     return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
+def _valid_value(value: Any) -> bool:
+    """validation.IsValidLabelValue gives no error: a quick yes for the usual value (the
+    regex admits ASCII only, so its length in characters is its length in bytes)."""
+    return type(value) is str and len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _valid_key(key: Any) -> bool:
+    """validation.IsQualifiedName gives no error (keys repeat: each is checked once)."""
+    return type(key) is str and not _qualified_name_errors(key)
+
+
 # Placed pods repeat the same few requirements: checking each distinct one once keeps
 # selector parsing (done for every placed pod with affinity terms) cheap.
 @functools.lru_cache(maxsize=1 << 16)
@@ -363,7 +411,11 @@ def pod_affinity_error(spec: Mapping[str, Any]) -> str | None:
     return _aggregate(errors) if errors else None
 
 
-def spread_constraint_error(spec: Mapping[str, Any], when_unsatisfiable: str) -> str | None:
+def spread_constraint_error(
+    spec: Mapping[str, Any],
+    when_unsatisfiable: str,
+    parsed: Sequence[tuple[Selector, str | None]] | None = None,
+) -> str | None:
     """The first error among the pod's own constraints of one kind, or None.
 
     DoNotSchedule: PodTopologySpread's PreFilter fails the attempt with
@@ -372,10 +424,17 @@ def spread_constraint_error(spec: Mapping[str, Any], when_unsatisfiable: str) ->
     only when more than one node is feasible, with ``running PreScore plugin
     "PodTopologySpread": calculating preScoreState: obtaining pod's soft topology spread
     constraints: `` + error.
+
+    ``parsed``: ``parse_selector`` of each constraint's labelSelector, when the caller
+    has it already (the encoder does), so that no selector is parsed twice.
     """
-    for constraint in spec.get("topologySpreadConstraints") or ():
+    constraints = spec.get("topologySpreadConstraints") or ()
+    for i, constraint in enumerate(constraints):
         if constraint.get("whenUnsatisfiable") == when_unsatisfiable:
-            error = label_selector_error(constraint.get("labelSelector"))
+            if parsed is not None:
+                error = parsed[i][1]
+            else:
+                error = label_selector_error(constraint.get("labelSelector"))
             if error is not None:
                 return error
     return None

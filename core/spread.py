@@ -20,7 +20,7 @@ pairs to classes and groups keeps that from comparing every selector with every 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +37,9 @@ from kubesalvo.core.label_selectors import (
     Part,
     Selector,
     candidates,
-    counts_nothing,
+    indexed_candidates,
     label_selector,
+    parse_selector,
     parts_match,
     selector_matches,
 )
@@ -63,7 +64,7 @@ def _parts(key: CounterKey) -> tuple[Part, ...]:
     return key  # type: ignore[return-value]
 
 
-@dataclass
+@dataclass(slots=True)
 class Constraint:
     key: str
     hard: bool
@@ -83,23 +84,25 @@ def class_constraints(
     Services and controller (ReplicationController, ReplicaSet, StatefulSet, from
     ``workloads``) select; none of those means no default constraint.
     """
-    labels = dict(info.labels)
+    labels = info.label_map
     own = info.spec.get("topologySpreadConstraints") or ()
+    # The encoder parsed each constraint's selector already (ClassInfo.spread_selectors).
+    parsed = info.spread_selectors or [parse_selector(c.get("labelSelector")) for c in own]
     out = []
-    for c in own:
-        selector = label_selector(c.get("labelSelector"))
-        keys = [k for k in c.get("matchLabelKeys") or () if k in labels]
-        if keys and selector is not None:
-            selector = tuple((k, "In", (labels[k],)) for k in sorted(keys)) + selector
+    for c, (selector, _) in zip(own, parsed, strict=True):
+        label_keys = c.get("matchLabelKeys")
+        if label_keys and selector is not None:
+            keys = sorted(k for k in label_keys if k in labels)
+            selector = tuple((k, "In", (labels[k],)) for k in keys) + selector
         out.append(
-            Constraint(
-                key=c.get("topologyKey", ""),
-                hard=c.get("whenUnsatisfiable") == "DoNotSchedule",
-                max_skew=int(c.get("maxSkew", 1)),
-                min_domains=int(c.get("minDomains") or 1),
-                selector=selector,
-                honor_affinity=(c.get("nodeAffinityPolicy") or "Honor") == "Honor",
-                honor_taints=(c.get("nodeTaintsPolicy") or "Ignore") == "Honor",
+            Constraint(  # positional, in field order: this runs once per class of a burst
+                c.get("topologyKey", ""),
+                c.get("whenUnsatisfiable") == "DoNotSchedule",
+                int(c.get("maxSkew", 1)),
+                int(c.get("minDomains") or 1),
+                selector,
+                (c.get("nodeAffinityPolicy") or "Honor") == "Honor",
+                (c.get("nodeTaintsPolicy") or "Ignore") == "Honor",
             )
         )
     if own:
@@ -131,7 +134,7 @@ def _set_selector(pairs: Mapping[str, str]) -> Selector:
 
 def default_selector(info: ClassInfo, workloads: Sequence[Mapping[str, Any]]) -> Selector:
     """helper.DefaultSelector: what the pod's Services and controller select."""
-    labels = dict(info.labels)
+    labels = info.label_map
     merged: dict[str, str] = {}
     same_ns = [
         w
@@ -243,11 +246,18 @@ class SpreadEncoder:
 
     def prepare(self, class_ids: Sequence[int]) -> None:
         """Register every class of the burst (topology keys, the class label index)."""
+        classes = self.encoder.classes
+        index = self._class_index
         for cid in class_ids:
             self.constraints(cid)
-            self.interpod.register(cid)
-            for pair in self.encoder.classes[cid].labels:
-                self._class_index.setdefault(pair, set()).add(cid)
+            if classes[cid].affinity is not None:  # (register would return at once)
+                self.interpod.register(cid)
+            for pair in classes[cid].labels:
+                found = index.get(pair)
+                if found is None:
+                    index[pair] = {cid}
+                else:
+                    found.add(cid)
 
     def domain_ids(self) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
         """Per topology key: the domain id of each row (-1 = no such label), and counts."""
@@ -266,7 +276,10 @@ class SpreadEncoder:
         if key and key[0] == "term":
             return key[1] in self.interpod.carried(cid)
         info = self.encoder.classes[cid]
-        return parts_match(_parts(key), info.namespace, dict(info.labels))
+        if key and key[0] == "spread":  # what _parts(key) says, without building it
+            selector: Selector = key[2]  # type: ignore[misc]
+            return key[1] == info.namespace and selector_matches(selector, info.label_map)
+        return parts_match(key, info.namespace, info.label_map)  # type: ignore[arg-type]
 
     def _candidates_for(self, key: CounterKey, index, everyone):
         if key and key[0] == "term":
@@ -280,41 +293,66 @@ class SpreadEncoder:
             found = ids if found is None else found & ids
         return found if found is not None else set(everyone)
 
-    def _initial_counts(self, key: CounterKey) -> npt.NDArray[np.int32] | None:
-        """The pods ``key`` counts per row before the chunk, or None when it counts none."""
+    def _class_candidates(self, key: CounterKey) -> set[int] | None:
+        """The burst's classes whose pods ``key`` may count (None: any class)."""
+        if key and key[0] == "term":
+            return self.interpod.carriers.get(key[1], set())  # type: ignore[arg-type]
+        if key and key[0] == "spread":
+            return indexed_candidates(key[2], self._class_index)  # type: ignore[arg-type]
+        found = None
+        for _, selector in _parts(key):
+            ids = indexed_candidates(selector, self._class_index)
+            if ids is not None:
+                found = ids if found is None else found & ids
+        return found
+
+    def _initial_counts(
+        self, key: CounterKey, classes: set[int] | None
+    ) -> npt.NDArray[np.int32] | None:
+        """The pods ``key`` counts per row before the chunk, or None when it counts none;
+        ``classes``: its _class_candidates."""
         rows = self.state.rows
         if key and key[0] == "term":
             if not self.interpod.term_rows[key[1]] and not self.placed_rows:  # type: ignore[index]
                 return None
             counts = self.interpod.term_counts(key[1], rows)  # type: ignore[arg-type]
-            everyone: Iterable[int] = self.placed_rows
+            placed = self._placed_matching(key, classes)
         else:
-            groups = [
-                gid
-                for gid in self._candidates_for(
-                    key, self._group_index, range(len(self.state.groups))
-                )
-                if parts_match(
-                    _parts(key), self.state.groups[gid].namespace, self.state.groups[gid].labels
-                )
-                and not (key[0] == "spread" and self.state.groups[gid].terminating)
-            ]
-            everyone = self.placed_rows
-            placed_classes = [
-                cid
-                for cid in self._candidates_for(key, self._class_index, everyone)
-                if self.placed_rows.get(cid) and self._class_matches(key, cid)
-            ]
-            if not placed_classes and not any(self.state.groups[g].per_row for g in groups):
+            groups = self._groups_matching(key) if self.state.groups else []
+            placed = self._placed_matching(key, classes) if self.placed_rows else []
+            if not placed and not any(self.state.groups[g].per_row for g in groups):
                 return None
             counts = self.state.group_counts(groups)
-        for cid in self._candidates_for(key, self._class_index, everyone):
-            placed = self.placed_rows.get(cid)
-            if placed and self._class_matches(key, cid):
-                np.add.at(counts, placed, 1)
+        for cid in placed:
+            np.add.at(counts, self.placed_rows[cid], 1)
         if not counts.any():
             return None
         return counts.astype(np.int32)
+
+    def _groups_matching(self, key: CounterKey) -> list[int]:
+        """The state's pod groups that ``key`` counts (a spread key skips terminating ones)."""
+        groups = self.state.groups
+        if not groups:
+            return []
+        parts = _parts(key)
+        spread = key[0] == "spread"
+        return [
+            gid
+            for gid in self._candidates_for(key, self._group_index, range(len(groups)))
+            if parts_match(parts, groups[gid].namespace, groups[gid].labels)
+            and not (spread and groups[gid].terminating)
+        ]
+
+    def _placed_matching(self, key: CounterKey, classes: set[int] | None) -> list[int]:
+        """The classes placed in earlier chunks whose pods ``key`` counts."""
+        placed_rows = self.placed_rows
+        if not placed_rows:
+            return []
+        return [
+            cid
+            for cid in (placed_rows if classes is None else classes)
+            if placed_rows.get(cid) and self._class_matches(key, cid)
+        ]
 
     def tables(self, class_ids: Sequence[int], pods: Sequence[int] | None = None) -> SpreadTables:
         """The chunk's arrays; ``pods``: how many pods of each class the chunk has."""
@@ -327,45 +365,77 @@ class SpreadEncoder:
         cols: dict[str, list[Any]] = {
             k: [] for k in ("key", "hard", "skew", "mind", "self", "counter", "elig", "host")
         }
+        # The columns as locals: this loop runs once per class of the burst.
+        k_key, k_hard, k_skew, k_mind = cols["key"], cols["hard"], cols["skew"], cols["mind"]
+        k_self, k_counter, k_elig, k_host = (
+            cols["self"],
+            cols["counter"],
+            cols["elig"],
+            cols["host"],
+        )
         for cid in class_ids:
+            constraints = self._constraints.get(cid)
+            if constraints is None:
+                constraints = self.constraints(cid)
+            if not constraints:
+                off.append(len(k_key))
+                continue
             info = enc.classes[cid]
-            labels = dict(info.labels)
-            for c in self.constraints(cid):
+            for c in constraints:
+                selector = c.selector
                 ckey: CounterKey = (
                     NOTHING_KEY
-                    if counts_nothing(c.selector)
-                    else ("spread", info.namespace, c.selector)
+                    if selector is None or selector == ()  # counts_nothing
+                    else ("spread", info.namespace, selector)
                 )
-                if ckey not in counters:
-                    counters[ckey] = len(counters)
+                q = counters.get(ckey)
+                if q is None:
+                    q = counters[ckey] = len(counters)
                 ekey = (info.static_key, c.honor_affinity, c.honor_taints)
-                if ekey not in elig_rows:
-                    elig_rows[ekey] = len(elig_arrays)
+                e = elig_rows.get(ekey)
+                if e is None:
+                    e = elig_rows[ekey] = len(elig_arrays)
                     elig_arrays.append(self._eligible(info, c.honor_affinity, c.honor_taints))
-                cols["key"].append(self.keys[c.key])
-                cols["hard"].append(c.hard)
-                cols["skew"].append(c.max_skew)
-                cols["mind"].append(c.min_domains)
-                cols["self"].append(selector_matches(c.selector, labels))
-                cols["counter"].append(counters[ckey])
-                cols["elig"].append(elig_rows[ekey])
-                cols["host"].append(c.key == HOSTNAME)
-            off.append(len(cols["key"]))
+                k_key.append(self.keys[c.key])
+                k_hard.append(c.hard)
+                k_skew.append(c.max_skew)
+                k_mind.append(c.min_domains)
+                k_self.append(selector_matches(selector, info.label_map))
+                k_counter.append(q)
+                k_elig.append(e)
+                k_host.append(c.key == HOSTNAME)
+            off.append(len(k_key))
         ipa = self.interpod.rows(class_ids, counters, self.keys)
-        modes = [
-            self._mode(cid, ipa.c_a_off[i + 1] > ipa.c_a_off[i]) for i, cid in enumerate(class_ids)
-        ]
+        a_off = ipa.c_a_off.tolist()
+        modes = [self._mode(cid, a_off[i + 1] > a_off[i]) for i, cid in enumerate(class_ids)]
         # Which counters a placed pod of each class raises.
         local = {cid: i for i, cid in enumerate(class_ids)}
         raises: list[list[int]] = [[] for _ in class_ids]
+        # per counter, the burst's classes it may count (looked up once, read twice)
+        may_count: list[set[int] | None] = [None] * len(counters)
+        classes = enc.classes
         for ckey, q in counters.items():
             if ckey == NOTHING_KEY:
                 continue
-            for cid in self._candidates_for(ckey, self._class_index, class_ids):
-                if cid in local and self._class_matches(ckey, cid):
-                    raises[local[cid]].append(q)
+            found = may_count[q] = self._class_candidates(ckey)
+            if ckey[0] == "spread":  # most counters: _class_matches inlined
+                namespace, selector = ckey[1], ckey[2]
+                for cid in class_ids if found is None else found:
+                    i = local.get(cid)
+                    if i is not None:
+                        info = classes[cid]
+                        if info.namespace == namespace and selector_matches(
+                            selector,  # type: ignore[arg-type]
+                            info.label_map,
+                        ):
+                            raises[i].append(q)
+                continue
+            for cid in class_ids if found is None else found:
+                i = local.get(cid)
+                if i is not None and self._class_matches(ckey, cid):
+                    raises[i].append(q)
         readers = _readers(len(counters), off, cols["counter"], ipa)
-        live, initial = self._live_counters(counters, raises, readers, pods)
+        live, initial = self._live_counters(counters, may_count, raises, readers, pods)
         # Counters the chunk can never see above zero share row 0, which nothing raises.
         slot = np.zeros(max(1, len(counters)), dtype=np.int32)
         slot[live] = np.arange(1, len(live) + 1, dtype=np.int32)
@@ -373,12 +443,18 @@ class SpreadEncoder:
         for q in live:
             if initial[q] is not None:
                 counter_table[slot[q]] = initial[q]
-        raises = [[int(slot[q]) for q in r if slot[q]] for r in raises]
-        cols["counter"] = [int(slot[q]) for q in cols["counter"]]
+        slots = slot.tolist()
+        # per class, the live counters it raises, flattened
+        flat: list[int] = []
+        inc_off_list = [0]
+        for raised in raises:
+            for q in raised:
+                if slots[q]:
+                    flat.append(slots[q])
+            inc_off_list.append(len(flat))
+        cols["counter"] = [slots[q] for q in k_counter]
         ipa.a_counter = slot[ipa.a_counter] if len(counters) else ipa.a_counter
-        inc_off = np.zeros(len(class_ids) + 1, dtype=np.int32)
-        inc_off[1:] = np.cumsum([len(r) for r in raises])
-        flat = [q for r in raises for q in r]
+        inc_off = np.array(inc_off_list, dtype=np.int32)
 
         def arr(name: str, dtype: Any) -> np.ndarray:
             return np.array(cols[name] or [0], dtype=dtype)
@@ -409,6 +485,7 @@ class SpreadEncoder:
     def _live_counters(
         self,
         counters: Mapping[CounterKey, int],
+        may_count: Sequence[set[int] | None],
         raises: Sequence[Sequence[int]],
         readers: Sequence[set[int]],
         pods: Sequence[int] | None,
@@ -425,13 +502,21 @@ class SpreadEncoder:
                 raised_by[q].add(i)
         live: list[int] = []
         initial: list[npt.NDArray[np.int32] | None] = [None] * len(counters)
+        no_groups = not self.state.groups
+        placed = self.placed_rows.keys()
         for ckey, q in counters.items():
-            initial[q] = self._initial_counts(ckey)
+            found = may_count[q]
+            if no_groups and found is not None and ckey[0] == "spread" and placed.isdisjoint(found):
+                pass  # the usual spread counter: no pod it may count is placed yet
+            else:
+                initial[q] = self._initial_counts(ckey, found)
             if initial[q] is None:
-                users = readers[q] | raised_by[q]
-                if not raised_by[q] or not readers[q]:
+                read, raised = readers[q], raised_by[q]
+                if not raised or not read:
                     continue
-                if pods is not None and len(users) == 1 and pods[next(iter(users))] == 1:
+                # both non-empty: one user in all when they are the same single class
+                one_user = len(read) == 1 and read == raised
+                if one_user and pods is not None and pods[next(iter(read))] == 1:
                     continue
             live.append(q)
         return live, initial
@@ -441,15 +526,21 @@ class SpreadEncoder:
         if has_interpod:
             return 2
         constraints = self.constraints(cid)
-        hard = any(c.hard for c in constraints) and self._spread_filter
-        soft = [c for c in constraints if not c.hard]
-        scored = bool(soft) and self._spread_scored
-        if hard:
-            return 2
-        if not scored:
+        if not constraints:
             return 0
-        if len(constraints) == 1 and soft[0].key != HOSTNAME and self._require_all[cid]:
-            domains = len(self.state.label_values.get(soft[0].key, ()))
+        hard = soft = 0
+        for c in constraints:
+            if c.hard:
+                hard += 1
+            else:
+                soft += 1
+        if hard and self._spread_filter:
+            return 2
+        if not (soft and self._spread_scored):
+            return 0
+        only = constraints[0]
+        if len(constraints) == 1 and only.key != HOSTNAME and self._require_all[cid]:
+            domains = len(self.state.label_values.get(only.key, ()))
             if domains <= ZONE_LIMIT:
                 return 1
         return 2

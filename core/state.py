@@ -82,7 +82,7 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
-@dataclass
+@dataclass(slots=True)
 class PodRecord:
     """What the state remembers of a pod on a node, to undo it exactly on removal."""
 
@@ -97,7 +97,7 @@ class PodRecord:
     assumed: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Group:
     """Pods sharing a namespace and a label set, counted per row."""
 
@@ -524,17 +524,18 @@ class ClusterState:
 
         ``resources=False``: leave the requested columns alone (place_burst copies the
         kernel's, which already count the pod)."""
-        self.remove_pod_key(key)
-        record = PodRecord(
-            row=row,
-            namespace=namespace,
-            labels=labels,
-            requests=dict(requests),
-            nonzero=nonzero,
-            ports=list(ports),
-            group=self._group(namespace, labels),
-            affinity=affinity,
-            assumed=True,
+        if key in self.pods or key in self._ghost_node:  # a known pod moves
+            self.remove_pod_key(key)
+        record = PodRecord(  # positional, in field order: this runs once per placement
+            row,
+            namespace,
+            labels,
+            dict(requests),
+            nonzero,
+            list(ports),
+            self._group(namespace, labels),
+            affinity,
+            True,
         )
         self._count(key, record, +1, resources=resources)
 

@@ -8,6 +8,7 @@ from kubesalvo.core import encode
 from kubesalvo.core.encode import R_NODE_AFFINITY, R_TAINT, R_UNSCHEDULABLE, Encoder, tolerates
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import parse_quantity
+from kubesalvo.core.resources import pod_nonzero_requests, pod_requests
 from kubesalvo.core.state import ClusterState
 
 
@@ -125,7 +126,56 @@ def test_prefer_no_schedule_counts_only_untolerated_soft_taints():
 )
 def test_fast_quantity_path_agrees_with_the_full_parser(number, suffix, name):
     text = f"{number}{suffix}"
-    encode._UNITS.pop((name, text), None)
+    encode._UNITS.get(name, {}).pop(text, None)
     exact = parse_quantity(text) * (1000 if name == "cpu" else 1)
     expected = int(exact) if exact.denominator == 1 else None
     assert encode._units(name, text) == expected
+
+
+_QUANTITIES = {
+    "cpu": st.sampled_from(["100m", "1", "250m", "2", "1500m"]),
+    "memory": st.sampled_from(["64Mi", "1Gi", "512M", "1000"]),
+    "ephemeral-storage": st.sampled_from(["1Gi", "10G"]),
+    "example.com/gpu": st.sampled_from(["1", "2"]),
+    "requests.example.com/quota": st.sampled_from(["1"]),  # a quota name: not tracked
+}
+
+
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(sorted(_QUANTITIES)), st.just("")).flatmap(
+            lambda names: st.fixed_dictionaries({n: _QUANTITIES[n] for n in names})
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_fast_requests_agree_with_the_full_rules(requests):
+    containers = [{"name": f"c{i}", "resources": {"requests": r}} for i, r in enumerate(requests)]
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": containers}}
+    fast = encode._simple_requests(pod["spec"])
+    assert fast is not None
+    assert fast[0] == pod_requests(pod)
+    assert fast[1] == encode._score_requests(pod) == pod_nonzero_requests(pod)
+
+
+def test_fast_requests_leave_fractions_and_init_containers_to_the_full_rules():
+    container = {"name": "c", "resources": {"requests": {"cpu": "0.5m"}}}
+    assert encode._simple_requests({"containers": [container]}) is None
+    assert encode._simple_requests({"initContainers": [container], "containers": []}) is None
+
+
+def test_host_ports_count_for_containers_and_sidecars_only():
+    enc = encoder(node("a"))
+
+    def port(number):
+        return {"containerPort": 80, "hostPort": number}
+
+    sidecar = {"name": "s", "image": "proxy:1", "restartPolicy": "Always", "ports": [port(81)]}
+    init = {"name": "i", "image": "init:1", "ports": [port(82)]}
+    with_ports = pod("p1")
+    with_ports["spec"]["initContainers"] = [sidecar, init]
+    with_ports["spec"]["containers"][0]["ports"] = [port(80), {"containerPort": 90}]
+    enc.classify([with_ports, pod("p2")])
+    assert [p.port for p in enc.classes[0].ports] == [81, 80]
+    assert enc.classes[1].ports == []

@@ -274,3 +274,25 @@ def test_updating_a_present_node_keeps_its_pods_and_ports():
     assert state.update_node(node("a", labels={"zone": "z2"})) == row
     assert set(state.pods) == {"p1"} and state.requested[row, 0] == 1000
     assert list(state.ports[row]) == [HostPort("0.0.0.0", "TCP", 80)]
+
+
+def test_add_placed_moves_a_known_pod_or_ghost_and_counts_it_once():
+    state = ClusterState()
+    a = state.add_node(node("a"))
+    b = state.add_node(node("b"))
+    state.add_pod(pod("p", "a", cpu="1", labels={"app": "x"}, ports=(80,)))
+    port = HostPort("0.0.0.0", "TCP", 80)
+    cpu = state.resource_index["cpu"]
+    state.add_placed("p", b, "ns", (("app", "x"),), {cpu: 1000}, (1000, 0), [port], None)
+    assert state.pods["p"].row == b and state.pods["p"].assumed
+    assert state.requested[a, :4].tolist() == [0, 0, 0, 0]
+    assert state.requested[b, :4].tolist() == [1000, 0, 0, 1]
+    assert list(state.ports[a]) == [] and list(state.ports[b]) == [port]
+    assert state.pods_on_row[a] == set() and state.pods_on_row[b] == {"p"}
+    gid = state.group_ids[("ns", (("app", "x"),))]
+    assert state.group_counts([gid]).tolist() == [0, 1]
+    # a ghost of an absent node is forgotten when the kernel places it elsewhere
+    state.add_pod(pod("g", "gone", cpu="1"))
+    state.add_placed("g", a, "ns", (), {cpu: 1000}, (1000, 0), [], None)
+    assert state.ghosts == {} and state.pods["g"].row == a
+    assert state.requested[a, :4].tolist() == [1000, 0, 0, 1]

@@ -1,0 +1,62 @@
+"""Spread counters across chunks: what a later chunk's classes start from."""
+
+import numpy as np
+
+from kubesalvo.core.encode import Encoder
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.spread import SpreadEncoder
+from kubesalvo.core.state import ClusterState
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def node(name):
+    return {
+        "metadata": {"name": name, "labels": {HOSTNAME: name}},
+        "spec": {},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
+
+
+def pod(name, cpu, app="web"):
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": HOSTNAME,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": app}},
+    }
+    container = {"name": "c", "image": "app:1", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "metadata": {"name": name, "namespace": "ns", "labels": {"app": app}},
+        "spec": {"containers": [container], "topologySpreadConstraints": [spread]},
+    }
+
+
+def spread_encoder(*pods):
+    state = ClusterState()
+    for name in ("a", "b"):
+        state.add_node(node(name))
+    encoder = Encoder(state, Profile.default())
+    encoder.classify(list(pods))
+    spread = SpreadEncoder(encoder)
+    spread.prepare(range(len(encoder.classes)))
+    return spread
+
+
+def test_a_counter_starts_from_the_pods_an_earlier_chunk_placed():
+    spread = spread_encoder(pod("first", "100m"), pod("second", "200m"))
+    spread.tables([0], [1])
+    spread.record([0], np.array([0]), np.array([1]))  # "first" went to row 1
+    tables = spread.tables([1], [1])
+    counter = tables.k_counter[0]
+    assert counter > 0  # live: it counts the placed pod
+    assert tables.counters[counter].tolist() == [0, 1]
+
+
+def test_a_counter_only_its_one_pod_reads_and_raises_stays_dead():
+    spread = spread_encoder(pod("first", "100m"), pod("other", "200m", app="db"))
+    spread.tables([0], [1])
+    spread.record([0], np.array([0]), np.array([1]))  # "first" (app=web) on row 1
+    tables = spread.tables([1], [1])  # app=db counts nothing placed so far
+    assert tables.k_counter.tolist() == [0]
+    assert tables.counters.shape[0] == 1 and not tables.counters.any()
