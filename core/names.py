@@ -181,6 +181,9 @@ ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 # text is followed by apimachinery's error. InterPodAffinity's PreFilter rejects the pod
 # (UnschedulableAndUnresolvable); the others fail the attempt with an error.
 PARSING_POD = "parsing pod: "
+# schedulePod's error when the snapshot has no node at all: before any plugin runs, the
+# attempt fails with it (an error, not a fit error: no "0/0 nodes are available").
+ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 PRESCORE_PARSING_POD = 'running PreScore plugin "InterPodAffinity": failed to parse pod: '
 HARD_SPREAD_CONSTRAINTS_ERROR = (
     'running PreFilter plugin "PodTopologySpread": get constraints from pod: '

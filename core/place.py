@@ -401,10 +401,13 @@ def _prescore_error(profile: Profile, info: ClassInfo) -> str:
     only when more than one node is feasible; the kernel checks that (c_score_error)."""
     if info.error or info.prefilter_message:
         return ""  # the attempt ends before PreScore
+    spread_invalid = any(error is not None for _, error in info.spread_selectors)
+    if not spread_invalid and info.affinity is None:
+        return ""  # the usual class: nothing a PreScore could fail to read
     spec = info.spec
     for plugin, _ in profile.scores:
-        if plugin == names.POD_TOPOLOGY_SPREAD:
-            error = spread_constraint_error(spec, "ScheduleAnyway")
+        if plugin == names.POD_TOPOLOGY_SPREAD and spread_invalid:
+            error = spread_constraint_error(spec, "ScheduleAnyway", info.spread_selectors)
             if error is not None:
                 return names.SOFT_SPREAD_CONSTRAINTS_ERROR + error
         elif plugin == names.INTER_POD_AFFINITY and info.affinity is not None:
@@ -482,6 +485,8 @@ def _result(
         else:
             info = classes[class_of[pos]]
             error = info.error or (score_errors[class_of[pos]] if out_error[pos] else "")
+            if num_nodes == 0:  # kube-scheduler fails the attempt before any plugin runs
+                error = names.ERR_NO_NODES_AVAILABLE
             if error:
                 errors[i] = messages[i] = error
                 continue

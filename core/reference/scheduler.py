@@ -248,8 +248,11 @@ class ReferenceScheduler:
         still reports that node's score, which does not change the choice (and none
         when a plugin's PreScore would have failed: upstream never runs it then).
         A plugin failing the attempt with an error (an invalid selector in the pod's
-        spread constraints, say) gives no node, ``error`` set and its text as message.
+        spread constraints, say) gives no node, ``error`` set and its text as message; so
+        does a snapshot without any node (kube-scheduler's "no nodes available").
         """
+        if not self.snapshot.nodes:
+            return self._error(pod, SchedulingError(names.ERR_NO_NODES_AVAILABLE))
         try:
             outcome = self.evaluate(pod)
         except SchedulingError as err:

@@ -12,6 +12,7 @@ from kubesalvo.core.profile import (
     ScoringStrategyType,
     ShapePoint,
 )
+from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
 
 
@@ -449,3 +450,38 @@ def test_placing_a_pod_the_state_counts_already_moves_it():
     row_a, row_b = state.row_of["a"], state.row_of["b"]
     assert state.requested[row_a, 0] == 0
     assert state.requested[row_b, 0] + state.requested[row_a, 0] == 2000
+
+
+def test_without_any_node_every_pod_fails_with_kube_schedulers_no_nodes_error():
+    """schedulePod's ErrNoNodesAvailable: an error before any plugin, not a fit error."""
+    state = ClusterState()
+    node = {
+        "metadata": {"name": "gone", "labels": {"kubernetes.io/hostname": "gone"}},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
+    state.add_node(node)
+    state.remove_node("gone")  # rows may remain; nodes do not
+    bad = {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]}
+    pods = [
+        {"metadata": {"name": "plain", "namespace": "ns"}, "spec": {"containers": [{"name": "c"}]}},
+        {
+            "metadata": {"name": "invalid", "namespace": "ns", "labels": {"app": "x"}},
+            "spec": {
+                "containers": [{"name": "c"}],
+                "affinity": {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"topologyKey": "kubernetes.io/hostname", "labelSelector": bad}
+                        ]
+                    }
+                },
+            },
+        },
+    ]
+    result = place_burst(state, pods)
+    text = names.ERR_NO_NODES_AVAILABLE
+    assert result.nodes == [None, None]
+    assert result.errors == [text, text] and result.messages == [text, text]
+    assert result.reason_counts == [{}, {}]
+    expected = ReferenceScheduler([]).place_burst(pods)
+    assert [(r.error, r.message, r.reason_counts) for r in expected] == [(True, text, {})] * 2

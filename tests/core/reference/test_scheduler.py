@@ -142,5 +142,9 @@ def test_invalid_selectors_are_errors_not_fit_failures():
     )
 
 
-def test_an_empty_cluster_gives_the_zero_node_message():
-    assert ReferenceScheduler([]).schedule(pod()).message == "0/0 nodes are available:"
+def test_an_empty_cluster_fails_the_attempt_with_the_no_nodes_error():
+    # schedulePod returns ErrNoNodesAvailable before any plugin: an error, no fit message
+    result = ReferenceScheduler([]).schedule(pod())
+    assert result.error and result.node is None
+    assert result.message == "no nodes available to schedule pods"
+    assert result.reason_counts == {}
