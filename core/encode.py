@@ -120,6 +120,7 @@ class ClassInfo:
     owners: list[Mapping[str, Any]] = field(default_factory=list)  # metadata.ownerReferences
     # per own topology spread constraint: its labelSelector parsed, and the parse error
     spread_selectors: list[tuple[Selector, str | None]] = field(default_factory=list)
+    spread_invalid: bool = False  # some spread_selectors entry has an error
     pods: int = 0
     prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
     error: str = ""  # set when a PreFilter fails the attempt with an error (no node either)
@@ -280,6 +281,7 @@ class Encoder:
             affinity=pod_affinity,
             owners=list(meta.get("ownerReferences") or ()),
             spread_selectors=spread_selectors,
+            spread_invalid=spread_invalid,
             static_key=_ENCODE.encode(
                 (spec.get("nodeName"), spec.get("nodeSelector"), required, hard_tolerations)
             ),

@@ -240,10 +240,14 @@ def _place_burst(
     req_class: list[int] = []
     req_column: list[int] = []
     req_amount: list[int] = []
+    columns: dict[str, int] = {}
     for cid, info in enumerate(classes):
         for res, amount in info.requests.items():
+            column = columns.get(res)
+            if column is None:
+                column = columns[res] = state.resource_column(res)
             req_class.append(cid)
-            req_column.append(state.resource_column(res))
+            req_column.append(column)
             req_amount.append(amount)
     ports = PortTable()
     for row in range(state.rows):
@@ -259,7 +263,10 @@ def _place_burst(
     c_nz_all = np.array([info.nonzero for info in classes], dtype=_typedefs.QUANTITY).reshape(-1, 2)
     c_nz_add_all = np.array([info.nonzero_add for info in classes], dtype=_typedefs.QUANTITY)
     c_nz_add_all = c_nz_add_all.reshape(-1, 2)
-    score_errors = [_prescore_error(profile, info) for info in classes]
+    score_errors = [
+        _prescore_error(profile, info) if info.spread_invalid or info.affinity else ""
+        for info in classes
+    ]
     c_score_error = np.array([bool(e) for e in score_errors], dtype=np.uint8)
     spread = SpreadEncoder(encoder, workloads)
     spread.prepare(range(len(classes)))
@@ -401,12 +408,11 @@ def _prescore_error(profile: Profile, info: ClassInfo) -> str:
     only when more than one node is feasible; the kernel checks that (c_score_error)."""
     if info.error or info.prefilter_message:
         return ""  # the attempt ends before PreScore
-    spread_invalid = any(error is not None for _, error in info.spread_selectors)
-    if not spread_invalid and info.affinity is None:
+    if not info.spread_invalid and info.affinity is None:
         return ""  # the usual class: nothing a PreScore could fail to read
     spec = info.spec
     for plugin, _ in profile.scores:
-        if plugin == names.POD_TOPOLOGY_SPREAD and spread_invalid:
+        if plugin == names.POD_TOPOLOGY_SPREAD and info.spread_invalid:
             error = spread_constraint_error(spec, "ScheduleAnyway", info.spread_selectors)
             if error is not None:
                 return names.SOFT_SPREAD_CONSTRAINTS_ERROR + error
