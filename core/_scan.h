@@ -20,19 +20,6 @@
 #define KS_CLONES
 #endif
 
-/* The local score (NodeResourcesFit LeastAllocated on cpu and memory with equal weights,
- * plus NodeResourcesBalancedAllocation, plus the class's fixed scores) of one pod on each
- * of the rows rows[0..nf), into out[i]:
- *
- *   fixed[n] + w_fit * ((la(cpu) + la(memory)) >> 1) + w_bal * balanced
- *   la(r)    = (alloc - used) * 100 / alloc, 0 when used > alloc (used: non-zero requests)
- *   balanced = int((1 - |f_cpu - f_memory| / 2) * 100), f = min(requested / alloc, 1)
- *
- * Divisions are multiplications by inv (1 / alloc per row): the integer quotient is then
- * corrected by one either way, exactly; the balanced fraction is within an ulp or two, so a
- * result within 1e-9 of an integer (where truncation could differ from upstream's
- * division) is flagged in redo[i] for the caller to recompute, as are rows with a zero
- * allocatable or operands too large for exact doubles. */
 #define KS_BLOCK 256
 
 /* What the per-pod scans read of a node row, in one 64-byte line: allocatable, requested
@@ -43,20 +30,43 @@ typedef struct {
     double inv0, inv1;
 } ks_hot;
 
-/* The arithmetic of ks_local_rows on one block of packed operands (contiguous arrays, so
- * that the loop vectorises without gathers). */
+/* The local score's operands of up to KS_BLOCK rows, packed (contiguous arrays, so that
+ * ks_local_block's loop vectorises without gathers): allocatable, requested and non-zero
+ * requested cpu / memory with the pod's requests added, 1 / allocatable, fixed scores. */
+typedef struct {
+    int64_t a0[KS_BLOCK], a1[KS_BLOCK], r0[KS_BLOCK], r1[KS_BLOCK];
+    int64_t u0[KS_BLOCK], u1[KS_BLOCK], fix[KS_BLOCK];
+    double i0[KS_BLOCK], i1[KS_BLOCK];
+} ks_ops;
+
+/* The pod's requests that ks_pack adds to a row's. */
+typedef struct {
+    int64_t req_cpu, req_mem, nz_cpu, nz_mem;
+} ks_pod;
+
+/* Row h's operands into slot k of o (the fixed score is the caller's). */
+static inline void ks_pack(ks_ops *o, int64_t k, const ks_hot *h, const ks_pod *p)
+{
+    o->a0[k] = h->a0;
+    o->a1[k] = h->a1;
+    o->r0[k] = h->r0 + p->req_cpu;
+    o->r1[k] = h->r1 + p->req_mem;
+    o->u0[k] = h->z0 + p->nz_cpu;
+    o->u1[k] = h->z1 + p->nz_mem;
+    o->i0[k] = h->inv0;
+    o->i1[k] = h->inv1;
+}
+
+/* The arithmetic of ks_local_rows on the first m packed rows of o. */
 KS_CLONES
-static void ks_local_block(int64_t m, const int64_t *restrict a0s, const int64_t *restrict a1s,
-                           const double *restrict i0s, const double *restrict i1s,
-                           const int64_t *restrict u0s, const int64_t *restrict u1s,
-                           const int64_t *restrict r0s, const int64_t *restrict r1s,
-                           const int64_t *restrict fix, int64_t w_fit, int64_t w_bal,
+static void ks_local_block(int64_t m, const ks_ops *restrict o, int64_t w_fit, int64_t w_bal,
                            int64_t *restrict out, uint8_t *restrict redo)
 {
     const int64_t big = (int64_t)1 << 52;
     for (int64_t i = 0; i < m; i++) {
-        int64_t a0 = a0s[i], a1 = a1s[i], u0 = u0s[i], u1 = u1s[i], r0 = r0s[i], r1 = r1s[i];
-        double i0 = i0s[i], i1 = i1s[i];
+        int64_t a0 = o->a0[i], a1 = o->a1[i], u0 = o->u0[i], u1 = o->u1[i];
+        int64_t r0 = o->r0[i], r1 = o->r1[i];
+        double i0 = o->i0[i], i1 = o->i1[i];
         int64_t x0 = (a0 - u0) * 100, x1 = (a1 - u1) * 100;
         int64_t k0 = (int64_t)((double)x0 * i0), k1 = (int64_t)((double)x1 * i1);
         k0 -= (k0 * a0 > x0);
@@ -72,36 +82,39 @@ static void ks_local_block(int64_t m, const int64_t *restrict a0s, const int64_t
         int bad = (x - (double)k <= 1e-9) | ((double)(k + 1) - x <= 1e-9) | (a0 <= 0) | (a1 <= 0)
                   | (x0 >= big) | (x1 >= big) | (r0 >= big) | (r1 >= big);
         redo[i] = (uint8_t)bad;
-        out[i] = fix[i] + w_fit * ((k0 + k1) >> 1) + w_bal * k;
+        out[i] = o->fix[i] + w_fit * ((k0 + k1) >> 1) + w_bal * k;
     }
 }
 
+/* The local score (NodeResourcesFit LeastAllocated on cpu and memory with equal weights,
+ * plus NodeResourcesBalancedAllocation, plus the class's fixed scores) of one pod on each
+ * of the rows rows[0..nf), into out[i]:
+ *
+ *   fixed[n] + w_fit * ((la(cpu) + la(memory)) >> 1) + w_bal * balanced
+ *   la(r)    = (alloc - used) * 100 / alloc, 0 when used > alloc (used: non-zero requests)
+ *   balanced = int((1 - |f_cpu - f_memory| / 2) * 100), f = min(requested / alloc, 1)
+ *
+ * Divisions are multiplications by inv (1 / alloc per row): the integer quotient is then
+ * corrected by one either way, exactly; the balanced fraction is within an ulp or two, so a
+ * result within 1e-9 of an integer (where truncation could differ from upstream's
+ * division) is flagged in redo[i] for the caller to recompute, as are rows with a zero
+ * allocatable or operands too large for exact doubles. */
 static void ks_local_rows(const int32_t *restrict rows, int64_t nf,
                           const ks_hot *restrict hot, const int32_t *restrict fixed,
                           int64_t nz_cpu, int64_t nz_mem, int64_t req_cpu, int64_t req_mem,
                           int64_t w_fit, int64_t w_bal,
                           int64_t *restrict out, uint8_t *restrict redo)
 {
-    int64_t a0s[KS_BLOCK], a1s[KS_BLOCK], u0s[KS_BLOCK], u1s[KS_BLOCK];
-    int64_t r0s[KS_BLOCK], r1s[KS_BLOCK], fix[KS_BLOCK];
-    double i0s[KS_BLOCK], i1s[KS_BLOCK];
+    ks_ops o;
+    const ks_pod pod = {req_cpu, req_mem, nz_cpu, nz_mem};
     for (int64_t b = 0; b < nf; b += KS_BLOCK) {
         int64_t m = nf - b < KS_BLOCK ? nf - b : KS_BLOCK;
         for (int64_t i = 0; i < m; i++) {  /* gather the block's operands, row by row */
             int64_t n = rows[b + i];
-            const ks_hot *h = hot + n;
-            a0s[i] = h->a0;
-            a1s[i] = h->a1;
-            r0s[i] = h->r0 + req_cpu;
-            r1s[i] = h->r1 + req_mem;
-            u0s[i] = h->z0 + nz_cpu;
-            u1s[i] = h->z1 + nz_mem;
-            i0s[i] = h->inv0;
-            i1s[i] = h->inv1;
-            fix[i] = fixed[n];
+            ks_pack(&o, i, hot + n, &pod);
+            o.fix[i] = fixed[n];
         }
-        ks_local_block(m, a0s, a1s, i0s, i1s, u0s, u1s, r0s, r1s, fix, w_fit, w_bal,
-                       out + b, redo + b);
+        ks_local_block(m, &o, w_fit, w_bal, out + b, redo + b);
     }
 }
 
@@ -241,9 +254,8 @@ static int64_t ks_single_scan(ks_single *q)
     const int64_t never = INT64_MAX / 4; /* an unchecked request compares against nothing */
     int64_t qc = q->chk_cpu ? q->req_cpu : -never, qm = q->chk_mem ? q->req_mem : -never;
     int64_t qp = q->chk_pods ? q->req_pods : -never;
-    int64_t a0s[KS_BLOCK], a1s[KS_BLOCK], u0s[KS_BLOCK], u1s[KS_BLOCK];
-    int64_t r0s[KS_BLOCK], r1s[KS_BLOCK], fix[KS_BLOCK];
-    double i0s[KS_BLOCK], i1s[KS_BLOCK];
+    ks_ops o;
+    const ks_pod pod = {q->req_cpu, q->req_mem, q->nz_cpu, q->nz_mem};
     int64_t nf = 0;
     for (int64_t b = 0; b < q->ns; b += KS_BLOCK) {
         int64_t m = q->ns - b < KS_BLOCK ? q->ns - b : KS_BLOCK;
@@ -265,21 +277,13 @@ static int64_t ks_single_scan(ks_single *q)
                 }
             }
             rows[k] = n;
-            a0s[k] = h->a0;
-            a1s[k] = h->a1;
-            r0s[k] = h->r0 + q->req_cpu;
-            r1s[k] = h->r1 + q->req_mem;
-            u0s[k] = h->z0 + q->nz_cpu;
-            u1s[k] = h->z1 + q->nz_mem;
-            i0s[k] = h->inv0;
-            i1s[k] = h->inv1;
+            ks_pack(&o, k, h, &pod);
             k += fits;
         }
         if (q->loc) {
             for (int64_t i = 0; i < k; i++)
-                fix[i] = q->fixed[rows[i]];
-            ks_local_block(k, a0s, a1s, i0s, i1s, u0s, u1s, r0s, r1s, fix, q->w_fit, q->w_bal,
-                           q->loc + nf, q->redo + nf);
+                o.fix[i] = q->fixed[rows[i]];
+            ks_local_block(k, &o, q->w_fit, q->w_bal, q->loc + nf, q->redo + nf);
         }
         if (q->taints) {
             int64_t v = ks_max16(rows, k, q->taints);
