@@ -893,11 +893,7 @@ cdef class BurstKernel:
         self._prepare_filters(c, &spread, &ipa)
         for i in range(self.static_off[self.c_static[c]], self.static_off[self.c_static[c] + 1]):
             n = self.static_rows[i]
-            if not self._fits(c, n):
-                continue
-            if spread and self._spread_reason(c, n):
-                continue
-            if ipa and self._ipa_reason(c, n):
+            if not self._fits(c, n) or self._narrowed(c, n, spread, False, ipa):
                 continue
             count += 1
             if count >= limit:
@@ -906,17 +902,11 @@ cdef class BurstKernel:
 
     cdef bint _nominated_fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """Whether row n passes every filter for class c (its pod's nominated node)."""
+        cdef bint spread, ipa
         if self.static_reason[self.c_static[c], n] != 0 or not self._fits(c, n):
             return False
-        if self.spread_on and self.c_k_off[c + 1] > self.c_k_off[c]:
-            self._spread_prepare(c)
-            if self._spread_reason(c, n):
-                return False
-        if self.ipa_on and self.c_a_off[c + 1] > self.c_a_off[c]:
-            self._ipa_prepare(c)
-            if self._ipa_reason(c, n):
-                return False
-        return True
+        self._prepare_filters(c, &spread, &ipa)
+        return not self._narrowed(c, n, spread, False, ipa)
 
     cdef void _run(self) noexcept nogil:
         cdef Py_ssize_t p, c, s, n, q, pos, run_start = 0, placed = 0
