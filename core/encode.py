@@ -121,9 +121,14 @@ class ClassInfo:
     # per own topology spread constraint: its labelSelector parsed, and the parse error
     spread_selectors: list[tuple[Selector, str | None]] = field(default_factory=list)
     spread_invalid: bool = False  # some spread_selectors entry has an error
+    # pod_affinity_error of its spec when it has pod (anti-)affinity terms (None: they parse)
+    affinity_error: str | None = None
     pods: int = 0
     prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
     error: str = ""  # set when a PreFilter fails the attempt with an error (no node either)
+    # set when a PreScore fails the attempt with an error; kube-scheduler runs PreScore only
+    # when two or more nodes are feasible, which the kernel checks (c_score_error)
+    score_error: str = ""
     static_key: bytes = b""
     taint_key: bytes = b""
     aff_key: bytes = b""
@@ -289,10 +294,16 @@ class Encoder:
             aff_key=_NONE_KEY if preferred is None else _ENCODE.encode(preferred),
             image_key=_ENCODE.encode((images, len(containers))),
         )
+        if pod_affinity is not None:
+            info.affinity_error = pod_affinity_error(spec)
         if self._prefilters and (
             required is not None or spread_invalid or pod_affinity is not None
         ):
             self._prefilter(info, required)
+        if (spread_invalid or info.affinity_error is not None) and not (
+            info.error or info.prefilter_message  # the attempt ends before PreScore
+        ):
+            info.score_error = self._prescore_error(info)
         return info
 
     def _image_name(self, image: str) -> str:
@@ -320,14 +331,38 @@ class Encoder:
                     )
                     if error is not None:
                         info.error = names.HARD_SPREAD_CONSTRAINTS_ERROR + error
-            elif name == names.INTER_POD_AFFINITY and info.affinity is not None:
-                error = pod_affinity_error(info.spec)
-                if error is not None:
-                    info.prefilter_message = names.PARSING_POD + error
+            elif name == names.INTER_POD_AFFINITY and info.affinity_error is not None:
+                info.prefilter_message = names.PARSING_POD + info.affinity_error
             if info.prefilter_message or info.error:
                 # All its rows are narrowed whatever the nodes: one static row serves all.
                 info.static_key = b"prefilter"
                 return
+
+    def _prescore_error(self, info: ClassInfo) -> str:
+        """The error that fails the attempts of the class's pods at PreScore, or "".
+
+        The first score plugin in the profile's order whose PreScore cannot read the pod
+        decides: PodTopologySpread with an invalid selector in one of the pod's own
+        ScheduleAnyway constraints, InterPodAffinity with an invalid term (its PreFilter
+        rejects such a pod first when the filter is enabled)."""
+        for plugin, _ in self.profile.scores:
+            if plugin == names.POD_TOPOLOGY_SPREAD and info.spread_invalid:
+                error = spread_constraint_error(info.spec, "ScheduleAnyway", info.spread_selectors)
+                if error is not None:
+                    return names.SOFT_SPREAD_CONSTRAINTS_ERROR + error
+            elif plugin == names.INTER_POD_AFFINITY and info.affinity_error is not None:
+                affinity = info.affinity or {}
+                if self.profile.inter_pod_affinity.ignore_preferred_terms_of_existing_pods and (
+                    not any(
+                        (affinity.get(kind) or {}).get(
+                            "preferredDuringSchedulingIgnoredDuringExecution"
+                        )
+                        for kind in ("podAffinity", "podAntiAffinity")
+                    )
+                ):
+                    continue  # PreScore skips the plugin before reading the terms
+                return names.PRESCORE_PARSING_POD + info.affinity_error
+        return ""
 
     def _relevant_tolerations(
         self, tolerations: Any

@@ -37,7 +37,6 @@ from kubesalvo.core.label_selectors import (
     candidates,
     label_selector,
     parts_match,
-    pod_affinity_error,
     selector_matches,
 )
 
@@ -255,7 +254,7 @@ class InterPodTerms:
                 info.prefilter_message
                 or info.error
                 or (info.affinity is None and not selected)
-                or (info.affinity is not None and pod_affinity_error(info.spec) is not None)
+                or info.affinity_error is not None
             ):
                 # Rejected before any node is tried (its terms may not even parse), neither
                 # carrying a term nor selected by one (no rows), or terms that do not parse

@@ -24,8 +24,7 @@ import numpy.typing as npt
 
 from kubesalvo.core import _typedefs, gang, names
 from kubesalvo.core._place import REASON_FIRST_RESOURCE, BurstKernel
-from kubesalvo.core.encode import REASON_TEXTS, ClassInfo, Encoder, PortTable, is_scalar_column
-from kubesalvo.core.label_selectors import pod_affinity_error, spread_constraint_error
+from kubesalvo.core.encode import REASON_TEXTS, Encoder, PortTable, is_scalar_column
 from kubesalvo.core.profile import Profile, ScoringStrategyType
 from kubesalvo.core.spread import SpreadEncoder
 from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
@@ -263,11 +262,7 @@ def _place_burst(
     c_nz_all = np.array([info.nonzero for info in classes], dtype=_typedefs.QUANTITY).reshape(-1, 2)
     c_nz_add_all = np.array([info.nonzero_add for info in classes], dtype=_typedefs.QUANTITY)
     c_nz_add_all = c_nz_add_all.reshape(-1, 2)
-    score_errors = [
-        _prescore_error(profile, info) if info.spread_invalid or info.affinity else ""
-        for info in classes
-    ]
-    c_score_error = np.array([bool(e) for e in score_errors], dtype=np.uint8)
+    c_score_error = np.array([bool(info.score_error) for info in classes], dtype=np.uint8)
     spread = SpreadEncoder(encoder, workloads)
     spread.prepare(range(len(classes)))
     kernel, kernel_requested, kernel_nonzero = _kernel(state, profile, ports, spread, len(classes))
@@ -381,7 +376,6 @@ def _place_burst(
         out_reasons,
         out_gang,
         out_error,
-        score_errors,
     )
     result.kernel_seconds = kernel_seconds
     result.encode_seconds = encode_seconds
@@ -396,38 +390,6 @@ def _place_burst(
             state.nonzero_requested[:rows] = kernel_nonzero
     result.encode_seconds += time.perf_counter() - t0
     return result
-
-
-def _prescore_error(profile: Profile, info: ClassInfo) -> str:
-    """The error that fails the attempts of the class's pods at PreScore, or "".
-
-    The first score plugin in the profile's order whose PreScore cannot read the pod
-    decides: PodTopologySpread with an invalid selector in one of the pod's own
-    ScheduleAnyway constraints, InterPodAffinity with an invalid term (its PreFilter
-    rejects such a pod first when the filter is enabled). kube-scheduler runs PreScore
-    only when more than one node is feasible; the kernel checks that (c_score_error)."""
-    if info.error or info.prefilter_message:
-        return ""  # the attempt ends before PreScore
-    if not info.spread_invalid and info.affinity is None:
-        return ""  # the usual class: nothing a PreScore could fail to read
-    spec = info.spec
-    for plugin, _ in profile.scores:
-        if plugin == names.POD_TOPOLOGY_SPREAD and info.spread_invalid:
-            error = spread_constraint_error(spec, "ScheduleAnyway", info.spread_selectors)
-            if error is not None:
-                return names.SOFT_SPREAD_CONSTRAINTS_ERROR + error
-        elif plugin == names.INTER_POD_AFFINITY and info.affinity is not None:
-            if profile.inter_pod_affinity.ignore_preferred_terms_of_existing_pods and not any(
-                (info.affinity.get(kind) or {}).get(
-                    "preferredDuringSchedulingIgnoredDuringExecution"
-                )
-                for kind in ("podAffinity", "podAntiAffinity")
-            ):
-                continue  # PreScore skips the plugin before reading the terms
-            error = pod_affinity_error(spec)
-            if error is not None:
-                return names.PRESCORE_PARSING_POD + error
-    return ""
 
 
 def _reason_texts(state: ClusterState) -> dict[int, str]:
@@ -454,7 +416,6 @@ def _result(
     out_reasons: npt.NDArray[np.int32],
     out_gang: npt.NDArray[np.int32],
     out_error: npt.NDArray[np.uint8],
-    score_errors: list[str],
 ) -> PlacementResult:
     n = len(ordered)
     texts = _reason_texts(state)
@@ -490,7 +451,7 @@ def _result(
             messages[i] = names.fit_error_message(num_nodes, {}, prefilter_message=reason)
         else:
             info = classes[class_of[pos]]
-            error = info.error or (score_errors[class_of[pos]] if out_error[pos] else "")
+            error = info.error or (info.score_error if out_error[pos] else "")
             if num_nodes == 0:  # kube-scheduler fails the attempt before any plugin runs
                 error = names.ERR_NO_NODES_AVAILABLE
             if error:
