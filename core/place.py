@@ -382,8 +382,9 @@ def _place_burst(
     if commit:
         # The kernel's copies hold exactly the state's columns plus the kept placements,
         # unless a pod of the burst was counted already (it moves: counted per pod).
-        whole = not any(state.pod_record(pod_key(pod)) is not None for pod in ordered)
-        _commit(state, ordered, class_of, classes, out_node, resources=not whole)
+        pod_keys = [pod_key(pod) for pod in ordered]
+        whole = not any(state.pod_record(key) is not None for key in pod_keys)
+        _commit(state, pod_keys, class_of, classes, out_node, resources=not whole)
         if whole:
             rows, nres = kernel_requested.shape
             state.requested[:rows, :nres] = kernel_requested
@@ -481,8 +482,9 @@ def _result(
     )
 
 
-def _commit(state, ordered, class_of, classes, out_node, resources=True) -> None:
-    """Assume every placement in the state (as kube-scheduler's cache does before binding)."""
+def _commit(state, pod_keys, class_of, classes, out_node, resources=True) -> None:
+    """Assume every placement in the state (as kube-scheduler's cache does before binding);
+    ``pod_keys``: the pods' keys in queue order."""
     columns: list[dict[int, int]] = []
     for info in classes:
         columns.append(
@@ -490,9 +492,8 @@ def _commit(state, ordered, class_of, classes, out_node, resources=True) -> None
         )
     for pos in np.flatnonzero(out_node >= 0):
         info = classes[class_of[pos]]
-        pod = ordered[pos]
         state.add_placed(
-            pod_key(pod),
+            pod_keys[pos],
             int(out_node[pos]),
             info.namespace,
             info.labels,
