@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kubesalvo.core.preemption import NOT_ELIGIBLE_NEVER
+from tests.helpers.objects import priority_class
 from tests.sched import test_app
 from tests.sched.test_app import delete_pods, kwok_node, list_objects, pod_scheduled, settled
 
@@ -27,16 +28,6 @@ scheduler = test_app.scheduler
 
 NODES = 2
 LOW_PER_NODE = 2
-
-
-def _priority_class(name: str, value: int, policy: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-        "preemptionPolicy": policy,
-    }
 
 
 def _pod(namespace: str, name: str, pool: str, priority_class: str) -> dict[str, Any]:
@@ -89,9 +80,9 @@ def test_a_high_priority_pod_evicts_one_low_priority_pod_and_binds_where_it_was_
     node_names = [f"{pool}-{i}" for i in range(NODES)]
     control_plane.create(
         [
-            _priority_class(low, 100, "PreemptLowerPriority"),
-            _priority_class(high, 10_000, "PreemptLowerPriority"),
-            _priority_class(never, 10_000, "Never"),
+            priority_class(low, 100),
+            priority_class(high, 10_000),
+            priority_class(never, 10_000, "Never"),
         ]
     )
     control_plane.create([kwok_node(name, pool, cpu="2", memory="8Gi") for name in node_names])

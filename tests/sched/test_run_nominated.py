@@ -25,6 +25,7 @@ from kubesalvo.sched.cycle import BurstCycle, CycleSettings
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.informers.models import Pod
 from kubesalvo.sched.queue import QueueName, SchedulingQueue
+from tests.helpers.objects import priority_class
 from tests.sched import test_app
 from tests.sched.test_app import delete_pods, list_objects, pod_scheduled, settled
 from tests.sched.test_cycle import (
@@ -39,16 +40,6 @@ from tests.sched.test_cycle import (
 pytestmark = pytest.mark.integration
 
 scheduler = test_app.scheduler
-
-
-def priority_class(name: str, value: int, policy: str = "PreemptLowerPriority") -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-        "preemptionPolicy": policy,
-    }
 
 
 @pytest.fixture
