@@ -2,13 +2,17 @@
 
 A subcommand module exposes ``configure(parser)`` to declare its arguments and
 ``main(args) -> int`` to run; importing it lazily keeps ``kubesalvo --help`` fast and keeps
-heavy imports (numpy, aiohttp) out of commands that do not need them.
+heavy imports (numpy, aiohttp) out of commands that do not need them. A module that needs a
+package of an optional extra names it in ``OPTIONAL_DEPENDENCIES`` (import name -> extra):
+the command checks them before it starts anything, so that a missing one costs one line
+and exit code 2, not a run that fails at its end.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
 
@@ -50,14 +54,35 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if name == command:
             module = importlib.import_module(module_name)
             module.configure(child)
-            child.set_defaults(_main=module.main)
+            requires = getattr(module, "OPTIONAL_DEPENDENCIES", {})
+            child.set_defaults(_main=module.main, _requires=requires)
     return parser
+
+
+def missing_dependency(command: str, requires: dict[str, str]) -> str | None:
+    """The one-line complaint about the first optional package of ``command`` that is not
+    installed, or None when all are."""
+    for package, extra in requires.items():
+        try:
+            found = importlib.util.find_spec(package) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return (
+                f"error: kubesalvo {command} needs {package}, which is not installed: "
+                f"pip install 'kubesalvo[{extra}]'"
+            )
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((arg for arg in argv if not arg.startswith("-")), None)
     args = build_parser(command).parse_args(argv)
+    complaint = missing_dependency(args.command, args._requires)
+    if complaint is not None:
+        print(complaint, file=sys.stderr)
+        return 2
     try:
         return int(args._main(args) or 0)
     except KeyboardInterrupt:

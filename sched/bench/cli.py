@@ -5,6 +5,10 @@
 
 prints a table, and writes ``results.json`` and ``bound-over-time.png`` (and each
 contender's log) to ``--out``. ``--json`` prints the JSON document instead of the table.
+
+SIGINT or SIGTERM stops the run: the contender and (unless ``--keep``) the control plane
+are stopped, and the command exits with 128 + the signal's number. Without ``--keep`` the
+control plane is also tied to this process, so that even a SIGKILL leaves nothing running.
 """
 
 from __future__ import annotations
@@ -12,9 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 from rich.console import Console
 
@@ -25,6 +33,8 @@ from kubesalvo.sched.cluster import build
 from kubesalvo.sched.cluster.controlplane import StartError
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
+# Checked by the command line before anything starts (the plot is written at the end).
+OPTIONAL_DEPENDENCIES = {"matplotlib": "bench"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -108,6 +118,7 @@ def main(args: argparse.Namespace) -> int:
         settle=args.settle,
         timeout=args.timeout,
         keep=args.keep,
+        die_with_parent=not args.keep,
         mode=args.mode,
         command=shlex.join(["kubesalvo", *sys.argv[1:]]),
         logs=out / "logs",
@@ -117,11 +128,17 @@ def main(args: argparse.Namespace) -> int:
     def say(message: str) -> None:
         console.print(f"[dim]{time.monotonic() - began:7.1f}s[/dim] {message}")
 
-    try:
-        result = harness.run(options, say)
-    except (build.BuildError, StartError, TimeoutError) as error:
-        console.print(f"[red]error:[/red] {error}")
-        return 1
+    with _interrupted_by_signals() as caught:
+        try:
+            result = harness.run(options, say)
+        except (build.BuildError, StartError, TimeoutError) as error:
+            console.print(f"[red]error:[/red] {error}")
+            return 1
+        except KeyboardInterrupt:
+            signum = caught[-1] if caught else signal.SIGINT
+            left = f"control plane kept in {options.dir}" if args.keep else "control plane stopped"
+            console.print(f"{signal.Signals(signum).name}: run stopped, contenders and {left}")
+            return 128 + signum
     saved = report.write_json(result, out)
     plot = report.write_plot(result, out)
     if args.json:
@@ -133,3 +150,21 @@ def main(args: argparse.Namespace) -> int:
     complete = all(run.outcome == "all bound" for run in result.runs)
     placed_right = all(run.feasibility.get("ok", True) for run in result.runs)
     return 0 if complete and placed_right else 3
+
+
+@contextmanager
+def _interrupted_by_signals() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread while the body runs, so
+    that the harness's clean-up (``finally``) runs for both; yields the signals caught."""
+    caught: list[int] = []
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        caught.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield caught
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
