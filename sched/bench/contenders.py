@@ -78,10 +78,14 @@ def _work_dir(cp: ControlPlane, name: str) -> Path:
 def _spawn(cp: ControlPlane, name: str, command: list[str]) -> tuple[int, Path, Callable[[], None]]:
     """Starts ``python -m <command>`` as contender ``name``: its output goes to the control
     plane's log of that name and its pid into the control plane's state (for ``cluster
-    down``). Returns the pid, the log and how to stop it."""
+    down``). Returns the pid, the log and how to stop it.
+
+    Like kube-scheduler's (``cluster.baseline``), it ends when the calling thread ends, so
+    that a killed benchmark leaves no contender behind."""
     log = cp.log(name)
     argv = [sys.executable, "-m", *command]
-    cp.pids[name] = pid = processes.start(argv, log, env={"PYTHONUNBUFFERED": "1"})
+    env = {"PYTHONUNBUFFERED": "1"}
+    cp.pids[name] = pid = processes.start(argv, log, env=env, die_with_parent=True)
     cp.save()
     return pid, log, _stopper(cp, name, pid)
 

@@ -8,7 +8,10 @@
    each create timestamped; wait until every pod is bound (or none was bound for
    ``settle`` seconds, or ``timeout``); stop the contender; check the placements
    (``feasibility``); delete the burst and wait until it is gone.
-3. Stop the control plane (unless ``keep``).
+3. Stop the control plane (unless ``keep``), also when the run fails or is interrupted.
+   With ``die_with_parent`` the control plane is also killed by the kernel when this
+   process dies (even by SIGKILL): ``kubesalvo bench`` without ``--keep``, and tests,
+   which keep it only until their own clean-up.
 
 The contenders never run at the same time, so none takes CPU from another's run.
 """
@@ -75,6 +78,7 @@ class Options:
     settle: float = 20.0
     timeout: float = 900.0
     keep: bool = False
+    die_with_parent: bool = False
     mode: str = STREAM
     command: str = ""
     # Where each contender's log is copied (the control plane's folder is removed).
@@ -104,7 +108,11 @@ def run(options: Options, say: Say) -> BenchResult:
         say("building the control-plane binaries")
         bin_dir = build.build()
     say(f"starting a control plane in {options.dir}")
-    cp = asyncio.run(controlplane.start(options.dir, bin_dir, progress=say))
+    cp = asyncio.run(
+        controlplane.start(
+            options.dir, bin_dir, progress=say, die_with_parent=options.die_with_parent
+        )
+    )
     try:
         result.control_plane = _describe(cp)
         base = generate(scenario, options.schedulers[0])

@@ -105,15 +105,34 @@ class ControlPlane:
         """Runs ``work(client)`` to completion from synchronous code.
 
         It runs on a worker thread with its own event loop, so this also works from code
-        that is itself inside a running loop (an async test).
+        that is itself inside a running loop (an async test). When the waiting thread is
+        interrupted (Ctrl-C, or SIGTERM turned into KeyboardInterrupt), the work is
+        cancelled on its loop, so that the caller's clean-up does not wait for it to end.
         """
+        running: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = []
 
         async def run() -> T:
+            task = asyncio.current_task()
+            assert task is not None
+            running.append((asyncio.get_running_loop(), task))
             async with self.client(concurrency) as client:
                 return await work(client)
 
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, run()).result()
+        pool = ThreadPoolExecutor(max_workers=1)
+        future = pool.submit(asyncio.run, run())
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done() and not future.cancel():
+                while not running and not future.done():
+                    time.sleep(0.01)
+                if running and not future.done():
+                    loop, task = running[0]
+                    with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                        loop.call_soon_threadsafe(task.cancel)
+            raise
+        finally:
+            pool.shutdown(wait=True)
 
     def create(self, objects: Iterable[Mapping[str, Any]], exist_ok: bool = False) -> int:
         """Creates API objects of any kinds concurrently; returns how many were created."""

@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,9 +34,13 @@ def _require_binaries() -> None:
 
 
 @pytest.fixture(scope="module")
-def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BenchResult, Path, Path]]:
+def bench(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> tuple[BenchResult, Path, Path]:
     """One run of all three contenders on bench/e2e/tiny.yaml (50 nodes, 200 pods); the
-    control plane is kept until the module's tests have looked at it."""
+    control plane is kept until the module's tests have looked at it. It is stopped by a
+    finalizer registered before it starts (whatever fails after), and dies with this
+    process in any case."""
     _require_binaries()
     out = tmp_path_factory.mktemp("bench")
     options = harness.Options(
@@ -47,15 +50,14 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BenchResul
         settle=30.0,
         timeout=300.0,
         keep=True,
+        die_with_parent=True,
         logs=out / "logs",
     )
+    request.addfinalizer(lambda: controlplane.stop(options.dir))
     result = harness.run(options, lambda message: None)
     report.write_json(result, out)
     report.write_plot(result, out)
-    try:
-        yield result, out, options.dir
-    finally:
-        controlplane.stop(options.dir)
+    return result, out, options.dir
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +72,7 @@ def backlog(tmp_path_factory: pytest.TempPathFactory) -> BenchResult:
         settle=30.0,
         timeout=300.0,
         mode=harness.BACKLOG,
+        die_with_parent=True,
     )
     return harness.run(options, lambda message: None)
 
