@@ -140,8 +140,8 @@ class SchedulerProcess:
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
-    def terminate(self, timeout: float = 60.0) -> int:
-        self.process.send_signal(signal.SIGTERM)
+    def terminate(self, timeout: float = 60.0, signum: int = signal.SIGTERM) -> int:
+        self.process.send_signal(signum)
         return self.process.wait(timeout)
 
     def kill(self) -> None:
@@ -464,13 +464,16 @@ def test_a_pod_that_fits_nowhere_is_reported_and_bound_once_a_node_fits(
         control_plane.call(lambda c: c.request("DELETE", f"/api/v1/nodes/{node_name}"))
 
 
-def test_sigterm_drains_the_binds_in_flight_and_exits_0(control_plane, fleet, scheduler):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
+def test_sigterm_or_sigint_drains_the_binds_in_flight_and_exits_0(
+    control_plane, fleet, scheduler, signum
+):
     pods = burst(400, seed=12)
     process = scheduler(max_burst=200)
     control_plane.create(pods)
     try:
         process.wait_metric("kubesalvo_binds_total", 1, 120, result="bound")
-        assert process.terminate() == 0, process.tail()
+        assert process.terminate(signum=signum) == 0, process.tail()
         log = process.log.read_text()
         assert "draining binds and stopping" in log
         drained = [json.loads(line) for line in log.splitlines() if "drained" in line]
