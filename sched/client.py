@@ -15,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -32,6 +34,11 @@ TOKEN_REFRESH_SECONDS = 60.0
 
 USER_AGENT = "kubesalvo/0.1"
 
+# Where a pod's service account is mounted; under $KUBESALVO_INCLUSTER_ROOT (or
+# ``--incluster-root``) when set, so that the in-cluster path can run outside a pod.
+SERVICE_ACCOUNT_DIR = "var/run/secrets/kubernetes.io/serviceaccount"
+INCLUSTER_ROOT_ENV = "KUBESALVO_INCLUSTER_ROOT"
+
 
 class Status(msgspec.Struct, omit_defaults=True):
     """A metav1.Status, as the API server returns it for errors (and in watch ERROR events)."""
@@ -43,6 +50,21 @@ class Status(msgspec.Struct, omit_defaults=True):
 
 
 _status_decoder = msgspec.json.Decoder(Status)
+
+
+def status_body(code: int, reason: str, message: str) -> bytes:
+    """A metav1.Status error body, as the API server (and kube-scheduler) answer."""
+    return msgspec.json.encode(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        }
+    )
 
 
 class ApiError(Exception):
@@ -122,6 +144,8 @@ class Credentials:
     token: str | None = None  # the bare bearer token, without "Bearer "
     # Called to obtain a fresh token (rotated files, exec plugins); None when static.
     refresh: Callable[[], str | None] | None = None
+    # The pod's namespace, with in-cluster credentials (None from a kubeconfig).
+    namespace: str | None = None
 
     def ssl_context(self) -> ssl.SSLContext | bool:
         if not self.server.startswith("https"):
@@ -143,12 +167,26 @@ def _bearer(configuration: Any) -> str | None:
     return rest if scheme.lower() == "bearer" and rest else value
 
 
-def load_credentials(kubeconfig: str | None = None, context: str | None = None) -> Credentials:
-    """Credentials from a kubeconfig file, or the pod's service account when none is given."""
+def service_account_dir(root: str | None = None) -> Path:
+    """The service-account folder: under ``root``, else $KUBESALVO_INCLUSTER_ROOT, else /."""
+    base = root or os.environ.get(INCLUSTER_ROOT_ENV) or "/"
+    return Path(base) / SERVICE_ACCOUNT_DIR
+
+
+def load_credentials(
+    kubeconfig: str | None = None, context: str | None = None, incluster_root: str | None = None
+) -> Credentials:
+    """Credentials from a kubeconfig file, or the pod's service account when none is given.
+
+    In-cluster: the API server from KUBERNETES_SERVICE_HOST/PORT, the token (re-read every
+    minute, as projected tokens rotate), CA and namespace from the service-account folder.
+    """
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
+    from kubernetes.config.incluster_config import InClusterConfigLoader
 
     configuration = k8s_client.Configuration()
+    namespace = None
     if kubeconfig:
         k8s_config.load_kube_config(
             config_file=kubeconfig,
@@ -157,7 +195,12 @@ def load_credentials(kubeconfig: str | None = None, context: str | None = None) 
             persist_config=False,
         )
     else:
-        k8s_config.load_incluster_config(client_configuration=configuration)
+        folder = service_account_dir(incluster_root)
+        InClusterConfigLoader(
+            token_filename=str(folder / "token"), cert_filename=str(folder / "ca.crt")
+        ).load_and_set(configuration)
+        with contextlib.suppress(OSError):
+            namespace = (folder / "namespace").read_text().strip() or None
 
     refresh: Callable[[], str | None] | None = None
     hook = configuration.refresh_api_key_hook
@@ -176,6 +219,7 @@ def load_credentials(kubeconfig: str | None = None, context: str | None = None) 
         tls_server_name=getattr(configuration, "tls_server_name", None),
         token=_bearer(configuration),
         refresh=refresh,
+        namespace=namespace,
     )
 
 

@@ -4,12 +4,21 @@ Dashboards and alerts written for kube-scheduler work unchanged: the same metric
 label names and label values (``result`` is ``scheduled``, ``unschedulable`` or
 ``error``; ``queue`` is ``active``, ``backoff``, ``unschedulable`` or ``gated``) and the
 same histogram buckets. The metrics live in their own ``CollectorRegistry`` so several
-schedulers (tests, benchmarks) can exist in one process.
+schedulers (tests, benchmarks) can exist in one process; the process's own figures
+(``process_cpu_seconds_total``, ``process_resident_memory_bytes``, ...), which the
+"Kubernetes / Scheduler" dashboard of kubernetes-mixin charts, are registered on it too.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 
 SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
@@ -106,6 +115,11 @@ class SchedulerMetrics:
             ["result"],
             registry=r,
         )
+        self.binds_in_flight = Gauge(
+            "kubesalvo_binds_in_flight",
+            "Bind calls sent to the API server and not yet answered.",
+            registry=r,
+        )
         self.events_dropped = Counter(
             "kubesalvo_events_dropped",
             "Events and condition updates dropped because too many were waiting.",
@@ -118,6 +132,7 @@ class SchedulerMetrics:
             ["name"],
             registry=r,
         )
+        ProcessCollector(registry=r)
         for queue in (QUEUE_ACTIVE, QUEUE_BACKOFF, QUEUE_UNSCHEDULABLE, QUEUE_GATED):
             self.pending_pods.labels(queue=queue).set(0)
 
