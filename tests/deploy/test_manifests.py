@@ -103,9 +103,19 @@ def workloads(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- server-side dry run and real apply ---------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def target_namespace(control_plane, rendered) -> Iterator[None]:
+    """The Namespace applied for real: a dry run creates nothing, so the namespaced objects
+    of the same dry run would find no namespace to go in."""
+    namespaces = [o for o in rendered["default"] if o["kind"] == "Namespace"]
+    apply(control_plane, namespaces)
+    yield
+    kubectl(control_plane, "delete", "namespace/kubesalvo", "--ignore-not-found", "--wait=false")
+
+
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_every_object_passes_a_server_side_dry_run(
-    control_plane, servicemonitor_crd, rendered, variant
+    control_plane, servicemonitor_crd, target_namespace, rendered, variant
 ):
     objects = rendered[variant]
     out = apply(control_plane, objects, "--dry-run=server")
@@ -137,13 +147,18 @@ def test_every_variant_applies_for_real_and_reads_back(
     for variant in VARIANTS:
         apply(control_plane, rendered[variant])
         for obj in rendered[variant]:
-            args = ["get", obj["kind"], obj["metadata"]["name"], "-o", "json"]
+            args = ["get", obj["kind"], obj["metadata"]["name"], "-o=json", "--show-managed-fields"]
             if obj["metadata"].get("namespace"):
                 args.append(f"--namespace={obj['metadata']['namespace']}")
             stored = json.loads(kubectl(control_plane, *args))
             assert stored["metadata"]["name"] == obj["metadata"]["name"]
             managers = {m["manager"] for m in stored["metadata"].get("managedFields", [])}
             assert FIELD_MANAGER in managers, (variant, obj["kind"], obj["metadata"]["name"])
+        if variant == "ha":
+            stored = json.loads(
+                kubectl(control_plane, "get", "deployment/kubesalvo", "-n=kubesalvo", "-o=json")
+            )
+            assert stored["spec"]["replicas"] == 2
         if variant == "image-reporter":
             # Its pods would go to every node of the session: remove it at once.
             kubectl(
@@ -154,10 +169,6 @@ def test_every_variant_applies_for_real_and_reads_back(
                 "--cascade=foreground",
                 "--timeout=120s",
             )
-    stored = json.loads(
-        kubectl(control_plane, "get", "deployment/kubesalvo", "-n", "kubesalvo", "-o", "json")
-    )
-    assert stored["spec"]["replicas"] == 2  # the last kubesalvo Deployment applied: ha's
 
 
 # --- what the objects say -----------------------------------------------------------------
@@ -265,14 +276,18 @@ def test_the_extender_variants_kube_scheduler_accepts_its_configuration(
     control_plane, rendered, tmp_path
 ):
     """The real kube-scheduler validates the configuration, extenders stanza included, and
-    writes it back (``--write-config-to`` exits before it connects anywhere)."""
+    writes it back with its defaults (``--write-config-to`` exits before scheduling)."""
     (configmap,) = [
         o
         for o in rendered["extender"]
         if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("kube-scheduler-config-")
     ]
+    settings = yaml.safe_load(configmap["data"]["kube-scheduler.yaml"])
+    # In the pod it uses its service account; here the admin's kubeconfig, nothing else
+    # changed (it builds its client before it writes the configuration out).
+    settings["clientConnection"]["kubeconfig"] = str(control_plane.kubeconfig)
     config = tmp_path / "kube-scheduler.yaml"
-    config.write_text(configmap["data"]["kube-scheduler.yaml"])
+    config.write_text(yaml.safe_dump(settings))
     written = tmp_path / "written.yaml"
     done = subprocess.run(
         [
