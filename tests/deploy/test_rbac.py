@@ -88,8 +88,8 @@ class Run:
         url = f"http://127.0.0.1:{self.process.metrics_port}/readyz?verbose"
         return self.process.get(url)[1].decode()
 
-    def metric(self, name: str, **labels: str) -> float:
-        return self.process.metric(name, **labels)
+    def metric(self, metric: str, **labels: str) -> float:
+        return self.process.metric(metric, **labels)
 
     def https(self, path: str, token: str | None) -> int:
         context = ssl.create_default_context()
