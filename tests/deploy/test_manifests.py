@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -365,3 +366,12 @@ def test_service_servicemonitor_and_scrape_config_agree_on_names_and_ports(rende
     assert job["kubernetes_sd_configs"][0]["namespaces"]["names"] == [
         service["metadata"]["namespace"]
     ]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_kubesalvo_images_carry_the_package_version(rendered, variant):
+    version = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text())["project"]["version"]
+    for workload in workloads(rendered[variant]):
+        for container in workload["spec"]["template"]["spec"]["containers"]:
+            if container["name"] != "kube-scheduler":
+                assert container["image"] == f"kubesalvo:{version}", (variant, container)
