@@ -92,11 +92,13 @@ def bind_rules(
     account: str,
     cluster_rules: list[dict[str, Any]],
     namespaced_rules: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    name: str | None = None,
 ) -> str:
     """Grants ``namespace/account`` exactly these rules: a fresh ClusterRole (bound
-    cluster-wide) and, when given, a Role in ``namespace``. Returns the ClusterRole's name;
-    delete it with ``delete_cluster_rbac`` (namespaces take their Roles with them)."""
-    name = f"kubesalvo-test-{secrets.token_hex(4)}"
+    cluster-wide; named ``name``, else a random name) and, when given, a Role in
+    ``namespace``. Returns the ClusterRole's name; delete it with ``delete_cluster_rbac``
+    (namespaces take their Roles with them)."""
+    name = name or f"kubesalvo-test-{secrets.token_hex(4)}"
     subject = [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]
     rbac = "rbac.authorization.k8s.io"
     objects: list[dict[str, Any]] = [

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from kubesalvo.sched.client import INCLUSTER_ROOT_ENV, load_credentials
+from kubesalvo.sched.client import INCLUSTER_ROOT_ENV
 from tests.helpers.deploy import (
     bind_rules,
     delete_cluster_rbac,
@@ -36,22 +36,6 @@ kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
 """
-
-
-def test_credentials_come_from_the_service_account_folder_under_the_root(tmp_path, monkeypatch):
-    ca = b"-----BEGIN CERTIFICATE-----\nnot checked here\n-----END CERTIFICATE-----\n"
-    write_service_account(tmp_path, "the-token", ca, "team-a")
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
-    monkeypatch.setenv(INCLUSTER_ROOT_ENV, str(tmp_path))
-    credentials = load_credentials()
-    assert credentials.server == "https://10.96.0.1:443"
-    assert credentials.token == "the-token"
-    assert credentials.namespace == "team-a"
-    folder = tmp_path / "var/run/secrets/kubernetes.io/serviceaccount"
-    assert credentials.ca_file == str(folder / "ca.crt")
-    # The token file is re-read (projected tokens rotate): a refresh hook is installed.
-    assert credentials.refresh is not None
 
 
 @pytest.mark.parametrize("how", ["environment", "option"])

@@ -151,7 +151,7 @@ RULES = [
 
 
 def _restricted_kubeconfig(control_plane: Any, namespace: str, folder: Path, name: str) -> Path:
-    bind_rules(control_plane, namespace, name, RULES)
+    bind_rules(control_plane, namespace, name, RULES, name=name)
     token = service_account_token(control_plane, namespace, name)
     return token_kubeconfig(control_plane, token, folder / "restricted.kubeconfig")
 
