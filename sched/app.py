@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import signal
@@ -40,6 +41,7 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -150,6 +152,10 @@ class Scheduler:
             settings=CycleSettings.from_config(config),
             cluster=self._cluster_objects,
             workloads=self._workloads_of,
+        )
+        # API traffic under client-go's metric names (kubernetes-mixin charts them).
+        client.on_request = functools.partial(
+            self.metrics.observe_request, urlsplit(client.server).netloc
         )
         # Read at each scrape: the binder's own count, nothing to keep in step.
         self.metrics.binds_in_flight.set_function(lambda: self.cycle.binds_in_flight)

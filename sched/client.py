@@ -8,6 +8,8 @@ loader's refresh hook periodically and after a 401.
 
 A client-side token bucket (``qps``/``burst``, like client-go's) spaces out requests so a
 burst of thousands of binds does not trip the API server's priority-and-fairness limits.
+Each request's outcome (a watch's when its headers arrive, as client-go measures it) is
+told to ``on_request``, which the scheduler points at its ``rest_client_*`` metrics.
 """
 
 from __future__ import annotations
@@ -254,6 +256,8 @@ class ApiClient:
         self._session: aiohttp.ClientSession | None = None
         self._token = credentials.token
         self._token_checked = time.monotonic()
+        # Told (method, status code or "<error>", seconds to the answer's headers).
+        self.on_request: Callable[[str, str, float], None] | None = None
 
     @property
     def server(self) -> str:
@@ -284,6 +288,10 @@ class ApiClient:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+    def _report(self, method: str, code: str, started: float) -> None:
+        if self.on_request is not None:
+            self.on_request(method, code, time.monotonic() - started)
 
     def _refresh_token(self, force: bool = False) -> None:
         refresh = self.credentials.refresh
@@ -323,25 +331,33 @@ class ApiClient:
             await self.limiter.acquire()
         extra = {"Content-Type": content_type} if body is not None else None
         for attempt in range(2):
-            async with self._get_session().request(
-                method,
-                self.server + path,
-                params=params,
-                data=body,
-                headers=self._headers(extra),
-                server_hostname=self.credentials.tls_server_name,
-                timeout=aiohttp.ClientTimeout(total=timeout or self.request_timeout),
-            ) as raw:
-                data = await raw.read()
-                if raw.status == 401 and attempt == 0 and self.credentials.refresh is not None:
-                    # A rotated token: reload it once and try again.
-                    self._refresh_token(force=True)
-                    continue
-                if raw.status >= 300:
-                    raise ApiError(
-                        raw.status, data, parse_retry_after(raw.headers.get("Retry-After"))
-                    )
-                return Response(raw.status, raw.headers, data)
+            started, answered = time.monotonic(), False
+            try:
+                async with self._get_session().request(
+                    method,
+                    self.server + path,
+                    params=params,
+                    data=body,
+                    headers=self._headers(extra),
+                    server_hostname=self.credentials.tls_server_name,
+                    timeout=aiohttp.ClientTimeout(total=timeout or self.request_timeout),
+                ) as raw:
+                    answered = True
+                    self._report(method, str(raw.status), started)
+                    data = await raw.read()
+                    if raw.status == 401 and attempt == 0 and self.credentials.refresh is not None:
+                        # A rotated token: reload it once and try again.
+                        self._refresh_token(force=True)
+                        continue
+                    if raw.status >= 300:
+                        raise ApiError(
+                            raw.status, data, parse_retry_after(raw.headers.get("Retry-After"))
+                        )
+                    return Response(raw.status, raw.headers, data)
+            except (aiohttp.ClientError, TimeoutError, OSError):
+                if not answered:
+                    self._report(method, "<error>", started)
+                raise
         raise AssertionError("unreachable: the loop returns or raises")
 
     @contextlib.asynccontextmanager
@@ -358,21 +374,31 @@ class ApiClient:
         connection died without a FIN is noticed instead of hanging forever.
         """
         await self.limiter.acquire()
-        async with self._get_session().get(
-            self.server + path,
-            params=params,
-            headers=self._headers(None),
-            server_hostname=self.credentials.tls_server_name,
-            timeout=aiohttp.ClientTimeout(
-                total=None, connect=self.request_timeout, sock_read=inactivity_timeout
-            ),
-        ) as raw:
-            if raw.status == 401 and self.credentials.refresh is not None:
-                self._refresh_token(force=True)
-            if raw.status >= 300:
-                data = await raw.read()
-                raise ApiError(raw.status, data, parse_retry_after(raw.headers.get("Retry-After")))
-            yield raw.content
+        started, answered = time.monotonic(), False
+        try:
+            async with self._get_session().get(
+                self.server + path,
+                params=params,
+                headers=self._headers(None),
+                server_hostname=self.credentials.tls_server_name,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, connect=self.request_timeout, sock_read=inactivity_timeout
+                ),
+            ) as raw:
+                answered = True
+                self._report("GET", str(raw.status), started)
+                if raw.status == 401 and self.credentials.refresh is not None:
+                    self._refresh_token(force=True)
+                if raw.status >= 300:
+                    data = await raw.read()
+                    raise ApiError(
+                        raw.status, data, parse_retry_after(raw.headers.get("Retry-After"))
+                    )
+                yield raw.content
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            if not answered:
+                self._report("GET", "<error>", started)
+            raise
 
 
 # Errors of the transport that may heal on a retry: resets, refused connections, timeouts.

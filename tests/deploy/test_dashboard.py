@@ -62,7 +62,13 @@ MIXIN_PANELS = {
 }
 # What deploy/README.md says about them: panels whose every series kubesalvo exports, and
 # panels that show some of their series.
-MIXIN_WORKING = {"Memory", "CPU usage"}
+MIXIN_WORKING = {
+    "Memory",
+    "CPU usage",
+    "Kube API Request Rate",
+    "Post Request Latency 99th Quantile",
+    "Get Request Latency 99th Quantile",
+}
 MIXIN_PARTIAL = {"Scheduling Rate", "Scheduling latency 99th Quantile"}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ssl
 
+import aiohttp
 import msgspec
 import pytest
 
@@ -218,3 +219,23 @@ async def test_in_cluster_credentials_come_from_the_service_account_files(
     assert in_cluster.refresh is not None  # the token file is re-read as it rotates
     async with ApiClient(in_cluster) as client:
         assert (await client.request("GET", "/api/v1/namespaces/default")).status == 200
+
+
+@pytest.mark.integration
+async def test_every_answer_and_every_failure_to_connect_is_reported(credentials):
+    seen: list[tuple[str, str]] = []
+    async with ApiClient(credentials, qps=0) as client:
+        client.on_request = lambda method, code, seconds: seen.append((method, code))
+        await client.request("GET", "/api/v1/namespaces/default")
+        with pytest.raises(ApiError):
+            await client.request("GET", "/api/v1/namespaces/no-such-namespace-here")
+        async with client.stream(
+            "/api/v1/namespaces", params={"watch": "1", "timeoutSeconds": "1"}
+        ):
+            pass
+    closed = Credentials(server="https://127.0.0.1:1", token="t", verify=False)
+    async with ApiClient(closed, qps=0, request_timeout=5) as client:
+        client.on_request = lambda method, code, seconds: seen.append((method, code))
+        with pytest.raises(aiohttp.ClientError):
+            await client.request("POST", "/api/v1/namespaces", body=b"{}")
+    assert seen == [("GET", "200"), ("GET", "404"), ("GET", "200"), ("POST", "<error>")]
