@@ -19,7 +19,7 @@ when asked for): see ``serving``. The debug pages stay on loopback.
 Exit codes: 0 after SIGTERM/SIGINT (binds in flight are drained first, events flushed and
 the Lease released), 2 for a configuration the loader refuses (every refused field with
 its path, on stderr) or serving flags that cannot work, 1 when the API server's
-credentials cannot be loaded.
+credentials cannot be loaded or a port cannot be opened.
 
 Logs are structured: ``--log-format json`` writes one JSON object per line (``ts``,
 ``level``, ``logger``, ``msg``), ``text`` a readable line; ``-v 4`` and above adds the
@@ -94,8 +94,13 @@ log = logging.getLogger("kubesalvo")
 
 EXIT_CONFIG = 2
 EXIT_CREDENTIALS = 1
+EXIT_SERVE = 1
 # Finished pods hold nothing on their node; the watch reports them DELETED when they end.
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+class ServeError(RuntimeError):
+    """A health/metrics or debug port cannot be opened (in use, not allowed)."""
 
 
 class Scheduler:
@@ -360,9 +365,14 @@ class Scheduler:
         """Start everything, schedule until ``stop()``, then shut down cleanly."""
         for line in self.config.describe():
             log.info("config %s", line)
-        for server in self.servers:
-            await server.start()
-        await self.debug.start()
+        for server in (*self.servers, self.debug):
+            try:
+                await server.start()
+            except OSError as error:
+                await self._stop_servers()
+                raise ServeError(
+                    f"cannot listen on {server.host}:{server.port}: {error.strerror or error}"
+                ) from error
         log.info(
             "serving health/metrics on %s, debug pages on %s",
             ", ".join(server.url for server in self.servers) or "no port",
@@ -405,6 +415,9 @@ class Scheduler:
             await self.elector.stop()
         for informer in self.informers:
             await informer.stop()
+        await self._stop_servers()
+
+    async def _stop_servers(self) -> None:
         await self.debug.stop()
         for server in self.servers:
             await server.stop()
@@ -488,7 +501,11 @@ def main(args: argparse.Namespace) -> int:
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(_serve(config, credentials, serving, args))
+    try:
+        asyncio.run(_serve(config, credentials, serving, args))
+    except ServeError as error:
+        print(f"kubesalvo run: {error}", file=sys.stderr)
+        return EXIT_SERVE
     return 0
 
 

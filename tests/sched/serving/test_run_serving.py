@@ -5,7 +5,10 @@ SchedulerProcess asks for, serves beside it.)"""
 
 from __future__ import annotations
 
+import socket
 import ssl
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 
@@ -63,3 +66,32 @@ def test_the_given_certificate_is_served_and_metrics_need_a_token(control_plane,
         assert f"serving health/metrics on https://127.0.0.1:{port}, http://127.0.0.1:" in log
     finally:
         process.kill()
+
+
+def test_a_port_in_use_stops_the_start_with_exit_1_and_says_which(control_plane, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kubesalvo.sched.cli",
+                "run",
+                f"--config={config}",
+                f"--kubeconfig={control_plane.kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--debug-port={free_port()}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 1, done.stderr
+    assert f"kubesalvo run: cannot listen on 127.0.0.1:{port}: " in done.stderr
+    assert "Traceback" not in done.stderr
