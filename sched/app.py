@@ -12,9 +12,14 @@ and runs without default spreading. With ``leaderElection.leaderElect`` only the
 of the Lease binds: a standby keeps its informers and queue warm and takes over when the
 Lease is free; a leader that cannot renew stops binding at once.
 
+/healthz, /livez, /readyz and /metrics are served as kube-scheduler serves them (HTTPS on
+10259 with delegated authentication and authorization for /metrics; a plain port only
+when asked for): see ``serving``. The debug pages stay on loopback.
+
 Exit codes: 0 after SIGTERM/SIGINT (binds in flight are drained first, events flushed and
 the Lease released), 2 for a configuration the loader refuses (every refused field with
-its path, on stderr), 1 when the API server's credentials cannot be loaded.
+its path, on stderr) or serving flags that cannot work, 1 when the API server's
+credentials cannot be loaded or a port cannot be opened.
 
 Logs are structured: ``--log-format json`` writes one JSON object per line (``ts``,
 ``level``, ``logger``, ``msg``), ``text`` a readable line; ``-v 4`` and above adds the
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import signal
@@ -35,6 +41,7 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -77,6 +84,9 @@ from kubesalvo.sched.queue import (
     pod_update_events,
 )
 from kubesalvo.sched.server import DebugServer, HealthServer
+from kubesalvo.sched.serving import ServingOptions, add_flags, options_from_args
+from kubesalvo.sched.serving.build import health_servers
+from kubesalvo.sched.serving.options import OptionsError
 
 __all__ = ["Scheduler", "configure", "main"]
 
@@ -84,8 +94,13 @@ log = logging.getLogger("kubesalvo")
 
 EXIT_CONFIG = 2
 EXIT_CREDENTIALS = 1
+EXIT_SERVE = 1
 # Finished pods hold nothing on their node; the watch reports them DELETED when they end.
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+class ServeError(RuntimeError):
+    """A health/metrics or debug port cannot be opened (in use, not allowed)."""
 
 
 class Scheduler:
@@ -96,8 +111,7 @@ class Scheduler:
         config: SchedulerConfig,
         client: ApiClient,
         *,
-        metrics_address: str = "0.0.0.0",
-        metrics_port: int = 10251,
+        serving: ServingOptions | None = None,
         debug_port: int = 10000,
         identity: str | None = None,
     ) -> None:
@@ -144,6 +158,12 @@ class Scheduler:
             cluster=self._cluster_objects,
             workloads=self._workloads_of,
         )
+        # API traffic under client-go's metric names (kubernetes-mixin charts them).
+        client.on_request = functools.partial(
+            self.metrics.observe_request, urlsplit(client.server).netloc
+        )
+        # Read at each scrape: the binder's own count, nothing to keep in step.
+        self.metrics.binds_in_flight.set_function(lambda: self.cycle.binds_in_flight)
         self.nodes: Informer[Node] = Informer(client, NODES, self._on_node)
         self.namespaces: Informer[Namespace] = Informer(client, NAMESPACES, self._on_namespace)
         self.pods: Informer[Pod] = Informer(
@@ -168,10 +188,13 @@ class Scheduler:
                 )
                 self.workload_informers.append(informer)
             self.informers.extend(self.workload_informers)
-        self.health = HealthServer(self.metrics, metrics_address, metrics_port)
-        for informer in self.informers:
-            name = f"informer-sync-{informer.resource.plural}"
-            self.health.add_readiness_check(name, self._synced_check(informer))
+        self.servers: list[HealthServer] = health_servers(
+            self.metrics, serving or ServingOptions(), client
+        )
+        for server in self.servers:
+            for informer in self.informers:
+                name = f"informer-sync-{informer.resource.plural}"
+                server.add_readiness_check(name, self._synced_check(informer))
         self.debug = DebugServer(debug_port)
         self.debug.add_page("/debug/queue", self._debug_queue)
         self.debug.add_page("/debug/explain", self._debug_explain)
@@ -342,9 +365,19 @@ class Scheduler:
         """Start everything, schedule until ``stop()``, then shut down cleanly."""
         for line in self.config.describe():
             log.info("config %s", line)
-        await self.health.start()
-        await self.debug.start()
-        log.info("serving health/metrics on %s, debug pages on %s", self.health.url, self.debug.url)
+        for server in (*self.servers, self.debug):
+            try:
+                await server.start()
+            except OSError as error:
+                await self._stop_servers()
+                raise ServeError(
+                    f"cannot listen on {server.host}:{server.port}: {error.strerror or error}"
+                ) from error
+        log.info(
+            "serving health/metrics on %s, debug pages on %s",
+            ", ".join(server.url for server in self.servers) or "no port",
+            self.debug.url,
+        )
         self.recorder.start()
         await self._check_workload_access()
         for informer in self.informers:
@@ -382,8 +415,12 @@ class Scheduler:
             await self.elector.stop()
         for informer in self.informers:
             await informer.stop()
+        await self._stop_servers()
+
+    async def _stop_servers(self) -> None:
         await self.debug.stop()
-        await self.health.stop()
+        for server in self.servers:
+            await server.stop()
 
 
 # --- logging ----------------------------------------------------------------------------
@@ -431,46 +468,56 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, metavar="N")
     parser.add_argument("--log-format", choices=("json", "text"), default="text")
     parser.add_argument(
-        "--metrics-address", default="0.0.0.0", help="address of /healthz, /readyz, /metrics"
+        "--incluster-root",
+        help="without a kubeconfig, read the service account (token, ca.crt, namespace) "
+        "under this folder instead of / (default: $KUBESALVO_INCLUSTER_ROOT)",
     )
-    parser.add_argument("--metrics-port", type=int, default=10251, help="0 picks a free port")
     parser.add_argument(
         "--debug-port", type=int, default=10000, help="loopback port of /debug pages"
     )
+    add_flags(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     setup_logging(args.verbosity, args.log_format)
     try:
+        serving = options_from_args(args)
         config = load_config(args.config)
-    except ConfigError as error:
+    except (ConfigError, OptionsError) as error:
         print(f"kubesalvo run: {error}", file=sys.stderr)
         return EXIT_CONFIG
     kubeconfig = args.kubeconfig or config.client_connection.kubeconfig or None
     try:
-        credentials = load_credentials(kubeconfig)
+        credentials = load_credentials(kubeconfig, incluster_root=args.incluster_root)
     except Exception as error:
         where = kubeconfig or "in-cluster service account"
         print(f"kubesalvo run: cannot load credentials ({where}): {error}", file=sys.stderr)
         return EXIT_CREDENTIALS
+    if credentials.namespace:
+        log.info("in-cluster credentials of a service account in %s", credentials.namespace)
     try:
         import uvloop
 
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(_serve(config, credentials, args))
+    try:
+        asyncio.run(_serve(config, credentials, serving, args))
+    except ServeError as error:
+        print(f"kubesalvo run: {error}", file=sys.stderr)
+        return EXIT_SERVE
     return 0
 
 
-async def _serve(config: SchedulerConfig, credentials: Any, args: argparse.Namespace) -> None:
+async def _serve(
+    config: SchedulerConfig, credentials: Any, serving: ServingOptions, args: argparse.Namespace
+) -> None:
     connection = config.client_connection
     async with ApiClient(credentials, qps=connection.qps, burst=connection.burst) as client:
         scheduler = Scheduler(
             config,
             client,
-            metrics_address=args.metrics_address,
-            metrics_port=args.metrics_port,
+            serving=serving,
             debug_port=args.debug_port,
         )
         loop = asyncio.get_running_loop()

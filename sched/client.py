@@ -8,6 +8,8 @@ loader's refresh hook periodically and after a 401.
 
 A client-side token bucket (``qps``/``burst``, like client-go's) spaces out requests so a
 burst of thousands of binds does not trip the API server's priority-and-fairness limits.
+Each request's outcome (a watch's when its headers arrive, as client-go measures it) is
+told to ``on_request``, which the scheduler points at its ``rest_client_*`` metrics.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -32,6 +36,11 @@ TOKEN_REFRESH_SECONDS = 60.0
 
 USER_AGENT = "kubesalvo/0.1"
 
+# Where a pod's service account is mounted; under $KUBESALVO_INCLUSTER_ROOT (or
+# ``--incluster-root``) when set, so that the in-cluster path can run outside a pod.
+SERVICE_ACCOUNT_DIR = "var/run/secrets/kubernetes.io/serviceaccount"
+INCLUSTER_ROOT_ENV = "KUBESALVO_INCLUSTER_ROOT"
+
 
 class Status(msgspec.Struct, omit_defaults=True):
     """A metav1.Status, as the API server returns it for errors (and in watch ERROR events)."""
@@ -43,6 +52,21 @@ class Status(msgspec.Struct, omit_defaults=True):
 
 
 _status_decoder = msgspec.json.Decoder(Status)
+
+
+def status_body(code: int, reason: str, message: str) -> bytes:
+    """A metav1.Status error body, as the API server (and kube-scheduler) answer."""
+    return msgspec.json.encode(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        }
+    )
 
 
 class ApiError(Exception):
@@ -122,6 +146,8 @@ class Credentials:
     token: str | None = None  # the bare bearer token, without "Bearer "
     # Called to obtain a fresh token (rotated files, exec plugins); None when static.
     refresh: Callable[[], str | None] | None = None
+    # The pod's namespace, with in-cluster credentials (None from a kubeconfig).
+    namespace: str | None = None
 
     def ssl_context(self) -> ssl.SSLContext | bool:
         if not self.server.startswith("https"):
@@ -143,12 +169,26 @@ def _bearer(configuration: Any) -> str | None:
     return rest if scheme.lower() == "bearer" and rest else value
 
 
-def load_credentials(kubeconfig: str | None = None, context: str | None = None) -> Credentials:
-    """Credentials from a kubeconfig file, or the pod's service account when none is given."""
+def service_account_dir(root: str | None = None) -> Path:
+    """The service-account folder: under ``root``, else $KUBESALVO_INCLUSTER_ROOT, else /."""
+    base = root or os.environ.get(INCLUSTER_ROOT_ENV) or "/"
+    return Path(base) / SERVICE_ACCOUNT_DIR
+
+
+def load_credentials(
+    kubeconfig: str | None = None, context: str | None = None, incluster_root: str | None = None
+) -> Credentials:
+    """Credentials from a kubeconfig file, or the pod's service account when none is given.
+
+    In-cluster: the API server from KUBERNETES_SERVICE_HOST/PORT, the token (re-read every
+    minute, as projected tokens rotate), CA and namespace from the service-account folder.
+    """
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
+    from kubernetes.config.incluster_config import InClusterConfigLoader
 
     configuration = k8s_client.Configuration()
+    namespace = None
     if kubeconfig:
         k8s_config.load_kube_config(
             config_file=kubeconfig,
@@ -157,7 +197,12 @@ def load_credentials(kubeconfig: str | None = None, context: str | None = None) 
             persist_config=False,
         )
     else:
-        k8s_config.load_incluster_config(client_configuration=configuration)
+        folder = service_account_dir(incluster_root)
+        InClusterConfigLoader(
+            token_filename=str(folder / "token"), cert_filename=str(folder / "ca.crt")
+        ).load_and_set(configuration)
+        with contextlib.suppress(OSError):
+            namespace = (folder / "namespace").read_text().strip() or None
 
     refresh: Callable[[], str | None] | None = None
     hook = configuration.refresh_api_key_hook
@@ -176,6 +221,7 @@ def load_credentials(kubeconfig: str | None = None, context: str | None = None) 
         tls_server_name=getattr(configuration, "tls_server_name", None),
         token=_bearer(configuration),
         refresh=refresh,
+        namespace=namespace,
     )
 
 
@@ -210,6 +256,8 @@ class ApiClient:
         self._session: aiohttp.ClientSession | None = None
         self._token = credentials.token
         self._token_checked = time.monotonic()
+        # Told (method, status code or "<error>", seconds to the answer's headers).
+        self.on_request: Callable[[str, str, float], None] | None = None
 
     @property
     def server(self) -> str:
@@ -240,6 +288,10 @@ class ApiClient:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+    def _report(self, method: str, code: str, started: float) -> None:
+        if self.on_request is not None:
+            self.on_request(method, code, time.monotonic() - started)
 
     def _refresh_token(self, force: bool = False) -> None:
         refresh = self.credentials.refresh
@@ -279,25 +331,33 @@ class ApiClient:
             await self.limiter.acquire()
         extra = {"Content-Type": content_type} if body is not None else None
         for attempt in range(2):
-            async with self._get_session().request(
-                method,
-                self.server + path,
-                params=params,
-                data=body,
-                headers=self._headers(extra),
-                server_hostname=self.credentials.tls_server_name,
-                timeout=aiohttp.ClientTimeout(total=timeout or self.request_timeout),
-            ) as raw:
-                data = await raw.read()
-                if raw.status == 401 and attempt == 0 and self.credentials.refresh is not None:
-                    # A rotated token: reload it once and try again.
-                    self._refresh_token(force=True)
-                    continue
-                if raw.status >= 300:
-                    raise ApiError(
-                        raw.status, data, parse_retry_after(raw.headers.get("Retry-After"))
-                    )
-                return Response(raw.status, raw.headers, data)
+            started, answered = time.monotonic(), False
+            try:
+                async with self._get_session().request(
+                    method,
+                    self.server + path,
+                    params=params,
+                    data=body,
+                    headers=self._headers(extra),
+                    server_hostname=self.credentials.tls_server_name,
+                    timeout=aiohttp.ClientTimeout(total=timeout or self.request_timeout),
+                ) as raw:
+                    answered = True
+                    self._report(method, str(raw.status), started)
+                    data = await raw.read()
+                    if raw.status == 401 and attempt == 0 and self.credentials.refresh is not None:
+                        # A rotated token: reload it once and try again.
+                        self._refresh_token(force=True)
+                        continue
+                    if raw.status >= 300:
+                        raise ApiError(
+                            raw.status, data, parse_retry_after(raw.headers.get("Retry-After"))
+                        )
+                    return Response(raw.status, raw.headers, data)
+            except (aiohttp.ClientError, TimeoutError, OSError):
+                if not answered:
+                    self._report(method, "<error>", started)
+                raise
         raise AssertionError("unreachable: the loop returns or raises")
 
     @contextlib.asynccontextmanager
@@ -314,21 +374,31 @@ class ApiClient:
         connection died without a FIN is noticed instead of hanging forever.
         """
         await self.limiter.acquire()
-        async with self._get_session().get(
-            self.server + path,
-            params=params,
-            headers=self._headers(None),
-            server_hostname=self.credentials.tls_server_name,
-            timeout=aiohttp.ClientTimeout(
-                total=None, connect=self.request_timeout, sock_read=inactivity_timeout
-            ),
-        ) as raw:
-            if raw.status == 401 and self.credentials.refresh is not None:
-                self._refresh_token(force=True)
-            if raw.status >= 300:
-                data = await raw.read()
-                raise ApiError(raw.status, data, parse_retry_after(raw.headers.get("Retry-After")))
-            yield raw.content
+        started, answered = time.monotonic(), False
+        try:
+            async with self._get_session().get(
+                self.server + path,
+                params=params,
+                headers=self._headers(None),
+                server_hostname=self.credentials.tls_server_name,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, connect=self.request_timeout, sock_read=inactivity_timeout
+                ),
+            ) as raw:
+                answered = True
+                self._report("GET", str(raw.status), started)
+                if raw.status == 401 and self.credentials.refresh is not None:
+                    self._refresh_token(force=True)
+                if raw.status >= 300:
+                    data = await raw.read()
+                    raise ApiError(
+                        raw.status, data, parse_retry_after(raw.headers.get("Retry-After"))
+                    )
+                yield raw.content
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            if not answered:
+                self._report("GET", "<error>", started)
+            raise
 
 
 # Errors of the transport that may heal on a retry: resets, refused connections, timeouts.

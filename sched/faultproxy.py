@@ -27,8 +27,9 @@ import ssl
 from dataclasses import dataclass, field
 
 import aiohttp
-import msgspec
 from aiohttp import web
+
+from kubesalvo.sched.client import status_body
 
 log = logging.getLogger(__name__)
 
@@ -60,20 +61,6 @@ class Faults:
     stall_watches: int = 0
     # True: a 200 stream carrying an ERROR event with code 410; False: an HTTP 410.
     gone_as_event: bool = True
-
-
-def status_body(code: int, reason: str, message: str) -> bytes:
-    return msgspec.json.encode(
-        {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": message,
-            "reason": reason,
-            "code": code,
-        }
-    )
 
 
 @dataclass

@@ -4,12 +4,23 @@ Dashboards and alerts written for kube-scheduler work unchanged: the same metric
 label names and label values (``result`` is ``scheduled``, ``unschedulable`` or
 ``error``; ``queue`` is ``active``, ``backoff``, ``unschedulable`` or ``gated``) and the
 same histogram buckets. The metrics live in their own ``CollectorRegistry`` so several
-schedulers (tests, benchmarks) can exist in one process.
+schedulers (tests, benchmarks) can exist in one process; the process's own figures
+(``process_cpu_seconds_total``, ``process_resident_memory_bytes``, ...) and the API
+client's traffic under client-go's names (``rest_client_requests_total``,
+``rest_client_request_duration_seconds``), which the "Kubernetes / Scheduler" dashboard of
+kubernetes-mixin charts, are registered on it too.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 
 SCHEDULED = "scheduled"
 UNSCHEDULABLE = "unschedulable"
@@ -106,6 +117,25 @@ class SchedulerMetrics:
             ["result"],
             registry=r,
         )
+        self.binds_in_flight = Gauge(
+            "kubesalvo_binds_in_flight",
+            "Bind calls sent to the API server and not yet answered.",
+            registry=r,
+        )
+        # client-go's names, labels and buckets: dashboards of API traffic work unchanged.
+        self.rest_client_requests = Counter(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "host", "method"],
+            registry=r,
+        )
+        self.rest_client_request_duration = Histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            ["verb", "host"],
+            buckets=[0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0],
+            registry=r,
+        )
         self.events_dropped = Counter(
             "kubesalvo_events_dropped",
             "Events and condition updates dropped because too many were waiting.",
@@ -118,6 +148,7 @@ class SchedulerMetrics:
             ["name"],
             registry=r,
         )
+        ProcessCollector(registry=r)
         for queue in (QUEUE_ACTIVE, QUEUE_BACKOFF, QUEUE_UNSCHEDULABLE, QUEUE_GATED):
             self.pending_pods.labels(queue=queue).set(0)
 
@@ -144,6 +175,11 @@ class SchedulerMetrics:
         self.preemption_attempts.inc()
         if victims is not None:
             self.preemption_victims.observe(victims)
+
+    def observe_request(self, host: str, method: str, code: str, seconds: float) -> None:
+        """One request to the API server answered (``code``: the status, or "<error>")."""
+        self.rest_client_requests.labels(code=code, host=host, method=method).inc()
+        self.rest_client_request_duration.labels(verb=method, host=host).observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

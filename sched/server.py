@@ -1,10 +1,12 @@
-"""The HTTP servers: health and metrics for everyone, debug pages on loopback only.
+"""The HTTP servers: health and metrics, and debug pages on loopback only.
 
 ``HealthServer`` serves ``/healthz`` and ``/livez`` (the process answers), ``/readyz``
 (every readiness check passes: by default the informers have synced; leadership is not
 required, so a standby replica is ready) and ``/metrics`` (Prometheus text). Like the API
 server's own endpoints, ``/readyz?verbose`` lists each check as ``[+]name ok`` or
-``[-]name failed``.
+``[-]name failed``. It runs over HTTPS when given a TLS context, with the middlewares it
+is given (``serving.delegated`` guards /metrics with them); ``serving`` decides which
+servers a scheduler runs.
 
 ``DebugServer`` is a second server bound to 127.0.0.1 to which other parts add pages
 (``/debug/queue``, ``/debug/explain``); it is separate so that those pages are never
@@ -13,7 +15,9 @@ exposed on the metrics port.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import ssl
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from aiohttp import web
 
@@ -24,16 +28,23 @@ Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class _Server:
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        tls: ssl.SSLContext | None = None,
+        middlewares: Iterable[Any] = (),
+    ) -> None:
         self.host = host
         self.port = port
-        self.app = web.Application()
+        self.tls = tls
+        self.app = web.Application(middlewares=list(middlewares))
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
         self._runner = web.AppRunner(self.app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.tls)
         await site.start()
         if self.port == 0:
             # An ephemeral port (tests): report the one the system picked.
@@ -49,14 +60,23 @@ class _Server:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.tls is not None else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"
 
 
 class HealthServer(_Server):
     """``/healthz``, ``/livez``, ``/readyz``, ``/metrics``."""
 
-    def __init__(self, metrics: SchedulerMetrics, host: str = "0.0.0.0", port: int = 10251) -> None:
-        super().__init__(host, port)
+    def __init__(
+        self,
+        metrics: SchedulerMetrics,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: ssl.SSLContext | None = None,
+        middlewares: Iterable[Any] = (),
+    ) -> None:
+        super().__init__(host, port, tls, middlewares)
         self.metrics = metrics
         self.readiness: dict[str, Check] = {}
         self.app.router.add_get("/healthz", self._alive)

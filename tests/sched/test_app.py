@@ -81,7 +81,18 @@ def free_port() -> int:
 class SchedulerProcess:
     """``kubesalvo run`` in a subprocess, its logs in a file, its HTTP ports on loopback."""
 
-    def __init__(self, folder: Path, kubeconfig: Path, config: str, name: str = "run") -> None:
+    def __init__(
+        self,
+        folder: Path,
+        kubeconfig: Path | None,
+        config: str,
+        name: str = "run",
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """``kubeconfig`` None: in-cluster credentials (``env`` says where); ``args`` are
+        added to the command line (later flags win). Metrics are read on a plain loopback
+        port; HTTPS is off unless ``args`` ask for it."""
         self.folder = folder
         self.config = folder / f"{name}.yaml"
         self.config.write_text(config)
@@ -89,13 +100,15 @@ class SchedulerProcess:
         self.metrics_port = free_port()
         self.debug_port = free_port()
         argv = [
-            sys.executable, "-m", "kubesalvo.sched.cli", "run",
-            "--config", str(self.config), "--kubeconfig", str(kubeconfig),
-            "--metrics-address", "127.0.0.1", "--metrics-port", str(self.metrics_port),
-            "--debug-port", str(self.debug_port), "--log-format", "json", "-v", "4",
+            sys.executable, "-m", "kubesalvo.sched.cli", "run", "--config", str(self.config),
+            *(["--kubeconfig", str(kubeconfig)] if kubeconfig is not None else []),
+            "--secure-port", "0", "--insecure-port", str(self.metrics_port),
+            "--debug-port", str(self.debug_port), "--log-format", "json", "-v", "4", *args,
         ]  # fmt: skip
         with self.log.open("wb") as out:
-            self.process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+            )
 
     def get(self, url: str) -> tuple[int, bytes]:
         try:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import ssl
 
+import aiohttp
 import msgspec
 import pytest
-from kubernetes.config import incluster_config
 
 from kubesalvo.sched.client import (
     ApiClient,
@@ -19,6 +19,7 @@ from kubesalvo.sched.client import (
     load_credentials,
     parse_retry_after,
 )
+from tests.helpers.deploy import write_service_account
 
 
 class FakeClock:
@@ -203,18 +204,38 @@ async def test_a_watch_stream_yields_the_servers_lines(api, namespace):
 async def test_in_cluster_credentials_come_from_the_service_account_files(
     control_plane, credentials, tmp_path, monkeypatch
 ):
-    token_file, ca_file = tmp_path / "token", tmp_path / "ca.crt"
-    token_file.write_text(credentials.token)
-    ca_file.write_bytes(control_plane.ca_file.read_bytes())
-    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token_file))
-    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca_file))
+    folder = write_service_account(
+        tmp_path, credentials.token, control_plane.ca_file.read_bytes(), "default"
+    )
     host, port = credentials.server.removeprefix("https://").rsplit(":", 1)
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
 
-    in_cluster = load_credentials(None)
+    in_cluster = load_credentials(None, incluster_root=str(tmp_path))
     assert in_cluster.server == credentials.server
-    assert in_cluster.token == credentials.token and in_cluster.ca_file == str(ca_file)
+    assert in_cluster.token == credentials.token
+    assert in_cluster.ca_file == str(folder / "ca.crt")
+    assert in_cluster.namespace == "default"
     assert in_cluster.refresh is not None  # the token file is re-read as it rotates
     async with ApiClient(in_cluster) as client:
         assert (await client.request("GET", "/api/v1/namespaces/default")).status == 200
+
+
+@pytest.mark.integration
+async def test_every_answer_and_every_failure_to_connect_is_reported(credentials):
+    seen: list[tuple[str, str]] = []
+    async with ApiClient(credentials, qps=0) as client:
+        client.on_request = lambda method, code, seconds: seen.append((method, code))
+        await client.request("GET", "/api/v1/namespaces/default")
+        with pytest.raises(ApiError):
+            await client.request("GET", "/api/v1/namespaces/no-such-namespace-here")
+        async with client.stream(
+            "/api/v1/namespaces", params={"watch": "1", "timeoutSeconds": "1"}
+        ):
+            pass
+    closed = Credentials(server="https://127.0.0.1:1", token="t", verify=False)
+    async with ApiClient(closed, qps=0, request_timeout=5) as client:
+        client.on_request = lambda method, code, seconds: seen.append((method, code))
+        with pytest.raises(aiohttp.ClientError):
+            await client.request("POST", "/api/v1/namespaces", body=b"{}")
+    assert seen == [("GET", "200"), ("GET", "404"), ("GET", "200"), ("POST", "<error>")]

@@ -11,13 +11,13 @@ from typing import Any
 
 import msgspec
 import pytest
-import yaml
 
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.informers import Informer
 from kubesalvo.sched.informers.models import ReplicaSet, Service, StatefulSet
 from kubesalvo.sched.informers.store import ADDED, DELETED, MODIFIED, Change
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
+from tests.helpers.deploy import bind_rules, service_account_token, token_kubeconfig
 from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, settled
 from tests.sched.test_cycle import own_node, toleration
 
@@ -151,47 +151,9 @@ RULES = [
 
 
 def _restricted_kubeconfig(control_plane: Any, namespace: str, folder: Path, name: str) -> Path:
-    control_plane.create(
-        [
-            {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": {"name": name, "namespace": namespace},
-            },
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRole",
-                "metadata": {"name": name},
-                "rules": RULES,
-            },
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": {"name": name},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": name,
-                },
-                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-            },
-        ]
-    )
-
-    async def token(client: Any) -> str:
-        answer = await client.request(
-            "POST",
-            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-            body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
-        )
-        return str(answer["status"]["token"])
-
-    config = yaml.safe_load(Path(control_plane.kubeconfig).read_text())
-    for user in config["users"]:
-        user["user"] = {"token": control_plane.call(token)}
-    path = folder / "restricted.kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    return path
+    bind_rules(control_plane, namespace, name, RULES, name=name)
+    token = service_account_token(control_plane, namespace, name)
+    return token_kubeconfig(control_plane, token, folder / "restricted.kubeconfig")
 
 
 @pytest.mark.integration

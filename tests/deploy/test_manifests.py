@@ -1,0 +1,377 @@
+"""deploy/'s kustomizations, rendered by the kubectl that `kubesalvo cluster build`
+compiles and applied to the real API server with server-side apply and strict field
+validation: first as a server-side dry run (every object, every variant), then for real,
+and read back. The ServiceMonitor's schema is the Prometheus Operator's own CRD, taken
+from its Go module (as `cluster build` takes kwok's stage files from kwok's) and installed
+with server-side apply (the CRD is too large for client-side apply's annotation).
+
+No kubelet runs here: the pods the Deployments and the DaemonSet ask for are created by
+the real controllers but never run. What is checked without one: the objects' schemas and
+admission, the pod security settings the issue asks for, the configuration files (loaded
+by kubesalvo's own loader and by the real kube-scheduler), and that names and ports agree
+between the Deployment, the Service, the ServiceMonitor and the Prometheus scrape config.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import time
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubesalvo.sched.config import load_config
+from tests.helpers.deploy import DEPLOY, find, kubectl, render
+
+pytestmark = pytest.mark.integration
+
+VARIANTS = {
+    "default": DEPLOY,
+    "base": DEPLOY / "base",
+    "ha": DEPLOY / "overlays" / "ha",
+    "extender": DEPLOY / "overlays" / "extender",
+    "image-reporter": DEPLOY / "overlays" / "image-reporter",
+}
+PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator"
+PROMETHEUS_OPERATOR_VERSION = "v0.85.0"
+SERVICEMONITOR_CRD = "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
+FIELD_MANAGER = "kubesalvo-deploy-test"
+
+
+@pytest.fixture(scope="module")
+def servicemonitor_crd(control_plane) -> None:
+    """The Prometheus Operator's ServiceMonitor CRD, installed and Established."""
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail("`go` is needed to fetch the Prometheus Operator's CRD from its module")
+    done = subprocess.run(
+        [go, "mod", "download", "-json", f"{PROMETHEUS_OPERATOR}@{PROMETHEUS_OPERATOR_VERSION}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd="/",
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    crd = Path(json.loads(done.stdout)["Dir"]) / SERVICEMONITOR_CRD
+    kubectl(
+        control_plane, "apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", str(crd)
+    )
+    kubectl(
+        control_plane,
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/servicemonitors.monitoring.coreos.com",
+    )
+
+
+def apply(control_plane: Any, objects: list[dict[str, Any]], *flags: str) -> str:
+    """Server-side apply with strict validation (unknown or duplicate fields are errors)."""
+    path = Path(control_plane.dir) / f"apply-{time.monotonic_ns()}.yaml"
+    path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+    try:
+        return kubectl(
+            control_plane,
+            "apply",
+            "--server-side",
+            "--validate=strict",
+            f"--field-manager={FIELD_MANAGER}",
+            *flags,
+            "-f",
+            str(path),
+        )
+    finally:
+        path.unlink()
+
+
+@pytest.fixture(scope="module")
+def rendered(control_plane) -> dict[str, list[dict[str, Any]]]:
+    return {name: render(control_plane, folder) for name, folder in VARIANTS.items()}
+
+
+def workloads(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] in ("Deployment", "DaemonSet")]
+
+
+# --- server-side dry run and real apply ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def target_namespace(control_plane, rendered) -> Iterator[None]:
+    """The Namespace applied for real: a dry run creates nothing, so the namespaced objects
+    of the same dry run would find no namespace to go in."""
+    namespaces = [o for o in rendered["default"] if o["kind"] == "Namespace"]
+    apply(control_plane, namespaces)
+    yield
+    kubectl(control_plane, "delete", "namespace/kubesalvo", "--ignore-not-found", "--wait=false")
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_object_passes_a_server_side_dry_run(
+    control_plane, servicemonitor_crd, target_namespace, rendered, variant
+):
+    objects = rendered[variant]
+    out = apply(control_plane, objects, "--dry-run=server")
+    # One line per object, each applied (or unchanged) by the server.
+    assert len(out.strip().splitlines()) == len(objects), out
+    for obj in objects:
+        assert f"{obj['kind'].lower()}" in out.lower()
+
+
+@pytest.fixture
+def cleanup(control_plane, rendered) -> Iterator[None]:
+    yield
+    kinds = {
+        (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
+        for objects in rendered.values()
+        for o in objects
+    }
+    for kind, name, namespace in sorted(kinds, key=lambda k: k[0] == "Namespace"):
+        args = ["delete", kind, name, "--ignore-not-found", "--wait=false"]
+        if namespace:
+            args.append(f"--namespace={namespace}")
+        kubectl(control_plane, *args)
+    kubectl(control_plane, "wait", "--for=delete", "namespace/kubesalvo", "--timeout=120s")
+
+
+def test_every_variant_applies_for_real_and_reads_back(
+    control_plane, servicemonitor_crd, rendered, cleanup
+):
+    for variant in VARIANTS:
+        apply(control_plane, rendered[variant])
+        for obj in rendered[variant]:
+            args = ["get", obj["kind"], obj["metadata"]["name"], "-o=json", "--show-managed-fields"]
+            if obj["metadata"].get("namespace"):
+                args.append(f"--namespace={obj['metadata']['namespace']}")
+            stored = json.loads(kubectl(control_plane, *args))
+            assert stored["metadata"]["name"] == obj["metadata"]["name"]
+            managers = {m["manager"] for m in stored["metadata"].get("managedFields", [])}
+            assert FIELD_MANAGER in managers, (variant, obj["kind"], obj["metadata"]["name"])
+        if variant == "ha":
+            stored = json.loads(
+                kubectl(control_plane, "get", "deployment/kubesalvo", "-n=kubesalvo", "-o=json")
+            )
+            assert stored["spec"]["replicas"] == 2
+        if variant == "image-reporter":
+            # Its pods would go to every node of the session: remove it at once.
+            kubectl(
+                control_plane,
+                "delete",
+                "daemonset/kubesalvo-image-reporter",
+                "--namespace=kubesalvo",
+                "--cascade=foreground",
+                "--timeout=120s",
+            )
+
+
+# --- what the objects say -----------------------------------------------------------------
+
+
+def test_the_default_install_holds_what_the_issue_lists(rendered):
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in rendered["default"]}
+    for expected in [
+        ("Namespace", "kubesalvo"),
+        ("ServiceAccount", "kubesalvo"),
+        ("ClusterRole", "kubesalvo:scheduler"),
+        ("ClusterRoleBinding", "kubesalvo:scheduler"),
+        ("Role", "kubesalvo:leader-election"),
+        ("RoleBinding", "kubesalvo:leader-election"),
+        ("ClusterRole", "kubesalvo:metrics-reader"),
+        ("Deployment", "kubesalvo"),
+        ("PodDisruptionBudget", "kubesalvo"),
+        ("Service", "kubesalvo-metrics"),
+        ("ServiceMonitor", "kubesalvo"),
+    ]:
+        assert expected in kinds, expected
+    assert any(k == "ConfigMap" and n.startswith("kubesalvo-config-") for k, n in kinds)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_container_is_locked_down(rendered, variant):
+    for workload in workloads(rendered[variant]):
+        pod = workload["spec"]["template"]["spec"]
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        for container in pod["containers"]:
+            where = f"{variant}: {workload['metadata']['name']}/{container['name']}"
+            security = container["securityContext"]
+            assert security["allowPrivilegeEscalation"] is False, where
+            assert security["readOnlyRootFilesystem"] is True, where
+            assert security["capabilities"] == {"drop": ["ALL"]}, where
+            resources = container["resources"]
+            assert set(resources["requests"]) == {"cpu", "memory"}, where
+            assert set(resources["limits"]) == {"cpu", "memory"}, where
+            if workload["kind"] == "Deployment":
+                # Schedulers: non-root (the reporter needs root for the CRI socket).
+                assert pod["securityContext"]["runAsNonRoot"] is True, where
+                assert pod["securityContext"]["runAsUser"] == 65532, where
+                assert "livenessProbe" in container, where
+
+
+@pytest.mark.parametrize("variant", ["default", "ha", "extender"])
+def test_scheduler_pods_are_critical_spread_and_probed(rendered, variant):
+    (deployment,) = [w for w in workloads(rendered[variant]) if w["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert pod["serviceAccountName"] == "kubesalvo"
+    labels = deployment["spec"]["selector"]["matchLabels"]
+    anti = pod["affinity"]["podAntiAffinity"]
+    terms = anti.get("requiredDuringSchedulingIgnoredDuringExecution") or [
+        t["podAffinityTerm"] for t in anti["preferredDuringSchedulingIgnoredDuringExecution"]
+    ]
+    assert terms[0]["labelSelector"]["matchLabels"] == labels
+    assert pod["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"] == labels
+    serving = pod["containers"][0]
+    assert serving["livenessProbe"]["httpGet"]["path"] == "/livez"
+    assert serving["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert serving["livenessProbe"]["httpGet"]["scheme"] == "HTTPS"
+    assert {"name": "https-metrics", "containerPort": 10259, "protocol": "TCP"} in serving["ports"]
+
+
+def test_ha_runs_two_replicas_on_different_nodes_under_leader_election(rendered, tmp_path):
+    deployment = find(rendered["ha"], "Deployment", "kubesalvo")
+    assert deployment["spec"]["replicas"] == 2
+    anti = deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    assert anti["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"] == (
+        "kubernetes.io/hostname"
+    )
+    config = load_scheduler_config(rendered["ha"], tmp_path)
+    assert config.leader_election.leader_elect
+    lease_role = find(rendered["ha"], "Role", "kubesalvo:leader-election")
+    named = [r for r in lease_role["rules"] if r.get("resourceNames")]
+    assert named[0]["resourceNames"] == [config.leader_election.resource_name]
+    assert lease_role["metadata"]["namespace"] == config.leader_election.resource_namespace
+
+
+def load_scheduler_config(objects: list[dict[str, Any]], tmp_path: Path) -> Any:
+    (configmap,) = [
+        o
+        for o in objects
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("kubesalvo-config-")
+    ]
+    path = tmp_path / "config.yaml"
+    path.write_text(configmap["data"]["config.yaml"])
+    return load_config(str(path))
+
+
+def test_the_configmap_is_a_configuration_kubesalvo_accepts(rendered, tmp_path):
+    config = load_scheduler_config(rendered["default"], tmp_path)
+    assert config.scheduler_names == ["kubesalvo"] or list(config.scheduler_names) == ["kubesalvo"]
+    deployment = find(rendered["default"], "Deployment", "kubesalvo")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][0] == "run"
+    assert "--config=/etc/kubesalvo/config.yaml" in container["args"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["config"] == "/etc/kubesalvo"
+    assert mounts["tmp"] == "/tmp"  # the self-signed certificate passes through $TMPDIR
+
+
+def test_the_extender_variants_kube_scheduler_accepts_its_configuration(
+    control_plane, rendered, tmp_path
+):
+    """The real kube-scheduler validates the configuration, extenders stanza included, and
+    writes it back with its defaults (``--write-config-to`` exits before scheduling)."""
+    (configmap,) = [
+        o
+        for o in rendered["extender"]
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("kube-scheduler-config-")
+    ]
+    settings = yaml.safe_load(configmap["data"]["kube-scheduler.yaml"])
+    # In the pod it uses its service account; here the admin's kubeconfig, nothing else
+    # changed (it builds its client before it writes the configuration out).
+    settings["clientConnection"]["kubeconfig"] = str(control_plane.kubeconfig)
+    config = tmp_path / "kube-scheduler.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    written = tmp_path / "written.yaml"
+    done = subprocess.run(
+        [
+            str(Path(control_plane.bin_dir) / "kube-scheduler"),
+            f"--config={config}",
+            f"--write-config-to={written}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    extender = yaml.safe_load(written.read_text())["extenders"][0]
+    assert extender["urlPrefix"] == "http://127.0.0.1:8888"
+    assert extender["nodeCacheCapable"] is True
+    deployment = find(rendered["extender"], "Deployment", "kubesalvo-extender")
+    containers = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
+    assert containers["extender"]["args"][:3] == [
+        "extender",
+        "--config=/etc/kubesalvo/config.yaml",
+        "--listen=127.0.0.1:8888",
+    ]
+    assert not [
+        o
+        for o in rendered["extender"]
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == "kubesalvo"
+    ]
+
+
+def test_the_image_reporter_may_only_patch_nodes(rendered):
+    role = find(rendered["image-reporter"], "ClusterRole", "kubesalvo:image-reporter")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch"]}]
+    daemonset = find(rendered["image-reporter"], "DaemonSet", "kubesalvo-image-reporter")
+    pod = daemonset["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"] == ["image-reporter", "--node=$(NODE_NAME)", "--interval=30s"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    (volume,) = pod["volumes"]
+    assert volume["hostPath"]["type"] == "Socket"
+    socket = env["CONTAINER_RUNTIME_ENDPOINT"]["value"]
+    assert socket == f"unix://{volume['hostPath']['path']}"
+    assert pod["serviceAccountName"] == "kubesalvo-image-reporter"
+
+
+def test_service_servicemonitor_and_scrape_config_agree_on_names_and_ports(rendered):
+    objects = rendered["default"]
+    service = find(objects, "Service", "kubesalvo-metrics")
+    deployment = find(objects, "Deployment", "kubesalvo")
+    monitor = find(objects, "ServiceMonitor", "kubesalvo")
+    (port,) = service["spec"]["ports"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert port["targetPort"] == container["ports"][0]["name"]
+    assert "--secure-port=10259" in container["args"] and port["port"] == 10259
+    selector = service["spec"]["selector"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert selector.items() <= pod_labels.items()
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    )
+    assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
+    endpoint = monitor["spec"]["endpoints"][0]
+    assert (endpoint["port"], endpoint["scheme"], endpoint["path"]) == (
+        port["name"],
+        "https",
+        "/metrics",
+    )
+    scrape = yaml.safe_load((DEPLOY / "prometheus" / "scrape-config.yaml").read_text())
+    (job,) = scrape["scrape_configs"]
+    assert job["scheme"] == "https" and job["metrics_path"] == "/metrics"
+    keep = job["relabel_configs"][0]
+    assert keep["action"] == "keep"
+    assert re.fullmatch(keep["regex"], f"{service['metadata']['name']};{port['name']}")
+    assert job["kubernetes_sd_configs"][0]["namespaces"]["names"] == [
+        service["metadata"]["namespace"]
+    ]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_kubesalvo_images_carry_the_package_version(rendered, variant):
+    version = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text())["project"]["version"]
+    for workload in workloads(rendered[variant]):
+        for container in workload["spec"]["template"]["spec"]["containers"]:
+            if container["name"] != "kube-scheduler":
+                assert container["image"] == f"kubesalvo:{version}", (variant, container)
