@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -86,7 +86,6 @@ class PodInfo:
     """The pod being placed, decoded once and shared by every agent of a request."""
 
     pod: Pod
-    now: float = field(default_factory=time.monotonic)
 
     @property
     def namespace(self) -> str:

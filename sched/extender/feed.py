@@ -147,8 +147,9 @@ class NodeFeed:
             return
         live = self.pods_synced
         if change.type == DELETED:
-            if pod.spec.node_name or self.cache.is_assumed(pod_key(pod)):
-                self.cache.remove_pod(to_api_dict(pod))
+            api = to_api_dict(pod)
+            if pod.spec.node_name or self.cache.is_assumed(pod_key(api)):
+                self.cache.remove_pod(api)
             for agent in self.agents:
                 agent.on_pod(self.state, pod, None, live)
             return
@@ -164,10 +165,13 @@ class NodeFeed:
         row = self.state.row_of.get(node)
         if row is None:
             return
-        if pod is not None and not self.cache.is_assumed(pod_key(pod)):
-            self.state.assume_pod(to_api_dict(pod), node)
-            self.cache.assumed(pod_key(pod), node)
-            self.cache.finish_binding(pod_key(pod))
+        if pod is not None:
+            api = to_api_dict(pod)
+            key = pod_key(api)
+            if not self.cache.is_assumed(key):
+                self.state.assume_pod(api, node)
+                self.cache.assumed(key, node)
+                self.cache.finish_binding(key)
         now = self.clock()
         for agent in self.agents:
             agent.on_bound(self.state, row, uid, now)

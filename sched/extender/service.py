@@ -100,7 +100,8 @@ class Extender:
             )
 
     async def run(self) -> None:
-        await self.start()
+        if self._runner is None:
+            await self.start()
         maintenance = asyncio.create_task(self._maintain(), name="extender-maintenance")
         try:
             await self._stop.wait()

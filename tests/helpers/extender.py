@@ -106,3 +106,20 @@ async def post(url: str, verb: str, body: Any) -> tuple[int, Any]:
     ):
         raw = await response.read()
         return response.status, msgspec.json.decode(raw) if raw else None
+
+
+def typed(obj: dict[str, Any]) -> Any:
+    """The informers' typed view (``Node`` or ``Pod``) of an API-shaped dict."""
+    from kubesalvo.sched.informers.models import Node, Pod
+
+    return msgspec.convert(obj, Node if obj["kind"] == "Node" else Pod)
+
+
+class FakeClock:
+    """A clock the test moves (agents' decay and sample times)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -75,11 +75,11 @@ class Congestion(Agent):
     def filter(self, state: ClusterState, pod: PodInfo) -> Filtered:
         codes = np.zeros(state.rows, dtype=np.uint8)
         if self.args.threshold > 0:
-            codes[self.congestion(state, pod.now) > self.args.threshold] = 1
+            codes[self.congestion(state, self.clock()) > self.args.threshold] = 1
         return Filtered(codes, (REASON_CONGESTED,))
 
     def score(self, state: ClusterState, pod: PodInfo) -> npt.NDArray[np.float64]:
-        result: npt.NDArray[np.float64] = 1.0 / (1.0 + self.congestion(state, pod.now))
+        result: npt.NDArray[np.float64] = 1.0 / (1.0 + self.congestion(state, self.clock()))
         return result
 
     # --- the feed ---------------------------------------------------------------------

@@ -80,11 +80,11 @@ class Safe(Agent):
         self.samples = RowArray(np.float64, (w, 2))  # ring of (cpu milli, memory bytes)
         self.count = RowArray(np.int32)  # samples held (<= window)
         self.next = RowArray(np.int32)  # ring position of the next sample
-        self.sampled_at = RowArray(np.float64, fill=-np.inf)
+        self.generation = RowArray(np.int64)  # samples taken so far (ring or not)
         self.since = RowArray(np.float64, (2,))  # requests bound since the last sample
         self._annotation_text: dict[str, tuple[str | None, str | None]] = {}
-        # uid -> (node, cpu, memory, when): pods bound that may count in ``since``
-        self._recent: dict[str, tuple[str, float, float, float]] = {}
+        # uid -> (node, cpu, memory, generation): pods bound that may count in ``since``
+        self._recent: dict[str, tuple[str, float, float, int]] = {}
         self.metrics_live = False
         self._warned_no_source = False
         self._warned: set[str] = set()
@@ -92,14 +92,14 @@ class Safe(Agent):
 
     # --- samples ----------------------------------------------------------------------
 
-    def add_sample(self, row: int, cpu: float, memory: float, at: float) -> None:
+    def add_sample(self, row: int, cpu: float, memory: float) -> None:
         samples = self.samples.ensure(row + 1)
         position = int(self.next.ensure(row + 1)[row])
         samples[row, position] = (cpu, memory)
         self.next.data[row] = (position + 1) % self.args.window
         count = self.count.ensure(row + 1)
         count[row] = min(self.args.window, count[row] + 1)
-        self.sampled_at.ensure(row + 1)[row] = at
+        self.generation.ensure(row + 1)[row] += 1
         self.since.ensure(row + 1)[row] = 0.0
 
     def predicted(self, state: ClusterState) -> tuple[npt.NDArray[np.float64], np.ndarray]:
@@ -180,16 +180,16 @@ class Safe(Agent):
                 log.warning("safe: node %s: %s; its samples are ignored", name, found)
             return
         if found is not None:
-            self.add_sample(row, found[0], found[1], self.clock())
+            self.add_sample(row, found[0], found[1])
 
     def on_node_removed(self, state: ClusterState, row: int) -> None:
-        for array in (self.samples, self.count, self.next, self.sampled_at, self.since):
+        for array in (self.samples, self.count, self.next, self.generation, self.since):
             array.reset(row)
         name = state.names[row] if row < len(state.names) else None
         if name is not None:
             self._annotation_text.pop(name, None)
 
-    def _bound(self, state: ClusterState, row: int, pod: Pod, at: float) -> None:
+    def _bound(self, state: ClusterState, row: int, pod: Pod) -> None:
         uid = pod.metadata.uid
         if uid in self._recent:
             return
@@ -197,7 +197,7 @@ class Safe(Agent):
         if node is None:
             return
         cpu, memory = _pod_usage(pod)
-        self._recent[uid] = (node, cpu, memory, at)
+        self._recent[uid] = (node, cpu, memory, int(self.generation.ensure(row + 1)[row]))
         since = self.since.ensure(row + 1)
         since[row] += (cpu, memory)
 
@@ -209,15 +209,16 @@ class Safe(Agent):
         if new is not None and new.spec.node_name and live:
             row = state.row_of.get(new.spec.node_name)
             if row is not None:
-                self._bound(state, row, new, self.clock())
+                self._bound(state, row, new)
             return
         if new is None and old is not None:
             entry = self._recent.pop(old.metadata.uid, None)
             if entry is None:
                 return
-            node, cpu, memory, at = entry
+            node, cpu, memory, generation = entry
             row = state.row_of.get(node)
-            if row is not None and at > self.sampled_at.ensure(row + 1)[row]:
+            # Only while no sample was taken since its binding (a sample includes it).
+            if row is not None and generation == self.generation.ensure(row + 1)[row]:
                 since = self.since.data
                 since[row] = np.maximum(since[row] - (cpu, memory), 0)
 
@@ -254,9 +255,8 @@ class Safe(Agent):
                 if not self.metrics_live:
                     log.info("safe: reading node usage from metrics.k8s.io")
                 self.metrics_live = True
-                now = self.clock()
                 for name, (cpu, memory) in found.items():
                     row = state.row_of.get(name)
                     if row is not None:
-                        self.add_sample(row, cpu, memory, now)
+                        self.add_sample(row, cpu, memory)
             await asyncio.sleep(self.args.sample_seconds)
