@@ -20,7 +20,7 @@ from kubesalvo.sched.extender.config import ExtenderConfig
 from kubesalvo.sched.extender.feed import NodeFeed
 from kubesalvo.sched.extender.metrics import ExtenderMetrics
 from kubesalvo.sched.extender.server import ExtenderApp
-from kubesalvo.sched.informers import NODES, PODS, Informer, WatchSettings
+from kubesalvo.sched.informers import NODES, PODS, Informer, WatchSettings, wait_synced
 from kubesalvo.sched.informers.models import Node, Pod
 
 __all__ = ["Extender"]
@@ -73,6 +73,10 @@ class Extender:
 
     def _synced(self) -> bool:
         return all(informer.synced.is_set() for informer in self.informers)
+
+    async def synced(self, timeout: float | None = None) -> None:
+        """Wait until every watch has applied its first list."""
+        await wait_synced(self.informers, timeout)
 
     @property
     def url(self) -> str:
