@@ -87,6 +87,12 @@ class PodInfo:
 
     pod: Pod
 
+    @classmethod
+    def from_api(cls, pod: Mapping[str, Any]) -> PodInfo:
+        """From an API-shaped dict, as ``kubesalvo.core`` and ``kubesalvo run`` hold pods
+        (the entry point for running an agent as a plugin)."""
+        return cls(msgspec.convert(pod, Pod))
+
     @property
     def namespace(self) -> str:
         return self.pod.metadata.namespace or "default"
