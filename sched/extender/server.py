@@ -164,8 +164,8 @@ class ExtenderApp:
         result = wire.FilterResult(
             FailedNodes=answer.failed, FailedAndUnresolvableNodes=answer.unresolvable
         )
-        if full:
-            items = args.Nodes.items or [] if args.Nodes is not None else []
+        if full and args.Nodes is not None:
+            items = args.Nodes.items or []
             result.Nodes = wire.NodeList(items=[items[i] for i in answer.passed])
         else:
             result.NodeNames = [names[i] for i in answer.passed]
