@@ -85,14 +85,15 @@ def filter_nodes(
         reason_of[known[fresh]] = offset + codes[fresh].astype(np.int32)
     answer = FilterAnswer()
     unknown = rows < 0
-    for position in np.nonzero(unknown | (reason_of > 0))[0].tolist():
-        name = names[position]
-        if unknown[position]:
-            answer.unresolvable[name] = UNKNOWN_NODE
-            continue
-        code = int(reason_of[position])
-        target = answer.unresolvable if code in hard else answer.failed
-        target[name] = reasons[code - 1]
+    failing = np.nonzero(unknown | (reason_of > 0))[0]
+    # Plain lists in the loop: indexing numpy arrays per node costs more than the rest.
+    texts = [UNKNOWN_NODE, *reasons]
+    soft = [code not in hard for code in range(len(texts))]
+    soft[0] = False
+    codes_of = np.where(unknown[failing], 0, reason_of[failing]).tolist()
+    for position, code in zip(failing.tolist(), codes_of, strict=True):
+        target = answer.failed if soft[code] else answer.unresolvable
+        target[names[position]] = texts[code]
     answer.passed = np.nonzero(~unknown & (reason_of == 0))[0].tolist()
     return answer
 

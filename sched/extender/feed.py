@@ -18,6 +18,7 @@ Every change is passed on to the agents' hooks, in the order the watch produced 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -123,8 +124,10 @@ class NodeFeed:
 
     def rows_of(self, names: Sequence[str]) -> npt.NDArray[np.intp]:
         """Rows of the named nodes, -1 for names the state does not know."""
-        row_of = self.state.row_of
-        return np.fromiter((row_of.get(name, -1) for name in names), np.intp, len(names))
+        # map over the dict's own get (no Python frame per name): the bulk of a
+        # names-only request at thousands of nodes
+        lookup = map(self.state.row_of.get, names, itertools.repeat(-1))
+        return np.fromiter(lookup, np.intp, len(names))
 
     def sweep(self) -> int:
         """Drop request-only nodes not named for ``REQUEST_NODE_TTL`` seconds."""

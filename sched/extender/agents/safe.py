@@ -82,6 +82,9 @@ class Safe(Agent):
         self.next = RowArray(np.int32)  # ring position of the next sample
         self.generation = RowArray(np.int64)  # samples taken so far (ring or not)
         self.since = RowArray(np.float64, (2,))  # requests bound since the last sample
+        # mean + k x std of each row's window, kept per sample so that a request reads one
+        # vector instead of reducing rows x window samples twice
+        self.baseline = RowArray(np.float64, (2,))
         self._annotation_text: dict[str, tuple[str | None, str | None]] = {}
         # uid -> (node, cpu, memory, generation): pods bound that may count in ``since``
         self._recent: dict[str, tuple[str, float, float, int]] = {}
@@ -99,20 +102,16 @@ class Safe(Agent):
         self.next.data[row] = (position + 1) % self.args.window
         count = self.count.ensure(row + 1)
         count[row] = min(self.args.window, count[row] + 1)
+        # The ring fills from position 0, so the first ``count`` positions hold samples.
+        window = samples[row, : count[row]]
+        self.baseline.ensure(row + 1)[row] = window.mean(axis=0) + self.args.k * window.std(axis=0)
         self.generation.ensure(row + 1)[row] += 1
         self.since.ensure(row + 1)[row] = 0.0
 
     def predicted(self, state: ClusterState) -> tuple[npt.NDArray[np.float64], np.ndarray]:
         """(rows x 2 predicted usage, rows with samples)."""
         rows = state.rows
-        samples = self.samples.view(rows)
-        count = self.count.view(rows)
-        valid = np.arange(self.args.window)[None, :] < count[:, None]
-        held = np.maximum(count, 1)[:, None].astype(np.float64)
-        mean = (samples * valid[:, :, None]).sum(axis=1) / held
-        spread = ((samples - mean[:, None, :]) * valid[:, :, None]) ** 2
-        std = np.sqrt(spread.sum(axis=1) / held)
-        return mean + self.args.k * std + self.since.view(rows), count > 0
+        return self.baseline.view(rows) + self.since.view(rows), self.count.view(rows) > 0
 
     # --- answers ----------------------------------------------------------------------
 
@@ -183,7 +182,14 @@ class Safe(Agent):
             self.add_sample(row, found[0], found[1])
 
     def on_node_removed(self, state: ClusterState, row: int) -> None:
-        for array in (self.samples, self.count, self.next, self.generation, self.since):
+        for array in (
+            self.samples,
+            self.count,
+            self.next,
+            self.generation,
+            self.since,
+            self.baseline,
+        ):
             array.reset(row)
         name = state.names[row] if row < len(state.names) else None
         if name is not None:
