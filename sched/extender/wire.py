@@ -9,7 +9,7 @@ Only what the extender reads is decoded: the pod through the informers' typed ``
 view, and each node of a ``Nodes`` list twice over the same bytes - as a ``msgspec.Raw``
 span, echoed back untouched in a filter result (kube-scheduler matches what comes back
 against what it sent), and as the typed ``Node`` view, decoded only when its
-resourceVersion is new to the extender (see ``nodes.RequestNodes``).
+resourceVersion is new to the extender (see ``feed.NodeFeed.request_rows``).
 
 Decoding is strict about types (a string where a list belongs is a bad request) and
 lenient about unknown fields, as Go's decoder is. ``BadRequest`` carries the message the
