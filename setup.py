@@ -71,7 +71,13 @@ setup(
     package_dir=package_dir,
     package_data={
         "kubesalvo.core": ["*.pxd", "*.pyx", "*.h"],
-        "kubesalvo.deploy": ["local/*.go", "local/go.mod", "local/go.sum", "local/etcd/*"],
+        "kubesalvo.deploy": [
+            "local/*.go",
+            "local/go.mod",
+            "local/go.sum",
+            "local/etcd/*",
+            "local/metrics-server/*",
+        ],
     },
     ext_modules=cythonize(
         _extensions(),

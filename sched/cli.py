@@ -35,6 +35,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubesalvo.sched.simulate",
         "place a synthetic (or snapshot) cluster's burst in-process, no API server needed",
     ),
+    "extender": (
+        "kubesalvo.sched.extender.cli",
+        "serve kube-scheduler's extender protocol (filter, prioritize, bind, preempt)",
+    ),
     "bench": (
         "kubesalvo.sched.bench.cli",
         "schedulers side by side on one real control plane: pods/s, latency, CPU seconds",

@@ -1,0 +1,106 @@
+"""``kubesalvo extender``: serve kube-scheduler's extender protocol with kubesalvo's agents.
+
+Exit codes: 0 after SIGINT or SIGTERM (requests in flight finish first), 2 for a
+configuration (or a policy rules file) that is refused, with the field path and why on
+stderr, 1 when ``--kubeconfig`` cannot be loaded. Without ``--kubeconfig`` it uses
+in-cluster credentials when it runs in a pod, and otherwise runs without an API server
+(see ``service``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from typing import Any
+
+from kubesalvo.sched.client import ApiClient, Credentials, load_credentials
+from kubesalvo.sched.extender.config import ConfigError, ExtenderConfig, load_config
+from kubesalvo.sched.extender.service import Extender
+
+__all__ = ["configure", "main"]
+
+log = logging.getLogger("kubesalvo.extender")
+
+EXIT_CONFIG = 2
+EXIT_CREDENTIALS = 1
+DEFAULT_LISTEN = "127.0.0.1:8888"
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (e.g. {DEFAULT_LISTEN})")
+    return host.strip("[]"), int(port)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="ExtenderConfiguration file (default: congestion, safe)")
+    parser.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: in-cluster credentials, else no API server)",
+    )
+    parser.add_argument(
+        "--listen",
+        type=parse_listen,
+        default=parse_listen(DEFAULT_LISTEN),
+        metavar="HOST:PORT",
+        help=f"address to serve on (default {DEFAULT_LISTEN}; port 0 picks a free one)",
+    )
+    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, metavar="N")
+    parser.add_argument("--log-format", choices=("json", "text"), default="text")
+
+
+def _credentials(kubeconfig: str | None) -> Credentials | None:
+    if kubeconfig is not None:
+        return load_credentials(kubeconfig)
+    try:
+        return load_credentials(None)
+    except Exception:
+        return None
+
+
+def main(args: argparse.Namespace) -> int:
+    from kubesalvo.sched.app import setup_logging
+
+    setup_logging(args.verbosity, args.log_format)
+    try:
+        config = load_config(args.config)
+    except ConfigError as error:
+        print(f"kubesalvo extender: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        credentials = _credentials(args.kubeconfig)
+    except Exception as error:
+        print(f"kubesalvo extender: cannot load {args.kubeconfig}: {error}", file=sys.stderr)
+        return EXIT_CREDENTIALS
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        uvloop.install()
+    asyncio.run(_serve(config, credentials, args.listen))
+    return 0
+
+
+async def _serve(config: ExtenderConfig, credentials: Credentials | None, listen: Any) -> None:
+    host, port = listen
+    client = ApiClient(credentials, qps=500, burst=1000) if credentials is not None else None
+    try:
+        extender = Extender(config, client, host, port)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(signum, _on_signal, extender, signum)
+        await extender.run()
+        log.info("extender stopped")
+    finally:
+        if client is not None:
+            await client.close()
+
+
+def _on_signal(extender: Extender, signum: int) -> None:
+    log.info("received %s: stopping", signal.Signals(signum).name)
+    extender.stop()

@@ -1,0 +1,149 @@
+"""Answering one request from several agents: filters ANDed, scores weighted, victims kept.
+
+The nodes of a request are rows of the feed's ClusterState (-1: a node the state does
+not know). Each agent interested in the pod (all of them, or those whose
+``managedResources`` the pod names) answers over every row; this module picks the
+request's rows out of those arrays:
+
+* filter: a node fails with the first failing agent's reason (``"<agent>: <reason>"``),
+  as unresolvable when that agent says preemption cannot fix it; an unknown node fails
+  unresolvable. An agent that raises makes the whole answer an error (``Error``).
+* prioritize: ``round(10 x sum(weight x score) / sum(weight))`` over the agents that
+  scored the pod, 0 for unknown nodes. An agent that raises is left out of the sum and
+  logged (kube-scheduler would drop the whole extender's scores for an error).
+* preempt: a candidate node is kept, with kube-scheduler's victims, unless it is unknown
+  or an agent fails it as unresolvable (removing pods would not help there).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesalvo.core.state import ClusterState
+from kubesalvo.sched.extender.agent import PodInfo
+from kubesalvo.sched.extender.config import ConfiguredAgent
+from kubesalvo.sched.extender.wire import MAX_EXTENDER_PRIORITY
+
+__all__ = ["AgentFailure", "FilterAnswer", "filter_nodes", "interested", "preempt", "prioritize"]
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_NODE = "node is not known to the extender's node cache (not seen by its watch yet)"
+Rows = npt.NDArray[np.intp]
+
+
+class AgentFailure(RuntimeError):
+    """An agent raised while answering; the text names it and says what went wrong."""
+
+
+@dataclass
+class FilterAnswer:
+    passed: list[int] = field(default_factory=list)  # positions in the request's order
+    failed: dict[str, str] = field(default_factory=dict)
+    unresolvable: dict[str, str] = field(default_factory=dict)
+
+
+def interested(agents: Sequence[ConfiguredAgent], pod: PodInfo) -> list[ConfiguredAgent]:
+    """The agents that act on this pod (kube-scheduler's ``managedResources`` rule)."""
+    return [
+        entry
+        for entry in agents
+        if not entry.managed_resources or pod.requests_any(entry.managed_resources)
+    ]
+
+
+def filter_nodes(
+    agents: Sequence[ConfiguredAgent],
+    state: ClusterState,
+    pod: PodInfo,
+    names: Sequence[str],
+    rows: Rows,
+) -> FilterAnswer:
+    known = np.nonzero(rows >= 0)[0]
+    known_rows = rows[known]
+    reason_of = np.zeros(len(rows), dtype=np.int32)  # 0 passes, else reasons[i - 1]
+    reasons: list[str] = []
+    hard: set[int] = set()
+    for entry in interested(agents, pod):
+        try:
+            verdict = entry.agent.filter(state, pod)
+            codes = verdict.codes[known_rows]
+        except Exception as error:
+            log.exception("agent %s failed to filter", entry.name)
+            raise AgentFailure(f"agent {entry.name} failed: {error}") from error
+        fresh = (codes > 0) & (reason_of[known] == 0)
+        if not fresh.any():
+            continue
+        offset = len(reasons)
+        reasons.extend(f"{entry.name}: {text}" for text in verdict.reasons)
+        hard.update(offset + code for code in verdict.unresolvable)
+        reason_of[known[fresh]] = offset + codes[fresh].astype(np.int32)
+    answer = FilterAnswer()
+    unknown = rows < 0
+    failing = np.nonzero(unknown | (reason_of > 0))[0]
+    # Plain lists in the loop: indexing numpy arrays per node costs more than the rest.
+    texts = [UNKNOWN_NODE, *reasons]
+    soft = [code not in hard for code in range(len(texts))]
+    soft[0] = False
+    codes_of = np.where(unknown[failing], 0, reason_of[failing]).tolist()
+    for position, code in zip(failing.tolist(), codes_of, strict=True):
+        target = answer.failed if soft[code] else answer.unresolvable
+        target[names[position]] = texts[code]
+    answer.passed = np.nonzero(~unknown & (reason_of == 0))[0].tolist()
+    return answer
+
+
+def prioritize(
+    agents: Sequence[ConfiguredAgent], state: ClusterState, pod: PodInfo, rows: Rows
+) -> list[int]:
+    known = rows >= 0
+    total = np.zeros(len(rows), dtype=np.float64)
+    weights = 0
+    for entry in interested(agents, pod):
+        if entry.weight == 0:
+            continue
+        try:
+            scores = entry.agent.score(state, pod)
+        except Exception:
+            log.exception("agent %s failed to score: left out of the scores", entry.name)
+            continue
+        if scores is None:
+            continue
+        picked = np.zeros(len(rows), dtype=np.float64)
+        picked[known] = scores[rows[known]]
+        total += entry.weight * np.clip(np.nan_to_num(picked), 0.0, 1.0)
+        weights += entry.weight
+    if weights == 0:
+        return [0] * len(rows)
+    result: list[int] = np.rint(total * (MAX_EXTENDER_PRIORITY / weights)).astype(int).tolist()
+    return result
+
+
+def preempt(
+    agents: Sequence[ConfiguredAgent],
+    state: ClusterState,
+    pod: PodInfo,
+    names: Sequence[str],
+    rows: Rows,
+) -> list[int]:
+    """Positions of the candidate nodes that preemption can help."""
+    keep = rows >= 0
+    known = np.nonzero(keep)[0]
+    for entry in interested(agents, pod):
+        try:
+            verdict = entry.agent.filter(state, pod)
+        except Exception:
+            log.exception("agent %s failed to filter for preemption: ignored", entry.name)
+            continue
+        if not verdict.unresolvable:
+            continue
+        codes = verdict.codes[rows[known]]
+        hard = np.isin(codes, np.fromiter(verdict.unresolvable, np.uint8))
+        keep[known[hard]] = False
+    result: list[int] = np.nonzero(keep)[0].tolist()
+    return result

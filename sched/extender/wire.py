@@ -1,0 +1,165 @@
+"""kube-scheduler's extender wire format (``k8s.io/kube-scheduler/extender/v1``) as Structs.
+
+kube-scheduler encodes these Go structs with ``encoding/json`` and no JSON tags, so the
+outer field names are the Go names, capitalised (``Pod``, ``NodeNames``, ``FailedNodes``,
+``NodeNameToMetaVictims``); the Kubernetes objects inside (``Pod``, the ``Nodes`` NodeList,
+victims' pods) carry their usual camelCase API names (``items``, ``metadata``).
+
+Only what the extender reads is decoded: the pod through the informers' typed ``Pod``
+view, and each node of a ``Nodes`` list twice over the same bytes - as a ``msgspec.Raw``
+span, echoed back untouched in a filter result (kube-scheduler matches what comes back
+against what it sent), and as the typed ``Node`` view, decoded only when its
+resourceVersion is new to the extender (see ``feed.NodeFeed.request_rows``).
+
+Decoding is strict about types (a string where a list belongs is a bad request) and
+lenient about unknown fields, as Go's decoder is. ``BadRequest`` carries the message the
+server answers with HTTP 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import msgspec
+
+from kubesalvo.sched.informers.models import Pod
+
+__all__ = [
+    "MAX_EXTENDER_PRIORITY",
+    "BadRequest",
+    "BindingArgs",
+    "BindingResult",
+    "ExtenderArgs",
+    "FilterResult",
+    "HostPriority",
+    "MetaPod",
+    "MetaVictims",
+    "NodeList",
+    "PreemptionArgs",
+    "PreemptionResult",
+    "decode",
+    "encode",
+]
+
+# The highest score an extender may give (kube-scheduler scales it to its own 0-100).
+MAX_EXTENDER_PRIORITY = 10
+
+
+class BadRequest(ValueError):
+    """A request body the extender cannot use; its text is the 400 answer's ``error``."""
+
+
+class NodeMeta(msgspec.Struct, rename="camel"):
+    name: str = ""
+    resource_version: str = ""
+
+
+class NodeHead(msgspec.Struct):
+    """The part of a node in the request that says whether it changed."""
+
+    metadata: NodeMeta = msgspec.field(default_factory=NodeMeta)
+
+
+class NodeList(msgspec.Struct):
+    """A v1.NodeList: its items kept as raw JSON (echoed back as sent)."""
+
+    items: list[msgspec.Raw] | None = None
+
+
+class ExtenderArgs(msgspec.Struct):
+    """What filter and prioritize receive: names (nodeCacheCapable) or full nodes."""
+
+    Pod: Pod | None = None
+    Nodes: NodeList | None = None
+    NodeNames: list[str] | None = None
+
+
+class FilterResult(msgspec.Struct, omit_defaults=True):
+    Nodes: NodeList | None = None
+    NodeNames: list[str] | None = None
+    FailedNodes: dict[str, str] = {}
+    FailedAndUnresolvableNodes: dict[str, str] = {}
+    Error: str = ""
+
+
+class HostPriority(msgspec.Struct):
+    Host: str
+    Score: int
+
+
+class BindingArgs(msgspec.Struct):
+    PodName: str = ""
+    PodNamespace: str = ""
+    PodUID: str = ""
+    Node: str = ""
+
+
+class BindingResult(msgspec.Struct):
+    Error: str = ""
+
+
+class MetaPod(msgspec.Struct):
+    UID: str = ""
+
+
+class MetaVictims(msgspec.Struct):
+    Pods: list[MetaPod] = []
+    NumPDBViolations: int = 0
+
+
+class VictimPodMeta(msgspec.Struct):
+    uid: str = ""
+
+
+class VictimPod(msgspec.Struct):
+    """A victim sent as a full pod (nodeCacheCapable false): only its UID is read."""
+
+    metadata: VictimPodMeta = msgspec.field(default_factory=VictimPodMeta)
+
+
+class Victims(msgspec.Struct):
+    Pods: list[VictimPod | None] = []
+    NumPDBViolations: int = 0
+
+
+class PreemptionArgs(msgspec.Struct):
+    Pod: Pod | None = None
+    NodeNameToVictims: dict[str, Victims | None] | None = None
+    NodeNameToMetaVictims: dict[str, MetaVictims | None] | None = None
+
+
+class PreemptionResult(msgspec.Struct):
+    NodeNameToMetaVictims: dict[str, MetaVictims]
+
+
+T = TypeVar("T")
+
+_decoders: dict[type, msgspec.json.Decoder[Any]] = {}
+_head_decoder = msgspec.json.Decoder(NodeHead)
+_encoder = msgspec.json.Encoder()
+
+
+def decode(body: bytes, kind: type[T]) -> T:
+    """Decode a request body, or raise ``BadRequest`` saying where and why it is wrong."""
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+    try:
+        result: T = decoder.decode(body)
+    except msgspec.ValidationError as error:
+        raise BadRequest(f"invalid {kind.__name__}: {error}") from None
+    except msgspec.DecodeError as error:
+        raise BadRequest(f"malformed JSON: {error}") from None
+    return result
+
+
+def node_head(raw: msgspec.Raw) -> NodeMeta:
+    """The name and resourceVersion of one node of a request's ``Nodes.items``."""
+    try:
+        return _head_decoder.decode(raw).metadata
+    except (msgspec.ValidationError, msgspec.DecodeError) as error:
+        raise BadRequest(f"invalid node in Nodes.items: {error}") from None
+
+
+def encode(obj: Any) -> bytes:
+    return _encoder.encode(obj)
