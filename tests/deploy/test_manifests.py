@@ -17,9 +17,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import time
 import tomllib
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesalvo.sched.cluster import processes
 from kubesalvo.sched.config import load_config
 from tests.helpers.deploy import DEPLOY, find, kubectl, render
 
@@ -309,7 +313,7 @@ def test_the_extender_variants_kube_scheduler_accepts_its_configuration(
     containers = {c["name"]: c for c in deployment["spec"]["template"]["spec"]["containers"]}
     assert containers["extender"]["args"][:3] == [
         "extender",
-        "--config=/etc/kubesalvo/config.yaml",
+        "--config=/etc/kubesalvo-extender/extender.yaml",
         "--listen=127.0.0.1:8888",
     ]
     assert not [
@@ -317,6 +321,78 @@ def test_the_extender_variants_kube_scheduler_accepts_its_configuration(
         for o in rendered["extender"]
         if o["kind"] == "Deployment" and o["metadata"]["name"] == "kubesalvo"
     ]
+
+
+def test_the_extender_variants_extender_runs_with_its_configuration(
+    control_plane, rendered, tmp_path
+):
+    """The ExtenderConfiguration the pod mounts is the one `kubesalvo extender --config`
+    reads: the real command starts with it against the real API server, syncs its
+    watches (/readyz) and stops cleanly on SIGTERM."""
+    deployment = find(rendered["extender"], "Deployment", "kubesalvo-extender")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = [c for c in pod["containers"] if c["name"] == "extender"]
+    (flag,) = [a for a in container["args"] if a.startswith("--config=")]
+    mounted = Path(flag.removeprefix("--config="))
+    mount = next(m for m in container["volumeMounts"] if mounted.is_relative_to(m["mountPath"]))
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    configmap = find(rendered["extender"], "ConfigMap", volume["configMap"]["name"])
+    config = tmp_path / mounted.name
+    config.write_text(configmap["data"][mounted.name])
+    (port,) = processes.free_ports(1)
+    log = tmp_path / "extender.log"
+    with log.open("wb") as sink:
+        extender = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kubesalvo.sched.cli",
+                "extender",
+                f"--config={config}",
+                f"--kubeconfig={control_plane.kubeconfig}",
+                f"--listen=127.0.0.1:{port}",
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert extender.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        extender.send_signal(signal.SIGTERM)
+        assert extender.wait(60) == 0, log.read_text()
+    finally:
+        extender.kill()
+        extender.wait()
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_mounted_configmap_and_service_account_is_in_the_render(rendered, variant):
+    """A pod's ConfigMap volumes name objects of the same render and namespace (kustomize
+    rewrites them to the generated, hash-suffixed names only then), and so do their
+    service accounts: otherwise the pods could never start."""
+    objects = rendered[variant]
+    present = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects}
+    for workload in objects:
+        if workload["kind"] not in ("Deployment", "DaemonSet"):
+            continue
+        namespace = workload["metadata"].get("namespace")
+        assert namespace, workload["metadata"]["name"]
+        pod = workload["spec"]["template"]["spec"]
+        for volume in pod.get("volumes", []):
+            if "configMap" in volume:
+                wanted = ("ConfigMap", namespace, volume["configMap"]["name"])
+                assert wanted in present, (workload["metadata"]["name"], wanted)
+        wanted = ("ServiceAccount", namespace, pod["serviceAccountName"])
+        assert wanted in present, (workload["metadata"]["name"], wanted)
 
 
 def test_the_image_reporter_may_only_patch_nodes(rendered):
