@@ -71,7 +71,14 @@ setup(
     package_dir=package_dir,
     package_data={
         "kubesalvo.core": ["*.pxd", "*.pyx", "*.h"],
-        "kubesalvo.deploy": ["local/*.go", "local/go.mod", "local/go.sum", "local/etcd/*"],
+        "kubesalvo.deploy": [
+            "local/*.go",
+            "local/go.mod",
+            "local/go.sum",
+            "local/etcd/*",
+            # One module per further Kubernetes release (``cluster build --kubernetes``).
+            "local/k8s-*/*",
+        ],
     },
     ext_modules=cythonize(
         _extensions(),
