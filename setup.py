@@ -77,6 +77,8 @@ setup(
             "local/go.sum",
             "local/etcd/*",
             "local/metrics-server/*",
+            # One module per further Kubernetes release (``cluster build --kubernetes``).
+            "local/k8s-*/*",
         ],
     },
     ext_modules=cythonize(

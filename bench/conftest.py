@@ -4,6 +4,10 @@ plain-Python reference as an in-run baseline, and a closing table of the figures
 Run with ``pytest bench/`` (the unit-test run, ``pytest``, does not collect this folder).
 Each test records its figures with ``figures.add(...)``; they are printed at the end of the
 run beside their targets, and also land in ``extra_info`` of ``--benchmark-json``.
+
+Saved runs (``--benchmark-save NAME``, ``--benchmark-autosave``) go to ``bench/baselines/``
+unless ``--benchmark-storage`` says otherwise, so that a baseline saved on a quiet machine
+is committed and a later run compares against it with ``--benchmark-compare``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,17 @@ from kubesalvo.core.synthetic import scenario_from_yaml
 from kubesalvo.sched.simulate.run import burst_order, load_state
 
 WORKLOADS = Path(__file__).parent / "workloads"
+BASELINES = Path(__file__).parent / "baselines"
+_DEFAULT_STORAGE = "file://./.benchmarks"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Saved benchmark runs default to the committed ``bench/baselines/`` folder (before
+    pytest-benchmark opens its storage)."""
+    option = config.option
+    if getattr(option, "benchmark_storage", None) == _DEFAULT_STORAGE:
+        option.benchmark_storage = f"file://{BASELINES}"
 
 
 @dataclass

@@ -3,8 +3,11 @@
     kubesalvo bench --nodes 5000 --pods 10000 --workload replicasets \\
         --schedulers kubesalvo,kube-scheduler,raw-bind --out bench-results/
 
-prints a table, and writes ``results.json`` and ``bound-over-time.png`` (and each
+prints a table, and writes ``results.json``, ``results.md`` and the plots (and each
 contender's log) to ``--out``. ``--json`` prints the JSON document instead of the table.
+``--kubernetes VERSION`` runs everything on another shipped release's control plane;
+``--rate R --duration S`` creates pods open-loop at R pods/s instead of a burst;
+``--rates 25%,50%,90%`` sweeps shares of raw-bind's measured ceiling in one invocation.
 
 SIGINT or SIGTERM stops the run: the contender and (unless ``--keep``) the control plane
 are stopped, and the command exits with 128 + the signal's number. Without ``--keep`` the
@@ -25,10 +28,18 @@ from pathlib import Path
 from types import FrameType
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from kubesalvo.core.synthetic import ScenarioError
-from kubesalvo.sched.bench import contenders, harness, report
-from kubesalvo.sched.bench.workload import WorkloadError, load_scenario
+from kubesalvo.sched.bench import contenders, harness, openloop, report
+from kubesalvo.sched.bench.workload import PODS, WorkloadError, load_scenario, load_settings
 from kubesalvo.sched.cluster import build
 from kubesalvo.sched.cluster.controlplane import StartError
 
@@ -88,6 +99,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=900.0, help="longest run in seconds (default 900)"
     )
+    parser.add_argument(
+        "--kubernetes",
+        metavar="VERSION",
+        help="the Kubernetes release of the control plane and of kube-scheduler "
+        f"(default {next(iter(build.kubernetes_modules()))}; see `kubesalvo cluster build`)",
+    )
+    pacing = parser.add_mutually_exclusive_group()
+    pacing.add_argument(
+        "--rate",
+        help="create pods open-loop at this many pods/s for --duration (instead of a burst); "
+        "latency created → bound at a steady load",
+    )
+    pacing.add_argument(
+        "--rates",
+        help="a sweep: comma-separated percentages of raw-bind's ceiling (measured first in "
+        "backlog mode), e.g. 25%%,50%%,90%%; each scheduler runs open-loop at each",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        help="seconds of creation at --rate/--rates (default: the scenario's, else 60)",
+    )
 
 
 def _schedulers(text: str) -> tuple[str, ...]:
@@ -104,7 +137,23 @@ def main(args: argparse.Namespace) -> int:
     try:
         schedulers = _schedulers(args.schedulers)
         scenario = load_scenario(args.workload).resized(args.nodes, args.pods)
-    except (ValueError, WorkloadError, ScenarioError) as error:
+        settings = load_settings(args.workload)
+        rate = openloop.parse_rate(args.rate) if args.rate is not None else settings.rate
+        rates = tuple(openloop.parse_rates(args.rates)) if args.rates is not None else ()
+        if rates:
+            rate = None
+        duration = args.duration if args.duration is not None else settings.duration or 60.0
+        if not duration > 0:
+            raise ValueError(f"--duration {duration}: give a positive number of seconds")
+        if (rate or rates) and args.mode == harness.BACKLOG:
+            raise ValueError("--rate/--rates create pods open-loop: --mode backlog does not apply")
+        if (rate or rates) and settings.create != PODS:
+            raise ValueError(
+                f"--rate/--rates create bare pods open-loop; {args.workload} creates "
+                f"{settings.create}"
+            )
+        build.shipped_versions(kubernetes=args.kubernetes)
+    except (ValueError, WorkloadError, ScenarioError, build.BuildError) as error:
         console.print(f"[red]error:[/red] {error}")
         return 2
     out = args.out.expanduser().resolve()
@@ -122,13 +171,35 @@ def main(args: argparse.Namespace) -> int:
         mode=args.mode,
         command=shlex.join(["kubesalvo", *sys.argv[1:]]),
         logs=out / "logs",
+        kubernetes=args.kubernetes,
+        rate=rate,
+        rates=rates,
+        duration=duration,
+        create=settings.create,
+        lifetime=settings.lifetime,
+        note=settings.note,
     )
     began = time.monotonic()
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("bound, {task.fields[created]:,} created"),
+        TimeElapsedColumn(),
+    )
+    display = Progress(*columns, console=console, transient=False)
+    bars: dict[str, TaskID] = {}
 
     def say(message: str) -> None:
-        console.print(f"[dim]{time.monotonic() - began:7.1f}s[/dim] {message}")
+        display.console.print(f"[dim]{time.monotonic() - began:7.1f}s[/dim] {message}")
 
-    with _interrupted_by_signals() as caught:
+    def progress(name: str, bound: int, created: int, total: int) -> None:
+        if name not in bars or display.tasks[bars[name]].total != total:
+            bars[name] = display.add_task(name, total=total, created=0)
+        display.update(bars[name], completed=bound, created=created)
+
+    options.progress = progress
+    with _interrupted_by_signals() as caught, display:
         try:
             result = harness.run(options, say)
         except (build.BuildError, StartError, TimeoutError) as error:
@@ -140,7 +211,9 @@ def main(args: argparse.Namespace) -> int:
             console.print(f"{signal.Signals(signum).name}: run stopped, contenders and {left}")
             return 128 + signum
     saved = report.write_json(result, out)
+    report.write_markdown(result, out)
     plot = report.write_plot(result, out)
+    report.write_latency_plots(result, out)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:

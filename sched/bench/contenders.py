@@ -2,8 +2,12 @@
 
 - ``kubesalvo``: ``kubesalvo run --config FILE`` in its own process, one profile named
   after the contender, no leader election, client QPS and burst as given.
-- ``kube-scheduler``: upstream kube-scheduler (``cluster.baseline``), its default plugins
-  and percentageOfNodesToScore, client QPS and burst raised the same way.
+- ``kube-scheduler``: upstream kube-scheduler of the control plane's release
+  (``cluster.baseline``), that release's defaults (plugins, adaptive
+  percentageOfNodesToScore, and from v1.35 opportunistic batching), client QPS and burst
+  raised the same way and protobuf.
+- ``kube-scheduler-all-nodes``: the same with percentageOfNodesToScore 100, so that it
+  scores every feasible node as kubesalvo does.
 - ``raw-bind``: ``rawbind``, binding without scheduling: the ceiling.
 
 Each name is also the ``schedulerName`` its pods carry, and the key of its pid in the
@@ -28,8 +32,14 @@ from kubesalvo.sched.cluster.controlplane import ControlPlane, StartError, wait_
 
 KUBESALVO = "kubesalvo"
 KUBE_SCHEDULER = "kube-scheduler"
+KUBE_SCHEDULER_ALL_NODES = "kube-scheduler-all-nodes"
 RAW_BIND = "raw-bind"
-CONTENDERS = (KUBESALVO, KUBE_SCHEDULER, RAW_BIND)
+CONTENDERS = (KUBESALVO, KUBE_SCHEDULER, KUBE_SCHEDULER_ALL_NODES, RAW_BIND)
+# Top-level KubeSchedulerConfiguration settings of each upstream contender.
+UPSTREAM_SETTINGS: dict[str, dict[str, Any]] = {
+    KUBE_SCHEDULER: {},
+    KUBE_SCHEDULER_ALL_NODES: {"percentageOfNodesToScore": 100},
+}
 
 
 @dataclass
@@ -53,6 +63,7 @@ def start(cp: ControlPlane, name: str, qps: float, burst: int, timeout: float = 
     starters = {
         KUBESALVO: _start_kubesalvo,
         KUBE_SCHEDULER: _start_kube_scheduler,
+        KUBE_SCHEDULER_ALL_NODES: _start_kube_scheduler_all_nodes,
         RAW_BIND: _start_raw_bind,
     }
     if name not in starters:
@@ -91,16 +102,34 @@ def _spawn(cp: ControlPlane, name: str, command: list[str]) -> tuple[int, Path, 
 
 
 def _start_kube_scheduler(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
+    return _start_upstream(cp, KUBE_SCHEDULER, qps, burst, timeout)
+
+
+def _start_kube_scheduler_all_nodes(
+    cp: ControlPlane, qps: float, burst: int, timeout: float
+) -> Contender:
+    return _start_upstream(cp, KUBE_SCHEDULER_ALL_NODES, qps, burst, timeout)
+
+
+def _start_upstream(
+    cp: ControlPlane, name: str, qps: float, burst: int, timeout: float
+) -> Contender:
     began = time.monotonic()
-    profiles = {"profiles": [{"schedulerName": KUBE_SCHEDULER}]}
-    scheduler = start_kube_scheduler(cp, qps, burst, profiles, name=KUBE_SCHEDULER, timeout=timeout)
+    extra = {**UPSTREAM_SETTINGS[name], "profiles": [{"schedulerName": name}]}
+    scheduler = start_kube_scheduler(cp, qps, burst, extra, name=name, timeout=timeout)
+    scoring = (
+        "percentageOfNodesToScore 100 (every feasible node scored)"
+        if "percentageOfNodesToScore" in extra
+        else "percentageOfNodesToScore left at its adaptive default"
+    )
     settings = {
         "binary": str(cp.bin_dir / "kube-scheduler"),
+        "kubernetes": cp.kubernetes,
         "config": yaml.safe_load(scheduler.config.read_text()),
-        "notes": "default plugins; percentageOfNodesToScore left at its adaptive default",
+        "notes": f"{cp.kubernetes} defaults (plugins, feature gates); {scoring}",
     }
     return Contender(
-        KUBE_SCHEDULER,
+        name,
         scheduler.pid,
         scheduler.log,
         settings,

@@ -14,24 +14,30 @@
    which keep it only until their own clean-up.
 
 The contenders never run at the same time, so none takes CPU from another's run.
+
+With ``rate`` each run creates ``rate x duration`` pods open-loop at that rate
+(``openloop``) instead of a burst; with ``rates`` (shares of the raw-bind ceiling) the
+ceiling is measured first (raw-bind, backlog mode, the scenario's burst) and every
+contender then runs at each share of it in turn: latency against offered load.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import os
 import secrets
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.synthetic import Scenario
-from kubesalvo.sched.bench import contenders, feasibility
+from kubesalvo.sched.bench import contenders, feasibility, openloop, rollout
 from kubesalvo.sched.bench.podwatch import (
     BindWatch,
     Created,
@@ -41,9 +47,16 @@ from kubesalvo.sched.bench.podwatch import (
 )
 from kubesalvo.sched.bench.results import BenchResult, ProcessUsage, RunResult, latency_summary
 from kubesalvo.sched.bench.usage import MACHINE, Sampler, machine
-from kubesalvo.sched.bench.workload import RUN_LABEL, burst, generate, pod_key
+from kubesalvo.sched.bench.workload import (
+    PODS,
+    RUN_LABEL,
+    SCALE_UP,
+    burst,
+    generate,
+    with_pending,
+)
 from kubesalvo.sched.cluster import build, controlplane, nodes
-from kubesalvo.sched.cluster.api import ApiClient, Object
+from kubesalvo.sched.cluster.api import ApiClient, ApiError, Object
 from kubesalvo.sched.cluster.controlplane import ControlPlane
 
 Say = Callable[[str], None]
@@ -53,6 +66,8 @@ Say = Callable[[str], None]
 STREAM = "stream"
 BACKLOG = "backlog"
 MODES = (STREAM, BACKLOG)
+# Runs paced by ``Options.rate`` or ``Options.rates`` report this mode.
+RATE = "rate"
 SCHEDULER = "scheduler"
 # Processes whose CPU each run reports, besides the contender ("scheduler").
 CONTROL_PLANE = ("kube-apiserver", "etcd", "kwok", "kube-controller-manager")
@@ -83,6 +98,19 @@ class Options:
     command: str = ""
     # Where each contender's log is copied (the control plane's folder is removed).
     logs: Path | None = None
+    # The Kubernetes release of the control plane and kube-scheduler (None: the default).
+    kubernetes: str | None = None
+    # Open loop: pods per second for ``duration`` seconds, or shares of the raw-bind ceiling.
+    rate: float | None = None
+    rates: tuple[float, ...] = ()
+    duration: float = 60.0
+    # Told (run, bound, created, total) twice a second while a run creates and waits.
+    progress: Callable[[str, int, int, int], None] | None = None
+    # How the burst is created (workload.CREATE_MODES) and, for churn, how long each pod
+    # lives once bound; the scenario's note (e.g. which profile it runs with).
+    create: str = PODS
+    lifetime: float | None = None
+    note: str = ""
 
 
 def run(options: Options, say: Say) -> BenchResult:
@@ -99,14 +127,18 @@ def run(options: Options, say: Say) -> BenchResult:
             "workloads": [
                 {"shape": w.shape, "pods": w.pods, "bound": w.bound} for w in scenario.workloads
             ],
+            "create": options.create,
+            "lifetime_seconds": options.lifetime,
+            "note": options.note,
         },
         control_plane={},
         machine=machine(),
     )
-    bin_dir = build.bin_dir()
+    versions = build.shipped_versions(kubernetes=options.kubernetes)
+    bin_dir = build.bin_dir(versions)
     if not build.is_complete(bin_dir):
-        say("building the control-plane binaries")
-        bin_dir = build.build()
+        say(f"building the control-plane binaries of Kubernetes {versions.kubernetes}")
+        bin_dir = build.build(kubernetes=options.kubernetes)
     say(f"starting a control plane in {options.dir}")
     cp = asyncio.run(
         controlplane.start(
@@ -120,8 +152,22 @@ def run(options: Options, say: Say) -> BenchResult:
         began = time.monotonic()
         cp.call(lambda client: _populate(client, base, options.timeout), nodes.NODE_CONCURRENCY)
         result.control_plane["populate_seconds"] = round(time.monotonic() - began, 2)
-        for name in options.schedulers:
-            result.runs.append(_run_one(cp, name, options, say))
+        if options.rates:
+            say(f"{contenders.RAW_BIND}: measuring the ceiling (backlog mode)")
+            ceiling = _run_one(cp, contenders.RAW_BIND, options, say, BACKLOG)
+            result.ceiling = ceiling
+            top = ceiling.binding_pods_per_second
+            if not top:
+                raise RuntimeError(f"{contenders.RAW_BIND} bound nothing: no ceiling to scale")
+            for share in options.rates:
+                for name in options.schedulers:
+                    rate = round(share * top, 2)
+                    say(f"{name}: {share:.0%} of the ceiling: {rate:,.1f} pods/s")
+                    result.runs.append(_run_one(cp, name, options, say, RATE, rate, share))
+        else:
+            mode = RATE if options.rate else options.mode
+            for name in options.schedulers:
+                result.runs.append(_run_one(cp, name, options, say, mode, options.rate))
     finally:
         if options.logs is not None and cp.log("kube-apiserver").exists():
             options.logs.mkdir(parents=True, exist_ok=True)
@@ -138,8 +184,11 @@ def _describe(cp: ControlPlane) -> dict[str, Any]:
     argv += controlplane.kwok_args(cp)
     flags = [arg for arg in argv if arg.split("=", 1)[0] in _REPORTED_FLAGS]
     kwok: dict[str, Any] = dict(controlplane.kwok_config(cp)["options"])
+    versions = cp.bin_dir.name
     return {
-        "binaries": cp.bin_dir.name,
+        "binaries": versions,
+        "kubernetes": cp.kubernetes,
+        "versions": dict(part.split("-", 1) for part in versions.split("_")),
         "flags": flags,
         "kwok": {k: v for k, v in kwok.items() if k.endswith("Parallelism")},
         "server": cp.server,
@@ -153,11 +202,33 @@ async def _populate(client: ApiClient, cluster: Snapshot, timeout: float) -> Non
     await client.create_all(cluster.bound_pods(), exist_ok=True)
 
 
-def _run_one(cp: ControlPlane, name: str, options: Options, say: Say) -> RunResult:
-    cluster = generate(options.scenario, name)
+def _run_one(
+    cp: ControlPlane,
+    name: str,
+    options: Options,
+    say: Say,
+    mode: str,
+    rate: float | None = None,
+    share: float | None = None,
+) -> RunResult:
+    scenario = options.scenario
+    if rate:
+        scenario = with_pending(scenario, max(2, round(rate * options.duration)))
     run_id = f"{name}-{secrets.token_hex(3)}"
     selector = f"{RUN_LABEL}={run_id}"
-    pods = burst(cluster, run_id)
+    through = options.create
+    plan: rollout.Rollout | None = None
+    if through == PODS:
+        pods = burst(generate(scenario, name), run_id)
+        total = len(pods)
+    else:
+        plan = rollout.plan(scenario, name, run_id)
+        pods, total = plan.pods, plan.total
+        if through == SCALE_UP:
+            # Created at 0 replicas before the clock, as an autoscaler finds them.
+            at_zero = rollout.at_zero(plan)
+            cp.call(lambda client: client.create_all(at_zero))
+    creating = _creator(options, plan, through, pods, rate)
     sampler = Sampler({**{c: cp.pids[c] for c in CONTROL_PLANE}, BENCH: os.getpid()})
     launched: list[contenders.Contender] = []
 
@@ -170,14 +241,22 @@ def _run_one(cp: ControlPlane, name: str, options: Options, say: Say) -> RunResu
 
     sampler.start()
     try:
-        if options.mode == STREAM:
+        if mode != BACKLOG:
             launch()
-        say(f"{name}: creating {len(pods)} pods")
+        pace = f" at {rate:,.1f}/s" if rate else ""
+        say(f"{name}: creating {total} pods{pace} ({through})")
         measured = cp.call(
             lambda client: _measure(
-                client, pods, selector, options, None if options.mode == STREAM else launch, say
+                client,
+                total,
+                creating,
+                selector,
+                options,
+                launch if mode == BACKLOG else None,
+                say,
+                f"{name} at {rate:,.1f}/s" if rate else name,
             ),
-            options.create_concurrency + 4,
+            max(options.create_concurrency, openloop.DEFAULT_IN_FLIGHT if rate else 0) + 4,
         )
     finally:
         sampler.stop()
@@ -191,13 +270,14 @@ def _run_one(cp: ControlPlane, name: str, options: Options, say: Say) -> RunResu
     (contender,) = launched
     bound, clock = measured.bound, measured.clock
     end = max((t for t, _ in bound.values()), default=clock)
-    say(f"{name}: {measured.outcome}: {len(bound)}/{len(pods)} bound in {end - clock:.1f}s")
+    say(f"{name}: {measured.outcome}: {len(bound)}/{total} bound in {end - clock:.1f}s")
     usage = {
         process: ProcessUsage(**vars(sampler.usage(process, clock, end)))
         for process in [SCHEDULER, *CONTROL_PLANE, BENCH, MACHINE]
     }
     say(f"{name}: checking the placements")
-    report = cp.call(lambda client: _check(client, {pod_key(p) for p in pods}))
+    keys = sorted(measured.created.answered)
+    report = cp.call(lambda client: _check(client, set(keys)))
     checked: dict[str, Any] = {"checked": True, "ok": report.ok, **vars(report)}
     if name == contenders.RAW_BIND:
         # It ignores every constraint: only the server's counts are of interest.
@@ -208,14 +288,23 @@ def _run_one(cp: ControlPlane, name: str, options: Options, say: Say) -> RunResu
             "run_pods_unbound": report.run_pods_unbound,
         }
     say(f"{name}: deleting the pods")
-    keys = [pod_key(p) for p in pods]
-    delete_seconds = cp.call(
-        lambda client: delete_burst(
-            client, keys, selector, options.create_concurrency, options.timeout
-        ),
-        options.create_concurrency + 4,
-    )
-    return _result(name, pods, measured, usage, contender, checked, delete_seconds, options.mode)
+
+    async def delete(client: ApiClient) -> float:
+        began = time.monotonic()
+        if plan is not None:
+            await rollout.delete_controllers(client, plan)
+        await delete_burst(client, keys, selector, options.create_concurrency, options.timeout)
+        return time.monotonic() - began
+
+    delete_seconds = cp.call(delete, options.create_concurrency + 4)
+    run = _result(name, total, measured, usage, contender, checked, delete_seconds, mode)
+    run.created_through = rollout.describe(plan) if plan is not None else {"bare_pods": total}
+    if rate:
+        run.offered_rate = rate
+        run.share_of_ceiling = share
+        run.creator = openloop.creator_summary(rate, total, measured.created, measured.lag)
+        run.keep_up = openloop.keep_up(run.create_times, run.bind_times)
+    return run
 
 
 @dataclass
@@ -224,46 +313,129 @@ class Measured:
     bound: dict[str, tuple[float, str]]  # key -> (time.monotonic() seen bound, node)
     outcome: str
     clock: float  # when the run's clock started (time.monotonic())
+    lag: list[float]  # open loop: each send's lag behind its due time
+
+
+Creating = Callable[[ApiClient, Created, list[float]], Coroutine[Any, Any, None]]
+
+
+def _creator(
+    options: Options,
+    plan: rollout.Rollout | None,
+    through: str,
+    pods: list[Object],
+    rate: float | None,
+) -> Creating:
+    """How the run creates its burst: ``(client, created, lag)`` -> done."""
+
+    async def creating(client: ApiClient, created: Created, lag: list[float]) -> None:
+        if plan is not None:
+            created.first = time.monotonic()
+            if through == SCALE_UP:
+                await rollout.scale_up(client, plan, options.create_concurrency)
+            else:
+                await rollout.create(client, plan)
+            created.last = time.monotonic()
+        elif rate:
+            await openloop.create_paced(client, pods, rate, created, lag)
+        else:
+            await create_burst(client, pods, options.create_concurrency, created)
+
+    return creating
 
 
 async def _measure(
     client: ApiClient,
-    pods: list[Object],
+    total: int,
+    creating: Creating,
     selector: str,
     options: Options,
     launch: Callable[[], None] | None,
     say: Say,
+    label: str,
 ) -> Measured:
-    """Creates the burst and waits for its binds. With ``launch`` (backlog mode) every pod
-    is created first and the clock starts when ``launch`` starts the contender."""
+    """Creates the burst and waits for its ``total`` binds. With ``launch`` (backlog mode)
+    every pod is created first and the clock starts when ``launch`` starts the contender.
+    Pods the controllers create count as created when the watch first sees them."""
     watch = BindWatch(client, selector)
     watching = asyncio.create_task(watch.run())
     created = Created()
+    lag: list[float] = []
+    reporting = asyncio.create_task(_report_progress(options, label, watch, created, total))
     try:
         await watch.listed.wait()
         clock = time.monotonic()
-        creation = asyncio.create_task(
-            create_burst(client, pods, options.create_concurrency, created)
-        )
+        creation = asyncio.create_task(creating(client, created, lag))
+        churning = asyncio.create_task(_churn(client, watch, options.lifetime))
         try:
             if launch is not None:
                 await creation
-                say(f"{len(pods)} pods created in {created.last - created.first:.1f}s")
+                await _all_seen(watch, total, options.timeout)
+                say(f"{total} pods created in {time.monotonic() - created.first:.1f}s")
                 clock = time.monotonic()
                 # The contender's start waits on its own event loop, so it runs in a thread.
                 await asyncio.to_thread(launch)
             outcome = await wait_bound(
-                watch, len(pods), creation, watching, options.settle, options.timeout
+                watch, total, creation, watching, options.settle, options.timeout
             )
         finally:
-            creation.cancel()  # only still running after a timeout or a failed start
-            await asyncio.gather(creation, return_exceptions=True)
+            # Creation only still runs after a timeout or a failed start.
+            for task in (creation, churning):
+                task.cancel()
+            await asyncio.gather(creation, churning, return_exceptions=True)
     finally:
+        if options.progress is not None:
+            options.progress(label, len(watch.bound), len(watch.seen), total)
         watching.cancel()
-        await asyncio.gather(watching, return_exceptions=True)
+        reporting.cancel()
+        await asyncio.gather(watching, reporting, return_exceptions=True)
+    # Pods made by controllers count as created when the watch first saw them.
+    for key, seen in watch.seen.items():
+        created.answered.setdefault(key, seen)
+    if created.answered:
+        created.last = max(created.last, *created.answered.values())
     reconnects = ", ".join(f"{n} {why}" for why, n in watch.rewatches.items()) or "none"
     say(f"measuring watch: reconnects {reconnects}; {watch.relists} relists after 410 Gone")
-    return Measured(created, dict(watch.bound), outcome, clock)
+    return Measured(created, dict(watch.bound), outcome, clock, lag)
+
+
+async def _all_seen(watch: BindWatch, total: int, timeout: float) -> None:
+    """Waits until the watch has seen ``total`` pods (controllers create them after their
+    own creation returned)."""
+    deadline = time.monotonic() + timeout
+    while len(watch.seen) < total:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(watch.seen)} of {total} pods appeared")
+        watch.changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watch.changed.wait(), 0.25)
+
+
+async def _churn(client: ApiClient, watch: BindWatch, lifetime: float | None) -> None:
+    """Deletes each pod ``lifetime`` seconds after it was bound (churn scenarios)."""
+    if lifetime is None:
+        return
+    deleted: set[str] = set()
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+    while True:
+        now = time.monotonic()
+        due = [k for k, (t, _) in watch.bound.items() if k not in deleted and t + lifetime <= now]
+        for key in due:
+            deleted.add(key)
+            namespace, name = key.split("/", 1)
+            with contextlib.suppress(ApiError):  # already gone
+                await client.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
+        await asyncio.sleep(0.25)
+
+
+async def _report_progress(
+    options: Options, label: str, watch: BindWatch, created: Created, total: int
+) -> None:
+    if options.progress is None:
+        return
+    while True:
+        options.progress(label, len(watch.bound), len(watch.seen), total)
+        await asyncio.sleep(0.5)
 
 
 async def _list_all(client: ApiClient, path: str) -> list[Object]:
@@ -286,7 +458,7 @@ async def _check(client: ApiClient, run_keys: set[str]) -> feasibility.Feasibili
 
 def _result(
     name: str,
-    pods: list[Object],
+    total: int,
     measured: Measured,
     usage: dict[str, ProcessUsage],
     contender: contenders.Contender,
@@ -309,7 +481,7 @@ def _result(
         scheduler=name,
         mode=mode,
         outcome=measured.outcome,
-        pods=len(pods),
+        pods=total,
         bound=len(measured.bound),
         created_seconds=round(created.last - created.first, 3),
         duration_seconds=duration,
@@ -326,7 +498,8 @@ def _result(
         settings=contender.settings,
         log=str(contender.log),
         create_times=sorted(round(t - start, 4) for t in created.answered.values())
-        if mode == STREAM
+        if mode != BACKLOG
         else [],
         bind_times=bind_times,
+        latencies=sorted(round(value, 4) for value in latencies),
     )

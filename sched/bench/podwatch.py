@@ -76,6 +76,9 @@ class BindWatch:
     selector: str
     # key -> (time.monotonic() first seen bound, node name)
     bound: dict[str, tuple[float, str]] = field(default_factory=dict)
+    # key -> time.monotonic() the pod was first seen at all: the creation time of pods
+    # that controllers create (Deployments, Jobs), whose names are not known beforehand.
+    seen: dict[str, float] = field(default_factory=dict)
     listed: asyncio.Event = field(default_factory=asyncio.Event)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     relists: int = 0
@@ -101,11 +104,13 @@ class BindWatch:
         await self._list()
 
     def _observe(self, pod: _Pod, now: float) -> None:
-        if pod.spec.nodeName:
-            key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-            if key not in self.bound:
-                self.bound[key] = (now, pod.spec.nodeName)
-                self.changed.set()
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        if key not in self.seen:
+            self.seen[key] = now
+            self.changed.set()
+        if pod.spec.nodeName and key not in self.bound:
+            self.bound[key] = (now, pod.spec.nodeName)
+            self.changed.set()
 
     async def _list(self) -> str:
         params = {"labelSelector": self.selector, "limit": str(LIST_PAGE)}

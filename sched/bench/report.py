@@ -3,23 +3,31 @@
 The table puts the contenders side by side (throughput, latency, CPU seconds of the
 scheduler and of the control plane, memory, the placement check) and says under it which
 server settings were used and how busy the machine was. ``results.json`` holds everything,
-with every pod's bind time; ``bound-over-time.png`` plots bound pods against time since the
-first creation, one line per contender, with its creations dashed.
+with every pod's bind time; ``results.md`` is the table in Markdown (for RESULTS.md);
+``bound-over-time.png`` plots bound pods against time since the first creation, one line
+per contender, with its creations dashed; ``latency-cdf.png`` the distribution of each
+run's latency; ``latency-vs-load.png`` (open-loop runs) p50 and p99 latency against the
+offered rate, one line per scheduler.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from kubesalvo.sched.bench.results import BenchResult, RunResult
+from kubesalvo.sched.bench.results import BenchResult, RunResult, summary
 from kubesalvo.sched.bench.usage import MACHINE
 
 JSON_FILE = "results.json"
+MARKDOWN_FILE = "results.md"
 PLOT_FILE = "bound-over-time.png"
+CDF_FILE = "latency-cdf.png"
+LOAD_FILE = "latency-vs-load.png"
 
 
 def _mib(size: int) -> str:
@@ -33,17 +41,52 @@ def _check(run: RunResult) -> str:
     return "ok" if checked["ok"] else f"[red]{checked['violation_count']} violations[/red]"
 
 
-def table(result: BenchResult) -> Table:
+def run_label(run: RunResult) -> str:
+    return f"{run.scheduler} at {run.offered_rate:,.1f}/s" if run.offered_rate else run.scheduler
+
+
+def _title(result: BenchResult) -> str:
     scenario = result.scenario
     mode = result.runs[0].mode if result.runs else ""
-    title = (
-        f"{scenario['name']}: {scenario['pods']:,} pods onto {scenario['nodes']:,} kwok nodes, "
+    size = f"{scenario['pods']:,} pods" if mode != "rate" else "pods at a fixed rate"
+    return (
+        f"{scenario['name']}: {size} onto {scenario['nodes']:,} kwok nodes, "
         f"{mode} mode ({result.control_plane.get('binaries', '')})"
     )
-    grid = Table(title=title, title_justify="left")
-    grid.add_column("")
-    for run in result.runs:
-        grid.add_column(run.scheduler, justify="right")
+
+
+def _rate_rows(result: BenchResult) -> list[tuple[str, list[str]]]:
+    """The open-loop rows: the schedule, how closely the creator held it, keeping up."""
+    runs = result.runs
+    if not any(r.offered_rate for r in runs):
+        return []
+
+    def lag(r: RunResult, q: str) -> str:
+        return f"{r.creator.get('lag_seconds', {}).get(q, 0) * 1000:.0f} ms"
+
+    def share(r: RunResult) -> str:
+        return f"{r.share_of_ceiling:.0%}" if r.share_of_ceiling else ""
+
+    return [
+        ("offered pods/s", [f"{r.offered_rate or 0:,.1f} {share(r)}".strip() for r in runs]),
+        (
+            "achieved create pods/s",
+            [f"{r.creator.get('achieved_pods_per_second', 0):,.1f}" for r in runs],
+        ),
+        ("creator lag p99 / max", [f"{lag(r, 'p99')} / {lag(r, 'max')}" for r in runs]),
+        (
+            "bound while creating / created",
+            [f"{r.keep_up.get('bind_share', 0):.1%}" for r in runs],
+        ),
+        (
+            "backlog at last create",
+            [f"{r.keep_up.get('backlog_at_last_create', 0):,}" for r in runs],
+        ),
+        ("kept up", ["yes" if r.keep_up.get("kept_up") else "no" for r in runs]),
+    ]
+
+
+def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
     rows: list[tuple[str, list[str]]] = [
         ("bound", [f"{r.bound:,}/{r.pods:,} ({r.outcome})" for r in result.runs]),
         ("pods/s (clock start → last bind)", [f"{r.pods_per_second:,.0f}" for r in result.runs]),
@@ -52,7 +95,8 @@ def table(result: BenchResult) -> Table:
         ("last bind at", [f"{r.duration_seconds:.2f}s" for r in result.runs]),
         ("time to first bind", [f"{r.time_to_first_bind * 1000:.0f} ms" for r in result.runs]),
     ]
-    for q in ("p50", "p99", "max"):
+    rows += _rate_rows(result)
+    for q in ("p50", "p90", "p99", "max"):
         rows.append(
             (f"latency {q} (created → bound)", [f"{r.latency.get(q, 0):.3f}s" for r in result.runs])
         )
@@ -81,17 +125,48 @@ def table(result: BenchResult) -> Table:
         ("scheduler start (informers synced)", [f"{r.startup_seconds:.1f}s" for r in result.runs])
     )
     rows.append(("placements", [_check(r) for r in result.runs]))
-    for label, cells in rows:
-        grid.add_row(label, *cells)
+    for other in ("kube_scheduler", "raw_bind"):
+        cells = []
+        for run in result.runs:
+            figures = summary(run, result.reference(run, "kube-scheduler"), result.raw(run))
+            ratios = figures[f"ratio_to_{other}"] or {}
+            pps, p99 = ratios.get("pods_per_second"), ratios.get("p99_seconds")
+            cells.append(f"{pps or 0:.2f} / {p99 or 0:.2f}" if ratios else "")
+        rows.append((f"vs {other.replace('_', '-')}: pods/s / p99", cells))
+    return rows
+
+
+def _caption(result: BenchResult) -> str:
     cpus = result.machine.get("cpus")
     load = result.machine.get("load_average")
     flags = " ".join(result.control_plane.get("flags", []))
-    grid.caption = (
+    ceiling = ""
+    note = f" Scenario note: {result.scenario['note']}" if result.scenario.get("note") else ""
+    if result.scenario.get("create", "pods") != "pods":
+        note = f" Pods created through {result.scenario['create']}.{note}"
+    if result.scenario.get("lifetime_seconds"):
+        note += f" Each pod deleted {result.scenario['lifetime_seconds']:g}s after its bind."
+    if result.ceiling is not None:
+        ceiling = (
+            f" Raw-bind ceiling (backlog mode): {result.ceiling.binding_pods_per_second:,.1f} "
+            "pods/s."
+        )
+    return (
         f"API server and etcd: {flags}. Machine: {cpus} CPUs, load average before the run "
-        f"{load}. The clock starts at the first create (stream mode) or at the scheduler's "
-        "start with every pod already created (backlog mode); CPU seconds cover clock start "
-        "→ last bind."
+        f"{load}. The clock starts at the first create (stream and rate modes) or at the "
+        "scheduler's start with every pod already created (backlog mode); CPU seconds cover "
+        f"clock start → last bind.{ceiling}{note}"
     )
+
+
+def table(result: BenchResult) -> Table:
+    grid = Table(title=_title(result), title_justify="left")
+    grid.add_column("")
+    for run in result.runs:
+        grid.add_column(run_label(run), justify="right")
+    for label, cells in _rows(result):
+        grid.add_row(label, *cells)
+    grid.caption = _caption(result)
     grid.caption_justify = "left"
     return grid
 
@@ -110,12 +185,100 @@ def write_json(result: BenchResult, folder: Path) -> Path:
     return path
 
 
-def write_plot(result: BenchResult, folder: Path) -> Path:
+def markdown(result: BenchResult) -> str:
+    """The table as Markdown, with the command and the settings under it."""
+    plain = re.compile(r"\[/?[a-z ]+\]")  # rich markup
+    header = ["", *(run_label(r) for r in result.runs)]
+    lines = [
+        f"### {_title(result)}",
+        "",
+        f"`{result.command}` (started {result.started})",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for label, cells in _rows(result):
+        lines.append("| " + " | ".join([label, *(plain.sub("", c) for c in cells)]) + " |")
+    lines += ["", _caption(result), ""]
+    return "\n".join(lines)
+
+
+def write_markdown(result: BenchResult, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / MARKDOWN_FILE
+    path.write_text(markdown(result))
+    return path
+
+
+def latency_vs_load(result: BenchResult) -> dict[str, list[tuple[float, dict[str, float]]]]:
+    """For each scheduler, (offered pods/s, latency summary) of its open-loop runs."""
+    lines: dict[str, list[tuple[float, dict[str, float]]]] = {}
+    for run in result.runs:
+        if run.offered_rate:
+            lines.setdefault(run.scheduler, []).append((run.offered_rate, run.latency))
+    return {name: sorted(points, key=lambda p: p[0]) for name, points in lines.items()}
+
+
+def write_latency_plots(result: BenchResult, folder: Path) -> list[Path]:
+    """``latency-cdf.png`` always; ``latency-vs-load.png`` when runs were open-loop."""
+    plt = _pyplot()
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    figure, axes = plt.subplots(figsize=(9, 5.5))
+    for run in result.runs:
+        values = sorted(run.latencies)
+        if values:
+            shares = [(i + 1) / len(values) for i in range(len(values))]
+            axes.step(values, shares, where="post", label=run_label(run))
+    _label(axes, result, "latency created → bound (s)", "share of the run's pods", "lower right")
+    written.append(_save(plt, figure, folder / CDF_FILE))
+    lines = latency_vs_load(result)
+    if lines:
+        figure, axes = plt.subplots(figsize=(9, 5.5))
+        for name, points in lines.items():
+            rates = [rate for rate, _ in points]
+            (line,) = axes.plot(
+                rates, [s.get("p99", 0) for _, s in points], "o-", label=f"{name} p99"
+            )
+            axes.plot(
+                rates,
+                [s.get("p50", 0) for _, s in points],
+                "o--",
+                color=line.get_color(),
+                label=f"{name} p50",
+            )
+        xlabel = "offered load (pods created per second)"
+        _label(axes, result, xlabel, "latency created → bound (s)", "upper left")
+        written.append(_save(plt, figure, folder / LOAD_FILE))
+    return written
+
+
+def _label(axes: Any, result: BenchResult, xlabel: str, ylabel: str, legend: str) -> None:
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(_title(result))
+    axes.grid(alpha=0.3)
+    axes.legend(loc=legend)
+
+
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(plt: Any, figure: Any, path: Path) -> Path:
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def write_plot(result: BenchResult, folder: Path) -> Path:
+    plt = _pyplot()
     folder.mkdir(parents=True, exist_ok=True)
     figure, axes = plt.subplots(figsize=(9, 5.5))
     for run in result.runs:
@@ -144,8 +307,4 @@ def write_plot(result: BenchResult, folder: Path) -> Path:
     axes.set_ylabel("pods bound" + (" (dashed: pods created)" if mode == "stream" else ""))
     axes.grid(alpha=0.3)
     axes.legend(loc="lower right")
-    path = folder / PLOT_FILE
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return _save(plt, figure, folder / PLOT_FILE)

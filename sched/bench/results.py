@@ -6,6 +6,11 @@ mode); a pod's latency runs from the answer to its create request (or the clock'
 whichever is later) to the moment the measuring watch sees it bound. ``pods_per_second``
 is bound pods over clock start to last bind (what a user waiting for a burst sees);
 ``binding_pods_per_second`` is over first to last bind.
+
+``to_json`` adds to each run a ``summary`` of the figures users compare (see
+bench/README.md): throughput, latency quantiles, CPU seconds per 1,000 pods of the
+scheduler, kube-apiserver and etcd, the scheduler's peak memory, pods placed and placed
+infeasibly, and its ratios to kube-scheduler and to raw-bind in the same conditions.
 """
 
 from __future__ import annotations
@@ -44,6 +49,16 @@ class RunResult:
     # Seconds since the first create: each pod's create answer and bind, in order.
     create_times: list[float] = field(default_factory=list)
     bind_times: list[float] = field(default_factory=list)
+    # Open-loop runs (mode "rate"): the offered rate (and its share of the raw-bind
+    # ceiling in a sweep), the creator's schedule and lag, how far binding kept up.
+    # Each bound pod's latency (created → bound), in order, for the CDF.
+    latencies: list[float] = field(default_factory=list)
+    offered_rate: float | None = None
+    # How the burst was created: bare pods, or Deployments, Jobs and bare pods.
+    created_through: dict[str, int] = field(default_factory=dict)
+    share_of_ceiling: float | None = None
+    creator: dict[str, Any] = field(default_factory=dict)
+    keep_up: dict[str, Any] = field(default_factory=dict)
 
     @property
     def pending(self) -> int:
@@ -66,13 +81,69 @@ class BenchResult:
     control_plane: dict[str, Any]
     machine: dict[str, Any]
     runs: list[RunResult] = field(default_factory=list)
+    # A sweep (``--rates``): raw-bind's backlog run that measured the ceiling.
+    ceiling: RunResult | None = None
 
     def to_json(self) -> dict[str, Any]:
         document = asdict(self)
         for run, raw in zip(self.runs, document["runs"], strict=True):
             raw["pending"] = run.pending
             raw["timeline"] = run.timeline()
+            raw["summary"] = summary(run, self.reference(run, "kube-scheduler"), self.raw(run))
         return document
+
+    def reference(self, run: RunResult, scheduler: str) -> RunResult | None:
+        """The run of ``scheduler`` in the same conditions as ``run`` (same offered rate)."""
+        for other in self.runs:
+            if other.scheduler == scheduler and other.offered_rate == run.offered_rate:
+                return other
+        return None
+
+    def raw(self, run: RunResult) -> RunResult | None:
+        """raw-bind in the same conditions, else the ceiling run of a sweep."""
+        return self.reference(run, "raw-bind") or self.ceiling
+
+
+# Processes whose CPU per 1,000 pods the summary gives.
+SUMMARY_PROCESSES = ("scheduler", "kube-apiserver", "etcd")
+
+
+def summary(
+    run: RunResult, kube_scheduler: RunResult | None, raw_bind: RunResult | None
+) -> dict[str, Any]:
+    """The comparable figures of one run. Ratios are this run's figure over the other's:
+    above 1 means more pods/s, or a longer p99 latency."""
+    per_thousand = 1000 / run.bound if run.bound else 0.0
+    checked = run.feasibility.get("checked", False)
+    figures: dict[str, Any] = {
+        "pods_per_second": run.pods_per_second,
+        "p50_seconds": run.latency.get("p50"),
+        "p90_seconds": run.latency.get("p90"),
+        "p99_seconds": run.latency.get("p99"),
+        "max_seconds": run.latency.get("max"),
+        "cpu_seconds_per_1000_pods": {
+            process: round(run.usage[process].cpu_seconds * per_thousand, 3)
+            for process in SUMMARY_PROCESSES
+            if process in run.usage
+        },
+        "peak_rss_bytes": run.usage["scheduler"].peak_rss_bytes if "scheduler" in run.usage else 0,
+        "placed": run.bound,
+        "infeasible": run.feasibility.get("violation_count", 0) if checked else None,
+        "offered_pods_per_second": run.offered_rate,
+    }
+    for name, other in (("kube_scheduler", kube_scheduler), ("raw_bind", raw_bind)):
+        figures[f"ratio_to_{name}"] = _ratios(run, other) if other is not None else None
+    return figures
+
+
+def _ratios(run: RunResult, other: RunResult) -> dict[str, float | None]:
+    def ratio(mine: float | None, theirs: float | None) -> float | None:
+        return round(mine / theirs, 3) if mine is not None and theirs else None
+
+    return {
+        "pods_per_second": ratio(run.pods_per_second, other.pods_per_second),
+        "p99_seconds": ratio(run.latency.get("p99"), other.latency.get("p99")),
+    }
 
 
 def latency_summary(latencies: list[float]) -> dict[str, float]:

@@ -1,16 +1,27 @@
 """The burst a benchmark creates: a scenario from ``bench/`` or a bare workload shape.
 
-``--workload`` names a YAML file (a path, or a file in ``bench/workloads/`` or
-``bench/e2e/`` of the source tree, with or without ``.yaml``) or one of the shapes of
+``--workload`` names a YAML file (a path, or a file in ``bench/e2e/`` or
+``bench/workloads/`` of the source tree, with or without ``.yaml``) or one of the shapes of
 ``core.synthetic`` (``replicasets``, ``mixed``, ...). Every contender gets the same pods,
 generated from the same seed; only ``spec.schedulerName`` and a suffix of the names differ,
 and each pod carries the run label by which it is watched and deleted.
+
+A scenario file may hold a ``bench`` section that only ``kubesalvo bench`` reads
+(``BenchSettings``): how the burst is created (bare ``pods``, ``deployments`` or
+``scale-up``, see ``rollout``), an open-loop ``rate`` and ``duration``, a ``lifetime``
+after which each bound pod is deleted again (churn), and a ``note`` the results carry
+(e.g. that a scenario runs with the default profile until its plugins exist).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.synthetic import (
@@ -20,23 +31,50 @@ from kubesalvo.core.synthetic import (
     WorkloadSpec,
     scenario_from_yaml,
 )
+from kubesalvo.core.synthetic.nodes import apportion
 
 RUN_LABEL = "kubesalvo.io/bench-run"
-# The source tree's scenario folders (present in a checkout and an editable install).
+# The source tree's scenario folders (present in a checkout and an editable install). The
+# end-to-end scenarios come first: `gangs` and `large` name both an end-to-end scenario
+# and an in-process workload file, and `kubesalvo bench` means the end-to-end one.
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
-SEARCH_DIRS = (SOURCE_ROOT / "bench" / "workloads", SOURCE_ROOT / "bench" / "e2e")
+SEARCH_DIRS = (SOURCE_ROOT / "bench" / "e2e", SOURCE_ROOT / "bench" / "workloads")
 
 Object = dict[str, Any]
 
 
 class WorkloadError(ValueError):
-    """``--workload`` names neither a scenario file nor a shape."""
+    """``--workload`` names neither a scenario file nor a shape, or its ``bench`` section
+    is invalid."""
+
+
+# How a run creates its burst (``BenchSettings.create``; see ``rollout``).
+PODS = "pods"
+DEPLOYMENTS = "deployments"
+SCALE_UP = "scale-up"
+CREATE_MODES = (PODS, DEPLOYMENTS, SCALE_UP)
+_BENCH_FIELDS = ("create", "rate", "duration", "lifetime", "note")
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """A scenario file's ``bench`` section (all optional)."""
+
+    create: str = PODS
+    rate: float | None = None
+    duration: float | None = None
+    lifetime: float | None = None
+    note: str = ""
 
 
 def load_scenario(workload: str) -> Scenario:
     """The scenario ``workload`` names, at its own size (see ``resized``)."""
     path = _find(workload)
     if path is not None:
+        document = yaml.safe_load(path.read_text())
+        if isinstance(document, dict) and "bench" in document:
+            document = {k: v for k, v in document.items() if k != "bench"}
+            return scenario_from_yaml(yaml.safe_dump(document), str(path))
         return scenario_from_yaml(path.read_text(), str(path))
     if workload in SHAPES:
         return Scenario(
@@ -54,6 +92,44 @@ def load_scenario(workload: str) -> Scenario:
     )
 
 
+def load_settings(workload: str) -> BenchSettings:
+    """The ``bench`` section of the scenario file ``workload`` names (defaults for a shape
+    or a file without one); raises WorkloadError naming the field at fault."""
+    path = _find(workload)
+    if path is None:
+        return BenchSettings()
+    document = yaml.safe_load(path.read_text())
+    section = document.get("bench") if isinstance(document, dict) else None
+    if section is None:
+        return BenchSettings()
+    where = f"{path}: bench"
+    if not isinstance(section, dict):
+        raise WorkloadError(f"{where}: expected a mapping, got {type(section).__name__}")
+    for key in section:
+        if key not in _BENCH_FIELDS:
+            raise WorkloadError(
+                f"{where}.{key}: unknown field; accepted: {', '.join(_BENCH_FIELDS)}"
+            )
+    create = section.get("create", PODS)
+    if create not in CREATE_MODES:
+        raise WorkloadError(f"{where}.create: {create!r}; accepted: {', '.join(CREATE_MODES)}")
+    numbers = {}
+    for key in ("rate", "duration", "lifetime"):
+        value = section.get(key)
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not value > 0
+            or not math.isfinite(value)
+        ):
+            raise WorkloadError(f"{where}.{key}: expected a positive number, got {value!r}")
+        numbers[key] = None if value is None else float(value)
+    note = section.get("note", "")
+    if not isinstance(note, str):
+        raise WorkloadError(f"{where}.note: expected a string, got {note!r}")
+    return BenchSettings(create=create, note=note.strip(), **numbers)
+
+
 def _find(workload: str) -> Path | None:
     direct = Path(workload).expanduser()
     if direct.is_file():
@@ -63,6 +139,19 @@ def _find(workload: str) -> Path | None:
             if (folder / name).is_file():
                 return folder / name
     return None
+
+
+def with_pending(scenario: Scenario, pods: int) -> Scenario:
+    """The scenario with ``pods`` pending pods split over its pending workloads by their
+    shares; the running (``bound``) workloads stay as they are."""
+    pending = [i for i, w in enumerate(scenario.workloads) if not w.bound]
+    if not pending:
+        raise WorkloadError(f"scenario {scenario.name} has no pending workload to create")
+    counts = apportion(pods, [float(scenario.workloads[i].pods) or 1.0 for i in pending])
+    workloads = list(scenario.workloads)
+    for index, count in zip(pending, counts, strict=True):
+        workloads[index] = dataclasses.replace(workloads[index], pods=count)
+    return dataclasses.replace(scenario, workloads=tuple(workloads))
 
 
 def generate(scenario: Scenario, scheduler_name: str) -> Snapshot:

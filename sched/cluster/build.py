@@ -1,10 +1,13 @@
 """Builds the upstream control-plane binaries into a cache keyed by their versions.
 
-The Go module shipped in ``kubesalvo.deploy/local`` pins Kubernetes (kube-apiserver,
-kube-controller-manager, kube-scheduler, kubectl) and, in ``local/etcd``, etcd; kwok is
-installed with ``go install`` at ``KWOK_VERSION``. A machine builds each set of versions
-once: the result lives in ``<cache>/bin/<key>/`` and is written atomically (built into a
-temporary folder, then renamed), so a folder that exists is complete.
+The Go module shipped in ``kubesalvo.deploy/local`` pins the default Kubernetes
+(kube-apiserver, kube-controller-manager, kube-scheduler, kubectl), the one the tests use;
+each ``local/k8s-v1.N/`` is a module of its own pinning another release (the newest
+upstream, the baseline of benchmarks), chosen with ``kubernetes=``. ``local/etcd`` pins
+etcd for all of them; kwok is installed with ``go install`` at ``KWOK_VERSION``. A machine
+builds each set of versions once: the result lives in ``<cache>/bin/<key>/`` and is written
+atomically (built into a temporary folder, then renamed), so a folder that exists is
+complete.
 """
 
 from __future__ import annotations
@@ -73,10 +76,35 @@ def source_dir() -> Path:
     return Path(str(resources.files("kubesalvo.deploy") / "local"))
 
 
-def shipped_versions(local: Path | None = None) -> Versions:
+def kubernetes_modules(local: Path | None = None) -> dict[str, Path]:
+    """Every shipped Kubernetes module by the release it pins, the default one first."""
     local = local or source_dir()
+    found = {module_version((local / "go.mod").read_text(), "k8s.io/kubernetes"): local}
+    for go_mod in sorted(local.glob("k8s-v*/go.mod")):
+        found[module_version(go_mod.read_text(), "k8s.io/kubernetes")] = go_mod.parent
+    return found
+
+
+def kubernetes_module(kubernetes: str | None = None, local: Path | None = None) -> Path:
+    """The folder of the module that pins ``kubernetes`` (``v1.37.2``, ``1.37.2`` or just
+    ``1.37``), or of the default module for None."""
+    modules = kubernetes_modules(local)
+    if kubernetes is None:
+        return next(iter(modules.values()))
+    wanted = "v" + kubernetes.strip().removeprefix("v")
+    for version, folder in modules.items():
+        if version == wanted or version.startswith(wanted + "."):
+            return folder
+    raise BuildError(
+        f"--kubernetes {kubernetes}: no shipped module pins it; accepted: " + ", ".join(modules)
+    )
+
+
+def shipped_versions(local: Path | None = None, kubernetes: str | None = None) -> Versions:
+    local = local or source_dir()
+    module = kubernetes_module(kubernetes, local)
     return Versions(
-        kubernetes=module_version((local / "go.mod").read_text(), "k8s.io/kubernetes"),
+        kubernetes=module_version((module / "go.mod").read_text(), "k8s.io/kubernetes"),
         etcd=module_version((local / "etcd" / "go.mod").read_text(), "go.etcd.io/etcd/server/v3"),
         kwok=KWOK_VERSION,
     )
@@ -92,6 +120,14 @@ def cache_root() -> Path:
 
 def bin_dir(versions: Versions | None = None, root: Path | None = None) -> Path:
     return (root or cache_root()) / "bin" / (versions or shipped_versions()).key
+
+
+def release_of(folder: Path) -> str:
+    """The Kubernetes release of a binary folder made by ``build`` (from its name)."""
+    match = re.match(r"k8s-(v[^_]+)_", folder.name)
+    if not match:
+        raise BuildError(f"{folder} is not a binary folder of kubesalvo cluster build")
+    return match[1]
 
 
 def is_complete(folder: Path) -> bool:
@@ -125,7 +161,11 @@ class Step:
     env: dict[str, str]
 
 
-def build_steps(go: str, module: Path, out: Path, versions: Versions) -> list[Step]:
+def build_steps(
+    go: str, module: Path, out: Path, versions: Versions, kubernetes_dir: Path | None = None
+) -> list[Step]:
+    """The steps, run in a copy of the shipped folder ``module``; Kubernetes is built in
+    ``kubernetes_dir`` (a module inside it; ``module`` itself by default)."""
     env = {"GOFLAGS": "-buildvcs=false -trimpath"}
     k8s = [f"k8s.io/kubernetes/cmd/{name}" for name in KUBERNETES_COMMANDS]
     return [
@@ -138,7 +178,7 @@ def build_steps(go: str, module: Path, out: Path, versions: Versions) -> list[St
         Step(
             f"Kubernetes {versions.kubernetes} ({', '.join(KUBERNETES_COMMANDS)})",
             [go, "build", "-ldflags", version_ldflags(versions.kubernetes), "-o", f"{out}/", *k8s],
-            module,
+            kubernetes_dir or module,
             env,
         ),
         Step(
@@ -212,12 +252,17 @@ def _copy_stages(go: str, out: Path, versions: Versions) -> None:
 Progress = Callable[[str, float | None], None]
 
 
-def build(force: bool = False, progress: Progress | None = None) -> Path:
-    """Builds every binary unless the cache already holds them; returns their folder.
+def build(
+    force: bool = False, progress: Progress | None = None, kubernetes: str | None = None
+) -> Path:
+    """Builds every binary of ``kubernetes`` (None: the default release) unless the cache
+    already holds them; returns their folder.
 
     ``progress(title, seconds)`` is told when a step starts (``seconds`` None) and ends.
     """
-    versions = shipped_versions()
+    versions = shipped_versions(kubernetes=kubernetes)
+    # The same module inside the writable copy made below.
+    inside = kubernetes_module(kubernetes).relative_to(source_dir())
     final = bin_dir(versions)
     if is_complete(final) and not force:
         return final
@@ -226,7 +271,7 @@ def build(force: bool = False, progress: Progress | None = None) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{versions.key}-", dir=final.parent))
     try:
         with _module_copy() as module:
-            steps = build_steps(go, module, staging, versions)
+            steps = build_steps(go, module, staging, versions, module / inside)
             for step in steps:
                 _run(step, progress)
         _copy_stages(go, staging, versions)

@@ -27,6 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "<versions>/ (KUBESALVO_CACHE moves the cache). Skipped when already built.",
     )
     build_parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    _kubernetes_option(build_parser)
 
     up = sub.add_parser(
         "up",
@@ -42,6 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     up.add_argument(
         "--timeout", type=float, default=300.0, help="seconds to wait for each phase (default 300)"
     )
+    _kubernetes_option(up)
 
     down = sub.add_parser(
         "down",
@@ -53,10 +55,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _kubernetes_option(parser: argparse.ArgumentParser) -> None:
+    modules = build.kubernetes_modules()
+    default, *others = modules
+    parser.add_argument(
+        "--kubernetes",
+        metavar="VERSION",
+        help=f"the Kubernetes release: {default} (default, what the tests use)"
+        + "".join(f" or {version}" for version in others)
+        + "; each is built and cached apart",
+    )
+
+
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "kubernetes", None) is not None:
+        try:
+            build.shipped_versions(kubernetes=args.kubernetes)
+        except build.BuildError as error:
+            console.print(f"[red]error:[/red] {error}")
+            return 2
     try:
         if args.action == "build":
-            ensure_binaries(force=args.force)
+            ensure_binaries(force=args.force, kubernetes=args.kubernetes)
         elif args.action == "up":
             _up(args)
         else:
@@ -67,9 +87,10 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def ensure_binaries(force: bool = False) -> Path:
-    """The binary folder, built (with a progress display) if it is not complete."""
-    folder = build.bin_dir()
+def ensure_binaries(force: bool = False, kubernetes: str | None = None) -> Path:
+    """The binary folder of ``kubernetes`` (None: the default release), built (with a
+    progress display) if it is not complete."""
+    folder = build.bin_dir(build.shipped_versions(kubernetes=kubernetes))
     if build.is_complete(folder) and not force:
         console.print(f"binaries are built: {folder}")
         return folder
@@ -88,13 +109,13 @@ def ensure_binaries(force: bool = False) -> Path:
             else:
                 progress.update(tasks[title], completed=1)
 
-        folder = build.build(force=force, progress=report)
+        folder = build.build(force=force, progress=report, kubernetes=kubernetes)
     console.print(f"built in {time.monotonic() - started:.0f}s: {folder}")
     return folder
 
 
 def _up(args: argparse.Namespace) -> None:
-    bin_dir = ensure_binaries()
+    bin_dir = ensure_binaries(kubernetes=args.kubernetes)
     started = time.monotonic()
 
     def say(message: str) -> None:

@@ -92,6 +92,11 @@ class ControlPlane:
         return self.dir / "pki" / "ca.crt"
 
     @property
+    def kubernetes(self) -> str:
+        """The Kubernetes release of its binaries (``v1.34.4``)."""
+        return build.release_of(self.bin_dir)
+
+    @property
     def kubectl(self) -> Path:
         return self.bin_dir / "kubectl"
 

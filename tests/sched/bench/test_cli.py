@@ -15,12 +15,18 @@ from kubesalvo.sched.cli import main
         ("--schedulers=kubesalvo,nope", "--schedulers 'kubesalvo,nope'"),
         ("--schedulers=kubesalvo,kubesalvo", "at most once"),
         ("--workload=no-such-thing", "unknown workload 'no-such-thing'"),
+        ("--kubernetes=v1.99.0", "no shipped module pins it; accepted: v1.34.4, v1.37.2"),
+        ("--rate=0", "--rate '0': give pods per second"),
+        ("--rates=25", "--rates '25': give percentages of the raw-bind ceiling"),
+        ("--duration=-3", "--duration -3.0: give a positive number"),
+        ("--rate=5 --mode=backlog", "--mode backlog does not apply"),
+        ("--rate=5 --workload=basic", "basic creates deployments"),
     ],
 )
 def test_bad_arguments_exit_2_with_the_reason(
     argument: str, expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["bench", argument]) == 2
+    assert main(["bench", *argument.split()]) == 2
     assert expected in capsys.readouterr().err
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubesalvo.sched.bench.results import RunResult, latency_summary
+from kubesalvo.sched.bench.results import BenchResult, ProcessUsage, RunResult, latency_summary
 
 
 def run_with(bind_times: list[float]) -> RunResult:
@@ -42,3 +42,40 @@ def test_latency_summary_percentiles() -> None:
     assert summary["p50"] == 50.5 and summary["max"] == 100.0 and summary["mean"] == 50.5
     assert summary["p90"] <= summary["p99"] <= summary["max"]
     assert latency_summary([]) == {}
+
+
+def _run(scheduler: str, pods_per_second: float, p99: float, rate: float | None = None):
+    run = run_with([1.0, 2.0])
+    run.scheduler = scheduler
+    run.pods_per_second = pods_per_second
+    run.latency = {"p50": p99 / 2, "p90": p99 * 0.9, "p99": p99, "max": p99}
+    run.usage = {
+        "scheduler": ProcessUsage(cpu_seconds=1.0, peak_rss_bytes=100),
+        "kube-apiserver": ProcessUsage(cpu_seconds=4.0, peak_rss_bytes=200),
+        "etcd": ProcessUsage(cpu_seconds=0.5, peak_rss_bytes=50),
+    }
+    run.feasibility = {"checked": scheduler != "raw-bind", "violation_count": 0}
+    run.offered_rate = rate
+    return run
+
+
+def test_summary_gives_per_thousand_cpu_and_ratios_in_the_same_conditions() -> None:
+    result = BenchResult("kubesalvo bench", "2026-01-01T00:00:00Z", {}, {}, {})
+    result.runs = [
+        _run("kubesalvo", 200.0, 2.0, rate=50.0),
+        _run("kube-scheduler", 100.0, 8.0, rate=50.0),
+        _run("kubesalvo", 150.0, 4.0, rate=100.0),
+    ]
+    result.ceiling = _run("raw-bind", 400.0, 1.0)
+    first, upstream, second = (raw["summary"] for raw in result.to_json()["runs"])
+    assert first["cpu_seconds_per_1000_pods"] == {
+        "scheduler": 500.0,
+        "kube-apiserver": 2000.0,
+        "etcd": 250.0,
+    }
+    assert (first["placed"], first["infeasible"], first["peak_rss_bytes"]) == (2, 0, 100)
+    assert first["ratio_to_kube_scheduler"] == {"pods_per_second": 2.0, "p99_seconds": 0.25}
+    assert upstream["ratio_to_kube_scheduler"] == {"pods_per_second": 1.0, "p99_seconds": 1.0}
+    # No kube-scheduler run at 100/s: no ratio to it; raw-bind's ceiling is the reference.
+    assert second["ratio_to_kube_scheduler"] is None
+    assert second["ratio_to_raw_bind"] == {"pods_per_second": 0.375, "p99_seconds": 4.0}

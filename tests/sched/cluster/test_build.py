@@ -101,3 +101,47 @@ def test_compile_error_is_shown_as_is() -> None:
     step = build.Step("etcd v3.6.16", ["go", "build"], Path("."), {})
     message = build.explain_failure(step, "./main.go:9:2: undefined: etcdmain.Mian")
     assert message == "building etcd v3.6.16 failed:\n./main.go:9:2: undefined: etcdmain.Mian"
+
+
+def test_each_shipped_release_has_its_own_module_and_cache_key() -> None:
+    modules = build.kubernetes_modules()
+    default, *others = modules
+    assert default == build.shipped_versions().kubernetes
+    assert modules[default] == build.source_dir()
+    assert "v1.37.2" in others
+    newest = build.shipped_versions(kubernetes="v1.37.2")
+    assert newest.kubernetes == "v1.37.2" and newest.etcd == build.shipped_versions().etcd
+    assert newest.key != build.shipped_versions().key
+    assert build.kubernetes_module("v1.37.2") == build.source_dir() / "k8s-v1.37"
+    assert (build.kubernetes_module("v1.37.2") / "go.sum").is_file()
+
+
+@pytest.mark.parametrize("spelling", ["v1.37.2", "1.37.2", "1.37", "v1.37"])
+def test_a_release_is_named_with_or_without_v_and_patch(spelling: str) -> None:
+    assert build.shipped_versions(kubernetes=spelling).kubernetes == "v1.37.2"
+
+
+@pytest.mark.parametrize("spelling", ["v1.3", "1.99.0", "latest"])
+def test_an_unshipped_release_is_refused_naming_the_shipped_ones(spelling: str) -> None:
+    with pytest.raises(build.BuildError, match=r"no shipped module pins it; accepted: v1\.34"):
+        build.shipped_versions(kubernetes=spelling)
+
+
+def test_kubernetes_is_built_in_its_own_module_and_etcd_in_the_shared_one(
+    tmp_path: Path,
+) -> None:
+    versions = build.Versions("v1.37.2", "v3.6.16", "v0.8.0")
+    module = tmp_path / "module"
+    etcd, kubernetes, _ = build.build_steps(
+        "go", module, tmp_path / "out", versions, module / "k8s-v1.37"
+    )
+    assert etcd.cwd == module / "etcd"
+    assert kubernetes.cwd == module / "k8s-v1.37"
+    assert "gitVersion=v1.37.2" in " ".join(kubernetes.argv)
+
+
+def test_release_of_a_binary_folder_comes_from_its_key() -> None:
+    versions = build.Versions("v1.37.2", "v3.6.16", "v0.8.0")
+    assert build.release_of(build.bin_dir(versions)) == "v1.37.2"
+    with pytest.raises(build.BuildError, match="not a binary folder"):
+        build.release_of(Path("/tmp/elsewhere"))

@@ -18,6 +18,7 @@ from kubesalvo.sched.cluster import (
     ControlPlane,
     Matching,
     StartError,
+    build,
     controlplane,
     start_kube_scheduler,
 )
@@ -51,7 +52,9 @@ def deployment(namespace: str, name: str, replicas: int) -> dict[str, object]:
     }
 
 
-def test_apiserver_is_ready_and_reports_the_built_version(control_plane: ControlPlane) -> None:
+def test_apiserver_is_ready_and_reports_the_built_version(
+    control_plane: ControlPlane, pytestconfig: pytest.Config
+) -> None:
     async def probe(client: ApiClient) -> tuple[dict[str, object], int]:
         version = await client.request("GET", "/version")
         async with client.session.get(client.server + "/readyz") as response:
@@ -59,7 +62,10 @@ def test_apiserver_is_ready_and_reports_the_built_version(control_plane: Control
 
     version, readyz = control_plane.call(probe)
     assert readyz == 200
-    assert version["gitVersion"] == "v1.34.4"
+    assert version["gitVersion"] == control_plane.kubernetes
+    # The release tests/conftest.py's --kubernetes asked for (the default one if none).
+    asked = build.shipped_versions(kubernetes=pytestconfig.getoption("--kubernetes"))
+    assert control_plane.kubernetes == asked.kubernetes
 
 
 def test_kubeconfig_works_with_the_built_kubectl(control_plane: ControlPlane) -> None:
@@ -70,7 +76,7 @@ def test_kubeconfig_works_with_the_built_kubectl(control_plane: ControlPlane) ->
         text=True,
         check=True,
     )
-    assert '"gitVersion": "v1.34.4"' in done.stdout
+    assert f'"gitVersion": "{control_plane.kubernetes}"' in done.stdout
 
 
 def test_kwok_makes_200_fake_nodes_ready(control_plane: ControlPlane) -> None:
