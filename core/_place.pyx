@@ -90,30 +90,18 @@ cdef extern from "_scan.h" nogil:
                         int64_t* hi, int64_t* lo)
 
 
-# Reason codes shared with core/place.py. Static filter codes come from encode.
+# Reason codes and the pods column, declared once in core/_codes.pxd.
+from kubesalvo.core._codes cimport (
+    R_PORTS, R_SPREAD, R_SPREAD_LABEL, R_IPA_AFF, R_IPA_ANTI, R_IPA_EXISTING, R_FIXED,
+    R_ABSENT, POD_COL as POD_COLUMN,
+)
+
 cdef enum:
-    R_PORTS = 6        # NodePorts
-    R_SPREAD = 8       # PodTopologySpread: skew too large
-    R_SPREAD_LABEL = 9 # PodTopologySpread: the node lacks a topology key
-    R_IPA_AFF = 10     # InterPodAffinity: required affinity not met
-    R_IPA_ANTI = 11    # InterPodAffinity: required anti-affinity not met
-    R_IPA_EXISTING = 12  # InterPodAffinity: an existing pod's anti-affinity
-    R_FIXED = 16       # reason code of resource column r is R_FIXED + r
-    R_ABSENT = 255     # a row without a node: counted nowhere
     MAX_SCORE = 100
     MAX_ZONES = 64     # zone fast path: at most this many domains of the key
     TAINT_TABLE = 64   # per-pod table of TaintToleration scores for counts below this
-    POD_COLUMN = 3     # ClusterState's pods column (core/state.py)
 
-REASON_PORTS = R_PORTS
 ZONE_LIMIT = MAX_ZONES
-REASON_SPREAD = R_SPREAD
-REASON_SPREAD_LABEL = R_SPREAD_LABEL
-REASON_IPA_AFFINITY = R_IPA_AFF
-REASON_IPA_ANTI = R_IPA_ANTI
-REASON_IPA_EXISTING = R_IPA_EXISTING
-REASON_FIRST_RESOURCE = R_FIXED
-REASON_ABSENT = R_ABSENT
 
 cdef int64_t NEG = -1
 cdef int64_t MAX_INT32 = 2147483647

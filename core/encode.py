@@ -29,12 +29,20 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import names
+from kubesalvo.core import _codes
 from kubesalvo.core.label_selectors import (
     Selector,
     parse_selector,
     pod_affinity_error,
     spread_constraint_error,
+)
+from kubesalvo.core.plugins import (
+    framework,
+    inter_pod_affinity,
+    names,
+    node_affinity,
+    node_unschedulable,
+    pod_topology_spread,
 )
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import parse_quantity
@@ -53,37 +61,21 @@ from kubesalvo.core.resources import (
 from kubesalvo.core.state import ClusterState, Labels, normalized_image_name
 
 __all__ = [
-    "REASON_TEXTS",
     "ClassInfo",
     "Encoder",
     "StaticTables",
 ]
 
-# Static reason codes (shared with the kernel; 6 is NodePorts, 16+ the resource columns).
-R_UNSCHEDULABLE = 1
-R_NODE_NAME = 2
-R_TAINT = 3
-R_NODE_AFFINITY = 4
-R_ENFORCED_AFFINITY = 5
-R_NARROWED = 7
-R_ABSENT = 255
+# Static reason codes (core/_codes.pxd; core/reasons.py gives their plugins and texts).
+R_UNSCHEDULABLE = _codes.UNSCHEDULABLE
+R_NODE_NAME = _codes.NODE_NAME
+R_TAINT = _codes.TAINT
+R_NODE_AFFINITY = _codes.NODE_AFFINITY
+R_ENFORCED_AFFINITY = _codes.ENFORCED_AFFINITY
+R_NARROWED = _codes.NARROWED
+R_ABSENT = _codes.ABSENT
 
-REASON_TEXTS: dict[int, str] = {
-    R_UNSCHEDULABLE: names.ERR_REASON_UNSCHEDULABLE,
-    R_NODE_NAME: names.ERR_REASON_NODE_NAME,
-    R_TAINT: names.ERR_REASON_UNTOLERATED_TAINT,
-    R_NODE_AFFINITY: names.ERR_REASON_NODE_AFFINITY,
-    R_ENFORCED_AFFINITY: names.ERR_REASON_ENFORCED_NODE_AFFINITY,
-    R_NARROWED: names.prefilter_narrowing_reason([names.NODE_AFFINITY]),
-    6: names.ERR_REASON_NODE_PORTS,
-    8: names.ERR_REASON_SPREAD_CONSTRAINTS,
-    9: names.ERR_REASON_SPREAD_MISSING_LABEL,
-    10: names.ERR_REASON_AFFINITY,
-    11: names.ERR_REASON_ANTI_AFFINITY,
-    12: names.ERR_REASON_EXISTING_ANTI_AFFINITY,
-}
-
-UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
+UNSCHEDULABLE_TAINT = node_unschedulable.UNSCHEDULABLE_TAINT
 _MB = 1024 * 1024
 _IMAGE_MIN = 23 * _MB
 _IMAGE_MAX_PER_CONTAINER = 1000 * _MB
@@ -125,6 +117,7 @@ class ClassInfo:
     affinity_error: str | None = None
     pods: int = 0
     prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
+    prefilter_plugin: str = ""  # and the plugin whose PreFilter it is (unresolvable)
     error: str = ""  # set when a PreFilter fails the attempt with an error (no node either)
     # set when a PreScore fails the attempt with an error; kube-scheduler runs PreScore only
     # when two or more nodes are feasible, which the kernel checks (c_score_error)
@@ -323,16 +316,18 @@ class Encoder:
         for name in self._prefilters:
             if name == names.NODE_AFFINITY:
                 if required is not None and self._names_conflict(required):
-                    info.prefilter_message = names.ERR_REASON_NODE_AFFINITY_CONFLICT
+                    info.prefilter_message = node_affinity.ERR_REASON_NODE_AFFINITY_CONFLICT
+                    info.prefilter_plugin = name
             elif name == names.POD_TOPOLOGY_SPREAD:
                 if info.spread_selectors:
                     error = spread_constraint_error(
                         info.spec, "DoNotSchedule", info.spread_selectors
                     )
                     if error is not None:
-                        info.error = names.HARD_SPREAD_CONSTRAINTS_ERROR + error
+                        info.error = pod_topology_spread.HARD_SPREAD_CONSTRAINTS_ERROR + error
             elif name == names.INTER_POD_AFFINITY and info.affinity_error is not None:
-                info.prefilter_message = names.PARSING_POD + info.affinity_error
+                info.prefilter_message = inter_pod_affinity.PARSING_POD + info.affinity_error
+                info.prefilter_plugin = name
             if info.prefilter_message or info.error:
                 # All its rows are narrowed whatever the nodes: one static row serves all.
                 info.static_key = b"prefilter"
@@ -349,7 +344,7 @@ class Encoder:
             if plugin == names.POD_TOPOLOGY_SPREAD and info.spread_invalid:
                 error = spread_constraint_error(info.spec, "ScheduleAnyway", info.spread_selectors)
                 if error is not None:
-                    return names.SOFT_SPREAD_CONSTRAINTS_ERROR + error
+                    return pod_topology_spread.SOFT_SPREAD_CONSTRAINTS_ERROR + error
             elif plugin == names.INTER_POD_AFFINITY and info.affinity_error is not None:
                 affinity = info.affinity or {}
                 if self.profile.inter_pod_affinity.ignore_preferred_terms_of_existing_pods and (
@@ -361,7 +356,7 @@ class Encoder:
                     )
                 ):
                     continue  # PreScore skips the plugin before reading the terms
-                return names.PRESCORE_PARSING_POD + info.affinity_error
+                return inter_pod_affinity.PRESCORE_PARSING_POD + info.affinity_error
         return ""
 
     def _relevant_tolerations(
@@ -719,7 +714,7 @@ class Encoder:
         clipped = np.clip(sums, _IMAGE_MIN, max(max_threshold, _IMAGE_MIN))
         if max_threshold <= _IMAGE_MIN:
             return np.zeros(rows, dtype=np.int32)
-        score = names.MAX_NODE_SCORE * (clipped - _IMAGE_MIN) // (max_threshold - _IMAGE_MIN)
+        score = framework.MAX_NODE_SCORE * (clipped - _IMAGE_MIN) // (max_threshold - _IMAGE_MIN)
         return (weight * score).astype(np.int32)
 
 

@@ -22,10 +22,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _typedefs, gang, names
-from kubesalvo.core._place import REASON_FIRST_RESOURCE, BurstKernel
-from kubesalvo.core.encode import REASON_TEXTS, Encoder, PortTable, is_scalar_column
-from kubesalvo.core.profile import Profile, ScoringStrategyType
+from kubesalvo.core import _typedefs, gang
+from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
+from kubesalvo.core._place import BurstKernel
+from kubesalvo.core.encode import Encoder, PortTable, is_scalar_column
+from kubesalvo.core.plugins import coscheduling, framework, names
+from kubesalvo.core.plugins.node_resources_fit import ScoringStrategyType
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.reasons import ReasonTable
 from kubesalvo.core.spread import SpreadEncoder
 from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
 
@@ -49,6 +53,13 @@ class PlacementResult:
     rows: npt.NDArray[np.int32]  # ClusterState row, -1 when not placed
     scores: npt.NDArray[np.int64]  # total weighted score of the chosen node
     reason_counts: list[dict[str, int]]  # per unplaced pod: nodes per reason ({} if placed)
+    # per unplaced pod, the plugins that rejected it (from the reason codes; empty when
+    # placed, failed with an error or rolled back with its gang): the queue parks it with
+    # them and retries it on the cluster events they registered
+    rejectors: list[frozenset[str]]
+    # per unplaced pod, the plugin whose PreFilter rejected it on every node as
+    # UnschedulableAndUnresolvable, which ends the PreFilter run ("" for none)
+    prefilter_rejector: list[str]
     messages: list[str]  # "Successfully assigned ..." or the FailedScheduling text
     # per pod, the error that failed its attempt ("" for none): no node, no reasons, and
     # the error as its message; kube-scheduler reports it and backs the pod off
@@ -393,17 +404,6 @@ def _place_burst(
     return result
 
 
-def _reason_texts(state: ClusterState) -> dict[int, str]:
-    texts = dict(REASON_TEXTS)
-    for column, name in enumerate(state.resource_names):
-        texts[REASON_FIRST_RESOURCE + column] = (
-            names.ERR_REASON_TOO_MANY_PODS
-            if column == POD_COLUMN
-            else names.insufficient_resource(name)
-        )
-    return texts
-
-
 def _result(
     state: ClusterState,
     ordered: list[Mapping[str, Any]],
@@ -419,12 +419,14 @@ def _result(
     out_error: npt.NDArray[np.uint8],
 ) -> PlacementResult:
     n = len(ordered)
-    texts = _reason_texts(state)
+    table = ReasonTable.for_columns(state.resource_names)
     num_nodes = state.node_count
     rows = np.full(n, -1, dtype=np.int32)
     scores = np.zeros(n, dtype=np.int64)
     node_names: list[str | None] = [None] * n
     counts: list[dict[str, int]] = [{}] * n
+    rejectors: list[frozenset[str]] = [frozenset()] * n
+    prefilter_rejector = [""] * n
     messages = [""] * n
     errors = [""] * n
     rolled = np.zeros(n, dtype=bool)
@@ -441,29 +443,34 @@ def _result(
             rows[i] = row
             scores[i] = out_score[pos]
             node_names[i] = state.names[row]
-            messages[i] = names.success_message(
+            messages[i] = framework.success_message(
                 meta.get("namespace") or "default", meta.get("name", ""), state.names[row]
             )
         elif out_gang[pos] >= 0:
             key = gang_keys[pos]
             rolled[i] = True
             tentative[i] = state.names[int(out_gang[pos])]
-            reason = names.gang_reason(str(key), rolled_per_gang[key], minimums[key])
-            messages[i] = names.fit_error_message(num_nodes, {}, prefilter_message=reason)
+            reason = coscheduling.gang_reason(str(key), rolled_per_gang[key], minimums[key])
+            messages[i] = framework.fit_error_message(num_nodes, {}, prefilter_message=reason)
         else:
             info = classes[class_of[pos]]
             error = info.error or (info.score_error if out_error[pos] else "")
             if num_nodes == 0:  # kube-scheduler fails the attempt before any plugin runs
-                error = names.ERR_NO_NODES_AVAILABLE
+                error = framework.ERR_NO_NODES_AVAILABLE
             if error:
                 errors[i] = messages[i] = error
                 continue
             row_counts = out_reasons[pos]
-            reasons = {texts[code]: int(row_counts[code]) for code in np.flatnonzero(row_counts)}
+            codes = np.flatnonzero(row_counts)
             if info.prefilter_message:
                 reasons = {info.prefilter_message: num_nodes}
+                rejectors[i] = frozenset((info.prefilter_plugin,))
+                prefilter_rejector[i] = info.prefilter_plugin
+            else:
+                reasons = {table.texts[code]: int(row_counts[code]) for code in codes}
+                rejectors[i] = frozenset(table.plugins[code] for code in codes)
             counts[i] = reasons
-            messages[i] = names.fit_error_message(
+            messages[i] = framework.fit_error_message(
                 num_nodes, reasons, prefilter_message=info.prefilter_message
             )
     return PlacementResult(
@@ -471,6 +478,8 @@ def _result(
         rows=rows,
         scores=scores,
         reason_counts=counts,
+        rejectors=rejectors,
+        prefilter_rejector=prefilter_rejector,
         messages=messages,
         errors=errors,
         rolled_back=rolled,

@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import names
 from kubesalvo.core._place import ZONE_LIMIT
 from kubesalvo.core.encode import ClassInfo, Encoder, tolerates
 from kubesalvo.core.interpod import InterPodRows, InterPodTerms
@@ -43,7 +42,8 @@ from kubesalvo.core.label_selectors import (
     parts_match,
     selector_matches,
 )
-from kubesalvo.core.profile import SpreadArgs, SpreadDefaulting
+from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
 
 __all__ = [
     "HOSTNAME",
@@ -76,7 +76,7 @@ class Constraint:
 
 
 def class_constraints(
-    info: ClassInfo, args: SpreadArgs, workloads: Sequence[Mapping[str, Any]] = ()
+    info: ClassInfo, args: PodTopologySpreadArgs, workloads: Sequence[Mapping[str, Any]] = ()
 ) -> tuple[list[Constraint], bool]:
     """The class's constraints, and whether soft scoring ignores nodes missing a key.
 

@@ -71,8 +71,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from kubesalvo.core import gang, names
+from kubesalvo.core import gang
 from kubesalvo.core.place import PlacementResult, place_burst
+from kubesalvo.core.plugins import names, post_filter
 from kubesalvo.core.preemption import (
     NOT_ELIGIBLE_NEVER,
     PREEMPTION_PREFIX,
@@ -89,7 +90,7 @@ from kubesalvo.sched.config import SchedulerConfig
 from kubesalvo.sched.events import SCHEDULER_ERROR, UNSCHEDULABLE, EventRecorder, ObjectRef
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.preemption import PreemptionOutcome, execute
-from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue, rejecting_plugins
+from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue
 
 __all__ = [
     "Attempt",
@@ -344,6 +345,8 @@ def _merged(results: list[PlacementResult]) -> PlacementResult:
         rows=np.concatenate([r.rows for r in results]),
         scores=np.concatenate([r.scores for r in results]),
         reason_counts=[counts for r in results for counts in r.reason_counts],
+        rejectors=[plugins for r in results for plugins in r.rejectors],
+        prefilter_rejector=[plugin for r in results for plugin in r.prefilter_rejector],
         messages=[message for r in results for message in r.messages],
         errors=[error for r in results for error in r.errors],
         rolled_back=np.concatenate([r.rolled_back for r in results]),
@@ -390,7 +393,7 @@ def _pod_scheduled_status(qp: QueuedPod) -> str | None:
 
 def _with_postfilter(message: str, postfilter_message: str) -> str:
     """The burst's FailedScheduling text with the post-filter part appended: the same text
-    ``names.fit_error_message(n, reasons, postfilter_message=...)`` gives, built on the
+    ``framework.fit_error_message(n, reasons, postfilter_message=...)`` gives, built on the
     burst's own message so that a PreFilter rejection keeps its form."""
     return f"{message} {postfilter_message}" if postfilter_message else message
 
@@ -799,12 +802,12 @@ class BurstCycle:
         i: int,
     ) -> str:
         """What the profile's PostFilter plugins add to the pod's FailedScheduling text
-        (``names.post_filter_text``); ``preemption`` is DefaultPreemption's message, None
+        (``post_filter.post_filter_text``); ``preemption`` is DefaultPreemption's message, None
         when it did not run for the pod."""
         profile = self.config.profile(profile_name)
         if profile is None:
             return preemption or ""
-        return names.post_filter_text(
+        return post_filter.post_filter_text(
             profile.plugins.at("postFilter"),
             has_claims=bool(qp.pod.spec.resource_claims),
             preemption=preemption,
@@ -815,14 +818,8 @@ class BurstCycle:
     def _no_dynamic_resources_state(profile: Any, result: PlacementResult, i: int) -> bool:
         """Whether a PreFilter rejection ended the PreFilter run before DynamicResources'
         PreFilter (which writes the state its PostFilter reads) ran for pod ``i``."""
-        counts = result.reason_counts[i]
-        if len(counts) != 1:
-            return False
-        (reason,) = counts
-        rejector = names.prefilter_rejector(reason)
-        if rejector is None or result.messages[i] != names.fit_error_message(
-            result.num_nodes, {}, prefilter_message=reason
-        ):
+        rejector = result.prefilter_rejector[i]
+        if not rejector:
             return False
         pre_filters = profile.plugins.at("preFilter")
         if names.DYNAMIC_RESOURCES not in pre_filters:
@@ -916,8 +913,7 @@ class BurstCycle:
         attempt = self.attempts.get(qp.name)
         if attempt is not None and attempt.uid == qp.key:
             attempt.message = message
-        reasons: Mapping[str, int] = result.reason_counts[i]
-        plugins = rejecting_plugins(reasons)
+        plugins = result.rejectors[i]
         if self.recorder is not None:
             self.recorder.failed_scheduling(_ref(qp), message)
             self.recorder.pod_condition(
