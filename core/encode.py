@@ -43,6 +43,7 @@ from kubesalvo.core.plugins import (
     node_affinity,
     node_unschedulable,
     pod_topology_spread,
+    registry,
 )
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import parse_quantity
@@ -188,6 +189,14 @@ class Encoder:
         self._image_names: dict[str, str] = {}
         # The filters whose PreFilter may end a class's attempt (see _prefilter), in order.
         self._prefilters = [name for name in profile.filters if name in _PREFILTERS]
+        # The profile's static filter plugins (core/plugins, ``static_filter``): name ->
+        # (function, args, reason code). Profile allows no more than there are codes.
+        self.extensions: dict[str, tuple[framework.StaticFilter, Any, int]] = {}
+        for name in profile.filters:
+            static_filter = registry.PLUGINS[name].static_filter
+            if static_filter is not None:
+                code = _codes.EXTENSION_FIRST + len(self.extensions)
+                self.extensions[name] = (static_filter, profile.args_of(name), code)
 
     # ------------------------------------------------------------------ classes
     def classify(self, pods: Sequence[Mapping[str, Any]]) -> npt.NDArray[np.int32]:
@@ -287,6 +296,9 @@ class Encoder:
             aff_key=_NONE_KEY if preferred is None else _ENCODE.encode(preferred),
             image_key=_ENCODE.encode((images, len(containers))),
         )
+        if self.extensions:
+            # A static filter plugin may read any part of the signature (labels, say).
+            info.static_key = key
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
         if self._prefilters and (
@@ -489,6 +501,9 @@ class Encoder:
                 failing = self._untolerated_rows(tolerations)
                 if failing is not None:
                     reject(failing, R_TAINT)
+            elif name in self.extensions:
+                static_filter, args, code = self.extensions[name]
+                reject(~static_filter(args, self, info), code)
             elif name == names.NODE_AFFINITY:
                 added = self.profile.node_affinity.added_affinity
                 added_required = (added or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -524,7 +539,7 @@ class Encoder:
             return match
         match = np.ones(self.state.rows, dtype=bool)
         for label, value in (spec.get("nodeSelector") or {}).items():
-            match &= self._label_in(label, [value])
+            match &= self.label_in(label, [value])
         if required is not None:
             match &= self._node_selector(required)
         self._affinity_rows[key] = match
@@ -569,7 +584,7 @@ class Encoder:
         return keep
 
     # ---------------------------------------------------------- node selectors
-    def _label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
+    def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
         rows = self.state.rows
         column = self.state.label_columns.get(key)
         if column is None:
@@ -582,7 +597,7 @@ class Encoder:
             return column[:rows] == wanted[0]
         return np.isin(column[:rows], wanted)
 
-    def _has_label(self, key: str) -> npt.NDArray[np.bool_]:
+    def has_label(self, key: str) -> npt.NDArray[np.bool_]:
         column = self.state.label_columns.get(key)
         if column is None:
             return np.zeros(self.state.rows, dtype=bool)
@@ -626,13 +641,13 @@ class Encoder:
                 match[row] = True
             return match if op == "In" else ~match
         if op == "In":
-            return self._label_in(key, values)
+            return self.label_in(key, values)
         if op == "NotIn":
-            return ~self._label_in(key, values)
+            return ~self.label_in(key, values)
         if op == "Exists":
-            return self._has_label(key)
+            return self.has_label(key)
         if op == "DoesNotExist":
-            return ~self._has_label(key)
+            return ~self.has_label(key)
         if op in ("Gt", "Lt") and len(values) == 1:
             bound = _parse_int64(values[0])
             if bound is None:

@@ -375,6 +375,7 @@ def _place_burst(
 
     t0 = time.perf_counter()
     result = _result(
+        ReasonTable.for_columns(state.resource_names, encoder.extensions),
         state,
         ordered,
         order,
@@ -405,6 +406,7 @@ def _place_burst(
 
 
 def _result(
+    table: ReasonTable,
     state: ClusterState,
     ordered: list[Mapping[str, Any]],
     order: list[int],
@@ -419,7 +421,6 @@ def _result(
     out_error: npt.NDArray[np.uint8],
 ) -> PlacementResult:
     n = len(ordered)
-    table = ReasonTable.for_columns(state.resource_names)
     num_nodes = state.node_count
     rows = np.full(n, -1, dtype=np.int32)
     scores = np.zeros(n, dtype=np.int64)

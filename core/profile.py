@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from kubesalvo.core import _codes
 from kubesalvo.core.plugins import framework, names, registry
 from kubesalvo.core.plugins.balanced_allocation import NodeResourcesBalancedAllocationArgs
 from kubesalvo.core.plugins.framework import ProfileError
@@ -47,6 +49,9 @@ class Profile:
     spread: PodTopologySpreadArgs = field(default_factory=PodTopologySpreadArgs)
     inter_pod_affinity: InterPodAffinityArgs = field(default_factory=InterPodAffinityArgs)
     node_affinity: NodeAffinityArgs = field(default_factory=NodeAffinityArgs)
+    # The args of the enabled static filter plugins (core/plugins, ``static_filter``), by
+    # name; a plugin not listed gets its defaults.
+    plugin_args: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.scheduler_name:
@@ -58,6 +63,12 @@ class Profile:
                 )
         if len(set(self.filters)) != len(self.filters):
             raise ProfileError("plugins.filter.enabled", "Duplicate plugin")
+        static = [n for n in self.filters if registry.PLUGINS[n].static_filter is not None]
+        if len(static) > _MAX_STATIC_FILTERS:
+            raise ProfileError(
+                "plugins.filter.enabled",
+                f"at most {_MAX_STATIC_FILTERS} static filter plugins at once, got {static}",
+            )
         total = 0
         seen: set[str] = set()
         for i, (name, weight) in enumerate(self.scores):
@@ -83,12 +94,25 @@ class Profile:
     ) -> Profile:
         """A profile from the plugins' args models by plugin name (the ones the kernels
         read; the others stay with the caller)."""
-        kwargs = {
+        kwargs: dict[str, Any] = {
             attr: args[plugin]
             for plugin, attr in _ARGS_FIELDS.items()
             if isinstance(args.get(plugin), registry.ARGS[plugin])
         }
-        return cls(scheduler_name, filters, scores, **kwargs)  # type: ignore[arg-type]
+        kwargs["plugin_args"] = tuple(
+            (name, args[name])
+            for name in filters
+            if registry.PLUGINS[name].static_filter is not None and name in args
+        )
+        return cls(scheduler_name, filters, scores, **kwargs)
+
+    def args_of(self, plugin: str) -> Any:
+        """The args of a static filter plugin: as configured, else its defaults."""
+        for name, args in self.plugin_args:
+            if name == plugin:
+                return args
+        model = registry.ARGS.get(plugin)
+        return None if model is None else model()
 
     @classmethod
     def default(cls, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
@@ -101,6 +125,8 @@ class Profile:
         return dict(self.scores)
 
 
+# Static filter plugins get codes R_EXT_FIRST..R_EXT_LAST (core/_codes.pxd).
+_MAX_STATIC_FILTERS = _codes.EXTENSION_LAST - _codes.EXTENSION_FIRST + 1
 # The args the kernels read: plugin -> Profile field.
 _ARGS_FIELDS = {
     names.NODE_RESOURCES_FIT: "fit",

@@ -9,8 +9,9 @@ table (kube-scheduler's FailedScheduling message). Nothing parses a rendered mes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kubesalvo.core import _codes
 from kubesalvo.core.plugins import (
@@ -23,6 +24,7 @@ from kubesalvo.core.plugins import (
     node_resources_fit,
     node_unschedulable,
     pod_topology_spread,
+    registry,
     taint_toleration,
 )
 
@@ -66,10 +68,18 @@ class ReasonTable:
     plugins: dict[int, str]
 
     @classmethod
-    def for_columns(cls, resource_names: Sequence[str]) -> ReasonTable:
-        """The fixed codes plus NodeResourcesFit's, one per resource column."""
+    def for_columns(
+        cls,
+        resource_names: Sequence[str],
+        extensions: Mapping[str, tuple[Any, Any, int]] | None = None,
+    ) -> ReasonTable:
+        """The fixed codes, NodeResourcesFit's (one per resource column) and those of the
+        profile's static filter plugins (``Encoder.extensions``: name -> (..., code))."""
         texts = {code: text for code, (_, text) in FIXED_REASONS.items()}
         plugins = {code: plugin for code, (plugin, _) in FIXED_REASONS.items()}
+        for name, (_, _, code) in (extensions or {}).items():
+            (texts[code],) = registry.PLUGINS[name].reasons
+            plugins[code] = name
         for column, name in enumerate(resource_names):
             code = _codes.FIRST_RESOURCE + column
             texts[code] = (

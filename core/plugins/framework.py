@@ -20,10 +20,13 @@ This is kubesalvo's small version of kube-scheduler's ``framework`` package:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntFlag, StrEnum
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "ASSIGNED_POD_ADD",
@@ -41,9 +44,12 @@ __all__ = [
     "EventResource",
     "FieldError",
     "HintFn",
+    "NodeTable",
     "PluginSpec",
+    "PodClass",
     "ProfileError",
     "ResourceSpec",
+    "StaticFilter",
     "check",
     "event_label",
     "fit_error_message",
@@ -273,6 +279,38 @@ UNSCHEDULABLE_TIMEOUT = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "Un
 FORCE_ACTIVATE = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "ForceActivate")
 
 
+# --- static plugins: what they read ----------------------------------------------------
+
+
+class NodeTable(Protocol):
+    """The nodes as a static plugin sees them: one answer per ClusterState row, at once.
+
+    The encoder implements it over the state's interned labels (rows without a node
+    answer False; the kernel never considers them).
+    """
+
+    def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
+        """Rows whose label ``key`` holds one of ``values``."""
+        ...
+
+    def has_label(self, key: str) -> npt.NDArray[np.bool_]:
+        """Rows that carry label ``key``."""
+        ...
+
+
+class PodClass(Protocol):
+    """What the pods of one equivalence class share (``core.encode.ClassInfo``)."""
+
+    namespace: str
+    label_map: dict[str, str]
+    spec: Mapping[str, Any]
+
+
+# A static filter: (its args, the nodes, a class of pods) -> the rows that pass it. It is
+# called once per class and burst, never per node or per pod.
+StaticFilter = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.bool_]]
+
+
 # --- the registry's entry ---------------------------------------------------------------
 
 
@@ -283,6 +321,9 @@ class PluginSpec:
     ``args``: its args model (None: it takes no args); ``reasons``: its fixed failure texts
     with their status codes; ``events``: the cluster events that can make a pod it
     rejected schedulable (empty: it never rejects, or nothing outside can help).
+    ``static_filter``: for a filter whose answer depends only on the nodes' labels and the
+    pod's signature, the function the encoder calls (its single reason is its text); the
+    filters kube-scheduler ships are encoded by ``core/encode.py`` and the kernels instead.
     """
 
     name: str
@@ -290,6 +331,11 @@ class PluginSpec:
     args: type | None = None
     reasons: Mapping[str, Code] = field(default_factory=dict)
     events: tuple[ClusterEvent, ...] = ()
+    static_filter: StaticFilter | None = None
+
+    def __post_init__(self) -> None:
+        if self.static_filter is not None and len(self.reasons) != 1:
+            raise ValueError(f"static filter {self.name} needs exactly one reason text")
 
 
 # --- texts of the framework (rendered at the edge) --------------------------------------

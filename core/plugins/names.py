@@ -32,3 +32,5 @@ DYNAMIC_RESOURCES = "DynamicResources"
 QOS_AWARE = "QosAware"
 GROUP_PRIORITY = "GroupPriority"
 COSCHEDULING = "Coscheduling"
+# The example plugin of the README's "Writing a plugin".
+NODE_POOL = "NodePool"

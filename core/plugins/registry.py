@@ -22,6 +22,7 @@ from kubesalvo.core.plugins import (
     names,
     node_affinity,
     node_name,
+    node_pool,
     node_ports,
     node_resources_fit,
     node_unschedulable,
@@ -72,6 +73,7 @@ _SPECS: tuple[PluginSpec, ...] = (
     qos_aware.SPEC,
     group_priority.SPEC,
     coscheduling.SPEC,
+    node_pool.SPEC,
 )
 
 # Name -> plugin.

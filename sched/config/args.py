@@ -12,10 +12,11 @@ args.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeAlias, TypeVar
 
-from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins import names, registry
 from kubesalvo.core.plugins.balanced_allocation import NodeResourcesBalancedAllocationArgs
 from kubesalvo.core.plugins.default_preemption import DefaultPreemptionArgs
 from kubesalvo.core.plugins.dynamic_resources import DynamicResourcesArgs
@@ -39,16 +40,8 @@ __all__ = ["API_VERSION", "ARGS_DECODERS", "PluginArgs", "default_args"]
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 
-PluginArgs: TypeAlias = (
-    NodeResourcesFitArgs
-    | NodeResourcesBalancedAllocationArgs
-    | PodTopologySpreadArgs
-    | InterPodAffinityArgs
-    | NodeAffinityArgs
-    | DefaultPreemptionArgs
-    | VolumeBindingArgs
-    | DynamicResourcesArgs
-)
+# One of the plugins' args models (registry.ARGS).
+PluginArgs: TypeAlias = object
 A = TypeVar("A")
 
 
@@ -262,10 +255,44 @@ def decode_dynamic_resources(d: Decoder, raw: Any, path: str) -> DynamicResource
     return _build(d, path, lambda: DynamicResourcesArgs(timeout), DynamicResourcesArgs())
 
 
-ArgsDecoder = Callable[[Decoder, Any, str], PluginArgs]
+def _reader(plugin: str, model: type) -> Callable[[Decoder, Any, str], Any]:
+    """A reader for a plugin's args model whose fields are all plain values (text, integer,
+    number, flag): each field is read under its camelCase name, e.g. ``label`` or
+    ``bindTimeoutSeconds``. New plugins get one without a line here."""
+    kinds = {f.name: f.type for f in dataclasses.fields(model)}
+    keys = {_camel(name): name for name in kinds}
 
-# Plugin name -> reader of its args. A plugin not listed here takes no args.
-ARGS_DECODERS: dict[str, ArgsDecoder] = {
+    def read(d: Decoder, raw: Any, path: str) -> Any:
+        f = _fields(d, raw, path, plugin, tuple(keys))
+        values: dict[str, Any] = {}
+        for key, name in keys.items():
+            if not f.has(key):
+                continue
+            kind = getattr(kinds[name], "__name__", str(kinds[name]))
+            if kind == "str":
+                values[name] = f.text(key)
+            elif kind == "int":
+                values[name] = f.integer(key, maximum=INT64_MAX)
+            elif kind == "float":
+                values[name] = f.number(key, 0.0)
+            elif kind == "bool":
+                values[name] = f.flag(key)
+        values = {k: v for k, v in values.items() if v is not None}
+        return _build(d, path, lambda: model(**values), model())
+
+    return read
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+# Plugin name -> reader of its args: kube-scheduler's args kinds have their own (their
+# fields nest, and some defaulting is the file's, not the model's); every other plugin
+# with an args model of plain values gets the generic reader. A plugin not listed takes
+# no args.
+ARGS_DECODERS: dict[str, Callable[[Decoder, Any, str], Any]] = {
     names.DEFAULT_PREEMPTION: decode_default_preemption,
     names.DYNAMIC_RESOURCES: decode_dynamic_resources,
     names.INTER_POD_AFFINITY: decode_inter_pod_affinity,
@@ -275,9 +302,11 @@ ARGS_DECODERS: dict[str, ArgsDecoder] = {
     names.POD_TOPOLOGY_SPREAD: decode_pod_topology_spread,
     names.VOLUME_BINDING: decode_volume_binding,
 }
+for _plugin, _model in registry.ARGS.items():
+    ARGS_DECODERS.setdefault(_plugin, _reader(_plugin, _model))
 
 
-def default_args(plugin: str) -> PluginArgs | None:
+def default_args(plugin: str) -> Any:
     """The defaulted args of a plugin that has an args kind, else None."""
     decoder = ARGS_DECODERS.get(plugin)
     return None if decoder is None else decoder(Decoder(), {}, "")
