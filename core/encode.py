@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -413,12 +413,13 @@ class Encoder:
         classes = [self.classes[cid] for cid in class_ids]
         parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {}
         index: dict[str, npt.NDArray[np.int32]] = {}
-        for kind, cache, build in (
+        tables: list[tuple[str, dict[bytes, Any], Callable[[ClassInfo], np.ndarray]]] = [
             ("static", self._static, self._static_reason),
             ("fixed", self._image, self._image_score),
             ("taint", self._taint, self._prefer_taints),
             ("aff", self._aff, self._preferred_affinity),
-        ):
+        ]
+        for kind, cache, build in tables:
             seen: dict[bytes, int] = {}
             arrays: list[np.ndarray] = []
             rows_of: list[int] = []

@@ -433,9 +433,10 @@ def _result(
     rolled = np.zeros(n, dtype=bool)
     rolled_per_gang: dict[gang.GroupKey, int] = {}
     tentative: list[str | None] = [None] * n
-    for pos in np.flatnonzero(out_gang >= 0):
-        key = gang_keys[pos]
-        rolled_per_gang[key] = rolled_per_gang.get(key, 0) + 1
+    for rolled_pos in np.flatnonzero(out_gang >= 0):
+        gang_key = gang_keys[rolled_pos]
+        assert gang_key is not None  # only gang members are rolled back
+        rolled_per_gang[gang_key] = rolled_per_gang.get(gang_key, 0) + 1
     for pos, pod in enumerate(ordered):
         i = order[pos]
         meta = pod.get("metadata") or {}
@@ -443,12 +444,15 @@ def _result(
         if row >= 0:
             rows[i] = row
             scores[i] = out_score[pos]
-            node_names[i] = state.names[row]
+            node = state.names[row]
+            assert node is not None  # the kernel picks rows that hold a node
+            node_names[i] = node
             messages[i] = framework.success_message(
-                meta.get("namespace") or "default", meta.get("name", ""), state.names[row]
+                meta.get("namespace") or "default", meta.get("name", ""), node
             )
         elif out_gang[pos] >= 0:
             key = gang_keys[pos]
+            assert key is not None
             rolled[i] = True
             tentative[i] = state.names[int(out_gang[pos])]
             reason = coscheduling.gang_reason(str(key), rolled_per_gang[key], minimums[key])
@@ -468,8 +472,8 @@ def _result(
                 rejectors[i] = frozenset((info.prefilter_plugin,))
                 prefilter_rejector[i] = info.prefilter_plugin
             else:
-                reasons = {table.texts[code]: int(row_counts[code]) for code in codes}
-                rejectors[i] = frozenset(table.plugins[code] for code in codes)
+                reasons = {table.texts[int(c)]: int(row_counts[c]) for c in codes}
+                rejectors[i] = frozenset(table.plugins[int(c)] for c in codes)
             counts[i] = reasons
             messages[i] = framework.fit_error_message(
                 num_nodes, reasons, prefilter_message=info.prefilter_message

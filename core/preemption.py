@@ -202,7 +202,7 @@ def pdb_violating(
     a victim listed in ``status.disruptedPods`` is already counted there. A PDB with no
     selector or an empty one, or an invalid one, selects nothing.
     """
-    budgets = []
+    budgets: list[list[Any]] = []  # [namespace, selector, disrupted pods, disruptions left]
     for pdb in pdbs:
         raw = (pdb.get("spec") or {}).get("selector")
         try:
@@ -497,7 +497,7 @@ def _combined(cluster: FilterPlugin, before: FilterPlugin, now: FilterPlugin) ->
             counts.update(getattr(now, attr))
             setattr(out, attr, +counts)  # as upstream, a count that reaches 0 is dropped
         return out
-    assert isinstance(out, PodTopologySpread)
+    assert isinstance(out, PodTopologySpread) and isinstance(cluster, PodTopologySpread)
     assert isinstance(before, PodTopologySpread) and isinstance(now, PodTopologySpread)
     merged = []
     for total, old, new in zip(cluster.counts, before.counts, now.counts, strict=True):

@@ -124,7 +124,7 @@ def _matches_all(terms: list[Term], pod: Pod) -> bool:
 
 
 class InterPodAffinity:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod, snapshot: Snapshot) -> None:
         error = pod_affinity_error(pod.get("spec") or {})

@@ -8,7 +8,7 @@ from kubesalvo.core.reference.snapshot import NodeInfo
 
 
 class NodeName:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod) -> None:
         self.wanted = (pod.get("spec") or {}).get("nodeName") or ""

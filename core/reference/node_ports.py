@@ -16,7 +16,7 @@ _ANY = "0.0.0.0"
 
 
 class NodePorts:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod) -> None:
         self.wanted = host_ports(pod)

@@ -51,7 +51,7 @@ def _is_extended(name: str) -> bool:
 
 
 class NodeResourcesFit:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod, args: NodeResourcesFitArgs) -> None:
         self.request = pod_requests(pod)

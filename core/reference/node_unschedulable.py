@@ -15,7 +15,7 @@ UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoS
 
 
 class NodeUnschedulable:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod) -> None:
         self.tolerates_cordon = tolerated(

@@ -197,7 +197,7 @@ class _Inclusion:
 
 
 class PodTopologySpread:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod, snapshot: Snapshot, args: PodTopologySpreadArgs) -> None:
         self.constraints = constraints(pod, snapshot, args, "DoNotSchedule")

@@ -21,7 +21,7 @@ from kubesalvo.core.reference.snapshot import NodeInfo
 
 
 class TaintToleration:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
