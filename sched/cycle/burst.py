@@ -1,92 +1,43 @@
-"""The burst cycle: pending pods -> one kernel call per profile -> assumed -> binds in flight.
-
-One task runs the loop. When the queue has ready pods it waits a short gathering window
-(``burstGatheringWindow``) so that pods created together land in one burst, pops every ready
-pod (at most ``maxBurstPods`` per profile), and per profile runs ``place_burst`` in a worker
-thread (``asyncio.to_thread``; the kernel releases the GIL), so the event loop keeps reading
-watches and sending the binds of earlier bursts meanwhile. The cache is frozen while the
-kernel runs (see ``cache``); the placements are committed into the state by the kernel
-and recorded as assumed before any other change is applied. Each placed pod's bind is
-handed to the binder at once and the loop goes on to the next burst without waiting.
-
-How each pod's attempt ends:
-
-* placed and bound: ``Scheduled`` event, the queue is done with it, the cache waits for
-  the watch to confirm it;
-* placed, bind moot (pod gone, recreated or bound by someone else): forgotten;
-* placed, bind failed: forgotten, ``FailedScheduling`` with the error, requeued with the
-  error backoff; a replica that lost its lease requeues silently (the leader owns events);
-* not placed: ``FailedScheduling`` event and PodScheduled=False (reason Unschedulable)
-  with kube-scheduler's text, parked in the queue with the plugins that rejected it;
-* not placed because a plugin failed the attempt with an error (``PlacementResult.errors``):
-  ``FailedScheduling`` with the error and PodScheduled=False (reason SchedulerError), no
-  PostFilter, requeued with the error backoff.
-
-Preemption (DefaultPreemption as the profile's postFilter, and a ``cluster`` view given)
-runs off the burst path: the burst's pods that fit nowhere (gang members rolled back
-excepted) become one job for a background task that takes the jobs one at a time, in
-burst order, while the loop goes on with the next bursts; the job's pods stay in flight
-in the queue meanwhile, so no burst takes them again before they are reported. Each pod
-gets one decision against one picture of the cluster made when the job starts
-(``core.preemption``: the informers' pods, assumed ones on their assumed node; each
-decision is committed to the picture so that the next pod of the job sees its victims
-gone and its nomination). The decisions run in a worker thread; then each is written
-(``sched.preemption.execute``: victims marked and deleted, Preempted events,
-``nominatedNodeName`` set) and the pod is reported and parked as unschedulable with the
-post-filter text appended. The victims' deletions come back through the pod watch, take
-their room off the cache and re-activate the pod (ASSIGNED_POD_DELETE); a pod whose
-nominated node still has victims terminating is not eligible and just waits. A failed
-write backs the pod off as an error. Losing the lease drops the queued jobs (their pods
-go back to the queue silently) and the running one writes nothing more; shutdown does
-the same and waits (up to the drain timeout) for the running job to finish the writes
-it started. The cache is not touched by preemption: the burst's assumptions were
-recorded before it starts, and only the watch changes what the state counts.
-
-Nominated pods (kube-scheduler's nominator, kept by the queue): a pending pod nominated
-to a node by a preemption holds its room there against pods of lower or equal priority;
-pods of higher priority do not see it. Before the kernel runs, the nominated pods the
-queue holds outside the burst are assumed on their nodes, the burst is cut where the set
-of rooms its pods must respect changes, each segment is placed with its rooms held, and
-every room is taken off again before anything else sees the state (pure state logic:
-``core.reservations``). A nomination this process writes counts at once, before the
-watch shows it.
-
-Binds are only started while ``is_leader()`` holds; losing the lease cancels the binds in
-flight (:meth:`stop_binding`). Metrics follow kube-scheduler's names.
-"""
+"""BurstCycle: the loop that gathers bursts, places them and hands the binds over (see the
+package docstring for how each pod's attempt ends)."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from kubesalvo.core import gang
 from kubesalvo.core.place import PlacementResult, place_burst
 from kubesalvo.core.plugins import names, post_filter
 from kubesalvo.core.preemption import (
-    NOT_ELIGIBLE_NEVER,
-    PREEMPTION_PREFIX,
     PreemptionArgs,
     PreemptionDecision,
-    Preemptor,
 )
-from kubesalvo.core.profile import Profile
 from kubesalvo.core.reservations import Reservation, place_reserving, segments
 from kubesalvo.sched import metrics as m
 from kubesalvo.sched.binder import Binder, BinderSettings, BindResult
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.config import SchedulerConfig
-from kubesalvo.sched.events import SCHEDULER_ERROR, UNSCHEDULABLE, EventRecorder, ObjectRef
+from kubesalvo.sched.cycle.post_filter import (
+    ClusterObjects,
+    PreemptionJob,
+    decide,
+    ends_before_preemption,
+    no_dynamic_resources_state,
+)
+from kubesalvo.sched.cycle.report import (
+    ref,
+    report_failure,
+    with_postfilter,
+)
+from kubesalvo.sched.events import EventRecorder
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.preemption import PreemptionOutcome, execute
 from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue
@@ -133,145 +84,11 @@ class Attempt:
 
 
 @dataclass
-class ClusterObjects:
-    """What a preemption decision reads, as taken from the informers on the event loop.
-
-    The objects are the informers' decoded Structs (turned into API dicts in the worker
-    thread, off the event loop); ``assumed`` maps the UID of each pod the cache holds as
-    assumed to its node, so the picture counts binds still in flight.
-    """
-
-    nodes: list[Any]
-    pods: list[Any]
-    pdbs: list[Any] = field(default_factory=list)
-    namespaces: list[Any] = field(default_factory=list)
-    assumed: dict[str, str] = field(default_factory=dict)
-
-
-def _preemptor(
-    objects: ClusterObjects,
-    pending: list[dict[str, Any]],
-    profile: Profile,
-    args: PreemptionArgs,
-) -> Preemptor:
-    """The picture for one burst's decisions; ``pending`` (the burst's unplaced pods, as
-    API dicts) replace their informer copies so that commits find them by identity."""
-    keys = {(p.get("metadata") or {}).get("uid") for p in pending}
-    pods: list[dict[str, Any]] = []
-    for obj in objects.pods:
-        uid = obj.metadata.uid
-        if uid in keys:
-            continue
-        pod = to_api_dict(obj)
-        node = objects.assumed.get(uid)
-        if node is not None and not obj.spec.node_name:
-            pod.setdefault("spec", {})["nodeName"] = node
-        pods.append(pod)
-    pods.extend(pending)
-    return Preemptor(
-        [to_api_dict(n) for n in objects.nodes],
-        pods,
-        [to_api_dict(b) for b in objects.pdbs],
-        profile,
-        namespaces=[to_api_dict(ns) for ns in objects.namespaces],
-        args=args,
-    )
-
-
-def _decide(
-    objects: ClusterObjects,
-    pending: list[dict[str, Any]],
-    profile: Profile,
-    args: PreemptionArgs,
-) -> list[PreemptionDecision]:
-    """One decision per pod, in the burst's order, each committed for the next.
-
-    A decision that found no node leaves the picture as it was, so until a decision does
-    pick a node, a pod identical to one already decided (same namespace, labels, spec and
-    nomination: replicas of one template) gets a copy of its answer instead of another
-    pass over every node. A burst of thousands of pods that fit nowhere and can evict
-    nothing costs one decision per template, not one per pod.
-    """
-    preemptor: Preemptor | None = None
-    decisions = []
-    answered: dict[bytes, PreemptionDecision] = {}
-    for pod in pending:
-        if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
-            # Upstream's first eligibility check; answered without building the picture.
-            decisions.append(
-                PreemptionDecision(None, message=PREEMPTION_PREFIX + NOT_ELIGIBLE_NEVER)
-            )
-            continue
-        key = _template_key(pod)
-        known = answered.get(key)
-        if known is not None:
-            decisions.append(dataclasses.replace(known, reason_counts=dict(known.reason_counts)))
-            continue
-        if preemptor is None:
-            preemptor = _preemptor(objects, pending, profile, args)
-        decision = preemptor.preempt(pod)
-        preemptor.commit(pod, decision)
-        decisions.append(decision)
-        if decision.node is None:
-            answered[key] = decision
-        else:
-            answered.clear()
-    return decisions
-
-
-def _template_key(pod: Mapping[str, Any]) -> bytes:
-    """What a decision about ``pod`` depends on, of the pod itself (not its name or UID)."""
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    return msgspec.json.encode(
-        [
-            meta.get("namespace") or "",
-            meta.get("labels") or {},
-            pod.get("spec") or {},
-            status.get("nominatedNodeName") or "",
-        ],
-        order="sorted",
-    )
-
-
-@dataclass
-class _PreemptionJob:
-    """A burst's pods that fit nowhere, waiting for DefaultPreemption (in flight meanwhile)."""
-
-    profile_name: str
-    profile: Profile
-    pods: list[QueuedPod]
-    result: PlacementResult
-    failed: list[int]  # indices into pods and result
-    args: PreemptionArgs
-    began: float
-
-
-@dataclass
 class _BindingInFlight:
     qp: QueuedPod
     profile: str
     node: str
     started: float
-
-
-def _ref(qp: QueuedPod) -> ObjectRef:
-    meta = qp.pod.metadata
-    return ObjectRef(meta.namespace, meta.name, meta.uid)
-
-
-def _pod_scheduled_status(qp: QueuedPod) -> str | None:
-    for condition in qp.pod.status.conditions:
-        if condition.type == "PodScheduled":
-            return str(condition.status)
-    return None
-
-
-def _with_postfilter(message: str, postfilter_message: str) -> str:
-    """The burst's FailedScheduling text with the post-filter part appended: the same text
-    ``framework.fit_error_message(n, reasons, postfilter_message=...)`` gives, built on the
-    burst's own message so that a PreFilter rejection keeps its form."""
-    return f"{message} {postfilter_message}" if postfilter_message else message
 
 
 class BurstCycle:
@@ -325,7 +142,7 @@ class BurstCycle:
         self._task: asyncio.Task[None] | None = None
         # Preemption runs off the burst path, one job at a time in burst order; the pods
         # of queued and running jobs stay in flight (never popped again) until reported.
-        self._preemptions: collections.deque[_PreemptionJob] = collections.deque()
+        self._preemptions: collections.deque[PreemptionJob] = collections.deque()
         self._preemption_ready = asyncio.Event()
         self._preemption_task: asyncio.Task[None] | None = None
         self._preempting: set[str] = set()
@@ -520,7 +337,7 @@ class BurstCycle:
                 self._unschedulable(qp, profile_name, result, i, elapsed, text)
         if failed:
             assert preemption is not None
-            job = _PreemptionJob(profile_name, profile, pods, result, failed, preemption, began)
+            job = PreemptionJob(profile_name, profile, pods, result, failed, preemption, began)
             self._enqueue_preemption(job)
 
     def _nominations(
@@ -563,7 +380,7 @@ class BurstCycle:
 
     # --- preemption, off the burst path ------------------------------------------------
 
-    def _enqueue_preemption(self, job: _PreemptionJob) -> None:
+    def _enqueue_preemption(self, job: PreemptionJob) -> None:
         self._preempting.update(job.pods[i].key for i in job.failed)
         self._preemptions.append(job)
         self._preemption_ready.set()
@@ -612,7 +429,7 @@ class BurstCycle:
             await task
         self._preempting.clear()
 
-    async def _preempt(self, job: _PreemptionJob) -> None:
+    async def _preempt(self, job: PreemptionJob) -> None:
         """DefaultPreemption for the burst's pods that fit nowhere (module docstring)."""
         assert self.cluster is not None
         pods, result, failed = job.pods, job.result, job.failed
@@ -623,7 +440,7 @@ class BurstCycle:
         pending = [self._with_nomination(pods[i]) for i in failed]
         try:
             decisions = await asyncio.to_thread(
-                _decide, self.cluster(), pending, job.profile, job.args
+                decide, self.cluster(), pending, job.profile, job.args
             )
         except Exception:
             # A decision that cannot be made must not lose the pods: report them as the
@@ -687,36 +504,12 @@ class BurstCycle:
             profile.plugins.at("postFilter"),
             has_claims=bool(qp.pod.spec.resource_claims),
             preemption=preemption,
-            dynamic_resources_state=not self._no_dynamic_resources_state(profile, result, i),
+            dynamic_resources_state=not no_dynamic_resources_state(profile, result, i),
         )
-
-    @staticmethod
-    def _no_dynamic_resources_state(profile: Any, result: PlacementResult, i: int) -> bool:
-        """Whether a PreFilter rejection ended the PreFilter run before DynamicResources'
-        PreFilter (which writes the state its PostFilter reads) ran for pod ``i``."""
-        rejector = result.prefilter_rejector[i]
-        if not rejector:
-            return False
-        pre_filters = profile.plugins.at("preFilter")
-        if names.DYNAMIC_RESOURCES not in pre_filters:
-            return True
-        return rejector in pre_filters and pre_filters.index(
-            names.DYNAMIC_RESOURCES
-        ) > pre_filters.index(rejector)
 
     def _ends_before_preemption(self, profile_name: str, result: PlacementResult, i: int) -> bool:
-        """DynamicResources' PostFilter ends the run with an error before DefaultPreemption
-        is reached (see ``_no_dynamic_resources_state``): no preemption for the pod."""
         profile = self.config.profile(profile_name)
-        if profile is None:
-            return False
-        post_filters = profile.plugins.at("postFilter")
-        if names.DYNAMIC_RESOURCES not in post_filters:
-            return False
-        first = post_filters.index(names.DYNAMIC_RESOURCES) < post_filters.index(
-            names.DEFAULT_PREEMPTION
-        )
-        return first and self._no_dynamic_resources_state(profile, result, i)
+        return profile is not None and ends_before_preemption(profile, result, i)
 
     def _with_nomination(self, qp: QueuedPod) -> dict[str, Any]:
         """The pod's API dict with the nomination the queue knows: one this process wrote
@@ -738,7 +531,7 @@ class BurstCycle:
         self._preempting.discard(qp.key)
         return True
 
-    def _drop_job(self, job: _PreemptionJob) -> None:
+    def _drop_job(self, job: PreemptionJob) -> None:
         for i in job.failed:
             if self._take(job.pods[i]):
                 self.queue.add_unschedulable(job.pods[i])
@@ -785,31 +578,28 @@ class BurstCycle:
         elapsed: float,
         postfilter_message: str = "",
     ) -> None:
-        message = _with_postfilter(result.messages[i], postfilter_message)
+        message = with_postfilter(result.messages[i], postfilter_message)
         attempt = self.attempts.get(qp.name)
         if attempt is not None and attempt.uid == qp.key:
             attempt.message = message
-        plugins = result.rejectors[i]
-        if self.recorder is not None:
-            self.recorder.failed_scheduling(_ref(qp), message)
-            self.recorder.pod_condition(
-                _ref(qp), UNSCHEDULABLE, message, current_status=_pod_scheduled_status(qp)
-            )
-        if self.metrics is not None:
-            self.metrics.observe_attempt(m.UNSCHEDULABLE, profile, elapsed)
-        self.queue.add_unschedulable(qp, plugins)
+        report_failure(
+            self.queue,
+            self.recorder,
+            self.metrics,
+            qp,
+            profile,
+            message,
+            elapsed,
+            error=False,
+            plugins=result.rejectors[i],
+        )
 
     def _error(self, qp: QueuedPod, profile: str, error: str, elapsed: float) -> None:
         """The attempt failed with an error (a plugin's, or a preemption not written):
         report it as kube-scheduler reports an error status, and back the pod off."""
-        if self.recorder is not None:
-            self.recorder.failed_scheduling(_ref(qp), error)
-            self.recorder.pod_condition(
-                _ref(qp), SCHEDULER_ERROR, error, current_status=_pod_scheduled_status(qp)
-            )
-        if self.metrics is not None:
-            self.metrics.observe_attempt(m.ERROR, profile, elapsed)
-        self.queue.add_unschedulable(qp)
+        report_failure(
+            self.queue, self.recorder, self.metrics, qp, profile, error, elapsed, error=True
+        )
 
     # --- how binds settle (binder callbacks, on the event loop) -----------------------
 
@@ -824,7 +614,7 @@ class BurstCycle:
         qp = binding.qp
         self.queue.done(qp.key)
         if self.recorder is not None:
-            self.recorder.scheduled(_ref(qp), result.node)
+            self.recorder.scheduled(ref(qp), result.node)
         if self.metrics is not None:
             self.metrics.observe_attempt(
                 m.SCHEDULED, binding.profile, time.perf_counter() - binding.started
@@ -844,15 +634,14 @@ class BurstCycle:
         self.cache.forget(result.uid)
         if binding is None:
             return
-        qp = binding.qp
-        if self.is_leader() and self.recorder is not None:
-            message = f"Binding rejected: {result.error}"
-            self.recorder.failed_scheduling(_ref(qp), message)
-            self.recorder.pod_condition(
-                _ref(qp), SCHEDULER_ERROR, message, current_status=_pod_scheduled_status(qp)
-            )
-        if self.metrics is not None:
-            self.metrics.observe_attempt(
-                m.ERROR, binding.profile, time.perf_counter() - binding.started
-            )
-        self.queue.add_unschedulable(qp)
+        report_failure(
+            self.queue,
+            self.recorder,
+            self.metrics,
+            binding.qp,
+            binding.profile,
+            f"Binding rejected: {result.error}",
+            time.perf_counter() - binding.started,
+            error=True,
+            record=self.is_leader(),
+        )
