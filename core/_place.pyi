@@ -1,92 +1,41 @@
-# Stub of core/_place.pyx (the burst kernel); arrays as core/place.py allocates them
-# (C-contiguous, the dtypes of core/_typedefs.py), documented in core/_place.pxd.
+# Stub of core/_place.pyx (the burst kernel). The bundles are core/operands.py's (and the
+# encoders' StaticTables and SpreadTables); their layout is declared in core/_place.pxd.
 from typing import Any
 
 import numpy.typing as npt
 
-Array = npt.NDArray[Any]
+from kubesalvo.core.encode import StaticTables
+from kubesalvo.core.operands import (
+    ClassColumns,
+    Outputs,
+    PodColumns,
+    PortConflicts,
+    ScoringColumns,
+)
+from kubesalvo.core.spread import SpreadTables
 
 ZONE_LIMIT: int
 
 class BurstKernel:
     def __init__(
         self,
-        alloc: Array,
-        req: Array,
-        nzreq: Array,
-        port_use: Array,
-        strategy: int,
-        sc_cols: Array,
-        sc_weight: Array,
-        shape_util: Array,
-        shape_score: Array,
-        bal_cols: Array,
-        col_scalar: Array,
-        col_fit_check: Array,
-        w_fit: int,
-        w_bal: int,
-        w_taint: int,
-        w_aff: int,
-        fit_on: bool,
-        ports_on: bool,
-        w_spread: int,
-        spread_on: bool,
-        dom: Array,
-        ndom: Array,
-        max_constraints: int,
-        w_ipa: int,
-        ipa_on: bool,
+        alloc: npt.NDArray[Any],
+        req: npt.NDArray[Any],
+        nzreq: npt.NDArray[Any],
+        port_use: npt.NDArray[Any],
+        settings: dict[str, int | bool],
+        scoring: ScoringColumns,
+        dom: npt.NDArray[Any],
+        ndom: npt.NDArray[Any],
     ) -> None: ...
     def load_chunk(
         self,
-        c_req: Array,
-        c_nz: Array,
-        c_nz_add: Array,
-        c_static: Array,
-        static_reason: Array,
-        static_off: Array,
-        static_rows: Array,
-        c_fixed: Array,
-        fixed: Array,
-        c_taint: Array,
-        taint_count: Array,
-        c_aff: Array,
-        aff_score: Array,
-        c_port_conf_off: Array,
-        c_port_conf: Array,
-        c_port_own_off: Array,
-        c_port_own: Array,
-        c_k_off: Array,
-        k_key: Array,
-        k_hard: Array,
-        k_skew: Array,
-        k_min_domains: Array,
-        k_self: Array,
-        k_counter: Array,
-        k_elig: Array,
-        k_host: Array,
-        elig: Array,
-        counters: Array,
-        c_inc_off: Array,
-        c_inc: Array,
-        c_a_off: Array,
-        a_kind: Array,
-        a_key: Array,
-        a_counter: Array,
-        a_weight: Array,
-        c_a_self: Array,
-        c_mode: Array,
-        c_spread_all: Array,
-        c_score_error: Array,
-        p_class: Array,
-        p_gang_min: Array,
-        p_gang_last: Array,
-        p_nominated: Array,
-        out_node: Array,
-        out_score: Array,
-        out_reasons: Array,
-        out_rolled: Array,
-        out_error: Array,
+        classes: ClassColumns,
+        tables: StaticTables,
+        ports: PortConflicts,
+        spread: SpreadTables,
+        pods: PodColumns,
+        out: Outputs,
         nslots: int,
     ) -> None: ...
     def run(self) -> None: ...

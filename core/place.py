@@ -26,8 +26,15 @@ from kubesalvo.core import _typedefs, gang
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
 from kubesalvo.core.encode import Encoder, PortTable, is_scalar_column
-from kubesalvo.core.plugins import coscheduling, framework, names
-from kubesalvo.core.plugins.node_resources_fit import ScoringStrategyType
+from kubesalvo.core.operands import (
+    ClassColumns,
+    Outputs,
+    PodColumns,
+    PortConflicts,
+    ScoringColumns,
+    kernel_settings,
+)
+from kubesalvo.core.plugins import coscheduling, framework
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reasons import ReasonTable
 from kubesalvo.core.spread import SpreadEncoder
@@ -35,11 +42,6 @@ from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
 
 __all__ = ["PlacementResult", "place_burst", "plan"]
 
-_STRATEGIES = {
-    ScoringStrategyType.LEAST_ALLOCATED: 0,
-    ScoringStrategyType.MOST_ALLOCATED: 1,
-    ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO: 2,
-}
 # Cells (classes x nodes) of static tables per chunk, and bytes of class caches.
 _CHUNK_CELLS = 8_000_000
 _SLOT_BYTES = 64 << 20
@@ -118,7 +120,6 @@ def _kernel(
     """The kernel, and its copies of the requested and non-zero requested columns (which
     it updates with every placement it keeps)."""
     rows = state.rows
-    weights = profile.score_weights
     columns = state.resource_index
     strategy = profile.fit.scoring_strategy
     sc_cols = np.array([columns.get(r.name, -1) for r in strategy.resources], dtype=np.int32)
@@ -150,7 +151,6 @@ def _kernel(
             kid = ports.keys.get(port)
             if kid is not None:
                 port_use[row, kid] = count
-    filters = set(profile.filters)
     dom, ndom = spread.domain_ids()
     max_constraints = max((len(spread.constraints(c)) for c in range(classes)), default=0)
     requested = np.array(state.requested[:rows], dtype=_typedefs.QUANTITY, order="C")
@@ -160,27 +160,12 @@ def _kernel(
         requested,
         nonzero,
         port_use,
-        _STRATEGIES[strategy.type],
-        sc_cols,
-        sc_weight,
-        shape_util,
-        shape_score,
-        bal_cols,
-        col_scalar,
-        col_fit_check,
-        weights.get(names.NODE_RESOURCES_FIT, 0),
-        weights.get(names.NODE_RESOURCES_BALANCED_ALLOCATION, 0),
-        weights.get(names.TAINT_TOLERATION, 0),
-        weights.get(names.NODE_AFFINITY, 0),
-        names.NODE_RESOURCES_FIT in filters,
-        names.NODE_PORTS in filters,
-        weights.get(names.POD_TOPOLOGY_SPREAD, 0),
-        names.POD_TOPOLOGY_SPREAD in filters,
+        kernel_settings(profile, max_constraints),
+        ScoringColumns(
+            sc_cols, sc_weight, shape_util, shape_score, bal_cols, col_scalar, col_fit_check
+        ),
         dom,
         ndom,
-        max_constraints,
-        weights.get(names.INTER_POD_AFFINITY, 0),
-        names.INTER_POD_AFFINITY in filters,
     )
     return kernel, requested, nonzero
 
@@ -315,54 +300,33 @@ def _place_burst(
             conf_off.append(len(conf))
             own_off.append(len(own))
         kernel.load_chunk(
-            np.ascontiguousarray(c_req_all[global_ids]),
-            np.ascontiguousarray(c_nz_all[global_ids]),
-            np.ascontiguousarray(c_nz_add_all[global_ids]),
-            tables.c_static,
-            tables.static_reason,
-            tables.static_off,
-            tables.static_rows,
-            tables.c_fixed,
-            tables.fixed,
-            tables.c_taint,
-            tables.taint_count,
-            tables.c_aff,
-            tables.aff_score,
-            np.array(conf_off, dtype=np.int32),
-            np.array(conf or [0], dtype=np.int32),
-            np.array(own_off, dtype=np.int32),
-            np.array(own or [0], dtype=np.int32),
-            spread_tables.c_k_off,
-            spread_tables.k_key,
-            spread_tables.k_hard,
-            spread_tables.k_skew,
-            spread_tables.k_min_domains,
-            spread_tables.k_self,
-            spread_tables.k_counter,
-            spread_tables.k_elig,
-            spread_tables.k_host,
-            spread_tables.elig,
-            spread_tables.counters,
-            spread_tables.c_inc_off,
-            spread_tables.c_inc,
-            spread_tables.ipa.c_a_off,
-            spread_tables.ipa.a_kind,
-            spread_tables.ipa.a_key,
-            spread_tables.ipa.a_counter,
-            spread_tables.ipa.a_weight,
-            spread_tables.ipa.c_a_self,
-            spread_tables.c_mode,
-            spread_tables.c_spread_all,
-            c_score_error[global_ids],
-            local.astype(np.int32),
-            p_gang_min[start:end],
-            p_gang_last[start:end],
-            p_nominated[start:end],
-            out_node[start:end],
-            out_score[start:end],
-            out_reasons[start:end],
-            out_gang[start:end],
-            out_error[start:end],
+            ClassColumns(
+                np.ascontiguousarray(c_req_all[global_ids]),
+                np.ascontiguousarray(c_nz_all[global_ids]),
+                np.ascontiguousarray(c_nz_add_all[global_ids]),
+                c_score_error[global_ids],
+            ),
+            tables,
+            PortConflicts(
+                np.array(conf_off, dtype=np.int32),
+                np.array(conf or [0], dtype=np.int32),
+                np.array(own_off, dtype=np.int32),
+                np.array(own or [0], dtype=np.int32),
+            ),
+            spread_tables,
+            PodColumns(
+                local.astype(np.int32),
+                p_gang_min[start:end],
+                p_gang_last[start:end],
+                p_nominated[start:end],
+            ),
+            Outputs(
+                out_node[start:end],
+                out_score[start:end],
+                out_reasons[start:end],
+                out_gang[start:end],
+                out_error[start:end],
+            ),
             # only classes with several pods in the chunk cache anything (see _place.pyx)
             min(int(np.count_nonzero(per_class > 1)), slot_budget),
         )
