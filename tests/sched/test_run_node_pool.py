@@ -20,6 +20,7 @@ from tests.sched.test_app import (
     CONFIG,
     SchedulerProcess,
     delete_pods,
+    kwok_node,
     list_objects,
     pod_scheduled,
     settled,
@@ -59,21 +60,11 @@ class Nodes:
         return f"{self.name}-{short}"
 
     def _node(self, short: str, cpu: str, pool: str = "") -> dict[str, Any]:
-        allocatable = {"cpu": cpu, "memory": "32Gi", "pods": "110"}
-        labels = {"kubernetes.io/hostname": self.node_name(short), "kubesalvo.io/test": self.name}
+        node = kwok_node(self.node_name(short), self.name, cpu=cpu)
         if pool:
-            labels[POOL] = pool
-        return {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": self.node_name(short),
-                "labels": labels,
-                "annotations": {"kwok.x-k8s.io/node": "fake"},
-            },
-            "spec": {"taints": [{"key": TAINT_KEY, "value": self.name, "effect": "NoSchedule"}]},
-            "status": {"allocatable": allocatable, "capacity": allocatable},
-        }
+            node["metadata"]["labels"][POOL] = pool
+        node["spec"] = {"taints": [{"key": TAINT_KEY, "value": self.name, "effect": "NoSchedule"}]}
+        return node
 
     def pod(self, name: str, pool: str = "") -> dict[str, Any]:
         made = {
@@ -86,7 +77,7 @@ class Nodes:
             },
             "spec": {
                 "schedulerName": "kubesalvo",
-                "nodeSelector": {"kubesalvo.io/test": self.name},
+                "nodeSelector": {"kubesalvo.io/test-pool": self.name},
                 "tolerations": [
                     {
                         "key": TAINT_KEY,
