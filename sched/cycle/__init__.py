@@ -2,7 +2,8 @@
 
 Split along the stages it runs, as kube-scheduler's schedule_one.go: ``burst`` gathers a
 burst, places it (with the rooms of nominated pods, ``core.reservations``) and hands the
-placed pods to the binder; ``post_filter`` decides preemption for the pods that fit
+placed pods to the binding cycle; ``binding`` binds them and settles each bind (confirm,
+forget, or report a refusal); ``post_filter`` decides preemption for the pods that fit
 nowhere and which PostFilter plugins run; ``report`` is the one failure handler.
 
 One task runs the loop. When the queue has ready pods it waits a short gathering window

@@ -21,10 +21,11 @@ from kubesalvo.core.preemption import (
 )
 from kubesalvo.core.reservations import Reservation, place_reserving, segments
 from kubesalvo.sched import metrics as m
-from kubesalvo.sched.binder import Binder, BinderSettings, BindResult
+from kubesalvo.sched.binder import BinderSettings
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.config import SchedulerConfig
+from kubesalvo.sched.cycle.binding import BindingCycle
 from kubesalvo.sched.cycle.post_filter import (
     ClusterObjects,
     PreemptionJob,
@@ -33,7 +34,6 @@ from kubesalvo.sched.cycle.post_filter import (
     no_dynamic_resources_state,
 )
 from kubesalvo.sched.cycle.report import (
-    ref,
     report_failure,
     with_postfilter,
 )
@@ -83,14 +83,6 @@ class Attempt:
     at: float = field(default_factory=time.time)
 
 
-@dataclass
-class _BindingInFlight:
-    qp: QueuedPod
-    profile: str
-    node: str
-    started: float
-
-
 class BurstCycle:
     """Schedules the queue's pods in bursts and binds them; see the module docstring."""
 
@@ -123,18 +115,12 @@ class BurstCycle:
         self.metrics = metrics
         self.is_leader = is_leader
         self.settings = settings or CycleSettings.from_config(config)
-        self.binder = Binder(
-            client,
-            binder_settings,
-            on_bound=self._bound,
-            on_forget=self._forgotten,
-            on_failed=self._failed,
-            is_leader=is_leader,
-            metrics=metrics,
+        self.binding = BindingCycle(
+            client, binder_settings, cache, queue, recorder, metrics, is_leader
         )
+        self.binder = self.binding.binder
         self._wakeup = asyncio.Event()
         self._leading = asyncio.Event()
-        self._binding: dict[str, _BindingInFlight] = {}
         self.attempts: collections.OrderedDict[str, Attempt] = collections.OrderedDict()
         self.bursts = 0
         self.kernel_seconds = 0.0
@@ -170,8 +156,7 @@ class BurstCycle:
 
     def stop_binding(self) -> None:
         """Cancel every bind in flight; each comes back as FAILED and is requeued."""
-        task = asyncio.get_running_loop().create_task(self.binder.cancel_all())
-        task.add_done_callback(lambda _: None)
+        self.binding.cancel_all()
 
     async def stop(self, drain_timeout: float = 30.0) -> None:
         """Start no new burst, let the binds in flight finish (SIGTERM), then return."""
@@ -214,7 +199,7 @@ class BurstCycle:
                     self.cache.drop_unrecorded([qp.key for qp in burst])
                     for qp in burst:
                         in_flight = self.queue.where(qp.key) is QueueName.IN_FLIGHT
-                        pending = qp.key in self._binding or qp.key in self._preempting
+                        pending = qp.key in self.binding or qp.key in self._preempting
                         if in_flight and not pending:
                             self.queue.add_unschedulable(qp)
 
@@ -318,9 +303,7 @@ class BurstCycle:
             node = result.nodes[i]
             self._remember(qp, profile_name, result, i, len(pods))
             if node is not None:
-                self._binding[qp.key] = _BindingInFlight(qp, profile_name, node, began)
-                meta = qp.pod.metadata
-                self.binder.bind(meta.namespace, meta.name, meta.uid, node)
+                self.binding.bind(qp, profile_name, node, began)
             elif result.errors[i]:
                 # A plugin failed the attempt (an invalid selector in the pod's spread
                 # constraints): no PostFilter runs, the pod is backed off as an error.
@@ -599,49 +582,4 @@ class BurstCycle:
         report it as kube-scheduler reports an error status, and back the pod off."""
         report_failure(
             self.queue, self.recorder, self.metrics, qp, profile, error, elapsed, error=True
-        )
-
-    # --- how binds settle (binder callbacks, on the event loop) -----------------------
-
-    def _settled(self, result: BindResult) -> _BindingInFlight | None:
-        return self._binding.pop(result.uid, None)
-
-    def _bound(self, result: BindResult) -> None:
-        binding = self._settled(result)
-        self.cache.finish_binding(result.uid)
-        if binding is None:
-            return
-        qp = binding.qp
-        self.queue.done(qp.key)
-        if self.recorder is not None:
-            self.recorder.scheduled(ref(qp), result.node)
-        if self.metrics is not None:
-            self.metrics.observe_attempt(
-                m.SCHEDULED, binding.profile, time.perf_counter() - binding.started
-            )
-            first = qp.initial_attempt_timestamp
-            if first is not None:
-                self.metrics.observe_scheduled_pod(qp.attempts, self.queue.clock.now() - first)
-
-    def _forgotten(self, result: BindResult) -> None:
-        binding = self._settled(result)
-        self.cache.forget(result.uid)
-        if binding is not None:
-            self.queue.done(binding.qp.key)
-
-    def _failed(self, result: BindResult) -> None:
-        binding = self._settled(result)
-        self.cache.forget(result.uid)
-        if binding is None:
-            return
-        report_failure(
-            self.queue,
-            self.recorder,
-            self.metrics,
-            binding.qp,
-            binding.profile,
-            f"Binding rejected: {result.error}",
-            time.perf_counter() - binding.started,
-            error=True,
-            record=self.is_leader(),
         )
