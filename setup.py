@@ -70,7 +70,7 @@ setup(
     packages=packages,
     package_dir=package_dir,
     package_data={
-        "kubesalvo.core": ["*.pxd", "*.pyx", "*.h"],
+        "kubesalvo.core": ["*.pxd", "*.pyx", "*.pyi", "*.h"],
         "kubesalvo.deploy": [
             "local/*.go",
             "local/go.mod",

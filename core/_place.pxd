@@ -14,6 +14,23 @@ cdef extern from "_scan.h" nogil:
         int64_t skew, ndom, drow
         int host
 
+# The profile's scalars as the kernel reads them: a Python dict with these keys converts to
+# it when it crosses into BurstKernel (core/place.py builds it from the Profile).
+cdef struct KernelSettings:
+    int strategy               # NodeResourcesFit scoring: 0 LeastAllocated, 1 MostAllocated,
+                               #   2 RequestedToCapacityRatio
+    int64_t w_fit              # score weights (0 = the plugin does not score): NodeResourcesFit,
+    int64_t w_bal              #   NodeResourcesBalancedAllocation,
+    int64_t w_taint            #   TaintToleration,
+    int64_t w_aff              #   NodeAffinity,
+    int64_t w_spread           #   PodTopologySpread,
+    int64_t w_ipa              #   InterPodAffinity
+    bint fit_on                # filters enabled: NodeResourcesFit,
+    bint ports_on              #   NodePorts,
+    bint spread_on             #   PodTopologySpread,
+    bint ipa_on                #   InterPodAffinity
+    Py_ssize_t max_constraints # the most spread constraints a class of the burst has
+
 @cython.final
 cdef class BurstKernel:
     # ---- node state: scratch copies the kernel mutates as it places pods

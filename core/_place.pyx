@@ -90,30 +90,18 @@ cdef extern from "_scan.h" nogil:
                         int64_t* hi, int64_t* lo)
 
 
-# Reason codes shared with core/place.py. Static filter codes come from encode.
+# Reason codes and the pods column, declared once in core/_codes.pxd.
+from kubesalvo.core._codes cimport (
+    R_PORTS, R_SPREAD, R_SPREAD_LABEL, R_IPA_AFF, R_IPA_ANTI, R_IPA_EXISTING, R_FIXED,
+    R_ABSENT, POD_COL as POD_COLUMN,
+)
+
 cdef enum:
-    R_PORTS = 6        # NodePorts
-    R_SPREAD = 8       # PodTopologySpread: skew too large
-    R_SPREAD_LABEL = 9 # PodTopologySpread: the node lacks a topology key
-    R_IPA_AFF = 10     # InterPodAffinity: required affinity not met
-    R_IPA_ANTI = 11    # InterPodAffinity: required anti-affinity not met
-    R_IPA_EXISTING = 12  # InterPodAffinity: an existing pod's anti-affinity
-    R_FIXED = 16       # reason code of resource column r is R_FIXED + r
-    R_ABSENT = 255     # a row without a node: counted nowhere
     MAX_SCORE = 100
     MAX_ZONES = 64     # zone fast path: at most this many domains of the key
     TAINT_TABLE = 64   # per-pod table of TaintToleration scores for counts below this
-    POD_COLUMN = 3     # ClusterState's pods column (core/state.py)
 
-REASON_PORTS = R_PORTS
 ZONE_LIMIT = MAX_ZONES
-REASON_SPREAD = R_SPREAD
-REASON_SPREAD_LABEL = R_SPREAD_LABEL
-REASON_IPA_AFFINITY = R_IPA_AFF
-REASON_IPA_ANTI = R_IPA_ANTI
-REASON_IPA_EXISTING = R_IPA_EXISTING
-REASON_FIRST_RESOURCE = R_FIXED
-REASON_ABSENT = R_ABSENT
 
 cdef int64_t NEG = -1
 cdef int64_t MAX_INT32 = 2147483647
@@ -158,11 +146,17 @@ cdef inline bint _taint_table(int64_t* table, int64_t w_taint, int64_t mt) noexc
 
 cdef class BurstKernel:
 
-    def __init__(self, alloc, req, nzreq, port_use, int strategy, sc_cols, sc_weight,
-                 shape_util, shape_score, bal_cols, col_scalar, col_fit_check,
-                 int64_t w_fit, int64_t w_bal, int64_t w_taint, int64_t w_aff,
-                 bint fit_on, bint ports_on, int64_t w_spread, bint spread_on, dom, ndom,
-                 Py_ssize_t max_constraints, int64_t w_ipa, bint ipa_on):
+    def __init__(self, alloc, req, nzreq, port_use, KernelSettings settings, scoring, dom,
+                 ndom):
+        """``settings``: the profile's scalars (KernelSettings in _place.pxd); ``scoring``:
+        the resource-score columns (core/place.py's ScoringColumns: sc_cols, sc_weight,
+        shape_util, shape_score, bal_cols, col_scalar, col_fit_check)."""
+        cdef int strategy = settings.strategy
+        cdef Py_ssize_t max_constraints = settings.max_constraints
+        sc_cols, sc_weight = scoring.sc_cols, scoring.sc_weight
+        shape_util, shape_score = scoring.shape_util, scoring.shape_score
+        bal_cols, col_scalar = scoring.bal_cols, scoring.col_scalar
+        col_fit_check = scoring.col_fit_check
         self.alloc = alloc
         self.req = req
         self.nzreq = nzreq
@@ -182,19 +176,19 @@ cdef class BurstKernel:
         self.bal_cols = bal_cols
         self.col_scalar = col_scalar
         self.col_fit_check = col_fit_check
-        self.w_fit = w_fit
-        self.w_bal = w_bal
-        self.w_taint = w_taint
-        self.w_aff = w_aff
-        self.fit_on = fit_on
-        self.ports_on = ports_on
+        self.w_fit = settings.w_fit
+        self.w_bal = settings.w_bal
+        self.w_taint = settings.w_taint
+        self.w_aff = settings.w_aff
+        self.fit_on = settings.fit_on
+        self.ports_on = settings.ports_on
         self.default_scores = (
             strategy == 0 and list(sc_cols) == [0, 1] and list(bal_cols) == [0, 1]
         )
         # equal cpu and memory weights: the weighted mean of two scores is their halved sum
         self.even_weights = len(sc_weight) == 2 and sc_weight[0] == sc_weight[1]
-        self.w_spread = w_spread
-        self.spread_on = spread_on
+        self.w_spread = settings.w_spread
+        self.spread_on = settings.spread_on
         self.dom = dom
         self.ndom = ndom
         # one spare column: the zone layout also counts the rows without the key
@@ -216,8 +210,8 @@ cdef class BurstKernel:
         self.rawloc = np.zeros(self.rows, dtype=np.int64)
         self.redo = np.zeros(max(1, self.rows), dtype=np.uint8)
         self._hot_rows()
-        self.w_ipa = w_ipa
-        self.ipa_on = ipa_on
+        self.w_ipa = settings.w_ipa
+        self.ipa_on = settings.ipa_on
         leaves = 2
         while leaves < self.rows:
             leaves *= 2
@@ -252,16 +246,36 @@ cdef class BurstKernel:
             if self.nres > POD_COLUMN:
                 self.podfree[n] = self.alloc[n, POD_COLUMN] - self.req[n, POD_COLUMN]
 
-    def load_chunk(self, c_req, c_nz, c_nz_add, c_static, static_reason, static_off,
-                   static_rows, c_fixed, fixed, c_taint,
-                   taint_count, c_aff, aff_score, c_port_conf_off, c_port_conf,
-                   c_port_own_off, c_port_own,
-                   c_k_off, k_key, k_hard, k_skew, k_min_domains, k_self, k_counter, k_elig,
-                   k_host, elig, counters, c_inc_off, c_inc,
-                   c_a_off, a_kind, a_key, a_counter, a_weight, c_a_self, c_mode,
-                   c_spread_all, c_score_error, p_class, p_gang_min, p_gang_last, p_nominated,
-                   out_node, out_score, out_reasons, out_rolled, out_error, Py_ssize_t nslots):
-        """Set the classes and pods of the next chunk, and allocate the class caches."""
+    def load_chunk(self, classes, tables, ports, spread, pods, out, Py_ssize_t nslots):
+        """Set the classes and pods of the next chunk, and allocate the class caches.
+
+        The operands come as the bundles core/place.py builds (their arrays are laid out
+        as the attributes declared in _place.pxd): ``classes`` (ClassColumns: c_req, c_nz,
+        c_nz_add, c_score_error), ``tables`` (encode.StaticTables), ``ports``
+        (PortConflicts), ``spread`` (spread.SpreadTables, with its ``ipa`` rows), ``pods``
+        (PodColumns: p_class, p_gang_min, p_gang_last, p_nominated) and ``out``
+        (Outputs: node, score, reasons, rolled, error), each read once per chunk.
+        """
+        c_req, c_nz, c_nz_add = classes.c_req, classes.c_nz, classes.c_nz_add
+        c_score_error = classes.c_score_error
+        c_static, static_reason = tables.c_static, tables.static_reason
+        static_off, static_rows = tables.static_off, tables.static_rows
+        c_fixed, fixed, c_taint = tables.c_fixed, tables.fixed, tables.c_taint
+        taint_count, c_aff, aff_score = tables.taint_count, tables.c_aff, tables.aff_score
+        c_port_conf_off, c_port_conf = ports.conf_off, ports.conf
+        c_port_own_off, c_port_own = ports.own_off, ports.own
+        c_k_off, k_key, k_hard, k_skew = spread.c_k_off, spread.k_key, spread.k_hard, spread.k_skew
+        k_min_domains, k_self, k_counter = spread.k_min_domains, spread.k_self, spread.k_counter
+        k_elig, k_host, elig, counters = spread.k_elig, spread.k_host, spread.elig, spread.counters
+        c_inc_off, c_inc = spread.c_inc_off, spread.c_inc
+        ipa = spread.ipa
+        c_a_off, a_kind, a_key, a_counter = ipa.c_a_off, ipa.a_kind, ipa.a_key, ipa.a_counter
+        a_weight, c_a_self = ipa.a_weight, ipa.c_a_self
+        c_mode, c_spread_all = spread.c_mode, spread.c_spread_all
+        p_class, p_gang_min = pods.p_class, pods.p_gang_min
+        p_gang_last, p_nominated = pods.p_gang_last, pods.p_nominated
+        out_node, out_score, out_reasons = out.node, out.score, out.reasons
+        out_rolled, out_error = out.rolled, out.error
         self.nclasses = c_req.shape[0]
         self.c_req = c_req
         checked = (np.asarray(c_req) > 0) & (np.asarray(self.col_fit_check) > 0)[None, :]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +29,21 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import names
+from kubesalvo.core import _codes
 from kubesalvo.core.label_selectors import (
     Selector,
     parse_selector,
     pod_affinity_error,
     spread_constraint_error,
+)
+from kubesalvo.core.plugins import (
+    framework,
+    inter_pod_affinity,
+    names,
+    node_affinity,
+    node_unschedulable,
+    pod_topology_spread,
+    registry,
 )
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import parse_quantity
@@ -53,37 +62,21 @@ from kubesalvo.core.resources import (
 from kubesalvo.core.state import ClusterState, Labels, normalized_image_name
 
 __all__ = [
-    "REASON_TEXTS",
     "ClassInfo",
     "Encoder",
     "StaticTables",
 ]
 
-# Static reason codes (shared with the kernel; 6 is NodePorts, 16+ the resource columns).
-R_UNSCHEDULABLE = 1
-R_NODE_NAME = 2
-R_TAINT = 3
-R_NODE_AFFINITY = 4
-R_ENFORCED_AFFINITY = 5
-R_NARROWED = 7
-R_ABSENT = 255
+# Static reason codes (core/_codes.pxd; core/reasons.py gives their plugins and texts).
+R_UNSCHEDULABLE = _codes.UNSCHEDULABLE
+R_NODE_NAME = _codes.NODE_NAME
+R_TAINT = _codes.TAINT
+R_NODE_AFFINITY = _codes.NODE_AFFINITY
+R_ENFORCED_AFFINITY = _codes.ENFORCED_AFFINITY
+R_NARROWED = _codes.NARROWED
+R_ABSENT = _codes.ABSENT
 
-REASON_TEXTS: dict[int, str] = {
-    R_UNSCHEDULABLE: names.ERR_REASON_UNSCHEDULABLE,
-    R_NODE_NAME: names.ERR_REASON_NODE_NAME,
-    R_TAINT: names.ERR_REASON_UNTOLERATED_TAINT,
-    R_NODE_AFFINITY: names.ERR_REASON_NODE_AFFINITY,
-    R_ENFORCED_AFFINITY: names.ERR_REASON_ENFORCED_NODE_AFFINITY,
-    R_NARROWED: names.prefilter_narrowing_reason([names.NODE_AFFINITY]),
-    6: names.ERR_REASON_NODE_PORTS,
-    8: names.ERR_REASON_SPREAD_CONSTRAINTS,
-    9: names.ERR_REASON_SPREAD_MISSING_LABEL,
-    10: names.ERR_REASON_AFFINITY,
-    11: names.ERR_REASON_ANTI_AFFINITY,
-    12: names.ERR_REASON_EXISTING_ANTI_AFFINITY,
-}
-
-UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
+UNSCHEDULABLE_TAINT = node_unschedulable.UNSCHEDULABLE_TAINT
 _MB = 1024 * 1024
 _IMAGE_MIN = 23 * _MB
 _IMAGE_MAX_PER_CONTAINER = 1000 * _MB
@@ -125,6 +118,7 @@ class ClassInfo:
     affinity_error: str | None = None
     pods: int = 0
     prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
+    prefilter_plugin: str = ""  # and the plugin whose PreFilter it is (unresolvable)
     error: str = ""  # set when a PreFilter fails the attempt with an error (no node either)
     # set when a PreScore fails the attempt with an error; kube-scheduler runs PreScore only
     # when two or more nodes are feasible, which the kernel checks (c_score_error)
@@ -195,6 +189,14 @@ class Encoder:
         self._image_names: dict[str, str] = {}
         # The filters whose PreFilter may end a class's attempt (see _prefilter), in order.
         self._prefilters = [name for name in profile.filters if name in _PREFILTERS]
+        # The profile's static filter plugins (core/plugins, ``static_filter``): name ->
+        # (function, args, reason code). Profile allows no more than there are codes.
+        self.extensions: dict[str, tuple[framework.StaticFilter, Any, int]] = {}
+        for name in profile.filters:
+            static_filter = registry.PLUGINS[name].static_filter
+            if static_filter is not None:
+                code = _codes.EXTENSION_FIRST + len(self.extensions)
+                self.extensions[name] = (static_filter, profile.args_of(name), code)
 
     # ------------------------------------------------------------------ classes
     def classify(self, pods: Sequence[Mapping[str, Any]]) -> npt.NDArray[np.int32]:
@@ -294,6 +296,9 @@ class Encoder:
             aff_key=_NONE_KEY if preferred is None else _ENCODE.encode(preferred),
             image_key=_ENCODE.encode((images, len(containers))),
         )
+        if self.extensions:
+            # A static filter plugin may read any part of the signature (labels, say).
+            info.static_key = key
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
         if self._prefilters and (
@@ -323,16 +328,18 @@ class Encoder:
         for name in self._prefilters:
             if name == names.NODE_AFFINITY:
                 if required is not None and self._names_conflict(required):
-                    info.prefilter_message = names.ERR_REASON_NODE_AFFINITY_CONFLICT
+                    info.prefilter_message = node_affinity.ERR_REASON_NODE_AFFINITY_CONFLICT
+                    info.prefilter_plugin = name
             elif name == names.POD_TOPOLOGY_SPREAD:
                 if info.spread_selectors:
                     error = spread_constraint_error(
                         info.spec, "DoNotSchedule", info.spread_selectors
                     )
                     if error is not None:
-                        info.error = names.HARD_SPREAD_CONSTRAINTS_ERROR + error
+                        info.error = pod_topology_spread.HARD_SPREAD_CONSTRAINTS_ERROR + error
             elif name == names.INTER_POD_AFFINITY and info.affinity_error is not None:
-                info.prefilter_message = names.PARSING_POD + info.affinity_error
+                info.prefilter_message = inter_pod_affinity.PARSING_POD + info.affinity_error
+                info.prefilter_plugin = name
             if info.prefilter_message or info.error:
                 # All its rows are narrowed whatever the nodes: one static row serves all.
                 info.static_key = b"prefilter"
@@ -349,7 +356,7 @@ class Encoder:
             if plugin == names.POD_TOPOLOGY_SPREAD and info.spread_invalid:
                 error = spread_constraint_error(info.spec, "ScheduleAnyway", info.spread_selectors)
                 if error is not None:
-                    return names.SOFT_SPREAD_CONSTRAINTS_ERROR + error
+                    return pod_topology_spread.SOFT_SPREAD_CONSTRAINTS_ERROR + error
             elif plugin == names.INTER_POD_AFFINITY and info.affinity_error is not None:
                 affinity = info.affinity or {}
                 if self.profile.inter_pod_affinity.ignore_preferred_terms_of_existing_pods and (
@@ -361,7 +368,7 @@ class Encoder:
                     )
                 ):
                     continue  # PreScore skips the plugin before reading the terms
-                return names.PRESCORE_PARSING_POD + info.affinity_error
+                return inter_pod_affinity.PRESCORE_PARSING_POD + info.affinity_error
         return ""
 
     def _relevant_tolerations(
@@ -406,12 +413,13 @@ class Encoder:
         classes = [self.classes[cid] for cid in class_ids]
         parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {}
         index: dict[str, npt.NDArray[np.int32]] = {}
-        for kind, cache, build in (
+        tables: list[tuple[str, dict[bytes, Any], Callable[[ClassInfo], np.ndarray]]] = [
             ("static", self._static, self._static_reason),
             ("fixed", self._image, self._image_score),
             ("taint", self._taint, self._prefer_taints),
             ("aff", self._aff, self._preferred_affinity),
-        ):
+        ]
+        for kind, cache, build in tables:
             seen: dict[bytes, int] = {}
             arrays: list[np.ndarray] = []
             rows_of: list[int] = []
@@ -494,6 +502,9 @@ class Encoder:
                 failing = self._untolerated_rows(tolerations)
                 if failing is not None:
                     reject(failing, R_TAINT)
+            elif name in self.extensions:
+                static_filter, args, code = self.extensions[name]
+                reject(~static_filter(args, self, info), code)
             elif name == names.NODE_AFFINITY:
                 added = self.profile.node_affinity.added_affinity
                 added_required = (added or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -529,7 +540,7 @@ class Encoder:
             return match
         match = np.ones(self.state.rows, dtype=bool)
         for label, value in (spec.get("nodeSelector") or {}).items():
-            match &= self._label_in(label, [value])
+            match &= self.label_in(label, [value])
         if required is not None:
             match &= self._node_selector(required)
         self._affinity_rows[key] = match
@@ -574,7 +585,7 @@ class Encoder:
         return keep
 
     # ---------------------------------------------------------- node selectors
-    def _label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
+    def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
         rows = self.state.rows
         column = self.state.label_columns.get(key)
         if column is None:
@@ -587,7 +598,7 @@ class Encoder:
             return column[:rows] == wanted[0]
         return np.isin(column[:rows], wanted)
 
-    def _has_label(self, key: str) -> npt.NDArray[np.bool_]:
+    def has_label(self, key: str) -> npt.NDArray[np.bool_]:
         column = self.state.label_columns.get(key)
         if column is None:
             return np.zeros(self.state.rows, dtype=bool)
@@ -631,13 +642,13 @@ class Encoder:
                 match[row] = True
             return match if op == "In" else ~match
         if op == "In":
-            return self._label_in(key, values)
+            return self.label_in(key, values)
         if op == "NotIn":
-            return ~self._label_in(key, values)
+            return ~self.label_in(key, values)
         if op == "Exists":
-            return self._has_label(key)
+            return self.has_label(key)
         if op == "DoesNotExist":
-            return ~self._has_label(key)
+            return ~self.has_label(key)
         if op in ("Gt", "Lt") and len(values) == 1:
             bound = _parse_int64(values[0])
             if bound is None:
@@ -719,7 +730,7 @@ class Encoder:
         clipped = np.clip(sums, _IMAGE_MIN, max(max_threshold, _IMAGE_MIN))
         if max_threshold <= _IMAGE_MIN:
             return np.zeros(rows, dtype=np.int32)
-        score = names.MAX_NODE_SCORE * (clipped - _IMAGE_MIN) // (max_threshold - _IMAGE_MIN)
+        score = framework.MAX_NODE_SCORE * (clipped - _IMAGE_MIN) // (max_threshold - _IMAGE_MIN)
         return (weight * score).astype(np.int32)
 
 

@@ -300,5 +300,5 @@ class InterPodTerms:
             a_key=np.array(key_ids or [0], dtype=np.int32),
             a_counter=np.array(counter_ids or [0], dtype=np.int32),
             a_weight=np.array(weights or [0], dtype=np.int64),
-            c_a_self=np.array(selfs or [0], dtype=np.uint8),
+            c_a_self=np.array(selfs or [False], dtype=np.uint8),
         )

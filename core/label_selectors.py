@@ -31,7 +31,7 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 __all__ = [
     "NOTHING_KEY",
@@ -39,14 +39,19 @@ __all__ = [
     "InvalidSelector",
     "Part",
     "Selector",
+    "SpreadKey",
+    "TermKey",
     "candidates",
     "counts_nothing",
     "indexed_candidates",
+    "is_spread_key",
+    "is_term_key",
     "label_selector",
     "label_selector_error",
     "parse_label_selector",
     "parse_selector",
     "parts_match",
+    "parts_of",
     "pod_affinity_error",
     "selector_matches",
     "spread_constraint_error",
@@ -63,6 +68,23 @@ Selector = tuple[Requirement, ...] | None
 Part = tuple[frozenset[str] | None, Selector]
 CounterKey = tuple[Part, ...] | tuple[str, int] | tuple[str, str, Selector]
 NOTHING_KEY: CounterKey = ((frozenset(), None),)
+SpreadKey = tuple[str, str, Selector]  # ("spread", namespace, selector)
+TermKey = tuple[str, int]  # ("term", term id): pods carrying an inter-pod term
+
+
+def is_spread_key(key: CounterKey) -> TypeGuard[SpreadKey]:
+    """A spread counter's key: the pods of one namespace a selector matches."""
+    return bool(key) and key[0] == "spread"
+
+
+def is_term_key(key: CounterKey) -> TypeGuard[TermKey]:
+    """An inter-pod term's counter key: the pods that carry the term."""
+    return bool(key) and key[0] == "term"
+
+
+def parts_of(key: CounterKey) -> tuple[Part, ...]:
+    """A key made of (namespaces, selector) parts, as such (neither spread nor term)."""
+    return cast(tuple[Part, ...], key)
 
 
 class InvalidSelector(ValueError):

@@ -22,20 +22,26 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _typedefs, gang, names
-from kubesalvo.core._place import REASON_FIRST_RESOURCE, BurstKernel
-from kubesalvo.core.encode import REASON_TEXTS, Encoder, PortTable, is_scalar_column
-from kubesalvo.core.profile import Profile, ScoringStrategyType
+from kubesalvo.core import _typedefs, gang
+from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
+from kubesalvo.core._place import BurstKernel
+from kubesalvo.core.encode import Encoder, PortTable, is_scalar_column
+from kubesalvo.core.operands import (
+    ClassColumns,
+    Outputs,
+    PodColumns,
+    PortConflicts,
+    ScoringColumns,
+    kernel_settings,
+)
+from kubesalvo.core.plugins import coscheduling, framework
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.reasons import ReasonTable
 from kubesalvo.core.spread import SpreadEncoder
 from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
 
 __all__ = ["PlacementResult", "place_burst", "plan"]
 
-_STRATEGIES = {
-    ScoringStrategyType.LEAST_ALLOCATED: 0,
-    ScoringStrategyType.MOST_ALLOCATED: 1,
-    ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO: 2,
-}
 # Cells (classes x nodes) of static tables per chunk, and bytes of class caches.
 _CHUNK_CELLS = 8_000_000
 _SLOT_BYTES = 64 << 20
@@ -49,6 +55,13 @@ class PlacementResult:
     rows: npt.NDArray[np.int32]  # ClusterState row, -1 when not placed
     scores: npt.NDArray[np.int64]  # total weighted score of the chosen node
     reason_counts: list[dict[str, int]]  # per unplaced pod: nodes per reason ({} if placed)
+    # per unplaced pod, the plugins that rejected it (from the reason codes; empty when
+    # placed, failed with an error or rolled back with its gang): the queue parks it with
+    # them and retries it on the cluster events they registered
+    rejectors: list[frozenset[str]]
+    # per unplaced pod, the plugin whose PreFilter rejected it on every node as
+    # UnschedulableAndUnresolvable, which ends the PreFilter run ("" for none)
+    prefilter_rejector: list[str]
     messages: list[str]  # "Successfully assigned ..." or the FailedScheduling text
     # per pod, the error that failed its attempt ("" for none): no node, no reasons, and
     # the error as its message; kube-scheduler reports it and backs the pod off
@@ -107,7 +120,6 @@ def _kernel(
     """The kernel, and its copies of the requested and non-zero requested columns (which
     it updates with every placement it keeps)."""
     rows = state.rows
-    weights = profile.score_weights
     columns = state.resource_index
     strategy = profile.fit.scoring_strategy
     sc_cols = np.array([columns.get(r.name, -1) for r in strategy.resources], dtype=np.int32)
@@ -139,7 +151,6 @@ def _kernel(
             kid = ports.keys.get(port)
             if kid is not None:
                 port_use[row, kid] = count
-    filters = set(profile.filters)
     dom, ndom = spread.domain_ids()
     max_constraints = max((len(spread.constraints(c)) for c in range(classes)), default=0)
     requested = np.array(state.requested[:rows], dtype=_typedefs.QUANTITY, order="C")
@@ -149,27 +160,12 @@ def _kernel(
         requested,
         nonzero,
         port_use,
-        _STRATEGIES[strategy.type],
-        sc_cols,
-        sc_weight,
-        shape_util,
-        shape_score,
-        bal_cols,
-        col_scalar,
-        col_fit_check,
-        weights.get(names.NODE_RESOURCES_FIT, 0),
-        weights.get(names.NODE_RESOURCES_BALANCED_ALLOCATION, 0),
-        weights.get(names.TAINT_TOLERATION, 0),
-        weights.get(names.NODE_AFFINITY, 0),
-        names.NODE_RESOURCES_FIT in filters,
-        names.NODE_PORTS in filters,
-        weights.get(names.POD_TOPOLOGY_SPREAD, 0),
-        names.POD_TOPOLOGY_SPREAD in filters,
+        kernel_settings(profile, max_constraints),
+        ScoringColumns(
+            sc_cols, sc_weight, shape_util, shape_score, bal_cols, col_scalar, col_fit_check
+        ),
         dom,
         ndom,
-        max_constraints,
-        weights.get(names.INTER_POD_AFFINITY, 0),
-        names.INTER_POD_AFFINITY in filters,
     )
     return kernel, requested, nonzero
 
@@ -304,54 +300,33 @@ def _place_burst(
             conf_off.append(len(conf))
             own_off.append(len(own))
         kernel.load_chunk(
-            np.ascontiguousarray(c_req_all[global_ids]),
-            np.ascontiguousarray(c_nz_all[global_ids]),
-            np.ascontiguousarray(c_nz_add_all[global_ids]),
-            tables.c_static,
-            tables.static_reason,
-            tables.static_off,
-            tables.static_rows,
-            tables.c_fixed,
-            tables.fixed,
-            tables.c_taint,
-            tables.taint_count,
-            tables.c_aff,
-            tables.aff_score,
-            np.array(conf_off, dtype=np.int32),
-            np.array(conf or [0], dtype=np.int32),
-            np.array(own_off, dtype=np.int32),
-            np.array(own or [0], dtype=np.int32),
-            spread_tables.c_k_off,
-            spread_tables.k_key,
-            spread_tables.k_hard,
-            spread_tables.k_skew,
-            spread_tables.k_min_domains,
-            spread_tables.k_self,
-            spread_tables.k_counter,
-            spread_tables.k_elig,
-            spread_tables.k_host,
-            spread_tables.elig,
-            spread_tables.counters,
-            spread_tables.c_inc_off,
-            spread_tables.c_inc,
-            spread_tables.ipa.c_a_off,
-            spread_tables.ipa.a_kind,
-            spread_tables.ipa.a_key,
-            spread_tables.ipa.a_counter,
-            spread_tables.ipa.a_weight,
-            spread_tables.ipa.c_a_self,
-            spread_tables.c_mode,
-            spread_tables.c_spread_all,
-            c_score_error[global_ids],
-            local.astype(np.int32),
-            p_gang_min[start:end],
-            p_gang_last[start:end],
-            p_nominated[start:end],
-            out_node[start:end],
-            out_score[start:end],
-            out_reasons[start:end],
-            out_gang[start:end],
-            out_error[start:end],
+            ClassColumns(
+                np.ascontiguousarray(c_req_all[global_ids]),
+                np.ascontiguousarray(c_nz_all[global_ids]),
+                np.ascontiguousarray(c_nz_add_all[global_ids]),
+                c_score_error[global_ids],
+            ),
+            tables,
+            PortConflicts(
+                np.array(conf_off, dtype=np.int32),
+                np.array(conf or [0], dtype=np.int32),
+                np.array(own_off, dtype=np.int32),
+                np.array(own or [0], dtype=np.int32),
+            ),
+            spread_tables,
+            PodColumns(
+                local.astype(np.int32),
+                p_gang_min[start:end],
+                p_gang_last[start:end],
+                p_nominated[start:end],
+            ),
+            Outputs(
+                out_node[start:end],
+                out_score[start:end],
+                out_reasons[start:end],
+                out_gang[start:end],
+                out_error[start:end],
+            ),
             # only classes with several pods in the chunk cache anything (see _place.pyx)
             min(int(np.count_nonzero(per_class > 1)), slot_budget),
         )
@@ -364,6 +339,7 @@ def _place_burst(
 
     t0 = time.perf_counter()
     result = _result(
+        ReasonTable.for_columns(state.resource_names, encoder.extensions),
         state,
         ordered,
         order,
@@ -393,18 +369,8 @@ def _place_burst(
     return result
 
 
-def _reason_texts(state: ClusterState) -> dict[int, str]:
-    texts = dict(REASON_TEXTS)
-    for column, name in enumerate(state.resource_names):
-        texts[REASON_FIRST_RESOURCE + column] = (
-            names.ERR_REASON_TOO_MANY_PODS
-            if column == POD_COLUMN
-            else names.insufficient_resource(name)
-        )
-    return texts
-
-
 def _result(
+    table: ReasonTable,
     state: ClusterState,
     ordered: list[Mapping[str, Any]],
     order: list[int],
@@ -419,20 +385,22 @@ def _result(
     out_error: npt.NDArray[np.uint8],
 ) -> PlacementResult:
     n = len(ordered)
-    texts = _reason_texts(state)
     num_nodes = state.node_count
     rows = np.full(n, -1, dtype=np.int32)
     scores = np.zeros(n, dtype=np.int64)
     node_names: list[str | None] = [None] * n
     counts: list[dict[str, int]] = [{}] * n
+    rejectors: list[frozenset[str]] = [frozenset()] * n
+    prefilter_rejector = [""] * n
     messages = [""] * n
     errors = [""] * n
     rolled = np.zeros(n, dtype=bool)
     rolled_per_gang: dict[gang.GroupKey, int] = {}
     tentative: list[str | None] = [None] * n
-    for pos in np.flatnonzero(out_gang >= 0):
-        key = gang_keys[pos]
-        rolled_per_gang[key] = rolled_per_gang.get(key, 0) + 1
+    for rolled_pos in np.flatnonzero(out_gang >= 0):
+        gang_key = gang_keys[rolled_pos]
+        assert gang_key is not None  # only gang members are rolled back
+        rolled_per_gang[gang_key] = rolled_per_gang.get(gang_key, 0) + 1
     for pos, pod in enumerate(ordered):
         i = order[pos]
         meta = pod.get("metadata") or {}
@@ -440,30 +408,38 @@ def _result(
         if row >= 0:
             rows[i] = row
             scores[i] = out_score[pos]
-            node_names[i] = state.names[row]
-            messages[i] = names.success_message(
-                meta.get("namespace") or "default", meta.get("name", ""), state.names[row]
+            node = state.names[row]
+            assert node is not None  # the kernel picks rows that hold a node
+            node_names[i] = node
+            messages[i] = framework.success_message(
+                meta.get("namespace") or "default", meta.get("name", ""), node
             )
         elif out_gang[pos] >= 0:
             key = gang_keys[pos]
+            assert key is not None
             rolled[i] = True
             tentative[i] = state.names[int(out_gang[pos])]
-            reason = names.gang_reason(str(key), rolled_per_gang[key], minimums[key])
-            messages[i] = names.fit_error_message(num_nodes, {}, prefilter_message=reason)
+            reason = coscheduling.gang_reason(str(key), rolled_per_gang[key], minimums[key])
+            messages[i] = framework.fit_error_message(num_nodes, {}, prefilter_message=reason)
         else:
             info = classes[class_of[pos]]
             error = info.error or (info.score_error if out_error[pos] else "")
             if num_nodes == 0:  # kube-scheduler fails the attempt before any plugin runs
-                error = names.ERR_NO_NODES_AVAILABLE
+                error = framework.ERR_NO_NODES_AVAILABLE
             if error:
                 errors[i] = messages[i] = error
                 continue
             row_counts = out_reasons[pos]
-            reasons = {texts[code]: int(row_counts[code]) for code in np.flatnonzero(row_counts)}
+            codes = np.flatnonzero(row_counts)
             if info.prefilter_message:
                 reasons = {info.prefilter_message: num_nodes}
+                rejectors[i] = frozenset((info.prefilter_plugin,))
+                prefilter_rejector[i] = info.prefilter_plugin
+            else:
+                reasons = {table.texts[int(c)]: int(row_counts[c]) for c in codes}
+                rejectors[i] = frozenset(table.plugins[int(c)] for c in codes)
             counts[i] = reasons
-            messages[i] = names.fit_error_message(
+            messages[i] = framework.fit_error_message(
                 num_nodes, reasons, prefilter_message=info.prefilter_message
             )
     return PlacementResult(
@@ -471,6 +447,8 @@ def _result(
         rows=rows,
         scores=scores,
         reason_counts=counts,
+        rejectors=rejectors,
+        prefilter_rejector=prefilter_rejector,
         messages=messages,
         errors=errors,
         rolled_back=rolled,

@@ -62,7 +62,7 @@ from typing import Any
 
 import msgspec
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import default_preemption, framework
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler, Status
 from kubesalvo.core.reference.framework import FilterPlugin, PreFilterRejection
@@ -202,7 +202,7 @@ def pdb_violating(
     a victim listed in ``status.disruptedPods`` is already counted there. A PDB with no
     selector or an empty one, or an invalid one, selects nothing.
     """
-    budgets = []
+    budgets: list[list[Any]] = []  # [namespace, selector, disrupted pods, disruptions left]
     for pdb in pdbs:
         raw = (pdb.get("spec") or {}).get("selector")
         try:
@@ -460,7 +460,7 @@ class _NodeFilters:
         if self.rejection is not None:
             return Status.unresolvable(self.rejection)
         if self.allowed is not None and node.name not in self.allowed:
-            return Status.unresolvable(names.prefilter_narrowing_reason(self.narrowing))
+            return Status.unresolvable(framework.prefilter_narrowing_reason(self.narrowing))
         for plugin in self.plugins:
             status = plugin.filter(node)
             if status is not None:
@@ -497,7 +497,7 @@ def _combined(cluster: FilterPlugin, before: FilterPlugin, now: FilterPlugin) ->
             counts.update(getattr(now, attr))
             setattr(out, attr, +counts)  # as upstream, a count that reaches 0 is dropped
         return out
-    assert isinstance(out, PodTopologySpread)
+    assert isinstance(out, PodTopologySpread) and isinstance(cluster, PodTopologySpread)
     assert isinstance(before, PodTopologySpread) and isinstance(now, PodTopologySpread)
     merged = []
     for total, old, new in zip(cluster.counts, before.counts, now.counts, strict=True):
@@ -570,7 +570,7 @@ class Preemptor:
         if not nominated or not node_known:
             return ""  # an unknown node counts as unresolvable: preempt again
         if nominated_status is not None and (
-            nominated_status.code is names.Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            nominated_status.code is framework.Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         ):
             return ""
         priority = pod_priority(pod)
@@ -603,7 +603,7 @@ class Preemptor:
             node
             for node in snapshot.nodes
             if (status := statuses[node.name]) is not None
-            and status.code is names.Code.UNSCHEDULABLE
+            and status.code is framework.Code.UNSCHEDULABLE
         ]
         wanted = self.args.num_candidates(len(potential))
         free: list[tuple[str, list[Pod], int]] = []
@@ -631,13 +631,13 @@ class Preemptor:
                     counts[text] = counts.get(text, 0) + 1
             untried = self.num_nodes - len(failures)
             if untried:
-                counts[names.PREEMPTION_NOT_HELPFUL] = (
-                    counts.get(names.PREEMPTION_NOT_HELPFUL, 0) + untried
+                counts[default_preemption.PREEMPTION_NOT_HELPFUL] = (
+                    counts.get(default_preemption.PREEMPTION_NOT_HELPFUL, 0) + untried
                 )
             return PreemptionDecision(
                 None,
                 nominated_node_name="",
-                message=names.preemption_message(self.num_nodes, counts),
+                message=default_preemption.preemption_message(self.num_nodes, counts),
                 reason_counts=counts,
                 nodes_tried=tried,
             )
@@ -665,7 +665,7 @@ class Preemptor:
         priority = pod_priority(pod)
         potential = [p for p in node.pods if pod_priority(p) < priority]
         if not potential:
-            return [], 0, Status.unresolvable(names.NO_PREEMPTION_VICTIMS)
+            return [], 0, Status.unresolvable(default_preemption.NO_PREEMPTION_VICTIMS)
         nominated = self._nominated_on(node.name, pod)
         filters.focus(node)
         for victim in potential:

@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import names
 from kubesalvo.core._place import ZONE_LIMIT
 from kubesalvo.core.encode import ClassInfo, Encoder, tolerates
 from kubesalvo.core.interpod import InterPodRows, InterPodTerms
@@ -38,12 +37,16 @@ from kubesalvo.core.label_selectors import (
     Selector,
     candidates,
     indexed_candidates,
+    is_spread_key,
+    is_term_key,
     label_selector,
     parse_selector,
     parts_match,
+    parts_of,
     selector_matches,
 )
-from kubesalvo.core.profile import SpreadArgs, SpreadDefaulting
+from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
 
 __all__ = [
     "HOSTNAME",
@@ -59,9 +62,9 @@ HOSTNAME = "kubernetes.io/hostname"
 
 def _parts(key: CounterKey) -> tuple[Part, ...]:
     """The (namespaces, selector) parts a pod must match to count under ``key``."""
-    if key and key[0] == "spread":
-        return ((frozenset({key[1]}), key[2]),)  # type: ignore[arg-type]
-    return key  # type: ignore[return-value]
+    if is_spread_key(key):
+        return ((frozenset({key[1]}), key[2]),)
+    return parts_of(key)
 
 
 @dataclass(slots=True)
@@ -76,7 +79,7 @@ class Constraint:
 
 
 def class_constraints(
-    info: ClassInfo, args: SpreadArgs, workloads: Sequence[Mapping[str, Any]] = ()
+    info: ClassInfo, args: PodTopologySpreadArgs, workloads: Sequence[Mapping[str, Any]] = ()
 ) -> tuple[list[Constraint], bool]:
     """The class's constraints, and whether soft scoring ignores nodes missing a key.
 
@@ -273,32 +276,31 @@ class SpreadEncoder:
 
     def _class_matches(self, key: CounterKey, cid: int) -> bool:
         """Whether a placed pod of class ``cid`` raises counter ``key``."""
-        if key and key[0] == "term":
+        if is_term_key(key):
             return key[1] in self.interpod.carried(cid)
         info = self.encoder.classes[cid]
-        if key and key[0] == "spread":  # what _parts(key) says, without building it
-            selector: Selector = key[2]  # type: ignore[misc]
-            return key[1] == info.namespace and selector_matches(selector, info.label_map)
-        return parts_match(key, info.namespace, info.label_map)  # type: ignore[arg-type]
+        if is_spread_key(key):  # what _parts(key) says, without building it
+            return key[1] == info.namespace and selector_matches(key[2], info.label_map)
+        return parts_match(parts_of(key), info.namespace, info.label_map)
 
     def _candidates_for(self, key: CounterKey, index, everyone):
-        if key and key[0] == "term":
-            carriers = self.interpod.carriers.get(key[1], set())  # type: ignore[arg-type]
+        if is_term_key(key):
+            carriers = self.interpod.carriers.get(key[1], set())
             return carriers.intersection(everyone)
-        if key and key[0] == "spread":
-            return candidates(key[2], index, everyone)  # type: ignore[arg-type]
+        if is_spread_key(key):
+            return candidates(key[2], index, everyone)
         found = None
-        for _, selector in key:  # type: ignore[misc]
+        for _, selector in parts_of(key):
             ids = candidates(selector, index, everyone)
             found = ids if found is None else found & ids
         return found if found is not None else set(everyone)
 
     def _class_candidates(self, key: CounterKey) -> set[int] | None:
         """The burst's classes whose pods ``key`` may count (None: any class)."""
-        if key and key[0] == "term":
-            return self.interpod.carriers.get(key[1], set())  # type: ignore[arg-type]
-        if key and key[0] == "spread":
-            return indexed_candidates(key[2], self._class_index)  # type: ignore[arg-type]
+        if is_term_key(key):
+            return self.interpod.carriers.get(key[1], set())
+        if is_spread_key(key):
+            return indexed_candidates(key[2], self._class_index)
         found = None
         for _, selector in _parts(key):
             ids = indexed_candidates(selector, self._class_index)
@@ -312,10 +314,10 @@ class SpreadEncoder:
         """The pods ``key`` counts per row before the chunk, or None when it counts none;
         ``classes``: its _class_candidates."""
         rows = self.state.rows
-        if key and key[0] == "term":
-            if not self.interpod.term_rows[key[1]] and not self.placed_rows:  # type: ignore[index]
+        if is_term_key(key):
+            if not self.interpod.term_rows[key[1]] and not self.placed_rows:
                 return None
-            counts = self.interpod.term_counts(key[1], rows)  # type: ignore[arg-type]
+            counts = self.interpod.term_counts(key[1], rows)
             placed = self._placed_matching(key, classes)
         else:
             groups = self._groups_matching(key) if self.state.groups else []
@@ -418,14 +420,14 @@ class SpreadEncoder:
             if ckey == NOTHING_KEY:
                 continue
             found = may_count[q] = self._class_candidates(ckey)
-            if ckey[0] == "spread":  # most counters: _class_matches inlined
+            if is_spread_key(ckey):  # most counters: _class_matches inlined
                 namespace, selector = ckey[1], ckey[2]
                 for cid in class_ids if found is None else found:
                     i = local.get(cid)
                     if i is not None:
                         info = classes[cid]
                         if info.namespace == namespace and selector_matches(
-                            selector,  # type: ignore[arg-type]
+                            selector,
                             info.label_map,
                         ):
                             raises[i].append(q)
@@ -441,8 +443,9 @@ class SpreadEncoder:
         slot[live] = np.arange(1, len(live) + 1, dtype=np.int32)
         counter_table = np.zeros((1 + len(live), rows), dtype=np.int32)
         for q in live:
-            if initial[q] is not None:
-                counter_table[slot[q]] = initial[q]
+            start = initial[q]
+            if start is not None:
+                counter_table[slot[q]] = start
         slots = slot.tolist()
         # per class, the live counters it raises, flattened
         flat: list[int] = []
@@ -478,7 +481,7 @@ class SpreadEncoder:
             ipa=ipa,
             c_mode=np.array(modes or [0], dtype=np.uint8),
             c_spread_all=np.array(
-                [self._require_all[cid] for cid in class_ids] or [1], dtype=np.uint8
+                [self._require_all[cid] for cid in class_ids] or [True], dtype=np.uint8
             ),
         )
 
@@ -565,7 +568,10 @@ class SpreadEncoder:
         return keep.astype(np.uint8)
 
     def record(
-        self, class_ids: Sequence[int], local: npt.NDArray[np.intp], rows: np.ndarray
+        self,
+        class_ids: Sequence[int] | npt.NDArray[np.int32],
+        local: npt.NDArray[np.intp],
+        rows: np.ndarray,
     ) -> None:
         """Remember the chunk's placements, which later chunks' counters include."""
         placed = np.flatnonzero(np.asarray(rows) >= 0)

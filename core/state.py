@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _typedefs
+from kubesalvo.core import _codes, _typedefs
 from kubesalvo.core.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -60,7 +60,7 @@ from kubesalvo.core.resources import (
 __all__ = ["ClusterState", "PodRecord", "normalized_image_name", "pod_key"]
 
 FIXED_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
-POD_COLUMN = 3
+POD_COLUMN = _codes.POD_COLUMN
 _INITIAL_ROWS = 64
 
 Labels = tuple[tuple[str, str], ...]

@@ -68,7 +68,7 @@ class _Target(msgspec.Struct, rename="camel"):
     kind: str = "Node"
 
 
-class _Binding(msgspec.Struct, rename="camel"):
+class _BindingBody(msgspec.Struct, rename="camel"):
     metadata: _ObjectReference
     target: _Target
     api_version: str = "v1"
@@ -84,7 +84,7 @@ _ALREADY_ASSIGNED = re.compile(r'is already assigned to node "([^"]*)"')
 def binding_body(namespace: str, name: str, uid: str, node: str) -> bytes:
     """A v1 Binding whose ``metadata.uid`` makes the API server refuse a recreated pod."""
     reference = _ObjectReference(name=name, namespace=namespace, uid=uid or None)
-    return _encoder.encode(_Binding(metadata=reference, target=_Target(name=node)))
+    return _encoder.encode(_BindingBody(metadata=reference, target=_Target(name=node)))
 
 
 def classify_conflict(error: ApiError, node: str) -> BindOutcome:

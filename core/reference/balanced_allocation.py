@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from kubesalvo.core.profile import BalancedAllocationArgs
+from kubesalvo.core.plugins.balanced_allocation import NodeResourcesBalancedAllocationArgs
 from kubesalvo.core.reference.framework import Pod
 from kubesalvo.core.reference.node_resources_fit import allocatable_and_requested
 from kubesalvo.core.reference.snapshot import NodeInfo
@@ -22,7 +22,7 @@ from kubesalvo.core.resources import pod_requests
 
 
 def score(
-    pod: Pod, feasible: list[NodeInfo], args: BalancedAllocationArgs
+    pod: Pod, feasible: list[NodeInfo], args: NodeResourcesBalancedAllocationArgs
 ) -> dict[str, int] | None:
     requests = pod_requests(pod, use_status=True)
     wanted = [requests.get(spec.name, 0) for spec in args.resources]

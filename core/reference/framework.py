@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kubesalvo.core.names import MAX_NODE_SCORE, Code
+from kubesalvo.core.plugins.framework import MAX_NODE_SCORE, Code
 from kubesalvo.core.reference.snapshot import NodeInfo
 
 __all__ = [

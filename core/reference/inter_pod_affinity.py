@@ -37,9 +37,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kubesalvo.core import names
 from kubesalvo.core.label_selectors import pod_affinity_error
-from kubesalvo.core.profile import InterPodAffinityArgs
+from kubesalvo.core.plugins import inter_pod_affinity, names
+from kubesalvo.core.plugins.inter_pod_affinity import InterPodAffinityArgs
 from kubesalvo.core.reference.framework import Pod, PreFilterRejection, SchedulingError, Status
 from kubesalvo.core.reference.selectors import NOTHING, InvalidSelector, Selector, label_selector
 from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot, labels_of, namespace_of
@@ -124,12 +124,14 @@ def _matches_all(terms: list[Term], pod: Pod) -> bool:
 
 
 class InterPodAffinity:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod, snapshot: Snapshot) -> None:
         error = pod_affinity_error(pod.get("spec") or {})
         if error is not None:
-            raise PreFilterRejection(names.INTER_POD_AFFINITY, names.PARSING_POD + error)
+            raise PreFilterRejection(
+                names.INTER_POD_AFFINITY, inter_pod_affinity.PARSING_POD + error
+            )
         self.pod = pod
         self.affinity = incoming_terms(pod, snapshot, "podAffinity", required=True)
         self.anti_affinity = incoming_terms(pod, snapshot, "podAntiAffinity", required=True)
@@ -154,14 +156,14 @@ class InterPodAffinity:
 
     def filter(self, node: NodeInfo) -> Status | None:
         if not self._satisfies_affinity(node):
-            return Status.unresolvable(names.ERR_REASON_AFFINITY)
+            return Status.unresolvable(inter_pod_affinity.ERR_REASON_AFFINITY)
         for term in self.anti_affinity:
             value = node.labels.get(term.topology_key)
             if value is not None and self.anti_counts[(term.topology_key, value)] > 0:
-                return Status.unschedulable(names.ERR_REASON_ANTI_AFFINITY)
+                return Status.unschedulable(inter_pod_affinity.ERR_REASON_ANTI_AFFINITY)
         for pair in node.labels.items():
             if self.existing_anti[pair] > 0:
-                return Status.unschedulable(names.ERR_REASON_EXISTING_ANTI_AFFINITY)
+                return Status.unschedulable(inter_pod_affinity.ERR_REASON_EXISTING_ANTI_AFFINITY)
         return None
 
     def _satisfies_affinity(self, node: NodeInfo) -> bool:
@@ -191,7 +193,7 @@ def score(
         return None
     error = pod_affinity_error(spec)
     if error is not None:  # reached only with the InterPodAffinity filter disabled
-        raise SchedulingError(names.PRESCORE_PARSING_POD + error)
+        raise SchedulingError(inter_pod_affinity.PRESCORE_PARSING_POD + error)
     preferred = incoming_terms(pod, snapshot, "podAffinity", required=False)
     preferred_anti = incoming_terms(pod, snapshot, "podAntiAffinity", required=False)
     own_ns_labels = snapshot.namespace_labels(namespace_of(pod)) or {}

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import names, node_affinity
 from kubesalvo.core.reference.framework import (
     Pod,
     PodInvalid,
@@ -72,9 +72,9 @@ class NodeAffinity:
 
     def filter(self, node: NodeInfo) -> Status | None:
         if self.added_terms is not None and not any(t.matches(node.node) for t in self.added_terms):
-            return Status.unresolvable(names.ERR_REASON_ENFORCED_NODE_AFFINITY)
+            return Status.unresolvable(node_affinity.ERR_REASON_ENFORCED_NODE_AFFINITY)
         if not self.required.matches(node):
-            return Status.unresolvable(names.ERR_REASON_NODE_AFFINITY)
+            return Status.unresolvable(node_affinity.ERR_REASON_NODE_AFFINITY)
         return None
 
 
@@ -95,7 +95,9 @@ def _pinned_node_names(pod: Pod) -> frozenset[str] | None:
             return None  # this term can match any node
         union |= pinned
     if not union:
-        raise PreFilterRejection(names.NODE_AFFINITY, names.ERR_REASON_NODE_AFFINITY_CONFLICT)
+        raise PreFilterRejection(
+            names.NODE_AFFINITY, node_affinity.ERR_REASON_NODE_AFFINITY_CONFLICT
+        )
     return frozenset(union)
 
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import node_name
 from kubesalvo.core.reference.framework import Pod, Status
 from kubesalvo.core.reference.snapshot import NodeInfo
 
 
 class NodeName:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod) -> None:
         self.wanted = (pod.get("spec") or {}).get("nodeName") or ""
 
     def filter(self, node: NodeInfo) -> Status | None:
         if self.wanted and self.wanted != node.name:
-            return Status.unresolvable(names.ERR_REASON_NODE_NAME)
+            return Status.unresolvable(node_name.ERR_REASON_NODE_NAME)
         return None

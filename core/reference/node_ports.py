@@ -7,7 +7,7 @@ pod's own ports are not checked against each other.
 
 from __future__ import annotations
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import node_ports
 from kubesalvo.core.reference.framework import Pod, Status
 from kubesalvo.core.reference.snapshot import NodeInfo
 from kubesalvo.core.resources import host_ports
@@ -16,7 +16,7 @@ _ANY = "0.0.0.0"
 
 
 class NodePorts:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod) -> None:
         self.wanted = host_ports(pod)
@@ -24,7 +24,7 @@ class NodePorts:
     def filter(self, node: NodeInfo) -> Status | None:
         for port in self.wanted:
             if _conflicts(node.used_ports, port.host_ip or _ANY, port.protocol or "TCP", port.port):
-                return Status.unschedulable(names.ERR_REASON_NODE_PORTS)
+                return Status.unschedulable(node_ports.ERR_REASON_NODE_PORTS)
         return None
 
 

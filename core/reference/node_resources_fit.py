@@ -26,8 +26,12 @@ side ignores pod-level requests, as v1.34's scorer does (see resources.pod_reque
 
 from __future__ import annotations
 
-from kubesalvo.core import names
-from kubesalvo.core.profile import FitArgs, ScoringStrategyType, ShapePoint
+from kubesalvo.core.plugins import framework, node_resources_fit
+from kubesalvo.core.plugins.node_resources_fit import (
+    NodeResourcesFitArgs,
+    ScoringStrategyType,
+    ShapePoint,
+)
 from kubesalvo.core.reference.framework import Pod, Status, go_div
 from kubesalvo.core.reference.snapshot import NodeInfo
 from kubesalvo.core.resources import (
@@ -47,9 +51,9 @@ def _is_extended(name: str) -> bool:
 
 
 class NodeResourcesFit:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
-    def __init__(self, pod: Pod, args: FitArgs) -> None:
+    def __init__(self, pod: Pod, args: NodeResourcesFitArgs) -> None:
         self.request = pod_requests(pod)
         self.args = args
 
@@ -65,13 +69,13 @@ class NodeResourcesFit:
         reasons: list[str] = []
         unresolvable = False
         if len(node.pods) + 1 > node.allocatable.get(PODS, 0):
-            reasons.append(names.ERR_REASON_TOO_MANY_PODS)
+            reasons.append(node_resources_fit.ERR_REASON_TOO_MANY_PODS)
         if any(self.request.values()):
             for name in (CPU, MEMORY, EPHEMERAL_STORAGE):
                 wanted = self.request[name]
                 allocatable = node.allocatable.get(name, 0)
                 if wanted > 0 and wanted > allocatable - node.requested.get(name, 0):
-                    reasons.append(names.insufficient_resource(name))
+                    reasons.append(node_resources_fit.insufficient_resource(name))
                     unresolvable |= wanted > allocatable
             # Upstream walks a Go map here, so the order of these reasons is arbitrary;
             # sorting keeps the reference deterministic (the message counts are unaffected).
@@ -81,12 +85,14 @@ class NodeResourcesFit:
                     continue
                 allocatable = node.allocatable.get(name, 0)
                 if wanted > allocatable - node.requested.get(name, 0):
-                    reasons.append(names.insufficient_resource(name))
+                    reasons.append(node_resources_fit.insufficient_resource(name))
                     unresolvable |= wanted > allocatable
         if not reasons:
             return None
         return Status(
-            names.Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else names.Code.UNSCHEDULABLE,
+            framework.Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            if unresolvable
+            else framework.Code.UNSCHEDULABLE,
             tuple(reasons),
         )
 
@@ -140,7 +146,7 @@ def broken_linear(shape: tuple[ShapePoint, ...], utilization: int) -> int:
     return points[-1][1]
 
 
-def score(pod: Pod, feasible: list[NodeInfo], args: FitArgs) -> dict[str, int]:
+def score(pod: Pod, feasible: list[NodeInfo], args: NodeResourcesFitArgs) -> dict[str, int]:
     strategy = args.scoring_strategy
     requests = pod_requests(pod, nonzero_defaults=True)
     out = {}

@@ -7,7 +7,7 @@ itself so that the rule holds before the taint appears.
 
 from __future__ import annotations
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import node_unschedulable
 from kubesalvo.core.reference.framework import Pod, Status, tolerated
 from kubesalvo.core.reference.snapshot import NodeInfo
 
@@ -15,7 +15,7 @@ UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoS
 
 
 class NodeUnschedulable:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod) -> None:
         self.tolerates_cordon = tolerated(
@@ -24,5 +24,5 @@ class NodeUnschedulable:
 
     def filter(self, node: NodeInfo) -> Status | None:
         if node.unschedulable and not self.tolerates_cordon:
-            return Status.unresolvable(names.ERR_REASON_UNSCHEDULABLE)
+            return Status.unresolvable(node_unschedulable.ERR_REASON_UNSCHEDULABLE)
         return None

@@ -36,8 +36,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kubesalvo.core import names
-from kubesalvo.core.profile import SpreadArgs, SpreadDefaulting
+from kubesalvo.core.plugins import pod_topology_spread
+from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
 from kubesalvo.core.reference.framework import (
     Pod,
     SchedulingError,
@@ -58,8 +58,8 @@ HOSTNAME = "kubernetes.io/hostname"
 # How an invalid selector in one of the pod's own constraints fails the attempt: in
 # PreFilter for DoNotSchedule constraints, in PreScore for ScheduleAnyway ones.
 _CONSTRAINT_ERRORS = {
-    "DoNotSchedule": names.HARD_SPREAD_CONSTRAINTS_ERROR,
-    "ScheduleAnyway": names.SOFT_SPREAD_CONSTRAINTS_ERROR,
+    "DoNotSchedule": pod_topology_spread.HARD_SPREAD_CONSTRAINTS_ERROR,
+    "ScheduleAnyway": pod_topology_spread.SOFT_SPREAD_CONSTRAINTS_ERROR,
 }
 _MAX_INT32 = (1 << 31) - 1
 
@@ -129,7 +129,9 @@ def default_selector(pod: Pod, snapshot: Snapshot) -> Selector:
     return selector
 
 
-def constraints(pod: Pod, snapshot: Snapshot, args: SpreadArgs, action: str) -> list[Constraint]:
+def constraints(
+    pod: Pod, snapshot: Snapshot, args: PodTopologySpreadArgs, action: str
+) -> list[Constraint]:
     """The pod's constraints with ``whenUnsatisfiable == action``, or the defaults."""
     raw = (pod.get("spec") or {}).get("topologySpreadConstraints") or []
     pod_labels = labels_of(pod)
@@ -195,9 +197,9 @@ class _Inclusion:
 
 
 class PodTopologySpread:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
-    def __init__(self, pod: Pod, snapshot: Snapshot, args: SpreadArgs) -> None:
+    def __init__(self, pod: Pod, snapshot: Snapshot, args: PodTopologySpreadArgs) -> None:
         self.constraints = constraints(pod, snapshot, args, "DoNotSchedule")
         self.pod_labels = labels_of(pod)
         namespace = namespace_of(pod)
@@ -216,7 +218,7 @@ class PodTopologySpread:
     def filter(self, node: NodeInfo) -> Status | None:
         for i, c in enumerate(self.constraints):
             if c.topology_key not in node.labels:
-                return Status.unresolvable(names.ERR_REASON_SPREAD_MISSING_LABEL)
+                return Status.unresolvable(pod_topology_spread.ERR_REASON_SPREAD_MISSING_LABEL)
             domains = self.counts[i]
             smallest = (
                 0 if len(domains) < c.min_domains else min(domains.values(), default=_MAX_INT32)
@@ -224,12 +226,12 @@ class PodTopologySpread:
             own = 1 if c.selector.matches(self.pod_labels) else 0
             skew = domains.get(node.labels[c.topology_key], 0) + own - smallest
             if skew > c.max_skew:
-                return Status.unschedulable(names.ERR_REASON_SPREAD_CONSTRAINTS)
+                return Status.unschedulable(pod_topology_spread.ERR_REASON_SPREAD_CONSTRAINTS)
         return None
 
 
 def score(
-    pod: Pod, snapshot: Snapshot, feasible: list[NodeInfo], args: SpreadArgs
+    pod: Pod, snapshot: Snapshot, feasible: list[NodeInfo], args: PodTopologySpreadArgs
 ) -> dict[str, int] | None:
     if not snapshot.nodes:
         return None

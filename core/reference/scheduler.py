@@ -25,7 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesalvo.core import gang, names
+from kubesalvo.core import gang
+from kubesalvo.core.plugins import coscheduling, framework, names
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import (
     balanced_allocation,
@@ -183,7 +184,7 @@ class ReferenceScheduler:
         for node in self.snapshot.nodes:
             if allowed is not None and node.name not in allowed:
                 statuses[node.name] = Status.unresolvable(
-                    names.prefilter_narrowing_reason(narrowing)
+                    framework.prefilter_narrowing_reason(narrowing)
                 )
                 continue
             statuses[node.name] = next(
@@ -252,7 +253,7 @@ class ReferenceScheduler:
         does a snapshot without any node (kube-scheduler's "no nodes available").
         """
         if not self.snapshot.nodes:
-            return self._error(pod, SchedulingError(names.ERR_NO_NODES_AVAILABLE))
+            return self._error(pod, SchedulingError(framework.ERR_NO_NODES_AVAILABLE))
         try:
             outcome = self.evaluate(pod)
         except SchedulingError as err:
@@ -260,7 +261,7 @@ class ReferenceScheduler:
         feasible = outcome.feasible
         if not feasible:
             counts = outcome.reason_counts()
-            message = names.fit_error_message(
+            message = framework.fit_error_message(
                 len(self.snapshot.nodes), counts, prefilter_message=outcome.prefilter_message
             )
             return ScheduleResult(
@@ -280,7 +281,7 @@ class ReferenceScheduler:
             best_nodes = frozenset(name for name, total in totals.items() if total == best)
         chosen = next(name for name in feasible if name in best_nodes)
         name = (pod.get("metadata") or {}).get("name", "")
-        message = names.success_message(namespace_of(pod), name, chosen)
+        message = framework.success_message(namespace_of(pod), name, chosen)
         return ScheduleResult(
             pod_key(pod), chosen, best, best_nodes, {}, message, gang.group_of(pod)
         )
@@ -344,7 +345,7 @@ class ReferenceScheduler:
                 result.score,
                 result.best_nodes,
                 {},
-                names.success_message(namespace_of(pod), name, node),
+                framework.success_message(namespace_of(pod), name, node),
                 result.group,
             )
         return result, self.assume(pod, node)
@@ -363,7 +364,7 @@ class ReferenceScheduler:
             return results
         for _, _, bound in reversed(placed):
             self.forget(bound)
-        reason = names.gang_reason(str(key), len(placed), minimum)
+        reason = coscheduling.gang_reason(str(key), len(placed), minimum)
         total = len(self.snapshot.nodes)
         for index, result, _ in placed:
             results[index] = ScheduleResult(
@@ -372,7 +373,7 @@ class ReferenceScheduler:
                 None,
                 frozenset(),
                 {},
-                names.fit_error_message(total, {}, prefilter_message=reason),
+                framework.fit_error_message(total, {}, prefilter_message=reason),
                 key,
                 rolled_back=True,
             )

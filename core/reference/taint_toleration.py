@@ -9,7 +9,7 @@ the fewest such taints scores 100.
 
 from __future__ import annotations
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import taint_toleration
 from kubesalvo.core.reference.framework import (
     Pod,
     Status,
@@ -21,14 +21,14 @@ from kubesalvo.core.reference.snapshot import NodeInfo
 
 
 class TaintToleration:
-    node_names = None
+    node_names: frozenset[str] | None = None
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
 
     def filter(self, node: NodeInfo) -> Status | None:
         if untolerated_taint(self.pod, node) is not None:
-            return Status.unresolvable(names.ERR_REASON_UNTOLERATED_TAINT)
+            return Status.unresolvable(taint_toleration.ERR_REASON_UNTOLERATED_TAINT)
         return None
 
 

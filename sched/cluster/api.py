@@ -34,7 +34,7 @@ class ApiError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Resource:
+class ApiResource:
     """Where a kind lives: its collection name and whether it is namespaced."""
 
     api_version: str
@@ -65,7 +65,7 @@ class ApiClient:
         self._token = token
         self._ca_file = ca_file
         self._session: aiohttp.ClientSession | None = None
-        self._resources: dict[str, dict[str, Resource]] = {}
+        self._resources: dict[str, dict[str, ApiResource]] = {}
 
     async def __aenter__(self) -> ApiClient:
         connector = aiohttp.TCPConnector(
@@ -117,13 +117,13 @@ class ApiClient:
             await asyncio.sleep(min(delay, 2.0))
         raise AssertionError("unreachable")
 
-    async def resource(self, api_version: str, kind: str) -> Resource:
+    async def resource(self, api_version: str, kind: str) -> ApiResource:
         """The resource serving ``kind`` in ``api_version``, from discovery (cached)."""
         if api_version not in self._resources:
             path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
             listing = await self.request("GET", path)
             self._resources[api_version] = {
-                item["kind"]: Resource(api_version, item["name"], item["namespaced"])
+                item["kind"]: ApiResource(api_version, item["name"], item["namespaced"])
                 for item in listing.get("resources", [])
                 if "/" not in item["name"]  # skip subresources such as pods/status
             }

@@ -1,8 +1,9 @@
 """NodeAffinityArgs.addedAffinity: node selector terms read and checked like the API's.
 
-The terms are kept as plain frozen values; the scheduler's core turns them into label
-masks. The checks are those kube-scheduler runs when it builds the selector
-(component-helpers' nodeaffinity): known operators, values present for In/NotIn, absent
+The terms are read into plain frozen values, checked, and handed to the plugin's args
+model (``core/plugins/node_affinity.py``) in the API shape by ``node_affinity_to_api``.
+The checks are those kube-scheduler runs when it builds the selector (component-helpers'
+nodeaffinity): known operators, values present for In/NotIn, absent
 for Exists/DoesNotExist, one integer for Gt/Lt, valid label keys and values, and for
 ``matchFields`` only In/NotIn with exactly one value. A preferred term's weight must be
 1-100 as in a pod's spec (kube-scheduler silently skips a weight of 0 here; kubesalvo
@@ -14,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kubesalvo.core.label_names import label_value_problems, qualified_name_problems
 from kubesalvo.sched.config.decode import Decoder, index
 from kubesalvo.sched.config.errors import ErrorKind
-from kubesalvo.sched.config.labels import label_value_problems, qualified_name_problems
 
 __all__ = [
     "FIELD_OPERATORS",
@@ -26,6 +27,7 @@ __all__ = [
     "NodeSelectorTerm",
     "PreferredSchedulingTerm",
     "decode_node_affinity",
+    "node_affinity_to_api",
 ]
 
 LABEL_OPERATORS = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
@@ -152,3 +154,36 @@ def decode_node_affinity(d: Decoder, raw: Any, path: str) -> NodeAffinity:
             PreferredSchedulingTerm(weight, _term(d, pf.raw("preference"), pf.at("preference")))
         )
     return NodeAffinity(required, tuple(preferred))
+
+
+def _term_to_api(term: NodeSelectorTerm) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, reqs in (
+        ("matchExpressions", term.match_expressions),
+        ("matchFields", term.match_fields),
+    ):
+        if reqs:
+            out[key] = [
+                {
+                    "key": r.key,
+                    "operator": r.operator,
+                    **({"values": list(r.values)} if r.values else {}),
+                }
+                for r in reqs
+            ]
+    return out
+
+
+def node_affinity_to_api(affinity: NodeAffinity) -> dict[str, Any]:
+    """The API (camelCase) shape of a node affinity, as a pod's spec would carry it."""
+    out: dict[str, Any] = {}
+    if affinity.required is not None:
+        out["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [_term_to_api(t) for t in affinity.required]
+        }
+    if affinity.preferred:
+        out["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": p.weight, "preference": _term_to_api(p.preference)}
+            for p in affinity.preferred
+        ]
+    return out

@@ -1,156 +1,59 @@
-"""Typed pluginConfig args, with kube-scheduler v1's defaults and validation.
+"""Reading pluginConfig args: from the YAML of ``pluginConfig[j].args`` to the plugins'
+own args models.
 
-One frozen dataclass per args kind (``NodeResourcesFitArgs``, ``PodTopologySpreadArgs``,
-...), one decoder per kind that reads, defaults and validates it, and the registry
-:data:`ARGS_DECODERS` from plugin name to decoder. A plugin without an entry takes no
-args. Defaults are those of ``pkg/scheduler/apis/config/v1/defaults.go``; checks those of
-``validation_pluginargs.go``, reported at the field's real path under
-``profiles[i].pluginConfig[j].args``.
+The models, with kube-scheduler v1's defaults and validation rules, live with their
+plugins (``core/plugins/<plugin>.py``, listed in the registry's ``ARGS``). Here each args
+kind has a reader that checks the document's shape (known fields, types, the optional
+``apiVersion``/``kind``), builds the model, and reports every problem the model finds
+with itself at its real path under ``profiles[i].pluginConfig[j].args``.
+:data:`ARGS_DECODERS` maps plugin names to readers; a plugin without an entry takes no
+args.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
-from kubesalvo.sched.config.affinity import NodeAffinity, decode_node_affinity
-from kubesalvo.sched.config.decode import INT64_MAX, Decoder, Fields, index
+from kubesalvo.core.plugins import names, registry
+from kubesalvo.core.plugins.balanced_allocation import NodeResourcesBalancedAllocationArgs
+from kubesalvo.core.plugins.default_preemption import DefaultPreemptionArgs
+from kubesalvo.core.plugins.dynamic_resources import DynamicResourcesArgs
+from kubesalvo.core.plugins.framework import ArgsError, ResourceSpec
+from kubesalvo.core.plugins.inter_pod_affinity import InterPodAffinityArgs
+from kubesalvo.core.plugins.node_affinity import NodeAffinityArgs
+from kubesalvo.core.plugins.node_resources_fit import (
+    DEFAULT_RESOURCES,
+    NodeResourcesFitArgs,
+    ScoringStrategy,
+    ScoringStrategyType,
+    ShapePoint,
+)
+from kubesalvo.core.plugins.pod_topology_spread import DefaultConstraint, PodTopologySpreadArgs
+from kubesalvo.core.plugins.volume_binding import VolumeBindingArgs
+from kubesalvo.sched.config.affinity import decode_node_affinity, node_affinity_to_api
+from kubesalvo.sched.config.decode import INT64_MAX, Decoder, Fields
 from kubesalvo.sched.config.errors import ErrorKind
-from kubesalvo.sched.config.labels import qualified_name_problems
 
-__all__ = [
-    "API_VERSION",
-    "ARGS_DECODERS",
-    "SCORING_STRATEGY_TYPES",
-    "SYSTEM_DEFAULT_CONSTRAINTS",
-    "DefaultPreemptionArgs",
-    "DynamicResourcesArgs",
-    "InterPodAffinityArgs",
-    "NodeAffinityArgs",
-    "NodeResourcesBalancedAllocationArgs",
-    "NodeResourcesFitArgs",
-    "PluginArgs",
-    "PodTopologySpreadArgs",
-    "ResourceSpec",
-    "ScoringStrategy",
-    "TopologySpreadConstraint",
-    "UtilizationShapePoint",
-    "VolumeBindingArgs",
-    "default_args",
-]
+__all__ = ["API_VERSION", "ARGS_DECODERS", "PluginArgs", "default_args"]
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
-SCORING_STRATEGY_TYPES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
-# A RequestedToCapacityRatio shape scores on 0..10; the plugin scales it to 0..100.
-MAX_CUSTOM_PRIORITY_SCORE = 10
+
+# One of the plugins' args models (registry.ARGS).
+PluginArgs: TypeAlias = object
+A = TypeVar("A")
 
 
-@dataclass(frozen=True)
-class ResourceSpec:
-    name: str
-    weight: int = 1
-
-
-_DEFAULT_RESOURCES = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
-
-
-@dataclass(frozen=True)
-class UtilizationShapePoint:
-    utilization: int  # percent, 0..100
-    score: int  # 0..10
-
-
-@dataclass(frozen=True)
-class ScoringStrategy:
-    type: str = "LeastAllocated"
-    resources: tuple[ResourceSpec, ...] = _DEFAULT_RESOURCES
-    # Only for RequestedToCapacityRatio; points sorted by utilization.
-    shape: tuple[UtilizationShapePoint, ...] = ()
-
-
-@dataclass(frozen=True)
-class NodeResourcesFitArgs:
-    ignored_resources: tuple[str, ...] = ()
-    ignored_resource_groups: tuple[str, ...] = ()
-    scoring_strategy: ScoringStrategy = ScoringStrategy()
-
-
-@dataclass(frozen=True)
-class NodeResourcesBalancedAllocationArgs:
-    resources: tuple[ResourceSpec, ...] = _DEFAULT_RESOURCES
-
-
-@dataclass(frozen=True)
-class TopologySpreadConstraint:
-    """A cluster-level default constraint; its selector is derived per pod."""
-
-    max_skew: int
-    topology_key: str
-    when_unsatisfiable: str
-    min_domains: int | None = None
-    node_affinity_policy: str | None = None  # Honor (default) or Ignore
-    node_taints_policy: str | None = None  # Ignore (default) or Honor
-    match_label_keys: tuple[str, ...] = ()
-
-
-# PodTopologySpread's built-in defaults when defaultingType is System.
-SYSTEM_DEFAULT_CONSTRAINTS = (
-    TopologySpreadConstraint(3, "kubernetes.io/hostname", "ScheduleAnyway"),
-    TopologySpreadConstraint(5, "topology.kubernetes.io/zone", "ScheduleAnyway"),
-)
-
-
-@dataclass(frozen=True)
-class PodTopologySpreadArgs:
-    default_constraints: tuple[TopologySpreadConstraint, ...] = ()
-    defaulting_type: str = "System"
-
-    @property
-    def effective_default_constraints(self) -> tuple[TopologySpreadConstraint, ...]:
-        """The constraints applied to pods that declare none of their own."""
-        if self.defaulting_type == "System":
-            return SYSTEM_DEFAULT_CONSTRAINTS
-        return self.default_constraints
-
-
-@dataclass(frozen=True)
-class InterPodAffinityArgs:
-    hard_pod_affinity_weight: int = 1
-    ignore_preferred_terms_of_existing_pods: bool = False
-
-
-@dataclass(frozen=True)
-class NodeAffinityArgs:
-    added_affinity: NodeAffinity | None = None
-
-
-@dataclass(frozen=True)
-class DefaultPreemptionArgs:
-    min_candidate_nodes_percentage: int = 10
-    min_candidate_nodes_absolute: int = 100
-
-
-@dataclass(frozen=True)
-class VolumeBindingArgs:
-    bind_timeout_seconds: int = 600
-
-
-@dataclass(frozen=True)
-class DynamicResourcesArgs:
-    filter_timeout_seconds: float = 10.0
-
-
-PluginArgs = (
-    NodeResourcesFitArgs
-    | NodeResourcesBalancedAllocationArgs
-    | PodTopologySpreadArgs
-    | InterPodAffinityArgs
-    | NodeAffinityArgs
-    | DefaultPreemptionArgs
-    | VolumeBindingArgs
-    | DynamicResourcesArgs
-)
+def _build(d: Decoder, path: str, make: Callable[[], A], default: A) -> A:
+    """The model ``make`` builds, or, when it refuses itself, ``default`` with every
+    problem it found reported below ``path``."""
+    try:
+        return make()
+    except ArgsError as err:
+        for problem in err.problems:
+            d.errors.append(problem.under(path))
+        return default
 
 
 def _fields(d: Decoder, raw: Any, path: str, plugin: str, known: tuple[str, ...]) -> Fields:
@@ -174,51 +77,11 @@ def _resources(d: Decoder, f: Fields, key: str) -> list[ResourceSpec]:
     return out
 
 
-def _check_resource_weights(d: Decoder, resources: list[ResourceSpec], path: str) -> None:
-    for i, r in enumerate(resources):
-        if not 0 < r.weight <= 100:
-            d.invalid(
-                f"{index(path, i)}.weight",
-                r.weight,
-                f"resource weight of {r.name} not in valid range (0, 100]",
-            )
-
-
-def _label_names(d: Decoder, names: list[str], path: str) -> None:
-    for i, name in enumerate(names):
-        for problem in qualified_name_problems(name):
-            d.invalid(index(path, i), name, problem)
-
-
-def _shape(d: Decoder, raw: Any, path: str) -> tuple[UtilizationShapePoint, ...]:
-    points: list[UtilizationShapePoint] = []
+def _shape(d: Decoder, raw: Any, path: str) -> tuple[ShapePoint, ...]:
+    points: list[ShapePoint] = []
     for item, p in d.items(raw, path):
         pf = d.fields(item, p, ("utilization", "score"))
-        points.append(
-            UtilizationShapePoint(pf.integer("utilization", 0) or 0, pf.integer("score", 0) or 0)
-        )
-    if not points:
-        d.fail(path, ErrorKind.REQUIRED, detail="at least one point must be specified")
-        return ()
-    for i in range(1, len(points)):
-        if points[i - 1].utilization >= points[i].utilization:
-            d.invalid(
-                f"{index(path, i)}.utilization",
-                points[i].utilization,
-                "values must be sorted in increasing order",
-            )
-            break
-    for i, pt in enumerate(points):
-        if not 0 <= pt.utilization <= 100:
-            d.invalid(
-                f"{index(path, i)}.utilization", pt.utilization, "not in valid range [0, 100]"
-            )
-        if not 0 <= pt.score <= MAX_CUSTOM_PRIORITY_SCORE:
-            d.invalid(
-                f"{index(path, i)}.score",
-                pt.score,
-                f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]",
-            )
+        points.append(ShapePoint(pf.integer("utilization", 0) or 0, pf.integer("score", 0) or 0))
     return tuple(points)
 
 
@@ -227,68 +90,57 @@ def decode_node_resources_fit(d: Decoder, raw: Any, path: str) -> NodeResourcesF
         d,
         raw,
         path,
-        "NodeResourcesFit",
+        names.NODE_RESOURCES_FIT,
         ("ignoredResources", "ignoredResourceGroups", "scoringStrategy"),
     )
-    ignored = f.text_list("ignoredResources")
-    _label_names(d, ignored, f.at("ignoredResources"))
-    groups = f.text_list("ignoredResourceGroups")
-    gpath = f.at("ignoredResourceGroups")
-    for i, group in enumerate(groups):
-        if "/" in group:
-            d.invalid(index(gpath, i), group, "resource group name can't contain '/'")
-    _label_names(d, groups, gpath)
-
+    ignored = frozenset(f.text_list("ignoredResources"))
+    groups = frozenset(f.text_list("ignoredResourceGroups"))
     strategy = ScoringStrategy()
     if f.has("scoringStrategy"):
+        spath = f.at("scoringStrategy")
         sf = d.fields(
-            f.raw("scoringStrategy"),
-            f.at("scoringStrategy"),
-            ("type", "resources", "requestedToCapacityRatio"),
+            f.raw("scoringStrategy"), spath, ("type", "resources", "requestedToCapacityRatio")
         )
         # Inside a given scoringStrategy the type has no default, as upstream.
-        stype = sf.text("type")
-        if stype not in SCORING_STRATEGY_TYPES:
-            d.fail(sf.at("type"), ErrorKind.UNSUPPORTED, stype, accepted=SCORING_STRATEGY_TYPES)
-        resources = _resources(d, sf, "resources") or list(_DEFAULT_RESOURCES)
-        _check_resource_weights(d, resources, sf.at("resources"))
-        shape: tuple[UtilizationShapePoint, ...] = ()
-        rpath = sf.at("requestedToCapacityRatio")
+        stype: Any = sf.text("type")
+        resources = tuple(_resources(d, sf, "resources")) or DEFAULT_RESOURCES
+        shape: tuple[ShapePoint, ...] = ()
         if sf.has("requestedToCapacityRatio"):
+            rpath = sf.at("requestedToCapacityRatio")
             rf = d.fields(sf.raw("requestedToCapacityRatio"), rpath, ("shape",))
             shape = _shape(d, rf.raw("shape"), rf.at("shape"))
-        elif stype == "RequestedToCapacityRatio":
-            d.fail(
-                f"{rpath}.shape",
-                ErrorKind.REQUIRED,
-                detail="at least one point must be specified for RequestedToCapacityRatio",
-            )
-        strategy = ScoringStrategy(stype, tuple(resources), shape)
-    return NodeResourcesFitArgs(tuple(ignored), tuple(groups), strategy)
+            if not shape and stype != ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO:
+                # (with that type the model itself asks for the points)
+                d.fail(
+                    rf.at("shape"),
+                    ErrorKind.REQUIRED,
+                    detail="at least one point must be specified",
+                )
+        strategy = _build(
+            d, path, lambda: ScoringStrategy(stype, resources, shape), ScoringStrategy()
+        )
+    return _build(
+        d,
+        path,
+        lambda: NodeResourcesFitArgs(ignored, groups, strategy),
+        NodeResourcesFitArgs(scoring_strategy=strategy),
+    )
 
 
 def decode_balanced_allocation(
     d: Decoder, raw: Any, path: str
 ) -> NodeResourcesBalancedAllocationArgs:
-    f = _fields(d, raw, path, "NodeResourcesBalancedAllocation", ("resources",))
-    resources = _resources(d, f, "resources") or list(_DEFAULT_RESOURCES)
-    seen: set[str] = set()
-    for i, r in enumerate(resources):
-        rpath = index(f.at("resources"), i)
-        if r.name in seen:
-            d.fail(f"{rpath}.name", ErrorKind.DUPLICATE, r.name)
-        seen.add(r.name)
-        if r.weight != 1:
-            d.invalid(f"{rpath}.weight", r.weight, "must be 1")
-    return NodeResourcesBalancedAllocationArgs(tuple(resources))
+    f = _fields(d, raw, path, names.NODE_RESOURCES_BALANCED_ALLOCATION, ("resources",))
+    resources = tuple(_resources(d, f, "resources")) or DEFAULT_RESOURCES
+    return _build(
+        d,
+        path,
+        lambda: NodeResourcesBalancedAllocationArgs(resources),
+        NodeResourcesBalancedAllocationArgs(),
+    )
 
 
-_WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
-_POLICIES = ("Honor", "Ignore")
-_DEFAULTING_TYPES = ("List", "System")
-
-
-def _constraint(d: Decoder, raw: Any, path: str) -> TopologySpreadConstraint:
+def _constraint(d: Decoder, raw: Any, path: str) -> DefaultConstraint:
     f = d.fields(
         raw,
         path,
@@ -303,65 +155,36 @@ def _constraint(d: Decoder, raw: Any, path: str) -> TopologySpreadConstraint:
             "matchLabelKeys",
         ),
     )
-    max_skew = f.integer("maxSkew", 0) or 0
-    if max_skew <= 0:
-        d.invalid(f.at("maxSkew"), max_skew, "not in valid range (0, inf)")
-    key = f.text("topologyKey")
-    if not key:
-        d.fail(f.at("topologyKey"), ErrorKind.REQUIRED, detail="can not be empty")
-    for problem in qualified_name_problems(key) if key else ():
-        d.invalid(f.at("topologyKey"), key, problem)
-    when = f.text("whenUnsatisfiable")
-    if not when:
-        d.fail(f.at("whenUnsatisfiable"), ErrorKind.REQUIRED, detail="can not be empty")
-    elif when not in _WHEN_UNSATISFIABLE:
-        d.fail(f.at("whenUnsatisfiable"), ErrorKind.UNSUPPORTED, when, accepted=_WHEN_UNSATISFIABLE)
     if f.has("labelSelector"):
         d.fail(
             f.at("labelSelector"),
             ErrorKind.FORBIDDEN,
             detail="constraint must not define a selector, as they deduced for each pod",
         )
-    min_domains = f.integer("minDomains")
-    if min_domains is not None and min_domains <= 0:
-        d.invalid(f.at("minDomains"), min_domains, "must be greater than 0")
-    policies: list[str | None] = []
-    for key_name in ("nodeAffinityPolicy", "nodeTaintsPolicy"):
-        policy = f.opt_text(key_name)
-        if policy is not None and policy not in _POLICIES:
-            d.fail(f.at(key_name), ErrorKind.UNSUPPORTED, policy, accepted=_POLICIES)
-        policies.append(policy)
-    match_label_keys = f.text_list("matchLabelKeys")
-    _label_names(d, match_label_keys, f.at("matchLabelKeys"))
-    return TopologySpreadConstraint(
-        max_skew, key, when, min_domains, policies[0], policies[1], tuple(match_label_keys)
+    return DefaultConstraint(
+        f.integer("maxSkew", 0) or 0,
+        f.text("topologyKey"),
+        f.text("whenUnsatisfiable"),
+        f.integer("minDomains"),
+        f.opt_text("nodeAffinityPolicy"),
+        f.opt_text("nodeTaintsPolicy"),
+        tuple(f.text_list("matchLabelKeys")),
     )
 
 
 def decode_pod_topology_spread(d: Decoder, raw: Any, path: str) -> PodTopologySpreadArgs:
-    f = _fields(d, raw, path, "PodTopologySpread", ("defaultConstraints", "defaultingType"))
+    f = _fields(d, raw, path, names.POD_TOPOLOGY_SPREAD, ("defaultConstraints", "defaultingType"))
     cpath = f.at("defaultConstraints")
-    constraints = [_constraint(d, c, p) for c, p in d.items(f.raw("defaultConstraints"), cpath)]
-    for i, c in enumerate(constraints):
-        for other in constraints[:i]:
-            if (c.topology_key, c.when_unsatisfiable) == (
-                other.topology_key,
-                other.when_unsatisfiable,
-            ):
-                d.fail(
-                    index(cpath, i),
-                    ErrorKind.DUPLICATE,
-                    f"{{{c.topology_key}, {c.when_unsatisfiable}}}",
-                )
-                break
-    defaulting = f.text("defaultingType", "System") or "System"
-    if defaulting not in _DEFAULTING_TYPES:
-        d.fail(
-            f.at("defaultingType"), ErrorKind.UNSUPPORTED, defaulting, accepted=_DEFAULTING_TYPES
-        )
-    elif defaulting == "System" and constraints:
-        d.invalid(f.at("defaultingType"), defaulting, "when .defaultConstraints are not empty")
-    return PodTopologySpreadArgs(tuple(constraints), defaulting)
+    constraints = tuple(
+        _constraint(d, c, p) for c, p in d.items(f.raw("defaultConstraints"), cpath)
+    )
+    defaulting: Any = f.text("defaultingType", "System") or "System"
+    return _build(
+        d,
+        path,
+        lambda: PodTopologySpreadArgs(constraints, defaulting),
+        PodTopologySpreadArgs(),
+    )
 
 
 def decode_inter_pod_affinity(d: Decoder, raw: Any, path: str) -> InterPodAffinityArgs:
@@ -369,22 +192,26 @@ def decode_inter_pod_affinity(d: Decoder, raw: Any, path: str) -> InterPodAffini
         d,
         raw,
         path,
-        "InterPodAffinity",
+        names.INTER_POD_AFFINITY,
         ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"),
     )
     weight = f.integer("hardPodAffinityWeight", 1)
     assert weight is not None
-    if not 0 <= weight <= 100:
-        d.invalid(f.at("hardPodAffinityWeight"), weight, "not in valid range [0, 100]")
     ignore = bool(f.flag("ignorePreferredTermsOfExistingPods", False))
-    return InterPodAffinityArgs(weight, ignore)
+    return _build(d, path, lambda: InterPodAffinityArgs(weight, ignore), InterPodAffinityArgs())
 
 
 def decode_node_affinity_args(d: Decoder, raw: Any, path: str) -> NodeAffinityArgs:
-    f = _fields(d, raw, path, "NodeAffinity", ("addedAffinity",))
+    f = _fields(d, raw, path, names.NODE_AFFINITY, ("addedAffinity",))
     if not f.has("addedAffinity"):
         return NodeAffinityArgs()
-    return NodeAffinityArgs(decode_node_affinity(d, f.raw("addedAffinity"), f.at("addedAffinity")))
+    errors = len(d.errors)
+    added = decode_node_affinity(d, f.raw("addedAffinity"), f.at("addedAffinity"))
+    if len(d.errors) > errors:
+        return NodeAffinityArgs()
+    return _build(
+        d, path, lambda: NodeAffinityArgs(node_affinity_to_api(added)), NodeAffinityArgs()
+    )
 
 
 def decode_default_preemption(d: Decoder, raw: Any, path: str) -> DefaultPreemptionArgs:
@@ -392,40 +219,19 @@ def decode_default_preemption(d: Decoder, raw: Any, path: str) -> DefaultPreempt
         d,
         raw,
         path,
-        "DefaultPreemption",
+        names.DEFAULT_PREEMPTION,
         ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"),
     )
     pct = f.integer("minCandidateNodesPercentage", 10)
     absolute = f.integer("minCandidateNodesAbsolute", 100)
     assert pct is not None and absolute is not None
-    if not 0 <= pct <= 100:
-        d.invalid(f.at("minCandidateNodesPercentage"), pct, "not in valid range [0, 100]")
-    if absolute < 0:
-        d.invalid(f.at("minCandidateNodesAbsolute"), absolute, "not in valid range [0, inf)")
-    if pct == 0 and absolute == 0:
-        d.invalid(
-            f.at("minCandidateNodesPercentage"),
-            pct,
-            "cannot be zero at the same time as minCandidateNodesAbsolute",
-        )
-        d.invalid(
-            f.at("minCandidateNodesAbsolute"),
-            absolute,
-            "cannot be zero at the same time as minCandidateNodesPercentage",
-        )
-    return DefaultPreemptionArgs(pct, absolute)
+    return _build(d, path, lambda: DefaultPreemptionArgs(pct, absolute), DefaultPreemptionArgs())
 
 
 def decode_volume_binding(d: Decoder, raw: Any, path: str) -> VolumeBindingArgs:
-    f = _fields(d, raw, path, "VolumeBinding", ("bindTimeoutSeconds", "shape"))
+    f = _fields(d, raw, path, names.VOLUME_BINDING, ("bindTimeoutSeconds", "shape"))
     timeout = f.integer("bindTimeoutSeconds", 600, INT64_MAX)
     assert timeout is not None
-    if timeout < 0:
-        d.invalid(
-            f.at("bindTimeoutSeconds"),
-            timeout,
-            "invalid BindTimeoutSeconds, should not be a negative value",
-        )
     if f.has("shape"):
         # StorageCapacityScoring is alpha (off) in v1.34, so kube-scheduler refuses it too.
         d.invalid(
@@ -434,35 +240,73 @@ def decode_volume_binding(d: Decoder, raw: Any, path: str) -> VolumeBindingArgs:
             "unexpected field `shape`, remove it or turn on the feature gate "
             "StorageCapacityScoring",
         )
-    return VolumeBindingArgs(timeout)
+    return _build(d, path, lambda: VolumeBindingArgs(timeout), VolumeBindingArgs())
 
 
 def decode_dynamic_resources(d: Decoder, raw: Any, path: str) -> DynamicResourcesArgs:
-    f = _fields(d, raw, path, "DynamicResources", ("filterTimeout",))
+    f = _fields(d, raw, path, names.DYNAMIC_RESOURCES, ("filterTimeout",))
     timeout = f.duration("filterTimeout")
     if timeout is None:
         return DynamicResourcesArgs()
     if timeout < 0:
+        # The model checks the seconds; the file's value is the duration string.
         d.invalid(f.at("filterTimeout"), f.raw("filterTimeout"), "must be zero or positive")
-    return DynamicResourcesArgs(timeout)
+        return DynamicResourcesArgs()
+    return _build(d, path, lambda: DynamicResourcesArgs(timeout), DynamicResourcesArgs())
 
 
-ArgsDecoder = Callable[[Decoder, Any, str], PluginArgs]
+def _reader(plugin: str, model: type) -> Callable[[Decoder, Any, str], Any]:
+    """A reader for a plugin's args model whose fields are all plain values (text, integer,
+    number, flag): each field is read under its camelCase name, e.g. ``label`` or
+    ``bindTimeoutSeconds``. New plugins get one without a line here."""
+    kinds = {f.name: f.type for f in dataclasses.fields(model)}
+    keys = {_camel(name): name for name in kinds}
 
-# Plugin name -> decoder of its args. A plugin not listed here takes no args.
-ARGS_DECODERS: dict[str, ArgsDecoder] = {
-    "DefaultPreemption": decode_default_preemption,
-    "DynamicResources": decode_dynamic_resources,
-    "InterPodAffinity": decode_inter_pod_affinity,
-    "NodeAffinity": decode_node_affinity_args,
-    "NodeResourcesBalancedAllocation": decode_balanced_allocation,
-    "NodeResourcesFit": decode_node_resources_fit,
-    "PodTopologySpread": decode_pod_topology_spread,
-    "VolumeBinding": decode_volume_binding,
+    def read(d: Decoder, raw: Any, path: str) -> Any:
+        f = _fields(d, raw, path, plugin, tuple(keys))
+        values: dict[str, Any] = {}
+        for key, name in keys.items():
+            if not f.has(key):
+                continue
+            kind = getattr(kinds[name], "__name__", str(kinds[name]))
+            if kind == "str":
+                values[name] = f.text(key)
+            elif kind == "int":
+                values[name] = f.integer(key, maximum=INT64_MAX)
+            elif kind == "float":
+                values[name] = f.number(key, 0.0)
+            elif kind == "bool":
+                values[name] = f.flag(key)
+        values = {k: v for k, v in values.items() if v is not None}
+        return _build(d, path, lambda: model(**values), model())
+
+    return read
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+# Plugin name -> reader of its args: kube-scheduler's args kinds have their own (their
+# fields nest, and some defaulting is the file's, not the model's); every other plugin
+# with an args model of plain values gets the generic reader. A plugin not listed takes
+# no args.
+ARGS_DECODERS: dict[str, Callable[[Decoder, Any, str], Any]] = {
+    names.DEFAULT_PREEMPTION: decode_default_preemption,
+    names.DYNAMIC_RESOURCES: decode_dynamic_resources,
+    names.INTER_POD_AFFINITY: decode_inter_pod_affinity,
+    names.NODE_AFFINITY: decode_node_affinity_args,
+    names.NODE_RESOURCES_BALANCED_ALLOCATION: decode_balanced_allocation,
+    names.NODE_RESOURCES_FIT: decode_node_resources_fit,
+    names.POD_TOPOLOGY_SPREAD: decode_pod_topology_spread,
+    names.VOLUME_BINDING: decode_volume_binding,
 }
+for _plugin, _model in registry.ARGS.items():
+    ARGS_DECODERS.setdefault(_plugin, _reader(_plugin, _model))
 
 
-def default_args(plugin: str) -> PluginArgs | None:
+def default_args(plugin: str) -> Any:
     """The defaulted args of a plugin that has an args kind, else None."""
     decoder = ARGS_DECODERS.get(plugin)
     return None if decoder is None else decoder(Decoder(), {}, "")

@@ -10,57 +10,13 @@ The command line prints ``str(error)`` and exits with code 2.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any
+
+# One field error type for the whole configuration: the plugins' args models report theirs
+# with it too.
+from kubesalvo.core.plugins.framework import ErrorKind, FieldError
 
 __all__ = ["ConfigError", "ErrorKind", "FieldError"]
-
-
-class ErrorKind(Enum):
-    """The kinds of field error, with apimachinery's wording."""
-
-    INVALID = "Invalid value"
-    UNSUPPORTED = "Unsupported value"
-    REQUIRED = "Required value"
-    DUPLICATE = "Duplicate value"
-    FORBIDDEN = "Forbidden"
-    UNKNOWN_FIELD = "Unknown field"
-
-
-def _render(value: Any) -> str:
-    # Go's field errors quote strings and print numbers bare; JSON does the same.
-    try:
-        return json.dumps(value, sort_keys=True)
-    except TypeError:
-        return repr(value)
-
-
-@dataclass(frozen=True)
-class FieldError:
-    """One refused field: where it is, what kind of problem, and what would be accepted."""
-
-    path: str
-    kind: ErrorKind
-    value: Any = None
-    detail: str = ""
-    accepted: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        where = self.path or "<root>"
-        if self.kind is ErrorKind.REQUIRED or self.kind is ErrorKind.FORBIDDEN:
-            text = f"{where}: {self.kind.value}"
-        else:
-            text = f"{where}: {self.kind.value}: {_render(self.value)}"
-        if self.detail:
-            text += f": {self.detail}"
-        if self.accepted:
-            label = (
-                "supported fields" if self.kind is ErrorKind.UNKNOWN_FIELD else "supported values"
-            )
-            text += f": {label}: " + ", ".join(_render(a) for a in self.accepted)
-        return text
 
 
 @dataclass

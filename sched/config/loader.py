@@ -16,10 +16,9 @@ from typing import Any
 
 import yaml
 
-from kubesalvo.core import names
-from kubesalvo.core.profile import ProfileError
+from kubesalvo.core.plugins import registry
+from kubesalvo.core.profile import Profile, ProfileError
 from kubesalvo.sched.config.args import API_VERSION, ARGS_DECODERS, PluginArgs, default_args
-from kubesalvo.sched.config.convert import core_profile
 from kubesalvo.sched.config.decode import INT64_MAX, Decoder, Fields, child, safe_load_strict
 from kubesalvo.sched.config.errors import ConfigError, ErrorKind, FieldError
 from kubesalvo.sched.config.model import (
@@ -311,7 +310,9 @@ def _profiles(d: Decoder, top: Fields, notes: list[str]) -> tuple[ProfileConfig,
     out: list[ProfileConfig] = []
     for draft in drafts:
         try:
-            core = core_profile(draft.name, draft.plugins, draft.args)
+            core = Profile.from_args(
+                draft.name, draft.plugins.at("filter"), draft.plugins.score_weights, draft.args
+            )
         except ProfileError as exc:
             d.invalid(child(draft.path, exc.path), None, str(exc))
             continue
@@ -353,13 +354,13 @@ def _plugin_config(
             continue
         seen.add(name)
         decoder = ARGS_DECODERS.get(name)
-        if name not in names.EXTENSION_POINTS:
+        if name not in registry.EXTENSION_POINTS:
             d.fail(
                 pf.at("name"),
                 ErrorKind.UNSUPPORTED,
                 name,
                 detail="unknown plugin",
-                accepted=sorted(names.EXTENSION_POINTS),
+                accepted=sorted(registry.EXTENSION_POINTS),
             )
             continue
         if decoder is None:

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kubesalvo.core.plugins.default_preemption import DefaultPreemptionArgs
 from kubesalvo.core.profile import Profile
-from kubesalvo.sched.config.args import DefaultPreemptionArgs, PluginArgs
+from kubesalvo.sched.config.args import PluginArgs
 from kubesalvo.sched.config.plugins import ResolvedPlugins
 
 __all__ = [

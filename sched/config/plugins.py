@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import framework, registry
 from kubesalvo.sched.config.decode import Decoder, child
 from kubesalvo.sched.config.errors import ErrorKind
 
@@ -43,18 +43,18 @@ __all__ = [
 MULTI_POINT = "multiPoint"
 # The extension points, in the order kube-scheduler's configuration lists them.
 POINTS: tuple[str, ...] = (
-    names.PRE_ENQUEUE,
-    names.QUEUE_SORT,
-    names.PRE_FILTER,
-    names.FILTER,
-    names.POST_FILTER,
-    names.PRE_SCORE,
-    names.SCORE,
-    names.RESERVE,
-    names.PERMIT,
-    names.PRE_BIND,
-    names.BIND,
-    names.POST_BIND,
+    framework.PRE_ENQUEUE,
+    framework.QUEUE_SORT,
+    framework.PRE_FILTER,
+    framework.FILTER,
+    framework.POST_FILTER,
+    framework.PRE_SCORE,
+    framework.SCORE,
+    framework.RESERVE,
+    framework.PERMIT,
+    framework.PRE_BIND,
+    framework.BIND,
+    framework.POST_BIND,
 )
 ALL_POINTS = (*POINTS, MULTI_POINT)
 
@@ -96,12 +96,12 @@ class ResolvedPlugins:
 
 
 def _implementers(point: str) -> list[str]:
-    return sorted(n for n, pts in names.EXTENSION_POINTS.items() if point in pts)
+    return sorted(n for n, pts in registry.EXTENSION_POINTS.items() if point in pts)
 
 
 def _decode_set(d: Decoder, raw: Any, path: str, point: str) -> _PluginSet:
     f = d.fields(raw, path, ("enabled", "disabled"))
-    known = names.EXTENSION_POINTS
+    known = registry.EXTENSION_POINTS
     accepted = sorted(known) if point == MULTI_POINT else _implementers(point)
     enabled: list[_Entry] = []
     for item, p in d.items(f.raw("enabled"), f.at("enabled")):
@@ -173,7 +173,9 @@ def _merge(default: _PluginSet, custom: _PluginSet) -> _PluginSet:
 
 
 def _default_sets() -> dict[str, _PluginSet]:
-    multi = tuple(_Entry(n, names.DEFAULT_SCORE_WEIGHTS.get(n), "") for n in names.DEFAULT_PLUGINS)
+    multi = tuple(
+        _Entry(n, registry.DEFAULT_SCORE_WEIGHTS.get(n), "") for n in registry.DEFAULT_PLUGINS
+    )
     sets = {point: _PluginSet() for point in POINTS}
     sets[MULTI_POINT] = _PluginSet(multi)
     return sets
@@ -192,7 +194,7 @@ def _expand(sets: dict[str, _PluginSet]) -> dict[str, tuple[str, ...]]:
         overrides: set[str] = set()
         from_multi: list[str] = []
         for entry in multi.enabled:
-            if point not in names.EXTENSION_POINTS.get(entry.name, frozenset()):
+            if point not in registry.EXTENSION_POINTS.get(entry.name, frozenset()):
                 continue
             if entry.name in own.disabled:
                 continue
@@ -212,7 +214,7 @@ def _score_weights(
     sets: dict[str, _PluginSet], scores: Iterable[str]
 ) -> tuple[tuple[str, int], ...]:
     weights: dict[str, int] = {}
-    for entry in (*sets[names.SCORE].enabled, *sets[MULTI_POINT].enabled):
+    for entry in (*sets[framework.SCORE].enabled, *sets[MULTI_POINT].enabled):
         if entry.name not in weights:
             weights[entry.name] = entry.weight or 1
     return tuple((n, weights.get(n, 1)) for n in scores)
@@ -226,20 +228,20 @@ def decode_plugins(d: Decoder, raw: Any, path: str, scheduler_name: str) -> Reso
     merged = {point: _merge(defaults[point], custom[point]) for point in ALL_POINTS}
     by_point = _expand(merged)
 
-    sorts = by_point[names.QUEUE_SORT]
+    sorts = by_point[framework.QUEUE_SORT]
     if len(sorts) != 1:
         d.invalid(
-            child(path, names.QUEUE_SORT),
+            child(path, framework.QUEUE_SORT),
             list(sorts),
             f"only one queue sort plugin required for profile with scheduler name "
             f'"{scheduler_name}", but got {len(sorts)}',
         )
-    if not by_point[names.BIND]:
+    if not by_point[framework.BIND]:
         d.fail(
-            child(path, names.BIND),
+            child(path, framework.BIND),
             ErrorKind.REQUIRED,
             detail=f"at least one bind plugin is needed for profile with scheduler name "
             f'"{scheduler_name}"',
-            accepted=_implementers(names.BIND),
+            accepted=_implementers(framework.BIND),
         )
-    return ResolvedPlugins(by_point, _score_weights(merged, by_point[names.SCORE]))
+    return ResolvedPlugins(by_point, _score_weights(merged, by_point[framework.SCORE]))

@@ -1,13 +1,13 @@
 """kubesalvo's scheduling queue: activeQ, backoffQ, unschedulable and gated pods.
 
 See ``queue`` for the behaviour (kube-scheduler's PriorityQueue, drained in bursts),
-``events`` for the cluster events that bring parked pods back, ``hints`` for the checks
+``cluster_events`` for the cluster events that bring parked pods back, ``hints`` for the checks
 that skip events which cannot help, ``sorting`` for the QueueSort plugins and ``clock``
 for the clocks (a fake one for tests).
 """
 
 from kubesalvo.sched.queue.clock import Clock, FakeClock, MonotonicClock
-from kubesalvo.sched.queue.events import (
+from kubesalvo.sched.queue.cluster_events import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -15,10 +15,9 @@ from kubesalvo.sched.queue.events import (
     PLUGIN_EVENTS,
     ActionType,
     ClusterEvent,
-    Resource,
+    EventResource,
     node_update_events,
     pod_update_events,
-    rejecting_plugins,
 )
 from kubesalvo.sched.queue.queue import QueuedPod, QueueName, SchedulingQueue, pod_key
 from kubesalvo.sched.queue.sorting import register_queue_sort
@@ -32,15 +31,14 @@ __all__ = [
     "ActionType",
     "Clock",
     "ClusterEvent",
+    "EventResource",
     "FakeClock",
     "MonotonicClock",
     "QueueName",
     "QueuedPod",
-    "Resource",
     "SchedulingQueue",
     "node_update_events",
     "pod_key",
     "pod_update_events",
     "register_queue_sort",
-    "rejecting_plugins",
 ]

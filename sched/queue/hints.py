@@ -25,8 +25,8 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from kubesalvo.core import names
-from kubesalvo.core.profile import SpreadArgs, SpreadDefaulting
+from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
 from kubesalvo.core.reference.framework import PodInvalid, tolerated, untolerated_taint
 from kubesalvo.core.reference.inter_pod_affinity import Term, pod_terms
 from kubesalvo.core.reference.node_affinity import RequiredNodeAffinity
@@ -35,7 +35,7 @@ from kubesalvo.core.reference.pod_topology_spread import Constraint, constraints
 from kubesalvo.core.reference.selectors import NOTHING, InvalidSelector
 from kubesalvo.core.reference.snapshot import NodeInfo, labels_of, namespace_of
 from kubesalvo.core.resources import pod_requests
-from kubesalvo.sched.queue.events import ClusterEvent, HintFn, Resource
+from kubesalvo.sched.queue.cluster_events import ClusterEvent, EventResource, HintFn
 
 __all__ = ["DEFAULT_HINTS"]
 
@@ -112,13 +112,13 @@ def _fits_empty(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> 
 
 def fit_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
     """NodeResourcesFit: a node that could hold the pod, or a scheduled pod gone."""
-    if event.resource is Resource.POD:
+    if event.resource is EventResource.POD:
         if new is None and old is not None:
             spec, status = _api(old).get("spec") or {}, _api(old).get("status") or {}
             # An unscheduled pod that goes away freed nothing.
             return bool(spec.get("nodeName") or status.get("nominatedNodeName"))
         return True
-    if event.resource is not Resource.NODE or new is None:
+    if event.resource is not EventResource.NODE or new is None:
         return True
     requests = _requests(pod)
     allocatable = _allocatable(new)
@@ -136,7 +136,7 @@ def fit_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
 
 def node_affinity_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
     """NodeAffinity: a node that now matches the pod's nodeSelector and required terms."""
-    if event.resource is not Resource.NODE or new is None:
+    if event.resource is not EventResource.NODE or new is None:
         return True
     required = _required(pod)
     if not required.matches(_node_info(new)):
@@ -146,7 +146,7 @@ def node_affinity_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> boo
 
 def taint_toleration_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
     """TaintToleration: a node whose NoSchedule/NoExecute taints the pod now tolerates."""
-    if event.resource is not Resource.NODE or new is None:
+    if event.resource is not EventResource.NODE or new is None:
         return True
     api_pod = _api(pod)
     if untolerated_taint(api_pod, _node_info(new)) is not None:
@@ -156,7 +156,7 @@ def taint_toleration_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> 
 
 def node_unschedulable_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
     """NodeUnschedulable: a node that is (now) not cordoned, or a pod tolerating cordons."""
-    if event.resource is not Resource.NODE or new is None:
+    if event.resource is not EventResource.NODE or new is None:
         return True
     tolerations = list((_api(pod).get("spec") or {}).get("tolerations") or ())
     if tolerated(tolerations, UNSCHEDULABLE_TAINT):
@@ -204,7 +204,7 @@ def _anti_affinity_selects(placed: Any, pod: Any) -> bool:
 def inter_pod_affinity_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
     """InterPodAffinity: a placed pod that the pod's affinity wants appeared, or one its
     anti-affinity (or whose anti-affinity) kept it away is gone."""
-    if event.resource is not Resource.POD:
+    if event.resource is not EventResource.POD:
         return True
     if any(o is not None and not _spec(o).get("nodeName") for o in (old, new)):
         return False  # only placed pods count
@@ -225,7 +225,7 @@ def inter_pod_affinity_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -
     return _matches_all(anti, old) or _anti_affinity_selects(old, pod)
 
 
-_NO_DEFAULTS = SpreadArgs(defaulting_type=SpreadDefaulting.LIST)
+_NO_DEFAULTS = PodTopologySpreadArgs(defaulting_type=SpreadDefaulting.LIST)
 
 
 def _hard_constraints(pod: Any) -> list[Constraint] | None:
@@ -260,7 +260,7 @@ def pod_topology_spread_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) 
     cs = _constraints(pod)
     if cs is None:
         return True
-    if event.resource is Resource.POD:
+    if event.resource is EventResource.POD:
         target = _api(pod)
         for o in (old, new):
             if o is None:
@@ -285,7 +285,7 @@ def pod_topology_spread_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) 
             )
         changed = new if new is not None else old
         return changed is None or _selected(cs, changed)
-    if event.resource is not Resource.NODE:
+    if event.resource is not EventResource.NODE:
         return True
     if old is not None and new is not None:
         was, now = _has_keys(cs, old), _has_keys(cs, new)

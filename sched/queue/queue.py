@@ -7,7 +7,7 @@
   counted from the failure. Failures with no rejecting plugin (an API error, a failed
   bind) count separately and never pop early (kube-scheduler's error backoff).
 * **unschedulable** pods are parked with the plugins that rejected them until a cluster
-  event one of those plugins registered (``events.PLUGIN_EVENTS``), and that the plugin's
+  event one of those plugins registered (the registry's ``PLUGIN_EVENTS``), and that the plugin's
   hint (``hints``) does not rule out, moves them back (to backoffQ if still backing off,
   else activeQ), or until they have waited ``podMaxInUnschedulablePodsDuration`` (5
   minutes by default).
@@ -45,15 +45,15 @@ from typing import Any
 
 import msgspec
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import names
 from kubesalvo.sched.queue.clock import Clock, MonotonicClock
-from kubesalvo.sched.queue.events import (
+from kubesalvo.sched.queue.cluster_events import (
     FORCE_ACTIVATE,
     PLUGIN_EVENTS,
     UNSCHEDULABLE_TIMEOUT,
     ClusterEvent,
+    EventResource,
     HintFn,
-    Resource,
     pod_update_events,
 )
 from kubesalvo.sched.queue.hints import DEFAULT_HINTS
@@ -442,7 +442,7 @@ class SchedulingQueue:
         """
         if self._in_flight:
             self._log.append(_LoggedEvent(event, old, new, None))
-        if event.resource is Resource.WILDCARD:
+        if event.resource is EventResource.WILDCARD:
             groups = list(self._groups)
         else:
             wanted: set[bytes] = set()
@@ -700,7 +700,7 @@ class SchedulingQueue:
         return registered is None or any(event.matches(r) for r in registered)
 
     def _worth_requeuing(self, qp: QueuedPod, event: ClusterEvent, old: Any, new: Any) -> _Strategy:
-        if not qp.rejectors or event.resource is Resource.WILDCARD:
+        if not qp.rejectors or event.resource is EventResource.WILDCARD:
             return _Strategy.AFTER_BACKOFF
         strategy = _Strategy.SKIP
         for plugin in sorted(qp.rejectors):

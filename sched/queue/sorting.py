@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import names
 
 if TYPE_CHECKING:
     from kubesalvo.sched.queue.queue import QueuedPod

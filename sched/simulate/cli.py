@@ -14,14 +14,13 @@ import sys
 
 from rich.console import Console
 
-from kubesalvo.core.profile import (
-    FitArgs,
-    Profile,
-    ProfileError,
+from kubesalvo.core.plugins.node_resources_fit import (
+    NodeResourcesFitArgs,
     ScoringStrategy,
     ScoringStrategyType,
     ShapePoint,
 )
+from kubesalvo.core.profile import Profile, ProfileError
 from kubesalvo.core.snapshot import SnapshotError
 from kubesalvo.core.synthetic import SHAPES, ScenarioError
 from kubesalvo.sched import snapshot as snapshot_files
@@ -109,7 +108,7 @@ def _profile(args: argparse.Namespace) -> Profile:
             scheduler_name=profile.scheduler_name,
             filters=profile.filters,
             scores=profile.scores,
-            fit=FitArgs(
+            fit=NodeResourcesFitArgs(
                 fit.ignored_resources,
                 fit.ignored_resource_groups,
                 ScoringStrategy(ScoringStrategyType(args.strategy), strategy.resources, shape),

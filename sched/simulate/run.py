@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import psutil
 
-from kubesalvo.core import names
 from kubesalvo.core.place import PlacementResult, place_burst
+from kubesalvo.core.plugins import coscheduling
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.resources import pod_requests
 from kubesalvo.core.snapshot import Snapshot
@@ -248,7 +248,7 @@ def _reasons(result: PlacementResult) -> tuple[list[ReasonCount], list[tuple[str
             continue
         messages[result.messages[i]] += 1
         if result.rolled_back[i]:
-            pods[names.ERR_REASON_GANG_MIN_AVAILABLE] += 1
+            pods[coscheduling.ERR_REASON_GANG_MIN_AVAILABLE] += 1
             continue
         for reason, count in result.reason_counts[i].items():
             pods[reason] += 1

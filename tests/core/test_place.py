@@ -2,16 +2,26 @@
 
 import pytest
 
-from kubesalvo.core import names
 from kubesalvo.core.place import place_burst, plan
-from kubesalvo.core.profile import (
-    FitArgs,
-    Profile,
-    ResourceSpec,
+from kubesalvo.core.plugins import (
+    framework,
+    inter_pod_affinity,
+    node_affinity,
+    node_name,
+    node_ports,
+    node_resources_fit,
+    node_unschedulable,
+    pod_topology_spread,
+    taint_toleration,
+)
+from kubesalvo.core.plugins.framework import ResourceSpec
+from kubesalvo.core.plugins.node_resources_fit import (
+    NodeResourcesFitArgs,
     ScoringStrategy,
     ScoringStrategyType,
     ShapePoint,
 )
+from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
 
@@ -127,14 +137,22 @@ def test_failure_counts_first_failing_filter_per_node_and_every_missing_resource
     big = pod("p", cpu="2", memory="2Gi", nodeSelector={"zone": "a"})
     result = plan(state, [big])
     assert result.reason_counts[0] == {
-        names.ERR_REASON_UNSCHEDULABLE: 1,
-        names.ERR_REASON_UNTOLERATED_TAINT: 1,
-        names.ERR_REASON_NODE_AFFINITY: 1,
+        node_unschedulable.ERR_REASON_UNSCHEDULABLE: 1,
+        taint_toleration.ERR_REASON_UNTOLERATED_TAINT: 1,
+        node_affinity.ERR_REASON_NODE_AFFINITY: 1,
         "Insufficient cpu": 1,
         "Insufficient memory": 1,
-        names.ERR_REASON_TOO_MANY_PODS: 1,
+        node_resources_fit.ERR_REASON_TOO_MANY_PODS: 1,
     }
     assert result.messages[0].startswith("0/5 nodes are available: 1 Insufficient cpu, ")
+    # The plugins that rejected it come from the reason codes, not from the texts.
+    assert result.rejectors[0] == {
+        "NodeUnschedulable",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+    }
+    assert result.prefilter_rejector[0] == ""
 
 
 def test_extended_resource_absent_on_a_node_rejects_only_pods_asking_for_it():
@@ -185,7 +203,7 @@ def test_node_affinity_operators_including_gt_lt_on_non_numeric_labels():
         }
     }
     assert plan(state, [pod("p", affinity=affinity)]).reason_counts[0] == {
-        names.ERR_REASON_NODE_AFFINITY: 3
+        node_affinity.ERR_REASON_NODE_AFFINITY: 3
     }
 
 
@@ -212,9 +230,10 @@ def test_metadata_name_pinning_narrows_and_conflict_rejects():
     in_b = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]}
     result = plan(state, [pod("p", affinity=pinned(in_b), cpu="8")])
     assert result.reason_counts[0] == {
-        names.prefilter_narrowing_reason(["NodeAffinity"]): 2,
+        framework.prefilter_narrowing_reason(["NodeAffinity"]): 2,
         "Insufficient cpu": 1,
     }
+    assert result.rejectors[0] == {"NodeAffinity", "NodeResourcesFit"}
     both = {
         "matchFields": [
             {"key": "metadata.name", "operator": "In", "values": ["a"]},
@@ -230,9 +249,10 @@ def test_node_name_and_host_ports():
     result = plan(state, [pod("x", ports=(80,), nodeName="b"), pod("y", ports=(80,), nodeName="b")])
     assert result.nodes == ["b", None]
     assert result.reason_counts[1] == {
-        names.ERR_REASON_NODE_NAME: 1,
-        names.ERR_REASON_NODE_PORTS: 1,
+        node_name.ERR_REASON_NODE_NAME: 1,
+        node_ports.ERR_REASON_NODE_PORTS: 1,
     }
+    assert result.rejectors == [frozenset(), {"NodeName", "NodePorts"}]
 
 
 def test_image_locality_prefers_the_node_with_the_big_image():
@@ -259,7 +279,7 @@ def test_image_locality_prefers_the_node_with_the_big_image():
 def test_scoring_strategies_choose_bin_packing_or_spreading(strategy, expected):
     state = cluster(node("busy"), node("idle"))
     place_burst(state, [pod("seed", cpu="2", nodeName="busy")])
-    profile = Profile(fit=FitArgs(scoring_strategy=strategy))
+    profile = Profile(fit=NodeResourcesFitArgs(scoring_strategy=strategy))
     assert plan(state, [pod("p", cpu="500m")], profile).nodes == [expected]
 
 
@@ -273,6 +293,8 @@ def test_gang_below_its_minimum_is_rolled_back_whole():
     assert result.rolled_back.tolist() == [True, True, False, False]
     assert "pod group could not reach its minAvailable (ns/g: 2 of 3 placed)" in result.messages[0]
     assert result.reason_counts[2] == {"Insufficient cpu": 1}
+    # A gang taken back was rejected by no filter (the cycle backs it off as an error).
+    assert result.rejectors[:3] == [frozenset(), frozenset(), {"NodeResourcesFit"}]
     assert state.requested[0, 0] == 400
 
 
@@ -328,8 +350,9 @@ def test_hard_zone_spread_alternates_zones_and_reports_skew():
     assert result.nodes[3] is None
     assert result.reason_counts[3] == {
         "Insufficient cpu": 1,
-        names.ERR_REASON_SPREAD_CONSTRAINTS: 2,
+        pod_topology_spread.ERR_REASON_SPREAD_CONSTRAINTS: 2,
     }
+    assert result.rejectors[3] == {"NodeResourcesFit", "PodTopologySpread"}
 
 
 def test_min_domains_counts_missing_domains_as_empty():
@@ -341,7 +364,7 @@ def test_min_domains_counts_missing_domains_as_empty():
     ]
     result = plan(state, pods)
     assert sorted(result.nodes[:2]) == ["a1", "b1"] and result.nodes[2] is None
-    assert result.reason_counts[2] == {names.ERR_REASON_SPREAD_CONSTRAINTS: 2}
+    assert result.reason_counts[2] == {pod_topology_spread.ERR_REASON_SPREAD_CONSTRAINTS: 2}
 
 
 def test_node_without_the_topology_key_fails_hard_spread_as_unresolvable():
@@ -351,7 +374,7 @@ def test_node_without_the_topology_key_fails_hard_spread_as_unresolvable():
     )
     assert result.reason_counts[0] == {
         "Insufficient cpu": 1,
-        names.ERR_REASON_SPREAD_MISSING_LABEL: 1,
+        pod_topology_spread.ERR_REASON_SPREAD_MISSING_LABEL: 1,
     }
 
 
@@ -382,7 +405,8 @@ def test_required_anti_affinity_keeps_replicas_on_distinct_hosts():
     pods = [pod(f"w{i}", labels={"app": "web"}, affinity=anti("web")) for i in range(3)]
     result = place_burst(state, pods)
     assert sorted(result.nodes[:2]) == ["a1", "a2"] and result.nodes[2] is None
-    assert result.reason_counts[2] == {names.ERR_REASON_ANTI_AFFINITY: 2}
+    assert result.reason_counts[2] == {inter_pod_affinity.ERR_REASON_ANTI_AFFINITY: 2}
+    assert result.rejectors[2] == {"InterPodAffinity"}
 
 
 def test_existing_pods_anti_affinity_rejects_pods_it_selects():
@@ -392,9 +416,10 @@ def test_existing_pods_anti_affinity_rejects_pods_it_selects():
     )
     result = plan(state, [pod("w", labels={"app": "web"}, nodeName="a1")])
     assert result.reason_counts[0] == {
-        names.ERR_REASON_NODE_NAME: 1,
-        names.ERR_REASON_EXISTING_ANTI_AFFINITY: 1,
+        node_name.ERR_REASON_NODE_NAME: 1,
+        inter_pod_affinity.ERR_REASON_EXISTING_ANTI_AFFINITY: 1,
     }
+    assert result.rejectors[0] == {"NodeName", "InterPodAffinity"}
     assert plan(state, [pod("w", labels={"app": "web"})]).nodes == ["b1"]
 
 
@@ -419,7 +444,7 @@ def test_required_affinity_lets_the_first_pod_of_a_self_affine_group_start_it():
             ]
         }
     }
-    assert plan(state, [lonely]).reason_counts[0] == {names.ERR_REASON_AFFINITY: 2}
+    assert plan(state, [lonely]).reason_counts[0] == {inter_pod_affinity.ERR_REASON_AFFINITY: 2}
 
 
 def test_preferred_affinity_pulls_towards_the_selected_pods():
@@ -479,7 +504,7 @@ def test_without_any_node_every_pod_fails_with_kube_schedulers_no_nodes_error():
         },
     ]
     result = place_burst(state, pods)
-    text = names.ERR_NO_NODES_AVAILABLE
+    text = framework.ERR_NO_NODES_AVAILABLE
     assert result.nodes == [None, None]
     assert result.errors == [text, text] and result.messages == [text, text]
     assert result.reason_counts == [{}, {}]

@@ -11,9 +11,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubesalvo.core import gang, names
+from kubesalvo.core import gang
 from kubesalvo.core.label_selectors import label_selector_error
 from kubesalvo.core.place import place_burst
+from kubesalvo.core.plugins import (
+    framework,
+    inter_pod_affinity,
+    names,
+    node_affinity,
+    pod_topology_spread,
+    registry,
+)
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
@@ -153,11 +161,13 @@ def test_an_incoming_pod_with_an_invalid_affinity_term_is_rejected_at_prefilter(
     ]
     result, expected = both([], burst)
     error = label_selector_error(INVALID)
-    text = f"{names.PARSING_POD}preferredAntiAffinityTerms: {error}"
-    assert expected[0].message == names.fit_error_message(3, {}, prefilter_message=text)
+    text = f"{inter_pod_affinity.PARSING_POD}preferredAntiAffinityTerms: {error}"
+    assert expected[0].message == framework.fit_error_message(3, {}, prefilter_message=text)
     assert expected[0].reason_counts == {text: 3}
     assert not expected[0].error
     assert result.nodes[0] is None and result.nodes[1] is not None
+    assert result.rejectors[0] == {"InterPodAffinity"}
+    assert result.prefilter_rejector[:2] == ["InterPodAffinity", ""]
     assert_same(result, expected)
 
 
@@ -178,7 +188,10 @@ def test_a_node_affinity_conflict_is_reported_before_an_invalid_affinity_term():
         "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term(INVALID)]},
     }
     result, expected = both([], [pod("bad", {"app": "web"}, affinity=affinity)])
-    assert expected[0].reason_counts == {names.ERR_REASON_NODE_AFFINITY_CONFLICT: 3}
+    assert expected[0].reason_counts == {node_affinity.ERR_REASON_NODE_AFFINITY_CONFLICT: 3}
+    # The PreFilter that rejected it is known as such, not found by reading the text back.
+    assert result.prefilter_rejector == ["NodeAffinity"]
+    assert result.rejectors == [{"NodeAffinity"}]
     assert_same(result, expected)
 
 
@@ -202,7 +215,7 @@ def test_an_invalid_hard_spread_selector_fails_the_attempt_with_an_error():
         pod("good", {"app": "web"}, topologySpreadConstraints=spread({"matchLabels": {}})),
     ]
     result, expected = both([], burst)
-    text = names.HARD_SPREAD_CONSTRAINTS_ERROR + str(label_selector_error(INVALID))
+    text = pod_topology_spread.HARD_SPREAD_CONSTRAINTS_ERROR + str(label_selector_error(INVALID))
     assert [r.error for r in expected] == [True, True, False]
     assert expected[0].message == expected[1].message == text
     assert result.errors == [text, text, ""]
@@ -214,10 +227,10 @@ def test_an_invalid_hard_spread_selector_fails_the_attempt_with_an_error():
 
 def test_without_the_spread_filter_an_invalid_hard_selector_is_no_error():
     profile = Profile(
-        filters=tuple(f for f in names.DEFAULT_FILTER_ORDER if f != names.POD_TOPOLOGY_SPREAD),
+        filters=tuple(f for f in registry.DEFAULT_FILTER_ORDER if f != names.POD_TOPOLOGY_SPREAD),
         scores=tuple(
             (plugin, weight)
-            for plugin, weight in names.DEFAULT_SCORE_WEIGHTS.items()
+            for plugin, weight in registry.DEFAULT_SCORE_WEIGHTS.items()
             if plugin != names.POD_TOPOLOGY_SPREAD
         ),
     )
@@ -229,7 +242,7 @@ def test_without_the_spread_filter_an_invalid_hard_selector_is_no_error():
 
 def test_the_profiles_filter_order_decides_which_prefilter_answers_first():
     # InterPodAffinity listed before PodTopologySpread: its rejection comes first.
-    order = [f for f in names.DEFAULT_FILTER_ORDER if f != names.INTER_POD_AFFINITY]
+    order = [f for f in registry.DEFAULT_FILTER_ORDER if f != names.INTER_POD_AFFINITY]
     order.insert(order.index(names.POD_TOPOLOGY_SPREAD), names.INTER_POD_AFFINITY)
     profile = Profile(filters=tuple(order))
     affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term(BAD_KEY)]}}
@@ -237,7 +250,7 @@ def test_the_profiles_filter_order_decides_which_prefilter_answers_first():
         pod("both", {"app": "db"}, topologySpreadConstraints=spread(INVALID), affinity=affinity)
     ]
     result, expected = both([], burst, profile)
-    text = f"{names.PARSING_POD}requiredAffinityTerms: {label_selector_error(BAD_KEY)}"
+    text = f"{inter_pod_affinity.PARSING_POD}requiredAffinityTerms: {label_selector_error(BAD_KEY)}"
     assert not expected[0].error and expected[0].reason_counts == {text: 3}
     assert result.errors == [""]
     assert_same(result, expected)
@@ -253,7 +266,7 @@ def _schedule_anyway_cases() -> list[dict[str, Any]]:
 def test_an_invalid_soft_spread_selector_fails_the_attempt_at_prescore():
     """Three feasible nodes: PodTopologySpread's PreScore runs and fails the attempt."""
     result, expected = both([], _schedule_anyway_cases())
-    text = names.SOFT_SPREAD_CONSTRAINTS_ERROR + str(label_selector_error(INVALID))
+    text = pod_topology_spread.SOFT_SPREAD_CONSTRAINTS_ERROR + str(label_selector_error(INVALID))
     assert [r.error for r in expected] == [True, False]
     assert expected[0].message == text
     assert result.errors == [text, ""]
@@ -298,7 +311,7 @@ def test_without_the_spread_score_an_invalid_soft_selector_is_no_error():
     profile = Profile(
         scores=tuple(
             (plugin, weight)
-            for plugin, weight in names.DEFAULT_SCORE_WEIGHTS.items()
+            for plugin, weight in registry.DEFAULT_SCORE_WEIGHTS.items()
             if plugin != names.POD_TOPOLOGY_SPREAD
         ),
     )
@@ -311,7 +324,7 @@ def test_without_the_spread_score_an_invalid_soft_selector_is_no_error():
 def test_an_invalid_preferred_affinity_term_fails_at_prescore_without_the_filter():
     """With InterPodAffinity's filter off, its PreScore is the first to read the terms."""
     profile = Profile(
-        filters=tuple(f for f in names.DEFAULT_FILTER_ORDER if f != names.INTER_POD_AFFINITY)
+        filters=tuple(f for f in registry.DEFAULT_FILTER_ORDER if f != names.INTER_POD_AFFINITY)
     )
     affinity = {
         "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [preferred(10, BAD_KEY)]}
@@ -319,7 +332,7 @@ def test_an_invalid_preferred_affinity_term_fails_at_prescore_without_the_filter
     burst = [pod("pref", {"app": "db"}, affinity=affinity), pod("fine", {"app": "db"})]
     result, expected = both([], burst, profile)
     assert [r.error for r in expected] == [True, False]
-    assert expected[0].message.startswith(names.PRESCORE_PARSING_POD)
+    assert expected[0].message.startswith(inter_pod_affinity.PRESCORE_PARSING_POD)
     assert result.errors == [expected[0].message, ""]
     assert_same(result, expected)
 

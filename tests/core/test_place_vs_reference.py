@@ -15,18 +15,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesalvo.core import names, place
+from kubesalvo.core import place
 from kubesalvo.core.place import plan
-from kubesalvo.core.profile import (
-    DefaultConstraint,
-    FitArgs,
-    Profile,
-    ResourceSpec,
+from kubesalvo.core.plugins import names, registry
+from kubesalvo.core.plugins.framework import ResourceSpec
+from kubesalvo.core.plugins.node_resources_fit import (
+    NodeResourcesFitArgs,
     ScoringStrategy,
     ScoringStrategyType,
     ShapePoint,
-    SpreadArgs,
 )
+from kubesalvo.core.plugins.pod_topology_spread import DefaultConstraint, PodTopologySpreadArgs
+from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.synthetic.nodes import make_nodes
@@ -300,10 +300,10 @@ profiles = st.sampled_from(
         Profile.default(),
         # InterPodAffinity scores but does not filter: its PreScore reads the pod's terms
         Profile(
-            filters=tuple(f for f in names.DEFAULT_FILTER_ORDER if f != names.INTER_POD_AFFINITY)
+            filters=tuple(f for f in registry.DEFAULT_FILTER_ORDER if f != names.INTER_POD_AFFINITY)
         ),
         Profile(
-            spread=SpreadArgs(
+            spread=PodTopologySpreadArgs(
                 default_constraints=(
                     DefaultConstraint(1, "topology.kubernetes.io/zone", "DoNotSchedule"),
                     DefaultConstraint(2, "kubernetes.io/hostname", "ScheduleAnyway"),
@@ -311,9 +311,13 @@ profiles = st.sampled_from(
                 defaulting_type="List",
             )
         ),
-        Profile(fit=FitArgs(scoring_strategy=ScoringStrategy(ScoringStrategyType.MOST_ALLOCATED))),
         Profile(
-            fit=FitArgs(
+            fit=NodeResourcesFitArgs(
+                scoring_strategy=ScoringStrategy(ScoringStrategyType.MOST_ALLOCATED)
+            )
+        ),
+        Profile(
+            fit=NodeResourcesFitArgs(
                 scoring_strategy=ScoringStrategy(
                     ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO,
                     (ResourceSpec("cpu", 2), ResourceSpec("memory", 1), ResourceSpec(GPU, 3)),

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import default_preemption, inter_pod_affinity, pod_topology_spread
 from kubesalvo.core.preemption import (
     NOT_ELIGIBLE_NEVER,
     NOT_ELIGIBLE_TERMINATING,
@@ -257,7 +257,8 @@ def test_failure_message_counts_each_node_reason():
     assert decision.node is None
     assert decision.message == (
         "preemption: 0/3 nodes are available: 1 Insufficient cpu, "
-        f"1 {names.NO_PREEMPTION_VICTIMS}, 1 {names.PREEMPTION_NOT_HELPFUL}."
+        f"1 {default_preemption.NO_PREEMPTION_VICTIMS}, "
+        f"1 {default_preemption.PREEMPTION_NOT_HELPFUL}."
     )
     assert decision.reason_counts == {
         "Insufficient cpu": 1,
@@ -349,7 +350,7 @@ def test_affinity_to_a_victim_is_not_resolved_by_preemption():
     decision = preempt(pod("high", 10, "2", affinity=affinity), [node("n1")], pods, now=NOW)
     assert decision.node is None
     assert decision.message == (
-        f"preemption: 0/1 nodes are available: 1 {names.ERR_REASON_AFFINITY}."
+        f"preemption: 0/1 nodes are available: 1 {inter_pod_affinity.ERR_REASON_AFFINITY}."
     )
 
 
@@ -530,9 +531,9 @@ def test_incremental_counts_match_a_rebuilt_reference():
     # Every kind of outcome was met: removals that help and ones that do not.
     assert seen == {
         None,
-        (names.ERR_REASON_SPREAD_CONSTRAINTS,),
-        (names.ERR_REASON_AFFINITY,),
-        (names.ERR_REASON_EXISTING_ANTI_AFFINITY,),
+        (pod_topology_spread.ERR_REASON_SPREAD_CONSTRAINTS,),
+        (inter_pod_affinity.ERR_REASON_AFFINITY,),
+        (inter_pod_affinity.ERR_REASON_EXISTING_ANTI_AFFINITY,),
     }
 
 

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from kubesalvo.core import names
-from kubesalvo.core.profile import ScoringStrategyType, SpreadDefaulting
+from kubesalvo.core.plugins import registry
+from kubesalvo.core.plugins.default_preemption import DefaultPreemptionArgs
+from kubesalvo.core.plugins.node_resources_fit import NodeResourcesFitArgs, ScoringStrategyType
+from kubesalvo.core.plugins.pod_topology_spread import (
+    DefaultConstraint,
+    PodTopologySpreadArgs,
+    SpreadDefaulting,
+)
 from kubesalvo.sched.config import (
     DEFAULT_SCHEDULER_NAME,
     ProfileConfig,
@@ -17,12 +23,6 @@ from kubesalvo.sched.config import (
     default_config,
     load_config,
     parse_config,
-)
-from kubesalvo.sched.config.args import (
-    DefaultPreemptionArgs,
-    NodeResourcesFitArgs,
-    PodTopologySpreadArgs,
-    TopologySpreadConstraint,
 )
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -50,11 +50,11 @@ def test_default_plugins_per_extension_point_match_kube_scheduler() -> None:
     plugins = default_config().profiles[0].plugins
     assert plugins.at("queueSort") == ("PrioritySort",)
     assert plugins.at("preEnqueue") == ("SchedulingGates", "DynamicResources", "DefaultPreemption")
-    assert plugins.at("filter") == names.DEFAULT_FILTER_ORDER
+    assert plugins.at("filter") == registry.DEFAULT_FILTER_ORDER
     assert plugins.at("postFilter") == ("DynamicResources", "DefaultPreemption")
     assert plugins.at("bind") == ("DefaultBinder",)
     assert plugins.at("permit") == ()
-    assert dict(plugins.score_weights) == {**names.DEFAULT_SCORE_WEIGHTS, "VolumeBinding": 1}
+    assert dict(plugins.score_weights) == {**registry.DEFAULT_SCORE_WEIGHTS, "VolumeBinding": 1}
 
 
 def test_default_top_level_values() -> None:
@@ -93,7 +93,7 @@ def test_default_args_are_kube_schedulers() -> None:
     spread = profile.args["PodTopologySpread"]
     assert isinstance(spread, PodTopologySpreadArgs)
     assert spread.defaulting_type == "System"
-    assert [c.topology_key for c in spread.effective_default_constraints] == [
+    assert [c.topology_key for c in spread.effective_constraints] == [
         "kubernetes.io/hostname",
         "topology.kubernetes.io/zone",
     ]
@@ -103,7 +103,7 @@ def test_default_args_are_kube_schedulers() -> None:
 def test_default_config_builds_the_core_default_profile() -> None:
     core = default_config().profiles[0].core
     assert core.scheduler_name == "kubesalvo"
-    assert core.filters == names.DEFAULT_FILTER_ORDER
+    assert core.filters == registry.DEFAULT_FILTER_ORDER
     assert core.fit.scoring_strategy.type is ScoringStrategyType.LEAST_ALLOCATED
 
 
@@ -383,7 +383,7 @@ def test_pod_topology_spread_list_defaulting() -> None:
     )
     spread = profile.args["PodTopologySpread"]
     assert isinstance(spread, PodTopologySpreadArgs)
-    assert spread.default_constraints[0] == TopologySpreadConstraint(
+    assert spread.default_constraints[0] == DefaultConstraint(
         2, "topology.kubernetes.io/zone", "DoNotSchedule", 3, "Ignore", "Honor", ("app",)
     )
     assert profile.core.spread.defaulting_type is SpreadDefaulting.LIST
@@ -521,3 +521,13 @@ def test_describe_lists_notes_then_each_profiles_plugins() -> None:
     assert "  queueSort: PrioritySort" in lines
     assert "  NodeResourcesFit scoring: LeastAllocated (cpu=1, memory=1)" in lines
     assert not any(line.startswith("  permit") for line in lines)
+
+
+def test_every_plugin_with_an_args_model_has_a_reader_and_no_other() -> None:
+    from kubesalvo.core.plugins import registry
+    from kubesalvo.sched.config.args import ARGS_DECODERS, default_args
+
+    assert set(ARGS_DECODERS) == set(registry.ARGS)
+    for plugin, model in registry.ARGS.items():
+        # The reader's defaults are the model's own: one args model, not two.
+        assert default_args(plugin) == model()

@@ -532,3 +532,13 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
         load_config(path)
     assert str(path) in str(info.value)
     assert info.value.paths == ["parallelism"]
+
+
+def test_a_plugin_with_the_generic_args_reader_reports_its_models_problems() -> None:
+    # NodePool (core/plugins/node_pool.py) has no reader of its own in sched/config/args.py.
+    e = error_at(plugin_args("NodePool", "{label: 'not a/label/key'}"), f"{ARGS}.label")
+    assert e.kind is ErrorKind.INVALID and e.value == "not a/label/key"
+    e = error_at(plugin_args("NodePool", "{labels: x}"), f"{ARGS}.labels")
+    assert e.kind is ErrorKind.UNKNOWN_FIELD and e.accepted == ("apiVersion", "kind", "label")
+    e = error_at(plugin_args("NodePool", "{label: 3}"), f"{ARGS}.label")
+    assert "string" in e.detail

@@ -18,8 +18,8 @@ from kubesalvo.sched.informers.models import ReplicaSet, Service, StatefulSet
 from kubesalvo.sched.informers.store import ADDED, DELETED, MODIFIED, Change
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from tests.helpers.deploy import bind_rules, service_account_token, token_kubeconfig
+from tests.sched.cycle.test_burst import own_node, toleration
 from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, settled
-from tests.sched.test_cycle import own_node, toleration
 
 SERVICE = b"""{"kind": "Service", "apiVersion": "v1",
   "metadata": {"name": "web", "namespace": "a", "uid": "s1", "resourceVersion": "5",

@@ -14,13 +14,13 @@ from kubesalvo.sched.queue import (
     NODE_ADD,
     ActionType,
     ClusterEvent,
+    EventResource,
     QueueName,
-    Resource,
     SchedulingQueue,
     node_update_events,
     pod_update_events,
 )
-from kubesalvo.sched.queue.events import PLUGIN_EVENTS
+from kubesalvo.sched.queue.cluster_events import PLUGIN_EVENTS
 from tests.helpers.queue import make_pod, make_queue, names_of
 
 
@@ -40,9 +40,9 @@ def node(labels: dict[str, str] | None = None, **spec: Any) -> models.Node:
     )
 
 
-NODE_LABEL = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL)
-NODE_TAINT = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT)
-NODE_CONDITION = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_CONDITION)
+NODE_LABEL = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)
+NODE_TAINT = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)
+NODE_CONDITION = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_CONDITION)
 
 
 def test_node_added_brings_back_pods_that_did_not_fit() -> None:
@@ -101,7 +101,7 @@ def test_any_of_several_rejecting_plugins_is_enough() -> None:
     q, clock = make_queue()
     park(q, make_pod("a"), "NodeAffinity", "NodeResourcesFit")
     clock.step(60)
-    q.on_event(ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE))
+    q.on_event(ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE))
     assert q.where("uid-a") is QueueName.ACTIVE
 
 
@@ -157,7 +157,7 @@ def test_wildcard_event_moves_every_parked_pod() -> None:
     park(q, make_pod("a"), "NodeAffinity")
     park(q, make_pod("b"), "NodePorts")
     clock.step(60)
-    assert q.on_event(ClusterEvent(Resource.WILDCARD, ActionType.ALL)) == 2
+    assert q.on_event(ClusterEvent(EventResource.WILDCARD, ActionType.ALL)) == 2
 
 
 def test_event_during_the_attempt_sends_the_failed_pod_back_to_backoff() -> None:
@@ -308,9 +308,9 @@ def test_pod_update_events_name_what_changed() -> None:
 
 
 def test_every_default_filter_plugin_registers_events() -> None:
-    from kubesalvo.core import names
+    from kubesalvo.core.plugins import registry
 
-    for plugin in names.DEFAULT_FILTER_ORDER:
+    for plugin in registry.DEFAULT_FILTER_ORDER:
         assert PLUGIN_EVENTS.get(plugin), plugin
 
 
@@ -384,33 +384,3 @@ def test_random_operations_keep_every_pod_in_exactly_one_place() -> None:
             assert len({key for key, _, _ in listing}) == len(listing) == len(q)
             for _, where, qp in listing:
                 assert q.where(qp.key) is where
-
-
-def test_failure_reasons_map_to_the_plugins_that_give_them() -> None:
-    from kubesalvo.core import names
-    from kubesalvo.sched.queue import rejecting_plugins
-
-    reasons = {
-        "Insufficient cpu": 3,
-        "Insufficient nvidia.com/gpu": 1,
-        "Too many pods": 1,
-        "node(s) had untolerated taint(s)": 2,
-        "node(s) didn't match Pod's node affinity/selector": 4,
-        "node(s) didn't match pod topology spread constraints": 1,
-        "node(s) didn't satisfy existing pods anti-affinity rules": 1,
-        names.prefilter_narrowing_reason(["NodeAffinity", "NodePorts"]): 5,
-        names.gang_reason("default/job", 2, 4): 1,
-        "something kubesalvo has never heard of": 1,
-    }
-    assert rejecting_plugins(reasons) == {
-        "NodeResourcesFit",
-        "TaintToleration",
-        "NodeAffinity",
-        "PodTopologySpread",
-        "InterPodAffinity",
-        "NodePorts",
-        "Coscheduling",
-    }
-    assert rejecting_plugins(["unknown"]) == frozenset()
-    parsing = names.PARSING_POD + "requiredAntiAffinityTerms: invalid selector"
-    assert rejecting_plugins([parsing]) == {"InterPodAffinity"}

@@ -10,8 +10,8 @@ from kubesalvo.sched.queue import (
     NODE_ADD,
     ActionType,
     ClusterEvent,
+    EventResource,
     QueueName,
-    Resource,
 )
 from kubesalvo.sched.queue.hints import (
     fit_hint,
@@ -23,7 +23,7 @@ from kubesalvo.sched.queue.hints import (
 )
 from tests.helpers.queue import make_queue
 
-NODE_UPDATE = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE)
+NODE_UPDATE = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_ALLOCATABLE)
 
 
 def pod(
@@ -97,7 +97,7 @@ def test_node_affinity_queues_for_a_node_that_starts_matching() -> None:
     p = pod(node_selector={"pool": "gpu"})
     assert node_affinity_hint(p, NODE_ADD, None, node(labels={"pool": "gpu"}))
     assert not node_affinity_hint(p, NODE_ADD, None, node(labels={"pool": "cpu"}))
-    relabel = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL)
+    relabel = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)
     cpu, gpu = node(labels={"pool": "cpu"}), node(labels={"pool": "gpu"})
     assert node_affinity_hint(p, relabel, cpu, gpu)
     # Matched before and after: the change is not what kept the pod out.
@@ -112,12 +112,12 @@ def test_taint_toleration_queues_when_the_pod_tolerates_the_node() -> None:
     assert taint_toleration_hint(tolerant, NODE_ADD, None, tainted)
     soft = node(taints=[models.Taint(key="x", effect="PreferNoSchedule")])
     assert taint_toleration_hint(pod(), NODE_ADD, None, soft)
-    taint_update = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT)
+    taint_update = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)
     assert taint_toleration_hint(pod(), taint_update, tainted, node())
 
 
 def test_node_unschedulable_queues_for_uncordoned_nodes() -> None:
-    cordon = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT)
+    cordon = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_TAINT)
     assert not node_unschedulable_hint(pod(), NODE_ADD, None, node(unschedulable=True))
     assert node_unschedulable_hint(pod(), cordon, node(unschedulable=True), node())
     assert not node_unschedulable_hint(pod(), cordon, node(), node(labels={"a": "b"}))
@@ -151,8 +151,8 @@ def test_a_failing_hint_retries_the_pod() -> None:
     assert q.on_event(NODE_ADD, None, node()) == 1
 
 
-POD_ADD = ClusterEvent(Resource.POD, ActionType.ADD)
-POD_LABEL = ClusterEvent(Resource.POD, ActionType.UPDATE_POD_LABEL)
+POD_ADD = ClusterEvent(EventResource.POD, ActionType.ADD)
+POD_LABEL = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_LABEL)
 
 
 def other(
@@ -251,7 +251,7 @@ def test_pod_topology_spread_queues_for_nodes_with_its_topology_keys() -> None:
     zoned = node(labels={"topology.kubernetes.io/zone": "a"})
     assert pod_topology_spread_hint(web, NODE_ADD, None, zoned)
     assert not pod_topology_spread_hint(web, NODE_ADD, None, node())
-    relabel = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL)
+    relabel = ClusterEvent(EventResource.NODE, ActionType.UPDATE_NODE_LABEL)
     moved = node(labels={"topology.kubernetes.io/zone": "b"})
     assert pod_topology_spread_hint(web, relabel, zoned, moved)
     other_label = node(labels={"topology.kubernetes.io/zone": "a", "x": "y"})

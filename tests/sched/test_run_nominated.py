@@ -27,8 +27,7 @@ from kubesalvo.sched.informers.models import Pod
 from kubesalvo.sched.queue import QueueName, SchedulingQueue
 from tests.helpers.objects import priority_class
 from tests.sched import test_app
-from tests.sched.test_app import delete_pods, list_objects, pod_scheduled, settled
-from tests.sched.test_cycle import (
+from tests.sched.cycle.test_burst import (
     TAINT_KEY,
     cpu_request,
     fed_cache,
@@ -36,6 +35,7 @@ from tests.sched.test_cycle import (
     own_node,
     toleration,
 )
+from tests.sched.test_app import delete_pods, list_objects, pod_scheduled, settled
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,8 @@
 """NodeResourcesBalancedAllocation and ImageLocality."""
 
-from kubesalvo.core.profile import BalancedAllocationArgs, Profile, ResourceSpec
+from kubesalvo.core.plugins.balanced_allocation import NodeResourcesBalancedAllocationArgs
+from kubesalvo.core.plugins.framework import ResourceSpec
+from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.reference.image_locality import normalized_image_name
 
@@ -22,7 +24,7 @@ def test_balanced_allocation_is_one_minus_half_the_difference_for_two_resources(
 
 def test_balanced_allocation_uses_the_standard_deviation_for_more_resources():
     resources = tuple(ResourceSpec(r) for r in ("cpu", "memory", "ephemeral-storage"))
-    profile = Profile(balanced_allocation=BalancedAllocationArgs(resources))
+    profile = Profile(balanced_allocation=NodeResourcesBalancedAllocationArgs(resources))
     ref = ReferenceScheduler(
         [node("n", cpu="4", memory="8Gi", **{"ephemeral-storage": "100Gi"})], profile=profile
     )

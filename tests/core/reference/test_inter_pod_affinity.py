@@ -1,7 +1,8 @@
 """InterPodAffinity: required affinity and anti-affinity (both sides), namespaces, score."""
 
-from kubesalvo.core import names
-from kubesalvo.core.profile import InterPodAffinityArgs, Profile
+from kubesalvo.core.plugins import inter_pod_affinity
+from kubesalvo.core.plugins.inter_pod_affinity import InterPodAffinityArgs
+from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 
 from .builders import node, pod, zones
@@ -41,9 +42,9 @@ def test_required_affinity_needs_a_matching_pod_in_the_domain():
     ref = ReferenceScheduler(NODES, [DB])
     p = app_pod("web", "web", affinity=affinity("podAffinity", term("db")))
     assert ref.filter(p) == {
-        "z0-0": [names.ERR_REASON_AFFINITY],
+        "z0-0": [inter_pod_affinity.ERR_REASON_AFFINITY],
         "z1-0": [],
-        "z2-0": [names.ERR_REASON_AFFINITY],
+        "z2-0": [inter_pod_affinity.ERR_REASON_AFFINITY],
     }
 
 
@@ -63,7 +64,7 @@ def test_the_first_pod_of_a_self_affine_group_may_go_anywhere_with_the_key():
 def test_required_anti_affinity_keeps_away_from_matching_pods():
     ref = ReferenceScheduler(NODES, [DB])
     p = app_pod("web", "web", affinity=affinity("podAntiAffinity", term("db")))
-    assert ref.filter(p)["z1-0"] == [names.ERR_REASON_ANTI_AFFINITY]
+    assert ref.filter(p)["z1-0"] == [inter_pod_affinity.ERR_REASON_ANTI_AFFINITY]
     assert feasible(ref, p) == ["z0-0", "z2-0"]
 
 
@@ -72,7 +73,9 @@ def test_existing_pods_anti_affinity_keeps_matching_pods_away():
         "guard", "guard", "z0-0", affinity=affinity("podAntiAffinity", term("web", HOST))
     )
     ref = ReferenceScheduler(NODES, [guard])
-    assert ref.filter(app_pod("web", "web"))["z0-0"] == [names.ERR_REASON_EXISTING_ANTI_AFFINITY]
+    assert ref.filter(app_pod("web", "web"))["z0-0"] == [
+        inter_pod_affinity.ERR_REASON_EXISTING_ANTI_AFFINITY
+    ]
     assert feasible(ref, app_pod("api", "api")) == ["z0-0", "z1-0", "z2-0"]
 
 
@@ -86,7 +89,7 @@ def test_affinity_is_checked_before_anti_affinity():
             **affinity("podAntiAffinity", term("db")),
         },
     )
-    assert ref.filter(p)["z1-0"] == [names.ERR_REASON_AFFINITY]
+    assert ref.filter(p)["z1-0"] == [inter_pod_affinity.ERR_REASON_AFFINITY]
 
 
 def test_terms_look_in_the_pods_namespace_unless_told_otherwise():
@@ -132,7 +135,7 @@ def test_existing_anti_affinity_selects_namespaces_by_the_incoming_pods_namespac
     ]
     ref = ReferenceScheduler(NODES, [guard], namespaces)
     assert ref.filter(app_pod("web", "web", namespace="prod"))["z0-0"] == [
-        names.ERR_REASON_EXISTING_ANTI_AFFINITY
+        inter_pod_affinity.ERR_REASON_EXISTING_ANTI_AFFINITY
     ]
     assert ref.filter(app_pod("web", "web", namespace="dev"))["z0-0"] == []
 

@@ -6,7 +6,7 @@ as PodTopologySpread, InterPodAffinity and the framework wrap them.
 
 from dataclasses import replace
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import names
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from tests.core.reference.builders import node, pod, zones

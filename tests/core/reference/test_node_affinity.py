@@ -2,8 +2,9 @@
 
 import pytest
 
-from kubesalvo.core import names
-from kubesalvo.core.profile import NodeAffinityArgs, Profile
+from kubesalvo.core.plugins import framework, names, node_affinity
+from kubesalvo.core.plugins.node_affinity import NodeAffinityArgs
+from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import PodInvalid, ReferenceScheduler
 
 from .builders import node, pod
@@ -97,7 +98,7 @@ def test_node_selector_and_required_affinity_must_both_hold():
 def test_match_fields_on_metadata_name_narrow_the_nodes_in_prefilter():
     p = pod(affinity=required({"matchFields": [expr("metadata.name", "In", "large")]}))
     ref = ReferenceScheduler(NODES)
-    narrowed = names.prefilter_narrowing_reason([names.NODE_AFFINITY])
+    narrowed = framework.prefilter_narrowing_reason([names.NODE_AFFINITY])
     assert ref.filter(p) == {
         "small": [narrowed],
         "large": [],
@@ -149,10 +150,10 @@ def test_added_affinity_is_enforced_first_with_its_own_reason():
     ref = ReferenceScheduler(NODES, profile=profile)
     reasons = ref.filter(pod(nodeSelector={"size": "big"}))
     assert reasons == {
-        "small": [names.ERR_REASON_NODE_AFFINITY],
-        "large": [names.ERR_REASON_NODE_AFFINITY],
-        "odd": [names.ERR_REASON_ENFORCED_NODE_AFFINITY],
-        "bare": [names.ERR_REASON_ENFORCED_NODE_AFFINITY],
+        "small": [node_affinity.ERR_REASON_NODE_AFFINITY],
+        "large": [node_affinity.ERR_REASON_NODE_AFFINITY],
+        "odd": [node_affinity.ERR_REASON_ENFORCED_NODE_AFFINITY],
+        "bare": [node_affinity.ERR_REASON_ENFORCED_NODE_AFFINITY],
     }
 
 

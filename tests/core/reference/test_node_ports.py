@@ -2,7 +2,7 @@
 
 import pytest
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import node_ports
 from kubesalvo.core.reference import ReferenceScheduler
 
 from .builders import node, pod
@@ -35,11 +35,11 @@ def test_host_port_conflicts(existing, wanted, conflict):
     ref = ReferenceScheduler([node("n")], [placed])
     ip, protocol, port = wanted
     reasons = ref.filter(with_port("new", port, protocol, ip))["n"]
-    assert reasons == ([names.ERR_REASON_NODE_PORTS] if conflict else [])
+    assert reasons == ([node_ports.ERR_REASON_NODE_PORTS] if conflict else [])
 
 
 def test_assumed_pods_take_their_ports():
     ref = ReferenceScheduler([node("a"), node("b")])
     placed = ref.place_burst([with_port("p1", 8080), with_port("p2", 8080), with_port("p3", 8080)])
     assert sorted(r.node or "-" for r in placed) == ["-", "a", "b"]
-    assert placed[2].reason_counts == {names.ERR_REASON_NODE_PORTS: 2}
+    assert placed[2].reason_counts == {node_ports.ERR_REASON_NODE_PORTS: 2}

@@ -1,7 +1,13 @@
 """NodeResourcesFit: the filter's reasons and the three scoring strategies."""
 
-from kubesalvo.core import names
-from kubesalvo.core.profile import FitArgs, Profile, ResourceSpec, ScoringStrategy, ShapePoint
+from kubesalvo.core.plugins import node_resources_fit
+from kubesalvo.core.plugins.framework import ResourceSpec
+from kubesalvo.core.plugins.node_resources_fit import (
+    NodeResourcesFitArgs,
+    ScoringStrategy,
+    ShapePoint,
+)
+from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 
 from .builders import node, pod
@@ -41,9 +47,9 @@ def test_finished_pods_and_pods_on_unknown_nodes_take_nothing():
 def test_too_many_pods_comes_first_and_applies_to_empty_requests():
     nodes = [node("n", pods="1")]
     ref = ReferenceScheduler(nodes, [pod("b", node_name="n")])
-    assert ref.filter(pod()) == {"n": [names.ERR_REASON_TOO_MANY_PODS]}
+    assert ref.filter(pod()) == {"n": [node_resources_fit.ERR_REASON_TOO_MANY_PODS]}
     assert ref.filter(pod(requests={"cpu": "8"})) == {
-        "n": [names.ERR_REASON_TOO_MANY_PODS, "Insufficient cpu"]
+        "n": [node_resources_fit.ERR_REASON_TOO_MANY_PODS, "Insufficient cpu"]
     }
 
 
@@ -61,13 +67,14 @@ def test_ignored_resources_and_groups_are_not_checked():
     nodes = [node("plain")]
     p = pod(requests={"example.com/foo": "1", "vendor.io/bar": "1"})
     ref = ReferenceScheduler(
-        nodes, profile=Profile(fit=FitArgs(ignored_resources=frozenset({"example.com/foo"})))
+        nodes,
+        profile=Profile(fit=NodeResourcesFitArgs(ignored_resources=frozenset({"example.com/foo"}))),
     )
     assert ref.filter(p) == {"plain": ["Insufficient vendor.io/bar"]}
     ref = ReferenceScheduler(
         nodes,
         profile=Profile(
-            fit=FitArgs(
+            fit=NodeResourcesFitArgs(
                 ignored_resources=frozenset({"example.com/foo"}),
                 ignored_resource_groups=frozenset({"vendor.io"}),
             )
@@ -97,7 +104,7 @@ def test_sidecars_count_beside_the_containers():
 
 
 def fit_scores(nodes, p, strategy=None, bound=()):
-    profile = Profile(fit=FitArgs(scoring_strategy=strategy or ScoringStrategy()))
+    profile = Profile(fit=NodeResourcesFitArgs(scoring_strategy=strategy or ScoringStrategy()))
     return {
         n: s["NodeResourcesFit"]
         for n, s in ReferenceScheduler(nodes, bound, profile=profile).scores(p).items()

@@ -1,6 +1,6 @@
 """NodeUnschedulable and NodeName."""
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import node_name, node_unschedulable, taint_toleration
 from kubesalvo.core.reference import ReferenceScheduler
 
 from .builders import node, pod
@@ -8,7 +8,7 @@ from .builders import node, pod
 
 def test_cordoned_nodes_refuse_pods_unless_they_tolerate_the_unschedulable_taint():
     ref = ReferenceScheduler([node("open"), node("cordoned", unschedulable=True)])
-    assert ref.filter(pod())["cordoned"] == [names.ERR_REASON_UNSCHEDULABLE]
+    assert ref.filter(pod())["cordoned"] == [node_unschedulable.ERR_REASON_UNSCHEDULABLE]
     tolerant = pod(
         tolerations=[
             {
@@ -24,7 +24,7 @@ def test_cordoned_nodes_refuse_pods_unless_they_tolerate_the_unschedulable_taint
 
 def test_node_name_fits_only_the_named_node():
     ref = ReferenceScheduler([node("a"), node("b")])
-    assert ref.filter(pod(node_name="b")) == {"a": [names.ERR_REASON_NODE_NAME], "b": []}
+    assert ref.filter(pod(node_name="b")) == {"a": [node_name.ERR_REASON_NODE_NAME], "b": []}
 
 
 def test_filters_report_only_the_first_failing_plugin_in_profile_order():
@@ -34,8 +34,8 @@ def test_filters_report_only_the_first_failing_plugin_in_profile_order():
     ref = ReferenceScheduler([bad, tainted_small, node("small", cpu="1")])
     result = ref.schedule(pod(requests={"cpu": "2"}))
     assert result.reason_counts == {
-        names.ERR_REASON_UNSCHEDULABLE: 1,
-        names.ERR_REASON_UNTOLERATED_TAINT: 1,
+        node_unschedulable.ERR_REASON_UNSCHEDULABLE: 1,
+        taint_toleration.ERR_REASON_UNTOLERATED_TAINT: 1,
         "Insufficient cpu": 1,
     }
     assert result.message == (

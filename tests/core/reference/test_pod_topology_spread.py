@@ -1,7 +1,8 @@
 """PodTopologySpread: hard constraints (skew, minDomains, policies) and the soft score."""
 
-from kubesalvo.core import names
-from kubesalvo.core.profile import DefaultConstraint, Profile, SpreadArgs
+from kubesalvo.core.plugins import framework, pod_topology_spread
+from kubesalvo.core.plugins.pod_topology_spread import DefaultConstraint, PodTopologySpreadArgs
+from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 
 from .builders import node, pod, zones
@@ -47,8 +48,8 @@ def test_nodes_without_the_topology_key_fail_as_unresolvable():
     nodes = [*zones(1, 1), node("nozone")]
     ref = ReferenceScheduler(nodes)
     p = pod(labels={"app": "web"}, topologySpreadConstraints=[spread()])
-    assert ref.filter(p)["nozone"] == [names.ERR_REASON_SPREAD_MISSING_LABEL]
-    assert ref.evaluate(p).statuses["nozone"].code is names.Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert ref.filter(p)["nozone"] == [pod_topology_spread.ERR_REASON_SPREAD_MISSING_LABEL]
+    assert ref.evaluate(p).statuses["nozone"].code is framework.Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
 def test_min_domains_makes_the_minimum_zero_while_domains_are_missing():
@@ -119,9 +120,9 @@ def test_the_first_failing_constraint_gives_the_reason():
     ref = ReferenceScheduler(nodes, [web("a", "z0-0"), web("b", "z0-0")])
     p = pod(labels={"app": "web"}, topologySpreadConstraints=[spread(), spread(key="rack")])
     assert ref.filter(p) == {
-        "z0-0": [names.ERR_REASON_SPREAD_CONSTRAINTS],
+        "z0-0": [pod_topology_spread.ERR_REASON_SPREAD_CONSTRAINTS],
         "z1-0": [],
-        "nozone": [names.ERR_REASON_SPREAD_MISSING_LABEL],
+        "nozone": [pod_topology_spread.ERR_REASON_SPREAD_MISSING_LABEL],
     }
 
 
@@ -131,7 +132,10 @@ def test_only_nodes_with_every_constraints_key_form_domains():
     nodes[0]["metadata"]["labels"]["rack"] = "r0"
     ref = ReferenceScheduler(nodes, [web("a", "z0-0"), web("b", "z0-0")])
     p = pod(labels={"app": "web"}, topologySpreadConstraints=[spread(), spread(key="rack")])
-    assert ref.filter(p) == {"z0-0": [], "z1-0": [names.ERR_REASON_SPREAD_MISSING_LABEL]}
+    assert ref.filter(p) == {
+        "z0-0": [],
+        "z1-0": [pod_topology_spread.ERR_REASON_SPREAD_MISSING_LABEL],
+    }
 
 
 def spread_scores(ref, p):
@@ -187,7 +191,7 @@ def test_system_default_constraints_use_the_owning_replicaset_selector():
 
 def test_list_defaulting_applies_the_profiles_constraints_and_can_be_hard():
     profile = Profile(
-        spread=SpreadArgs(
+        spread=PodTopologySpreadArgs(
             default_constraints=(DefaultConstraint(1, ZONE, "DoNotSchedule"),),
             defaulting_type="List",
         )

@@ -5,9 +5,9 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesalvo.core import names
 from kubesalvo.core.gang import group_minimums
 from kubesalvo.core.label_selectors import pod_affinity_error
+from kubesalvo.core.plugins import coscheduling, framework
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.resources import pod_requests
 
@@ -74,7 +74,7 @@ def test_a_burst_never_overcommits_and_gangs_are_all_or_nothing(cluster, burst):
             assert all(r.rolled_back or r.reason_counts for r in members)
     for result in results:
         if result.rolled_back:
-            assert names.ERR_REASON_GANG_MIN_AVAILABLE in result.message
+            assert coscheduling.ERR_REASON_GANG_MIN_AVAILABLE in result.message
 
 
 # Selectors apimachinery refuses (old objects can still carry them).
@@ -137,7 +137,7 @@ def test_an_incoming_pod_with_an_invalid_selector_fails_as_its_plugin_says(clust
     if where == "term":
         _add_invalid_term(data.draw, bad["spec"], *data.draw(st.sampled_from(_SECTIONS)))
         error = pod_affinity_error(bad["spec"])
-        expected = names.fit_error_message(
+        expected = framework.fit_error_message(
             len(nodes), {}, prefilter_message=f"parsing pod: {error}"
         )
         assert ref.schedule(bad).message == expected

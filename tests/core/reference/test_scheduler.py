@@ -2,8 +2,8 @@
 
 import pytest
 
-from kubesalvo.core import names
 from kubesalvo.core.gang import GroupKey
+from kubesalvo.core.plugins import coscheduling
 from kubesalvo.core.reference import PodInvalid, ReferenceScheduler
 
 from .builders import node, pod
@@ -75,7 +75,7 @@ def test_a_gang_below_its_minimum_is_rolled_back_entirely():
     gang_results = results[:5]
     assert all(r.node is None for r in gang_results)
     assert [r.rolled_back for r in gang_results] == [True, True, True, True, False]
-    reason = names.gang_reason("default/train", 4, 5)
+    reason = coscheduling.gang_reason("default/train", 4, 5)
     assert gang_results[0].message == f"0/2 nodes are available: {reason}."
     assert gang_results[4].message == "0/2 nodes are available: 2 Insufficient cpu."
     # the capacity the gang held is free again for the next pod

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kubesalvo.core import names
+from kubesalvo.core.plugins import taint_toleration
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.reference.framework import tolerates
 
@@ -44,8 +44,8 @@ def test_untolerated_no_schedule_and_no_execute_taints_filter_but_prefer_does_no
     ref = ReferenceScheduler(nodes)
     assert ref.filter(pod()) == {
         "plain": [],
-        "noschedule": [names.ERR_REASON_UNTOLERATED_TAINT],
-        "noexecute": [names.ERR_REASON_UNTOLERATED_TAINT],
+        "noschedule": [taint_toleration.ERR_REASON_UNTOLERATED_TAINT],
+        "noexecute": [taint_toleration.ERR_REASON_UNTOLERATED_TAINT],
         "prefer": [],
     }
 

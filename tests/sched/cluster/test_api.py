@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesalvo.sched.cluster.api import Matching, Resource, is_ready, pod_running
+from kubesalvo.sched.cluster.api import ApiResource, Matching, is_ready, pod_running
 
 
 def node(name: str, ready: str) -> dict[str, Any]:
@@ -15,12 +15,12 @@ def node(name: str, ready: str) -> dict[str, Any]:
 
 
 def test_resource_paths_for_core_grouped_and_namespaced_kinds() -> None:
-    assert Resource("v1", "nodes", False).collection(None) == "/api/v1/nodes"
-    assert Resource("v1", "pods", True).collection("ns") == "/api/v1/namespaces/ns/pods"
-    assert Resource("apps/v1", "deployments", True).collection(None) == (
+    assert ApiResource("v1", "nodes", False).collection(None) == "/api/v1/nodes"
+    assert ApiResource("v1", "pods", True).collection("ns") == "/api/v1/namespaces/ns/pods"
+    assert ApiResource("apps/v1", "deployments", True).collection(None) == (
         "/apis/apps/v1/namespaces/default/deployments"
     )
-    assert Resource("scheduling.k8s.io/v1", "priorityclasses", False).collection("x") == (
+    assert ApiResource("scheduling.k8s.io/v1", "priorityclasses", False).collection("x") == (
         "/apis/scheduling.k8s.io/v1/priorityclasses"
     )
 

@@ -16,9 +16,9 @@ import pytest
 
 from kubesalvo.sched.config import default_config, parse_config
 from kubesalvo.sched.events import EventRecorder
-from tests.sched.test_cycle import events_of, get_pod
-from tests.sched.test_cycle_preemption_background import Setup, until
-from tests.sched.test_cycle_preemption_background import classes as classes  # the fixture
+from tests.sched.cycle.test_burst import events_of, get_pod
+from tests.sched.cycle.test_preemption_background import Setup, until
+from tests.sched.cycle.test_preemption_background import classes as classes  # the fixture
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The burst cycle's preemption picture (``cycle._decide``), without the API server.
+"""The burst cycle's preemption picture (``cycle.post_filter.decide``), without the API server.
 
 The picture is made of the informers' decoded objects: a pod the cache holds as assumed
 (its bind still in flight, so the store shows no node) must count on its assumed node, and
@@ -16,7 +16,7 @@ import msgspec
 
 from kubesalvo.core.preemption import PreemptionArgs
 from kubesalvo.core.profile import Profile
-from kubesalvo.sched.cycle import ClusterObjects, _decide
+from kubesalvo.sched.cycle.post_filter import ClusterObjects, decide
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.informers.models import Node, Pod
 
@@ -59,7 +59,7 @@ def test_an_assumed_pod_counts_on_its_assumed_node_and_can_be_a_victim():
     objects = ClusterObjects(
         nodes=[node("a", "2")], pods=[low, high], assumed={low.metadata.uid: "a"}
     )
-    [decision] = _decide(objects, [to_api_dict(high)], Profile(), PreemptionArgs())
+    [decision] = decide(objects, [to_api_dict(high)], Profile(), PreemptionArgs())
     assert decision.node == "a"
     assert victims(decision) == ["low"]
     assert decision.nominated_node_name == "a"
@@ -69,7 +69,7 @@ def test_without_the_assumption_the_node_looks_free_and_nothing_is_evicted():
     low = pod("low", "2", 10)
     high = pod("high", "1", 1000)
     objects = ClusterObjects(nodes=[node("a", "2")], pods=[low, high])
-    [decision] = _decide(objects, [to_api_dict(high)], Profile(), PreemptionArgs())
+    [decision] = decide(objects, [to_api_dict(high)], Profile(), PreemptionArgs())
     assert decision.node is None and decision.victims == []
 
 
@@ -78,7 +78,7 @@ def test_each_decision_of_a_burst_sees_the_previous_ones():
     first, second = pod("first", "1", 1000), pod("second", "1", 1000)
     objects = ClusterObjects(nodes=[node("a", "2")], pods=[*lows, first, second])
     pending = [to_api_dict(first), to_api_dict(second)]
-    one, two = _decide(objects, pending, Profile(), PreemptionArgs())
+    one, two = decide(objects, pending, Profile(), PreemptionArgs())
     assert one.node == "a" and two.node == "a"
     # The second evicts the other low pod: the first's victim is gone and its room is
     # held by the first, now nominated there.
@@ -92,7 +92,7 @@ def test_a_never_pod_is_not_eligible_and_the_others_of_its_burst_still_preempt()
     pending = [to_api_dict(never), to_api_dict(high)]
     pending[0]["spec"]["preemptionPolicy"] = "Never"
     objects = ClusterObjects(nodes=[node("a", "2")], pods=[*lows, never, high])
-    refused, chosen = _decide(objects, pending, Profile(), PreemptionArgs())
+    refused, chosen = decide(objects, pending, Profile(), PreemptionArgs())
     assert refused.node is None and refused.victims == []
     assert refused.message == "preemption: not eligible due to preemptionPolicy=Never."
     assert refused.nominated_node_name is None
@@ -103,7 +103,7 @@ def test_replicas_that_can_evict_nothing_all_get_the_dry_runs_answer():
     highs = [pod(f"high-{i}", "1", 1000, "a") for i in range(2)]
     replicas = [pod(f"r-{i}", "1", 10) for i in range(5)]
     objects = ClusterObjects(nodes=[node("a", "2")], pods=[*highs, *replicas])
-    decisions = _decide(objects, [to_api_dict(r) for r in replicas], Profile(), PreemptionArgs())
+    decisions = decide(objects, [to_api_dict(r) for r in replicas], Profile(), PreemptionArgs())
     expected = (
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     )

@@ -1,105 +1,52 @@
-"""The burst cycle: pending pods -> one kernel call per profile -> assumed -> binds in flight.
-
-One task runs the loop. When the queue has ready pods it waits a short gathering window
-(``burstGatheringWindow``) so that pods created together land in one burst, pops every ready
-pod (at most ``maxBurstPods`` per profile), and per profile runs ``place_burst`` in a worker
-thread (``asyncio.to_thread``; the kernel releases the GIL), so the event loop keeps reading
-watches and sending the binds of earlier bursts meanwhile. The cache is frozen while the
-kernel runs (see ``cache``); the placements are committed into the state by the kernel
-and recorded as assumed before any other change is applied. Each placed pod's bind is
-handed to the binder at once and the loop goes on to the next burst without waiting.
-
-How each pod's attempt ends:
-
-* placed and bound: ``Scheduled`` event, the queue is done with it, the cache waits for
-  the watch to confirm it;
-* placed, bind moot (pod gone, recreated or bound by someone else): forgotten;
-* placed, bind failed: forgotten, ``FailedScheduling`` with the error, requeued with the
-  error backoff; a replica that lost its lease requeues silently (the leader owns events);
-* not placed: ``FailedScheduling`` event and PodScheduled=False (reason Unschedulable)
-  with kube-scheduler's text, parked in the queue with the plugins that rejected it;
-* not placed because a plugin failed the attempt with an error (``PlacementResult.errors``):
-  ``FailedScheduling`` with the error and PodScheduled=False (reason SchedulerError), no
-  PostFilter, requeued with the error backoff.
-
-Preemption (DefaultPreemption as the profile's postFilter, and a ``cluster`` view given)
-runs off the burst path: the burst's pods that fit nowhere (gang members rolled back
-excepted) become one job for a background task that takes the jobs one at a time, in
-burst order, while the loop goes on with the next bursts; the job's pods stay in flight
-in the queue meanwhile, so no burst takes them again before they are reported. Each pod
-gets one decision against one picture of the cluster made when the job starts
-(``core.preemption``: the informers' pods, assumed ones on their assumed node; each
-decision is committed to the picture so that the next pod of the job sees its victims
-gone and its nomination). The decisions run in a worker thread; then each is written
-(``sched.preemption.execute``: victims marked and deleted, Preempted events,
-``nominatedNodeName`` set) and the pod is reported and parked as unschedulable with the
-post-filter text appended. The victims' deletions come back through the pod watch, take
-their room off the cache and re-activate the pod (ASSIGNED_POD_DELETE); a pod whose
-nominated node still has victims terminating is not eligible and just waits. A failed
-write backs the pod off as an error. Losing the lease drops the queued jobs (their pods
-go back to the queue silently) and the running one writes nothing more; shutdown does
-the same and waits (up to the drain timeout) for the running job to finish the writes
-it started. The cache is not touched by preemption: the burst's assumptions were
-recorded before it starts, and only the watch changes what the state counts.
-
-Nominated pods (kube-scheduler's nominator, kept by the queue): a pending pod nominated
-to a node by a preemption holds its room there against pods of lower or equal priority;
-pods of higher priority do not see it. Before the kernel runs, the nominated pods the
-queue holds outside the burst are assumed on their nodes, the burst is cut where the set
-of rooms its pods must respect changes (``segments``), each segment is placed with its
-rooms held, and every room is taken off again before anything else sees the state
-(``place_reserving``). A nomination this process writes counts at once, before the watch
-shows it.
-
-Binds are only started while ``is_leader()`` holds; losing the lease cancels the binds in
-flight (:meth:`stop_binding`). Metrics follow kube-scheduler's names.
-"""
+"""BurstCycle: the loop that gathers bursts, places them and hands the binds over (see the
+package docstring for how each pod's attempt ends)."""
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import collections
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-import numpy as np
-
-from kubesalvo.core import gang, names
+from kubesalvo.core import gang
 from kubesalvo.core.place import PlacementResult, place_burst
+from kubesalvo.core.plugins import names, post_filter
 from kubesalvo.core.preemption import (
-    NOT_ELIGIBLE_NEVER,
-    PREEMPTION_PREFIX,
     PreemptionArgs,
     PreemptionDecision,
-    Preemptor,
 )
-from kubesalvo.core.profile import Profile
+from kubesalvo.core.reservations import Reservation, place_reserving, segments
 from kubesalvo.sched import metrics as m
-from kubesalvo.sched.binder import Binder, BinderSettings, BindResult
+from kubesalvo.sched.binder import BinderSettings
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.config import SchedulerConfig
-from kubesalvo.sched.events import SCHEDULER_ERROR, UNSCHEDULABLE, EventRecorder, ObjectRef
+from kubesalvo.sched.cycle.binding import BindingCycle
+from kubesalvo.sched.cycle.post_filter import (
+    ClusterObjects,
+    PreemptionJob,
+    decide,
+    ends_before_preemption,
+    no_dynamic_resources_state,
+)
+from kubesalvo.sched.cycle.report import (
+    report_failure,
+    with_postfilter,
+)
+from kubesalvo.sched.events import EventRecorder
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.preemption import PreemptionOutcome, execute
-from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue, rejecting_plugins
+from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue
 
 __all__ = [
     "Attempt",
     "BurstCycle",
     "ClusterObjects",
     "CycleSettings",
-    "Reservation",
-    "Segment",
-    "place_reserving",
-    "segments",
 ]
 
 log = logging.getLogger(__name__)
@@ -136,265 +83,6 @@ class Attempt:
     at: float = field(default_factory=time.time)
 
 
-@dataclass
-class ClusterObjects:
-    """What a preemption decision reads, as taken from the informers on the event loop.
-
-    The objects are the informers' decoded Structs (turned into API dicts in the worker
-    thread, off the event loop); ``assumed`` maps the UID of each pod the cache holds as
-    assumed to its node, so the picture counts binds still in flight.
-    """
-
-    nodes: list[Any]
-    pods: list[Any]
-    pdbs: list[Any] = field(default_factory=list)
-    namespaces: list[Any] = field(default_factory=list)
-    assumed: dict[str, str] = field(default_factory=dict)
-
-
-def _preemptor(
-    objects: ClusterObjects,
-    pending: list[dict[str, Any]],
-    profile: Profile,
-    args: PreemptionArgs,
-) -> Preemptor:
-    """The picture for one burst's decisions; ``pending`` (the burst's unplaced pods, as
-    API dicts) replace their informer copies so that commits find them by identity."""
-    keys = {(p.get("metadata") or {}).get("uid") for p in pending}
-    pods: list[dict[str, Any]] = []
-    for obj in objects.pods:
-        uid = obj.metadata.uid
-        if uid in keys:
-            continue
-        pod = to_api_dict(obj)
-        node = objects.assumed.get(uid)
-        if node is not None and not obj.spec.node_name:
-            pod.setdefault("spec", {})["nodeName"] = node
-        pods.append(pod)
-    pods.extend(pending)
-    return Preemptor(
-        [to_api_dict(n) for n in objects.nodes],
-        pods,
-        [to_api_dict(b) for b in objects.pdbs],
-        profile,
-        namespaces=[to_api_dict(ns) for ns in objects.namespaces],
-        args=args,
-    )
-
-
-def _decide(
-    objects: ClusterObjects,
-    pending: list[dict[str, Any]],
-    profile: Profile,
-    args: PreemptionArgs,
-) -> list[PreemptionDecision]:
-    """One decision per pod, in the burst's order, each committed for the next.
-
-    A decision that found no node leaves the picture as it was, so until a decision does
-    pick a node, a pod identical to one already decided (same namespace, labels, spec and
-    nomination: replicas of one template) gets a copy of its answer instead of another
-    pass over every node. A burst of thousands of pods that fit nowhere and can evict
-    nothing costs one decision per template, not one per pod.
-    """
-    preemptor: Preemptor | None = None
-    decisions = []
-    answered: dict[bytes, PreemptionDecision] = {}
-    for pod in pending:
-        if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
-            # Upstream's first eligibility check; answered without building the picture.
-            decisions.append(
-                PreemptionDecision(None, message=PREEMPTION_PREFIX + NOT_ELIGIBLE_NEVER)
-            )
-            continue
-        key = _template_key(pod)
-        known = answered.get(key)
-        if known is not None:
-            decisions.append(dataclasses.replace(known, reason_counts=dict(known.reason_counts)))
-            continue
-        if preemptor is None:
-            preemptor = _preemptor(objects, pending, profile, args)
-        decision = preemptor.preempt(pod)
-        preemptor.commit(pod, decision)
-        decisions.append(decision)
-        if decision.node is None:
-            answered[key] = decision
-        else:
-            answered.clear()
-    return decisions
-
-
-def _template_key(pod: Mapping[str, Any]) -> bytes:
-    """What a decision about ``pod`` depends on, of the pod itself (not its name or UID)."""
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    return msgspec.json.encode(
-        [
-            meta.get("namespace") or "",
-            meta.get("labels") or {},
-            pod.get("spec") or {},
-            status.get("nominatedNodeName") or "",
-        ],
-        order="sorted",
-    )
-
-
-@dataclass(frozen=True)
-class Reservation:
-    """A nominated pod's room, held on its nominated node while a burst is placed."""
-
-    key: str
-    pod: dict[str, Any]  # API dict
-    node: str
-    priority: int
-
-
-@dataclass(frozen=True)
-class Segment:
-    """Pods ``[start, end)`` of a burst, placed with the first ``visible`` reservations
-    (those of priority at least the pods') assumed in the state."""
-
-    start: int
-    end: int
-    visible: int
-
-
-def segments(
-    priorities: Sequence[int],
-    reservations: Sequence[Reservation],
-    *,
-    by_priority: bool = True,
-    groups: Sequence[gang.GroupKey | None] = (),
-) -> list[Segment]:
-    """Cut a burst so that each pod sees exactly the reservations it must respect.
-
-    kube-scheduler counts a nominated pod on its node for pods of lower or equal priority
-    only. ``reservations`` are sorted by priority, highest first, so the ones a pod of
-    priority p sees are a prefix of them; consecutive pods that see the same prefix share
-    a segment. In PrioritySort order (priority descending) each distinct priority opens at
-    most one segment; pods topped up from the backoffQ after the active ones may open a
-    few more. Without PrioritySort (``by_priority`` False) the burst's order says nothing
-    about priorities, and cutting it wherever priorities change could cut it per pod: the
-    burst is one segment that respects every reservation (kube-scheduler would let a
-    higher-priority pod take the room; kubesalvo keeps it for the nominated pod). A gang
-    whose pods would land in two segments must be placed in one call, so the burst is
-    then one segment the same way.
-    """
-    count = len(priorities)
-    if not count:
-        return []
-    if not reservations or not by_priority:
-        return [Segment(0, count, len(reservations))]
-    ranks = [-r.priority for r in reservations]
-    if ranks != sorted(ranks):
-        raise ValueError("reservations must be sorted by priority, highest first")
-    cuts: list[Segment] = []
-    start = 0
-    visible = bisect.bisect_right(ranks, -priorities[0])
-    for i in range(1, count + 1):
-        seen = bisect.bisect_right(ranks, -priorities[i]) if i < count else -1
-        if seen != visible:
-            cuts.append(Segment(start, i, visible))
-            start, visible = i, seen
-    if len(cuts) > 1 and any(groups):
-        segment_of: dict[gang.GroupKey, int] = {}
-        for index, cut in enumerate(cuts):
-            for key in groups[cut.start : cut.end]:
-                if key is not None and segment_of.setdefault(key, index) != index:
-                    return [Segment(0, count, len(reservations))]
-    return cuts
-
-
-def place_reserving(
-    state: Any,
-    pods: Sequence[Mapping[str, Any]],
-    profile: Profile,
-    plan: Sequence[Segment],
-    reservations: Sequence[Reservation],
-    workloads: Sequence[Mapping[str, Any]] = (),
-) -> PlacementResult:
-    """``place_burst`` segment by segment, each with its reservations assumed in ``state``
-    (worker thread, cache frozen). The reservations are taken off again whatever happens:
-    they are never bound, reported or left in the state."""
-    held = 0
-    results: list[PlacementResult] = []
-    try:
-        for cut in plan:
-            while held < cut.visible:
-                reservation = reservations[held]
-                state.assume_pod(reservation.pod, reservation.node)
-                held += 1
-            while held > cut.visible:
-                held -= 1
-                state.remove_pod_key(reservations[held].key)
-            results.append(
-                place_burst(state, pods[cut.start : cut.end], profile, workloads=workloads)
-            )
-    finally:
-        for reservation in reservations[:held]:
-            state.remove_pod_key(reservation.key)
-    return _merged(results)
-
-
-def _merged(results: list[PlacementResult]) -> PlacementResult:
-    """The segments' results as one, in the burst's order."""
-    if len(results) == 1:
-        return results[0]
-    return PlacementResult(
-        nodes=[node for r in results for node in r.nodes],
-        rows=np.concatenate([r.rows for r in results]),
-        scores=np.concatenate([r.scores for r in results]),
-        reason_counts=[counts for r in results for counts in r.reason_counts],
-        messages=[message for r in results for message in r.messages],
-        errors=[error for r in results for error in r.errors],
-        rolled_back=np.concatenate([r.rolled_back for r in results]),
-        tentative=[node for r in results for node in r.tentative],
-        num_nodes=results[-1].num_nodes,
-        classes=sum(r.classes for r in results),
-        kernel_seconds=sum(r.kernel_seconds for r in results),
-        encode_seconds=sum(r.encode_seconds for r in results),
-    )
-
-
-@dataclass
-class _PreemptionJob:
-    """A burst's pods that fit nowhere, waiting for DefaultPreemption (in flight meanwhile)."""
-
-    profile_name: str
-    profile: Profile
-    pods: list[QueuedPod]
-    result: PlacementResult
-    failed: list[int]  # indices into pods and result
-    args: PreemptionArgs
-    began: float
-
-
-@dataclass
-class _Binding:
-    qp: QueuedPod
-    profile: str
-    node: str
-    started: float
-
-
-def _ref(qp: QueuedPod) -> ObjectRef:
-    meta = qp.pod.metadata
-    return ObjectRef(meta.namespace, meta.name, meta.uid)
-
-
-def _pod_scheduled_status(qp: QueuedPod) -> str | None:
-    for condition in qp.pod.status.conditions:
-        if condition.type == "PodScheduled":
-            return str(condition.status)
-    return None
-
-
-def _with_postfilter(message: str, postfilter_message: str) -> str:
-    """The burst's FailedScheduling text with the post-filter part appended: the same text
-    ``names.fit_error_message(n, reasons, postfilter_message=...)`` gives, built on the
-    burst's own message so that a PreFilter rejection keeps its form."""
-    return f"{message} {postfilter_message}" if postfilter_message else message
-
-
 class BurstCycle:
     """Schedules the queue's pods in bursts and binds them; see the module docstring."""
 
@@ -427,18 +115,12 @@ class BurstCycle:
         self.metrics = metrics
         self.is_leader = is_leader
         self.settings = settings or CycleSettings.from_config(config)
-        self.binder = Binder(
-            client,
-            binder_settings,
-            on_bound=self._bound,
-            on_forget=self._forgotten,
-            on_failed=self._failed,
-            is_leader=is_leader,
-            metrics=metrics,
+        self.binding = BindingCycle(
+            client, binder_settings, cache, queue, recorder, metrics, is_leader
         )
+        self.binder = self.binding.binder
         self._wakeup = asyncio.Event()
         self._leading = asyncio.Event()
-        self._binding: dict[str, _Binding] = {}
         self.attempts: collections.OrderedDict[str, Attempt] = collections.OrderedDict()
         self.bursts = 0
         self.kernel_seconds = 0.0
@@ -446,7 +128,7 @@ class BurstCycle:
         self._task: asyncio.Task[None] | None = None
         # Preemption runs off the burst path, one job at a time in burst order; the pods
         # of queued and running jobs stay in flight (never popped again) until reported.
-        self._preemptions: collections.deque[_PreemptionJob] = collections.deque()
+        self._preemptions: collections.deque[PreemptionJob] = collections.deque()
         self._preemption_ready = asyncio.Event()
         self._preemption_task: asyncio.Task[None] | None = None
         self._preempting: set[str] = set()
@@ -474,8 +156,7 @@ class BurstCycle:
 
     def stop_binding(self) -> None:
         """Cancel every bind in flight; each comes back as FAILED and is requeued."""
-        task = asyncio.get_running_loop().create_task(self.binder.cancel_all())
-        task.add_done_callback(lambda _: None)
+        self.binding.cancel_all()
 
     async def stop(self, drain_timeout: float = 30.0) -> None:
         """Start no new burst, let the binds in flight finish (SIGTERM), then return."""
@@ -518,7 +199,7 @@ class BurstCycle:
                     self.cache.drop_unrecorded([qp.key for qp in burst])
                     for qp in burst:
                         in_flight = self.queue.where(qp.key) is QueueName.IN_FLIGHT
-                        pending = qp.key in self._binding or qp.key in self._preempting
+                        pending = qp.key in self.binding or qp.key in self._preempting
                         if in_flight and not pending:
                             self.queue.add_unschedulable(qp)
 
@@ -622,9 +303,7 @@ class BurstCycle:
             node = result.nodes[i]
             self._remember(qp, profile_name, result, i, len(pods))
             if node is not None:
-                self._binding[qp.key] = _Binding(qp, profile_name, node, began)
-                meta = qp.pod.metadata
-                self.binder.bind(meta.namespace, meta.name, meta.uid, node)
+                self.binding.bind(qp, profile_name, node, began)
             elif result.errors[i]:
                 # A plugin failed the attempt (an invalid selector in the pod's spread
                 # constraints): no PostFilter runs, the pod is backed off as an error.
@@ -641,7 +320,7 @@ class BurstCycle:
                 self._unschedulable(qp, profile_name, result, i, elapsed, text)
         if failed:
             assert preemption is not None
-            job = _PreemptionJob(profile_name, profile, pods, result, failed, preemption, began)
+            job = PreemptionJob(profile_name, profile, pods, result, failed, preemption, began)
             self._enqueue_preemption(job)
 
     def _nominations(
@@ -684,7 +363,7 @@ class BurstCycle:
 
     # --- preemption, off the burst path ------------------------------------------------
 
-    def _enqueue_preemption(self, job: _PreemptionJob) -> None:
+    def _enqueue_preemption(self, job: PreemptionJob) -> None:
         self._preempting.update(job.pods[i].key for i in job.failed)
         self._preemptions.append(job)
         self._preemption_ready.set()
@@ -733,7 +412,7 @@ class BurstCycle:
             await task
         self._preempting.clear()
 
-    async def _preempt(self, job: _PreemptionJob) -> None:
+    async def _preempt(self, job: PreemptionJob) -> None:
         """DefaultPreemption for the burst's pods that fit nowhere (module docstring)."""
         assert self.cluster is not None
         pods, result, failed = job.pods, job.result, job.failed
@@ -744,7 +423,7 @@ class BurstCycle:
         pending = [self._with_nomination(pods[i]) for i in failed]
         try:
             decisions = await asyncio.to_thread(
-                _decide, self.cluster(), pending, job.profile, job.args
+                decide, self.cluster(), pending, job.profile, job.args
             )
         except Exception:
             # A decision that cannot be made must not lose the pods: report them as the
@@ -799,51 +478,21 @@ class BurstCycle:
         i: int,
     ) -> str:
         """What the profile's PostFilter plugins add to the pod's FailedScheduling text
-        (``names.post_filter_text``); ``preemption`` is DefaultPreemption's message, None
+        (``post_filter.post_filter_text``); ``preemption`` is DefaultPreemption's message, None
         when it did not run for the pod."""
         profile = self.config.profile(profile_name)
         if profile is None:
             return preemption or ""
-        return names.post_filter_text(
+        return post_filter.post_filter_text(
             profile.plugins.at("postFilter"),
             has_claims=bool(qp.pod.spec.resource_claims),
             preemption=preemption,
-            dynamic_resources_state=not self._no_dynamic_resources_state(profile, result, i),
+            dynamic_resources_state=not no_dynamic_resources_state(profile, result, i),
         )
-
-    @staticmethod
-    def _no_dynamic_resources_state(profile: Any, result: PlacementResult, i: int) -> bool:
-        """Whether a PreFilter rejection ended the PreFilter run before DynamicResources'
-        PreFilter (which writes the state its PostFilter reads) ran for pod ``i``."""
-        counts = result.reason_counts[i]
-        if len(counts) != 1:
-            return False
-        (reason,) = counts
-        rejector = names.prefilter_rejector(reason)
-        if rejector is None or result.messages[i] != names.fit_error_message(
-            result.num_nodes, {}, prefilter_message=reason
-        ):
-            return False
-        pre_filters = profile.plugins.at("preFilter")
-        if names.DYNAMIC_RESOURCES not in pre_filters:
-            return True
-        return rejector in pre_filters and pre_filters.index(
-            names.DYNAMIC_RESOURCES
-        ) > pre_filters.index(rejector)
 
     def _ends_before_preemption(self, profile_name: str, result: PlacementResult, i: int) -> bool:
-        """DynamicResources' PostFilter ends the run with an error before DefaultPreemption
-        is reached (see ``_no_dynamic_resources_state``): no preemption for the pod."""
         profile = self.config.profile(profile_name)
-        if profile is None:
-            return False
-        post_filters = profile.plugins.at("postFilter")
-        if names.DYNAMIC_RESOURCES not in post_filters:
-            return False
-        first = post_filters.index(names.DYNAMIC_RESOURCES) < post_filters.index(
-            names.DEFAULT_PREEMPTION
-        )
-        return first and self._no_dynamic_resources_state(profile, result, i)
+        return profile is not None and ends_before_preemption(profile, result, i)
 
     def _with_nomination(self, qp: QueuedPod) -> dict[str, Any]:
         """The pod's API dict with the nomination the queue knows: one this process wrote
@@ -865,7 +514,7 @@ class BurstCycle:
         self._preempting.discard(qp.key)
         return True
 
-    def _drop_job(self, job: _PreemptionJob) -> None:
+    def _drop_job(self, job: PreemptionJob) -> None:
         for i in job.failed:
             if self._take(job.pods[i]):
                 self.queue.add_unschedulable(job.pods[i])
@@ -912,75 +561,25 @@ class BurstCycle:
         elapsed: float,
         postfilter_message: str = "",
     ) -> None:
-        message = _with_postfilter(result.messages[i], postfilter_message)
+        message = with_postfilter(result.messages[i], postfilter_message)
         attempt = self.attempts.get(qp.name)
         if attempt is not None and attempt.uid == qp.key:
             attempt.message = message
-        reasons: Mapping[str, int] = result.reason_counts[i]
-        plugins = rejecting_plugins(reasons)
-        if self.recorder is not None:
-            self.recorder.failed_scheduling(_ref(qp), message)
-            self.recorder.pod_condition(
-                _ref(qp), UNSCHEDULABLE, message, current_status=_pod_scheduled_status(qp)
-            )
-        if self.metrics is not None:
-            self.metrics.observe_attempt(m.UNSCHEDULABLE, profile, elapsed)
-        self.queue.add_unschedulable(qp, plugins)
+        report_failure(
+            self.queue,
+            self.recorder,
+            self.metrics,
+            qp,
+            profile,
+            message,
+            elapsed,
+            error=False,
+            plugins=result.rejectors[i],
+        )
 
     def _error(self, qp: QueuedPod, profile: str, error: str, elapsed: float) -> None:
         """The attempt failed with an error (a plugin's, or a preemption not written):
         report it as kube-scheduler reports an error status, and back the pod off."""
-        if self.recorder is not None:
-            self.recorder.failed_scheduling(_ref(qp), error)
-            self.recorder.pod_condition(
-                _ref(qp), SCHEDULER_ERROR, error, current_status=_pod_scheduled_status(qp)
-            )
-        if self.metrics is not None:
-            self.metrics.observe_attempt(m.ERROR, profile, elapsed)
-        self.queue.add_unschedulable(qp)
-
-    # --- how binds settle (binder callbacks, on the event loop) -----------------------
-
-    def _settled(self, result: BindResult) -> _Binding | None:
-        return self._binding.pop(result.uid, None)
-
-    def _bound(self, result: BindResult) -> None:
-        binding = self._settled(result)
-        self.cache.finish_binding(result.uid)
-        if binding is None:
-            return
-        qp = binding.qp
-        self.queue.done(qp.key)
-        if self.recorder is not None:
-            self.recorder.scheduled(_ref(qp), result.node)
-        if self.metrics is not None:
-            self.metrics.observe_attempt(
-                m.SCHEDULED, binding.profile, time.perf_counter() - binding.started
-            )
-            first = qp.initial_attempt_timestamp
-            if first is not None:
-                self.metrics.observe_scheduled_pod(qp.attempts, self.queue.clock.now() - first)
-
-    def _forgotten(self, result: BindResult) -> None:
-        binding = self._settled(result)
-        self.cache.forget(result.uid)
-        if binding is not None:
-            self.queue.done(binding.qp.key)
-
-    def _failed(self, result: BindResult) -> None:
-        binding = self._settled(result)
-        self.cache.forget(result.uid)
-        if binding is None:
-            return
-        qp = binding.qp
-        if self.is_leader() and self.recorder is not None:
-            message = f"Binding rejected: {result.error}"
-            self.recorder.failed_scheduling(_ref(qp), message)
-            self.recorder.pod_condition(
-                _ref(qp), SCHEDULER_ERROR, message, current_status=_pod_scheduled_status(qp)
-            )
-        if self.metrics is not None:
-            self.metrics.observe_attempt(
-                m.ERROR, binding.profile, time.perf_counter() - binding.started
-            )
-        self.queue.add_unschedulable(qp)
+        report_failure(
+            self.queue, self.recorder, self.metrics, qp, profile, error, elapsed, error=True
+        )

@@ -1,5 +1,5 @@
-"""Rooms held for nominated pods while a burst is placed (``cycle.segments`` and
-``cycle.place_reserving``), and the queue's nominator, without the API server.
+"""Rooms held for nominated pods while a burst is placed (``core.reservations``:
+``segments`` and ``place_reserving``).
 
 kube-scheduler counts a nominated pod on its nominated node for pods of lower or equal
 priority; pods of higher priority do not see it. (The same on the real control plane,
@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 import pytest
 
 from kubesalvo.core import gang
 from kubesalvo.core.profile import Profile
+from kubesalvo.core.reservations import Reservation, Segment, place_reserving, segments
 from kubesalvo.core.state import ClusterState
-from kubesalvo.sched.cycle import Reservation, Segment, place_reserving, segments
-from kubesalvo.sched.informers.models import Pod
-from kubesalvo.sched.queue import ASSIGNED_POD_DELETE, QueueName, SchedulingQueue
 
 
 def pod(name: str, priority: int, cpu: str = "1", nominated: str = "") -> dict[str, Any]:
@@ -132,56 +129,3 @@ def test_a_failing_kernel_leaves_no_reservation_in_the_state():
         place_reserving(state, [broken], Profile.default(), segments([10], held), held)
     assert state.pods == {}
     assert state.requested[state.row_of["n0"], state.resource_index["cpu"]] == 0
-
-
-# --- the nominator ------------------------------------------------------------------------
-
-
-def decoded(obj: dict[str, Any]) -> Pod:
-    return msgspec.convert(obj, Pod)
-
-
-def test_the_queue_lists_nominated_pods_and_forgets_them_once_bound():
-    queue = SchedulingQueue()
-    queue.add(decoded(pod("a", 10, nominated="n0")))
-    queue.add(decoded(pod("b", 10)))
-    assert [(qp.name, node) for qp, node in queue.nominated_pods()] == [("ns/a", "n0")]
-    (popped,) = [qp for qp in queue.pop_burst(10) if qp.key == "uid-a"]
-    queue.done(popped.key)
-    assert queue.nominated_pods() == []
-
-
-def test_a_nomination_written_here_counts_before_the_watch_shows_it():
-    queue = SchedulingQueue()
-    queue.add(decoded(pod("a", 10)))
-    queue.nominate("uid-a", "n1")
-    assert [node for _, node in queue.nominated_pods()] == ["n1"]
-    # A late update from before the write (no nomination on either side) keeps it.
-    queue.update(decoded(pod("a", 10)), decoded(pod("a", 10)))
-    assert [node for _, node in queue.nominated_pods()] == ["n1"]
-    # The watch shows it: the pod's status is the truth from now on.
-    queue.update(decoded(pod("a", 10)), decoded(pod("a", 10, nominated="n1")))
-    queue.update(decoded(pod("a", 10, nominated="n1")), decoded(pod("a", 10)))
-    assert queue.nominated_pods() == []
-
-
-def test_a_nomination_cleared_here_stops_holding_the_room_at_once():
-    queue = SchedulingQueue()
-    queue.add(decoded(pod("a", 10, nominated="n0")))
-    queue.nominate("uid-a", "")
-    assert queue.nominated_pods() == []
-    (qp,) = queue.pop_burst(1)
-    assert queue.nomination(qp) == ""
-
-
-def test_a_burst_topped_up_from_backoff_is_in_queue_order():
-    queue = SchedulingQueue(pod_initial_backoff_seconds=60)
-    queue.add(decoded(pod("preemptor", 10_000)))
-    (preemptor,) = queue.pop_burst(10)
-    # Its victim leaves during the attempt: back to the backoffQ, backing off for a minute.
-    victim = pod("victim", 0)
-    victim["spec"]["nodeName"] = "n0"
-    queue.on_event(ASSIGNED_POD_DELETE, decoded(victim), None)
-    assert queue.add_unschedulable(preemptor, ["NodeResourcesFit"]) is QueueName.BACKOFF
-    queue.add(decoded(pod("later", 1000)))
-    assert [qp.name for qp in queue.pop_burst(10)] == ["ns/preemptor", "ns/later"]

@@ -27,7 +27,7 @@ from kubesalvo.sched.events import EventRecorder
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.informers.models import Node, Pod
 from kubesalvo.sched.queue import QueueName, SchedulingQueue
-from tests.sched.test_cycle import cpu_request, get_pod, own_node, toleration
+from tests.sched.cycle.test_burst import cpu_request, get_pod, own_node, toleration
 from tests.sched.test_run_nominated import priority_class
 
 pytestmark = pytest.mark.integration

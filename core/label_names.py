@@ -1,7 +1,7 @@
 """Syntax checks for label keys and values, as the API server applies them.
 
-Used by the plugin args that carry label keys (topology keys, ignored resources,
-node affinity terms). Each check returns the problems found as short sentences; an
+Used by the plugin args (core/plugins) that carry label keys (topology keys, ignored
+resources, node affinity terms). Each check returns the problems found as short sentences; an
 empty list means the name is valid.
 """
 

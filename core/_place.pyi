@@ -1,0 +1,41 @@
+# Stub of core/_place.pyx (the burst kernel). The bundles are core/operands.py's (and the
+# encoders' StaticTables and SpreadTables); their layout is declared in core/_place.pxd.
+from typing import Any
+
+import numpy.typing as npt
+
+from kubesalvo.core.encode import StaticTables
+from kubesalvo.core.operands import (
+    ClassColumns,
+    Outputs,
+    PodColumns,
+    PortConflicts,
+    ScoringColumns,
+)
+from kubesalvo.core.spread import SpreadTables
+
+ZONE_LIMIT: int
+
+class BurstKernel:
+    def __init__(
+        self,
+        alloc: npt.NDArray[Any],
+        req: npt.NDArray[Any],
+        nzreq: npt.NDArray[Any],
+        port_use: npt.NDArray[Any],
+        settings: dict[str, int | bool],
+        scoring: ScoringColumns,
+        dom: npt.NDArray[Any],
+        ndom: npt.NDArray[Any],
+    ) -> None: ...
+    def load_chunk(
+        self,
+        classes: ClassColumns,
+        tables: StaticTables,
+        ports: PortConflicts,
+        spread: SpreadTables,
+        pods: PodColumns,
+        out: Outputs,
+        nslots: int,
+    ) -> None: ...
+    def run(self) -> None: ...

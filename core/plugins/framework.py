@@ -1,0 +1,397 @@
+"""What every plugin shares: extension points, status codes, cluster events, args errors.
+
+This is kubesalvo's small version of kube-scheduler's ``framework`` package:
+
+* the extension points, with the configuration's field names (``preFilter``, ``score``);
+* :class:`Code`, the status a filter failure carries (preemption only tries nodes whose
+  failure is ``UNSCHEDULABLE``);
+* :class:`ClusterEvent`: a resource and a set of action bits. A plugin registers the
+  events after which a pod it rejected may fit (``EVENTS`` in its module); an event
+  matches a registration when the resources agree (or either is the wildcard) and the
+  action bits overlap;
+* :class:`FieldError` and :class:`ArgsError`: an args model's ``problems()`` lists every
+  invalid field with its path below ``pluginConfig[i].args`` and the accepted values, in
+  apimachinery's words; the config loader reports them under the file's path, a direct
+  construction raises :class:`ArgsError` with them;
+* :class:`PluginSpec`: one plugin's entry in the registry;
+* kube-scheduler's FitError text, rendered from reason counts at the edge.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum, IntFlag, StrEnum
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "ASSIGNED_POD_ADD",
+    "ASSIGNED_POD_DELETE",
+    "FORCE_ACTIVATE",
+    "NODE_ADD",
+    "NODE_DELETE",
+    "POINTS",
+    "UNSCHEDULABLE_TIMEOUT",
+    "ActionType",
+    "ArgsError",
+    "ClusterEvent",
+    "Code",
+    "ErrorKind",
+    "EventResource",
+    "FieldError",
+    "HintFn",
+    "NodeTable",
+    "PluginSpec",
+    "PodClass",
+    "ProfileError",
+    "ResourceSpec",
+    "StaticFilter",
+    "check",
+    "event_label",
+    "fit_error_message",
+    "post_filter_message",
+    "prefilter_narrowing_reason",
+    "success_message",
+]
+
+# Extension points, with kube-scheduler's configuration field names.
+PRE_ENQUEUE = "preEnqueue"
+QUEUE_SORT = "queueSort"
+PRE_FILTER = "preFilter"
+FILTER = "filter"
+POST_FILTER = "postFilter"
+PRE_SCORE = "preScore"
+SCORE = "score"
+RESERVE = "reserve"
+PERMIT = "permit"
+PRE_BIND = "preBind"
+BIND = "bind"
+POST_BIND = "postBind"
+# In the order kube-scheduler's configuration lists them.
+POINTS: tuple[str, ...] = (
+    PRE_ENQUEUE,
+    QUEUE_SORT,
+    PRE_FILTER,
+    FILTER,
+    POST_FILTER,
+    PRE_SCORE,
+    SCORE,
+    RESERVE,
+    PERMIT,
+    PRE_BIND,
+    BIND,
+    POST_BIND,
+)
+
+# Scores are normalised to [0, MAX_NODE_SCORE] before weighting (framework.MaxNodeScore).
+MAX_NODE_SCORE = 100
+# The largest weight a score plugin may be given, and the largest total weight.
+MAX_PLUGIN_WEIGHT = 100
+MAX_TOTAL_SCORE = (1 << 63) - 1
+
+
+class Code(Enum):
+    """The status code a filter failure carries; preemption only tries UNSCHEDULABLE nodes."""
+
+    UNSCHEDULABLE = "Unschedulable"
+    UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
+
+
+# --- args models: field errors ---------------------------------------------------------
+
+
+class ErrorKind(Enum):
+    """The kinds of field error, with apimachinery's wording."""
+
+    INVALID = "Invalid value"
+    UNSUPPORTED = "Unsupported value"
+    REQUIRED = "Required value"
+    DUPLICATE = "Duplicate value"
+    FORBIDDEN = "Forbidden"
+    UNKNOWN_FIELD = "Unknown field"
+
+
+def _render(value: Any) -> str:
+    # Go's field errors quote strings and print numbers bare; JSON does the same.
+    try:
+        return json.dumps(value, sort_keys=True)
+    except TypeError:
+        return repr(value)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One refused field: where it is, what kind of problem, and what would be accepted."""
+
+    path: str
+    kind: ErrorKind
+    value: Any = None
+    detail: str = ""
+    accepted: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        where = self.path or "<root>"
+        if self.kind is ErrorKind.REQUIRED or self.kind is ErrorKind.FORBIDDEN:
+            text = f"{where}: {self.kind.value}"
+        else:
+            text = f"{where}: {self.kind.value}: {_render(self.value)}"
+        if self.detail:
+            text += f": {self.detail}"
+        if self.accepted:
+            label = (
+                "supported fields" if self.kind is ErrorKind.UNKNOWN_FIELD else "supported values"
+            )
+            text += f": {label}: " + ", ".join(_render(a) for a in self.accepted)
+        return text
+
+    def under(self, path: str) -> FieldError:
+        """The same error with its path below ``path``."""
+        if not path:
+            return self
+        joined = path + ("" if self.path.startswith("[") else ".") + self.path
+        return FieldError(
+            joined if self.path else path, self.kind, self.value, self.detail, self.accepted
+        )
+
+
+class ProfileError(ValueError):
+    """An invalid profile or args value; ``path`` is where it sits in the configuration."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+class ArgsError(ProfileError):
+    """An args model refused at construction; ``problems`` holds every invalid field."""
+
+    def __init__(self, problems: list[FieldError]) -> None:
+        first = problems[0]
+        super().__init__(first.path, str(first).removeprefix(f"{first.path}: "))
+        self.problems = problems
+
+
+def check(problems: list[FieldError]) -> None:
+    """Raise :class:`ArgsError` when an args model found problems with itself."""
+    if problems:
+        raise ArgsError(problems)
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """A resource a score looks at, with its weight (NodeResourcesFit, BalancedAllocation)."""
+
+    name: str
+    weight: int = 1
+
+
+# --- cluster events ---------------------------------------------------------------------
+
+
+class ActionType(IntFlag):
+    """What happened to an object; the Update* bits say what an update changed."""
+
+    ADD = 1 << 0
+    DELETE = 1 << 1
+    UPDATE_NODE_ALLOCATABLE = 1 << 2
+    UPDATE_NODE_LABEL = 1 << 3
+    # A change of taints or of spec.unschedulable (both decide NodeUnschedulable-like fits).
+    UPDATE_NODE_TAINT = 1 << 4
+    UPDATE_NODE_CONDITION = 1 << 5
+    UPDATE_NODE_ANNOTATION = 1 << 6
+    UPDATE_POD_LABEL = 1 << 7
+    UPDATE_POD_SCALE_DOWN = 1 << 8
+    UPDATE_POD_TOLERATION = 1 << 9
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1 << 10
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 1 << 11
+    # Any other update of a resource that has no finer bits.
+    UPDATE_OTHER = 1 << 12
+
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE
+        | UPDATE_NODE_LABEL
+        | UPDATE_NODE_TAINT
+        | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION
+        | UPDATE_POD_LABEL
+        | UPDATE_POD_SCALE_DOWN
+        | UPDATE_POD_TOLERATION
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+        | UPDATE_OTHER
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+class EventResource(StrEnum):
+    """The kinds of object whose events can make a rejected pod schedulable."""
+
+    POD = "Pod"
+    NODE = "Node"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "VolumeAttachment"
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
+    WILDCARD = "*"
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    resource: EventResource
+    action: ActionType
+    label: str = ""
+
+    def matches(self, registered: ClusterEvent) -> bool:
+        if EventResource.WILDCARD in (self.resource, registered.resource):
+            return True
+        return self.resource == registered.resource and bool(self.action & registered.action)
+
+    def __str__(self) -> str:
+        return self.label or event_label(self.resource, self.action)
+
+
+def event_label(resource: EventResource, action: ActionType) -> str:
+    """kube-scheduler's event label: the resource, then the action in CamelCase."""
+    words = (action.name or "Unknown").split("_")
+    return resource.value + "".join(w.capitalize() for w in words)
+
+
+# A hint: given the parked pod, the event and the old and new objects, may it help?
+HintFn = Callable[[Any, ClusterEvent, Any, Any], bool]
+
+NODE_ADD = ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd")
+NODE_DELETE = ClusterEvent(EventResource.NODE, ActionType.DELETE, "NodeDelete")
+# A pod bound to a node appeared, or went away (deleted, or finished: Succeeded/Failed
+# pods leave the node's accounting as deleted ones do).
+ASSIGNED_POD_ADD = ClusterEvent(EventResource.POD, ActionType.ADD, "AssignedPodAdd")
+ASSIGNED_POD_DELETE = ClusterEvent(EventResource.POD, ActionType.DELETE, "AssignedPodDelete")
+UNSCHEDULABLE_TIMEOUT = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "UnschedulableTimeout")
+FORCE_ACTIVATE = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "ForceActivate")
+
+
+# --- static plugins: what they read ----------------------------------------------------
+
+
+class NodeTable(Protocol):
+    """The nodes as a static plugin sees them: one answer per ClusterState row, at once.
+
+    The encoder implements it over the state's interned labels (rows without a node
+    answer False; the kernel never considers them).
+    """
+
+    def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
+        """Rows whose label ``key`` holds one of ``values``."""
+        ...
+
+    def has_label(self, key: str) -> npt.NDArray[np.bool_]:
+        """Rows that carry label ``key``."""
+        ...
+
+
+class PodClass(Protocol):
+    """What the pods of one equivalence class share (``core.encode.ClassInfo``)."""
+
+    namespace: str
+    label_map: dict[str, str]
+    spec: Mapping[str, Any]
+
+
+# A static filter: (its args, the nodes, a class of pods) -> the rows that pass it. It is
+# called once per class and burst, never per node or per pod.
+StaticFilter = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.bool_]]
+
+
+# --- the registry's entry ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    """One plugin as the registry knows it.
+
+    ``args``: its args model (None: it takes no args); ``reasons``: its fixed failure texts
+    with their status codes; ``events``: the cluster events that can make a pod it
+    rejected schedulable (empty: it never rejects, or nothing outside can help).
+    ``static_filter``: for a filter whose answer depends only on the nodes' labels and the
+    pod's signature, the function the encoder calls (its single reason is its text); the
+    filters kube-scheduler ships are encoded by ``core/encode.py`` and the kernels instead.
+    """
+
+    name: str
+    points: frozenset[str]
+    args: type | None = None
+    reasons: Mapping[str, Code] = field(default_factory=dict)
+    events: tuple[ClusterEvent, ...] = ()
+    static_filter: StaticFilter | None = None
+
+    def __post_init__(self) -> None:
+        if self.static_filter is not None and len(self.reasons) != 1:
+            raise ValueError(f"static filter {self.name} needs exactly one reason text")
+
+
+# --- texts of the framework (rendered at the edge) --------------------------------------
+
+NO_NODE_AVAILABLE = "0/{} nodes are available"
+SUCCESSFULLY_ASSIGNED = "Successfully assigned {}/{} to {}"
+# schedulePod's error when the snapshot has no node at all: before any plugin runs, the
+# attempt fails with it (an error, not a fit error: no "0/0 nodes are available").
+ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+# A PostFilter plugin whose PreFilter never ran for the pod (a PreFilter before it answered
+# UnschedulableAndUnresolvable, which ends the PreFilter run): reading its cycle state
+# fails with the framework's ErrNotFound, an error that ends the PostFilter run and is its
+# whole message.
+CYCLE_STATE_NOT_FOUND = "not found"
+
+
+def prefilter_narrowing_reason(plugins: list[str] | tuple[str, ...]) -> str:
+    """The reason given to nodes a PreFilter left out (e.g. NodeAffinity's metadata.name).
+
+    Upstream writes the plugin set with Go's slice format: "[NodeAffinity]".
+    """
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
+
+
+def fit_error_message(
+    num_nodes: int,
+    reason_counts: Mapping[str, int],
+    *,
+    prefilter_message: str = "",
+    postfilter_message: str = "",
+) -> str:
+    """The FailedScheduling text: "0/<n> nodes are available: <counts>. <post-filter>".
+
+    As upstream's ``FitError.Error()``: one "<count> <reason>" entry per distinct reason,
+    sorted as strings (so "10 ..." sorts before "9 ..."), joined by ", ", closed by a
+    period. ``reason_counts`` maps each reason to the number of nodes that gave it (a node
+    rejected for two resources counts once under each). When a PreFilter rejected the
+    pod, its message replaces the counts, as upstream avoids repeating it per node.
+    """
+    message = NO_NODE_AVAILABLE.format(num_nodes) + ":"
+    if prefilter_message:
+        message += f" {prefilter_message}."
+    else:
+        entries = sorted(f"{count} {reason}" for reason, count in reason_counts.items() if count)
+        if entries:
+            message += f" {', '.join(entries)}."
+    if postfilter_message:
+        message += f" {postfilter_message}"
+    return message
+
+
+def post_filter_message(*reasons: str) -> str:
+    """The PostFilter plugins' reasons as kube-scheduler joins them (Status.Message)."""
+    return ", ".join(r for r in reasons if r)
+
+
+def success_message(namespace: str, pod: str, node: str) -> str:
+    """The Scheduled event text: "Successfully assigned <ns>/<pod> to <node>"."""
+    return SUCCESSFULLY_ASSIGNED.format(namespace, pod, node)

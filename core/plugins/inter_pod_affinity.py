@@ -1,0 +1,91 @@
+"""InterPodAffinity: required pod (anti-)affinity filters, preferred terms score.
+
+Counted per topology domain as pods are placed, so in the burst kernel
+(``core/interpod.py`` encodes the terms; reason codes 10-12). A pod whose own terms carry
+an invalid selector is rejected by the PreFilter ("parsing pod: ...", unresolvable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.framework import (
+    FILTER,
+    PRE_FILTER,
+    PRE_SCORE,
+    SCORE,
+    ActionType,
+    ClusterEvent,
+    Code,
+    ErrorKind,
+    EventResource,
+    FieldError,
+    PluginSpec,
+    check,
+)
+
+__all__ = [
+    "ERR_REASON_AFFINITY",
+    "ERR_REASON_ANTI_AFFINITY",
+    "ERR_REASON_EXISTING_ANTI_AFFINITY",
+    "NAME",
+    "PARSING_POD",
+    "PRESCORE_PARSING_POD",
+    "InterPodAffinityArgs",
+]
+
+NAME = names.INTER_POD_AFFINITY
+ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+# Invalid label selectors in the pod being scheduled (see core/label_selectors.py): each
+# text is followed by apimachinery's error. The PreFilter rejects the pod
+# (UnschedulableAndUnresolvable); the PreScore fails the attempt with an error.
+PARSING_POD = "parsing pod: "
+PRESCORE_PARSING_POD = 'running PreScore plugin "InterPodAffinity": failed to parse pod: '
+_MAX_HARD_POD_AFFINITY_WEIGHT = 100
+
+
+@dataclass(frozen=True)
+class InterPodAffinityArgs:
+    """InterPodAffinityArgs."""
+
+    # The score an existing pod's *required* affinity term adds when the incoming pod
+    # matches it (0 turns this off).
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+    def __post_init__(self) -> None:
+        check(self.problems())
+
+    def problems(self) -> list[FieldError]:
+        if 0 <= self.hard_pod_affinity_weight <= _MAX_HARD_POD_AFFINITY_WEIGHT:
+            return []
+        return [
+            FieldError(
+                "hardPodAffinityWeight",
+                ErrorKind.INVALID,
+                self.hard_pod_affinity_weight,
+                "not in valid range [0, 100]",
+            )
+        ]
+
+
+EVENTS = (
+    ClusterEvent(
+        EventResource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
+    ),
+    ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+)
+SPEC = PluginSpec(
+    NAME,
+    frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
+    args=InterPodAffinityArgs,
+    reasons={
+        ERR_REASON_EXISTING_ANTI_AFFINITY: Code.UNSCHEDULABLE,
+        ERR_REASON_AFFINITY: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        ERR_REASON_ANTI_AFFINITY: Code.UNSCHEDULABLE,
+    },
+    events=EVENTS,
+)

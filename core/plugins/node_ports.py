@@ -1,0 +1,27 @@
+"""NodePorts: a pod's host ports must be free on the node (dynamic, in the kernel, code 6)."""
+
+from __future__ import annotations
+
+from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.framework import (
+    FILTER,
+    PRE_FILTER,
+    ActionType,
+    ClusterEvent,
+    Code,
+    EventResource,
+    PluginSpec,
+)
+
+NAME = names.NODE_PORTS
+ERR_REASON_NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
+EVENTS = (
+    ClusterEvent(EventResource.POD, ActionType.DELETE),
+    ClusterEvent(EventResource.NODE, ActionType.ADD),
+)
+SPEC = PluginSpec(
+    NAME,
+    frozenset({PRE_FILTER, FILTER}),
+    reasons={ERR_REASON_NODE_PORTS: Code.UNSCHEDULABLE},
+    events=EVENTS,
+)

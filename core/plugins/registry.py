@@ -1,0 +1,134 @@
+"""The registry: every plugin kubesalvo knows, by name (kube-scheduler's registry.go).
+
+The config loader reads which extension points a plugin implements and its args model;
+the queue reads the events each plugin registered; the encoder, the failure reports and
+``explain`` read the reasons. Adding a plugin: write its module (see any module here;
+``node_name`` is the smallest filter) and add its ``SPEC`` to ``_SPECS`` below.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from kubesalvo.core.plugins import (
+    balanced_allocation,
+    coscheduling,
+    default_binder,
+    default_preemption,
+    dynamic_resources,
+    group_priority,
+    image_locality,
+    inter_pod_affinity,
+    names,
+    node_affinity,
+    node_name,
+    node_pool,
+    node_ports,
+    node_resources_fit,
+    node_unschedulable,
+    node_volume_limits,
+    pod_topology_spread,
+    priority_sort,
+    qos_aware,
+    scheduling_gates,
+    taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
+)
+from kubesalvo.core.plugins.framework import FILTER, ClusterEvent, Code, PluginSpec
+
+__all__ = [
+    "ARGS",
+    "DEFAULT_FILTER_ORDER",
+    "DEFAULT_PLUGINS",
+    "DEFAULT_SCORE_WEIGHTS",
+    "EXTENSION_POINTS",
+    "PLUGINS",
+    "PLUGIN_EVENTS",
+    "REASON_CODES",
+    "REASON_PLUGIN",
+]
+
+_SPECS: tuple[PluginSpec, ...] = (
+    scheduling_gates.SPEC,
+    priority_sort.SPEC,
+    node_unschedulable.SPEC,
+    node_name.SPEC,
+    taint_toleration.SPEC,
+    node_affinity.SPEC,
+    node_ports.SPEC,
+    node_resources_fit.SPEC,
+    volume_restrictions.SPEC,
+    node_volume_limits.SPEC,
+    volume_binding.SPEC,
+    volume_zone.SPEC,
+    pod_topology_spread.SPEC,
+    inter_pod_affinity.SPEC,
+    default_preemption.SPEC,
+    balanced_allocation.SPEC,
+    image_locality.SPEC,
+    default_binder.SPEC,
+    dynamic_resources.SPEC,
+    qos_aware.SPEC,
+    group_priority.SPEC,
+    coscheduling.SPEC,
+    node_pool.SPEC,
+)
+
+# Name -> plugin.
+PLUGINS: MappingProxyType[str, PluginSpec] = MappingProxyType({s.name: s for s in _SPECS})
+# Which extension points each plugin implements (what "multiPoint" expands into).
+EXTENSION_POINTS: dict[str, frozenset[str]] = {s.name: s.points for s in _SPECS}
+# Plugin -> its args model, for the plugins that take args.
+ARGS: dict[str, type] = {s.name: s.args for s in _SPECS if s.args is not None}
+# Plugin -> the events after which a pod it rejected may fit (kube-scheduler v1.34, with
+# queueing hints on).
+PLUGIN_EVENTS: dict[str, tuple[ClusterEvent, ...]] = {s.name: s.events for s in _SPECS if s.events}
+# The status code of each fixed reason (NodeResourcesFit decides per node).
+REASON_CODES: dict[str, Code] = {r: c for s in _SPECS for r, c in s.reasons.items()}
+# Fixed reason text -> the plugin that gives it.
+REASON_PLUGIN: dict[str, str] = {r: s.name for s in _SPECS for r in s.reasons}
+
+# kube-scheduler v1.34's default multiPoint list, in its order (the order filters run in).
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    names.SCHEDULING_GATES,
+    names.PRIORITY_SORT,
+    names.NODE_UNSCHEDULABLE,
+    names.NODE_NAME,
+    names.TAINT_TOLERATION,
+    names.NODE_AFFINITY,
+    names.NODE_PORTS,
+    names.NODE_RESOURCES_FIT,
+    names.VOLUME_RESTRICTIONS,
+    names.NODE_VOLUME_LIMITS,
+    names.VOLUME_BINDING,
+    names.VOLUME_ZONE,
+    names.POD_TOPOLOGY_SPREAD,
+    names.INTER_POD_AFFINITY,
+    names.DYNAMIC_RESOURCES,  # on by default since DynamicResourceAllocation went GA in v1.34
+    names.DEFAULT_PREEMPTION,
+    names.NODE_RESOURCES_BALANCED_ALLOCATION,
+    names.IMAGE_LOCALITY,
+    names.DEFAULT_BINDER,
+)
+
+# The filters among the defaults, in the order kube-scheduler runs them. The volume and
+# DynamicResources filters only look at pods with volumes or resource claims.
+DEFAULT_FILTER_ORDER: tuple[str, ...] = tuple(
+    name for name in DEFAULT_PLUGINS if FILTER in EXTENSION_POINTS[name]
+)
+
+# kube-scheduler v1.34's default score weights, in its order (the multiPoint weights; a
+# score plugin listed without a weight gets 1). VolumeBinding scores only with the
+# StorageCapacityScoring feature, off by default, so it always adds 0.
+DEFAULT_SCORE_WEIGHTS: dict[str, int] = {
+    names.TAINT_TOLERATION: 3,
+    names.NODE_AFFINITY: 2,
+    names.NODE_RESOURCES_FIT: 1,
+    names.VOLUME_BINDING: 1,
+    names.POD_TOPOLOGY_SPREAD: 2,
+    names.INTER_POD_AFFINITY: 2,
+    names.NODE_RESOURCES_BALANCED_ALLOCATION: 1,
+    names.IMAGE_LOCALITY: 1,
+}

@@ -1,0 +1,91 @@
+"""Reason codes: which plugin each code of the kernels stands for, and its text.
+
+The encoder and the burst kernel count, per pod that fits nowhere, the nodes that failed
+with each reason code (``core/_codes.pxd``). A failure stays structured - codes and node
+counts, the plugins that rejected the pod - until the edge renders it: the rejecting
+plugins come from the codes (the queue parks the pod with them), the texts from this
+table (kube-scheduler's FailedScheduling message). Nothing parses a rendered message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubesalvo.core import _codes
+from kubesalvo.core.plugins import (
+    framework,
+    inter_pod_affinity,
+    names,
+    node_affinity,
+    node_name,
+    node_ports,
+    node_resources_fit,
+    node_unschedulable,
+    pod_topology_spread,
+    registry,
+    taint_toleration,
+)
+
+__all__ = ["FIXED_REASONS", "ReasonTable"]
+
+# Code -> (plugin, text) for the codes that do not depend on the state's columns.
+FIXED_REASONS: dict[int, tuple[str, str]] = {
+    _codes.UNSCHEDULABLE: (names.NODE_UNSCHEDULABLE, node_unschedulable.ERR_REASON_UNSCHEDULABLE),
+    _codes.NODE_NAME: (names.NODE_NAME, node_name.ERR_REASON_NODE_NAME),
+    _codes.TAINT: (names.TAINT_TOLERATION, taint_toleration.ERR_REASON_UNTOLERATED_TAINT),
+    _codes.NODE_AFFINITY: (names.NODE_AFFINITY, node_affinity.ERR_REASON_NODE_AFFINITY),
+    _codes.ENFORCED_AFFINITY: (
+        names.NODE_AFFINITY,
+        node_affinity.ERR_REASON_ENFORCED_NODE_AFFINITY,
+    ),
+    _codes.PORTS: (names.NODE_PORTS, node_ports.ERR_REASON_NODE_PORTS),
+    # Nodes NodeAffinity's PreFilter left out (its metadata.name terms).
+    _codes.NARROWED: (
+        names.NODE_AFFINITY,
+        framework.prefilter_narrowing_reason([names.NODE_AFFINITY]),
+    ),
+    _codes.SPREAD: (names.POD_TOPOLOGY_SPREAD, pod_topology_spread.ERR_REASON_SPREAD_CONSTRAINTS),
+    _codes.SPREAD_LABEL: (
+        names.POD_TOPOLOGY_SPREAD,
+        pod_topology_spread.ERR_REASON_SPREAD_MISSING_LABEL,
+    ),
+    _codes.IPA_AFFINITY: (names.INTER_POD_AFFINITY, inter_pod_affinity.ERR_REASON_AFFINITY),
+    _codes.IPA_ANTI: (names.INTER_POD_AFFINITY, inter_pod_affinity.ERR_REASON_ANTI_AFFINITY),
+    _codes.IPA_EXISTING: (
+        names.INTER_POD_AFFINITY,
+        inter_pod_affinity.ERR_REASON_EXISTING_ANTI_AFFINITY,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ReasonTable:
+    """Every code of one state's columns: its text and the plugin that gives it."""
+
+    texts: dict[int, str]
+    plugins: dict[int, str]
+
+    @classmethod
+    def for_columns(
+        cls,
+        resource_names: Sequence[str],
+        extensions: Mapping[str, tuple[Any, Any, int]] | None = None,
+    ) -> ReasonTable:
+        """The fixed codes, NodeResourcesFit's (one per resource column) and those of the
+        profile's static filter plugins (``Encoder.extensions``: name -> (..., code))."""
+        texts = {code: text for code, (_, text) in FIXED_REASONS.items()}
+        plugins = {code: plugin for code, (plugin, _) in FIXED_REASONS.items()}
+        for name, (_, _, code) in (extensions or {}).items():
+            (texts[code],) = registry.PLUGINS[name].reasons
+            plugins[code] = name
+        for column, name in enumerate(resource_names):
+            code = _codes.FIRST_RESOURCE + column
+            texts[code] = (
+                node_resources_fit.ERR_REASON_TOO_MANY_PODS
+                if column == _codes.POD_COLUMN
+                else node_resources_fit.insufficient_resource(name)
+            )
+            plugins[code] = names.NODE_RESOURCES_FIT
+        return cls(texts, plugins)

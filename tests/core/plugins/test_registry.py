@@ -1,0 +1,81 @@
+"""The registry: every plugin module registered once, its tables consistent."""
+
+import importlib
+import pkgutil
+
+import pytest
+
+import kubesalvo.core.plugins as package
+from kubesalvo.core.plugins import framework, names, registry
+from kubesalvo.core.plugins.framework import ArgsError, PluginSpec
+
+_NOT_PLUGINS = {"framework", "names", "registry", "post_filter"}
+PLUGIN_MODULES = sorted(
+    m.name for m in pkgutil.iter_modules(package.__path__) if m.name not in _NOT_PLUGINS
+)
+
+
+@pytest.mark.parametrize("module_name", PLUGIN_MODULES)
+def test_each_plugin_module_is_registered_under_its_name(module_name):
+    module = importlib.import_module(f"kubesalvo.core.plugins.{module_name}")
+    spec = module.SPEC
+    assert isinstance(spec, PluginSpec)
+    assert spec.name == module.NAME
+    assert registry.PLUGINS[spec.name] is spec
+    assert spec.points and spec.points <= set(framework.POINTS)
+
+
+def test_every_name_has_a_plugin_and_every_plugin_a_name():
+    declared = {v for k, v in vars(names).items() if k.isupper()}
+    assert declared == set(registry.PLUGINS)
+
+
+def test_default_plugins_filters_and_weights_are_kube_schedulers():
+    assert registry.DEFAULT_FILTER_ORDER == (
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodePorts",
+        "NodeResourcesFit",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "VolumeZone",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "DynamicResources",
+    )
+    for plugin in registry.DEFAULT_SCORE_WEIGHTS:
+        assert framework.SCORE in registry.EXTENSION_POINTS[plugin]
+
+
+@pytest.mark.parametrize("plugin", sorted(registry.ARGS))
+def test_each_args_model_defaults_to_a_valid_value(plugin):
+    args = registry.ARGS[plugin]()
+    assert args.problems() == []
+
+
+def test_an_args_model_reports_every_problem_at_once():
+    from kubesalvo.core.plugins.default_preemption import DefaultPreemptionArgs
+
+    with pytest.raises(ArgsError) as err:
+        DefaultPreemptionArgs(101, -1)
+    assert [(p.path, p.kind) for p in err.value.problems] == [
+        ("minCandidateNodesPercentage", framework.ErrorKind.INVALID),
+        ("minCandidateNodesAbsolute", framework.ErrorKind.INVALID),
+    ]
+    assert err.value.path == "minCandidateNodesPercentage"
+
+
+def test_a_field_error_moves_below_a_path():
+    error = framework.FieldError("resources[0].weight", framework.ErrorKind.INVALID, 2, "must be 1")
+    assert error.under("profiles[0].pluginConfig[1].args").path == (
+        "profiles[0].pluginConfig[1].args.resources[0].weight"
+    )
+    assert error.under("").path == "resources[0].weight"
+
+
+def test_every_fixed_reason_has_a_status_code_and_one_plugin():
+    assert set(registry.REASON_CODES) == set(registry.REASON_PLUGIN)
+    assert registry.REASON_PLUGIN["node(s) had untolerated taint(s)"] == "TaintToleration"
