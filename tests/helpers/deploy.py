@@ -155,7 +155,7 @@ def node_pool(control_plane: Any, pool: str, count: int, cpu: str = "1") -> list
     """``count`` Ready kwok nodes that only pods tolerating ``pool``'s taint can use (see
     ``pool_pod``), so other tests' pods and these never mix. Returns their names."""
     from kubesalvo.sched.cluster.nodes import add_nodes
-    from tests.sched.test_cycle import own_node
+    from tests.sched.cycle.test_burst import own_node
 
     nodes = [own_node(f"{pool}-{i}", pool, cpu) for i in range(count)]
     control_plane.call(lambda client: add_nodes(client, nodes, 120.0))
@@ -166,7 +166,7 @@ def pool_pod(
     namespace: str, name: str, pool: str, cpu: str = "10m", priority_class: str | None = None
 ) -> dict[str, Any]:
     """A pod for kubesalvo that may only go to ``pool``'s nodes."""
-    from tests.sched.test_cycle import TAINT_KEY, toleration
+    from tests.sched.cycle.test_burst import TAINT_KEY, toleration
 
     spec: dict[str, Any] = {
         "schedulerName": "kubesalvo",
