@@ -55,3 +55,15 @@ def test_a_quantity_that_is_no_quantity_is_still_refused():
     state = ClusterState()
     with pytest.raises(ValueError):
         place_burst(state, [pod("bad", cpu="2x")])
+
+
+def test_a_node_reporting_more_than_int64_holds_has_int64_max_and_takes_pods():
+    state = ClusterState()
+    state.add_node(
+        {
+            "metadata": {"name": "big", "labels": {"kubernetes.io/hostname": "big"}},
+            "status": {"allocatable": {"cpu": "1e400", "memory": "10e399", "pods": "110"}},
+        }
+    )
+    result = place_burst(state, [pod("p", cpu="1000", memory="1Pi")])
+    assert result.nodes == ["big"]
