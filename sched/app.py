@@ -322,6 +322,7 @@ class Scheduler:
             "bindsInFlight": self.cycle.binds_in_flight,
             "preemptionsPending": self.cycle.preemptions_pending,
             "assumed": self.cache.assumed_count,
+            "cache": self.cache.sizes(),
             "pods": listing,
         }
         return web.json_response(body)
