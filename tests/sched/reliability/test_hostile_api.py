@@ -191,7 +191,7 @@ def test_hostile_objects_get_answers_others_are_bound_and_no_secret_is_written(
     }
     assert "401" in written["refused log"] or "Unauthorized" in written["refused log"]
     for where, text in written.items():
-        for secret in (control_plane.token, wrong, "Authorization", "Bearer "):
+        for secret in (control_plane.token, wrong, "Authorization", "Bearer ", "PRIVATE KEY"):
             assert secret not in text, f"{secret[:12]}... appears in the {where}"
 
 

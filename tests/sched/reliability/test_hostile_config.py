@@ -181,7 +181,7 @@ def test_the_base_document_is_valid():
 
 
 # More examples for a long hunt: KUBESALVO_FUZZ_EXAMPLES=5000 python3 -m pytest ...
-EXAMPLES = int(os.environ.get("KUBESALVO_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("KUBESALVO_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -31,7 +31,7 @@ from tests.sched.reliability.hostile import (
     run_cli,
 )
 
-EXAMPLES = int(os.environ.get("KUBESALVO_FUZZ_EXAMPLES", "30"))
+EXAMPLES = int(os.environ.get("KUBESALVO_FUZZ_EXAMPLES", "20"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -142,7 +142,7 @@ class Churn:
 
 
 SOAKS = [
-    pytest.param(20.0, 10.0, id="20s"),
+    pytest.param(12.0, 10.0, id="12s"),
     pytest.param(
         float(os.environ.get("KUBESALVO_SOAK_SECONDS", "1800")),
         float(os.environ.get("KUBESALVO_SOAK_RATE", "50")),
