@@ -32,11 +32,11 @@ from tests.sched.reliability.runtime import (
 )
 from tests.sched.test_app import (
     ThreadedProxy,
-    all_decided,
     burst,
     delete_pods,
     list_objects,
     ours,
+    pod_scheduled,
     problems_now,
     settled,
 )
@@ -118,8 +118,23 @@ def no_gangs(count: int, seed: int) -> list[dict[str, Any]]:
 
 def settle(control_plane, process, pods, scale) -> None:
     """Wait until every pod is decided; on failure name the undecided ones and their state."""
+
+    def decided() -> bool:
+        # A pod the scheduler parked as unschedulable is decided even when writing its
+        # condition failed during an outage: like kube-scheduler, it does not rewrite it
+        # until the pod is tried again (a cluster event, or 5 minutes).
+        parked = {
+            p["pod"] for p in process.debug("/debug/queue")["pods"] if p["queue"] == "unschedulable"
+        }
+        return all(
+            p["spec"].get("nodeName")
+            or (pod_scheduled(p) or {}).get("reason") == "Unschedulable"
+            or f"{p['metadata']['namespace']}/{p['metadata']['name']}" in parked
+            for p in ours(pods, list_objects(control_plane, "/api/v1/pods"))
+        )
+
     try:
-        settled(process, settle_timeout(scale), lambda: all_decided(control_plane, pods))
+        settled(process, settle_timeout(scale), decided)
     except pytest.fail.Exception:
         listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
         undecided = [
