@@ -46,7 +46,7 @@ from kubesalvo.core.plugins import (
     registry,
 )
 from kubesalvo.core.profile import Profile
-from kubesalvo.core.quantity import parse_quantity
+from kubesalvo.core.quantity import INT64_MAX, parse_quantity
 from kubesalvo.core.resources import (
     CPU,
     DEFAULT_MEMORY_REQUEST,
@@ -242,14 +242,25 @@ class Encoder:
             node_affinity = affinity.get("nodeAffinity") or {}
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
         preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
-        fast = _simple_requests(spec)
-        if fast is not None:
-            requests, nonzero = fast
-            nonzero_add = nonzero
-        else:
-            requests = pod_requests(pod)
-            nonzero = _score_requests(pod)
-            nonzero_add = pod_nonzero_requests(pod)
+        quantity_error = ""
+        try:
+            fast = _simple_requests(spec)
+            if fast is not None:
+                requests, nonzero = fast
+                nonzero_add = nonzero
+            else:
+                requests = pod_requests(pod)
+                nonzero = _score_requests(pod)
+                nonzero_add = pod_nonzero_requests(pod)
+            if not all(-INT64_MAX - 1 <= v <= INT64_MAX for v in (*requests.values(), *nonzero)):
+                raise ValueError("a sum of requests does not fit in int64")
+        except ValueError as exc:
+            # The API server stores quantities such as 1e400 that no int64 holds: the
+            # class fails its attempts with an error instead of failing the whole burst.
+            # A quantity it would refuse (bad syntax: only in a file) stays an error.
+            _check_quantity_syntax(spec)
+            requests, nonzero, nonzero_add = {}, (0, 0), (0, 0)
+            quantity_error = f"{names.NODE_RESOURCES_FIT}: {exc}"
         images: list[str] = []
         ports: list[HostPort] = []
         for container in containers:
@@ -299,6 +310,9 @@ class Encoder:
         if self.extensions:
             # A static filter plugin may read any part of the signature (labels, say).
             info.static_key = key
+        if quantity_error:
+            info.error = quantity_error
+            info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
         if self._prefilters and (
@@ -841,6 +855,18 @@ def _simple_requests(spec: Mapping[str, Any]) -> tuple[dict[str, int], tuple[int
         cpu_score += DEFAULT_MILLI_CPU_REQUEST if cpu is None else cpu
         memory_score += DEFAULT_MEMORY_REQUEST if memory is None else memory
     return out, (cpu_score, memory_score)
+
+
+def _check_quantity_syntax(spec: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` for a request, limit or overhead that is no quantity at all."""
+    for container in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ())):
+        resources = container.get("resources") or {}
+        for amounts in (resources.get("requests"), resources.get("limits")):
+            for amount in (amounts or {}).values():
+                parse_quantity(amount)
+    for amounts in (spec.get("overhead"), (spec.get("resources") or {}).get("requests")):
+        for amount in (amounts or {}).values():
+            parse_quantity(amount)
 
 
 def _score_requests(pod: Mapping[str, Any]) -> tuple[int, int]:

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from kubesalvo.core.quantity import parse_quantity, scaled
+from kubesalvo.core.quantity import INT64_MAX, parse_quantity, scaled
 
 __all__ = [
     "CPU",
@@ -266,6 +266,12 @@ def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     not report them: such a node fits only pods that request none of it).
     """
     raw = _parse_list((node.get("status") or {}).get("allocatable"))
+    # kube-apiserver stores any non-negative quantity ("1e400" as "10e399"): a node that
+    # reports more than int64 holds has all that int64 holds, which no pod can exceed.
+    ceiling = Fraction(INT64_MAX)
+    raw = {
+        name: min(amount, ceiling / (1000 if name == CPU else 1)) for name, amount in raw.items()
+    }
     out = _to_units(raw)
     out[PODS] = scaled(raw.get(PODS, Fraction(0)), 0)
     return out

@@ -345,6 +345,7 @@ class Scheduler:
             "bindsInFlight": self.cycle.binds_in_flight,
             "preemptionsPending": self.cycle.preemptions_pending,
             "assumed": self.cache.assumed_count,
+            "cache": self.cache.sizes(),
             "pods": listing,
         }
         return web.json_response(body)

@@ -79,6 +79,8 @@ _encoder = msgspec.json.Encoder()
 
 # The API server's text for a pod that already has spec.nodeName (pods/binding, 409).
 _ALREADY_ASSIGNED = re.compile(r'is already assigned to node "([^"]*)"')
+# ... and for a Binding whose metadata.uid is not the pod's (the pod was recreated).
+_UID_CHANGED = re.compile(r"Precondition failed: UID in precondition")
 
 
 def binding_body(namespace: str, name: str, uid: str, node: str) -> bytes:
@@ -87,12 +89,17 @@ def binding_body(namespace: str, name: str, uid: str, node: str) -> bytes:
     return _encoder.encode(_BindingBody(metadata=reference, target=_Target(name=node)))
 
 
-def classify_conflict(error: ApiError, node: str) -> BindOutcome:
-    """What a 409 from pods/binding means for a bind to ``node``."""
+def classify_conflict(error: ApiError, node: str) -> BindOutcome | None:
+    """What a 409 from pods/binding means for a bind to ``node``; None for a conflict that
+    says nothing about the pod and is retried like a 5xx. (With etcd down, kube-apiserver
+    answers a binding 409 "rpc error: code = Unavailable": forgetting the pod then would
+    lose it, since no watch event ever brings an unchanged pending pod back.)"""
     match = _ALREADY_ASSIGNED.search(error.message)
-    if match and match.group(1) == node:
-        return BindOutcome.BOUND
-    return BindOutcome.FORGOTTEN
+    if match:
+        return BindOutcome.BOUND if match.group(1) == node else BindOutcome.FORGOTTEN
+    if _UID_CHANGED.search(error.message):
+        return BindOutcome.FORGOTTEN
+    return None
 
 
 @dataclass
@@ -180,14 +187,17 @@ class Binder:
                         if api_error.status == 404:
                             outcome = BindOutcome.FORGOTTEN
                             break
+                        conflict = None
                         if api_error.status == 409:
-                            outcome = classify_conflict(api_error, node)
+                            conflict = classify_conflict(api_error, node)
+                        if conflict is not None:
+                            outcome = conflict
                             error = None if outcome is BindOutcome.BOUND else api_error
                             break
                         if api_error.status == 429:
                             await asyncio.sleep(api_error.retry_after or self._delay(1))
                             continue
-                        if not api_error.transient:
+                        if not api_error.transient and api_error.status != 409:
                             break
                     except Exception as other:
                         if not is_transient(other):

@@ -101,6 +101,21 @@ class SchedulerCache:
 
     # --- informers --------------------------------------------------------------------
 
+    def sizes(self) -> dict[str, int]:
+        """What the state holds, for the debug page: a long run must not grow these beyond
+        what the cluster has (rows are reused, ghosts go when their node comes back)."""
+        state = self.state
+        return {
+            "nodes": state.node_count,
+            "rows": state.rows,
+            "podsCounted": len(state.pods),
+            "ghostPods": sum(len(pods) for pods in state.ghosts.values()),
+            "podGroups": len(state.groups),
+            "labelValues": sum(len(values) for values in state.label_values.values()),
+            "assumed": len(self._assumed),
+            "deferred": len(self._deferred),
+        }
+
     def add_node(self, node: Object) -> None:
         self._do(lambda: self._add_node(node))
 

@@ -13,8 +13,13 @@ can, on demand:
   refuse new watches (503) for as long as a test needs the watch path down, or stall
   them (headers, then silence) to exercise the client's inactivity timeout.
 
-It counts what it did and records every binding the API server accepted, so a test can
-check that each pod was bound exactly once. Faults are set by assigning to ``faults``.
+Besides those counted faults, rates apply a fault to a share of all matching requests for
+as long as they are set (a seeded random choice per request): 5xx on bindings before or
+after forwarding, and 429 with Retry-After; a test drops watches on a timer for the rest.
+
+It counts what it did and records every binding the API server accepted (with the wall
+clock time it was sent), so a test can check that each pod was bound exactly once, and
+when. Faults are set by assigning to ``faults``.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ import asyncio
 import collections
 import ipaddress
 import logging
+import random
 import ssl
+import time
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -61,6 +68,13 @@ class Faults:
     stall_watches: int = 0
     # True: a 200 stream carrying an ERROR event with code 410; False: an HTTP 410.
     gone_as_event: bool = True
+    # Shares (0..1) of requests given a fault while set: bindings failed before they are
+    # forwarded, bindings forwarded whose answer is lost, requests matching
+    # ``throttle_match`` answered 429.
+    bind_error_rate: float = 0.0
+    lost_bind_rate: float = 0.0
+    throttle_rate: float = 0.0
+    seed: int = 0
 
 
 @dataclass
@@ -75,6 +89,8 @@ class ProxyStats:
     watches: int = 0
     # Binding path -> how many times the API server answered 201 to it.
     binds_accepted: collections.Counter[str] = field(default_factory=collections.Counter)
+    # (wall clock time the binding was received, its path) of every accepted binding.
+    bind_times: list[tuple[float, str]] = field(default_factory=list)
 
 
 class FaultProxy:
@@ -101,6 +117,8 @@ class FaultProxy:
         self._watches: dict[asyncio.Task[object], web.Request] = {}
         self._session: aiohttp.ClientSession | None = None
         self._runner: web.AppRunner | None = None
+        self._random = random.Random()
+        self._seeded: int | None = None
 
     @property
     def url(self) -> str:
@@ -150,12 +168,21 @@ class FaultProxy:
         self.stats.dropped += dropped
         return dropped
 
+    def _roll(self, rate: float) -> bool:
+        if rate <= 0.0:
+            return False
+        if self._seeded != self.faults.seed:
+            self._random.seed(self.faults.seed)
+            self._seeded = self.faults.seed
+        return self._random.random() < rate
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         faults = self.faults
         is_watch = request.query.get("watch") in ("true", "1")
         is_bind = request.method == "POST" and request.path.endswith("/binding")
-        if faults.throttle > 0 and faults.throttle_match in request.path:
-            faults.throttle -= 1
+        matches = faults.throttle_match in request.path
+        if (faults.throttle > 0 and matches) or (matches and self._roll(faults.throttle_rate)):
+            faults.throttle = max(0, faults.throttle - 1)
             self.stats.throttled += 1
             return web.Response(
                 status=429,
@@ -182,10 +209,13 @@ class FaultProxy:
             faults.gone_watches -= 1
             self.stats.gone += 1
             return await self._gone(request)
-        if is_bind and faults.bind_errors > 0:
-            faults.bind_errors -= 1
+        lost = is_bind and self._roll(faults.lost_bind_rate)
+        failed = is_bind and not lost and self._roll(faults.bind_error_rate)
+        if (is_bind and faults.bind_errors > 0) or lost or failed:
+            if not (lost or failed):
+                faults.bind_errors -= 1
             self.stats.bind_errors += 1
-            if faults.bind_error_after_forward:
+            if lost or (faults.bind_error_after_forward and not failed):
                 await self._forward(request, is_bind=True)
             code = faults.bind_error_status
             return web.Response(
@@ -209,6 +239,7 @@ class FaultProxy:
     async def _forward(self, request: web.Request, *, is_bind: bool) -> web.Response:
         assert self._session is not None
         body = await request.read()
+        sent = time.time()
         async with self._session.request(
             request.method,
             self.upstream + request.rel_url.path_qs,
@@ -219,6 +250,7 @@ class FaultProxy:
             self.stats.forwarded += 1
             if is_bind and upstream.status == 201:
                 self.stats.binds_accepted[request.path] += 1
+                self.stats.bind_times.append((sent, request.path))
             return web.Response(status=upstream.status, body=data, headers=_copy(upstream.headers))
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:

@@ -173,9 +173,16 @@ def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _int(value: Any, path: str, minimum: int) -> int:
+# Far beyond any fleet or burst a machine can generate (large.yaml: 50,000 nodes and
+# 100,000 pods): a bigger count would only end in an out-of-memory crash.
+_MAX_COUNT = 10_000_000
+
+
+def _int(value: Any, path: str, minimum: int, maximum: int | None = _MAX_COUNT) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ScenarioError(f"{path}: expected an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ScenarioError(f"{path}: expected an integer <= {maximum:,}, got {value!r}")
     return value
 
 
@@ -239,7 +246,7 @@ def _parse_workload(value: Any, path: str) -> WorkloadSpec:
         if key not in data:
             raise ScenarioError(f"{path}.{key}: required field is missing")
     shape = data["shape"]
-    if shape not in SHAPES:
+    if not isinstance(shape, str) or shape not in SHAPES:
         raise ScenarioError(f"{path}.shape: unknown shape {shape!r}; accepted: {', '.join(SHAPES)}")
     spec = WorkloadSpec(shape=shape, pods=_int(data["pods"], f"{path}.pods", 0))
     if "classes" in data:
@@ -274,7 +281,7 @@ def parse_scenario(data: Any) -> Scenario:
         seen[workload.name] = index
     scenario = Scenario(name=name, fleet=fleet, workloads=workloads)
     if "seed" in top:
-        scenario = dataclasses.replace(scenario, seed=_int(top["seed"], "seed", 0))
+        scenario = dataclasses.replace(scenario, seed=_int(top["seed"], "seed", 0, None))
     if "schedulerName" in top:
         scheduler = _text(top["schedulerName"], "schedulerName", _NAME)
         scenario = dataclasses.replace(scenario, scheduler_name=scheduler)

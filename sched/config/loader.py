@@ -86,6 +86,12 @@ def parse_config(text: str, source: str = "<string>") -> SchedulerConfig:
         raise ConfigError(
             [_error("", ErrorKind.INVALID, None, f"not valid YAML: {exc}")], source=source
         ) from exc
+    except RecursionError as exc:
+        # PyYAML's composer recurses once per level: thousands of `[` exhaust the stack.
+        raise ConfigError(
+            [_error("", ErrorKind.INVALID, None, "nested too deeply to be a configuration")],
+            source=source,
+        ) from exc
     d = Decoder()
     config = _decode(d, raw, source)
     if d.errors or config is None:

@@ -80,8 +80,11 @@ def node_update_events(old: Any, new: Any) -> list[ClusterEvent]:
 
 
 def _scaled_down(old: Any, new: Any) -> bool:
-    before = pod_requests(msgspec.to_builtins(old))
-    after = pod_requests(msgspec.to_builtins(new))
+    try:
+        before = pod_requests(msgspec.to_builtins(old))
+        after = pod_requests(msgspec.to_builtins(new))
+    except ValueError:
+        return False  # a quantity beyond int64 (the API server stores 1e400): no scale-down
     return any(after.get(name, 0) < amount for name, amount in before.items())
 
 

@@ -161,7 +161,10 @@ def main(args: argparse.Namespace) -> int:
         if args.save_placed:
             _save(args.save_placed, placed_snapshot(cluster.snapshot, summary))
     except (SimulateError, ScenarioError, SnapshotError, ConfigError, ProfileError) as error:
-        print(f"kubesalvo simulate: error: {error}", file=sys.stderr)
+        # One line, whatever the error carries (a YAML error adds its position on lines
+        # of their own).
+        text = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        print(f"kubesalvo simulate: error: {text}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.json:
         print(json.dumps(summary_json(summary)))

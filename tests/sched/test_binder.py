@@ -190,3 +190,12 @@ async def test_cancelling_all_binds_settles_each_as_failed_at_once(
     assert len(failed) == 5 and binder.in_flight == 0
     for p in pods:
         assert await node_of(api, namespace, p["metadata"]["name"]) == ""
+
+
+def test_a_conflict_from_the_storage_under_the_api_server_is_retried_not_forgotten():
+    # What kube-apiserver 1.34 answered while etcd was down (seen in the etcd restart test).
+    error = _conflict(
+        'Operation cannot be fulfilled on pods/binding "web-1": rpc error: code = '
+        "Unavailable desc = error reading from server: EOF"
+    )
+    assert classify_conflict(error, "node-7") is None
