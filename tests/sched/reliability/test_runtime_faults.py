@@ -70,7 +70,14 @@ def check_outcome(control_plane, pods, proxies) -> list[dict[str, Any]]:
     assert len(listed) == len(pods)
     bound = [p for p in listed if p["spec"].get("nodeName")]
     bound_exactly_once([p.proxy for p in proxies], bound)
-    assert problems_now(control_plane) == []
+    # Every node's load is judged with every pod on it; a pod of another test still bound to
+    # a node that test removed (its namespace is deleted asynchronously) overcommits nothing.
+    keys = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods}
+    assert [
+        problem
+        for problem in problems_now(control_plane)
+        if not problem.endswith(": no such node") or problem.split(" on ")[0] in keys
+    ] == []
     return bound
 
 
