@@ -89,6 +89,10 @@ class ProxyStats:
     watches: int = 0
     # Binding path -> how many times the API server answered 201 to it.
     binds_accepted: collections.Counter[str] = field(default_factory=collections.Counter)
+    # Binding path -> how many times it was sent on and no answer came back (the API
+    # server died or cut the connection) or a server error did (etcd timed out): the
+    # binding may or may not have been stored.
+    binds_uncertain: collections.Counter[str] = field(default_factory=collections.Counter)
     # (wall clock time the binding was received, its path) of every accepted binding.
     bind_times: list[tuple[float, str]] = field(default_factory=list)
 
@@ -240,18 +244,25 @@ class FaultProxy:
         assert self._session is not None
         body = await request.read()
         sent = time.time()
-        async with self._session.request(
-            request.method,
-            self.upstream + request.rel_url.path_qs,
-            headers=self._upstream_headers(request),
-            data=body or None,
-        ) as upstream:
-            data = await upstream.read()
-            self.stats.forwarded += 1
-            if is_bind and upstream.status == 201:
-                self.stats.binds_accepted[request.path] += 1
-                self.stats.bind_times.append((sent, request.path))
-            return web.Response(status=upstream.status, body=data, headers=_copy(upstream.headers))
+        try:
+            async with self._session.request(
+                request.method,
+                self.upstream + request.rel_url.path_qs,
+                headers=self._upstream_headers(request),
+                data=body or None,
+            ) as upstream:
+                data = await upstream.read()
+        except (aiohttp.ClientError, OSError):
+            if is_bind:
+                self.stats.binds_uncertain[request.path] += 1
+            raise
+        self.stats.forwarded += 1
+        if is_bind and upstream.status == 201:
+            self.stats.binds_accepted[request.path] += 1
+            self.stats.bind_times.append((sent, request.path))
+        elif is_bind and upstream.status >= 500:
+            self.stats.binds_uncertain[request.path] += 1
+        return web.Response(status=upstream.status, body=data, headers=_copy(upstream.headers))
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None
@@ -267,9 +278,12 @@ class FaultProxy:
                     status=upstream.status, headers=_copy(upstream.headers)
                 )
                 await response.prepare(request)
-                async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
-                await response.write_eof()
+                try:
+                    async for chunk in upstream.content.iter_any():
+                        await response.write(chunk)
+                    await response.write_eof()
+                except ConnectionResetError:
+                    pass  # the watcher went away first: nothing is left to write to
                 return response
         finally:
             self._watches.pop(task, None)

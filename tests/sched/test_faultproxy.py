@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 import msgspec
 import pytest
@@ -19,6 +21,28 @@ def test_the_proxy_listens_on_loopback_only(host):
 def test_injected_errors_are_api_status_objects():
     status = msgspec.json.decode(status_body(410, "Expired", "too old resource version: 5"))
     assert status["kind"] == "Status" and status["code"] == 410 and status["reason"] == "Expired"
+
+
+async def test_a_bind_whose_upstream_dies_unanswered_is_recorded_as_uncertain():
+    """An upstream that takes the request and closes the connection without a word - an
+    API server killed mid-request - leaves the binding's fate unknown: the proxy records
+    it as uncertain, never as accepted."""
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+
+    upstream = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+    port = upstream.sockets[0].getsockname()[1]
+    path = "/api/v1/namespaces/default/pods/p1/binding"
+    async with (
+        upstream,
+        FaultProxy(f"http://127.0.0.1:{port}") as proxy,
+        aiohttp.ClientSession() as session,
+        session.post(proxy.url + path, data=b"{}") as response,
+    ):
+        assert response.status >= 500
+    assert proxy.stats.binds_uncertain == {path: 1} and not proxy.stats.binds_accepted
 
 
 # -- in front of the real API server -----------------------------------------------------

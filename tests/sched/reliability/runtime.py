@@ -76,16 +76,22 @@ def restart(cp: ControlPlane, component: str, down: float = 2.0) -> tuple[float,
 
 
 def bound_exactly_once(proxies: list[FaultProxy], bound: list[dict[str, Any]]) -> None:
-    """Each bound pod's binding was accepted once, through one of ``proxies``, and no
-    binding was accepted for a pod that is not bound now."""
+    """Each bound pod's binding went through one of ``proxies``: accepted once, or sent on
+    and left uncertain - the API server died before it answered, or answered a server
+    error when etcd died under it - for it may have been stored all the same (the
+    scheduler must then find the pod bound, not bind it again). No pod's binding was
+    accepted twice."""
     accepted: dict[str, int] = {}
+    uncertain: set[str] = set()
     for proxy in proxies:
         for path, count in proxy.stats.binds_accepted.items():
             accepted[path] = accepted.get(path, 0) + count
+        uncertain.update(proxy.stats.binds_uncertain)
     paths = {
         f"/api/v1/namespaces/{p['metadata']['namespace']}/pods/{p['metadata']['name']}/binding"
         for p in bound
     }
     ours = {path: count for path, count in accepted.items() if path in paths}
-    assert set(ours) == paths, f"{len(paths - set(ours))} bound pods without an accepted bind"
-    assert set(ours.values()) == {1} or not ours, "a pod was bound twice"
+    unexplained = paths - set(ours) - uncertain
+    assert not unexplained, f"{len(unexplained)} bound pods without a bind sent through the proxy"
+    assert set(ours.values()) <= {1}, "a pod was bound twice"
