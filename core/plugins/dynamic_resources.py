@@ -15,11 +15,11 @@ from kubesalvo.core.plugins.framework import (
     RESERVE,
     ActionType,
     ClusterEvent,
-    ErrorKind,
     EventResource,
     FieldError,
     PluginSpec,
     check,
+    non_negative,
 )
 
 __all__ = ["NAME", "NO_NEW_CLAIMS_TO_DEALLOCATE", "DynamicResourcesArgs"]
@@ -42,16 +42,9 @@ class DynamicResourcesArgs:
         check(self.problems())
 
     def problems(self) -> list[FieldError]:
-        if self.filter_timeout_seconds >= 0:
-            return []
-        return [
-            FieldError(
-                "filterTimeout",
-                ErrorKind.INVALID,
-                self.filter_timeout_seconds,
-                "must be zero or positive",
-            )
-        ]
+        return non_negative(
+            "filterTimeout", self.filter_timeout_seconds, "must be zero or positive"
+        )
 
 
 EVENTS = (

@@ -53,6 +53,7 @@ __all__ = [
     "check",
     "event_label",
     "fit_error_message",
+    "non_negative",
     "post_filter_message",
     "prefilter_narrowing_reason",
     "success_message",
@@ -173,6 +174,11 @@ class ArgsError(ProfileError):
         first = problems[0]
         super().__init__(first.path, str(first).removeprefix(f"{first.path}: "))
         self.problems = problems
+
+
+def non_negative(path: str, value: float, detail: str) -> list[FieldError]:
+    """The one problem of a duration or count field that must not be negative, if it is."""
+    return [] if value >= 0 else [FieldError(path, ErrorKind.INVALID, value, detail)]
 
 
 def check(problems: list[FieldError]) -> None:

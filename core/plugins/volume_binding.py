@@ -16,11 +16,11 @@ from kubesalvo.core.plugins.framework import (
     SCORE,
     ActionType,
     ClusterEvent,
-    ErrorKind,
     EventResource,
     FieldError,
     PluginSpec,
     check,
+    non_negative,
 )
 
 __all__ = ["NAME", "VolumeBindingArgs"]
@@ -38,16 +38,11 @@ class VolumeBindingArgs:
         check(self.problems())
 
     def problems(self) -> list[FieldError]:
-        if self.bind_timeout_seconds >= 0:
-            return []
-        return [
-            FieldError(
-                "bindTimeoutSeconds",
-                ErrorKind.INVALID,
-                self.bind_timeout_seconds,
-                "invalid BindTimeoutSeconds, should not be a negative value",
-            )
-        ]
+        return non_negative(
+            "bindTimeoutSeconds",
+            self.bind_timeout_seconds,
+            "invalid BindTimeoutSeconds, should not be a negative value",
+        )
 
 
 _UPDATE = ActionType.ADD | ActionType.UPDATE_OTHER

@@ -489,6 +489,12 @@ def test_volume_binding_shape_needs_its_feature_gate() -> None:
     assert "StorageCapacityScoring" in error_at(err, f"{ARGS}.shape").detail
 
 
+def test_dynamic_resources_filter_timeout_must_not_be_negative() -> None:
+    err = plugin_args("DynamicResources", "{filterTimeout: -1s}")
+    problem = error_at(err, f"{ARGS}.filterTimeout")
+    assert problem.value == "-1s" and "zero or positive" in problem.detail
+
+
 def test_every_problem_is_reported_at_once() -> None:
     err = refused(
         """
