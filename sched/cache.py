@@ -70,7 +70,7 @@ class SchedulerCache:
         self._clock = clock
         self._assumed: dict[str, Assumed] = {}
         self._frozen = False
-        self._deferred: list[Callable[[], None]] = []
+        self._deferred: list[Callable[[], object]] = []
         self.expired = 0
 
     # --- the burst's view -------------------------------------------------------------
@@ -89,7 +89,7 @@ class SchedulerCache:
             for change in deferred:
                 change()
 
-    def _do(self, change: Callable[[], None]) -> None:
+    def _do(self, change: Callable[[], object]) -> None:
         if self._frozen:
             self._deferred.append(change)
         else:

@@ -25,7 +25,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kubesalvo.sched.informers import to_api_dict
@@ -44,9 +44,9 @@ SCORES_FROM = (
 
 def plugin_scores(
     pod: Mapping[str, Any],
-    nodes: list[Mapping[str, Any]],
-    pods: list[Mapping[str, Any]],
-    namespaces: list[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+    namespaces: Sequence[Mapping[str, Any]],
     profile: Any,
     top: int = TOP_NODES,
 ) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import msgspec
 from kubesalvo.core.snapshot import Snapshot, from_objects
 from kubesalvo.sched import snapshot
 from kubesalvo.sched.client import ApiClient, ApiError, Credentials, load_credentials
-from kubesalvo.sched.informers.models import ObjectList, to_api_dict
+from kubesalvo.sched.informers.models import object_list, to_api_dict
 from kubesalvo.sched.informers.watch import Resource
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS
 
@@ -59,7 +59,7 @@ async def list_workloads(client: ApiClient, resource: Resource[Any], kind: str) 
     """Every object of a workload resource, page by page, decoded as the informers do
     (only identity and selector: pod templates are skipped, not materialised), with the
     ``kind`` list items lack."""
-    decoder = msgspec.json.Decoder(ObjectList[resource.type])
+    decoder = msgspec.json.Decoder(object_list(resource.type))
     items: list[Any] = []
     params = {"limit": str(PAGE_SIZE)}
     while True:

@@ -130,9 +130,11 @@ def default_selector(pod: Pod, snapshot: Snapshot) -> Selector:
 
 
 def constraints(
-    pod: Pod, snapshot: Snapshot, args: PodTopologySpreadArgs, action: str
+    pod: Pod, snapshot: Snapshot | None, args: PodTopologySpreadArgs, action: str
 ) -> list[Constraint]:
-    """The pod's constraints with ``whenUnsatisfiable == action``, or the defaults."""
+    """The pod's constraints with ``whenUnsatisfiable == action``, or the defaults (whose
+    selector comes from ``snapshot``'s Services and controllers: None only where the
+    caller knows no default applies)."""
     raw = (pod.get("spec") or {}).get("topologySpreadConstraints") or []
     pod_labels = labels_of(pod)
     out = []
@@ -161,6 +163,8 @@ def constraints(
     defaults = [c for c in args.effective_constraints if c.when_unsatisfiable == action]
     if not defaults:
         return []
+    if snapshot is None:
+        raise ValueError("default spreading constraints need a snapshot")
     selector = default_selector(pod, snapshot)
     if selector.empty:
         return []

@@ -183,7 +183,9 @@ def _describe(cp: ControlPlane) -> dict[str, Any]:
     argv = controlplane.apiserver_args(cp) + controlplane.etcd_args(cp)
     argv += controlplane.kwok_args(cp)
     flags = [arg for arg in argv if arg.split("=", 1)[0] in _REPORTED_FLAGS]
-    kwok: dict[str, Any] = dict(controlplane.kwok_config(cp)["options"])
+    options = controlplane.kwok_config(cp)["options"]
+    assert isinstance(options, dict)
+    kwok: dict[str, Any] = dict(options)
     versions = cp.bin_dir.name
     return {
         "binaries": versions,

@@ -347,6 +347,13 @@ class ObjectList(_Api, Generic[T]):
     items: list[T] = []
 
 
+def object_list(item: type[T]) -> type[ObjectList[T]]:
+    """``ObjectList[item]`` for an item type known only at run time (a resource's)."""
+    alias: Any = ObjectList
+    made: type[ObjectList[T]] = alias[item]
+    return made
+
+
 class MetaOnly(_Api):
     """What a BOOKMARK event carries: only metadata.resourceVersion is meaningful."""
 

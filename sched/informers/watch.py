@@ -41,6 +41,7 @@ from kubesalvo.sched.informers.models import (
     ObjectList,
     Pod,
     PodDisruptionBudget,
+    object_list,
 )
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,7 @@ class Decoders(Generic[T]):
 
     def __init__(self, resource: Resource[T]) -> None:
         self.page: msgspec.json.Decoder[ObjectList[T]] = msgspec.json.Decoder(
-            ObjectList[resource.type]
+            object_list(resource.type)
         )
         self.object: msgspec.json.Decoder[T] = msgspec.json.Decoder(resource.type)
 

@@ -27,7 +27,12 @@ import msgspec
 
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
-from kubesalvo.core.reference.framework import PodInvalid, tolerated, untolerated_taint
+from kubesalvo.core.reference.framework import (
+    PodInvalid,
+    SchedulingError,
+    tolerated,
+    untolerated_taint,
+)
 from kubesalvo.core.reference.inter_pod_affinity import Term, pod_terms
 from kubesalvo.core.reference.node_affinity import RequiredNodeAffinity
 from kubesalvo.core.reference.node_unschedulable import UNSCHEDULABLE_TAINT
@@ -237,7 +242,7 @@ def _hard_constraints(pod: Any) -> list[Constraint] | None:
     try:
         # No snapshot is needed: with own constraints the defaults are never consulted.
         found = constraints(api, None, _NO_DEFAULTS, "DoNotSchedule")
-    except PodInvalid:
+    except (PodInvalid, SchedulingError):  # its attempt reports the invalid constraint
         return None
     return found or None
 
