@@ -49,14 +49,17 @@ def plugin_scores(
     namespaces: Sequence[Mapping[str, Any]],
     profile: Any,
     top: int = TOP_NODES,
+    workloads: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The reference's filter and score of ``pod``: the top nodes with per-plugin scores."""
+    """The reference's filter and score of ``pod``: the top nodes with per-plugin scores.
+    ``workloads`` (Services and controllers) give default spreading its selectors, as the
+    burst had them."""
     from kubesalvo.core.reference.scheduler import ReferenceScheduler
 
     uid = (pod.get("metadata") or {}).get("uid")
     others = [p for p in pods if (p.get("metadata") or {}).get("uid") != uid]
     unbound = {**pod, "spec": {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}}
-    reference = ReferenceScheduler(nodes, others, namespaces, profile)
+    reference = ReferenceScheduler(nodes, others, namespaces, profile, workloads)
     outcome = reference.evaluate(unbound)
     scores = reference.scores_for(unbound, outcome.feasible)
     ranked = sorted(scores.items(), key=lambda item: (-sum(item[1].values()), item[0]))
@@ -109,9 +112,12 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
     nodes = [to_api_dict(n) for n in scheduler.nodes.store.values()]
     pods = [to_api_dict(p) for p in scheduler.pods.store.values() if p.spec.node_name]
     namespaces = [to_api_dict(ns) for ns in scheduler.namespaces.store.values()]
+    workloads = (
+        scheduler.workloads.in_namespaces({namespace}) if scheduler.workloads is not None else []
+    )
     # The reference is plain Python: keep the event loop free while it runs.
     breakdown = await asyncio.to_thread(
-        plugin_scores, to_api_dict(pod), nodes, pods, namespaces, core
+        plugin_scores, to_api_dict(pod), nodes, pods, namespaces, core, TOP_NODES, workloads
     )
     answer.update(breakdown)
     answer["scoresFrom"] = SCORES_FROM

@@ -54,6 +54,36 @@ def test_the_pod_itself_is_not_counted_against_its_own_node():
     assert answer["topNodes"][0]["node"] == "only"
 
 
+def test_a_replicaset_pod_is_scored_with_default_spreading_by_its_owner():
+    """With the pod's ReplicaSet among the workloads, the System default constraints
+    spread it away from the node that already runs a replica; without it, they do not
+    apply and PodTopologySpread adds the same to every node."""
+    nodes = [node("a", "8"), node("b", "8")]
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "controller": True}]
+
+    def replica(name: str, node_name: str | None = None) -> dict:
+        made = pod(name, "100m", node_name)
+        made["metadata"] |= {"labels": {"app": "web"}, "ownerReferences": owner}
+        return made
+
+    replicaset = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+    }
+    target, running = replica("web-2", node_name="b"), replica("web-1", node_name="a")
+    spread = {
+        entry["node"]: entry["plugins"]["PodTopologySpread"]
+        for entry in plugin_scores(
+            target, nodes, [running, target], [], Profile.default(), workloads=[replicaset]
+        )["topNodes"]
+    }
+    assert spread["b"] > spread["a"]
+    alone = plugin_scores(target, nodes, [running, target], [], Profile.default())["topNodes"]
+    assert len({entry["plugins"]["PodTopologySpread"] for entry in alone}) == 1
+
+
 def test_a_pending_answer_lists_reasons_by_node_count():
     text = render(
         {
