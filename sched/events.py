@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from kubesalvo.sched.client import ApiClient, ApiError, TokenBucket
+from kubesalvo.sched.client import ApiClient, ApiError, TokenBucket, is_transient
 from kubesalvo.sched.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,12 @@ class RecorderSettings:
     max_pending: int = 10_000
     series_window: float = 360.0  # client-go's: isomorphic events within 6 minutes
     remembered_conditions: int = 100_000
+    # A write the API server could not take (5xx, 429, a broken connection: an outage)
+    # is tried again, after retry_delay doubling up to max_retry_delay, at most max_tries
+    # times in all (client-go's event sink tries 12 times).
+    max_tries: int = 12
+    retry_delay: float = 0.5
+    max_retry_delay: float = 10.0
 
 
 def _ref_dict(ref: ObjectRef) -> dict[str, str]:
@@ -155,7 +161,11 @@ class EventRecorder:
         self._busy: set[tuple[str, object]] = set()
         self._wakeup = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
+        # Failed tries of the writes waiting for another (see RecorderSettings.max_tries).
+        self._tries: dict[tuple[str, object], int] = {}
+        self._retries: set[asyncio.TimerHandle] = set()
         self.dropped = 0
+        self.gave_up = 0
         self.sent = collections.Counter[str]()
 
     # -- what the scheduler calls ------------------------------------------------------
@@ -242,7 +252,7 @@ class EventRecorder:
     async def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every noted write is done (or ``timeout`` passes); True if done."""
         deadline = asyncio.get_running_loop().time() + timeout
-        while self._queue or self._busy:
+        while self._queue or self._busy or self._tries:
             if asyncio.get_running_loop().time() >= deadline:
                 return False
             await asyncio.sleep(0.02)
@@ -251,6 +261,9 @@ class EventRecorder:
     async def stop(self, flush_timeout: float = 5.0) -> None:
         """Write what is pending (for at most ``flush_timeout``), then stop the writers."""
         await self.flush(flush_timeout)
+        for handle in self._retries:
+            handle.cancel()
+        self._retries.clear()
         for worker in self._workers:
             worker.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
@@ -291,11 +304,34 @@ class EventRecorder:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                # Events are best effort, as in client-go: log and move on.
-                log.warning("writing %s failed: %s", item[0], error)
+                self._failed(item, error)
+            else:
+                self._tries.pop(item, None)
             finally:
                 self._busy.discard(item)
             self._prune()
+
+    def _failed(self, item: tuple[str, object], error: Exception) -> None:
+        """A write failed: try it again later if the API server may take it then; events
+        and conditions are best effort, as in client-go, so past max_tries it is logged
+        and dropped (the pod's next attempt writes its condition anew)."""
+        tries = self._tries.pop(item, 0) + 1
+        if not is_transient(error) or tries >= self.settings.max_tries:
+            self.gave_up += 1
+            if item[0] == "condition":
+                self._conditions.pop(item[1], None)  # type: ignore[call-overload]
+            log.warning("writing %s failed (%d tries): %s", item[0], tries, error)
+            return
+        self._tries[item] = tries
+        delay = min(self.settings.retry_delay * 2 ** (tries - 1), self.settings.max_retry_delay)
+        loop = asyncio.get_running_loop()
+
+        def again() -> None:
+            self._retries.discard(handle)
+            self._enqueue(item)
+
+        handle = loop.call_later(delay, again)
+        self._retries.add(handle)
 
     async def _write_event(self, key: EventKey) -> None:
         series = self._series.get(key)
@@ -384,6 +420,10 @@ class EventRecorder:
         except ApiError as error:
             if error.status == 404:
                 return  # the pod is gone; nothing to tell it
+            self._conditions.setdefault(key, condition)  # a newer one noted meanwhile wins
+            raise
+        except BaseException:
+            self._conditions.setdefault(key, condition)
             raise
         self.sent["condition"] += 1
         self._written[key] = (pod.uid, condition.reason, condition.message)

@@ -186,3 +186,41 @@ async def test_a_many_pod_failure_writes_one_event_per_pod_however_often_each_fa
     assert sum(e.get("series", {}).get("count", 1) for e in events) == 1500
     assert started.sent["event"] == 150
     assert started.dropped == 0
+
+
+# -- through an outage: the fault proxy in front of the real API server -------------------
+
+
+@pytest.mark.integration
+async def test_a_condition_and_an_event_refused_during_an_outage_are_written_after_it(
+    api, proxied_api, proxy, namespace, create_pod
+):
+    """The API server answers 429 (and would 5xx) while it is overloaded or restarting:
+    the writes are tried again after a delay, not lost."""
+    pod = ref(await create_pod(namespace, "waiting"))
+    proxy.faults.throttle, proxy.faults.throttle_match, proxy.faults.retry_after = 6, "", 0
+    events = EventRecorder(proxied_api, RecorderSettings(qps=500, burst=500, retry_delay=0.05))
+    events.start()
+    try:
+        message = "0/3 nodes are available: 3 Insufficient cpu."
+        events.pod_condition(pod, "Unschedulable", message)
+        events.failed_scheduling(pod, message)
+        await settled(events)
+    finally:
+        await events.stop()
+    assert proxy.stats.throttled == 6 and events.gave_up == 0
+    response = await api.request("GET", f"/api/v1/namespaces/{namespace}/pods/waiting")
+    status = msgspec.json.decode(response.body)["status"]
+    (condition,) = [c for c in status["conditions"] if c["type"] == "PodScheduled"]
+    assert condition["reason"] == "Unschedulable" and condition["message"] == message
+    (event,) = await list_events(api, namespace)
+    assert event["reason"] == "FailedScheduling" and event["note"] == message
+
+
+@pytest.mark.integration
+async def test_a_write_the_api_server_refuses_for_good_is_dropped_at_once(api, namespace, started):
+    """A 4xx other than 429 will not change on retry: logged, counted, not tried again."""
+    gone = ObjectRef(namespace, "x" * 300, "uid-x")  # an event name longer than 253
+    started.failed_scheduling(gone, "0/1 nodes are available: 1 Insufficient cpu.")
+    await settled(started)
+    assert started.gave_up == 1 and started.sent["event"] == 0
