@@ -318,7 +318,8 @@ class EventRecorder:
         tries = self._tries.pop(item, 0) + 1
         if not is_transient(error) or tries >= self.settings.max_tries:
             self.gave_up += 1
-            if item[0] == "condition":
+            if item[0] == "condition" and item not in self._queued:
+                # (A newer condition noted meanwhile is queued: that one is still written.)
                 self._conditions.pop(item[1], None)  # type: ignore[call-overload]
             log.warning("writing %s failed (%d tries): %s", item[0], tries, error)
             return
