@@ -2,7 +2,8 @@
 
 Every ``retry_period`` a candidate reads the Lease. It takes the Lease when nobody holds
 it or when the holder's record has not changed for ``lease_duration`` (measured on our
-own clock from when we last saw it change, so clocks of different machines never meet).
+own clock from when we last saw it change, so clocks of different machines never meet),
+trying at the very moment that time is up (``next_try_in``).
 The leader renews every ``retry_period``; if no renewal has succeeded for
 ``renew_deadline`` it stops leading at once (``on_stopped_leading``) rather than risk two
 leaders binding. Writes are optimistic: an update carries the resourceVersion read, so of
@@ -14,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,6 +85,31 @@ def may_acquire(
     return observed_at + duration <= now
 
 
+def next_try_in(
+    spec: LeaseSpec | None,
+    identity: str,
+    observed_at: float,
+    now: float,
+    retry_period: float,
+    lease_duration: float,
+) -> float:
+    """How long a candidate that could not take the Lease waits before it tries again:
+    one ``retry_period``, or less when another holder's Lease, as we saw it, ends sooner:
+    we try the moment it ends. So a standby polling every ``retry_period`` sees the dead
+    leader's last renewal at most one period after it, and takes the Lease at most
+    ``lease_duration`` plus one period after the leader died (client-go's jittered polls,
+    up to 2.2 periods each, can take ``lease_duration`` plus 4.4 periods). Candidates are
+    a handful of replicas and writes carry the resourceVersion read: of several waking at
+    once, one wins and the others get 409, so no jitter is needed to spread them."""
+    holder = spec.holder_identity if spec is not None else ""
+    if spec is None or not holder or holder == identity:
+        return retry_period
+    duration = spec.lease_duration_seconds or lease_duration
+    ends_in = observed_at + duration - now
+    # A millisecond past the end, so that may_acquire's "ended" holds when we wake.
+    return min(retry_period, max(ends_in, 0.0) + 0.001)
+
+
 class LeaderElector:
     """Runs the election; ``is_leader`` and ``leading`` tell the rest of the scheduler."""
 
@@ -151,8 +176,19 @@ class LeaderElector:
             raise
 
     async def _acquire(self) -> None:
+        s = self.settings
         while not await self._try_acquire_or_renew():
-            await asyncio.sleep(self._jittered(self.settings.retry_period))
+            spec = self._observed.spec if self._observed is not None else None
+            await asyncio.sleep(
+                next_try_in(
+                    spec,
+                    s.identity,
+                    self._observed_at,
+                    self._clock(),
+                    s.retry_period,
+                    s.lease_duration,
+                )
+            )
 
     async def _renew_until_lost(self) -> None:
         last_renewed = self._clock()
@@ -287,7 +323,3 @@ class LeaderElector:
             )
         except (TimeoutError, ApiError):
             log.warning("lease %s: release failed; it expires on its own", self.settings.name)
-
-    @staticmethod
-    def _jittered(period: float) -> float:
-        return period * (1.0 + random.uniform(0.0, 1.2))

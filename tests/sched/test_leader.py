@@ -5,7 +5,13 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from kubesalvo.sched.leader import LeaderElectionSettings, LeaderElector, LeaseSpec, may_acquire
+from kubesalvo.sched.leader import (
+    LeaderElectionSettings,
+    LeaderElector,
+    LeaseSpec,
+    may_acquire,
+    next_try_in,
+)
 from kubesalvo.sched.metrics import SchedulerMetrics
 
 
@@ -29,6 +35,52 @@ def test_a_lease_without_a_duration_uses_ours():
     spec = LeaseSpec(holder_identity="other")
     assert not may_acquire(spec, "me", observed_at=100.0, now=110.0, lease_duration=15)
     assert may_acquire(spec, "me", observed_at=100.0, now=115.0, lease_duration=15)
+
+
+def test_a_candidate_tries_again_each_retry_period_or_when_the_holders_lease_ends():
+    other = LeaseSpec(holder_identity="other", lease_duration_seconds=15)
+    # Far from the end: one retry period.
+    assert (
+        next_try_in(other, "me", observed_at=100.0, now=101.0, retry_period=2.0, lease_duration=15)
+        == 2.0
+    )
+    # The end comes first: wake just past it, when may_acquire says yes.
+    wait = next_try_in(
+        other, "me", observed_at=100.0, now=114.5, retry_period=2.0, lease_duration=15
+    )
+    assert 0.5 < wait < 0.51
+    assert may_acquire(other, "me", observed_at=100.0, now=114.5 + wait, lease_duration=15)
+    # Already over (a failed write, a 409 lost to another candidate): try again at once.
+    assert next_try_in(other, "me", 100.0, 120.0, 2.0, 15) == pytest.approx(0.001)
+    # Nobody holds it, or we do, or we never read it: the plain period.
+    for spec in (None, LeaseSpec(), LeaseSpec(holder_identity="me")):
+        assert next_try_in(spec, "me", 100.0, 114.5, 2.0, 15) == 2.0
+
+
+def test_a_standby_takes_a_dead_leaders_lease_within_its_duration_and_one_retry_period():
+    """Simulated time: the leader renews every period until it dies; the standby polls
+    every period from a phase of its own. Whatever the phases, it takes the Lease at most
+    lease_duration + retry_period after the kill."""
+    retry, duration = 2.0, 15.0
+    for leader_phase in (0.0, 0.3, 1.1, 1.99):
+        for standby_phase in (0.0, 0.7, 1.5, 1.999):
+            killed = 10.0 + leader_phase
+            renewals = [leader_phase + k * retry for k in range(100)]
+            last_renewal = max(r for r in renewals if r <= killed)
+            spec, seen, observed_at = (
+                LeaseSpec(holder_identity="leader", lease_duration_seconds=15),
+                None,
+                0.0,
+            )
+            now = retry + standby_phase  # the leader has renewed once by then
+            while True:
+                renewed = max(r for r in renewals if r <= min(now, killed))
+                if renewed != seen:  # the record changed since the last read
+                    seen, observed_at = renewed, now
+                if may_acquire(spec, "me", observed_at, now, duration):
+                    break
+                now += next_try_in(spec, "me", observed_at, now, retry, duration)
+            assert last_renewal <= killed and now - killed <= duration + retry + 0.002
 
 
 @pytest.mark.parametrize(

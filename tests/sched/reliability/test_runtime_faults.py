@@ -309,7 +309,9 @@ def test_the_standby_takes_over_a_killed_leader_mid_burst_and_binds_only_once_it
         if scale.pods > 1000:
             # On a quiet machine; the small run only reports it (timing is not asserted
             # in the default suite, whose machine is shared).
-            assert takeover <= LEASE_DURATION + RETRY_PERIOD * 2.2
+            # The bound (leader.next_try_in), plus half a second for the GET and
+            # PUT of the Lease on a loaded API server.
+            assert takeover <= LEASE_DURATION + RETRY_PERIOD + 0.5
         print(
             f"\n{scale}: leader killed after {sum(proxies[0].proxy.stats.binds_accepted.values())}"
             f" binds; standby took the Lease {takeover:.2f}s later (lease {LEASE_DURATION:.0f}s, "
