@@ -68,13 +68,21 @@ def servicemonitor_crd(control_plane) -> None:
     kubectl(
         control_plane, "apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", str(crd)
     )
-    kubectl(
-        control_plane,
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/servicemonitors.monitoring.coreos.com",
-    )
+    # Polled rather than `kubectl wait`: a CRD read before the API server wrote its first
+    # status has no conditions at all, and kubectl wait then fails at once.
+    established = '{.status.conditions[?(@.type=="Established")].status}'
+    deadline = time.monotonic() + 60
+    while (
+        kubectl(
+            control_plane,
+            "get",
+            "crd/servicemonitors.monitoring.coreos.com",
+            f"-o=jsonpath={established}",
+        )
+        != "True"
+    ):
+        assert time.monotonic() < deadline, "the ServiceMonitor CRD is not Established in 60 s"
+        time.sleep(0.5)
 
 
 def apply(control_plane: Any, objects: list[dict[str, Any]], *flags: str) -> str:

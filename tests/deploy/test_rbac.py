@@ -273,7 +273,9 @@ def no_binding(run: Run) -> None:
 def no_condition(run: Run) -> None:
     run.create("nowhere", cpu="100")
     run.wait("FailedScheduling of nowhere", lambda: bool(run.failed_scheduling_events("nowhere")))
-    run.wait("the refused condition", lambda: run.log_has("writing condition failed: 403"))
+    run.wait(
+        "the refused condition", lambda: run.log_has(r"writing condition failed \(1 tries\): 403")
+    )
     assert pod_scheduled(run.pod("nowhere") or {}) is None
 
 
@@ -283,7 +285,7 @@ def no_event(run: Run) -> None:
         "PodScheduled=False on nowhere",
         lambda: (pod_scheduled(run.pod("nowhere") or {}) or {}).get("status") == "False",
     )
-    run.wait("the refused event", lambda: run.log_has("writing event failed: 403"))
+    run.wait("the refused event", lambda: run.log_has(r"writing event failed \(1 tries\): 403"))
     assert run.failed_scheduling_events("nowhere") == []
 
 
