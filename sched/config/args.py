@@ -260,7 +260,9 @@ def _reader(plugin: str, model: type) -> Callable[[Decoder, Any, str], Any]:
     number, flag): each field is read under its camelCase name, e.g. ``label`` or
     ``bindTimeoutSeconds``. New plugins get one without a line here."""
     kinds = {f.name: f.type for f in dataclasses.fields(model)}
-    keys = {_camel(name): name for name in kinds}
+    # A model may spell a field's key itself (``defaultSLO``, not ``defaultSlo``).
+    spelled = getattr(model, "FIELD_KEYS", {})
+    keys = {spelled.get(name) or _camel(name): name for name in kinds}
 
     def read(d: Decoder, raw: Any, path: str) -> Any:
         f = _fields(d, raw, path, plugin, tuple(keys))

@@ -196,6 +196,7 @@ class PodCondition(_Api):
     status: str = ""
     reason: str = ""
     message: str = ""
+    last_transition_time: str = ""  # RFC 3339; QosAware's table reads when pods ran
 
 
 class ContainerStatus(_Api):
