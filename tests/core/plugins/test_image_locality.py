@@ -96,7 +96,7 @@ def test_an_annotation_over_its_limit_leaves_out_the_smallest_images() -> None:
     ],
 )
 def test_a_malformed_annotation_says_what_is_wrong(text: str, why: str) -> None:
-    with pytest.raises(ValueError, match=None) as info:
+    with pytest.raises(ValueError) as info:
         decode_annotation(text)
     assert why in str(info.value)
 
