@@ -25,6 +25,7 @@ one). Equal times keep the kubelet's list.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -156,21 +157,31 @@ def _status_time(status: Mapping[str, Any]) -> datetime | None:
     return max(known) if known else None
 
 
-def node_images(node: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
-    """The node's images as ``status.images`` entries, from the newer of its two reports."""
-    status = node.get("status") or {}
-    reported: Sequence[Mapping[str, Any]] = status.get("images") or ()
-    text = ((node.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
-    if not text:
-        return reported
+@functools.lru_cache(maxsize=4096)
+def _decoded(text: str) -> tuple[datetime, tuple[Mapping[str, Any], ...]] | None:
+    # Every update of a node (a heartbeat every few seconds) carries the same annotation
+    # until the reporter rewrites it: decode each distinct value once.
     try:
         report = decode_annotation(text)
     except ValueError:
+        return None
+    return report.at, tuple(image.as_status() for image in report.images)
+
+
+def node_images(node: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+    """The node's images as ``status.images`` entries, from the newer of its two reports
+    (read-only: the annotation's entries are shared between calls)."""
+    status = node.get("status") or {}
+    reported: Sequence[Mapping[str, Any]] = status.get("images") or ()
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    if not text or not isinstance(text, str):
         return reported
-    if not report.images:
+    decoded = _decoded(text)
+    if decoded is None or not decoded[1]:
         return reported
+    at, images = decoded
     if reported:
         kubelet_at = _status_time(status)
-        if kubelet_at is not None and kubelet_at >= report.at:
+        if kubelet_at is not None and kubelet_at >= at:
             return reported
-    return [image.as_status() for image in report.images]
+    return images

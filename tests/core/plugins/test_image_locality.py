@@ -103,7 +103,7 @@ def test_a_malformed_annotation_says_what_is_wrong(text: str, why: str) -> None:
 
 def test_the_newer_report_counts() -> None:
     kubelet = [{"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 1}]
-    from_reporter = [APP.as_status()]
+    from_reporter = (APP.as_status(),)
     # Only the annotation (kwok nodes, kubelets that report nothing).
     assert node_images(node("a", [APP])) == from_reporter
     # Only the kubelet.
