@@ -120,8 +120,13 @@ def _implementers(point: str) -> list[str]:
 def _not_implemented(name: str, point: str) -> str:
     """Why ``name`` is refused at ``point`` (the registry's answer, or the runtime's)."""
     if point not in registry.EXTENSION_POINTS[name]:
-        return f'plugin "{name}" does not extend {_INTERFACE[point]} plugin'
-    return f'plugin "{name}" has no {point} implementation in this kubesalvo (no sort key)'
+        why = f'plugin "{name}" does not extend {_INTERFACE[point]} plugin'
+    else:
+        why = f'plugin "{name}" has no {point} implementation in this kubesalvo (no sort key)'
+    if not _implementers(point):
+        # The error lists no accepted values then: say so rather than print nothing.
+        why += f"; no plugin runs at {point} in this kubesalvo"
+    return why
 
 
 def _decode_set(d: Decoder, raw: Any, path: str, point: str) -> _PluginSet:

@@ -64,6 +64,8 @@ def test_a_plugin_not_run_at_a_point_is_refused_with_the_point_and_what_is_accep
     assert list(e.accepted) == runs_at(point)
     text = str(err)
     assert name in text and f"plugins.{point}" in text
+    if not runs_at(point):
+        assert f"no plugin runs at {point}" in e.detail
 
 
 @pytest.mark.parametrize("point", POINTS)
