@@ -238,7 +238,7 @@ class NodeCondition(_Api):
     status: str = ""
     # When the kubelet last reported its status (its image list with it): ImageLocality
     # takes the newer of that list and the image reporter's annotation. Not an event.
-    last_heartbeat_time: str = ""
+    last_heartbeat_time: str | None = None
 
 
 class ContainerImage(_Api):
