@@ -29,6 +29,8 @@ from typing import Any
 
 import msgpack
 
+from kubesalvo.core.plugins.image_locality import ANNOTATION as IMAGES_ANNOTATION
+
 FORMAT = "kubesalvo-snapshot"
 VERSION = 2
 KINDS = ("nodes", "pods", "namespaces", "priorityclasses", "workloads")
@@ -277,12 +279,18 @@ def strip_pod(pod: Object) -> Object:
 
 def strip_node(node: Object) -> Object:
     """The fields of a Node that scheduling reads (labels, taints, capacity, images, Ready)."""
-    metadata = _pick(node.get("metadata", {}), ("name", "uid", "labels"))
+    source_meta = node.get("metadata", {})
+    metadata = _pick(source_meta, ("name", "uid", "labels"))
+    # The image reporter's annotation, and the heartbeat that dates the kubelet's list:
+    # ImageLocality reads the newer of the two.
+    reported = (source_meta.get("annotations") or {}).get(IMAGES_ANNOTATION)
+    if reported:
+        metadata["annotations"] = {IMAGES_ANNOTATION: reported}
     spec = _pick(node.get("spec", {}), ("unschedulable", "taints"))
     source_status = node.get("status", {})
     status = _pick(source_status, ("capacity", "allocatable", "images"))
     conditions = [
-        _pick(c, ("type", "status"))
+        _pick(c, ("type", "status", "lastHeartbeatTime"))
         for c in source_status.get("conditions", [])
         if c.get("type") == "Ready"
     ]

@@ -17,7 +17,9 @@ used, and ``present`` says which of them hold a node):
   spread and inter-pod terms need no separate table. (This replaces the key=value bitsets
   of DESIGN.md: selectors become ``np.isin`` over one column, and domains come for free.)
 * Taints: interned (key, value, effect); ``taints`` (rows x distinct taints, uint8).
-* Images, as the scheduler cache's image states: per image name, the rows that report it,
+* Images, as the scheduler cache's image states: per image name, the rows that report it
+  (in ``status.images`` or the image reporter's annotation, whichever is newer:
+  ``core/plugins/image_locality.py``),
   each with the image's one size. That size is the one reported by the node that made the
   name known; it stays while any node still reports the name (later nodes, and updates of
   the node that set it, do not change it) and goes with the last such node.
@@ -45,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.core import _codes, _typedefs
+from kubesalvo.core.plugins.image_locality import node_images
 from kubesalvo.core.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -296,7 +299,7 @@ class ClusterState:
         # images: an update drops the node's old images first, as upstream's UpdateNode does
         self._drop_images(row)
         names = []
-        for image in status.get("images") or ():
+        for image in node_images(node):
             # Names as the kubelet reports them (upstream does not normalise these; only
             # the pod's image names get ":latest").
             for image_name in image.get("names") or ():

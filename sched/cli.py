@@ -39,6 +39,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubesalvo.sched.extender.cli",
         "serve kube-scheduler's extender protocol (filter, prioritize, bind, preempt)",
     ),
+    "image-reporter": (
+        "kubesalvo.sched.image_reporter.cli",
+        "node agent: write the node's images (from the container runtime) into its Node",
+    ),
     "bench": (
         "kubesalvo.sched.bench.cli",
         "schedulers side by side on one real control plane: pods/s, latency, CPU seconds",

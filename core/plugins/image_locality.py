@@ -1,9 +1,187 @@
-"""ImageLocality: nodes that already hold the pod's images score higher (static, ``fixed``)."""
+"""ImageLocality: nodes that already hold the pod's images score higher (static, ``fixed``).
+
+The score is kube-scheduler's (``core/encode.py`` computes it for a class of pods over all
+rows; ``core/reference/image_locality.py`` is its plain oracle). What a node holds comes
+from one of two reports, whichever is newer (:func:`node_images`):
+
+* ``status.images``, written by the kubelet (many clusters, and every kwok node, report
+  none);
+* the annotation :data:`ANNOTATION`, written by ``kubesalvo image-reporter`` from the
+  container runtime's own list. Its value is compact JSON::
+
+      {"v":1,"at":"2026-11-23T23:40:05Z","images":[[TAGS,DIGESTS,SIZE],...]}
+
+  ``TAGS`` the image's repo tags (``docker.io/library/nginx:1.27``), ``DIGESTS`` its repo
+  digests (``docker.io/library/nginx@sha256:...``), ``SIZE`` its size in bytes; ``at``
+  when the reporter listed them (RFC 3339, UTC). As the kubelet does, an image's names are
+  its digests then its tags.
+
+"Newer": the annotation's ``at`` against the kubelet's last status report, the latest
+``lastHeartbeatTime`` of the node's conditions (the kubelet writes its image list in the
+same status update; a list without any heartbeat counts as older). A report that is empty
+counts as absent; an annotation that does not parse is ignored (the reporter never writes
+one). Equal times keep the kubelet's list.
+"""
 
 from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import SCORE, PluginSpec
 
+__all__ = [
+    "ANNOTATION",
+    "FORMAT_VERSION",
+    "MAX_ANNOTATION_BYTES",
+    "NAME",
+    "ImageReport",
+    "ReportedImage",
+    "decode_annotation",
+    "encode_annotation",
+    "format_time",
+    "node_images",
+]
+
 NAME = names.IMAGE_LOCALITY
 SPEC = PluginSpec(NAME, frozenset({SCORE}))
+
+ANNOTATION = "kubesalvo.io/images"
+FORMAT_VERSION = 1
+# A Node's annotations share 256 KiB (apimachinery's TotalAnnotationSizeLimitB) with
+# everything else that annotates nodes; a quarter of it holds ~300 typical images.
+MAX_ANNOTATION_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True, order=True)
+class ReportedImage:
+    """One image the container runtime holds: its names and its size in bytes."""
+
+    tags: tuple[str, ...]
+    digests: tuple[str, ...]
+    size: int
+
+    def as_status(self) -> dict[str, Any]:
+        """The image as ``status.images`` holds one (digests first, as the kubelet)."""
+        return {"names": [*self.digests, *self.tags], "sizeBytes": self.size}
+
+
+@dataclass(frozen=True)
+class ImageReport:
+    """A decoded annotation: when the images were listed, and the images."""
+
+    at: datetime
+    images: tuple[ReportedImage, ...]
+
+
+def format_time(at: datetime) -> str:
+    """RFC 3339 in UTC with seconds, as the API server writes timestamps."""
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_time(text: object) -> datetime | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def encode_annotation(
+    images: Iterable[ReportedImage], at: datetime, limit: int = MAX_ANNOTATION_BYTES
+) -> tuple[str, int]:
+    """The annotation's value for ``images`` and how many images it holds.
+
+    Largest images first (they weigh most in the score, and the kubelet keeps the largest
+    too); when the value would pass ``limit`` bytes the smallest are left out.
+    """
+    ordered = sorted(images, key=lambda i: (-i.size, i))
+    head = f'{{"v":{FORMAT_VERSION},"at":"{format_time(at)}","images":['
+    parts: list[str] = []
+    used = len(head) + 2
+    for image in ordered:
+        part = json.dumps(
+            [list(image.tags), list(image.digests), image.size], separators=(",", ":")
+        )
+        extra = len(part.encode()) + (1 if parts else 0)
+        if used + extra > limit:
+            break
+        parts.append(part)
+        used += extra
+    return head + ",".join(parts) + "]}", len(parts)
+
+
+def _strings(value: object) -> tuple[str, ...] | None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    return tuple(value)
+
+
+def decode_annotation(text: str) -> ImageReport:
+    """The report in an annotation's value; ``ValueError`` saying what is wrong."""
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(raw, dict) or raw.get("v") != FORMAT_VERSION:
+        raise ValueError(f'not an object with "v": {FORMAT_VERSION}')
+    at = _parse_time(raw.get("at"))
+    if at is None:
+        raise ValueError(f'"at" is not an RFC 3339 time: {raw.get("at")!r}')
+    entries = raw.get("images")
+    if not isinstance(entries, list):
+        raise ValueError('"images" is not a list')
+    images = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, list) or len(entry) != 3:
+            raise ValueError(f"images[{i}] is not [tags, digests, size]")
+        tags, digests, size = _strings(entry[0]), _strings(entry[1]), entry[2]
+        if tags is None or digests is None:
+            raise ValueError(f"images[{i}]: tags and digests must be lists of strings")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ValueError(f"images[{i}]: size {size!r} is not a byte count")
+        images.append(ReportedImage(tags, digests, size))
+    return ImageReport(at, tuple(images))
+
+
+def _status_time(status: Mapping[str, Any]) -> datetime | None:
+    times = [_parse_time(c.get("lastHeartbeatTime")) for c in status.get("conditions") or ()]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded(text: str) -> tuple[datetime, tuple[Mapping[str, Any], ...]] | None:
+    # Every update of a node (a heartbeat every few seconds) carries the same annotation
+    # until the reporter rewrites it: decode each distinct value once.
+    try:
+        report = decode_annotation(text)
+    except ValueError:
+        return None
+    return report.at, tuple(image.as_status() for image in report.images)
+
+
+def node_images(node: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+    """The node's images as ``status.images`` entries, from the newer of its two reports
+    (read-only: the annotation's entries are shared between calls)."""
+    status = node.get("status") or {}
+    reported: Sequence[Mapping[str, Any]] = status.get("images") or ()
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    if not text or not isinstance(text, str):
+        return reported
+    decoded = _decoded(text)
+    if decoded is None or not decoded[1]:
+        return reported
+    at, images = decoded
+    if reported:
+        kubelet_at = _status_time(status)
+        if kubelet_at is not None and kubelet_at >= at:
+            return reported
+    return images

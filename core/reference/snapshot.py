@@ -12,7 +12,8 @@ This mirrors kube-scheduler's cache (``pkg/scheduler/backend/cache``) and its sn
   ``nonzero_cpu``/``nonzero_memory`` the same with 100m/200Mi for containers that name
   no cpu or memory (used by the resource scores); host ports are a set, so removing one
   of two pods that declare a port frees it;
-* image states: for each image name, the nodes that report it and its size, the size
+* image states: for each image name, the nodes that report it (``status.images`` or the
+  image reporter's annotation, the newer one) and its size, the size
   being the one reported by the node whose addition made the name known, kept while any
   node reports it (later reports, even by that node, do not change it).
 """
@@ -24,6 +25,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# Which report of a node's images counts (the kubelet's or the image reporter's) is input
+# reading, shared with the state rather than re-derived: the oracle checks the score.
+from kubesalvo.core.plugins.image_locality import node_images
 from kubesalvo.core.resources import (
     HostPort,
     host_ports,
@@ -207,7 +211,7 @@ class Cache:
             self.infos[name] = NodeInfo.of(node)
         else:
             info.set_node(node)
-        for image in (node.get("status") or {}).get("images") or ():
+        for image in node_images(node):
             for image_name in image.get("names") or ():
                 if image_name not in self._image_nodes:
                     self._image_sizes[image_name] = int(image.get("sizeBytes") or 0)
@@ -225,7 +229,7 @@ class Cache:
             del self.infos[name]
 
     def _remove_images(self, name: str, node: Mapping[str, Any]) -> None:
-        for image in (node.get("status") or {}).get("images") or ():
+        for image in node_images(node):
             for image_name in image.get("names") or ():
                 holders = self._image_nodes.get(image_name)
                 if holders is not None:
@@ -272,7 +276,7 @@ class Cache:
             node_images={
                 name: frozenset(
                     image_name
-                    for image in (node.get("status") or {}).get("images") or ()
+                    for image in node_images(node)
                     for image_name in image.get("names") or ()
                 )
                 for name, node in self.nodes.items()

@@ -19,6 +19,15 @@ kubesalvo refuses more than kube-scheduler does, by design: a plugin name it doe
 know (kube-scheduler only notices unknown *enabled* plugins, and ignores unknown
 disabled ones), a plugin listed at an extension point it does not implement, and a
 negative weight.
+
+What a plugin implements is read from the registry (``core/plugins/registry.py``: the
+points of its ``PluginSpec``), and, where the runtime needs more than the registry's word,
+from the runtime's own table: a queue sort plugin must have registered its sort key with
+the queue (``sched/queue/sorting.py``), or ``kubesalvo run`` could not order its queue.
+A plugin that gains a point (its ``PluginSpec``, plus its sort key for queueSort) is
+accepted there with no change here. The check runs twice: on each point's own
+``enabled`` list, and on what ``multiPoint`` expands into, where the error names the
+multiPoint entry and the point it reached.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from typing import Any
 from kubesalvo.core.plugins import framework, registry
 from kubesalvo.sched.config.decode import Decoder, child
 from kubesalvo.sched.config.errors import ErrorKind
+from kubesalvo.sched.queue.sorting import has_sort_key
 
 __all__ = [
     "ALL_POINTS",
@@ -95,8 +105,28 @@ class ResolvedPlugins:
         return frozenset(n for plugins in self.by_point.values() for n in plugins)
 
 
+def implements(plugin: str, point: str) -> bool:
+    """Whether kubesalvo runs ``plugin`` at ``point``: its registry entry says so and, for a
+    queue sort, the queue holds its sort key."""
+    if point not in registry.EXTENSION_POINTS.get(plugin, frozenset()):
+        return False
+    return point != framework.QUEUE_SORT or has_sort_key(plugin)
+
+
 def _implementers(point: str) -> list[str]:
-    return sorted(n for n, pts in registry.EXTENSION_POINTS.items() if point in pts)
+    return sorted(n for n in registry.EXTENSION_POINTS if implements(n, point))
+
+
+def _not_implemented(name: str, point: str) -> str:
+    """Why ``name`` is refused at ``point`` (the registry's answer, or the runtime's)."""
+    if point not in registry.EXTENSION_POINTS[name]:
+        why = f'plugin "{name}" does not extend {_INTERFACE[point]} plugin'
+    else:
+        why = f'plugin "{name}" has no {point} implementation in this kubesalvo (no sort key)'
+    if not _implementers(point):
+        # The error lists no accepted values then: say so rather than print nothing.
+        why += f"; no plugin runs at {point} in this kubesalvo"
+    return why
 
 
 def _decode_set(d: Decoder, raw: Any, path: str, point: str) -> _PluginSet:
@@ -119,13 +149,22 @@ def _decode_set(d: Decoder, raw: Any, path: str, point: str) -> _PluginSet:
             )
         elif name not in known:
             d.fail(npath, ErrorKind.UNSUPPORTED, name, detail="unknown plugin", accepted=accepted)
-        elif point != MULTI_POINT and point not in known[name]:
+        elif point != MULTI_POINT and not implements(name, point):
             d.fail(
                 npath,
                 ErrorKind.UNSUPPORTED,
                 name,
-                detail=f'plugin "{name}" does not extend {_INTERFACE[point]} plugin',
+                detail=_not_implemented(name, point),
                 accepted=accepted,
+            )
+        elif point == MULTI_POINT and not known[name]:
+            # (a point it lists but the runtime lacks is named after expansion)
+            d.fail(
+                npath,
+                ErrorKind.UNSUPPORTED,
+                name,
+                detail=f'plugin "{name}" implements no extension point',
+                accepted=[n for n in accepted if known[n]],
             )
         if weight is not None and not 0 <= weight <= _MAX_WEIGHT:
             d.invalid(pf.at("weight"), weight, f"not in valid range [0, {_MAX_WEIGHT}]")
@@ -210,6 +249,33 @@ def _expand(sets: dict[str, _PluginSet]) -> dict[str, tuple[str, ...]]:
     return by_point
 
 
+def _check_expanded(
+    d: Decoder, custom: dict[str, _PluginSet], by_point: dict[str, tuple[str, ...]], path: str
+) -> None:
+    """Refuse what the user's multiPoint entries expanded into that the runtime lacks.
+
+    A plugin's registry entry may list a point the runtime cannot run it at yet (a queue
+    sort without its key); listed under multiPoint it reaches that point unseen by the
+    per-point check, so the error names the multiPoint entry and the point.
+    """
+    entries = {e.name: e for e in custom[MULTI_POINT].enabled}
+    for point in POINTS:
+        own = {e.name for e in custom[point].enabled}  # checked where they are written
+        for name in by_point[point]:
+            entry = entries.get(name)
+            if entry is None or name in own or name not in registry.EXTENSION_POINTS:
+                continue
+            if point in registry.EXTENSION_POINTS[name] and not implements(name, point):
+                d.fail(
+                    entry.path,
+                    ErrorKind.UNSUPPORTED,
+                    name,
+                    detail=f"multiPoint expands it into {child(path, point)}: "
+                    + _not_implemented(name, point),
+                    accepted=_implementers(point),
+                )
+
+
 def _score_weights(
     sets: dict[str, _PluginSet], scores: Iterable[str]
 ) -> tuple[tuple[str, int], ...]:
@@ -227,6 +293,7 @@ def decode_plugins(d: Decoder, raw: Any, path: str, scheduler_name: str) -> Reso
     defaults = _default_sets()
     merged = {point: _merge(defaults[point], custom[point]) for point in ALL_POINTS}
     by_point = _expand(merged)
+    _check_expanded(d, custom, by_point, path)
 
     sorts = by_point[framework.QUEUE_SORT]
     if len(sorts) != 1:

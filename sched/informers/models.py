@@ -237,6 +237,9 @@ class NodeSpec(_Api):
 class NodeCondition(_Api):
     type: str = ""
     status: str = ""
+    # When the kubelet last reported its status (its image list with it): ImageLocality
+    # takes the newer of that list and the image reporter's annotation. Not an event.
+    last_heartbeat_time: str | None = None
 
 
 class ContainerImage(_Api):

@@ -63,6 +63,11 @@ def plugins_interested(
     return [p for p in plugins if any(event.matches(r) for r in registry.get(p, ()))]
 
 
+def _conditions(node: Any) -> list[tuple[str, str]]:
+    # A heartbeat alone changes nothing a plugin decides on (upstream drops it too).
+    return [(c.type, c.status) for c in node.status.conditions]
+
+
 def node_update_events(old: Any, new: Any) -> list[ClusterEvent]:
     """The events of a node update (informers' ``Node`` models); empty if nothing counts."""
     action = A(0)
@@ -72,7 +77,7 @@ def node_update_events(old: Any, new: Any) -> list[ClusterEvent]:
         action |= A.UPDATE_NODE_ALLOCATABLE
     if old.metadata.labels != new.metadata.labels:
         action |= A.UPDATE_NODE_LABEL
-    if old.status.conditions != new.status.conditions:
+    if _conditions(old) != _conditions(new):
         action |= A.UPDATE_NODE_CONDITION
     if old.metadata.annotations != new.metadata.annotations:
         action |= A.UPDATE_NODE_ANNOTATION

@@ -7,7 +7,10 @@ refreshed each time it comes back after a failed attempt). The queue appends its
 insertion number to every key, so equal keys keep their arrival order.
 
 kubesalvo's queue sort plugins (QosAware, GroupPriority, Coscheduling) register their key
-here with :func:`register_queue_sort` from their own modules.
+here with :func:`register_queue_sort` from their own modules. The config loader accepts a
+plugin at queueSort only once its key is here (:func:`has_sort_key`), so a module that
+registers one must be imported by ``kubesalvo.sched.queue`` or before the configuration
+is loaded.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from kubesalvo.core.plugins import names
 if TYPE_CHECKING:
     from kubesalvo.sched.queue.queue import QueuedPod
 
-__all__ = ["QUEUE_SORTS", "SortKey", "priority_sort_key", "register_queue_sort", "sort_key_for"]
+__all__ = [
+    "QUEUE_SORTS",
+    "SortKey",
+    "has_sort_key",
+    "priority_sort_key",
+    "register_queue_sort",
+    "sort_key_for",
+]
 
 SortKey = Callable[["QueuedPod"], tuple[Any, ...]]
 
@@ -34,6 +44,10 @@ QUEUE_SORTS: dict[str, SortKey] = {names.PRIORITY_SORT: priority_sort_key}
 
 def register_queue_sort(plugin: str, key: SortKey) -> None:
     QUEUE_SORTS[plugin] = key
+
+
+def has_sort_key(plugin: str) -> bool:
+    return plugin in QUEUE_SORTS
 
 
 def sort_key_for(plugin: str) -> SortKey:

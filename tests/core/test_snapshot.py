@@ -267,6 +267,8 @@ def test_strip_pod_keeps_what_scheduling_reads_and_drops_the_rest():
 def test_strip_node_keeps_capacity_taints_images_and_readiness():
     node = make_nodes(1)[0]
     node["metadata"]["managedFields"] = [{}]
+    reported = '{"v":1,"at":"2026-11-23T00:00:00Z","images":[]}'
+    node["metadata"]["annotations"] = {"kubesalvo.io/images": reported, "other": "x"}
     node["spec"] = {"taints": [{"key": "a", "effect": "NoSchedule"}], "podCIDR": "10.0.0.0/24"}
     node["status"]["conditions"] = [
         {"type": "Ready", "status": "True", "lastHeartbeatTime": "t", "message": "ok"},
@@ -274,7 +276,10 @@ def test_strip_node_keeps_capacity_taints_images_and_readiness():
     ]
     stripped = snapshot.strip(node)
     assert stripped["spec"] == {"taints": [{"key": "a", "effect": "NoSchedule"}]}
-    assert stripped["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
+    # The heartbeat dates the kubelet's image list against the image reporter's.
+    ready = {"type": "Ready", "status": "True", "lastHeartbeatTime": "t"}
+    assert stripped["status"]["conditions"] == [ready]
+    assert stripped["metadata"]["annotations"] == {"kubesalvo.io/images": reported}
     assert stripped["status"]["allocatable"] == node["status"]["allocatable"]
     assert stripped["status"]["images"] == node["status"]["images"]
     assert stripped["metadata"]["labels"] == node["metadata"]["labels"]

@@ -419,6 +419,23 @@ def test_the_image_reporter_may_only_patch_nodes(rendered):
     assert pod["serviceAccountName"] == "kubesalvo-image-reporter"
 
 
+def test_the_image_reporters_container_runs_the_command_as_built(rendered):
+    """Its args are the command's own flags; the socket and the root stay read-only."""
+    from kubesalvo.sched.cli import build_parser
+
+    daemonset = find(rendered["image-reporter"], "DaemonSet", "kubesalvo-image-reporter")
+    pod = daemonset["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = [a.replace("$(NODE_NAME)", "node-7") for a in container["args"]]
+    parsed = build_parser(args[0]).parse_args(args)
+    assert parsed.node == "node-7" and parsed.interval == 30.0
+    assert parsed.crictl == "crictl"  # on the image's PATH: deploy/fetch_crictl.py
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    (mount,) = container["volumeMounts"]
+    assert mount["readOnly"] is True
+    assert mount["mountPath"] == pod["volumes"][0]["hostPath"]["path"]
+
+
 def test_service_servicemonitor_and_scrape_config_agree_on_names_and_ports(rendered):
     objects = rendered["default"]
     service = find(objects, "Service", "kubesalvo-metrics")

@@ -24,6 +24,7 @@ from kubesalvo.sched.config import (
     load_config,
     parse_config,
 )
+from kubesalvo.sched.queue.sorting import QUEUE_SORTS
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "config"
@@ -225,7 +226,9 @@ def test_zero_or_unset_weight_means_one() -> None:
     assert plugins.score_weights == (("ImageLocality", 1), ("NodeAffinity", 1))
 
 
-def test_kubesalvo_plugin_replaces_the_queue_sort() -> None:
+def test_kubesalvo_plugin_replaces_the_queue_sort(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Accepted at queueSort once the queue holds its sort key (what QosAware registers).
+    monkeypatch.setitem(QUEUE_SORTS, "QosAware", lambda qp: (qp.timestamp,))
     profile = one_profile(
         "plugins",
         """

@@ -124,6 +124,22 @@ def test_a_node_decodes_with_capacity_taints_and_images():
     ]
 
 
+def test_a_node_condition_keeps_its_heartbeat_which_may_be_null():
+    # metav1.Time's zero value is serialised as null: conditions that no kubelet
+    # heartbeats (set by other controllers, or by kwok at creation) carry it.
+    node = msgspec.json.decode(
+        b"""{"metadata": {"name": "n1"}, "status": {"conditions": [
+          {"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-11-23T23:40:05Z"},
+          {"type": "NetworkUnavailable", "status": "False", "lastHeartbeatTime": null}]}}""",
+        type=Node,
+    )
+    conditions = to_api_dict(node)["status"]["conditions"]
+    assert conditions == [
+        {"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-11-23T23:40:05Z"},
+        {"type": "NetworkUnavailable", "status": "False"},
+    ]
+
+
 @pytest.mark.parametrize("value", [1, "50%"])
 def test_a_pdb_keeps_int_or_string_budgets(value):
     body = msgspec.json.encode(
