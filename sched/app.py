@@ -45,6 +45,8 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from kubesalvo.core.plugins.names import QOS_AWARE
+from kubesalvo.core.plugins.qos_aware import QosAwareArgs
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
@@ -73,6 +75,7 @@ from kubesalvo.sched.informers.models import (
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import LeaderElectionSettings, LeaderElector
 from kubesalvo.sched.metrics import SchedulerMetrics
+from kubesalvo.sched.qos import QosCollector, QosTable
 from kubesalvo.sched.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -198,7 +201,29 @@ class Scheduler:
         self.debug = DebugServer(debug_port)
         self.debug.add_page("/debug/queue", self._debug_queue)
         self.debug.add_page("/debug/explain", self._debug_explain)
+        self.qos: QosTable | None = None
+        self._setup_qos(config)
         self._stop = asyncio.Event()
+
+    def _setup_qos(self, config: SchedulerConfig) -> None:
+        """QosAware's live table, when a profile enables it: fed by the pod handler and
+        the binding cycle, read by the queue's order, /debug/qos and /metrics."""
+        points = ("queueSort", "preBind", "postBind")
+        profiles = [p for p in config.profiles if any(QOS_AWARE in p.plugins.at(x) for x in points)]
+        if not profiles:
+            return
+        args = profiles[0].args.get(QOS_AWARE)
+        self.qos = QosTable(
+            args if isinstance(args, QosAwareArgs) else QosAwareArgs(), recorder=self.recorder
+        )
+        if config.profiles[0].queue_sort == QOS_AWARE:
+            self.queue.key_factory = self.qos.sort_keys
+        binding = self.cycle.binding
+        binding.on_bind_started = self.qos.bind_started
+        binding.on_bind_ended = self.qos.bind_ended
+        self.metrics.registry.register(QosCollector(self.qos))
+        self.debug.add_page("/debug/qos", self._debug_qos)
+        self.debug.add_page("/", self._debug_qos)
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader
@@ -299,6 +324,11 @@ class Scheduler:
             return
         key = pod_key(pod)
         old = change.old
+        if self.qos is not None and pod.spec.scheduler_name in self.names:
+            if change.type == DELETED:
+                self.qos.forget(pod.metadata.namespace, pod.metadata.name, pod.metadata.uid)
+            else:
+                self.qos.observe(pod)
         if change.type == DELETED:
             if pod.spec.node_name or self.cache.is_assumed(key):
                 self.cache.remove_pod(to_api_dict(pod))
@@ -349,6 +379,12 @@ class Scheduler:
             "pods": listing,
         }
         return web.json_response(body)
+
+    async def _debug_qos(self, request: web.Request) -> web.Response:
+        assert self.qos is not None
+        if request.query.get("format") == "json":
+            return web.json_response({"controllers": self.qos.json_rows()})
+        return web.Response(text=self.qos.text())
 
     async def _debug_explain(self, request: web.Request) -> web.Response:
         from kubesalvo.sched.explain import explain_pod

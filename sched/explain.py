@@ -28,6 +28,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kubesalvo.core.plugins.qos_aware import go_duration
 from kubesalvo.sched.informers import to_api_dict
 
 if TYPE_CHECKING:
@@ -83,6 +84,17 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
         answer["status"] = "unknown"
         answer["message"] = "no such pod in the scheduler's cache (finished or deleted?)"
         return answer
+    qos = getattr(scheduler, "qos", None)
+    found = qos.controller_of(namespace, name) if qos is not None else None
+    if found is not None:
+        controller, totals = found
+        answer["qos"] = {
+            "controller": str(controller),
+            "qos": totals.qos,
+            "slo": totals.slo,
+            "ttv": go_duration(totals.ttv),
+            "waitingPods": totals.waiting_pods,
+        }
     if attempt is not None:
         answer["lastAttempt"] = {
             "profile": attempt.profile,
@@ -149,6 +161,12 @@ def fetch(debug_url: str, pod: str, timeout: float = 60.0) -> tuple[int, dict[st
 def render(answer: Mapping[str, Any]) -> str:
     """The answer as text for a terminal."""
     lines = [f"pod {answer['pod']}: {answer.get('status')}"]
+    qos = answer.get("qos")
+    if qos:
+        lines.append(
+            f"  QosAware: {qos['controller']} QOS/SLO {qos['qos']:.2f}/{qos['slo']:.2f}, "
+            f"TTV {qos['ttv']} (lowest first), {qos['waitingPods']} pod(s) waiting"
+        )
     if answer.get("status") == "pending":
         lines.append(f"  queue: {answer.get('queue')}")
         lines.append(f"  {answer.get('message', '')}")

@@ -148,13 +148,13 @@ class QosTable:
             if not members:
                 del self._controllers[times.controller]
 
-    def bind_started(self, key: str) -> None:
-        times = self._pods.get(key)
+    def bind_started(self, namespace: str, name: str) -> None:
+        times = self._pods.get(f"{namespace}/{name}")
         if times is not None and times.bound is None:
             times.binding_since = self.clock()
 
-    def bind_ended(self, key: str, bound: bool) -> None:
-        times = self._pods.get(key)
+    def bind_ended(self, namespace: str, name: str, bound: bool) -> None:
+        times = self._pods.get(f"{namespace}/{name}")
         if times is None:
             return
         if bound:
@@ -286,7 +286,9 @@ class QosCollector(Collector):
             labels=[*labels, "state"],
         )
         pods = GaugeMetricFamily(
-            "kubesalvo_qos_pods", "A controller's live pods in each state.", labels=[*labels, "state"]
+            "kubesalvo_qos_pods",
+            "A controller's live pods in each state.",
+            labels=[*labels, "state"],
         )
         rows = self.table.rows()
         rows.sort(key=lambda row: (-row[1].waiting_pods, row[1].ttv, row[0]))

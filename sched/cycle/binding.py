@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubesalvo.sched import metrics as m
-from kubesalvo.sched.binder import Binder, BinderSettings, BindResult
+from kubesalvo.sched.binder import Binder, BinderSettings, BindOutcome, BindResult
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.cycle.report import ref, report_failure
@@ -61,6 +61,10 @@ class BindingCycle:
             metrics=metrics,
         )
         self._in_flight: dict[str, BindingInFlight] = {}
+        # The preBind and postBind points of kubesalvo's plugins (QosAware's table):
+        # told (namespace, name) when a bind is sent, and when it ends (bound or not).
+        self.on_bind_started: Callable[[str, str], None] | None = None
+        self.on_bind_ended: Callable[[str, str, bool], None] | None = None
 
     def __contains__(self, uid: str) -> bool:
         return uid in self._in_flight
@@ -69,6 +73,8 @@ class BindingCycle:
         """Start binding a pod the burst placed (and the cache assumed) on ``node``."""
         self._in_flight[qp.key] = BindingInFlight(qp, profile, node, started)
         meta = qp.pod.metadata
+        if self.on_bind_started is not None:
+            self.on_bind_started(meta.namespace, meta.name)
         self.binder.bind(meta.namespace, meta.name, meta.uid, node)
 
     def cancel_all(self) -> None:
@@ -79,7 +85,11 @@ class BindingCycle:
     # --- how binds settle (binder callbacks, on the event loop) -----------------------
 
     def _settled(self, result: BindResult) -> BindingInFlight | None:
-        return self._in_flight.pop(result.uid, None)
+        binding = self._in_flight.pop(result.uid, None)
+        if binding is not None and self.on_bind_ended is not None:
+            meta = binding.qp.pod.metadata
+            self.on_bind_ended(meta.namespace, meta.name, result.outcome is BindOutcome.BOUND)
+        return binding
 
     def _bound(self, result: BindResult) -> None:
         binding = self._settled(result)

@@ -186,6 +186,9 @@ class SchedulingQueue:
         self.max_backoff = float(pod_max_backoff_seconds)
         self.max_in_unschedulable = float(pod_max_in_unschedulable_seconds)
         self._sort_key: SortKey = sort_key_for(queue_sort)
+        # For a sort whose keys change with time (QosAware): called at every pop for the
+        # key of that moment, and the active pods are ordered anew by it.
+        self.key_factory: Callable[[], SortKey] | None = None
         # schedulerName -> the PreEnqueue plugins of that profile.
         self._pre_enqueue = {k: tuple(v) for k, v in (pre_enqueue or {}).items()}
         self._default_pre_enqueue = tuple(default_pre_enqueue)
@@ -471,6 +474,12 @@ class SchedulingQueue:
     def pop_burst(self, max_pods: int) -> list[QueuedPod]:
         """Up to ``max_pods`` ready pods in queue order, now in flight."""
         self.flush()
+        if self.key_factory is not None:
+            self._sort_key = self.key_factory()
+            self._active = [
+                (self._sort_key(qp), seq, key) for key, (seq, qp) in self._active_pods.items()
+            ]
+            heapq.heapify(self._active)
         burst: list[QueuedPod] = []
         while self._active and len(burst) < max_pods:
             _, seq, key = heapq.heappop(self._active)

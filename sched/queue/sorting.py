@@ -39,7 +39,14 @@ def priority_sort_key(qp: QueuedPod) -> tuple[Any, ...]:
     return (-qp.priority, qp.timestamp)
 
 
-QUEUE_SORTS: dict[str, SortKey] = {names.PRIORITY_SORT: priority_sort_key}
+# QosAware's order changes with time (each controller's time to violation): the running
+# scheduler hands the queue its live table's key at every pop (``SchedulingQueue.
+# key_factory``, see sched/qos.py). Registered here with PrioritySort's key, what it
+# falls back to where no table runs (``simulate`` places pods in the order given).
+QUEUE_SORTS: dict[str, SortKey] = {
+    names.PRIORITY_SORT: priority_sort_key,
+    names.QOS_AWARE: priority_sort_key,
+}
 
 
 def register_queue_sort(plugin: str, key: SortKey) -> None:

@@ -222,8 +222,8 @@ def test_queue_from_config_takes_backoffs_sort_and_gates() -> None:
 
 
 def test_unknown_queue_sort_is_refused() -> None:
-    with pytest.raises(ValueError, match="QosAware"):
-        SchedulingQueue(queue_sort="QosAware")
+    with pytest.raises(ValueError, match="NoSuchSort"):
+        SchedulingQueue(queue_sort="NoSuchSort")
 
 
 def test_registered_queue_sort_orders_the_active_queue() -> None:
