@@ -68,6 +68,7 @@ from kubesalvo.sched.informers import (
 from kubesalvo.sched.informers.models import (
     Namespace,
     Node,
+    Owned,
     Pod,
     PodDisruptionBudget,
     Workload,
@@ -75,7 +76,7 @@ from kubesalvo.sched.informers.models import (
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import LeaderElectionSettings, LeaderElector
 from kubesalvo.sched.metrics import SchedulerMetrics
-from kubesalvo.sched.qos import QosCollector, QosTable
+from kubesalvo.sched.qos import OWNER_KINDS, QosCollector, QosTable
 from kubesalvo.sched.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -222,6 +223,13 @@ class Scheduler:
         binding.on_bind_started = self.qos.bind_started
         binding.on_bind_ended = self.qos.bind_ended
         self.metrics.registry.register(QosCollector(self.qos))
+        # ReplicaSets' and Jobs' owners (Deployments, CronJobs); not a readiness gate:
+        # until they list, a Deployment's pods are known by their ReplicaSet's name.
+        self.qos_informers: list[Informer[Owned]] = [
+            Informer(self.client, resource, self.qos.owner_handler(kind))
+            for resource, kind in OWNER_KINDS
+        ]
+        self.informers.extend(self.qos_informers)
         self.debug.add_page("/debug/qos", self._debug_qos)
         self.debug.add_page("/", self._debug_qos)
 
@@ -291,6 +299,26 @@ class Scheduler:
         self.informers = [i for i in self.informers if i not in self.workload_informers]
         self.workload_informers = []
         self.workloads = None
+
+    async def _check_owner_access(self) -> None:
+        """QosAware without list access to ReplicaSets or Jobs: one warning, and pods are
+        filed by what their own objects say (a Deployment's by its ReplicaSet's name)."""
+        for informer in list(getattr(self, "qos_informers", ())):
+            try:
+                await self.client.request("GET", informer.resource.path, params={"limit": "1"})
+            except ApiError as error:
+                if error.status not in (401, 403):
+                    continue
+                log.warning(
+                    "QosAware: cannot list %s (RBAC): their pods' %s is not resolved; grant "
+                    "list and watch on replicasets and jobs",
+                    informer.resource.plural,
+                    "CronJob" if informer.resource.plural == "jobs" else "Deployment",
+                )
+                self.informers.remove(informer)
+                self.qos_informers.remove(informer)
+            except Exception:
+                log.debug("probing %s failed", informer.resource.plural, exc_info=True)
 
     # --- informer handlers (event loop; quick) ------------------------------------------
 
@@ -417,6 +445,7 @@ class Scheduler:
         )
         self.recorder.start()
         await self._check_workload_access()
+        await self._check_owner_access()
         for informer in self.informers:
             informer.start()
         waiting: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())

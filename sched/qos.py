@@ -27,13 +27,23 @@ from prometheus_client.registry import Collector
 
 from kubesalvo.core.plugins import qos_aware
 from kubesalvo.core.plugins.qos_aware import Controller, QosAwareArgs, Totals
+from kubesalvo.sched.informers.models import Owned
+from kubesalvo.sched.informers.store import DELETED, SYNCED, Change
+from kubesalvo.sched.informers.watch import Resource
 
 if TYPE_CHECKING:
     from kubesalvo.sched.events import EventRecorder
     from kubesalvo.sched.informers.models import Pod
     from kubesalvo.sched.queue.queue import QueuedPod
 
-__all__ = ["QosTable", "parse_time"]
+__all__ = ["OWNER_KINDS", "QosCollector", "QosTable", "parse_time"]
+
+# What QosAware watches to find a pod's Deployment (behind its ReplicaSet) and CronJob
+# (behind its Job): only the objects' metadata is decoded.
+OWNER_KINDS: tuple[tuple[Resource[Owned], str], ...] = (
+    (Resource("replicasets", "/apis/apps/v1/replicasets", Owned), "ReplicaSet"),
+    (Resource("jobs", "/apis/batch/v1/jobs", Owned), "Job"),
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +68,8 @@ class _PodTimes:
     bound: float | None = None  # when it was bound (or our bind was confirmed)
     running: float | None = None  # when it started running
     binding_since: float | None = None  # our bind call, in flight since
+    owner: tuple[str, str, str] | None = None  # its controlling owner (kind, ns, name)
+    template_hash: str | None = None
 
     def add_to(self, totals: dict[str, float], now: float) -> None:
         if self.running is not None:
@@ -96,7 +108,11 @@ class QosTable:
         self.args = args or QosAwareArgs()
         self.recorder = recorder
         self.clock = clock
-        self.parent_of = parent_of
+        self.parent_of = parent_of or self._parent
+        # (kind, namespace, name) of a ReplicaSet or Job -> its Deployment or CronJob,
+        # from the owner informers; and the pods each such owner has.
+        self._parents: dict[tuple[str, str, str], str] = {}
+        self._owned: dict[tuple[str, str, str], dict[str, None]] = {}
         self._pods: dict[str, _PodTimes] = {}  # by "namespace/name"
         self._controllers: dict[Controller, dict[str, None]] = {}
         self._warned: set[str] = set()  # pods told of a bad annotation (by uid)
@@ -113,19 +129,17 @@ class QosTable:
             self._warn(pod, raw)
         times = self._pods.get(key)
         if times is None:
-            owners = [(o.kind, o.name, o.controller) for o in meta.owner_references]
-            controller = qos_aware.controller_of(
-                meta.namespace,
-                meta.name,
-                owners,
-                meta.labels.get("pod-template-hash"),
-                *([self.parent_of] if self.parent_of is not None else []),
-            )
+            owner = next((o for o in meta.owner_references if o.controller), None)
+            owner_key = (owner.kind, meta.namespace, owner.name) if owner is not None else None
+            controller = self._resolve(pod)
             created = parse_time(meta.creation_timestamp) or self.clock()
-            times = _PodTimes(controller, slo, created, (created, meta.name))
+            times = _PodTimes(controller, slo, created, (created, meta.name), owner=owner_key)
             self._pods[key] = times
             self._controllers.setdefault(controller, {})[key] = None
+            if owner_key is not None:
+                self._owned.setdefault(owner_key, {})[key] = None
         times.slo = slo
+        times.template_hash = meta.labels.get("pod-template-hash")
         if pod.spec.node_name and times.bound is None:
             times.bound = _condition_time(pod, "PodScheduled") or times.binding_since
             if times.bound is None:
@@ -135,6 +149,26 @@ class QosTable:
             if started is None and pod.status.phase == "Running":
                 started = parse_time(pod.status.start_time)
             times.running = started
+
+    def _resolve(self, pod: Pod) -> Controller:
+        meta = pod.metadata
+        owners = [(o.kind, o.name, o.controller) for o in meta.owner_references]
+        return qos_aware.controller_of(
+            meta.namespace, meta.name, owners, meta.labels.get("pod-template-hash"), self.parent_of
+        )
+
+    def _parent(self, kind: str, namespace: str, name: str) -> str | None:
+        return self._parents.get((kind, namespace, name))
+
+    def _move(self, key: str, controller: Controller) -> None:
+        """File a pod under another controller (its owner's parent became known)."""
+        times = self._pods[key]
+        members = self._controllers[times.controller]
+        del members[key]
+        if not members:
+            del self._controllers[times.controller]
+        times.controller = controller
+        self._controllers.setdefault(controller, {})[key] = None
 
     def forget(self, namespace: str, name: str, uid: str = "") -> None:
         key = f"{namespace}/{name}"
@@ -147,6 +181,48 @@ class QosTable:
             members.pop(key, None)
             if not members:
                 del self._controllers[times.controller]
+        if times.owner is not None:
+            pods = self._owned.get(times.owner)
+            if pods is not None:
+                pods.pop(key, None)
+                if not pods:
+                    del self._owned[times.owner]
+
+    def owner_handler(self, kind: str) -> Callable[[Change[Owned]], None]:
+        """The handler of the ``kind`` (ReplicaSet or Job) owner informer: records the
+        Deployment or CronJob that controls each, and files its pods under it."""
+        parent_kind = {"ReplicaSet": "Deployment", "Job": "CronJob"}[kind]
+
+        def handle(change: Change[Owned]) -> None:
+            obj = change.obj
+            if change.type == SYNCED or obj is None:
+                return
+            meta = obj.metadata
+            key = (kind, meta.namespace, meta.name)
+            parent = next(
+                (o.name for o in meta.owner_references if o.controller and o.kind == parent_kind),
+                None,
+            )
+            if change.type == DELETED or parent is None:
+                changed = self._parents.pop(key, None) is not None
+            else:
+                changed = self._parents.get(key) != parent
+                self._parents[key] = parent
+            if not changed:
+                return
+            for pod_key in self._owned.get(key, ()):
+                times = self._pods[pod_key]
+                controller = qos_aware.controller_of(
+                    meta.namespace,
+                    pod_key.partition("/")[2],
+                    [(kind, meta.name, True)],
+                    times.template_hash,
+                    self.parent_of,
+                )
+                if controller != times.controller:
+                    self._move(pod_key, controller)
+
+        return handle
 
     def bind_started(self, namespace: str, name: str) -> None:
         times = self._pods.get(f"{namespace}/{name}")

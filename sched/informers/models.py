@@ -335,6 +335,13 @@ class StatefulSet(_Api):
 Workload = Service | ReplicationController | ReplicaSet | StatefulSet
 
 
+class Owned(_Api):
+    """Only the metadata of an object (its owners): what QosAware reads of ReplicaSets and
+    Jobs to find the Deployment or CronJob behind a pod."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
 class ListMeta(_Api):
     resource_version: str = ""
     continue_: str = msgspec.field(default="", name="continue")

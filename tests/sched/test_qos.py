@@ -129,3 +129,39 @@ def test_a_bad_slo_uses_the_default_and_the_gauges_are_bounded():
     families = {f.name: f for f in QosCollector(table).collect()}
     names = {s.labels["name"] for s in families["kubesalvo_qos_ratio"].samples}
     assert names == {"b"}  # the one with the most waiting pods
+
+
+def test_a_job_pod_is_filed_under_the_cronjob_once_the_job_is_seen():
+    from kubesalvo.sched.informers.models import Owned
+    from kubesalvo.sched.informers.store import ADDED, DELETED, Change
+
+    table = QosTable(clock=Clock(10))
+    job_pod = msgspec.convert(
+        {
+            "metadata": {
+                "name": "nightly-1-x",
+                "namespace": "ns",
+                "uid": "u",
+                "creationTimestamp": stamp(0),
+                "ownerReferences": [{"kind": "Job", "name": "nightly-1", "controller": True}],
+            }
+        },
+        Pod,
+    )
+    table.observe(job_pod)
+    assert [c.kind for c, _ in table.rows()] == ["Job"]
+    job = msgspec.convert(
+        {
+            "metadata": {
+                "name": "nightly-1",
+                "namespace": "ns",
+                "ownerReferences": [{"kind": "CronJob", "name": "nightly", "controller": True}],
+            }
+        },
+        Owned,
+    )
+    handle = table.owner_handler("Job")
+    handle(Change(ADDED, job, None))
+    assert [(c.kind, c.name) for c, _ in table.rows()] == [("CronJob", "nightly")]
+    handle(Change(DELETED, job, job))
+    assert [c.kind for c, _ in table.rows()] == ["Job"]

@@ -152,8 +152,55 @@ def test_the_controller_closest_to_violating_its_slo_is_served_first(
         "spec": room.pod_spec("50m"),
     }
     control_plane.create([odd])
+    # A Job made by hand under a suspended CronJob: its pod is filed under the CronJob.
+    # (It fits no node: bound, kwok would complete it and it would leave the table.)
+    job_spec = {
+        **room.pod_spec("50m"),
+        "restartPolicy": "Never",
+        "nodeSelector": {"kubesalvo.io/test-pool": "none"},
+    }
+    control_plane.create(
+        [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "CronJob",
+                "metadata": {"name": "nightly", "namespace": namespace},
+                "spec": {
+                    "schedule": "0 3 * * *",
+                    "suspend": True,
+                    "jobTemplate": {"spec": {"template": {"spec": job_spec}}},
+                },
+            }
+        ]
+    )
+    cronjob = next(
+        o
+        for o in list_objects(control_plane, f"/apis/batch/v1/namespaces/{namespace}/cronjobs")
+        if o["metadata"]["name"] == "nightly"
+    )
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "name": "nightly",
+        "uid": cronjob["metadata"]["uid"],
+        "controller": True,
+    }
+    control_plane.create(
+        [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": "nightly-29012345",
+                    "namespace": namespace,
+                    "ownerReferences": [owner],
+                },
+                "spec": {"template": {"spec": job_spec}},
+            }
+        ]
+    )
     deadline = time.monotonic() + 60
-    while len(room.pods()) < 9:
+    while len(room.pods()) < 10:
         assert time.monotonic() < deadline, "the controller manager made no pods"
         time.sleep(0.2)
     # One burst takes all nine: the order decides who gets the room.
@@ -215,6 +262,7 @@ def test_the_controller_closest_to_violating_its_slo_is_served_first(
             )
             assert row["ttvSeconds"] == pytest.approx(totals.ttv)
             assert row["qos"] == pytest.approx(totals.qos)
+        assert rows.get("nightly", {}).get("kind") == "CronJob", sorted(rows)
         # The odd pod: the default SLO, and a Warning event naming the value.
         assert rows["odd"]["kind"] == "Pod" and rows["odd"]["slo"] == 0.8
         events = list_objects(
