@@ -6,8 +6,9 @@ priority counts as 0) and, among equals, the pod queued earlier (its queue times
 refreshed each time it comes back after a failed attempt). The queue appends its own
 insertion number to every key, so equal keys keep their arrival order.
 
-kubesalvo's queue sort plugins (QosAware, GroupPriority, Coscheduling) register their key
-here with :func:`register_queue_sort` from their own modules.
+``GroupPriority`` (``core/plugins/group_priority.py``) puts the higher ``groupPriority``
+label first, then the better QoS class, then the earlier queued pod. kubesalvo's other
+queue sort plugins register their key here with :func:`register_queue_sort`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins import group_priority, names
 
 if TYPE_CHECKING:
     from kubesalvo.sched.queue.queue import QueuedPod
 
-__all__ = ["QUEUE_SORTS", "SortKey", "priority_sort_key", "register_queue_sort", "sort_key_for"]
+__all__ = [
+    "QUEUE_SORTS",
+    "SortKey",
+    "group_priority_sort_key",
+    "priority_sort_key",
+    "register_queue_sort",
+    "sort_key_for",
+]
 
 SortKey = Callable[["QueuedPod"], tuple[Any, ...]]
 
@@ -29,7 +37,25 @@ def priority_sort_key(qp: QueuedPod) -> tuple[Any, ...]:
     return (-qp.priority, qp.timestamp)
 
 
-QUEUE_SORTS: dict[str, SortKey] = {names.PRIORITY_SORT: priority_sort_key}
+def _resources(container: Any) -> tuple[dict[str, str], dict[str, str]]:
+    resources = container.resources
+    if resources is None:
+        return {}, {}
+    return resources.requests, resources.limits
+
+
+def group_priority_sort_key(qp: QueuedPod) -> tuple[Any, ...]:
+    spec = qp.pod.spec
+    priority, _ = group_priority.group_priority(qp.pod.metadata.labels)
+    containers = (*spec.init_containers, *spec.containers)
+    qos = group_priority.qos_class(_resources(c) for c in containers)
+    return (-priority, int(qos), qp.timestamp)
+
+
+QUEUE_SORTS: dict[str, SortKey] = {
+    names.PRIORITY_SORT: priority_sort_key,
+    names.GROUP_PRIORITY: group_priority_sort_key,
+}
 
 
 def register_queue_sort(plugin: str, key: SortKey) -> None:

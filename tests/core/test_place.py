@@ -293,8 +293,10 @@ def test_gang_below_its_minimum_is_rolled_back_whole():
     assert result.rolled_back.tolist() == [True, True, False, False]
     assert "pod group could not reach its minAvailable (ns/g: 2 of 3 placed)" in result.messages[0]
     assert result.reason_counts[2] == {"Insufficient cpu": 1}
-    # A gang taken back was rejected by no filter (the cycle backs it off as an error).
-    assert result.rejectors[:3] == [frozenset(), frozenset(), {"NodeResourcesFit"}]
+    # A gang taken back is unschedulable, not an error: Coscheduling rejected it, with what
+    # rejected the member that fit nowhere (room freed there brings the gang back).
+    both = {"Coscheduling", "NodeResourcesFit"}
+    assert result.rejectors[:3] == [both, both, {"NodeResourcesFit"}]
     assert state.requested[0, 0] == 400
 
 
