@@ -84,9 +84,12 @@ def plan(
     profile: Profile | None = None,
     *,
     workloads: Sequence[Mapping[str, Any]] = (),
+    gang_needed: Mapping[gang.GroupKey, int] | None = None,
 ) -> PlacementResult:
     """Place ``pods`` as ``place_burst`` would, without changing ``state``."""
-    return place_burst(state, pods, profile, commit=False, workloads=workloads)
+    return place_burst(
+        state, pods, profile, commit=False, workloads=workloads, gang_needed=gang_needed
+    )
 
 
 def _queue_order(
