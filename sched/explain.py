@@ -12,6 +12,10 @@ The scheduler's debug server answers ``/debug/explain?pod=NAMESPACE/NAME`` with 
   so (``scoresFrom``): the cluster has moved since the burst, so the reference's choice
   may differ from the node the pod got.
 
+A member of a gang (``podGroup`` or ``scheduling.x-k8s.io/pod-group``) also gets ``gang``:
+its minimum and where it comes from (label or PodGroup), its members known, pending and
+bound, how long it has waited and its timeout, and its PodGroup's phase.
+
 ``kubesalvo explain ns/name`` fetches that page from a running scheduler (on this machine,
 or through ``kubectl port-forward``) and prints it as tables.
 """
@@ -28,7 +32,9 @@ import urllib.request
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kubesalvo.core.gang import min_available
 from kubesalvo.sched.informers import to_api_dict
+from kubesalvo.sched.queue.queue import gang_of
 
 if TYPE_CHECKING:
     from kubesalvo.sched.app import Scheduler
@@ -70,6 +76,27 @@ def plugin_scores(
     }
 
 
+def min_available_or_none(pod: Mapping[str, Any]) -> int | None:
+    try:
+        return min_available(pod)
+    except ValueError:
+        return None
+
+
+def render_gang(gang: Mapping[str, Any]) -> str:
+    """One line on a gang's state."""
+    text = (
+        f"  gang {gang['group']}: minAvailable {gang.get('minAvailable') or 'all in a burst'}"
+        f" (from {gang['minimumFrom']}), {gang['members']} members known, "
+        f"{gang['pending']} pending, {gang['bound']} bound"
+    )
+    if "waitingSeconds" in gang:
+        text += f", waiting {gang['waitingSeconds']}s of {gang['timeoutSeconds']:.0f}s"
+    if "podGroupPhase" in gang:
+        text += f", PodGroup phase {gang['podGroupPhase']}"
+    return text
+
+
 async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[str, Any]:
     """The answer of ``/debug/explain`` for one pod (see the module docstring)."""
     full = f"{namespace}/{name}"
@@ -80,6 +107,10 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
         answer["status"] = "unknown"
         answer["message"] = "no such pod in the scheduler's cache (finished or deleted?)"
         return answer
+    group = gang_of(pod)
+    if group is not None:
+        labelled = min_available_or_none(to_api_dict(pod))
+        answer["gang"] = scheduler.cycle.gangs.describe(group, labelled)
     if attempt is not None:
         answer["lastAttempt"] = {
             "profile": attempt.profile,
@@ -143,6 +174,8 @@ def fetch(debug_url: str, pod: str, timeout: float = 60.0) -> tuple[int, dict[st
 def render(answer: Mapping[str, Any]) -> str:
     """The answer as text for a terminal."""
     lines = [f"pod {answer['pod']}: {answer.get('status')}"]
+    if answer.get("gang"):
+        lines.append(render_gang(answer["gang"]))
     if answer.get("status") == "pending":
         lines.append(f"  queue: {answer.get('queue')}")
         lines.append(f"  {answer.get('message', '')}")

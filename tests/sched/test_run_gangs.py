@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesalvo.sched.explain import render
 from tests.sched.test_app import (
     CONFIG,
     SchedulerProcess,
@@ -248,6 +249,13 @@ def test_a_gang_short_of_members_times_out_backs_off_and_is_bound_once_complete(
             process,
         )
         assert pool.bound("late-") == []
+        # explain shows the gang's state in its answer
+        answer = process.debug(f"/debug/explain?pod={pool.namespace}/late-0")
+        state = answer["gang"]
+        assert state["group"] == f"{pool.namespace}/late"
+        assert (state["minAvailable"], state["minimumFrom"]) == (8, "label")
+        assert (state["members"], state["pending"], state["bound"]) == (7, 7, 0)
+        assert f"gang {pool.namespace}/late: minAvailable 8" in render(answer)
         eighth = pool.gang("late", 1, 8, start=7)
         control_plane.create(eighth)
         everyone = names(seven + eighth)
