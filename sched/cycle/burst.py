@@ -358,6 +358,11 @@ class BurstCycle:
         admission = self.gangs.admit(pods, objects, args, self._free_room)
         if not admission.refused:
             return pods, objects, admission.needed
+        log.debug(
+            "gangs: %d pods not tried (%d gangs timed out)",
+            len(admission.refused),
+            len(admission.timed_out),
+        )
         nodes = self.cache.state.node_count
         for i, text in admission.refused.items():
             qp = pods[i]

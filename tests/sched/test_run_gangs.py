@@ -264,6 +264,48 @@ def test_a_gang_short_of_members_times_out_backs_off_and_is_bound_once_complete(
         process.kill()
 
 
+def test_a_jobs_pods_created_over_time_are_assembled_into_their_gang(control_plane, pool, tmp_path):
+    """The Job controller creates its pods in growing batches (1, 2, 4, ...): the first
+    members wait, and the later ones bring them into the burst that places the gang."""
+    pool.add_nodes(2, cpu="4")
+    process = start(tmp_path, control_plane)
+    try:
+        template = pool.pod("unused", {"podGroup": "job", "minAvailable": "8"})
+        pool.pods.remove(template)
+        template["spec"]["restartPolicy"] = "Never"
+        job = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "trainer", "namespace": pool.namespace},
+            "spec": {
+                "parallelism": 8,
+                "completions": 8,
+                "template": {
+                    "metadata": {"labels": template["metadata"]["labels"]},
+                    "spec": template["spec"],
+                },
+            },
+        }
+        control_plane.create([job])
+
+        def all_bound() -> bool:
+            listed = pool.listed()
+            return len(listed) == 8 and all(p["spec"].get("nodeName") for p in listed.values())
+
+        settled(process, 120, all_bound)
+    finally:
+        process.kill()
+
+        async def remove(client: Any) -> None:
+            await client.request(
+                "DELETE",
+                f"/apis/batch/v1/namespaces/{pool.namespace}/jobs/trainer",
+                {"propagationPolicy": "Background"},
+            )
+
+        control_plane.call(remove)
+
+
 def test_two_gangs_competing_for_the_same_room_are_never_both_half_placed(
     control_plane, pool, tmp_path
 ):
