@@ -371,6 +371,16 @@ class Scheduler:
         """Watch PodGroups when the CRD is installed (asked once, at start)."""
         try:
             served = await podgroups.served(self.client)
+        except ApiError as error:
+            if error.status in (401, 403):
+                log.warning(
+                    "cannot list podgroups (RBAC): gangs go by their labels only; grant list "
+                    "and watch on podgroups and patch on podgroups/status "
+                    "(scheduling.x-k8s.io) to use PodGroup objects"
+                )
+            else:
+                log.warning("cannot tell whether PodGroups are served (%s): labels only", error)
+            return
         except Exception as error:
             log.warning("cannot tell whether PodGroups are served (%s): labels only", error)
             return

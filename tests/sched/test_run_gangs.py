@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kubesalvo.sched.explain import render
+from tests.helpers.podgroups import install_pod_group_crd, pod_group, pod_group_status
 from tests.sched.test_app import (
     CONFIG,
     SchedulerProcess,
@@ -40,7 +40,6 @@ from tests.sched.test_app import (
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 TAINT_KEY = "kubesalvo.io/test"
 POOL_LABEL = "kubesalvo.io/test-pool"
 GANGS = """\
@@ -378,40 +377,16 @@ def test_group_priority_then_qos_class_decide_who_gets_the_room(control_plane, p
         process.kill()
 
 
-def install_pod_group_crd(control_plane: Any) -> None:
-    crd = yaml.safe_load((ROOT / "deploy/crds/podgroups.scheduling.x-k8s.io.yaml").read_text())
-    control_plane.create([crd], exist_ok=True)
-
-    async def served(client: Any) -> bool:
-        try:
-            await client.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")
-        except Exception:
-            return False
-        return True
-
-    deadline = time.monotonic() + 60
-    while not control_plane.call(served):
-        assert time.monotonic() < deadline, "the PodGroup CRD was never served"
-        time.sleep(0.5)
-
-
 def test_a_pod_group_object_sets_the_minimum_and_timeout_and_gets_its_status(
     control_plane, pool, tmp_path
 ):
     install_pod_group_crd(control_plane)
     pool.add_nodes(2, cpu="4")
-    group = {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": "trainer", "namespace": pool.namespace},
-        "spec": {"minMember": 4, "scheduleTimeoutSeconds": 2, "minResources": {"cpu": "4"}},
-    }
-    control_plane.create([group])
-    path = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{pool.namespace}/podgroups/trainer"
+    spec = {"minMember": 4, "scheduleTimeoutSeconds": 2, "minResources": {"cpu": "4"}}
+    control_plane.create([pod_group(pool.namespace, "trainer", **spec)])
 
     def status() -> dict[str, Any]:
-        obj = control_plane.call(lambda client: client.request("GET", path))
-        return dict(obj.get("status") or {})
+        return pod_group_status(control_plane, pool.namespace, "trainer")
 
     # The args' timeout is long: the PodGroup's 2 seconds win.
     process = start(tmp_path, control_plane, timeout=600)
