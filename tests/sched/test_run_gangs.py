@@ -8,6 +8,9 @@ sort:
 * a gang of 8 that fits is bound whole; 8 with room for 7 bind none;
 * 7 members of a gang of 8: they wait, then are rejected for the timeout (an event says
   so) and back off; the 8th, created after that, brings them all in and all 8 are bound;
+* a Job's pods, created by the Job controller in growing batches, are assembled into
+  their gang and bound whole;
+* members bound before a scheduler restart count towards the minimum of a replacement;
 * two gangs of 6 with room for 8: one is bound whole, the other waits with nothing
   bound (never 4 + 4), and is bound whole once the first is deleted;
 * 30 pods of mixed groupPriority and QoS class with room for 10: the 10 bound are the
@@ -303,6 +306,29 @@ def test_a_jobs_pods_created_over_time_are_assembled_into_their_gang(control_pla
             )
 
         control_plane.call(remove)
+
+
+def test_members_bound_before_a_restart_count_towards_the_minimum(control_plane, pool, tmp_path):
+    """A gang of 4 is bound; the scheduler goes away, one member is replaced: the new
+    scheduler binds the replacement alone, as the 3 bound members count towards 4."""
+    pool.add_nodes(1, cpu="8")
+    process = start(tmp_path, control_plane)
+    try:
+        four = pool.gang("kept", 4, 4)
+        control_plane.create(four)
+        settled(process, 120, lambda: pool.bound("kept-") == names(four))
+    finally:
+        process.kill()
+    pool.delete(four[:1])
+    wait_for(lambda: "kept-0" not in pool.listed(), 60, process)
+    replacement = pool.gang("kept", 1, 4, start=4)
+    control_plane.create(replacement)
+    process = start(tmp_path, control_plane)
+    try:
+        expected = names(four[1:] + replacement)
+        settled(process, 120, lambda: pool.bound("kept-") == expected)
+    finally:
+        process.kill()
 
 
 def test_two_gangs_competing_for_the_same_room_are_never_both_half_placed(
