@@ -47,8 +47,13 @@ def _resources(container: Any) -> tuple[dict[str, str], dict[str, str]]:
 def group_priority_sort_key(qp: QueuedPod) -> tuple[Any, ...]:
     spec = qp.pod.spec
     priority, _ = group_priority.group_priority(qp.pod.metadata.labels)
-    containers = (*spec.init_containers, *spec.containers)
-    qos = group_priority.qos_class(_resources(c) for c in containers)
+    pod_level = spec.resources
+    if pod_level is not None and (pod_level.requests or pod_level.limits):
+        # Pod-level resources (beta in 1.34) decide the class when set, as in the kubelet.
+        qos = group_priority.qos_class([(pod_level.requests, pod_level.limits)])
+    else:
+        containers = (*spec.init_containers, *spec.containers)
+        qos = group_priority.qos_class(_resources(c) for c in containers)
     return (-priority, int(qos), qp.timestamp)
 
 

@@ -100,3 +100,15 @@ def test_group_priority_pops_a_gang_whole_even_with_low_priority_members() -> No
     q.add(make_pod("low", labels={**GANG, "groupPriority": "0"}))
     assert names_of(q.pop_burst(2)) == ["top", "mid0", "low"]
     assert q.on_event(NODE_ADD) == 0
+
+
+def test_pod_level_resources_decide_the_qos_class() -> None:
+    q, _ = make_queue(queue_sort="GroupPriority")
+    burstable = qos_pod("burstable", "B", None)
+    pod_level = qos_pod("pod-level", "BE", None)
+    pod_level.spec.resources = models.ResourceRequirements(
+        requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"}
+    )
+    q.add(burstable)
+    q.add(pod_level)
+    assert names_of(q.pop_burst(10)) == ["pod-level", "burstable"]
