@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubesalvo.core.gang import min_available
 from kubesalvo.sched.informers import to_api_dict
-from kubesalvo.sched.queue.queue import gang_of
+from kubesalvo.sched.queue.members import gang_of
 
 if TYPE_CHECKING:
     from kubesalvo.sched.app import Scheduler

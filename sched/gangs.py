@@ -41,7 +41,7 @@ from kubesalvo.sched.client import ApiClient, ApiError
 from kubesalvo.sched.events import rfc3339
 from kubesalvo.sched.informers import podgroups
 from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue
-from kubesalvo.sched.queue.queue import gang_of
+from kubesalvo.sched.queue.members import gang_of
 
 __all__ = ["Admission", "GangBook", "PodGroupPhase", "write_statuses"]
 

@@ -64,6 +64,7 @@ from kubesalvo.sched.queue.cluster_events import (
     pod_update_events,
 )
 from kubesalvo.sched.queue.hints import DEFAULT_HINTS
+from kubesalvo.sched.queue.members import gang_of
 from kubesalvo.sched.queue.sorting import SortKey, sort_key_for
 
 __all__ = ["QueueName", "QueuedPod", "SchedulingQueue", "pod_key"]
@@ -111,16 +112,6 @@ def _signature(qp: QueuedPod) -> bytes:
             pod.spec,
         )
     )
-
-
-def gang_of(pod: Any) -> gang.GroupKey | None:
-    """The pod group of a queued pod (the informers' model), as ``core.gang.group_of``."""
-    labels = pod.metadata.labels
-    for label in gang.GROUP_LABELS:
-        name = labels.get(label)
-        if name:
-            return gang.GroupKey(pod.metadata.namespace or "default", name)
-    return None
 
 
 def pod_key(pod: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubesalvo.core import gang
 from kubesalvo.sched.informers import models
-from kubesalvo.sched.queue import NODE_ADD, QueueName
+from kubesalvo.sched.queue import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, QueueName
 from tests.helpers.queue import make_pod, make_queue, names_of
 
 GANG = {"podGroup": "g", "minAvailable": "3"}
@@ -112,3 +112,19 @@ def test_pod_level_resources_decide_the_qos_class() -> None:
     q.add(burstable)
     q.add(pod_level)
     assert names_of(q.pop_burst(10)) == ["pod-level", "burstable"]
+
+
+def test_a_waiting_gang_wakes_for_its_own_members_not_for_other_pods() -> None:
+    q, clock = make_queue()
+    q.add(make_pod("g0", labels=GANG))
+    (qp,) = q.pop_burst(1)
+    q.add_unschedulable(qp, ["Coscheduling"])
+    clock.step(5)  # past its backoff
+    stranger = make_pod("web", labels={"app": "web"})
+    stranger.spec.node_name = "node-a"
+    assert q.on_event(ASSIGNED_POD_ADD, None, stranger) == 0
+    assert q.on_event(ASSIGNED_POD_DELETE, stranger, None) == 0
+    member = make_pod("g1", labels=GANG)
+    member.spec.node_name = "node-a"  # bound by someone else
+    assert q.on_event(ASSIGNED_POD_ADD, None, member) == 1
+    assert q.where("uid-g0") is QueueName.ACTIVE
