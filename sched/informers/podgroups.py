@@ -9,6 +9,8 @@ take their minimum from the ``minAvailable`` label.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from kubesalvo.sched.client import ApiClient, ApiError
@@ -22,7 +24,8 @@ GROUP_VERSION = "/apis/scheduling.x-k8s.io/v1alpha1"
 
 class PodGroupSpec(_Api):
     min_member: int = 0
-    min_resources: dict[str, str] = msgspec.field(default_factory=dict)
+    # int-or-string quantities: "4", 4 or "500m"
+    min_resources: dict[str, Any] = msgspec.field(default_factory=dict)
     schedule_timeout_seconds: int | None = None
 
 

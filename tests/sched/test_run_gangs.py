@@ -408,7 +408,12 @@ def test_a_pod_group_object_sets_the_minimum_and_timeout_and_gets_its_status(
 ):
     install_pod_group_crd(control_plane)
     pool.add_nodes(2, cpu="4")
-    spec = {"minMember": 4, "scheduleTimeoutSeconds": 2, "minResources": {"cpu": "4"}}
+    # minResources as int-or-string quantities, as the CRD allows
+    spec = {
+        "minMember": 4,
+        "scheduleTimeoutSeconds": 2,
+        "minResources": {"cpu": 4, "memory": "400Mi"},
+    }
     control_plane.create([pod_group(pool.namespace, "trainer", **spec)])
 
     def status() -> dict[str, Any]:
@@ -443,5 +448,15 @@ def test_a_pod_group_object_sets_the_minimum_and_timeout_and_gets_its_status(
             process,
         )
         assert status().get("scheduleStartTime")
+        # a gang whose minResources exceed the free room of the nodes together waits
+        control_plane.create(
+            [pod_group(pool.namespace, "huge", minMember=1, minResources={"cpu": "100"})]
+        )
+        huge = [pool.pod("huge-0", {"scheduling.x-k8s.io/pod-group": "huge"})]
+        control_plane.create(huge)
+        settled(process, 60, lambda: reported(pool, names(huge)))
+        text = message(pool, "huge-0")
+        assert "minResources exceed the free room of the cluster (cpu)" in text, text
+        assert pool.bound("huge-") == []
     finally:
         process.kill()
