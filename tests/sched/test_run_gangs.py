@@ -35,6 +35,7 @@ from tests.helpers.podgroups import install_pod_group_crd, pod_group, pod_group_
 from tests.sched.test_app import (
     CONFIG,
     SchedulerProcess,
+    delete_nodes,
     delete_pods,
     list_objects,
     pod_scheduled,
@@ -146,12 +147,7 @@ class Pool:
 
     def cleanup(self) -> None:
         self.delete()
-
-        async def remove(client: Any) -> None:
-            for node in self.nodes:
-                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
-
-        self.control_plane.call(remove)
+        delete_nodes(self.control_plane, self.nodes)
 
 
 @pytest.fixture
@@ -192,6 +188,14 @@ def wait_for(what: Any, timeout: float, process: SchedulerProcess) -> None:
     while not what():
         assert time.monotonic() < deadline, process.tail()
         time.sleep(0.5)
+
+
+def timed_out(pool: Pool) -> bool:
+    """Whether a FailedScheduling event says a gang timed out waiting for members."""
+    return any(
+        "timed out waiting for minAvailable" in e.get("note", "")
+        for e in pool.events("FailedScheduling")
+    )
 
 
 def names(pods: list[dict[str, Any]]) -> list[str]:
@@ -242,14 +246,7 @@ def test_a_gang_short_of_members_times_out_backs_off_and_is_bound_once_complete(
         assert "pod group has less than minAvailable members" in text, text
         assert "7 of 8 exist" in text, text
         # Past the timeout the gang is rejected with an event of its own, then backs off.
-        wait_for(
-            lambda: any(
-                "timed out waiting for minAvailable" in e.get("note", "")
-                for e in pool.events("FailedScheduling")
-            ),
-            60,
-            process,
-        )
+        wait_for(lambda: timed_out(pool), 60, process)
         assert pool.bound("late-") == []
         # explain shows the gang's state in its answer
         answer = process.debug(f"/debug/explain?pod={pool.namespace}/late-0")
@@ -427,14 +424,7 @@ def test_a_pod_group_object_sets_the_minimum_and_timeout_and_gets_its_status(
         control_plane.create(three)
         settled(process, 60, lambda: reported(pool, names(three)))
         assert "3 of 4 exist" in message(pool, "trainer-0")
-        wait_for(
-            lambda: any(
-                "timed out waiting for minAvailable" in e.get("note", "")
-                for e in pool.events("FailedScheduling")
-            ),
-            60,
-            process,
-        )
+        wait_for(lambda: timed_out(pool), 60, process)
         wait_for(lambda: status().get("phase") == "Pending", 30, process)
         assert pool.bound("trainer-") == []
         fourth = [pool.pod("trainer-3", label)]
