@@ -76,13 +76,21 @@ class Admission:
     timed_out: set[gang.GroupKey] = field(default_factory=set)
 
 
+def _malformed_minimum(pods: Iterable[Mapping[str, Any]]) -> str:
+    """Why a gang member's ``minAvailable`` label cannot be read ("" when all can)."""
+    for pod in pods:
+        try:
+            gang.min_available(pod)
+        except ValueError as error:
+            name = (pod.get("metadata") or {}).get("name", "")
+            return f"{error} (pod {name})"
+    return ""
+
+
 def _declared_minimum(pods: Iterable[Mapping[str, Any]]) -> int | None:
     """The first ``minAvailable`` label among a gang's pods (queue order), if any."""
     for pod in pods:
-        try:
-            value = gang.min_available(pod)
-        except ValueError:
-            return None  # malformed: the kernel's path reports it
+        value = gang.min_available(pod)  # malformed ones are refused before
         if value is not None:
             return value
     return None
@@ -211,6 +219,12 @@ class GangBook:
             return answer
         now = self.clock()
         for group, indices in groups.items():
+            malformed = _malformed_minimum(objects[i] for i in indices)
+            if malformed:
+                # Refused here: the kernel's path would fail the whole burst on it.
+                for i in indices:
+                    answer.refused[i] = f"pod group {group}: {malformed}"
+                continue
             declared = _declared_minimum(objects[i] for i in indices)
             if declared is None and group not in self.specs:
                 continue  # no minimum: the kernel places every member of the burst or none

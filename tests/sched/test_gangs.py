@@ -146,3 +146,15 @@ def test_pod_group_backoff_holds_a_rejected_gang_back() -> None:
     assert "backing off" in answer.refused[0]
     clock.step(30)
     assert book.admit(burst, objects, args).needed == {G: 4}
+
+
+def test_a_malformed_min_available_refuses_its_gang_not_the_burst() -> None:
+    q, _, book = setup()
+    bad = make_pod("g0", labels={"podGroup": "g", "minAvailable": "many"})
+    fine = make_pod("solo")
+    burst, objects = popped(q, book, [bad, make_pod("g1", labels={"podGroup": "g"}), fine])
+    answer = book.admit(burst, objects, ARGS)
+    assert sorted(answer.refused) == [0, 1]
+    assert answer.refused[0] == (
+        "pod group default/g: label minAvailable='many' is not a positive integer (pod g0)"
+    )

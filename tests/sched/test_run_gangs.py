@@ -214,6 +214,23 @@ def test_a_gang_of_8_that_fits_is_bound_whole(control_plane, pool, tmp_path):
         process.kill()
 
 
+def test_a_malformed_min_available_is_reported_and_the_rest_of_the_burst_bound(
+    control_plane, pool, tmp_path
+):
+    pool.add_nodes(1, cpu="4")
+    process = start(tmp_path, control_plane)
+    try:
+        bad = pool.pod("bad-0", {"podGroup": "bad", "minAvailable": "many"})
+        others = [pool.pod(f"solo-{i}") for i in range(3)]
+        control_plane.create([bad, *others])
+        settled(process, 60, lambda: reported(pool, names([bad, *others])))
+        assert pool.bound() == names(others)
+        text = message(pool, "bad-0")
+        assert "label minAvailable='many' is not a positive integer" in text, text
+    finally:
+        process.kill()
+
+
 def test_a_gang_of_8_with_room_for_7_binds_none(control_plane, pool, tmp_path):
     pool.add_nodes(1, cpu="7")  # room for 7 of the 8
     process = start(tmp_path, control_plane)
