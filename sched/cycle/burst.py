@@ -367,9 +367,8 @@ class BurstCycle:
         for i, text in admission.refused.items():
             qp = pods[i]
             message = framework.fit_error_message(nodes, {}, prefilter_message=text)
-            self.attempts.pop(qp.name, None)
-            self.attempts[qp.name] = Attempt(
-                qp.name, qp.key, profile_name, None, message, burst_size=len(pods)
+            self._keep_attempt(
+                Attempt(qp.name, qp.key, profile_name, None, message, burst_size=len(pods))
             )
             report_failure(
                 self.queue,
@@ -619,8 +618,11 @@ class BurstCycle:
             score=int(result.scores[i]),
             burst_size=size,
         )
-        self.attempts.pop(qp.name, None)
-        self.attempts[qp.name] = attempt
+        self._keep_attempt(attempt)
+
+    def _keep_attempt(self, attempt: Attempt) -> None:
+        self.attempts.pop(attempt.pod, None)
+        self.attempts[attempt.pod] = attempt
         while len(self.attempts) > self.settings.remembered_attempts:
             self.attempts.popitem(last=False)
 
