@@ -387,6 +387,7 @@ class Scheduler:
         if not served:
             log.info("no PodGroup CRD (scheduling.x-k8s.io/v1alpha1): gangs by labels only")
             return
+        self.cycle.gangs.watching_pod_groups = True
         self.pod_groups = Informer(self.client, podgroups.PODGROUPS, self._on_pod_group)
         self.informers.append(self.pod_groups)
         self._status_task = asyncio.create_task(self._write_pod_group_statuses())

@@ -8,7 +8,9 @@ all-or-nothing placement is the kernel's). :class:`GangBook` is fed from the wat
   restart, or by a previous burst) count towards its minimum;
 * PodGroup objects when the CRD is installed (``informers.podgroups``): their
   ``minMember`` wins over the ``minAvailable`` label, their ``scheduleTimeoutSeconds``
-  over the ``permitWaitingTimeSeconds`` arg.
+  over the ``permitWaitingTimeSeconds`` arg. While they are watched, a pod whose
+  ``scheduling.x-k8s.io/pod-group`` label names a PodGroup not seen yet (and that has no
+  ``minAvailable`` label) waits for it: created together, the pod may come first.
 
 The cycle asks :meth:`GangBook.admit` before each burst which gangs may be placed, and
 how many members each still needs; the rest wait (holding no room) or, past their
@@ -87,6 +89,12 @@ def _malformed_minimum(pods: Iterable[Mapping[str, Any]]) -> str:
     return ""
 
 
+def _names_pod_group(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod's group comes from scheduler-plugins' label (a PodGroup's name)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return not labels.get(gang.GROUP_LABELS[0]) and bool(labels.get(gang.POD_GROUP_LABEL))
+
+
 def _declared_minimum(pods: Iterable[Mapping[str, Any]]) -> int | None:
     """The first ``minAvailable`` label among a gang's pods (queue order), if any."""
     for pod in pods:
@@ -119,6 +127,8 @@ class GangBook:
         self._waiting: dict[gang.GroupKey, tuple[float, float]] = {}
         self._backoff_until: dict[gang.GroupKey, float] = {}
         self._dirty: set[gang.GroupKey] = set()
+        # True once PodGroups are watched (the CRD is served).
+        self.watching_pod_groups = False
         # scheduleStartTime written or to write, per PodGroup (RFC 3339).
         self._started: dict[gang.GroupKey, str] = {}
 
@@ -167,6 +177,9 @@ class GangBook:
         except ValueError as error:
             log.warning("PodGroup %s ignored: %s", group, error)
             self.specs.pop(group, None)
+        if group not in self.pod_groups:
+            # Members that waited for it come back now.
+            self.queue.activate(self.queue.gang_members(group))
         self.pod_groups[group] = obj
         started = (obj.get("status") or {}).get("scheduleStartTime")
         if started:
@@ -227,6 +240,9 @@ class GangBook:
                 continue
             declared = _declared_minimum(objects[i] for i in indices)
             if declared is None and group not in self.specs:
+                if self.watching_pod_groups and _names_pod_group(objects[indices[0]]):
+                    for i in indices:
+                        answer.refused[i] = f"PodGroup {group} not found (waiting for it)"
                 continue  # no minimum: the kernel places every member of the burst or none
             minimum = self.minimum(group, declared or 0)
             timeout = self.timeout(group, args)

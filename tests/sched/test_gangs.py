@@ -158,3 +158,21 @@ def test_a_malformed_min_available_refuses_its_gang_not_the_burst() -> None:
     assert answer.refused[0] == (
         "pod group default/g: label minAvailable='many' is not a positive integer (pod g0)"
     )
+
+
+def test_with_pod_groups_watched_a_member_waits_for_its_pod_group() -> None:
+    q, _, book = setup()
+    book.watching_pod_groups = True
+    member = make_pod("g0", labels={"scheduling.x-k8s.io/pod-group": "g"})
+    burst, objects = popped(q, book, [member])
+    answer = book.admit(burst, objects, ARGS)
+    assert answer.refused == {0: "PodGroup default/g not found (waiting for it)"}
+    q.add_unschedulable(burst[0], ["Coscheduling"])
+    book.pod_group_changed(pod_group(1), "default", "g")  # it appears: the member wakes
+    burst = q.pop_burst(10)
+    assert [qp.key for qp in burst] == ["uid-g0"]
+    assert book.admit(burst, objects, ARGS).needed == {G: 1}
+    # the seeds' labels never wait for a PodGroup
+    seed = make_pod("s0", labels={"podGroup": "s"})
+    burst, objects = popped(q, book, [seed])
+    assert book.admit(burst, objects, ARGS).refused == {}

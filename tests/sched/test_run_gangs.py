@@ -461,9 +461,9 @@ def test_a_pod_group_object_sets_the_minimum_and_timeout_and_gets_its_status(
         )
         huge = [pool.pod("huge-0", {"scheduling.x-k8s.io/pod-group": "huge"})]
         control_plane.create(huge)
-        settled(process, 60, lambda: reported(pool, names(huge)))
-        text = message(pool, "huge-0")
-        assert "minResources exceed the free room of the cluster (cpu)" in text, text
+        # (it may first wait for the PodGroup, if the pod is seen before it)
+        wanted = "minResources exceed the free room of the cluster (cpu)"
+        wait_for(lambda: wanted in message(pool, "huge-0"), 60, process)
         assert pool.bound("huge-") == []
     finally:
         process.kill()
