@@ -5,6 +5,11 @@ A pod belongs to a group through the label ``podGroup`` or scheduler-plugins'
 namespace. The group's minimum is the ``minAvailable`` label of its first pod (in queue
 order) that carries one; when none does, every pod of the group in the burst must be
 placed. A malformed ``minAvailable`` (not a positive decimal integer) is refused.
+
+Where scheduler-plugins' PodGroup CRD (``scheduling.x-k8s.io/v1alpha1``) is installed, a
+PodGroup object of the group's namespace and name gives the minimum instead
+(``spec.minMember``), with ``spec.minResources`` and ``spec.scheduleTimeoutSeconds``
+(:func:`pod_group_spec` reads them).
 """
 
 from __future__ import annotations
@@ -14,16 +19,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubesalvo.core.resources import node_allocatable
+
 __all__ = [
     "GROUP_LABELS",
     "MIN_AVAILABLE_LABEL",
+    "POD_GROUP_LABEL",
     "GroupKey",
+    "PodGroupSpec",
     "group_minimums",
     "group_of",
     "min_available",
+    "pod_group_spec",
 ]
 
-GROUP_LABELS = ("podGroup", "scheduling.x-k8s.io/pod-group")
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+GROUP_LABELS = ("podGroup", POD_GROUP_LABEL)
 MIN_AVAILABLE_LABEL = "minAvailable"
 
 
@@ -75,3 +86,35 @@ def group_minimums(pods: Iterable[Mapping[str, Any]]) -> dict[GroupKey, int]:
         if value is not None and key not in declared:
             declared[key] = value
     return {key: declared.get(key, count) for key, count in members.items()}
+
+
+@dataclass(frozen=True)
+class PodGroupSpec:
+    """A PodGroup object's spec: the minimum, the room it needs, its own timeout."""
+
+    min_member: int
+    min_resources: dict[str, int]  # resource -> amount in the state's units
+    timeout_seconds: int | None
+
+
+def pod_group_spec(obj: Mapping[str, Any]) -> PodGroupSpec:
+    """Read a PodGroup's spec (API JSON); a bad field raises ValueError naming it.
+
+    ``minMember`` defaults to 1 as the API does for an unset int32; a negative one or
+    a timeout below 1 is refused (the CRD's schema refuses them too)."""
+    spec = obj.get("spec") or {}
+    minimum = spec.get("minMember", 1)
+    if type(minimum) is not int or minimum < 0:
+        raise ValueError(f"spec.minMember={minimum!r} is not a non-negative integer")
+    timeout = spec.get("scheduleTimeoutSeconds")
+    if timeout is not None and (type(timeout) is not int or timeout < 1):
+        raise ValueError(f"spec.scheduleTimeoutSeconds={timeout!r} is not a positive integer")
+    raw = spec.get("minResources") or {}
+    if not isinstance(raw, Mapping):
+        raise ValueError("spec.minResources is not a resource list")
+    try:
+        units = node_allocatable({"status": {"allocatable": raw}})
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"spec.minResources: {error}") from None
+    wanted = {name: amount for name, amount in units.items() if name in raw and amount}
+    return PodGroupSpec(max(minimum, 1), wanted, timeout)

@@ -84,16 +84,27 @@ def plan(
     profile: Profile | None = None,
     *,
     workloads: Sequence[Mapping[str, Any]] = (),
+    gang_needed: Mapping[gang.GroupKey, int] | None = None,
 ) -> PlacementResult:
     """Place ``pods`` as ``place_burst`` would, without changing ``state``."""
-    return place_burst(state, pods, profile, commit=False, workloads=workloads)
+    return place_burst(
+        state, pods, profile, commit=False, workloads=workloads, gang_needed=gang_needed
+    )
 
 
 def _queue_order(
-    pods: Sequence[Mapping[str, Any]], keys: list[gang.GroupKey | None]
+    pods: Sequence[Mapping[str, Any]],
+    keys: list[gang.GroupKey | None],
+    needed: Mapping[gang.GroupKey, int] | None = None,
 ) -> tuple[list[int], list[int], list[bool], dict[gang.GroupKey, int]]:
-    """Pod indices in placement order, each position's gang minimum and run end, minimums."""
+    """Pod indices in placement order, each position's gang minimum and run end, minimums.
+
+    ``needed`` overrides the minimum of the groups it names (the runtime's count: the
+    group's minimum less its members already bound); a group needing 0 more is placed pod
+    by pod."""
     minimums = gang.group_minimums(pods) if any(keys) else {}
+    if needed:
+        minimums.update((key, count) for key, count in needed.items() if key in minimums)
     members: dict[gang.GroupKey, list[int]] = {}
     for i, key in enumerate(keys):
         if key is not None:
@@ -109,7 +120,7 @@ def _queue_order(
         elif members[key][0] == i:
             run = members[key]
             order.extend(run)
-            gang_min.extend([minimums[key]] * len(run))
+            gang_min.extend([max(0, minimums[key])] * len(run))
             gang_last.extend([False] * (len(run) - 1) + [True])
     return order, gang_min, gang_last, minimums
 
@@ -191,8 +202,13 @@ def place_burst(
     *,
     commit: bool = True,
     workloads: Sequence[Mapping[str, Any]] = (),
+    gang_needed: Mapping[gang.GroupKey, int] | None = None,
 ) -> PlacementResult:
     """Place ``pods`` in queue order; with ``commit`` assume each placement in ``state``.
+
+    ``gang_needed``: per pod group, how many of its pods in this burst must be placed for
+    any to be (its minimum less its members already bound; 0 or less: no constraint);
+    a group it does not name needs its ``minAvailable`` label (``core/gang.py``).
 
     ``workloads`` are the Services, ReplicationControllers, ReplicaSets and StatefulSets
     (API JSON) whose selectors give pods without spread constraints the profile's
@@ -208,7 +224,9 @@ def place_burst(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _place_burst(state, pods, profile, commit=commit, workloads=workloads)
+        return _place_burst(
+            state, pods, profile, commit=commit, workloads=workloads, gang_needed=gang_needed
+        )
     finally:
         if was_enabled:
             gc.enable()
@@ -221,11 +239,12 @@ def _place_burst(
     *,
     commit: bool,
     workloads: Sequence[Mapping[str, Any]],
+    gang_needed: Mapping[gang.GroupKey, int] | None = None,
 ) -> PlacementResult:
     profile = profile or Profile.default()
     began = time.perf_counter()
     keys = [gang.group_of(p) for p in pods]
-    order, gang_min, gang_last, minimums = _queue_order(pods, keys)
+    order, gang_min, gang_last, minimums = _queue_order(pods, keys, gang_needed)
     ordered = [pods[i] for i in order]
     encoder = Encoder(state, profile)
     class_of = encoder.classify(ordered)
@@ -442,6 +461,8 @@ def _result(
             messages[i] = framework.fit_error_message(
                 num_nodes, reasons, prefilter_message=info.prefilter_message
             )
+    if rolled_per_gang:
+        _gang_rejectors(gang_keys, order, rolled, rejectors)
     return PlacementResult(
         nodes=node_names,
         rows=rows,
@@ -458,6 +479,24 @@ def _result(
         kernel_seconds=0.0,
         encode_seconds=0.0,
     )
+
+
+def _gang_rejectors(
+    gang_keys: list[gang.GroupKey | None],
+    order: list[int],
+    rolled: npt.NDArray[np.bool_],
+    rejectors: list[frozenset[str]],
+) -> None:
+    """A rolled-back member is unschedulable (not an error): Coscheduling rejected it, and
+    so did whatever rejected the members that fitted nowhere (room they need may free)."""
+    failed: dict[gang.GroupKey, frozenset[str]] = {}
+    for pos, key in enumerate(gang_keys):
+        if key is not None:
+            failed[key] = failed.get(key, frozenset()) | rejectors[order[pos]]
+    for pos, key in enumerate(gang_keys):
+        i = order[pos]
+        if key is not None and rolled[i]:
+            rejectors[i] = failed[key] | {coscheduling.NAME}
 
 
 def _commit(state, pod_keys, class_of, classes, out_node, resources=True) -> None:

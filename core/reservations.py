@@ -97,6 +97,7 @@ def place_reserving(
     plan: Sequence[Segment],
     reservations: Sequence[Reservation],
     workloads: Sequence[Mapping[str, Any]] = (),
+    gang_needed: Mapping[gang.GroupKey, int] | None = None,
 ) -> PlacementResult:
     """``place_burst`` segment by segment, each with its reservations assumed in ``state``
     (worker thread, cache frozen). The reservations are taken off again whatever happens:
@@ -113,7 +114,13 @@ def place_reserving(
                 held -= 1
                 state.remove_pod_key(reservations[held].key)
             results.append(
-                place_burst(state, pods[cut.start : cut.end], profile, workloads=workloads)
+                place_burst(
+                    state,
+                    pods[cut.start : cut.end],
+                    profile,
+                    workloads=workloads,
+                    gang_needed=gang_needed,
+                )
             )
     finally:
         for reservation in reservations[:held]:

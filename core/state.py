@@ -28,7 +28,9 @@ used, and ``present`` says which of them hold a node):
   pods that declare the same port frees the port.
 * Pods: per row, Python dictionaries (changed one pod at a time); pods are also grouped by
   (namespace, labels) with per-row counts, so that counting the pods that match a selector
-  per node touches each distinct label set once, not each pod.
+  per node touches each distinct label set once, not each pod. A group goes when its last
+  pod does (label sets unique to a pod, such as a Job's or a gang's, would otherwise pile
+  up); its id is reused, with an empty group in its place meanwhile.
 * Pods of absent nodes ("ghosts", as upstream's cache keeps them): a pod bound to a node
   that is not (or no longer) known is remembered under the node's name but counts nowhere
   (not in ``pods``, no row); when a node of that name is added its pods count again. A node
@@ -108,6 +110,7 @@ class _Group:
     labels: dict[str, str]
     terminating: bool = False  # being deleted: spread no longer counts them
     per_row: dict[int, int] = field(default_factory=dict)
+    refs: int = 0  # records (counted or ghosts) of this group
 
 
 class ClusterState:
@@ -154,6 +157,7 @@ class ClusterState:
         self.pods_on_row: list[set[str]] = []
         self.groups: list[_Group] = []
         self.group_ids: dict[tuple[str, Labels], int] = {}
+        self._free_groups: list[int] = []
         self.affinity_pods_on_row: list[int] = []  # pods carrying pod (anti-)affinity
         self.namespace_labels: dict[str, dict[str, str]] = {}
 
@@ -370,13 +374,33 @@ class ClusterState:
 
     # ------------------------------------------------------------------------ pods
     def _group(self, namespace: str, labels: Labels, terminating: bool = False) -> int:
+        """The id of a (namespace, labels) group, for one more record of it."""
         key = (namespace, labels) if not terminating else (namespace, labels, True)
         gid = self.group_ids.get(key)  # type: ignore[arg-type]
         if gid is None:
-            gid = len(self.groups)
+            group = _Group(namespace, dict(labels), terminating)
+            if self._free_groups:
+                gid = self._free_groups.pop()
+                self.groups[gid] = group
+            else:
+                gid = len(self.groups)
+                self.groups.append(group)
             self.group_ids[key] = gid  # type: ignore[index]
-            self.groups.append(_Group(namespace, dict(labels), terminating))
+        self.groups[gid].refs += 1
         return gid
+
+    def _release_group(self, gid: int) -> None:
+        """A record of the group is gone; the group goes with its last one."""
+        group = self.groups[gid]
+        group.refs -= 1
+        if group.refs:
+            return
+        labels: Labels = tuple(sorted(group.labels.items()))
+        key = (group.namespace, labels, True) if group.terminating else (group.namespace, labels)
+        del self.group_ids[key]  # type: ignore[arg-type]
+        # An empty group holds the id until it is reused: it counts no pod on any row.
+        self.groups[gid] = _Group("", {})
+        self._free_groups.append(gid)
 
     def add_pod(self, pod: Mapping[str, Any], node_name: str | None = None) -> bool:
         """Count a pod bound (or being bound) to a node; False when the node is unknown.
@@ -459,12 +483,15 @@ class ClusterState:
         record = self.pods.get(key)
         if record is not None:
             self._count(key, record, -1)
+            self._release_group(record.group)
             return
         node_name = self._ghost_node.pop(key, None)
         if node_name is not None:
             ghosts = self.ghosts[node_name]
             ports = self._ghost_ports[node_name]
-            for port in ghosts.pop(key).ports:
+            record = ghosts.pop(key)
+            self._release_group(record.group)
+            for port in record.ports:
                 ports.pop(port, None)
             if not ghosts:
                 del self.ghosts[node_name]

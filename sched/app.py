@@ -45,13 +45,15 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from kubesalvo.core.plugins import group_priority, names
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import QosAwareArgs
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
-from kubesalvo.sched.events import EventRecorder, RecorderSettings
+from kubesalvo.sched.events import WARNING, EventRecorder, ObjectRef, RecorderSettings
+from kubesalvo.sched.gangs import write_statuses
 from kubesalvo.sched.informers import (
     ADDED,
     DELETED,
@@ -63,6 +65,7 @@ from kubesalvo.sched.informers import (
     Change,
     Informer,
     WatchSettings,
+    podgroups,
     to_api_dict,
 )
 from kubesalvo.sched.informers.models import (
@@ -199,6 +202,12 @@ class Scheduler:
             for informer in self.informers:
                 name = f"informer-sync-{informer.resource.plural}"
                 server.add_readiness_check(name, self._synced_check(informer))
+        # PodGroups (scheduler-plugins' CRD), when the API server serves them (run()).
+        self.pod_groups: Informer[podgroups.PodGroup] | None = None
+        self._status_task: asyncio.Task[None] | None = None
+        # Pods already warned about a groupPriority label that is not an integer.
+        self._priority_warned: set[str] = set()
+        self._group_priority = any(p.queue_sort == names.GROUP_PRIORITY for p in config.profiles)
         self.debug = DebugServer(debug_port)
         self.debug.add_page("/debug/queue", self._debug_queue)
         self.debug.add_page("/debug/explain", self._debug_explain)
@@ -357,7 +366,9 @@ class Scheduler:
                 self.qos.forget(pod.metadata.namespace, pod.metadata.name, pod.metadata.uid)
             else:
                 self.qos.observe(pod)
+        self.cycle.gangs.pod_changed(key, None if change.type == DELETED else pod)
         if change.type == DELETED:
+            self._priority_warned.discard(key)
             if pod.spec.node_name or self.cache.is_assumed(key):
                 self.cache.remove_pod(to_api_dict(pod))
             if pod.spec.node_name:
@@ -380,10 +391,74 @@ class Scheduler:
             return
         if self.cache.is_assumed(key):
             return  # our bind is in flight; the watch has not caught up with it yet
+        if self._group_priority:
+            self._check_group_priority(key, pod)
         if change.type == ADDED or old is None:
             self.queue.add(pod)
         else:
             self.queue.update(old, pod)
+
+    def _check_group_priority(self, key: str, pod: Pod) -> None:
+        """One Warning event per pod whose groupPriority label is not an integer."""
+        if key in self._priority_warned:
+            return
+        _, valid = group_priority.group_priority(pod.metadata.labels)
+        if valid:
+            return
+        self._priority_warned.add(key)
+        meta = pod.metadata
+        value = meta.labels.get(group_priority.GROUP_PRIORITY_LABEL, "")
+        self.recorder.event(
+            ObjectRef(meta.namespace, meta.name, meta.uid),
+            WARNING,
+            "InvalidGroupPriority",
+            "Scheduling",
+            group_priority.invalid_priority_note(value),
+            controller=pod.spec.scheduler_name,
+        )
+
+    def _on_pod_group(self, change: Change[podgroups.PodGroup]) -> None:
+        obj = change.obj
+        if change.type == SYNCED or obj is None:
+            return
+        meta = obj.metadata
+        body = None if change.type == DELETED else to_api_dict(obj)
+        self.cycle.gangs.pod_group_changed(body, meta.namespace, meta.name)
+
+    async def _watch_pod_groups(self) -> None:
+        """Watch PodGroups when the CRD is installed (asked once, at start)."""
+        try:
+            served = await podgroups.served(self.client)
+        except ApiError as error:
+            if error.status in (401, 403):
+                log.warning(
+                    "cannot list podgroups (RBAC): gangs go by their labels only; grant list "
+                    "and watch on podgroups and patch on podgroups/status "
+                    "(scheduling.x-k8s.io) to use PodGroup objects"
+                )
+            else:
+                log.warning("cannot tell whether PodGroups are served (%s): labels only", error)
+            return
+        except Exception as error:
+            log.warning("cannot tell whether PodGroups are served (%s): labels only", error)
+            return
+        if not served:
+            log.info("no PodGroup CRD (scheduling.x-k8s.io/v1alpha1): gangs by labels only")
+            return
+        self.cycle.gangs.watching_pod_groups = True
+        self.pod_groups = Informer(self.client, podgroups.PODGROUPS, self._on_pod_group)
+        self.informers.append(self.pod_groups)
+        self._status_task = asyncio.create_task(self._write_pod_group_statuses())
+
+    async def _write_pod_group_statuses(self) -> None:
+        """Keep PodGroup statuses current, while leading (about once a second)."""
+        while True:
+            await asyncio.sleep(1.0)
+            if self.is_leader():
+                try:
+                    await write_statuses(self.cycle.gangs, self.client)
+                except Exception:
+                    log.exception("writing PodGroup statuses failed")
 
     # --- debug pages --------------------------------------------------------------------
 
@@ -446,6 +521,7 @@ class Scheduler:
         self.recorder.start()
         await self._check_workload_access()
         await self._check_owner_access()
+        await self._watch_pod_groups()
         for informer in self.informers:
             informer.start()
         waiting: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())
@@ -476,6 +552,10 @@ class Scheduler:
         in_flight = self.cycle.binds_in_flight
         await self.cycle.stop()
         log.info("drained %d binds in flight in %.2fs", in_flight, time.monotonic() - began)
+        if self._status_task is not None:
+            self._status_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._status_task
         await self.recorder.stop()
         if self.elector is not None:
             await self.elector.stop()

@@ -110,7 +110,7 @@ class SchedulerCache:
             "rows": state.rows,
             "podsCounted": len(state.pods),
             "ghostPods": sum(len(pods) for pods in state.ghosts.values()),
-            "podGroups": len(state.groups),
+            "podGroups": len(state.group_ids),
             "labelValues": sum(len(values) for values in state.label_values.values()),
             "assumed": len(self._assumed),
             "deferred": len(self._deferred),

@@ -12,6 +12,10 @@ The scheduler's debug server answers ``/debug/explain?pod=NAMESPACE/NAME`` with 
   so (``scoresFrom``): the cluster has moved since the burst, so the reference's choice
   may differ from the node the pod got.
 
+A member of a gang (``podGroup`` or ``scheduling.x-k8s.io/pod-group``) also gets ``gang``:
+its minimum and where it comes from (label or PodGroup), its members known, pending and
+bound, how long it has waited and its timeout, and its PodGroup's phase.
+
 ``kubesalvo explain ns/name`` fetches that page from a running scheduler (on this machine,
 or through ``kubectl port-forward``) and prints it as tables.
 """
@@ -28,8 +32,10 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kubesalvo.core.gang import min_available
 from kubesalvo.core.plugins.qos_aware import go_duration
 from kubesalvo.sched.informers import to_api_dict
+from kubesalvo.sched.queue.members import gang_of
 
 if TYPE_CHECKING:
     from kubesalvo.sched.app import Scheduler
@@ -74,6 +80,27 @@ def plugin_scores(
     }
 
 
+def min_available_or_none(pod: Mapping[str, Any]) -> int | None:
+    try:
+        return min_available(pod)
+    except ValueError:
+        return None
+
+
+def render_gang(gang: Mapping[str, Any]) -> str:
+    """One line on a gang's state."""
+    text = (
+        f"  gang {gang['group']}: minAvailable {gang.get('minAvailable') or 'all in a burst'}"
+        f" (from {gang['minimumFrom']}), {gang['members']} members known, "
+        f"{gang['pending']} pending, {gang['bound']} bound"
+    )
+    if "waitingSeconds" in gang:
+        text += f", waiting {gang['waitingSeconds']}s of {gang['timeoutSeconds']:.0f}s"
+    if "podGroupPhase" in gang:
+        text += f", PodGroup phase {gang['podGroupPhase']}"
+    return text
+
+
 async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[str, Any]:
     """The answer of ``/debug/explain`` for one pod (see the module docstring)."""
     full = f"{namespace}/{name}"
@@ -95,6 +122,10 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
             "ttv": go_duration(totals.ttv),
             "waitingPods": totals.waiting_pods,
         }
+    group = gang_of(pod)
+    if group is not None:
+        labelled = min_available_or_none(to_api_dict(pod))
+        answer["gang"] = scheduler.cycle.gangs.describe(group, labelled)
     if attempt is not None:
         answer["lastAttempt"] = {
             "profile": attempt.profile,
@@ -167,6 +198,8 @@ def render(answer: Mapping[str, Any]) -> str:
             f"  QosAware: {qos['controller']} QOS/SLO {qos['qos']:.2f}/{qos['slo']:.2f}, "
             f"TTV {qos['ttv']} (lowest first), {qos['waitingPods']} pod(s) waiting"
         )
+    if answer.get("gang"):
+        lines.append(render_gang(answer["gang"]))
     if answer.get("status") == "pending":
         lines.append(f"  queue: {answer.get('queue')}")
         lines.append(f"  {answer.get('message', '')}")

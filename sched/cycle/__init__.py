@@ -24,6 +24,10 @@ How each pod's attempt ends:
   error backoff; a replica that lost its lease requeues silently (the leader owns events);
 * not placed: ``FailedScheduling`` event and PodScheduled=False (reason Unschedulable)
   with kube-scheduler's text, parked in the queue with the plugins that rejected it;
+* not tried because its gang may not be (Coscheduling's PreFilter, ``sched.gangs``: fewer
+  members exist than its minimum, it timed out waiting for them, or its PodGroup's
+  minResources exceed the free room): ``FailedScheduling`` and PodScheduled=False with
+  the reason, parked with Coscheduling; a gang that timed out backs off;
 * not placed because a plugin failed the attempt with an error (``PlacementResult.errors``):
   ``FailedScheduling`` with the error and PodScheduled=False (reason SchedulerError), no
   PostFilter, requeued with the error backoff.

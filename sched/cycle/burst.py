@@ -14,7 +14,7 @@ from typing import Any
 
 from kubesalvo.core import gang
 from kubesalvo.core.place import PlacementResult, place_burst
-from kubesalvo.core.plugins import names, post_filter
+from kubesalvo.core.plugins import coscheduling, framework, names, post_filter
 from kubesalvo.core.preemption import (
     PreemptionArgs,
     PreemptionDecision,
@@ -38,6 +38,7 @@ from kubesalvo.sched.cycle.report import (
     with_postfilter,
 )
 from kubesalvo.sched.events import EventRecorder
+from kubesalvo.sched.gangs import GangBook
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.preemption import PreemptionOutcome, execute
 from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue
@@ -100,8 +101,11 @@ class BurstCycle:
         binder_settings: BinderSettings | None = None,
         cluster: Callable[[], ClusterObjects] | None = None,
         workloads: Callable[[set[str]], Sequence[Mapping[str, Any]]] | None = None,
+        gangs: GangBook | None = None,
     ) -> None:
         self.config = config
+        # Coscheduling's runtime half: which gangs of a burst may be tried at all.
+        self.gangs = gangs or GangBook(queue, cache.is_assumed)
         # The Services, ReplicationControllers, ReplicaSets and StatefulSets of the given
         # namespaces, whose selectors give pods without spread constraints the default
         # ones (PodTopologySpread's defaulting); None: no default spreading.
@@ -223,6 +227,9 @@ class BurstCycle:
 
     def _housekeeping(self) -> None:
         self.cache.expire()
+        # Waiting gangs past their timeout come back now to be rejected (and back off).
+        for _, keys in self.gangs.expired():
+            self.queue.activate(keys)
         if self.metrics is not None:
             for queue, count in self.queue.pending_counts().items():
                 self.metrics.pending_pods.labels(queue=queue).set(count)
@@ -258,6 +265,9 @@ class BurstCycle:
         preemption: PreemptionArgs | None = None,
     ) -> None:
         objects = [to_api_dict(qp.pod) for qp in pods]
+        pods, objects, gang_needed = self._admit_gangs(profile_name, pods, objects)
+        if not pods:
+            return
         nominated = self._nominations(pods, objects)
         workloads: Sequence[Mapping[str, Any]] = ()
         if self.workloads is not None:
@@ -274,11 +284,23 @@ class BurstCycle:
                     groups=[gang.group_of(obj) for obj in objects],
                 )
                 result = await asyncio.to_thread(
-                    place_reserving, state, objects, profile, plan, reservations, workloads
+                    place_reserving,
+                    state,
+                    objects,
+                    profile,
+                    plan,
+                    reservations,
+                    workloads,
+                    gang_needed,
                 )
             else:
                 result = await asyncio.to_thread(
-                    place_burst, state, objects, profile, workloads=workloads
+                    place_burst,
+                    state,
+                    objects,
+                    profile,
+                    workloads=workloads,
+                    gang_needed=gang_needed,
                 )
             # Recorded before the deferred watch changes are applied on leaving the block,
             # so a confirmation among them finds its assumption.
@@ -322,6 +344,55 @@ class BurstCycle:
             assert preemption is not None
             job = PreemptionJob(profile_name, profile, pods, result, failed, preemption, began)
             self._enqueue_preemption(job)
+
+    def _admit_gangs(
+        self, profile_name: str, pods: list[QueuedPod], objects: list[dict[str, Any]]
+    ) -> tuple[list[QueuedPod], list[dict[str, Any]], dict[gang.GroupKey, int]]:
+        """Coscheduling's PreFilter: members of gangs that may not be tried (fewer members
+        exist than their minimum, or they timed out waiting) are reported and leave the
+        burst; returns the rest and how many members each admitted gang needs placed."""
+        profile = self.config.profile(profile_name)
+        args = profile.args.get(names.COSCHEDULING) if profile is not None else None
+        if not isinstance(args, coscheduling.CoschedulingArgs):
+            args = coscheduling.CoschedulingArgs()
+        admission = self.gangs.admit(pods, objects, args, self._free_room)
+        if not admission.refused:
+            return pods, objects, admission.needed
+        log.debug(
+            "gangs: %d pods not tried (%d gangs timed out)",
+            len(admission.refused),
+            len(admission.timed_out),
+        )
+        nodes = self.cache.state.node_count
+        for i, text in admission.refused.items():
+            qp = pods[i]
+            message = framework.fit_error_message(nodes, {}, prefilter_message=text)
+            self._keep_attempt(
+                Attempt(qp.name, qp.key, profile_name, None, message, burst_size=len(pods))
+            )
+            report_failure(
+                self.queue,
+                self.recorder,
+                self.metrics,
+                qp,
+                profile_name,
+                message,
+                0.0,
+                error=False,
+                plugins=(names.COSCHEDULING,),
+                record=self.is_leader(),
+            )
+        for group in admission.timed_out:
+            self.queue.retry_after_backoff(self.queue.gang_members(group))
+        kept = [i for i in range(len(pods)) if i not in admission.refused]
+        return [pods[i] for i in kept], [objects[i] for i in kept], admission.needed
+
+    def _free_room(self) -> dict[str, int]:
+        """The free room of all nodes together, per resource (a PodGroup's minResources)."""
+        state = self.cache.state
+        rows = state.rows
+        free = (state.allocatable[:rows] - state.requested[:rows]).clip(min=0).sum(axis=0)
+        return {name: int(free[i]) for i, name in enumerate(state.resource_names)}
 
     def _nominations(
         self, pods: list[QueuedPod], objects: list[dict[str, Any]]
@@ -547,8 +618,11 @@ class BurstCycle:
             score=int(result.scores[i]),
             burst_size=size,
         )
-        self.attempts.pop(qp.name, None)
-        self.attempts[qp.name] = attempt
+        self._keep_attempt(attempt)
+
+    def _keep_attempt(self, attempt: Attempt) -> None:
+        self.attempts.pop(attempt.pod, None)
+        self.attempts[attempt.pod] = attempt
         while len(self.attempts) > self.settings.remembered_attempts:
             self.attempts.popitem(last=False)
 

@@ -41,6 +41,7 @@ from kubesalvo.core.reference.selectors import NOTHING, InvalidSelector
 from kubesalvo.core.reference.snapshot import NodeInfo, labels_of, namespace_of
 from kubesalvo.core.resources import pod_requests
 from kubesalvo.sched.queue.cluster_events import ClusterEvent, EventResource, HintFn
+from kubesalvo.sched.queue.members import gang_of
 
 __all__ = ["DEFAULT_HINTS"]
 
@@ -307,6 +308,20 @@ def pod_topology_spread_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) 
     return changed is None or _has_keys(cs, changed)
 
 
+def coscheduling_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
+    """A gang waiting for members, or rolled back, is helped by a pod event only when the
+    pod is one of its own members (bound by someone, or relabelled into the gang); room
+    freed elsewhere wakes it through the filters that rejected its other members. Node
+    events may bring room for a PodGroup's minResources."""
+    if event.resource is not EventResource.POD:
+        return True
+    other = new if new is not None else old
+    if other is None:
+        return True
+    group = gang_of(pod)
+    return group is None or gang_of(other) == group
+
+
 DEFAULT_HINTS: dict[str, HintFn] = {
     names.NODE_RESOURCES_FIT: fit_hint,
     names.NODE_AFFINITY: node_affinity_hint,
@@ -314,4 +329,5 @@ DEFAULT_HINTS: dict[str, HintFn] = {
     names.NODE_UNSCHEDULABLE: node_unschedulable_hint,
     names.INTER_POD_AFFINITY: inter_pod_affinity_hint,
     names.POD_TOPOLOGY_SPREAD: pod_topology_spread_hint,
+    names.COSCHEDULING: coscheduling_hint,
 }

@@ -27,6 +27,12 @@ ready pod at once and sorts the burst.
 A pod is in exactly one of these places at any time, keyed by its UID; adding a pod the
 queue already holds updates it.
 
+Gangs (``core/gang.py``: pods labelled with a pod group) are popped whole: when
+:meth:`pop_burst` takes a member, every other member waiting in activeQ, backoffQ or
+among the unschedulable pods joins the same burst (gated ones stay), so that the kernel
+sees the gang at once and a late member brings the rest back with it. :meth:`gang_members`
+tells the cycle which members are pending.
+
 Threading: the queue is not thread-safe. It lives on the asyncio event loop thread; the
 informer handlers, the burst cycle and the binder call it from that thread only (the
 kernel's worker thread never touches it). Nothing here blocks or sleeps: the runtime
@@ -45,6 +51,7 @@ from typing import Any
 
 import msgspec
 
+from kubesalvo.core import gang
 from kubesalvo.core.plugins import names
 from kubesalvo.sched.queue.clock import Clock, MonotonicClock
 from kubesalvo.sched.queue.cluster_events import (
@@ -57,6 +64,7 @@ from kubesalvo.sched.queue.cluster_events import (
     pod_update_events,
 )
 from kubesalvo.sched.queue.hints import DEFAULT_HINTS
+from kubesalvo.sched.queue.members import gang_of
 from kubesalvo.sched.queue.sorting import SortKey, sort_key_for
 
 __all__ = ["QueueName", "QueuedPod", "SchedulingQueue", "pod_key"]
@@ -224,6 +232,9 @@ class SchedulingQueue:
         # for one it cleared). See :meth:`nominated_pods`.
         self._nominated: dict[str, None] = {}
         self._nomination_overrides: dict[str, str] = {}
+        # Pods of pod groups: group -> keys of its members the queue holds, and back.
+        self._gangs: dict[gang.GroupKey, dict[str, None]] = {}
+        self._gang_of: dict[str, gang.GroupKey] = {}
 
     @classmethod
     def from_config(cls, config: Any, **kwargs: Any) -> SchedulingQueue:
@@ -298,12 +309,14 @@ class SchedulingQueue:
             self.update(None, pod)
             return
         self._note_nomination(key, None, pod)
+        self._track_gang(key, pod)
         self._to_active(QueuedPod(pod, key, self.clock.now()))
 
     def update(self, old: Any | None, new: Any) -> None:
         """An unassigned pod changed; a parked pod moves if the change could help it."""
         key = pod_key(new)
         self._note_nomination(key, old, new)
+        self._track_gang(key, new)
         where = self._where.get(key)
         if where is None:
             self._to_active(QueuedPod(new, key, self.clock.now()))
@@ -358,6 +371,7 @@ class SchedulingQueue:
             self._in_flight[key].deleted = True
             return
         del self._where[key]
+        self._untrack_gang(key)
         if where is QueueName.ACTIVE:
             del self._active_pods[key]  # its heap entry goes stale
         elif where is QueueName.BACKOFF:
@@ -377,6 +391,13 @@ class SchedulingQueue:
                 self._to_active(self._remove_backoff(key))
             elif where is QueueName.IN_FLIGHT:
                 self._log.append(_LoggedEvent(FORCE_ACTIVATE, None, None, key))
+
+    def retry_after_backoff(self, keys: Iterable[str]) -> None:
+        """Move parked pods to backoffQ (activeQ once their backoff is over): a rejected
+        gang is retried with backoff rather than only on a cluster event."""
+        for key in keys:
+            if self._where.get(key) is QueueName.UNSCHEDULABLE:
+                self._requeue(self._remove_unschedulable(key), _Strategy.AFTER_BACKOFF)
 
     # --- nominations ----------------------------------------------------------------------
 
@@ -503,6 +524,8 @@ class SchedulingQueue:
                 # lower priority, as if it had returned to activeQ, instead of after
                 # them, where they could take the room it made.
                 burst.sort(key=self._sort_key)
+        if self._gangs:
+            self._pull_gangs(burst)
         since = self._log_base + len(self._log)
         for qp in burst:
             qp.attempts += 1
@@ -514,6 +537,7 @@ class SchedulingQueue:
         """The pod's attempt ended in a placement (bound, or being bound by someone)."""
         if self._in_flight.pop(key, None) is not None:
             del self._where[key]
+            self._untrack_gang(key)
             self._prune_log()
 
     def add_unschedulable(
@@ -532,6 +556,7 @@ class SchedulingQueue:
             del self._where[qp.key]
             qp = flight.qp  # carries the newest object seen while in flight
             if flight.deleted:
+                self._untrack_gang(qp.key)
                 self._prune_log()
                 return None
         qp.unschedulable_plugins = frozenset(plugins)
@@ -601,6 +626,52 @@ class SchedulingQueue:
     def is_backing_off(self, qp: QueuedPod) -> bool:
         expiration = self.backoff_expiration(qp)
         return expiration is not None and self.clock.now() < expiration
+
+    # --- gangs --------------------------------------------------------------------------
+
+    def gang_members(self, group: gang.GroupKey) -> dict[str, QueueName]:
+        """The members of ``group`` the queue holds, with where each one is."""
+        return {key: self._where[key] for key in self._gangs.get(group, ())}
+
+    def _track_gang(self, key: str, pod: Any) -> None:
+        group = gang_of(pod)
+        if self._gang_of.get(key) == group:
+            return
+        self._untrack_gang(key)
+        if group is not None:
+            self._gang_of[key] = group
+            self._gangs.setdefault(group, {})[key] = None
+
+    def _untrack_gang(self, key: str) -> None:
+        group = self._gang_of.pop(key, None)
+        if group is None:
+            return
+        members = self._gangs[group]
+        del members[key]
+        if not members:
+            del self._gangs[group]
+
+    def _pull_gangs(self, burst: list[QueuedPod]) -> None:
+        """Add to ``burst`` every waiting sibling of the gang members in it (activeQ,
+        backoffQ or parked; a gated member stays gated), after the members popped."""
+        taken = {qp.key for qp in burst}
+        groups = dict.fromkeys(self._gang_of[qp.key] for qp in burst if qp.key in self._gang_of)
+        for group in groups:
+            for key in list(self._gangs.get(group, ())):
+                if key in taken:
+                    continue
+                where = self._where[key]
+                if where is QueueName.ACTIVE:
+                    _, qp = self._active_pods.pop(key)  # its heap entry goes stale
+                    del self._where[key]
+                elif where is QueueName.BACKOFF:
+                    qp = self._remove_backoff(key)
+                elif where is QueueName.UNSCHEDULABLE:
+                    qp = self._remove_unschedulable(key)
+                else:
+                    continue
+                taken.add(key)
+                burst.append(qp)
 
     # --- internals ----------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kubesalvo.core.gang import GroupKey, group_minimums, group_of, min_available
+from kubesalvo.core.gang import GroupKey, group_minimums, group_of, min_available, pod_group_spec
 
 
 def member(name, labels, namespace="ml"):
@@ -42,3 +42,34 @@ def test_a_groups_minimum_comes_from_its_first_labelled_pod_or_defaults_to_all()
         GroupKey("ml", "b"): 2,
         GroupKey("other", "b"): 1,
     }
+
+
+def test_a_pod_group_object_gives_minimum_room_and_timeout():
+    spec = pod_group_spec(
+        {
+            "spec": {
+                "minMember": 4,
+                "minResources": {"cpu": "4", "memory": "1Gi"},
+                "scheduleTimeoutSeconds": 30,
+            }
+        }
+    )
+    assert spec.min_member == 4
+    assert spec.min_resources == {"cpu": 4000, "memory": 1 << 30}
+    assert spec.timeout_seconds == 30
+    assert pod_group_spec({}).min_member == 1  # an unset minMember: any member may go
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"minMember": -1}, "minMember"),
+        ({"minMember": "4"}, "minMember"),
+        ({"scheduleTimeoutSeconds": 0}, "scheduleTimeoutSeconds"),
+        ({"minResources": {"cpu": "lots"}}, "minResources"),
+        ({"minResources": ["cpu"]}, "minResources"),
+    ],
+)
+def test_a_bad_pod_group_spec_is_refused_naming_the_field(spec, field):
+    with pytest.raises(ValueError, match=field):
+        pod_group_spec({"spec": spec})

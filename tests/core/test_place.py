@@ -2,6 +2,7 @@
 
 import pytest
 
+from kubesalvo.core.gang import GroupKey
 from kubesalvo.core.place import place_burst, plan
 from kubesalvo.core.plugins import (
     framework,
@@ -293,8 +294,10 @@ def test_gang_below_its_minimum_is_rolled_back_whole():
     assert result.rolled_back.tolist() == [True, True, False, False]
     assert "pod group could not reach its minAvailable (ns/g: 2 of 3 placed)" in result.messages[0]
     assert result.reason_counts[2] == {"Insufficient cpu": 1}
-    # A gang taken back was rejected by no filter (the cycle backs it off as an error).
-    assert result.rejectors[:3] == [frozenset(), frozenset(), {"NodeResourcesFit"}]
+    # A gang taken back is unschedulable, not an error: Coscheduling rejected it, with what
+    # rejected the member that fit nowhere (room freed there brings the gang back).
+    both = {"Coscheduling", "NodeResourcesFit"}
+    assert result.rejectors[:3] == [both, both, {"NodeResourcesFit"}]
     assert state.requested[0, 0] == 400
 
 
@@ -306,6 +309,23 @@ def test_gang_reaching_its_minimum_keeps_its_placements():
     result = place_burst(state, members)
     assert result.nodes == ["a", "a", None]
     assert state.requested[0, 0] == 800
+
+
+def test_gang_needed_counts_members_already_bound():
+    # 3 of minAvailable 5 are bound elsewhere: 2 more must fit, and 2 do.
+    state = cluster(node("a", cpu="1"))
+    labels = {"podGroup": "g", "minAvailable": "5"}
+    members = [pod(f"g{i}", cpu="400m", labels=labels) for i in range(3)]
+    result = plan(state, members, gang_needed={GroupKey("ns", "g"): 2})
+    assert result.nodes == ["a", "a", None]
+    assert not result.rolled_back.any()
+    # 3 more needed and only 2 fit: the whole burst's part of the gang is taken back
+    result = plan(state, members, gang_needed={GroupKey("ns", "g"): 3})
+    assert result.nodes == [None, None, None]
+    assert "(ns/g: 2 of 3 placed)" in result.messages[0]
+    # complete already: the members are placed one by one, as far as room goes
+    result = plan(state, members, gang_needed={GroupKey("ns", "g"): 0})
+    assert result.nodes == ["a", "a", None]
 
 
 def test_removed_node_rows_are_not_counted():

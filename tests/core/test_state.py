@@ -296,3 +296,32 @@ def test_add_placed_moves_a_known_pod_or_ghost_and_counts_it_once():
     state.add_placed("g", a, "ns", (), {cpu: 1000}, (1000, 0), [], None)
     assert state.ghosts == {} and state.pods["g"].row == a
     assert state.requested[a, :4].tolist() == [1000, 0, 0, 1]
+
+
+def test_a_label_group_goes_with_its_last_pod_and_its_id_is_reused():
+    state = ClusterState()
+    state.add_node(node("a"))
+    state.add_node(node("b"))
+    state.add_pod(pod("j1", "a", labels={"job": "1"}))
+    state.add_pod(pod("j2", "b", labels={"job": "1"}))
+    state.add_pod(pod("ghost", "gone", labels={"job": "2"}))  # a pod of an unknown node
+    assert len(state.group_ids) == 2
+    state.remove_pod(pod("j1", "a"))
+    assert len(state.group_ids) == 2  # j2 still holds it
+    state.remove_pod(pod("j2", "b"))
+    state.remove_pod(pod("ghost", "gone"))
+    assert state.group_ids == {}
+    assert all(not g.per_row and not g.labels for g in state.groups)
+    # thousands of one-pod label sets (a Job's, a gang's) leave no pile behind
+    for i in range(1000):
+        state.add_pod(pod(f"u{i}", "a", labels={"controller-uid": str(i)}))
+        state.remove_pod(pod(f"u{i}", "a"))
+    assert len(state.groups) == 2
+    state.add_pod(pod("k", "a", labels={"job": "3"}))
+    (gid,) = state.group_ids.values()
+    assert state.groups[gid].labels == {"job": "3"} and state.groups[gid].per_row == {0: 1}
+    # a node that leaves keeps its pods' groups (as ghosts) until the pods go
+    state.remove_node("a")
+    assert len(state.group_ids) == 1
+    state.remove_pod(pod("k", "a"))
+    assert state.group_ids == {}

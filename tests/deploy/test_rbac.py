@@ -5,9 +5,10 @@ holds exactly the rules of deploy/base's ClusterRole ``kubesalvo:scheduler`` and
 ``kubesalvo:leader-election`` (as kubectl renders them), and does its whole job: it
 becomes leader, binds a pod, writes the PodScheduled=False condition and the
 FailedScheduling event of a pod that fits nowhere, preempts a lower-priority pod, spreads
-by default without warnings, and serves /metrics over HTTPS to a token allowed to read
-it. Then each rule is removed in turn and the run shows what breaks without it, so that
-no rule is spare; a rule added to the manifests without a case here fails the test.
+by default without warnings, reads a PodGroup and writes its status, and serves /metrics
+over HTTPS to a token allowed to read it. Then each rule is removed in turn and the run
+shows what breaks without it, so that no rule is spare; a rule added to the manifests
+without a case here fails the test.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from tests.helpers.deploy import (
     token_kubeconfig,
 )
 from tests.helpers.objects import priority_class
+from tests.helpers.podgroups import install_pod_group_crd, pod_group, pod_group_status
 from tests.sched.test_app import SchedulerProcess, free_port, pod_scheduled
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -106,8 +108,24 @@ class Run:
 
     # the cluster ---------------------------------------------------------------------------
 
-    def create(self, name: str, cpu: str = "10m", priority: str | None = None) -> None:
-        self.control_plane.create([pool_pod(self.namespace, name, self.pool, cpu, priority)])
+    def create(
+        self,
+        name: str,
+        cpu: str = "10m",
+        priority: str | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        pod = pool_pod(self.namespace, name, self.pool, cpu, priority)
+        pod["metadata"]["labels"] = labels or {}
+        self.control_plane.create([pod])
+
+    def pod_group_member(self, name: str) -> None:
+        """A PodGroup of one member, and the member."""
+        self.control_plane.create([pod_group(self.namespace, "gang", minMember=1)])
+        self.create(name, labels={"scheduling.x-k8s.io/pod-group": "gang"})
+
+    def pod_group_status(self) -> dict[str, Any]:
+        return pod_group_status(self.control_plane, self.namespace, "gang")
 
     def pod(self, name: str) -> dict[str, Any] | None:
         return get_pod(self.control_plane, self.namespace, name)
@@ -213,8 +231,11 @@ def _answers(process: SchedulerProcess) -> bool:
 # --- everything works with exactly the manifests' rules --------------------------------------
 
 
-def test_kubesalvo_run_with_the_service_accounts_token_does_its_whole_job(run_with, manifest_rules):
+def test_kubesalvo_run_with_the_service_accounts_token_does_its_whole_job(
+    control_plane, run_with, manifest_rules
+):
     cluster_rules, lease_rules = manifest_rules
+    install_pod_group_crd(control_plane)
     run = run_with(cluster_rules, lease_rules)
     run.wait("readiness", lambda: "readyz check passed" in run.readyz())
     run.wait("leadership", lambda: run.metric("leader_election_master_status", name=LEASE) == 1)
@@ -232,6 +253,9 @@ def test_kubesalvo_run_with_the_service_accounts_token_does_its_whole_job(run_wi
     run.create("preemptor", cpu="700m", priority=HIGH)
     run.wait("the victim evicted", lambda: run.pod("victim") is None, timeout=60)
     run.wait("preemptor bound", lambda: run.node_of("preemptor") != "", timeout=60)
+    run.pod_group_member("member")
+    run.wait("member bound", lambda: run.node_of("member") != "")
+    run.wait("PodGroup status", lambda: run.pod_group_status().get("scheduled") == 1)
     assert run.https("/metrics", run.reader_token) == 200
     assert run.https("/metrics", None) == 403
     assert run.https("/readyz", None) == 200
@@ -311,6 +335,19 @@ def no_access_review(run: Run) -> None:
     assert run.https("/healthz", None) == 200
 
 
+def no_pod_groups(run: Run) -> None:
+    run.wait("the warning", lambda: run.log_has("cannot list podgroups \\(RBAC\\)"))
+    run.wait("readiness without them", lambda: "readyz check passed" in run.readyz())
+
+
+def no_pod_group_status(run: Run) -> None:
+    run.pod_group_member("member")
+    run.wait("member bound", lambda: run.node_of("member") != "")
+    refused = r"writing the status of PodGroup .*/gang failed: .*403"
+    run.wait("the refused status", lambda: run.log_has(refused))
+    assert run.pod_group_status() == {}
+
+
 CLUSTER_RULES: dict[str, Callable[[Run], None]] = {
     "core/nodes:list,watch": informer_never_syncs("nodes"),
     "core/namespaces:list,watch": informer_never_syncs("namespaces"),
@@ -324,6 +361,8 @@ CLUSTER_RULES: dict[str, Callable[[Run], None]] = {
     "apps/replicasets,statefulsets:list,watch": no_default_spreading,
     "authentication.k8s.io/tokenreviews:create": no_token_review,
     "authorization.k8s.io/subjectaccessreviews:create": no_access_review,
+    "scheduling.x-k8s.io/podgroups:list,watch": no_pod_groups,
+    "scheduling.x-k8s.io/podgroups/status:patch": no_pod_group_status,
 }
 LEASE_RULES: dict[str, Callable[[Run], None]] = {
     "coordination.k8s.io/leases:create": never_leader,
@@ -344,8 +383,10 @@ def test_no_rule_grants_secrets_or_wildcards(manifest_rules):
 
 
 @pytest.mark.parametrize("removed", [*CLUSTER_RULES, *LEASE_RULES])
-def test_without_the_rule_this_breaks(run_with, manifest_rules, removed):
+def test_without_the_rule_this_breaks(control_plane, run_with, manifest_rules, removed):
     cluster_rules, lease_rules = manifest_rules
+    if removed.startswith("scheduling.x-k8s.io/"):
+        install_pod_group_crd(control_plane)
     kept_cluster = [r for r in cluster_rules if rule_key(r) != removed]
     kept_lease = [r for r in lease_rules if rule_key(r) != removed]
     assert len(kept_cluster) + len(kept_lease) == len(cluster_rules) + len(lease_rules) - 1

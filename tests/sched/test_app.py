@@ -235,6 +235,14 @@ def delete_pods(control_plane: Any, pods: list[dict[str, Any]]) -> None:
     control_plane.call(delete)
 
 
+def delete_nodes(control_plane: Any, nodes: list[dict[str, Any]]) -> None:
+    async def delete(client: Any) -> None:
+        for node in nodes:
+            await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
+
+    control_plane.call(delete)
+
+
 def pod_scheduled(pod: dict[str, Any]) -> dict[str, Any] | None:
     for condition in pod.get("status", {}).get("conditions", []):
         if condition["type"] == "PodScheduled":

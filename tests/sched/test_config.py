@@ -239,7 +239,11 @@ def test_kubesalvo_plugin_replaces_the_queue_sort(monkeypatch: pytest.MonkeyPatc
         """,
     )
     assert profile.queue_sort == "QosAware"
-    assert dict(profile.plugins.score_weights)["QosAware"] == 2
+    # multiPoint puts it at each of its points, and only there (it does not score).
+    assert "QosAware" in profile.plugins.at("preBind") and "QosAware" in profile.plugins.at(
+        "postBind"
+    )
+    assert "QosAware" not in dict(profile.plugins.score_weights)
 
 
 def test_star_at_a_point_keeps_multipoint_plugins_out_of_it_only() -> None:

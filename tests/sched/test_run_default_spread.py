@@ -22,7 +22,14 @@ import pytest
 
 from kubesalvo.core.reference import ReferenceScheduler
 from tests.sched import test_app
-from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, settled
+from tests.sched.test_app import (
+    CONFIG,
+    SchedulerProcess,
+    delete_nodes,
+    delete_pods,
+    list_objects,
+    settled,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -154,12 +161,7 @@ class Pool:
 
     def delete(self) -> None:
         delete_pods(self.control_plane, self.fillers)
-
-        async def cleanup(client: Any) -> None:
-            for node in self.nodes:
-                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
-
-        self.control_plane.call(cleanup)
+        delete_nodes(self.control_plane, self.nodes)
 
 
 @pytest.fixture

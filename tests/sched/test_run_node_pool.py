@@ -19,6 +19,7 @@ import pytest
 from tests.sched.test_app import (
     CONFIG,
     SchedulerProcess,
+    delete_nodes,
     delete_pods,
     kwok_node,
     list_objects,
@@ -115,12 +116,7 @@ class Nodes:
 
     def delete(self) -> None:
         delete_pods(self.control_plane, self.pods)
-
-        async def cleanup(client: Any) -> None:
-            for node in self.nodes:
-                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
-
-        self.control_plane.call(cleanup)
+        delete_nodes(self.control_plane, self.nodes)
 
 
 @pytest.fixture
