@@ -4,9 +4,11 @@ Two Deployments made by the real kube-controller-manager compete for room that f
 part of them: "relaxed" (SLO 0.5, created first) and "strict" (SLO 0.9), four pods of one
 cpu each, on the test's own two nodes of 3.1 cpus. All eight are pending together when
 the scheduler starts; "strict" is further from its SLO, so its four pods get the room and
-two of "relaxed" wait. The live table (``/debug/qos``, its JSON, and the gauges) agrees
-with what the test computes from the pods' own timestamps; a node added later takes the
-waiting two. A bare pod with an SLO that is no number gets a Warning event and the default.
+two of "relaxed" wait, and "strict" reaches its SLO while they do. The live table
+(``/debug/qos``, its JSON, and the gauges) agrees with what the test computes from the
+pods' own timestamps; a node added later takes the waiting two. A bare pod with an SLO
+that is no number gets a Warning event and the default; a Job's pod is filed under the
+CronJob that owns the Job.
 """
 
 from __future__ import annotations
@@ -293,6 +295,15 @@ def test_the_controller_closest_to_violating_its_slo_is_served_first(
         assert explained.returncode == 0, explained.stderr
         assert f"QosAware: {namespace}/deployment/relaxed QOS/SLO " in explained.stdout
         assert "/0.50, TTV " in explained.stdout
+
+        # "strict" reaches its SLO and keeps it while two of "relaxed" still wait.
+        def qos_rows() -> dict[str, Any]:
+            return {r["name"]: r for r in process.debug("/debug/qos?format=json")["controllers"]}
+
+        settled(process, 150, lambda: qos_rows()["strict"]["qos"] >= 0.9)
+        rows = qos_rows()
+        assert rows["strict"]["ttvSeconds"] is None or rows["strict"]["ttvSeconds"] >= 0
+        assert rows["relaxed"]["waitingPods"] == 2 and rows["relaxed"]["qos"] < 0.9
 
         # Room freed: a third node takes the two that waited.
         room.add_node()
