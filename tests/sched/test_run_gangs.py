@@ -455,9 +455,10 @@ def test_a_pod_group_object_sets_the_minimum_and_timeout_and_gets_its_status(
             process,
         )
         assert status().get("scheduleStartTime")
-        # a gang whose minResources exceed the free room of the nodes together waits
+        # a gang whose minResources exceed the free room of all the nodes together (other
+        # tests' nodes included: a million cores) waits
         control_plane.create(
-            [pod_group(pool.namespace, "huge", minMember=1, minResources={"cpu": "100"})]
+            [pod_group(pool.namespace, "huge", minMember=1, minResources={"cpu": "1M"})]
         )
         huge = [pool.pod("huge-0", {"scheduling.x-k8s.io/pod-group": "huge"})]
         control_plane.create(huge)
