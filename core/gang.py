@@ -4,7 +4,9 @@ A pod belongs to a group through the label ``podGroup`` or scheduler-plugins'
 ``scheduling.x-k8s.io/pod-group`` (the first one present wins); groups are per
 namespace. The group's minimum is the ``minAvailable`` label of its first pod (in queue
 order) that carries one; when none does, every pod of the group in the burst must be
-placed. A malformed ``minAvailable`` (not a positive decimal integer) is refused.
+placed. A malformed ``minAvailable`` (not a positive decimal integer) on any member
+refuses the whole group at PreFilter: its members are not tried, each reported with
+:func:`malformed_groups`' text.
 
 Where scheduler-plugins' PodGroup CRD (``scheduling.x-k8s.io/v1alpha1``) is installed, a
 PodGroup object of the group's namespace and name gives the minimum instead
@@ -29,6 +31,8 @@ __all__ = [
     "PodGroupSpec",
     "group_minimums",
     "group_of",
+    "malformed_groups",
+    "malformed_minimum",
     "min_available",
     "pod_group_spec",
 ]
@@ -73,8 +77,37 @@ def min_available(pod: Mapping[str, Any]) -> int | None:
     return int(raw)
 
 
+def malformed_minimum(pods: Iterable[Mapping[str, Any]]) -> str:
+    """Why a ``minAvailable`` label among ``pods`` cannot be read, naming the first such
+    pod ("" when every one can)."""
+    for pod in pods:
+        try:
+            min_available(pod)
+        except ValueError as error:
+            name = (pod.get("metadata") or {}).get("name", "")
+            return f"{error} (pod {name})"
+    return ""
+
+
+def malformed_groups(pods: Iterable[Mapping[str, Any]]) -> dict[GroupKey, str]:
+    """The groups of a burst with a malformed ``minAvailable`` label, each with the
+    PreFilter text its members are refused with (Coscheduling does not try them)."""
+    members: dict[GroupKey, list[Mapping[str, Any]]] = {}
+    for pod in pods:
+        key = group_of(pod)
+        if key is not None:
+            members.setdefault(key, []).append(pod)
+    refused = {}
+    for key, group in members.items():
+        why = malformed_minimum(group)
+        if why:
+            refused[key] = f"pod group {key}: {why}"
+    return refused
+
+
 def group_minimums(pods: Iterable[Mapping[str, Any]]) -> dict[GroupKey, int]:
-    """The minimum of every group in a burst (pods in queue order)."""
+    """The minimum of every group in a burst (pods in queue order); a malformed label
+    counts as absent (:func:`malformed_groups` names the groups that have one)."""
     members: dict[GroupKey, int] = {}
     declared: dict[GroupKey, int] = {}
     for pod in pods:
@@ -82,7 +115,10 @@ def group_minimums(pods: Iterable[Mapping[str, Any]]) -> dict[GroupKey, int]:
         if key is None:
             continue
         members[key] = members.get(key, 0) + 1
-        value = min_available(pod)
+        try:
+            value = min_available(pod)
+        except ValueError:
+            value = None
         if value is not None and key not in declared:
             declared[key] = value
     return {key: declared.get(key, count) for key, count in members.items()}

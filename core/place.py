@@ -96,15 +96,18 @@ def _queue_order(
     pods: Sequence[Mapping[str, Any]],
     keys: list[gang.GroupKey | None],
     needed: Mapping[gang.GroupKey, int] | None = None,
+    refused: Mapping[gang.GroupKey, str] | None = None,
 ) -> tuple[list[int], list[int], list[bool], dict[gang.GroupKey, int]]:
     """Pod indices in placement order, each position's gang minimum and run end, minimums.
 
     ``needed`` overrides the minimum of the groups it names (the runtime's count: the
     group's minimum less its members already bound); a group needing 0 more is placed pod
-    by pod."""
+    by pod. A ``refused`` group gets a minimum above its size: none of it stays placed."""
     minimums = gang.group_minimums(pods) if any(keys) else {}
     if needed:
         minimums.update((key, count) for key, count in needed.items() if key in minimums)
+    for group in refused or ():
+        minimums[group] = keys.count(group) + 1
     members: dict[gang.GroupKey, list[int]] = {}
     for i, key in enumerate(keys):
         if key is not None:
@@ -244,7 +247,8 @@ def _place_burst(
     profile = profile or Profile.default()
     began = time.perf_counter()
     keys = [gang.group_of(p) for p in pods]
-    order, gang_min, gang_last, minimums = _queue_order(pods, keys, gang_needed)
+    refused = gang.malformed_groups(pods) if any(keys) else {}
+    order, gang_min, gang_last, minimums = _queue_order(pods, keys, gang_needed, refused)
     ordered = [pods[i] for i in order]
     encoder = Encoder(state, profile)
     class_of = encoder.classify(ordered)
@@ -364,6 +368,7 @@ def _place_burst(
         order,
         [keys[i] for i in order],
         minimums,
+        refused,
         class_of,
         classes,
         out_node,
@@ -395,6 +400,7 @@ def _result(
     order: list[int],
     gang_keys: list[gang.GroupKey | None],
     minimums: dict[gang.GroupKey, int],
+    refused: Mapping[gang.GroupKey, str],
     class_of: npt.NDArray[np.int32],
     classes: list[Any],
     out_node: npt.NDArray[np.int32],
@@ -424,7 +430,14 @@ def _result(
         i = order[pos]
         meta = pod.get("metadata") or {}
         row = int(out_node[pos])
-        if row >= 0:
+        group = gang_keys[pos]
+        refusal = refused.get(group) if refused and group is not None else None
+        if refusal is not None:  # Coscheduling's PreFilter: the kernel's try is undone
+            counts[i] = {refusal: num_nodes}
+            messages[i] = framework.fit_error_message(num_nodes, {}, prefilter_message=refusal)
+            rejectors[i] = frozenset((coscheduling.NAME,))
+            prefilter_rejector[i] = coscheduling.NAME
+        elif row >= 0:
             rows[i] = row
             scores[i] = out_score[pos]
             node = state.names[row]

@@ -78,17 +78,6 @@ class Admission:
     timed_out: set[gang.GroupKey] = field(default_factory=set)
 
 
-def _malformed_minimum(pods: Iterable[Mapping[str, Any]]) -> str:
-    """Why a gang member's ``minAvailable`` label cannot be read ("" when all can)."""
-    for pod in pods:
-        try:
-            gang.min_available(pod)
-        except ValueError as error:
-            name = (pod.get("metadata") or {}).get("name", "")
-            return f"{error} (pod {name})"
-    return ""
-
-
 def _names_pod_group(pod: Mapping[str, Any]) -> bool:
     """Whether the pod's group comes from scheduler-plugins' label (a PodGroup's name)."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -232,7 +221,7 @@ class GangBook:
             return answer
         now = self.clock()
         for group, indices in groups.items():
-            malformed = _malformed_minimum(objects[i] for i in indices)
+            malformed = gang.malformed_minimum(objects[i] for i in indices)
             if malformed:
                 # Refused here: the kernel's path would fail the whole burst on it.
                 for i in indices:

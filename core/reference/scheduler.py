@@ -312,6 +312,7 @@ class ReferenceScheduler:
         """
         queue = list(pods)
         minimums = gang.group_minimums(queue)
+        refused = gang.malformed_groups(queue)
         results: dict[int, ScheduleResult] = {}
         done: set[gang.GroupKey] = set()
         for index, pod in enumerate(queue):
@@ -325,6 +326,20 @@ class ReferenceScheduler:
                 continue
             done.add(key)
             members = [i for i, p in enumerate(queue) if gang.group_of(p) == key]
+            if key in refused:  # Coscheduling's PreFilter does not try them
+                total = len(self.snapshot.nodes)
+                message = framework.fit_error_message(total, {}, prefilter_message=refused[key])
+                for i in members:
+                    results[i] = ScheduleResult(
+                        pod_key(queue[i]),
+                        None,
+                        None,
+                        frozenset(),
+                        {refused[key]: total},
+                        message,
+                        key,
+                    )
+                continue
             results.update(
                 self._place_gang(key, [(i, queue[i]) for i in members], minimums[key], choose)
             )

@@ -2,7 +2,14 @@
 
 import pytest
 
-from kubesalvo.core.gang import GroupKey, group_minimums, group_of, min_available, pod_group_spec
+from kubesalvo.core.gang import (
+    GroupKey,
+    group_minimums,
+    group_of,
+    malformed_groups,
+    min_available,
+    pod_group_spec,
+)
 
 
 def member(name, labels, namespace="ml"):
@@ -42,6 +49,22 @@ def test_a_groups_minimum_comes_from_its_first_labelled_pod_or_defaults_to_all()
         GroupKey("ml", "b"): 2,
         GroupKey("other", "b"): 1,
     }
+
+
+def test_a_malformed_minimum_refuses_its_group_naming_the_pod_and_others_keep_theirs():
+    burst = [
+        member("a0", {"podGroup": "a", "minAvailable": "2"}),
+        member("a1", {"podGroup": "a", "minAvailable": "lots"}),
+        member("b0", {"podGroup": "b", "minAvailable": "1"}),
+        member("b1", {"podGroup": "b"}),
+    ]
+    assert malformed_groups(burst) == {
+        GroupKey("ml", "a"): "pod group ml/a: label minAvailable='lots' is not a positive "
+        "integer (pod a1)"
+    }
+    # group_minimums reads what it can and never raises
+    assert group_minimums(burst) == {GroupKey("ml", "a"): 2, GroupKey("ml", "b"): 1}
+    assert malformed_groups(burst[2:]) == {}
 
 
 def test_a_pod_group_object_gives_minimum_room_and_timeout():

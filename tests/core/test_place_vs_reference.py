@@ -419,3 +419,42 @@ def test_a_pod_with_more_than_64_soft_constraints_is_scored_on_all_of_them():
     expected = ReferenceScheduler(fleet, bound).place_burst(burst, choose=choose)
     assert [r.node for r in expected] == result.nodes
     assert "n0" not in result.nodes[:3]  # the spread scores keep the first pods off n0
+
+
+def test_a_gang_with_a_malformed_minimum_is_not_tried_and_takes_no_room():
+    """Coscheduling's PreFilter refuses every member of a group whose ``minAvailable``
+    label cannot be read (the runtime does the same): no crash, no room taken, the
+    reference agrees."""
+    fleet = [
+        {
+            "metadata": {"name": "only", "labels": {"kubernetes.io/hostname": "only"}},
+            "spec": {},
+            "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "10"}},
+        }
+    ]
+
+    def pod(name, cpu, labels):
+        return {
+            "metadata": {"name": name, "namespace": "ml", "labels": labels},
+            "spec": {
+                "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]
+            },
+        }
+
+    burst = [
+        pod("w0", "1", {"podGroup": "train", "minAvailable": "2"}),
+        pod("w1", "1", {"podGroup": "train", "minAvailable": "two"}),
+        pod("solo", "2", {}),
+    ]
+    assert_plan_matches_reference(fleet, burst)
+    state = ClusterState()
+    state.add_node(fleet[0])
+    result = plan(state, burst)
+    expected = (
+        "0/1 nodes are available: pod group ml/train: label minAvailable='two' is not a "
+        "positive integer (pod w1)."
+    )
+    assert result.messages[:2] == [expected, expected]
+    assert result.nodes == [None, None, "only"]
+    assert not result.rolled_back.any()
+    assert result.rejectors[0] == frozenset((names.COSCHEDULING,))
