@@ -6,8 +6,9 @@ the issue asks for about half the measured ceiling). Every two seconds the test 
 the scheduler's resident memory, its queue and its cache sizes (``/debug/queue``), and
 the mean scheduling latency of the window (kube-scheduler's SLI histogram). Afterwards,
 with the churn stopped and its objects deleted: the queue is empty, nothing is assumed,
-the state counts exactly the nodes and bound pods the API server has, no ghost pod is
-left, rows were reused (never more than the most nodes at once), and the memory slope
+the state counts exactly the nodes and bound pods the API server has (other tests' pods
+whose node is gone, until the pod GC deletes them, as ghosts), no ghost of the churn's
+pods is left, rows were reused (never more than the most nodes at once), and the memory slope
 after warm-up is reported (asserted flat in the full run).
 """
 
@@ -197,19 +198,38 @@ def test_a_long_churn_leaves_memory_queues_and_caches_flat(
             assert time.monotonic() < deadline, queue
             time.sleep(1.0)
         time.sleep(2.0)
-        queue = process.debug("/debug/queue")
-        nodes = list_objects(control_plane, "/api/v1/nodes")
-        pods = list_objects(control_plane, "/api/v1/pods")
-        bound = [
-            p for p in pods
-            if p["spec"].get("nodeName") and p["status"].get("phase") not in ("Succeeded", "Failed")
-        ]  # fmt: skip
-        cache = queue["cache"]
+        # The state against the API server. Pods of other tests whose node those tests
+        # deleted stay bound until kube-controller-manager's pod GC deletes them (after
+        # its quarantine): the state keeps each as a ghost of its node, counted nowhere.
+        # The GC may delete one between the reads: read again until they agree.
+        for _ in range(20):
+            queue = process.debug("/debug/queue")
+            nodes = list_objects(control_plane, "/api/v1/nodes")
+            pods = list_objects(control_plane, "/api/v1/pods")
+            names = {n["metadata"]["name"] for n in nodes}
+            bound = [
+                p for p in pods
+                if p["spec"].get("nodeName")
+                and p["status"].get("phase") not in ("Succeeded", "Failed")
+            ]  # fmt: skip
+            on_nodes = [p for p in bound if p["spec"]["nodeName"] in names]
+            orphans = [p for p in bound if p["spec"]["nodeName"] not in names]
+            cache = queue["cache"]
+            agree = (cache["nodes"], cache["podsCounted"], cache["ghostPods"]) == (
+                len(nodes),
+                len(on_nodes),
+                len(orphans),
+            )
+            if agree:
+                break
+            time.sleep(0.5)
         assert process.process.poll() is None
         assert sum(queue["pending"].values()) == 0 and queue["assumed"] == 0, queue
         assert cache["nodes"] == len(nodes), cache
-        assert cache["podsCounted"] == len(bound), (cache, len(bound))
-        assert cache["ghostPods"] == 0, cache
+        assert cache["podsCounted"] == len(on_nodes), (cache, len(on_nodes))
+        assert cache["ghostPods"] == len(orphans), (cache, len(orphans))
+        # No ghost of the churn: its pods went with it, whatever became of their nodes.
+        assert not [p for p in orphans if p["metadata"]["namespace"] == namespace], orphans
         # Rows are reused: the churn never had more than 4 of its nodes at once.
         assert cache["rows"] <= len(nodes) + 4, cache
         warm = [s for s in samples if s["t"] >= seconds / 4]
