@@ -117,6 +117,18 @@ class ApiClient:
             await asyncio.sleep(min(delay, 2.0))
         raise AssertionError("unreachable")
 
+    async def patch(self, path: str, body: Mapping[str, Any]) -> Object:
+        """A JSON merge patch of the object at ``path`` (not retried: the caller decides)."""
+        async with self.session.patch(
+            self.server + path,
+            data=msgspec.json.encode(body),
+            headers={"Content-Type": "application/merge-patch+json"},
+        ) as response:
+            raw = await response.read()
+            if response.status >= 300:
+                raise _error(response.status, raw)
+            return msgspec.json.decode(raw) if raw else {}
+
     async def resource(self, api_version: str, kind: str) -> ApiResource:
         """The resource serving ``kind`` in ``api_version``, from discovery (cached)."""
         if api_version not in self._resources:

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from kubesalvo.sched.cluster import build, controlplane, nodes
+from kubesalvo.sched.cluster import build, controlplane, metrics_server, nodes
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -42,6 +42,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     up.add_argument(
         "--timeout", type=float, default=300.0, help="seconds to wait for each phase (default 300)"
+    )
+    up.add_argument(
+        "--metrics-server",
+        action="store_true",
+        help="also build and run metrics-server (metrics.k8s.io through the aggregation "
+        "layer, for HorizontalPodAutoscalers and the extender's safe agent); pods set the "
+        "usage kwok emulates with the annotations kwok.x-k8s.io/usage-cpu and -memory",
     )
     _kubernetes_option(up)
 
@@ -116,6 +123,9 @@ def ensure_binaries(force: bool = False, kubernetes: str | None = None) -> Path:
 
 def _up(args: argparse.Namespace) -> None:
     bin_dir = ensure_binaries(kubernetes=args.kubernetes)
+    if args.metrics_server:
+        console.print(f"metrics-server {metrics_server.version()}: building if not cached")
+        args.metrics_binary = metrics_server.build()
     started = time.monotonic()
 
     def say(message: str) -> None:
@@ -143,6 +153,13 @@ async def _start_with_nodes(
         try:
             async with cp.client(nodes.NODE_CONCURRENCY) as client:
                 await nodes.add_synthetic_nodes(client, args.nodes, args.seed, args.timeout)
+        except BaseException:
+            controlplane.stop(cp.dir)
+            raise
+    if args.metrics_server:
+        say("starting metrics-server (ready after its first scrape)")
+        try:
+            await controlplane.start_metrics_server(cp, args.metrics_binary, args.timeout)
         except BaseException:
             controlplane.stop(cp.dir)
             raise

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 import aiohttp
 import yaml
 
-from kubesalvo.sched.cluster import build, pki, processes
-from kubesalvo.sched.cluster.api import ApiClient, Object
+from kubesalvo.sched.cluster import build, nodes, pki, processes
+from kubesalvo.sched.cluster.api import ApiClient, ApiError, Object
 from kubesalvo.sched.cluster.nodes import add_synthetic_nodes
 
 T = TypeVar("T")
@@ -34,7 +34,8 @@ SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 # kwok hands out pod IPs from this range: a /24 runs out after 254 running pods.
 POD_CIDR = "10.128.0.0/9"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
-# Controllers that act on API objects alone. Node lifecycle, IPAM, routes, cloud and
+# Controllers that act on API objects alone (the HPA controller reads metrics.k8s.io,
+# served when the plane runs metrics-server). Node lifecycle, IPAM, routes, cloud and
 # volume controllers need real nodes or a cloud and are left out.
 CONTROLLERS = (
     "clusterrole-aggregation-controller",
@@ -43,6 +44,7 @@ CONTROLLERS = (
     "deployment-controller",
     "disruption-controller",
     "garbage-collector-controller",
+    "horizontal-pod-autoscaler-controller",
     "job-controller",
     "namespace-controller",
     "pod-garbage-collector-controller",
@@ -56,9 +58,22 @@ CONTROLLERS = (
 )
 KWOK_STAGES = tuple(build.STAGE_FILES)
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
+USAGE_CPU_ANNOTATION = "kwok.x-k8s.io/usage-cpu"
+USAGE_MEMORY_ANNOTATION = "kwok.x-k8s.io/usage-memory"
 STATE_FILE = "state.json"
 # What `up` writes into the folder; `down` removes exactly these.
-_OWNED = (STATE_FILE, "kubeconfig", "kwok.yaml", "pki", "etcd", "logs", "kcm", "schedulers")
+_OWNED = (
+    STATE_FILE,
+    "kubeconfig",
+    "kwok.yaml",
+    "kwok-metrics.yaml",
+    "metrics-server",
+    "pki",
+    "etcd",
+    "logs",
+    "kcm",
+    "schedulers",
+)
 
 
 class StartError(RuntimeError):
@@ -218,6 +233,16 @@ def apiserver_args(cp: ControlPlane) -> list[str]:
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",
         "--profiling=false",
+        # The aggregation layer (metrics-server's metrics.k8s.io): kube-apiserver reaches
+        # extension API servers with the front-proxy client certificate and passes the
+        # requesting user in these headers.
+        f"--requestheader-client-ca-file={pki_dir / 'front-proxy-ca.crt'}",
+        f"--requestheader-allowed-names={pki.FRONT_PROXY_CLIENT}",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={pki_dir / 'front-proxy-client.crt'}",
+        f"--proxy-client-key-file={pki_dir / 'front-proxy-client.key'}",
     ]
 
 
@@ -263,7 +288,8 @@ def kwok_config(cp: ControlPlane) -> dict[str, object]:
         "options": {
             "manageAllNodes": True,
             "cidr": POD_CIDR,
-            "nodeIP": "10.0.0.1",
+            # Each node's InternalIP and kubelet port are kwok's own server (see kwok_args).
+            "nodeIP": processes.LOOPBACK,
             # Four workers each (the default) make 5,000 nodes take long to turn Ready.
             "nodePlayStageParallelism": 16,
             "podPlayStageParallelism": 16,
@@ -271,13 +297,102 @@ def kwok_config(cp: ControlPlane) -> dict[str, object]:
     }
 
 
+def kwok_metrics() -> list[dict[str, object]]:
+    """kwok's emulation of every node's kubelet resource metrics (what metrics-server
+    scrapes) and of each pod's usage, which a pod sets with annotations:
+    ``kwok.x-k8s.io/usage-cpu`` and ``kwok.x-k8s.io/usage-memory`` (quantities; 1m CPU
+    and 1Mi when absent). A node uses what its pods use, plus a base of its own so that
+    an empty node still reports (metrics-server drops a node whose usage reads zero)."""
+
+    def per_container(name: str, kind: str, value: str) -> dict[str, object]:
+        return {
+            "name": name,
+            "dimension": "container",
+            "kind": kind,
+            "labels": [
+                {"name": "container", "value": "container.name"},
+                {"name": "namespace", "value": "pod.metadata.namespace"},
+                {"name": "pod", "value": "pod.metadata.name"},
+            ],
+            "value": value,
+        }
+
+    def annotated(key: str, default: str) -> str:
+        return (
+            f'"{key}" in pod.metadata.annotations '
+            f'? Quantity(pod.metadata.annotations["{key}"]) : Quantity("{default}")'
+        )
+
+    metric: dict[str, object] = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Metric",
+        "metadata": {"name": "kubelet-resource-metrics"},
+        "spec": {
+            "path": nodes.METRICS_PATH.format(node="{nodeName}"),
+            "metrics": [
+                {"name": "scrape_error", "dimension": "node", "kind": "gauge", "value": "0"},
+                {
+                    "name": "node_cpu_usage_seconds_total",
+                    "dimension": "node",
+                    "kind": "counter",
+                    "value": 'node.CumulativeUsage("cpu") + node.SinceSecond() * 0.05',
+                },
+                {
+                    "name": "node_memory_working_set_bytes",
+                    "dimension": "node",
+                    "kind": "gauge",
+                    "value": 'node.Usage("memory") + 268435456.0',
+                },
+                per_container("container_start_time_seconds", "gauge", "pod.SinceSecond()"),
+                per_container(
+                    "container_cpu_usage_seconds_total",
+                    "counter",
+                    'pod.CumulativeUsage("cpu", container.name)',
+                ),
+                per_container(
+                    "container_memory_working_set_bytes",
+                    "gauge",
+                    'pod.Usage("memory", container.name)',
+                ),
+            ],
+        },
+    }
+    usage: dict[str, object] = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "ClusterResourceUsage",
+        "metadata": {"name": "usage-from-annotations"},
+        "spec": {
+            "usages": [
+                {
+                    "usage": {
+                        "cpu": {"expression": annotated(USAGE_CPU_ANNOTATION, "1m")},
+                        "memory": {"expression": annotated(USAGE_MEMORY_ANNOTATION, "1Mi")},
+                    }
+                }
+            ]
+        },
+    }
+    return [metric, usage]
+
+
 def kwok_args(cp: ControlPlane) -> list[str]:
-    configs = [str(cp.dir / "kwok.yaml")]
+    configs = [str(cp.dir / "kwok.yaml"), str(cp.dir / "kwok-metrics.yaml")]
     configs += [str(cp.bin_dir / "stages" / f"{stage}.yaml") for stage in KWOK_STAGES]
+    pki_dir = cp.dir / "pki"
+    port = cp.ports.get("kwok", 0)
+    server = [
+        # kwok's server plays every node's kubelet: node-initialize gives each node this
+        # port as its kubelet endpoint, and metrics-server scrapes nodes.METRICS_PATH here.
+        f"--server-address={processes.LOOPBACK}:{port}",
+        f"--node-port={port}",
+        f"--tls-cert-file={pki_dir / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki_dir / 'apiserver.key'}",
+    ]
     return [
         str(cp.bin_dir / "kwok"),
         f"--kubeconfig={cp.kubeconfig}",
         f"--config={','.join(configs)}",
+        *(server if port else []),
         # No node leases: nothing here reads them (no node lifecycle controller), and at
         # 5,000 nodes their renewals alone would be ~500 writes/s during every benchmark.
         # The configuration file cannot say 0 (its defaulting turns 0 into 40); the flag can.
@@ -368,7 +483,7 @@ async def start(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "logs").mkdir()
     (folder / "kcm").mkdir()
-    names = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager")
+    names = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kwok")
     keys = pki.generate(folder / "pki")
     cp = ControlPlane(
         dir=folder,
@@ -379,6 +494,7 @@ async def start(
     cp.kubeconfig.write_text(kubeconfig_text(cp.server, cp.token, keys.ca_cert.read_bytes()))
     cp.kubeconfig.chmod(0o600)
     (folder / "kwok.yaml").write_text(yaml.safe_dump(kwok_config(cp), sort_keys=False))
+    (folder / "kwok-metrics.yaml").write_text(yaml.safe_dump_all(kwok_metrics(), sort_keys=False))
     try:
         say("starting etcd")
         _start(cp, "etcd", etcd_args(cp), die_with_parent)
@@ -401,6 +517,62 @@ async def start(
         processes.stop(cp.pids.values(), grace=5)
         raise
     return cp
+
+
+async def start_metrics_server(
+    cp: ControlPlane,
+    binary_path: Path,
+    timeout: float = 120.0,
+    die_with_parent: bool = False,
+    node_selector: str = "",
+) -> None:
+    """Starts metrics-server beside a running control plane and registers it in the
+    aggregation layer; returns once ``metrics.k8s.io`` lists node metrics (its first
+    scrape, up to one resolution after the start). ``node_selector`` limits the nodes
+    it scrapes (a label selector)."""
+    from kubesalvo.sched.cluster import metrics_server
+
+    (port,) = processes.free_ports(1)
+    cp.ports["metrics-server"] = port
+    cert_dir = cp.dir / "metrics-server"
+    cert_dir.mkdir(exist_ok=True)
+    argv = metrics_server.args(
+        binary_path, cp.kubeconfig, port, cert_dir, processes.LOOPBACK, node_selector
+    )
+    _start(cp, "metrics-server", argv, die_with_parent)
+    async with cp.client() as client:
+        for obj in metrics_server.api_objects(port):
+            # One registration per plane: a restarted metrics-server has a new port.
+            resource = await client.resource(obj["apiVersion"], obj["kind"])
+            name = (
+                f"{resource.collection(obj['metadata'].get('namespace'))}/{obj['metadata']['name']}"
+            )
+            with contextlib.suppress(ApiError):
+                await client.request("DELETE", name)
+            await client.create(obj)
+    auth = {"Authorization": f"Bearer {cp.token}"}
+    api_tls = ssl.create_default_context(cafile=str(cp.ca_file))
+    url = f"{cp.server}/apis/metrics.k8s.io/v1beta1/nodes"
+    await wait_healthy(cp, "metrics-server", url, timeout, auth, api_tls)
+
+
+async def stop_metrics_server(cp: ControlPlane) -> None:
+    """Takes metrics-server's registration out of the aggregation layer and stops it
+    (an APIService left without its server fails discovery of every aggregated group,
+    which stalls namespace deletion)."""
+    from kubesalvo.sched.cluster import metrics_server
+
+    async with cp.client() as client:
+        for obj in reversed(metrics_server.api_objects(0)):
+            resource = await client.resource(obj["apiVersion"], obj["kind"])
+            path = resource.collection(obj["metadata"].get("namespace"))
+            with contextlib.suppress(ApiError):
+                await client.request("DELETE", f"{path}/{obj['metadata']['name']}")
+    pid = cp.pids.pop("metrics-server", None)
+    cp.ports.pop("metrics-server", None)
+    if pid is not None:
+        processes.stop([pid], grace=5)
+    cp.save()
 
 
 def _refuse_running(folder: Path) -> None:

@@ -1,5 +1,6 @@
 """Fake nodes on a local control plane: create them concurrently, wait until kwok has
-made every one Ready."""
+made every one Ready. Each gets the annotation that tells metrics-server where kwok
+serves its kubelet resource metrics."""
 
 from __future__ import annotations
 
@@ -9,6 +10,20 @@ from typing import Any
 from kubesalvo.core.synthetic import make_nodes
 from kubesalvo.sched.cluster.api import ApiClient, Matching, is_ready
 
+# kwok's server (see controlplane.kwok_metrics) serves a node's kubelet resource metrics
+# here; metrics-server reads the path from this annotation of the node.
+METRICS_PATH_ANNOTATION = "metrics.k8s.io/resource-metrics-path"
+METRICS_PATH = "/metrics/nodes/{node}/metrics/resource"
+
+
+def with_metrics_path(node: Mapping[str, Any]) -> dict[str, Any]:
+    """``node`` with the metrics path annotation (kept when it has one)."""
+    meta = dict(node.get("metadata") or {})
+    annotations = dict(meta.get("annotations") or {})
+    annotations.setdefault(METRICS_PATH_ANNOTATION, METRICS_PATH.format(node=meta.get("name")))
+    return {**node, "metadata": {**meta, "annotations": annotations}}
+
+
 NODE_CONCURRENCY = 64
 
 
@@ -16,7 +31,7 @@ async def add_nodes(
     client: ApiClient, nodes: Sequence[Mapping[str, Any]], timeout: float = 300.0
 ) -> None:
     """Creates ``nodes`` (existing ones are kept) and waits until all of them are Ready."""
-    await client.create_all(nodes, exist_ok=True)
+    await client.create_all([with_metrics_path(node) for node in nodes], exist_ok=True)
     names = [node["metadata"]["name"] for node in nodes]
     await client.wait_for("/api/v1/nodes", Matching(is_ready, names=names), timeout)
 

@@ -54,10 +54,42 @@ def test_controller_manager_runs_no_node_or_cloud_controllers(tmp_path: Path) ->
 def test_kwok_gets_its_configuration_and_every_stage(tmp_path: Path) -> None:
     cp = plane(tmp_path)
     configs = flags(controlplane.kwok_args(cp))["config"].split(",")
-    assert configs[0] == str(tmp_path / "kwok.yaml")
-    assert [Path(c).name for c in configs[1:]] == [f"{s}.yaml" for s in build.STAGE_FILES]
+    assert configs[:2] == [str(tmp_path / "kwok.yaml"), str(tmp_path / "kwok-metrics.yaml")]
+    assert [Path(c).name for c in configs[2:]] == [f"{s}.yaml" for s in build.STAGE_FILES]
     options = controlplane.kwok_config(cp)["options"]
     assert options["manageAllNodes"] is True
+
+
+def test_kwok_serves_every_nodes_kubelet_metrics_on_loopback(tmp_path: Path) -> None:
+    cp = plane(tmp_path)
+    cp.ports["kwok"] = 10250
+    args = flags(controlplane.kwok_args(cp))
+    assert args["server-address"] == "127.0.0.1:10250"
+    assert args["node-port"] == "10250"  # each node's kubelet endpoint
+    assert controlplane.kwok_config(cp)["options"]["nodeIP"] == "127.0.0.1"
+    metric, usage = controlplane.kwok_metrics()
+    assert metric["spec"]["path"] == "/metrics/nodes/{nodeName}/metrics/resource"
+    names = {m["name"] for m in metric["spec"]["metrics"]}
+    # What metrics-server's decoder reads from a kubelet's /metrics/resource.
+    assert {
+        "node_cpu_usage_seconds_total",
+        "node_memory_working_set_bytes",
+        "container_cpu_usage_seconds_total",
+        "container_memory_working_set_bytes",
+        "container_start_time_seconds",
+    } <= names
+    cpu = usage["spec"]["usages"][0]["usage"]["cpu"]["expression"]
+    assert "kwok.x-k8s.io/usage-cpu" in cpu
+
+
+def test_the_apiserver_proxies_to_extension_servers_with_the_front_proxy_certificate(
+    tmp_path: Path,
+) -> None:
+    args = flags(controlplane.apiserver_args(plane(tmp_path)))
+    assert args["requestheader-client-ca-file"] == str(tmp_path / "pki" / "front-proxy-ca.crt")
+    assert args["requestheader-allowed-names"] == "front-proxy-client"
+    assert args["proxy-client-cert-file"] == str(tmp_path / "pki" / "front-proxy-client.crt")
+    assert args["requestheader-username-headers"] == "X-Remote-User"
 
 
 def test_etcd_keeps_its_data_in_the_folder_on_loopback(tmp_path: Path) -> None:

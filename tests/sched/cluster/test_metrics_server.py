@@ -1,13 +1,19 @@
-"""metrics-server's build: its own Go module and its own cache folder keyed by version."""
+"""metrics-server: its build (its own Go module and cache folder keyed by version) and
+metrics.k8s.io served through the aggregation layer from what kwok emulates."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import secrets
 import shutil
 import subprocess
+import time
 
 import pytest
 
-from kubesalvo.sched.cluster import build, metrics_server
+from kubesalvo.core.quantity import milli_value, value
+from kubesalvo.sched.cluster import ApiError, build, controlplane, metrics_server, nodes
 
 
 def test_the_module_pins_a_release_and_the_cache_folder_is_keyed_by_it(tmp_path):
@@ -26,3 +32,105 @@ def test_the_build_gives_a_working_binary():
     binary = metrics_server.build()
     done = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60)
     assert "--kubelet-preferred-address-types" in done.stdout + done.stderr
+
+
+def _binary():
+    """metrics-server's binary, built if Go is there (a CI run without it fails)."""
+    if metrics_server.binary().is_file():
+        return metrics_server.binary()
+    if shutil.which("go") is None:
+        reason = "metrics-server is not built and `go` is not on PATH to build it"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    return metrics_server.build()
+
+
+def _metrics_node(name: str, pool: str) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubesalvo.io/test-pool": pool},
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+        },
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
+
+
+@pytest.mark.integration
+def test_pods_usage_set_by_annotation_is_served_by_metrics_k8s_io(control_plane, namespace):
+    """kwok emulates each node's kubelet resource metrics from the pods' usage
+    annotations; metrics-server scrapes them and serves metrics.k8s.io through the
+    aggregation layer, as a HorizontalPodAutoscaler reads it."""
+    binary = _binary()
+    pool = f"metrics-{secrets.token_hex(3)}"
+    names = [f"{pool}-{i}" for i in range(2)]
+    control_plane.call(
+        lambda c: nodes.add_nodes(c, [_metrics_node(name, pool) for name in names], 120)
+    )
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "busy",
+            "namespace": namespace,
+            "annotations": {
+                "kwok.x-k8s.io/usage-cpu": "250m",
+                "kwok.x-k8s.io/usage-memory": "100Mi",
+            },
+        },
+        "spec": {
+            "nodeName": names[0],
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        },
+    }
+    control_plane.create([pod])
+    selector = f"kubesalvo.io/test-pool={pool}"
+    try:
+        asyncio.run(
+            controlplane.start_metrics_server(
+                control_plane, binary, timeout=120, die_with_parent=True, node_selector=selector
+            )
+        )
+        path = f"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/busy"
+        deadline = time.monotonic() + 90
+        usage = None
+        while time.monotonic() < deadline:  # a rate needs two scrapes (10 s apart)
+            try:
+                found = control_plane.call(lambda c: c.request("GET", path))
+                usage = found["containers"][0]["usage"]
+                break
+            except ApiError as error:
+                assert error.status in (404, 503), error
+                time.sleep(2)
+        assert usage is not None, "no metrics for the pod within 90 s"
+        assert milli_value(usage["cpu"]) == pytest.approx(250, abs=25)  # millicores
+        assert value(usage["memory"]) == 100 * 2**20
+        listed = control_plane.call(
+            lambda c: c.request(
+                "GET", "/apis/metrics.k8s.io/v1beta1/nodes", params={"labelSelector": selector}
+            )
+        )
+        by_node = {item["metadata"]["name"]: item["usage"] for item in listed["items"]}
+        assert set(by_node) == set(names)
+        # The node uses what its pod uses on top of the empty node's base.
+        busy, idle = (value(by_node[n]["memory"]) for n in names)
+        assert busy - idle == 100 * 2**20
+    finally:
+        asyncio.run(controlplane.stop_metrics_server(control_plane))
+        # The pod goes before its node (checks of other tests count pods on missing nodes).
+        gone = f"/api/v1/namespaces/{namespace}/pods/busy"
+        control_plane.call(lambda c: c.request("DELETE", gone, {"gracePeriodSeconds": 0}))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                control_plane.call(lambda c: c.request("GET", gone))
+            except ApiError:
+                break
+            time.sleep(0.5)
+        control_plane.call(
+            lambda c: asyncio.gather(*(c.request("DELETE", f"/api/v1/nodes/{n}") for n in names))
+        )

@@ -44,3 +44,17 @@ def test_token_file_makes_the_admin_a_system_master(tmp_path: Path) -> None:
 def test_token_file_line_quotes_several_groups() -> None:
     line = pki.token_file_line("tok", "alice", "1", ["system:masters", "devs"])
     assert line == 'tok,alice,1,"system:masters,devs"\n'
+
+
+def test_the_front_proxy_client_certificate_is_signed_by_its_own_ca(tmp_path: Path) -> None:
+    keys = pki.generate(tmp_path)
+    proxy_ca = x509.load_pem_x509_certificate(keys.front_proxy_ca.read_bytes())
+    client = x509.load_pem_x509_certificate(keys.front_proxy_cert.read_bytes())
+    client.verify_directly_issued_by(proxy_ca)
+    ca = x509.load_pem_x509_certificate(keys.ca_cert.read_bytes())
+    assert proxy_ca.subject != ca.subject  # a CA apart from the one clients trust
+    (name,) = client.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
+    assert name.value == pki.FRONT_PROXY_CLIENT
+    usage = client.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert x509.ExtendedKeyUsageOID.CLIENT_AUTH in usage
+    assert keys.front_proxy_key.stat().st_mode & 0o077 == 0
