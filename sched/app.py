@@ -77,7 +77,7 @@ from kubesalvo.sched.informers.models import (
     Workload,
 )
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
-from kubesalvo.sched.leader import LeaderElectionSettings, LeaderElector
+from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
 from kubesalvo.sched.metrics import SchedulerMetrics
 from kubesalvo.sched.qos import OWNER_KINDS, QosCollector, QosTable
 from kubesalvo.sched.queue import (
@@ -136,10 +136,10 @@ class Scheduler:
             metrics=self.metrics,
         )
         self.names = frozenset(config.scheduler_names)
-        self.elector: LeaderElector | None = None
+        self.elector: ElectionThread | None = None
         election = config.leader_election
         if election.leader_elect:
-            self.elector = LeaderElector(
+            self.elector = ElectionThread(
                 client,
                 LeaderElectionSettings(
                     namespace=election.resource_namespace,

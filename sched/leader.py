@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -323,3 +324,104 @@ class LeaderElector:
             )
         except (TimeoutError, ApiError):
             log.warning("lease %s: release failed; it expires on its own", self.settings.name)
+
+
+class ElectionThread:
+    """A ``LeaderElector`` on a thread of its own, with its own event loop and connection.
+
+    The scheduler's event loop places whole bursts: encoding and committing thousands of
+    pods holds it for a second or more at a time. Renewals on that loop would then miss
+    the renew deadline and a busy leader would step down in the middle of its burst
+    (cancelling the binds it had not sent, which can leave a gang part-bound), as
+    kube-scheduler would not: it renews from a goroutine of its own. Here the election
+    keeps its period on its own thread; the callbacks run on the scheduler's loop.
+    ``is_leader`` is set before ``on_started_leading`` is scheduled and cleared before
+    ``on_stopped_leading`` is, so the binder stops sending at once.
+    """
+
+    def __init__(
+        self,
+        client: ApiClient,
+        settings: LeaderElectionSettings,
+        *,
+        on_started_leading: Callable[[], None] | None = None,
+        on_stopped_leading: Callable[[], None] | None = None,
+        metrics: SchedulerMetrics | None = None,
+    ) -> None:
+        settings.validate()
+        self.settings = settings
+        self._credentials = client.credentials
+        self._on_started = on_started_leading
+        self._on_stopped = on_stopped_leading
+        self._metrics = metrics
+        self._leading = threading.Event()
+        self._main: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leading.is_set()
+
+    def start(self) -> None:
+        """Start campaigning (from the scheduler's running loop)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._main = asyncio.get_running_loop()
+        self._ready.clear()
+        self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
+        self._thread.start()
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Stop campaigning: a leader releases the Lease (if so configured) and steps down."""
+        thread = self._thread
+        if thread is None:
+            return
+        await asyncio.to_thread(self._ready.wait, timeout)
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # its loop ended meanwhile
+                loop.call_soon_threadsafe(task.cancel)
+        await asyncio.to_thread(thread.join, timeout)
+        self._thread = None
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._campaign())
+        finally:
+            loop.close()
+
+    async def _campaign(self) -> None:
+        client = ApiClient(self._credentials, qps=1000.0, burst=1000)
+        elector = LeaderElector(
+            client,
+            self.settings,
+            on_started_leading=self._started,
+            on_stopped_leading=self._stopped,
+            metrics=self._metrics,
+        )
+        self._task = asyncio.current_task()
+        self._ready.set()
+        try:
+            await elector.run()
+        except asyncio.CancelledError:
+            pass
+        finally:
+            await client.close()
+
+    def _started(self) -> None:
+        self._leading.set()
+        self._post(self._on_started)
+
+    def _stopped(self) -> None:
+        self._leading.clear()
+        self._post(self._on_stopped)
+
+    def _post(self, callback: Callable[[], None] | None) -> None:
+        if callback is not None and self._main is not None and not self._main.is_closed():
+            with contextlib.suppress(RuntimeError):  # the scheduler's loop has ended
+                self._main.call_soon_threadsafe(callback)

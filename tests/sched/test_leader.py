@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+
 import msgspec
 import pytest
 
 from kubesalvo.sched.leader import (
+    ElectionThread,
     LeaderElectionSettings,
     LeaderElector,
     LeaseSpec,
@@ -185,3 +190,57 @@ async def test_a_leader_that_cannot_renew_steps_down_and_the_other_takes_over(
     finally:
         await cut_off.stop()
         await standby.stop()
+
+
+@pytest.mark.integration
+async def test_the_election_thread_renews_while_the_schedulers_loop_is_busy(
+    api, namespace, eventually
+):
+    """A burst holds the scheduler's loop for seconds; the Lease is renewed on a thread of
+    its own meanwhile, so a busy leader does not step down (an elector on that loop does,
+    as the second half shows). Its callbacks run on the scheduler's loop."""
+    log: list = []
+    settings = LeaderElectionSettings(
+        namespace=namespace,
+        name="kubesalvo",
+        identity="busy",
+        lease_duration=2.0,
+        renew_deadline=1.5,
+        retry_period=0.3,
+    )
+    threads: list = []
+    election = ElectionThread(
+        api,
+        settings,
+        on_started_leading=lambda: (log.append("started"), threads.append(threading.get_ident())),
+        on_stopped_leading=lambda: log.append("stopped"),
+    )
+    election.start()
+    try:
+        await eventually(lambda: election.is_leader and log == ["started"], what="leading")
+        assert threads == [threading.get_ident()]  # called on the scheduler's loop
+        before = (await lease(api, namespace))["renewTime"]
+        busy_until = time.monotonic() + 3 * settings.renew_deadline
+        while time.monotonic() < busy_until:  # pure Python holding the loop (and the GIL)
+            sum(range(1000))
+        assert election.is_leader
+        assert (await lease(api, namespace))["renewTime"] > before
+        await asyncio.sleep(0.1)
+        assert log == ["started"]  # never stepped down
+    finally:
+        await election.stop()
+    assert not election.is_leader
+    assert log == ["started", "stopped"]
+
+    # The same block with the elector on the loop itself: it cannot renew and steps down.
+    on_loop: list = []
+    same = elector(api, namespace, "on-loop", on_loop, release=True)
+    same.start()
+    try:
+        await eventually(lambda: same.is_leader, timeout=10, what="the on-loop elector leading")
+        busy_until = time.monotonic() + 3 * settings.renew_deadline
+        while time.monotonic() < busy_until:
+            sum(range(1000))
+        await eventually(lambda: ("stopped", "on-loop") in on_loop, what="stepping down")
+    finally:
+        await same.stop()
