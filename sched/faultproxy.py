@@ -95,6 +95,9 @@ class ProxyStats:
     binds_uncertain: collections.Counter[str] = field(default_factory=collections.Counter)
     # (wall clock time the binding was received, its path) of every accepted binding.
     bind_times: list[tuple[float, str]] = field(default_factory=list)
+    # "namespace/name" of every pod a client deleted through the proxy (the scheduler's
+    # preemption victims), whether or not the answer came back.
+    pods_deleted: set[str] = field(default_factory=set)
 
 
 class FaultProxy:
@@ -229,6 +232,10 @@ class FaultProxy:
             )
         if is_watch:
             return await self._stream(request)
+        if request.method == "DELETE":
+            parts = request.path.split("/")  # /api/v1/namespaces/{ns}/pods/{name}
+            if len(parts) == 7 and parts[1:3] == ["api", "v1"] and parts[5] == "pods":
+                self.stats.pods_deleted.add(f"{parts[4]}/{parts[6]}")
         response = await self._forward(request, is_bind=is_bind)
         return response
 

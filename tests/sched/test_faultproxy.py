@@ -45,6 +45,32 @@ async def test_a_bind_whose_upstream_dies_unanswered_is_recorded_as_uncertain():
     assert proxy.stats.binds_uncertain == {path: 1} and not proxy.stats.binds_accepted
 
 
+async def test_pod_deletions_are_recorded_by_namespace_and_name():
+    """Preemption deletes its victims; the reliability checks tell them from lost pods."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    upstream = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = upstream.sockets[0].getsockname()[1]
+    async with (
+        upstream,
+        FaultProxy(f"http://127.0.0.1:{port}") as proxy,
+        aiohttp.ClientSession() as session,
+    ):
+        for path in (
+            "/api/v1/namespaces/team-a/pods/victim",
+            "/api/v1/namespaces/team-a/configmaps/not-a-pod",
+            "/api/v1/namespaces/team-a/pods/victim/ephemeralcontainers",
+        ):
+            async with session.delete(proxy.url + path) as response:
+                assert response.status == 200
+    assert proxy.stats.pods_deleted == {"team-a/victim"}
+
+
 # -- in front of the real API server -----------------------------------------------------
 
 

@@ -68,7 +68,14 @@ def kill_at(scale: Scale) -> int:
 
 def check_outcome(control_plane, pods, proxies) -> list[dict[str, Any]]:
     listed = ours(pods, list_objects(control_plane, "/api/v1/pods"))
-    assert len(listed) == len(pods)
+    # No pod is lost: each one is still there or was deleted by a scheduler (through its
+    # proxy) as a preemption victim, which kube-scheduler does too.
+    there = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in listed}
+    gone = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods} - there
+    preempted = set().union(*(p.proxy.stats.pods_deleted for p in proxies))
+    assert gone <= preempted, sorted(gone - preempted)[:10]
+    if gone:
+        print(f"\n{len(gone)} pods preempted (deleted by the scheduler as victims)")
     bound = [p for p in listed if p["spec"].get("nodeName")]
     bound_exactly_once([p.proxy for p in proxies], bound)
     gangs_whole_or_none(listed)
