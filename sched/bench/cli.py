@@ -17,6 +17,7 @@ control plane is also tied to this process, so that even a SIGKILL leaves nothin
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import signal
@@ -178,6 +179,11 @@ def main(args: argparse.Namespace) -> int:
         create=settings.create,
         lifetime=settings.lifetime,
         note=settings.note,
+        hpa=(
+            dataclasses.replace(settings.hpa, duration=args.duration)
+            if settings.hpa is not None and args.duration is not None
+            else settings.hpa
+        ),
     )
     began = time.monotonic()
     columns = (
@@ -214,6 +220,7 @@ def main(args: argparse.Namespace) -> int:
     report.write_markdown(result, out)
     plot = report.write_plot(result, out)
     report.write_latency_plots(result, out)
+    report.write_autoscaling_plot(result, out)
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:

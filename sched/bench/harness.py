@@ -37,7 +37,7 @@ from typing import Any
 
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.synthetic import Scenario
-from kubesalvo.sched.bench import contenders, feasibility, openloop, rollout
+from kubesalvo.sched.bench import contenders, feasibility, hpa, openloop, rollout
 from kubesalvo.sched.bench.podwatch import (
     BindWatch,
     Created,
@@ -48,6 +48,7 @@ from kubesalvo.sched.bench.podwatch import (
 from kubesalvo.sched.bench.results import BenchResult, ProcessUsage, RunResult, latency_summary
 from kubesalvo.sched.bench.usage import MACHINE, Sampler, machine
 from kubesalvo.sched.bench.workload import (
+    HPA,
     PODS,
     RUN_LABEL,
     SCALE_UP,
@@ -55,7 +56,7 @@ from kubesalvo.sched.bench.workload import (
     generate,
     with_pending,
 )
-from kubesalvo.sched.cluster import build, controlplane, nodes
+from kubesalvo.sched.cluster import build, controlplane, metrics_server, nodes
 from kubesalvo.sched.cluster.api import ApiClient, ApiError, Object
 from kubesalvo.sched.cluster.controlplane import ControlPlane
 
@@ -111,6 +112,8 @@ class Options:
     create: str = PODS
     lifetime: float | None = None
     note: str = ""
+    # The ``hpa`` scenario's Deployment, autoscaler and load (``create: hpa``).
+    hpa: hpa.HpaSettings | None = None
 
 
 def run(options: Options, say: Say) -> BenchResult:
@@ -164,6 +167,18 @@ def run(options: Options, say: Say) -> BenchResult:
                     rate = round(share * top, 2)
                     say(f"{name}: {share:.0%} of the ceiling: {rate:,.1f} pods/s")
                     result.runs.append(_run_one(cp, name, options, say, RATE, rate, share))
+        elif options.create == HPA:
+            binary = metrics_server.build()
+            say(
+                f"starting metrics-server {metrics_server.version()} (ready after its first scrape)"
+            )
+            asyncio.run(
+                controlplane.start_metrics_server(
+                    cp, binary, die_with_parent=options.die_with_parent
+                )
+            )
+            for name in options.schedulers:
+                result.runs.append(_run_hpa(cp, name, options, say))
         else:
             mode = RATE if options.rate else options.mode
             for name in options.schedulers:
@@ -263,12 +278,7 @@ def _run_one(
     finally:
         sampler.stop()
         for contender in launched:
-            contender.stop()
-            if options.logs is not None:
-                options.logs.mkdir(parents=True, exist_ok=True)
-                saved = options.logs / contender.log.name
-                shutil.copyfile(contender.log, saved)
-                contender.log = saved
+            _stop(contender, options)
     (contender,) = launched
     bound, clock = measured.bound, measured.clock
     end = max((t for t, _ in bound.values()), default=clock)
@@ -306,6 +316,103 @@ def _run_one(
         run.share_of_ceiling = share
         run.creator = openloop.creator_summary(rate, total, measured.created, measured.lag)
         run.keep_up = openloop.keep_up(run.create_times, run.bind_times)
+    return run
+
+
+def _stop(contender: contenders.Contender, options: Options) -> None:
+    """Stops a contender and keeps its log in ``options.logs`` (if given)."""
+    contender.stop()
+    if options.logs is not None:
+        options.logs.mkdir(parents=True, exist_ok=True)
+        saved = options.logs / contender.log.name
+        shutil.copyfile(contender.log, saved)
+        contender.log = saved
+
+
+def _run_hpa(cp: ControlPlane, name: str, options: Options, say: Say) -> RunResult:
+    """One contender under the ``hpa`` scenario (see ``hpa``): the Deployment and its
+    autoscaler are created with the contender running, the load driven for the
+    scenario's duration, then both deleted."""
+    settings = options.hpa or hpa.HpaSettings()
+    run_id = f"{name}-{secrets.token_hex(3)}"
+    selector = f"{RUN_LABEL}={run_id}"
+    namespace = f"hpa-{run_id}"
+    sampler = Sampler({**{c: cp.pids[c] for c in CONTROL_PLANE}, BENCH: os.getpid()})
+    say(f"{name}: starting")
+    contender = contenders.start(cp, name, options.qps, options.burst)
+    sampler.add(SCHEDULER, contender.pid, contender.began)
+    say(f"{name}: ready after {contender.startup_seconds:.1f}s")
+    deployment, autoscaler = hpa.objects(settings, namespace, name, {RUN_LABEL: run_id})
+
+    async def drive(client: ApiClient) -> tuple[BindWatch, hpa.Driver, float]:
+        watch = BindWatch(client, selector)
+        watching = asyncio.create_task(watch.run())
+        await watch.listed.wait()
+        namespace_object = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace},
+        }
+        await client.create(namespace_object)
+        clock = time.monotonic()
+        await client.create(deployment)
+        await client.create(autoscaler)
+        driver = hpa.Driver(client, settings, namespace, selector, clock)
+        driving = asyncio.create_task(driver.run())
+        try:
+            while time.monotonic() - clock < settings.duration:
+                await asyncio.sleep(1.0)
+                if options.progress is not None:
+                    options.progress(name, len(watch.bound), len(watch.seen), len(watch.seen))
+        finally:
+            for task in (driving, watching):
+                task.cancel()
+            await asyncio.gather(driving, watching, return_exceptions=True)
+        return watch, driver, clock
+
+    sampler.start()
+    try:
+        say(f"{name}: autoscaling for {settings.duration:.0f}s")
+        watch, driver, clock = cp.call(drive)
+    finally:
+        sampler.stop()
+        _stop(contender, options)
+    end = clock + settings.duration
+    usage = {
+        process: ProcessUsage(**vars(sampler.usage(process, clock, end)))
+        for process in [SCHEDULER, *CONTROL_PLANE, BENCH, MACHINE]
+    }
+    keys = sorted(watch.seen)
+    report = cp.call(lambda client: _check(client, set(keys)))
+    checked: dict[str, Any] = {"checked": True, "ok": report.ok, **vars(report)}
+    say(f"{name}: {len(watch.bound)} of {len(watch.seen)} pods bound; deleting them")
+
+    async def delete(client: ApiClient) -> float:
+        began = time.monotonic()
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        for path in (
+            f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers/{hpa.NAME}",
+            f"/apis/apps/v1/namespaces/{namespace}/deployments/{hpa.NAME}",
+        ):
+            await client.request("DELETE", path, body)
+        await delete_burst(client, keys, selector, options.create_concurrency, options.timeout)
+        await client.request("DELETE", f"/api/v1/namespaces/{namespace}")
+        return time.monotonic() - began
+
+    delete_seconds = cp.call(delete, options.create_concurrency + 4)
+    created = Created()
+    created.answered.update(watch.seen)
+    if watch.seen:
+        created.first, created.last = min(watch.seen.values()), max(watch.seen.values())
+    measured = Measured(created, dict(watch.bound), "autoscaled", clock, [])
+    run = _result(name, len(keys), measured, usage, contender, checked, delete_seconds, HPA)
+    run.created_through = {"deployments": 1, "horizontal_pod_autoscalers": 1}
+    run.autoscaling = driver.samples
+    run.bind_latencies = sorted(
+        (round(at - clock, 3), round(max(0.0, at - watch.seen[key]), 3))
+        for key, (at, _) in watch.bound.items()
+        if key in watch.seen
+    )
     return run
 
 

@@ -7,7 +7,8 @@ with every pod's bind time; ``results.md`` is the table in Markdown (for RESULTS
 ``bound-over-time.png`` plots bound pods against time since the first creation, one line
 per contender, with its creations dashed; ``latency-cdf.png`` the distribution of each
 run's latency; ``latency-vs-load.png`` (open-loop runs) p50 and p99 latency against the
-offered rate, one line per scheduler.
+offered rate, one line per scheduler; ``autoscaling.png`` (the hpa scenario) the load,
+replicas, pending pods and scheduling latency over time, per scheduler.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ MARKDOWN_FILE = "results.md"
 PLOT_FILE = "bound-over-time.png"
 CDF_FILE = "latency-cdf.png"
 LOAD_FILE = "latency-vs-load.png"
+AUTOSCALING_FILE = "autoscaling.png"
+# Width of the windows the autoscaling plot averages latency over (seconds).
+LATENCY_WINDOW = 10.0
 
 
 def _mib(size: int) -> str:
@@ -251,6 +255,58 @@ def write_latency_plots(result: BenchResult, folder: Path) -> list[Path]:
         _label(axes, result, xlabel, "latency created → bound (s)", "upper left")
         written.append(_save(plt, figure, folder / LOAD_FILE))
     return written
+
+
+def latency_windows(run: RunResult, width: float = LATENCY_WINDOW) -> list[tuple[float, float]]:
+    """(window start, the longest created -> bound latency of the pods bound in it)."""
+    worst: dict[int, float] = {}
+    for bound_at, latency in run.bind_latencies:
+        window = int(bound_at // width)
+        worst[window] = max(worst.get(window, 0.0), latency)
+    return [(window * width, value) for window, value in sorted(worst.items())]
+
+
+def write_autoscaling_plot(result: BenchResult, folder: Path) -> Path | None:
+    """``autoscaling.png`` when runs were autoscaled: for each scheduler the load
+    (per-pod CPU against the request), the autoscaler's desired and the Deployment's
+    replicas, the pods pending, and the worst scheduling latency per window."""
+    runs = [run for run in result.runs if run.autoscaling]
+    if not runs:
+        return None
+    plt = _pyplot()
+    folder.mkdir(parents=True, exist_ok=True)
+    figure, (replicas, pending, latency) = plt.subplots(3, 1, figsize=(9, 10), sharex=True)
+    for run in runs:
+        seconds = [sample["seconds"] for sample in run.autoscaling]
+        (line,) = replicas.plot(
+            seconds, [s["replicas"] or 0 for s in run.autoscaling], label=f"{run.scheduler}"
+        )
+        replicas.plot(seconds, [s["bound"] for s in run.autoscaling], ":", color=line.get_color())
+        pending.plot(seconds, [s["pending"] for s in run.autoscaling], color=line.get_color())
+        points = latency_windows(run)
+        latency.plot(
+            [t for t, _ in points], [v for _, v in points], "o-", color=line.get_color(),
+            label=run.scheduler,
+        )  # fmt: skip
+    load_axes = replicas.twinx()
+    first = runs[0].autoscaling
+    load_axes.plot(
+        [s["seconds"] for s in first],
+        [s["load_millicores"] / 1000 for s in first],
+        color="grey",
+        linewidth=0.8,
+        linestyle="--",
+    )
+    load_axes.set_ylabel("offered load (cores, dashed)")
+    replicas.set_ylabel("replicas (dotted: bound)")
+    replicas.set_title(_title(result))
+    replicas.legend(loc="upper left")
+    pending.set_ylabel("pods pending")
+    latency.set_ylabel(f"worst latency per {LATENCY_WINDOW:.0f} s (s)")
+    latency.set_xlabel("seconds since the Deployment and its autoscaler were created")
+    for axes in (replicas, pending, latency):
+        axes.grid(alpha=0.3)
+    return _save(plt, figure, folder / AUTOSCALING_FILE)
 
 
 def _label(axes: Any, result: BenchResult, xlabel: str, ylabel: str, legend: str) -> None:

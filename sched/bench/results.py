@@ -59,6 +59,11 @@ class RunResult:
     share_of_ceiling: float | None = None
     creator: dict[str, Any] = field(default_factory=dict)
     keep_up: dict[str, Any] = field(default_factory=dict)
+    # The hpa scenario: a sample every two seconds of the load, the autoscaler's desired
+    # replicas, the Deployment's replicas and its pods pending and bound (see bench.hpa).
+    autoscaling: list[dict[str, Any]] = field(default_factory=list)
+    # (seconds since the clock started when bound, that pod's latency), in bind order.
+    bind_latencies: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def pending(self) -> int:

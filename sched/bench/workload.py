@@ -8,9 +8,10 @@ and each pod carries the run label by which it is watched and deleted.
 
 A scenario file may hold a ``bench`` section that only ``kubesalvo bench`` reads
 (``BenchSettings``): how the burst is created (bare ``pods``, ``deployments`` or
-``scale-up``, see ``rollout``), an open-loop ``rate`` and ``duration``, a ``lifetime``
-after which each bound pod is deleted again (churn), and a ``note`` the results carry
-(e.g. that a scenario runs with the default profile until its plugins exist).
+``scale-up``, see ``rollout``; ``hpa``, see ``hpa``, with its ``hpa`` mapping), an
+open-loop ``rate`` and ``duration``, a ``lifetime`` after which each bound pod is
+deleted again (churn), and a ``note`` the results carry (e.g. that a scenario runs with
+the default profile until its plugins exist).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from kubesalvo.core.synthetic import (
     scenario_from_yaml,
 )
 from kubesalvo.core.synthetic.nodes import apportion
+from kubesalvo.sched.bench.hpa import HpaSettings, HpaSettingsError
+from kubesalvo.sched.bench.hpa import parse as parse_hpa
 
 RUN_LABEL = "kubesalvo.io/bench-run"
 # The source tree's scenario folders (present in a checkout and an editable install). The
@@ -52,8 +55,9 @@ class WorkloadError(ValueError):
 PODS = "pods"
 DEPLOYMENTS = "deployments"
 SCALE_UP = "scale-up"
-CREATE_MODES = (PODS, DEPLOYMENTS, SCALE_UP)
-_BENCH_FIELDS = ("create", "rate", "duration", "lifetime", "note")
+HPA = "hpa"
+CREATE_MODES = (PODS, DEPLOYMENTS, SCALE_UP, HPA)
+_BENCH_FIELDS = ("create", "rate", "duration", "lifetime", "note", "hpa")
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ class BenchSettings:
     duration: float | None = None
     lifetime: float | None = None
     note: str = ""
+    hpa: HpaSettings | None = None
 
 
 def load_scenario(workload: str) -> Scenario:
@@ -127,7 +132,15 @@ def load_settings(workload: str) -> BenchSettings:
     note = section.get("note", "")
     if not isinstance(note, str):
         raise WorkloadError(f"{where}.note: expected a string, got {note!r}")
-    return BenchSettings(create=create, note=note.strip(), **numbers)
+    autoscaling = None
+    if create == HPA or "hpa" in section:
+        if create != HPA:
+            raise WorkloadError(f"{where}.hpa: only with create: {HPA}")
+        try:
+            autoscaling = parse_hpa(section.get("hpa"), f"{where}.hpa")
+        except HpaSettingsError as error:
+            raise WorkloadError(str(error)) from None
+    return BenchSettings(create=create, note=note.strip(), hpa=autoscaling, **numbers)
 
 
 def _find(workload: str) -> Path | None:

@@ -381,8 +381,8 @@ def kwok_args(cp: ControlPlane) -> list[str]:
     pki_dir = cp.dir / "pki"
     port = cp.ports.get("kwok", 0)
     server = [
-        # kwok's server plays every node's kubelet: node-initialize gives each node this
-        # port as its kubelet endpoint, and metrics-server scrapes nodes.METRICS_PATH here.
+        # kwok's server plays every node's kubelet: metrics-server scrapes
+        # nodes.METRICS_PATH at this port of each node's InternalIP (loopback).
         f"--server-address={processes.LOOPBACK}:{port}",
         f"--node-port={port}",
         f"--tls-cert-file={pki_dir / 'apiserver.crt'}",
@@ -532,12 +532,23 @@ async def start_metrics_server(
     it scrapes (a label selector)."""
     from kubesalvo.sched.cluster import metrics_server
 
+    if not cp.ports.get("kwok"):
+        raise RuntimeError(
+            f"the control plane in {cp.dir} runs kwok without its kubelet server (started by"
+            " an older kubesalvo): `kubesalvo cluster down` and up again"
+        )
     (port,) = processes.free_ports(1)
     cp.ports["metrics-server"] = port
     cert_dir = cp.dir / "metrics-server"
     cert_dir.mkdir(exist_ok=True)
     argv = metrics_server.args(
-        binary_path, cp.kubeconfig, port, cert_dir, processes.LOOPBACK, node_selector
+        binary_path,
+        cp.kubeconfig,
+        port,
+        cert_dir,
+        processes.LOOPBACK,
+        cp.ports["kwok"],
+        node_selector,
     )
     _start(cp, "metrics-server", argv, die_with_parent)
     async with cp.client() as client:

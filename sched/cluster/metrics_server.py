@@ -100,12 +100,15 @@ def args(
     port: int,
     cert_dir: Path,
     loopback: str,
+    kubelet_port: int,
     node_selector: str = "",
 ) -> list[str]:
     """Its command line: serving on loopback with a self-signed certificate, trusting the
     front proxy through kube-system's extension-apiserver-authentication ConfigMap, and
     scraping each node (those ``node_selector`` selects, if given) at its InternalIP and
-    kubelet port (kwok's server)."""
+    ``kubelet_port``, kwok's server. The port is given, not read from each node's status:
+    a node created already Ready (a bench fleet's) skips kwok's initialize stage, which is
+    what writes the kubelet endpoint into the status."""
     selecting = [f"--node-selector={node_selector}"] if node_selector else []
     return [
         str(binary_path),
@@ -117,7 +120,7 @@ def args(
         f"--secure-port={port}",
         f"--cert-dir={cert_dir}",
         "--kubelet-preferred-address-types=InternalIP",
-        "--kubelet-use-node-status-port",
+        f"--kubelet-port={kubelet_port}",
         # kwok serves with the local CA's certificate for 127.0.0.1, not one per node.
         "--kubelet-insecure-tls",
         f"--metric-resolution={RESOLUTION}",

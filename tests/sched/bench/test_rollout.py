@@ -60,7 +60,7 @@ def test_a_bad_bench_section_names_the_field(tmp_path: Path, section: str, messa
     path.write_text((E2E / "tiny.yaml").read_text() + section)
     with pytest.raises(WorkloadError, match=message.replace("(", r"\(").replace("[", r"\[")):
         load_settings(str(path))
-    assert set(CREATE_MODES) == {"pods", "deployments", "scale-up"}
+    assert set(CREATE_MODES) == {"pods", "deployments", "scale-up", "hpa"}
 
 
 def test_deployments_make_the_same_pods_as_the_bare_burst() -> None:

@@ -46,7 +46,29 @@ def _binary():
     return metrics_server.build()
 
 
-def _metrics_node(name: str, pool: str) -> dict:
+def test_a_node_gets_the_metrics_path_and_an_address_unless_it_has_them():
+    bare = {"metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready"}]}}
+    node = nodes.scrapeable(bare)
+    assert node["metadata"]["annotations"] == {
+        nodes.METRICS_PATH_ANNOTATION: "/metrics/nodes/n1/metrics/resource"
+    }
+    assert node["status"]["addresses"] == [
+        {"type": "InternalIP", "address": "127.0.0.1"},
+        {"type": "Hostname", "address": "n1"},
+    ]
+    assert node["status"]["conditions"] == [{"type": "Ready"}]
+    assert "addresses" not in bare["status"]  # the input is not changed
+    own = {
+        "metadata": {"name": "n2", "annotations": {nodes.METRICS_PATH_ANNOTATION: "/m"}},
+        "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.2"}]},
+    }
+    assert nodes.scrapeable(own) == own
+
+
+def _metrics_node(name: str, pool: str, ready: bool = False) -> dict:
+    """A fake node; ``ready`` ones are created with their Ready condition set (as a bench
+    fleet's and a snapshot's are), so kwok's initialize stage gives them no address."""
+    conditions = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -55,7 +77,10 @@ def _metrics_node(name: str, pool: str) -> dict:
             "labels": {"kubernetes.io/hostname": name, "kubesalvo.io/test-pool": pool},
             "annotations": {"kwok.x-k8s.io/node": "fake"},
         },
-        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            **({"conditions": conditions} if ready else {}),
+        },
     }
 
 
@@ -68,7 +93,9 @@ def test_pods_usage_set_by_annotation_is_served_by_metrics_k8s_io(control_plane,
     pool = f"metrics-{secrets.token_hex(3)}"
     names = [f"{pool}-{i}" for i in range(2)]
     control_plane.call(
-        lambda c: nodes.add_nodes(c, [_metrics_node(name, pool) for name in names], 120)
+        lambda c: nodes.add_nodes(
+            c, [_metrics_node(n, pool, ready=n == names[0]) for n in names], 120
+        )
     )
     pod = {
         "apiVersion": "v1",
