@@ -24,6 +24,7 @@ The stream only produces; applying events to a store is ``informer.py``'s job.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import AsyncIterator
@@ -131,19 +132,69 @@ class _Envelope(msgspec.Struct):
     object: msgspec.Raw
 
 
+class _Names(msgspec.Struct, rename="camel"):
+    name: str = ""
+    namespace: str = ""
+    resource_version: str = ""
+
+
+class _Named(msgspec.Struct):
+    """The least of an object that says which it is (read when the rest does not decode)."""
+
+    metadata: _Names = msgspec.field(default_factory=_Names)
+
+
 _envelope_decoder = msgspec.json.Decoder(_Envelope)
+_named_decoder = msgspec.json.Decoder(_Named)
 _meta_decoder = msgspec.json.Decoder(MetaOnly)
 _status_decoder = msgspec.json.Decoder(Status)
 
 
 class Decoders(Generic[T]):
-    """The msgspec decoders of one resource: list pages and single objects."""
+    """The msgspec decoders of one resource: list pages and single objects.
+
+    An object the typed decoder refuses (a field of a type the model does not expect: a
+    custom resource with a loose schema, a server newer than the model) is skipped with a
+    warning naming it, never allowed to stop the list or the watch: otherwise one such
+    object would fail every relist and every re-watch from the same resourceVersion, and
+    the informer would never sync again."""
 
     def __init__(self, resource: Resource[T]) -> None:
+        self.plural = resource.plural
         self.page: msgspec.json.Decoder[ObjectList[T]] = msgspec.json.Decoder(
             object_list(resource.type)
         )
+        self.raw_page: msgspec.json.Decoder[ObjectList[msgspec.Raw]] = msgspec.json.Decoder(
+            ObjectList[msgspec.Raw]
+        )
         self.object: msgspec.json.Decoder[T] = msgspec.json.Decoder(resource.type)
+        self.skipped = 0
+
+    def decode_page(self, body: bytes) -> ObjectList[T]:
+        """One LIST page; items that do not decode are left out (and said)."""
+        try:
+            return self.page.decode(body)
+        except msgspec.ValidationError:
+            raw = self.raw_page.decode(body)  # not JSON at all: DecodeError, as before
+        items = [item for item in map(self._item, raw.items) if item is not None]
+        return ObjectList(metadata=raw.metadata, items=items)
+
+    def decode_object(self, body: bytes | msgspec.Raw) -> T | None:
+        """One watched object, or None (said) when it does not decode."""
+        return self._item(body)
+
+    def _item(self, body: bytes | msgspec.Raw) -> T | None:
+        try:
+            return self.object.decode(body)
+        except msgspec.ValidationError as error:
+            self.skipped += 1
+            try:
+                meta = _named_decoder.decode(body).metadata
+                name = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+            except msgspec.DecodeError:
+                name = "(no readable name)"
+            log.warning("%s %s skipped: it does not decode: %s", self.plural, name, error)
+            return None
 
 
 async def iter_lines(stream: aiohttp.StreamReader) -> AsyncIterator[bytes]:
@@ -186,7 +237,7 @@ async def list_all(
             while True:
                 path = resource.collection(settings.namespace)
                 response = await client.request("GET", path, params=params)
-                page = decoders.page.decode(response.body)
+                page = decoders.decode_page(response.body)
                 items.extend(page.items)
                 if not page.metadata.continue_:
                     return Listed(items, page.metadata.resource_version)
@@ -231,7 +282,14 @@ async def watch_once(
                 if status.code == 410:
                     raise Gone(status.message)
                 raise ApiError(status.code or 500, bytes(envelope.object))
-            obj = decoders.object.decode(envelope.object)
+            obj = decoders.decode_object(envelope.object)
+            if obj is None:
+                # Skipped (and said); the watch goes on after it rather than hitting it
+                # again on every re-watch.
+                with contextlib.suppress(msgspec.DecodeError):
+                    rv = _named_decoder.decode(envelope.object).metadata.resource_version
+                    state.resource_version = rv or state.resource_version
+                continue
             rv = obj.metadata.resource_version  # type: ignore[attr-defined]
             yield Event(kind, obj)
             # Advanced only after the consumer took the event: a restart resumes after it.
