@@ -34,7 +34,7 @@ def test_the_build_gives_a_working_binary():
     assert "--kubelet-preferred-address-types" in done.stdout + done.stderr
 
 
-def _binary():
+def built_metrics_server():
     """metrics-server's binary, built if Go is there (a CI run without it fails)."""
     if metrics_server.binary().is_file():
         return metrics_server.binary()
@@ -89,7 +89,7 @@ def test_pods_usage_set_by_annotation_is_served_by_metrics_k8s_io(control_plane,
     """kwok emulates each node's kubelet resource metrics from the pods' usage
     annotations; metrics-server scrapes them and serves metrics.k8s.io through the
     aggregation layer, as a HorizontalPodAutoscaler reads it."""
-    binary = _binary()
+    binary = built_metrics_server()
     pool = f"metrics-{secrets.token_hex(3)}"
     names = [f"{pool}-{i}" for i in range(2)]
     control_plane.call(
