@@ -8,6 +8,11 @@
   raised the same way and protobuf.
 - ``kube-scheduler-all-nodes``: the same with percentageOfNodesToScore 100, so that it
   scores every feasible node as kubesalvo does.
+- ``kube-scheduler-extender``: ``kube-scheduler`` with ``extenders:`` naming a
+  ``kubesalvo extender`` (its default agents, congestion and safe) that it asks to filter
+  and prioritize every pod, node cache on (names only): what kube-scheduler's pods/s is
+  with kubesalvo as its extender. The extender's own process is sampled apart
+  (``helpers``).
 - ``raw-bind``: ``rawbind``, binding without scheduling: the ceiling.
 
 Each name is also the ``schedulerName`` its pods carry, and the key of its pid in the
@@ -20,7 +25,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +38,23 @@ from kubesalvo.sched.cluster.controlplane import ControlPlane, StartError, wait_
 KUBESALVO = "kubesalvo"
 KUBE_SCHEDULER = "kube-scheduler"
 KUBE_SCHEDULER_ALL_NODES = "kube-scheduler-all-nodes"
+KUBE_SCHEDULER_EXTENDER = "kube-scheduler-extender"
 RAW_BIND = "raw-bind"
-CONTENDERS = (KUBESALVO, KUBE_SCHEDULER, KUBE_SCHEDULER_ALL_NODES, RAW_BIND)
+CONTENDERS = (
+    KUBESALVO,
+    KUBE_SCHEDULER,
+    KUBE_SCHEDULER_ALL_NODES,
+    KUBE_SCHEDULER_EXTENDER,
+    RAW_BIND,
+)
 # Top-level KubeSchedulerConfiguration settings of each upstream contender.
 UPSTREAM_SETTINGS: dict[str, dict[str, Any]] = {
     KUBE_SCHEDULER: {},
     KUBE_SCHEDULER_ALL_NODES: {"percentageOfNodesToScore": 100},
+    KUBE_SCHEDULER_EXTENDER: {},
 }
+# The helper process of kube-scheduler-extender (its pid key and usage name).
+EXTENDER = "extender"
 
 
 @dataclass
@@ -53,6 +68,8 @@ class Contender:
     began: float  # time.monotonic() when it was started
     startup_seconds: float
     _stop: Callable[[], None] = field(repr=False)
+    # Processes it runs besides the scheduler (name -> pid), each sampled apart.
+    helpers: dict[str, int] = field(default_factory=dict)
 
     def stop(self) -> None:
         self._stop()
@@ -64,6 +81,7 @@ def start(cp: ControlPlane, name: str, qps: float, burst: int, timeout: float = 
         KUBESALVO: _start_kubesalvo,
         KUBE_SCHEDULER: _start_kube_scheduler,
         KUBE_SCHEDULER_ALL_NODES: _start_kube_scheduler_all_nodes,
+        KUBE_SCHEDULER_EXTENDER: _start_kube_scheduler_extender,
         RAW_BIND: _start_raw_bind,
     }
     if name not in starters:
@@ -111,22 +129,83 @@ def _start_kube_scheduler_all_nodes(
     return _start_upstream(cp, KUBE_SCHEDULER_ALL_NODES, qps, burst, timeout)
 
 
-def _start_upstream(
-    cp: ControlPlane, name: str, qps: float, burst: int, timeout: float
+def _start_kube_scheduler_extender(
+    cp: ControlPlane, qps: float, burst: int, timeout: float
 ) -> Contender:
     began = time.monotonic()
-    extra = {**UPSTREAM_SETTINGS[name], "profiles": [{"schedulerName": name}]}
+    (port,) = processes.free_ports(1)
+    command = [
+        "kubesalvo.sched.cli",
+        "extender",
+        f"--kubeconfig={cp.kubeconfig}",
+        f"--listen={processes.LOOPBACK}:{port}",
+    ]
+    pid, _, stop_extender = _spawn(cp, EXTENDER, command)
+    url = f"http://{processes.LOOPBACK}:{port}"
+    try:
+        asyncio.run(wait_healthy(cp, EXTENDER, f"{url}/readyz", timeout))
+    except BaseException:
+        stop_extender()
+        raise
+    entry = {
+        "urlPrefix": url,
+        "filterVerb": "filter",
+        "prioritizeVerb": "prioritize",
+        "weight": 1,
+        "enableHTTPS": False,
+        "nodeCacheCapable": True,
+        "httpTimeout": "10s",
+    }
+    try:
+        contender = _start_upstream(
+            cp, KUBE_SCHEDULER_EXTENDER, qps, burst, timeout, {"extenders": [entry]}, began
+        )
+    except BaseException:
+        stop_extender()
+        raise
+    stop_scheduler = contender.stop
+
+    def stop() -> None:
+        try:
+            stop_scheduler()
+        finally:
+            stop_extender()
+
+    extender = {
+        "command": " ".join(command),
+        "agents": "the defaults (congestion and safe, weight 1, default args)",
+    }
+    return replace(
+        contender,
+        settings={**contender.settings, "extender": extender},
+        _stop=stop,
+        helpers={EXTENDER: pid},
+    )
+
+
+def _start_upstream(
+    cp: ControlPlane,
+    name: str,
+    qps: float,
+    burst: int,
+    timeout: float,
+    more: dict[str, Any] | None = None,
+    began: float | None = None,
+) -> Contender:
+    began = time.monotonic() if began is None else began
+    extra = {**UPSTREAM_SETTINGS[name], **(more or {}), "profiles": [{"schedulerName": name}]}
     scheduler = start_kube_scheduler(cp, qps, burst, extra, name=name, timeout=timeout)
     scoring = (
         "percentageOfNodesToScore 100 (every feasible node scored)"
         if "percentageOfNodesToScore" in extra
         else "percentageOfNodesToScore left at its adaptive default"
     )
+    extending = "; filter and prioritize through kubesalvo extender" if more else ""
     settings = {
         "binary": str(cp.bin_dir / "kube-scheduler"),
         "kubernetes": cp.kubernetes,
         "config": yaml.safe_load(scheduler.config.read_text()),
-        "notes": f"{cp.kubernetes} defaults (plugins, feature gates); {scoring}",
+        "notes": f"{cp.kubernetes} defaults (plugins, feature gates); {scoring}{extending}",
     }
     return Contender(
         name,

@@ -253,7 +253,7 @@ def _run_one(
         say(f"{name}: starting")
         contender = contenders.start(cp, name, options.qps, options.burst)
         launched.append(contender)
-        sampler.add(SCHEDULER, contender.pid, contender.began)
+        _sample(sampler, contender)
         say(f"{name}: ready after {contender.startup_seconds:.1f}s")
 
     sampler.start()
@@ -285,7 +285,7 @@ def _run_one(
     say(f"{name}: {measured.outcome}: {len(bound)}/{total} bound in {end - clock:.1f}s")
     usage = {
         process: ProcessUsage(**vars(sampler.usage(process, clock, end)))
-        for process in [SCHEDULER, *CONTROL_PLANE, BENCH, MACHINE]
+        for process in [SCHEDULER, *contender.helpers, *CONTROL_PLANE, BENCH, MACHINE]
     }
     say(f"{name}: checking the placements")
     keys = sorted(measured.created.answered)
@@ -329,6 +329,13 @@ def _stop(contender: contenders.Contender, options: Options) -> None:
         contender.log = saved
 
 
+def _sample(sampler: Sampler, contender: contenders.Contender) -> None:
+    """Samples the contender's scheduler and each of its helper processes."""
+    sampler.add(SCHEDULER, contender.pid, contender.began)
+    for helper, pid in contender.helpers.items():
+        sampler.add(helper, pid, contender.began)
+
+
 def _run_hpa(cp: ControlPlane, name: str, options: Options, say: Say) -> RunResult:
     """One contender under the ``hpa`` scenario (see ``hpa``): the Deployment and its
     autoscaler are created with the contender running, the load driven for the
@@ -340,7 +347,7 @@ def _run_hpa(cp: ControlPlane, name: str, options: Options, say: Say) -> RunResu
     sampler = Sampler({**{c: cp.pids[c] for c in CONTROL_PLANE}, BENCH: os.getpid()})
     say(f"{name}: starting")
     contender = contenders.start(cp, name, options.qps, options.burst)
-    sampler.add(SCHEDULER, contender.pid, contender.began)
+    _sample(sampler, contender)
     say(f"{name}: ready after {contender.startup_seconds:.1f}s")
     deployment, autoscaler = hpa.objects(settings, namespace, name, {RUN_LABEL: run_id})
 
@@ -380,7 +387,7 @@ def _run_hpa(cp: ControlPlane, name: str, options: Options, say: Say) -> RunResu
     end = clock + settings.duration
     usage = {
         process: ProcessUsage(**vars(sampler.usage(process, clock, end)))
-        for process in [SCHEDULER, *CONTROL_PLANE, BENCH, MACHINE]
+        for process in [SCHEDULER, *contender.helpers, *CONTROL_PLANE, BENCH, MACHINE]
     }
     keys = sorted(watch.seen)
     report = cp.call(lambda client: _check(client, set(keys)))

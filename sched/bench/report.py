@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from kubesalvo.sched.bench.contenders import EXTENDER
 from kubesalvo.sched.bench.results import BenchResult, RunResult, summary
 from kubesalvo.sched.bench.usage import MACHINE
 
@@ -107,6 +108,12 @@ def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
     for process in ("scheduler", "kube-apiserver", "etcd", "kwok", "kube-controller-manager"):
         cells = [f"{r.usage[process].cpu_seconds:.1f}" for r in result.runs]
         rows.append((f"CPU s: {process}", cells))
+    if any(EXTENDER in r.usage for r in result.runs):
+        cells = [
+            f"{r.usage[EXTENDER].cpu_seconds:.1f}" if EXTENDER in r.usage else "-"
+            for r in result.runs
+        ]
+        rows.append((f"CPU s: {EXTENDER} (kubesalvo extender)", cells))
     rows.append(
         (
             "CPU s: bench (create + watch)",

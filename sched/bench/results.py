@@ -110,7 +110,7 @@ class BenchResult:
 
 
 # Processes whose CPU per 1,000 pods the summary gives.
-SUMMARY_PROCESSES = ("scheduler", "kube-apiserver", "etcd")
+SUMMARY_PROCESSES = ("scheduler", "extender", "kube-apiserver", "etcd")
 
 
 def summary(

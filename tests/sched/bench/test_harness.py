@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kubesalvo.sched.bench import contenders, harness, report
-from kubesalvo.sched.bench.results import BenchResult
+from kubesalvo.sched.bench.results import BenchResult, summary
 from kubesalvo.sched.bench.workload import RUN_LABEL, load_scenario
 from kubesalvo.sched.cluster import build, controlplane
 from kubesalvo.sched.cluster.controlplane import ControlPlane
@@ -21,6 +21,11 @@ from kubesalvo.sched.cluster.controlplane import ControlPlane
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SCHEDULERS = (contenders.KUBESALVO, contenders.KUBE_SCHEDULER, contenders.RAW_BIND)
+BACKLOG_SCHEDULERS = (
+    contenders.KUBE_SCHEDULER,
+    contenders.KUBE_SCHEDULER_EXTENDER,
+    contenders.KUBESALVO,
+)
 USAGE_KEYS = {"scheduler", *harness.CONTROL_PLANE, harness.BENCH, "machine"}
 
 
@@ -62,12 +67,13 @@ def bench(
 
 @pytest.fixture(scope="module")
 def backlog(tmp_path_factory: pytest.TempPathFactory) -> BenchResult:
-    """kubesalvo and kube-scheduler in backlog mode: each started with all 200 pods waiting."""
+    """kubesalvo, kube-scheduler and kube-scheduler with kubesalvo as its extender in
+    backlog mode: each started with all 200 pods waiting."""
     _require_binaries()
     out = tmp_path_factory.mktemp("backlog")
     options = harness.Options(
         scenario=load_scenario("tiny"),
-        schedulers=(contenders.KUBE_SCHEDULER, contenders.KUBESALVO),
+        schedulers=BACKLOG_SCHEDULERS,
         dir=out / "control-plane",
         settle=30.0,
         timeout=300.0,
@@ -176,3 +182,22 @@ def test_backlog_mode_times_each_scheduler_from_its_start(backlog: BenchResult) 
         assert 0 < run.time_to_first_bind <= run.duration_seconds
         assert run.create_times == []
         assert run.usage["scheduler"].cpu_seconds > 0
+    assert [run.scheduler for run in backlog.runs] == list(BACKLOG_SCHEDULERS)
+
+
+def test_kube_scheduler_with_the_extender_asks_it_about_every_pod(backlog: BenchResult) -> None:
+    """The extender contender: kube-scheduler's configuration names the extender, whose
+    own process is sampled apart (and asked: it took CPU), and whose log shows it served."""
+    by_name = {run.scheduler: run for run in backlog.runs}
+    run = by_name[contenders.KUBE_SCHEDULER_EXTENDER]
+    (entry,) = run.settings["config"]["extenders"]
+    assert entry["nodeCacheCapable"] is True
+    assert (entry["filterVerb"], entry["prioritizeVerb"]) == ("filter", "prioritize")
+    assert "kubesalvo.sched.cli extender" in run.settings["extender"]["command"]
+    assert set(run.usage) == USAGE_KEYS | {contenders.EXTENDER}
+    assert run.usage[contenders.EXTENDER].cpu_seconds > 0
+    figures = summary(run, by_name[contenders.KUBE_SCHEDULER], None)
+    assert figures["cpu_seconds_per_1000_pods"][contenders.EXTENDER] > 0
+    # The others have no extender.
+    assert contenders.EXTENDER not in by_name[contenders.KUBE_SCHEDULER].usage
+    assert "extenders" not in by_name[contenders.KUBE_SCHEDULER].settings["config"]
