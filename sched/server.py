@@ -9,8 +9,8 @@ is given (``serving.delegated`` guards /metrics with them); ``serving`` decides 
 servers a scheduler runs.
 
 ``DebugServer`` is a second server bound to 127.0.0.1 to which other parts add pages
-(``/debug/queue``, ``/debug/explain``); it is separate so that those pages are never
-exposed on the metrics port.
+(``/debug/queue``, ``/debug/explain``); it serves ``/debug/memory`` itself (see
+``memory``). It is separate so that those pages are never exposed on the metrics port.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kubesalvo.sched.memory import memory_report
 from kubesalvo.sched.metrics import CONTENT_TYPE, SchedulerMetrics
 
 Check = Callable[[], bool]
@@ -120,6 +121,14 @@ class DebugServer(_Server):
 
     def __init__(self, port: int = 10000) -> None:
         super().__init__("127.0.0.1", port)
+        self.add_page("/debug/memory", self._memory)
+
+    async def _memory(self, request: web.Request) -> web.Response:
+        try:
+            top = int(request.query.get("top", "25"))
+        except ValueError:
+            return web.json_response({"error": "top: an integer is accepted"}, status=400)
+        return web.json_response(memory_report(top))
 
     def add_page(self, path: str, handler: Route) -> None:
         self.app.router.add_get(path, handler)

@@ -4,12 +4,15 @@ readiness following real informers as they sync with the API server."""
 from __future__ import annotations
 
 import asyncio
+import json
+import tracemalloc
 
 import aiohttp
 import pytest
 from aiohttp import web
 
 from kubesalvo.sched.informers import NODES, PODS, Informer
+from kubesalvo.sched.memory import memory_report
 from kubesalvo.sched.metrics import SchedulerMetrics
 from kubesalvo.sched.server import DebugServer, HealthServer
 
@@ -78,6 +81,56 @@ async def test_debug_pages_are_served_on_loopback():
     try:
         assert debug.host == "127.0.0.1"
         assert await get(debug.url + "/debug/queue") == (200, "activeQ: 0")
+    finally:
+        await debug.stop()
+
+
+class Retained:
+    """A type of this test's own, so that its count in the reading is known."""
+
+
+async def test_the_memory_page_counts_live_objects_by_type():
+    debug = DebugServer(port=0)
+    kept = [Retained() for _ in range(3000)]
+    await debug.start()
+    try:
+        status, body = await get(debug.url + "/debug/memory?top=500")
+        assert status == 200
+        reading = json.loads(body)
+        counts = {row["type"]: row["count"] for row in reading["objectsByType"]}
+        assert counts[f"{__name__}.Retained"] == len(kept)
+        assert len(reading["objectsByType"]) <= 500
+        assert reading["rssBytes"] > 0 and reading["peakRssBytes"] >= reading["rssBytes"] // 2
+        assert reading["trackedObjects"] >= len(kept)
+        assert len(reading["gcCollections"]) == 3
+        assert reading["traced"] is None  # not run with PYTHONTRACEMALLOC
+
+        status, body = await get(debug.url + "/debug/memory?top=2")
+        assert status == 200 and len(json.loads(body)["objectsByType"]) == 2
+    finally:
+        await debug.stop()
+
+
+async def test_the_memory_page_names_the_source_lines_when_tracing():
+    tracemalloc.start()
+    try:
+        held = [bytearray(4096) for _ in range(256)]  # 1 MiB from one line
+        reading = memory_report(top=5)
+    finally:
+        tracemalloc.stop()
+    assert reading["traced"]["currentBytes"] >= 4096 * len(held)
+    here = f"{__file__}:"
+    assert any(row["where"].startswith(here) and row["bytes"] >= 2**20
+               for row in reading["traced"]["lines"])  # fmt: skip
+
+
+async def test_a_bad_top_on_the_memory_page_is_a_400_with_a_json_error():
+    debug = DebugServer(port=0)
+    await debug.start()
+    try:
+        status, body = await get(debug.url + "/debug/memory?top=many")
+        assert status == 400
+        assert json.loads(body) == {"error": "top: an integer is accepted"}
     finally:
         await debug.stop()
 
