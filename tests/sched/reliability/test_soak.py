@@ -14,6 +14,7 @@ after warm-up is reported (asserted flat in the full run).
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import threading
@@ -77,6 +78,40 @@ def sli_totals(process: SchedulerProcess) -> tuple[float, float]:
             if line.startswith(f"scheduler_pod_scheduling_sli_duration_seconds_{part}"):
                 totals[part] += float(line.rsplit(" ", 1)[1])
     return totals["sum"], totals["count"]
+
+
+def memory(process: SchedulerProcess) -> dict[str, Any]:
+    """The scheduler's /debug/memory reading (every type's count)."""
+    status, body = process.get(f"http://127.0.0.1:{process.debug_port}/debug/memory?top=500")
+    assert status == 200, body
+    reading: dict[str, Any] = json.loads(body)
+    return reading
+
+
+def growth(before: dict[str, Any], after: dict[str, Any], top: int = 12) -> str:
+    """What grew between two readings: live objects by type and, when the scheduler ran
+    with PYTHONTRACEMALLOC, the source lines."""
+    counts = {row["type"]: row["count"] for row in before["objectsByType"]}
+    grown = sorted(
+        (
+            (row["count"] - counts.get(row["type"], 0), row["type"])
+            for row in after["objectsByType"]
+        ),
+        reverse=True,
+    )[:top]
+    lines = [
+        f"memory: RSS {before['rssBytes'] / 2**20:.0f} -> {after['rssBytes'] / 2**20:.0f} MiB, "
+        f"tracked objects {before['trackedObjects']} -> {after['trackedObjects']}; grew most: "
+        + ", ".join(f"{name} {delta:+d}" for delta, name in grown)
+    ]
+    if before.get("traced") and after.get("traced"):
+        sizes = {row["where"]: row["bytes"] for row in before["traced"]["lines"]}
+        lines += [
+            f"  {row['where']}: {sizes.get(row['where'], 0) / 2**10:.0f} -> "
+            f"{row['bytes'] / 2**10:.0f} KiB"
+            for row in after["traced"]["lines"][:top]
+        ]
+    return "\n".join(lines)
 
 
 def slope_per_minute(samples: list[tuple[float, float]]) -> float:
@@ -174,8 +209,11 @@ def test_a_long_churn_leaves_memory_queues_and_caches_flat(
         began = time.monotonic()
         churn.thread.start()
         last_sum = last_count = 0.0
+        warm_memory: dict[str, Any] | None = None
         while time.monotonic() - began < seconds:
             time.sleep(2.0)
+            if warm_memory is None and time.monotonic() - began >= seconds / 4:
+                warm_memory = memory(process)
             assert churn.error is None, churn.error
             queue = process.debug("/debug/queue")
             total, count = sli_totals(process)
@@ -185,6 +223,7 @@ def test_a_long_churn_leaves_memory_queues_and_caches_flat(
                 {"t": time.monotonic() - began, "rss": rss.memory_info().rss,
                  "latency": latency, "queue": queue["pending"], "cache": queue["cache"]}
             )  # fmt: skip
+        end_memory = memory(process)
         churn.stop.set()
         churn.thread.join(60)
         churn.cleanup()
@@ -245,6 +284,7 @@ def test_a_long_churn_leaves_memory_queues_and_caches_flat(
             f"{last['cache']['podGroups']}, label values {first['cache']['labelValues']} -> "
             f"{last['cache']['labelValues']}); load {load_average()}"
         )
+        print(growth(warm_memory or end_memory, end_memory))
         if seconds >= 600:
             # Flat: under 1 MiB a minute once warm (a leak of one record per pod at 50
             # pods/s would be several).
