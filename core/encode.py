@@ -632,7 +632,7 @@ class Encoder:
             valid = np.zeros(len(values) + 1, dtype=bool)
             numbers = np.zeros(len(values) + 1, dtype=np.int64)
             for vid, text in enumerate(values):
-                number = _parse_int64(text)
+                number = None if text is None else _parse_int64(text)
                 if number is not None:
                     valid[vid], numbers[vid] = True, number
             ids = column[:rows]

@@ -103,7 +103,10 @@ def _queue_order(
     ``needed`` overrides the minimum of the groups it names (the runtime's count: the
     group's minimum less its members already bound); a group needing 0 more is placed pod
     by pod. A ``refused`` group gets a minimum above its size: none of it stays placed."""
-    minimums = gang.group_minimums(pods) if any(keys) else {}
+    if not any(keys):  # no gang: queue order as it came
+        n = len(keys)
+        return list(range(n)), [0] * n, [False] * n, {}
+    minimums = gang.group_minimums(pods)
     if needed:
         minimums.update((key, count) for key, count in needed.items() if key in minimums)
     for group in refused or ():
@@ -187,9 +190,13 @@ def _kernel(
 def _chunks(class_of: npt.NDArray[np.int32], gang_min: list[int], gang_last: list[bool], rows: int):
     """Cut positions [start, end) so that each chunk has a bounded number of classes."""
     budget = max(16, _CHUNK_CELLS // max(1, rows))
+    if len(np.unique(class_of)) < budget:  # the whole burst is one chunk
+        if len(class_of):
+            yield 0, len(class_of)
+        return
     start, seen = 0, set()
-    for pos in range(len(class_of)):
-        seen.add(int(class_of[pos]))
+    for pos, cid in enumerate(class_of.tolist()):
+        seen.add(cid)
         in_gang_run = gang_min[pos] > 0 and not gang_last[pos]
         if len(seen) >= budget and not in_gang_run:
             yield start, pos + 1
@@ -411,8 +418,6 @@ def _result(
 ) -> PlacementResult:
     n = len(ordered)
     num_nodes = state.node_count
-    rows = np.full(n, -1, dtype=np.int32)
-    scores = np.zeros(n, dtype=np.int64)
     node_names: list[str | None] = [None] * n
     counts: list[dict[str, int]] = [{}] * n
     rejectors: list[frozenset[str]] = [frozenset()] * n
@@ -426,26 +431,28 @@ def _result(
         gang_key = gang_keys[rolled_pos]
         assert gang_key is not None  # only gang members are rolled back
         rolled_per_gang[gang_key] = rolled_per_gang.get(gang_key, 0) + 1
+    # Python lists: this loop runs once per pod, and indexing numpy arrays is slower.
+    node_of, score_of, names = out_node.tolist(), out_score.tolist(), state.names
+    row_list, score_list = [-1] * n, [0] * n
+    success = framework.success_message
     for pos, pod in enumerate(ordered):
         i = order[pos]
-        meta = pod.get("metadata") or {}
-        row = int(out_node[pos])
+        row = node_of[pos]
         group = gang_keys[pos]
         refusal = refused.get(group) if refused and group is not None else None
-        if refusal is not None:  # Coscheduling's PreFilter: the kernel's try is undone
+        if refusal is None and row >= 0:
+            row_list[i] = row
+            score_list[i] = score_of[pos]
+            node = names[row]
+            assert node is not None  # the kernel picks rows that hold a node
+            node_names[i] = node
+            meta = pod.get("metadata") or {}
+            messages[i] = success(meta.get("namespace") or "default", meta.get("name", ""), node)
+        elif refusal is not None:  # Coscheduling's PreFilter: the kernel's try is undone
             counts[i] = {refusal: num_nodes}
             messages[i] = framework.fit_error_message(num_nodes, {}, prefilter_message=refusal)
             rejectors[i] = frozenset((coscheduling.NAME,))
             prefilter_rejector[i] = coscheduling.NAME
-        elif row >= 0:
-            rows[i] = row
-            scores[i] = out_score[pos]
-            node = state.names[row]
-            assert node is not None  # the kernel picks rows that hold a node
-            node_names[i] = node
-            messages[i] = framework.success_message(
-                meta.get("namespace") or "default", meta.get("name", ""), node
-            )
         elif out_gang[pos] >= 0:
             key = gang_keys[pos]
             assert key is not None
@@ -478,8 +485,8 @@ def _result(
         _gang_rejectors(gang_keys, order, rolled, rejectors)
     return PlacementResult(
         nodes=node_names,
-        rows=rows,
-        scores=scores,
+        rows=np.array(row_list, dtype=np.int32),
+        scores=np.array(score_list, dtype=np.int64),
         reason_counts=counts,
         rejectors=rejectors,
         prefilter_rejector=prefilter_rejector,
@@ -513,21 +520,24 @@ def _gang_rejectors(
 
 
 def _commit(state, pod_keys, class_of, classes, out_node, resources=True) -> None:
-    """Assume every placement in the state (as kube-scheduler's cache does before binding);
-    ``pod_keys``: the pods' keys in queue order."""
-    columns: list[dict[int, int]] = []
-    for info in classes:
-        columns.append(
-            {state.resource_index[r]: amount for r, amount in info.requests.items() if amount}
-        )
-    for pos in np.flatnonzero(out_node >= 0):
-        info = classes[class_of[pos]]
-        state.add_placed(
-            pod_keys[pos],
-            int(out_node[pos]),
+    """Assume every placement in the state (as kube-scheduler's cache does before binding),
+    class by class; ``pod_keys``: the pods' keys in queue order."""
+    placed = np.flatnonzero(out_node >= 0)
+    if not len(placed):
+        return
+    of_class = class_of[placed]
+    by_class = np.argsort(of_class, kind="stable")
+    placed, of_class = placed[by_class], of_class[by_class]
+    cuts = (np.flatnonzero(np.diff(of_class)) + 1).tolist()
+    positions, rows = placed.tolist(), out_node[placed].tolist()
+    for start, end in zip([0, *cuts], [*cuts, len(positions)], strict=True):
+        info = classes[int(of_class[start])]
+        state.add_placed_many(
+            [pod_keys[pos] for pos in positions[start:end]],
+            rows[start:end],
             info.namespace,
             info.labels,
-            columns[class_of[pos]],
+            {state.resource_index[r]: amount for r, amount in info.requests.items() if amount},
             info.nonzero_add,
             info.ports,
             info.affinity,

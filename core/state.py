@@ -41,7 +41,7 @@ used, and ``present`` says which of them hold a node):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,10 +132,15 @@ class ClusterState:
         self.present = np.zeros(cap, dtype=_typedefs.MASK)
         self.unschedulable = np.zeros(cap, dtype=_typedefs.MASK)
         self.ready = np.zeros(cap, dtype=_typedefs.MASK)
-        # labels: key -> column of value ids; key -> value -> id; key -> id -> value
+        # labels: key -> column of value ids; key -> value -> id; key -> id -> value (None:
+        # a free id). An id is freed when no node holds its value any more and reused by
+        # the next new value, so that ids stay as few as the values nodes hold at once
+        # (hostnames of nodes that come and go would otherwise grow them without end).
         self.label_columns: dict[str, npt.NDArray[np.int32]] = {}
         self.label_value_ids: dict[str, dict[str, int]] = {}
-        self.label_values: dict[str, list[str]] = {}
+        self.label_values: dict[str, list[str | None]] = {}
+        self._label_users: dict[str, list[int]] = {}  # key -> id -> rows holding it
+        self._free_label_ids: dict[str, list[int]] = {}
         self.node_labels: list[dict[str, str]] = []
         # taints
         self.taint_ids: dict[tuple[str, str, str], int] = {}
@@ -210,18 +215,54 @@ class ClusterState:
             self.label_columns[key] = column
             self.label_value_ids[key] = {}
             self.label_values[key] = []
+            self._label_users[key] = []
+            self._free_label_ids[key] = []
         return column
 
     def label_value_id(self, key: str, value: str) -> int:
-        """The id of ``value`` under ``key``, interning it; ids are dense per key."""
+        """The id of ``value`` under ``key``, interning it (a freed id first, else the next
+        one); ids stay below ``len(label_values[key])``."""
         self.label_column(key)
         ids = self.label_value_ids[key]
         vid = ids.get(value)
         if vid is None:
-            vid = len(ids)
+            free = self._free_label_ids[key]
+            if free:
+                vid = free.pop()
+                self.label_values[key][vid] = value
+            else:
+                vid = len(self.label_values[key])
+                self.label_values[key].append(value)
+                self._label_users[key].append(0)
             ids[value] = vid
-            self.label_values[key].append(value)
         return vid
+
+    def _set_label(self, row: int, key: str, value: str) -> None:
+        column = self.label_column(key)
+        vid = self.label_value_id(key, value)
+        old = int(column[row])
+        if old == vid:
+            return
+        self._label_users[key][vid] += 1
+        column[row] = vid
+        if old >= 0:
+            self._release_label(key, old)
+
+    def _clear_label(self, row: int, key: str) -> None:
+        column = self.label_columns[key]
+        old = int(column[row])
+        column[row] = -1
+        if old >= 0:
+            self._release_label(key, old)
+
+    def _release_label(self, key: str, vid: int) -> None:
+        users = self._label_users[key]
+        users[vid] -= 1
+        if users[vid] == 0:
+            values = self.label_values[key]
+            del self.label_value_ids[key][values[vid]]  # type: ignore[arg-type]
+            values[vid] = None
+            self._free_label_ids[key].append(vid)
 
     def taint_id(self, taint: tuple[str, str, str]) -> int:
         tid = self.taint_ids.get(taint)
@@ -282,12 +323,15 @@ class ClusterState:
         for condition in status.get("conditions") or ():
             if condition.get("type") == "Ready":
                 self.ready[row] = 1 if condition.get("status") == "True" else 0
-        # labels
-        for key in self.node_labels[row]:
-            self.label_columns[key][row] = -1
+        # labels (new values are taken before old ones are let go, so a value the node
+        # keeps keeps its id)
+        old_labels = self.node_labels[row]
         labels = dict(meta.get("labels") or {})
         for key, value in labels.items():
-            self.label_column(key)[row] = self.label_value_id(key, value)
+            self._set_label(row, key, value)
+        for key in old_labels:
+            if key not in labels:
+                self._clear_label(row, key)
         self.node_labels[row] = labels
         # taints
         for tid in self.node_taints[row]:
@@ -348,7 +392,7 @@ class ClusterState:
         else:
             del self.ghosts[name]
         for key in self.node_labels[row]:
-            self.label_columns[key][row] = -1
+            self._clear_label(row, key)
         self.node_labels[row] = {}
         for tid in self.node_taints[row]:
             self.taints[row, tid] = 0
@@ -554,20 +598,66 @@ class ClusterState:
 
         ``resources=False``: leave the requested columns alone (place_burst copies the
         kernel's, which already count the pod)."""
-        if key in self.pods or key in self._ghost_node:  # a known pod moves
-            self.remove_pod_key(key)
-        record = PodRecord(  # positional, in field order: this runs once per placement
-            row,
-            namespace,
-            labels,
-            dict(requests),
-            nonzero,
-            list(ports),
-            self._group(namespace, labels),
-            affinity,
-            True,
+        self.add_placed_many(
+            [key], [row], namespace, labels, requests, nonzero, ports, affinity, resources
         )
-        self._count(key, record, +1, resources=resources)
+
+    def add_placed_many(
+        self,
+        keys: Sequence[str],
+        rows: Sequence[int],
+        namespace: str,
+        labels: Labels,
+        requests: Mapping[int, int],
+        nonzero: tuple[int, int],
+        ports: list[HostPort],
+        affinity: Mapping[str, Any] | None,
+        resources: bool = True,
+    ) -> None:
+        """``add_placed`` for several pods of one class (the same encoded parts): pod
+        ``keys[i]`` on row ``rows[i]``. Their records share the class's request map and
+        port list (records never change them) and its group, and the requested columns
+        move in one vectorised step."""
+        if len(set(keys)) != len(keys):  # the same pod twice: the later placement wins
+            for key, row in zip(keys, rows, strict=True):
+                self.add_placed_many(
+                    [key], [row], namespace, labels, requests, nonzero, ports, affinity, resources
+                )
+            return
+        if not keys:
+            return
+        pods, ghosts = self.pods, self._ghost_node
+        for key in keys:
+            if key in pods or key in ghosts:  # a known pod moves
+                self.remove_pod_key(key)
+        shared_requests = dict(requests)
+        shared_ports = list(ports)
+        gid = self._group(namespace, labels)
+        group = self.groups[gid]
+        group.refs += len(keys) - 1
+        per_row = group.per_row
+        pods_on_row = self.pods_on_row
+        for key, row in zip(keys, rows, strict=True):
+            pods[key] = PodRecord(  # positional, in field order: this runs once per placement
+                row, namespace, labels, shared_requests, nonzero, shared_ports, gid, affinity, True
+            )
+            pods_on_row[row].add(key)
+            per_row[row] = per_row.get(row, 0) + 1
+        if shared_ports:
+            for row in rows:
+                row_ports = self.ports[row]
+                for port in shared_ports:
+                    row_ports[port] = 1
+        if affinity is not None:
+            for row in rows:
+                self.affinity_pods_on_row[row] += 1
+        if resources:
+            at = np.asarray(rows, dtype=np.intp)
+            for column, amount in shared_requests.items():
+                np.add.at(self.requested[:, column], at, amount)
+            np.add.at(self.requested[:, POD_COLUMN], at, 1)
+            np.add.at(self.nonzero_requested[:, 0], at, nonzero[0])
+            np.add.at(self.nonzero_requested[:, 1], at, nonzero[1])
 
     # ------------------------------------------------------------------- queries
     def group_counts(self, groups: list[int]) -> npt.NDArray[np.int64]:

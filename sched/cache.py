@@ -111,7 +111,7 @@ class SchedulerCache:
             "podsCounted": len(state.pods),
             "ghostPods": sum(len(pods) for pods in state.ghosts.values()),
             "podGroups": len(state.group_ids),
-            "labelValues": sum(len(values) for values in state.label_values.values()),
+            "labelValues": sum(len(ids) for ids in state.label_value_ids.values()),
             "assumed": len(self._assumed),
             "deferred": len(self._deferred),
         }

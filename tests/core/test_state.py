@@ -1,5 +1,7 @@
 """ClusterState: rows, columns and counts follow node and pod changes incrementally."""
 
+import pytest
+
 from kubesalvo.core.resources import HostPort
 from kubesalvo.core.state import ClusterState, normalized_image_name
 
@@ -89,6 +91,36 @@ def test_labels_are_value_ids_per_key_and_update_in_place():
     assert zone[a] != zone[b] and state.label_columns["tier"][b] == -1
     state.update_node(node("a", labels={"zone": "z2"}))
     assert zone[a] == zone[b] and state.label_columns["tier"][a] == -1
+
+
+def test_a_label_value_no_node_holds_frees_its_id_for_the_next_value():
+    """Nodes coming and going under new hostnames keep the hostname ids as few as the nodes
+    present at once (before, every name ever seen kept an id, and the per-domain work of
+    hostname spreading grew with them)."""
+    state = ClusterState()
+    host = "kubernetes.io/hostname"
+    state.add_node(node("keep", labels={host: "keep", "zone": "z1"}))
+    for i in range(200):
+        state.add_node(node(f"n{i}", labels={host: f"n{i}", "zone": "z1"}))
+        if i:
+            state.remove_node(f"n{i - 1}")
+    assert len(state.label_values[host]) <= 3
+    assert set(state.label_value_ids[host]) == {"keep", "n199"}
+    assert list(state.label_value_ids["zone"]) == ["z1"]
+    # Every row's id names its node's value; a freed id holds None.
+    for row in state.row_of.values():
+        for key, value in state.node_labels[row].items():
+            assert state.label_values[key][state.label_columns[key][row]] == value
+    free = [v for v in state.label_values[host] if v is None]
+    assert len(free) == len(state.label_values[host]) - 2
+    # A relabelled node lets go of its old value, and keeps the id of a value it keeps.
+    zone_id = state.label_value_ids["zone"]["z1"]
+    state.update_node(node("keep", labels={host: "renamed", "zone": "z1"}))
+    assert "keep" not in state.label_value_ids[host]
+    assert state.label_value_ids["zone"]["z1"] == zone_id
+    state.update_node(node("keep", labels={}))
+    assert set(state.label_value_ids[host]) == {"n199"}
+    assert state.label_value_ids["zone"] == {"z1": zone_id}
 
 
 def test_images_are_counted_per_node_and_pod_images_normalised():
@@ -296,6 +328,77 @@ def test_add_placed_moves_a_known_pod_or_ghost_and_counts_it_once():
     state.add_placed("g", a, "ns", (), {cpu: 1000}, (1000, 0), [], None)
     assert state.ghosts == {} and state.pods["g"].row == a
     assert state.requested[a, :4].tolist() == [1000, 0, 0, 1]
+
+
+def _counted(state: ClusterState) -> dict:
+    """Everything a placement changes in the state, in comparable form."""
+    rows = state.rows
+    return {
+        "requested": state.requested[:rows].tolist(),
+        "nonzero": state.nonzero_requested[:rows].tolist(),
+        "pods": {
+            k: (
+                r.row,
+                r.namespace,
+                r.labels,
+                dict(r.requests),
+                r.nonzero,
+                list(r.ports),
+                state.groups[r.group].labels,
+                r.affinity,
+                r.assumed,
+            )
+            for k, r in state.pods.items()
+        },
+        "on_row": [sorted(keys) for keys in state.pods_on_row],
+        "ports": [dict(ports) for ports in state.ports],
+        "affinity": list(state.affinity_pods_on_row),
+        "groups": sorted(
+            (g.namespace, tuple(sorted(g.labels.items())), g.refs, sorted(g.per_row.items()))
+            for g in state.groups
+            if g.refs
+        ),
+        "ghosts": {name: sorted(pods) for name, pods in state.ghosts.items()},
+    }
+
+
+@pytest.mark.parametrize("resources", [True, False])
+def test_placing_a_class_at_once_counts_as_placing_its_pods_one_by_one(resources):
+    """add_placed_many (place_burst's commit, class by class) leaves the state exactly as
+    add_placed per pod does: requests, ports, groups, affinity counts, pods moving from
+    another row or from a ghost, and taking them all out again empties it."""
+
+    def fresh() -> ClusterState:
+        state = ClusterState()
+        for name in ("a", "b", "c"):
+            state.add_node(node(name))
+        state.add_pod(pod("moved", "a", cpu="1", labels={"app": "x"}, ports=(80,)))
+        state.add_pod(pod("ghost", "gone", cpu="1"))
+        return state
+
+    port = HostPort("0.0.0.0", "TCP", 80)
+    keys = ["n1", "moved", "n2", "ghost", "n3"]
+    rows = [1, 2, 1, 0, 2]
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}
+    one_by_one, at_once = fresh(), fresh()
+    cpu = one_by_one.resource_index["cpu"]
+    parts = ("ns", (("app", "x"),), {cpu: 500}, (500, 0), [port], affinity)
+    for key, row in zip(keys, rows, strict=True):
+        one_by_one.add_placed(key, row, *parts, resources=resources)
+    at_once.add_placed_many(keys, rows, *parts, resources=resources)
+    assert _counted(at_once) == _counted(one_by_one)
+    assert at_once.requested[1, cpu] == (1000 if resources else 0)
+    for key in keys:
+        one_by_one.remove_pod_key(key)
+        at_once.remove_pod_key(key)
+    assert _counted(at_once) == _counted(one_by_one)
+    assert at_once.pods == {} and not any(at_once.pods_on_row)
+    # The same pod twice in one call: the later placement wins, as one by one.
+    twice, once = fresh(), fresh()
+    twice.add_placed_many(["d", "d"], [0, 1], *parts, resources=resources)
+    for row in (0, 1):
+        once.add_placed("d", row, *parts, resources=resources)
+    assert _counted(twice) == _counted(once)
 
 
 def test_a_label_group_goes_with_its_last_pod_and_its_id_is_reused():
