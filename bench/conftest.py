@@ -49,12 +49,17 @@ class Cluster:
     state: ClusterState
     burst: list[dict[str, Any]]
 
+    @property
+    def workloads(self) -> list[dict[str, Any]]:
+        return self.snapshot.workloads
+
 
 @cache
-def cluster(workload: str) -> Cluster:
-    """The cluster of ``bench/workloads/<workload>.yaml``, generated and loaded once."""
+def cluster(workload: str, owners: bool = False) -> Cluster:
+    """The cluster of ``bench/workloads/<workload>.yaml``, generated and loaded once; with
+    ``owners`` its ReplicaSet-like pods are owned by ReplicaSets (default spreading applies)."""
     path = WORKLOADS / f"{workload}.yaml"
-    snapshot = scenario_from_yaml(path.read_text(), str(path)).generate()
+    snapshot = scenario_from_yaml(path.read_text(), str(path)).generate(owners=owners)
     burst, _ = burst_order(snapshot)
     return Cluster(snapshot, load_state(snapshot), burst)
 
@@ -66,7 +71,11 @@ def reference_seconds_per_pod(
     the burst, with every node considered (its snapshot is built outside the timing)."""
     pods = [pod for pod in burst if gang.group_of(pod) is None][:count]
     reference = ReferenceScheduler(
-        snapshot.nodes, snapshot.bound_pods(), snapshot.namespaces, profile
+        snapshot.nodes,
+        snapshot.bound_pods(),
+        snapshot.namespaces,
+        profile,
+        workloads=snapshot.workloads,
     )
     began = time.process_time()
     reference.place_burst(pods)

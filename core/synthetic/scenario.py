@@ -21,6 +21,12 @@
 ``parse_scenario`` takes the YAML-loaded mapping and refuses an unknown field, a wrong type
 or a bad value with ``ScenarioError`` naming the field path (``workloads[1].pods``).
 ``Scenario.generate`` builds the whole cluster as a ``Snapshot``, deterministic for the seed.
+``generate(owners=True)`` gives each ReplicaSet-like class a ReplicaSet among the snapshot's
+workloads and its pods a controller ``ownerReference`` to it, as a cluster's Deployments
+have them (kube-scheduler's default spreading then applies to those pods). That is for
+in-process placement only: created on a real API server, pods naming an owner that does not
+exist would be deleted by the garbage collector (the benchmark creates real ReplicaSets
+instead, see ``controllers``).
 """
 
 from __future__ import annotations
@@ -36,9 +42,10 @@ from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.synthetic import existing
 from kubesalvo.core.synthetic._gc import gc_paused
 from kubesalvo.core.synthetic.catalog import DEFAULT_POOLS
+from kubesalvo.core.synthetic.controllers import REPLICA_SET_WORKLOADS, replica_set
 from kubesalvo.core.synthetic.nodes import Fleet, apportion, make_nodes
 from kubesalvo.core.synthetic.pods import namespace_objects, priority_class_objects
-from kubesalvo.core.synthetic.workloads import SHAPES, make_pods
+from kubesalvo.core.synthetic.workloads import SHAPES, Batch, make_batch
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -115,23 +122,28 @@ class Scenario:
             return f"{workload.name}-"
         return "" if len(self.workloads) == 1 else f"w{index}-"
 
-    def generate(self, seed: int | None = None, scheduler_name: str | None = None) -> Snapshot:
+    def generate(
+        self, seed: int | None = None, scheduler_name: str | None = None, *, owners: bool = False
+    ) -> Snapshot:
         """The cluster: nodes, running pods (bound workloads), the pending burst, namespaces
-        and priority classes."""
+        and priority classes; with ``owners``, the ReplicaSets owning ReplicaSet-like pods."""
         with gc_paused():
             return self._generate(
-                self.seed if seed is None else seed, scheduler_name or self.scheduler_name
+                self.seed if seed is None else seed,
+                scheduler_name or self.scheduler_name,
+                owners,
             )
 
-    def _generate(self, seed: int, scheduler_name: str) -> Snapshot:
+    def _generate(self, seed: int, scheduler_name: str, owners: bool) -> Snapshot:
         fleet = self.fleet.fleet()
         # The snapshot is a running cluster: its nodes are Ready, as kwok keeps them. Its
         # objects are read, not changed, so nodes share their image entries.
         nodes = make_nodes(self.fleet.nodes, seed, fleet, ready=True, shared_images=True)
         bound: list[dict[str, Any]] = []
         pending: list[dict[str, Any]] = []
+        workloads: list[dict[str, Any]] = []
         for index, workload in enumerate(self.workloads):
-            pods = make_pods(
+            batch = make_batch(
                 workload.pods,
                 # Each workload draws from its own stream, so adding one changes no other.
                 seed * 1009 + index + 1,
@@ -141,6 +153,7 @@ class Scenario:
                 prefix=self.prefix(index),
                 fleet=fleet,
             )
+            pods = _owned_pods(batch, workloads) if owners else _pods(batch)
             if workload.bound:
                 running, left = existing.place(pods, nodes, seed=seed * 1009 + index + 1)
                 bound.extend(running)
@@ -152,8 +165,41 @@ class Scenario:
             pods=bound + pending,
             namespaces=namespace_objects(),
             priorityclasses=priority_class_objects(),
+            workloads=workloads,
             source=f"synthetic scenario {self.name} seed {seed}",
         )
+
+
+def _pods(batch: Batch) -> list[dict[str, Any]]:
+    pods: list[dict[str, Any]] = []
+    for pod_class, replicas in batch:
+        pods.extend(pod_class.replicas(replicas))
+    return pods
+
+
+def _owned_pods(batch: Batch, workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The batch's pods; each ReplicaSet-like class's ReplicaSet is appended to
+    ``workloads`` and named as its pods' controller (each pod gets its own list)."""
+    pods: list[dict[str, Any]] = []
+    for pod_class, replicas in batch:
+        replicas_of = pod_class.replicas(replicas)
+        if pod_class.workload in REPLICA_SET_WORKLOADS and replicas_of:
+            owner = replica_set(pod_class, replicas)
+            meta = owner["metadata"]
+            meta["uid"] = f"rs-{meta['namespace']}-{meta['name']}"
+            reference = {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+            for pod in replicas_of:
+                pod["metadata"]["ownerReferences"] = [dict(reference)]
+            workloads.append(owner)
+        pods.extend(replicas_of)
+    return pods
 
 
 # --- parsing -------------------------------------------------------------------------------

@@ -72,6 +72,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=_count(1), help="nodes in the generated fleet")
     parser.add_argument("--pods", type=_count(0), help="pods in the generated burst")
     parser.add_argument("--classes", type=_count(1), help="classes of --workload replicasets")
+    parser.add_argument(
+        "--owners",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="--workload replicasets: its pods are owned by ReplicaSets, as a Deployment's "
+        "are, so kube-scheduler's default spreading applies to them (default: on)",
+    )
     parser.add_argument("--seed", type=_count(0), help="seed of the generated cluster")
     parser.add_argument(
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration (its first profile is used)"
@@ -140,6 +147,7 @@ def main(args: argparse.Namespace) -> int:
                 pods=args.pods,
                 classes=args.classes,
                 seed=args.seed,
+                owners=args.owners,
             )
         )
         if cluster.snapshot.omitted:

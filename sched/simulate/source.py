@@ -53,6 +53,7 @@ class ClusterChoice:
     pods: int | None = None
     classes: int | None = None
     seed: int | None = None
+    owners: bool | None = None  # --workload replicasets: ReplicaSets own the pods (default)
 
 
 @dataclass
@@ -94,6 +95,7 @@ def _check_snapshot_choice(choice: ClusterChoice) -> None:
         ("--pods", choice.pods),
         ("--classes", choice.classes),
         ("--seed", choice.seed),
+        ("--owners", choice.owners),
     ):
         if value is not None:
             raise SimulateError(
@@ -112,13 +114,15 @@ def build_cluster(choice: ClusterChoice) -> Cluster:
         if snapshot.source:
             source += f" ({snapshot.source})"
         return Cluster(snapshot, source, time.perf_counter() - began)
-    if choice.classes is not None and choice.workload not in (None, "replicasets"):
-        raise SimulateError("--classes applies to --workload replicasets only")
+    for flag, value in (("--classes", choice.classes), ("--owners", choice.owners)):
+        if value is not None and choice.workload != "replicasets":
+            raise SimulateError(f"{flag} applies to --workload replicasets only")
     scenario = _scenario(choice)
-    if choice.classes is not None and choice.workload is None:
-        raise SimulateError("--classes applies to --workload replicasets only")
     scenario = scenario.resized(nodes=choice.nodes, pods=choice.pods)
     seed = scenario.seed if choice.seed is None else choice.seed
-    snapshot = scenario.generate(seed=seed)
+    owners = choice.workload == "replicasets" and choice.owners is not False
+    snapshot = scenario.generate(seed=seed, owners=owners)
     source = f"synthetic scenario {scenario.name} seed {seed}"
+    if owners:
+        source += ", owned by ReplicaSets"
     return Cluster(snapshot, source, time.perf_counter() - began)

@@ -208,3 +208,45 @@ def test_a_snapshot_missing_workload_kinds_is_replayed_with_a_warning(tmp_path, 
     summary = json.loads(captured.out)
     assert summary["omitted_workloads"] == ["services"]
     assert summary["placed"] == REPLICAS
+
+
+def test_generated_replicasets_are_owned_and_spread_as_the_reference_spreads_them(tmp_path, capsys):
+    """``--workload replicasets`` makes its ReplicaSets the pods' owners by default: the
+    summary counts them, every pod names its own, and every choice is one of the
+    reference's best nodes given those workloads (System default spreading applies)."""
+    before, after = tmp_path / "before.msgpack", tmp_path / "after.msgpack"
+    argv = ["simulate", "--workload", "replicasets", "--nodes", "12", "--pods", "60"]
+    code = cli.main([*argv, "--classes", "3", "--json", "--save-snapshot", str(before),
+                     "--save-placed", str(after)])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    summary = json.loads(captured.out)
+    assert summary["workloads"] == 3 and summary["placed"] == 60
+    assert "owned by ReplicaSets" in summary["source"]
+    snapshot = snapshot_files.load(before)
+    owners = {(w["kind"], w["metadata"]["name"]) for w in snapshot.workloads}
+    for p in snapshot.pending_pods():
+        (reference_,) = p["metadata"]["ownerReferences"]
+        assert reference_["controller"] is True
+        assert (reference_["kind"], reference_["name"]) in owners
+    placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in snapshot_files.load(after).pods}
+    reference(snapshot, snapshot.workloads, placed)
+
+
+def test_generated_replicasets_without_owners_have_none(capsys):
+    argv = ["simulate", "--workload", "replicasets", "--nodes", "12", "--pods", "60", "--json"]
+    assert cli.main([*argv, "--no-owners"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["workloads"] == 0 and "owned" not in summary["source"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--workload", "mixed", "--owners"],
+        ["--no-owners"],
+    ],
+)
+def test_owners_applies_to_the_replicasets_workload_only(argv, capsys):
+    assert cli.main(["simulate", *argv]) == 2
+    assert "--owners applies to --workload replicasets only" in capsys.readouterr().err

@@ -203,6 +203,36 @@ def test_bound_workloads_become_running_pods():
     assert len(snapshot.pending_pods()) == 100
 
 
+def test_owners_give_replicaset_like_pods_a_replicaset_and_change_nothing_else():
+    scenario = parse_scenario(
+        with_changes(
+            workloads=[
+                {"shape": "replicasets", "pods": 30, "classes": 3},
+                {"shape": "mixed", "pods": 200, "name": "web"},
+            ]
+        )
+    )
+    plain, owned = scenario.generate(), scenario.generate(owners=True)
+    assert plain.workloads == []
+    by_name = {(w["metadata"]["namespace"], w["metadata"]["name"]): w for w in owned.workloads}
+    assert all(w["kind"] == "ReplicaSet" and w["metadata"]["uid"] for w in owned.workloads)
+    owned_pods = 0
+    for before, after in zip(plain.pods, owned.pods, strict=True):
+        meta = dict(after["metadata"])
+        references = meta.pop("ownerReferences", None)
+        assert {**after, "metadata": meta} == before
+        if references is None:
+            continue
+        owned_pods += 1
+        (reference,) = references
+        owner = by_name[(meta["namespace"], reference["name"])]
+        assert reference["uid"] == owner["metadata"]["uid"] and reference["controller"]
+        selector = owner["spec"]["selector"]["matchLabels"]
+        assert selector.items() <= meta["labels"].items()
+    assert owned_pods >= 30  # the replicasets workload, and the mixed one's services
+    assert len(owned.workloads) >= 3
+
+
 def test_pool_weights_shape_the_fleet():
     scenario = parse_scenario(with_changes(fleet={"nodes": 40, "pools": {"general": 3, "gpu": 1}}))
     pools = [n["metadata"]["labels"]["kubesalvo.io/pool"] for n in scenario.generate().nodes]
