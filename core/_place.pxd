@@ -133,7 +133,9 @@ cdef class BurstKernel:
     cdef const uint8_t[::1] c_score_error    # class -> 1 if a PreScore plugin fails its pods'
                                              #   attempt (when 2+ rows are feasible)
     cdef const uint8_t[::1] c_mode           # class -> 0 max-tree, 1 max-tree per zone (one soft
-                                             #   non-hostname spread constraint), 2 passes per pod
+                                             #   non-hostname spread constraint), 2 passes per pod,
+                                             #   3 max-tree per (zone, matching pods on the row)
+                                             #   (soft hostname + soft zone constraints)
     # ---- the current chunk: pods in queue order
     cdef Py_ssize_t npods                    # pods in this chunk
     cdef const int32_t[::1] p_class          # pod -> class
@@ -165,6 +167,9 @@ cdef class BurstKernel:
                                              #   (the last group: rows without the key)
     cdef int64_t[:, ::1] s_zc                # slots x (MAX_ZONES + 1): matching pods per zone
     cdef int64_t[:, ::1] s_fz                # slots x (MAX_ZONES + 1): feasible rows per zone
+    cdef int32_t[:, ::1] s_h                 # slots x leaves: position -> the count of matching
+                                             #   pods of its row the host-and-zone path sorts by
+    cdef int64_t[::1] hz_count               # scratch of the host-and-zone layout (counts + 2)
     # ---- log of rows whose usage changed (placements and rollbacks), within one chunk
     cdef int32_t[::1] log_row                # row whose usage changed
     cdef int32_t[::1] log_class              # class of the pod placed (or taken back) there
@@ -211,9 +216,17 @@ cdef class BurstKernel:
                                bint ipa_filter) noexcept nogil
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
+    cdef void _consider_group(self, Py_ssize_t s, Py_ssize_t gs, Py_ssize_t ge, int64_t m,
+                              int64_t cand, Py_ssize_t cursor, int64_t* best,
+                              Py_ssize_t* best_pos, Py_ssize_t* best_dist) noexcept nogil
     cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef Py_ssize_t _place_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef Py_ssize_t _place_single(self, Py_ssize_t c, int64_t* score) noexcept nogil
+    cdef void _host_zone_rows(self, Py_ssize_t c, Py_ssize_t* jh, Py_ssize_t* jz) noexcept nogil
+    cdef void _host_zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef Py_ssize_t _h_after(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi, int32_t h) noexcept nogil
+    cdef void _host_move(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil
+    cdef Py_ssize_t _place_host_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef void _prepare_filters(self, Py_ssize_t c, bint* spread, bint* ipa) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
     cdef Py_ssize_t _count_feasible(self, Py_ssize_t c, Py_ssize_t limit) noexcept nogil

@@ -22,9 +22,14 @@
 #   spread constraints are k_* rows and its inter-pod terms a_* rows over them.
 # * how a class picks its node (c_mode): 0 the max-tree above; 1 (one soft spread
 #   constraint on a key with few domains, e.g. zones) a max-tree ordered by zone, the best
-#   row of each zone plus that zone's spread score, O(zones log rows) per pod; 2 (hard
-#   spread, inter-pod terms, several constraints) passes over the rows per pod, because
-#   domain counts and the normalisation over feasible rows change with every placement.
+#   row of each zone plus that zone's spread score, O(zones log rows) per pod; 3 (a soft
+#   constraint on the hostname and one on a zone-like key, counting the same pods: the
+#   System default constraints of a Deployment's pods) a max-tree ordered by zone and,
+#   within a zone, by the row's count of matching pods, so that each (zone, count) group
+#   of rows shares one spread score: the best row of each group plus that score,
+#   O(groups log rows) per pod; 2 (hard spread, inter-pod terms, other constraints)
+#   passes over the rows per pod, because domain counts and the normalisation over
+#   feasible rows change with every placement.
 #
 # Ties between equally scored rows go to the first one at or after the row following the
 # class's previous choice (cyclically), so identical pods on identical nodes spread out.
@@ -84,6 +89,8 @@ cdef extern from "_scan.h" nogil:
         int64_t* rawsp
         int64_t mt, ma, hi, lo
     int64_t ks_single_scan(ks_single* q)
+    int64_t ks_host_zone_raw(int64_t h, double wh, int64_t skew_h, int64_t zc, double wz,
+                             int64_t skew_z)
     void ks_soft_scores(const int32_t* rows, int64_t nf, int64_t nrows, const ks_soft* k,
                         int64_t nk, int require_all, int64_t* dcount, uint8_t* dpresent,
                         int64_t maxdom, double* weights, uint8_t* missing, int64_t* rawsp,
@@ -353,6 +360,11 @@ cdef class BurstKernel:
         self.s_gstart = np.zeros((nslots, MAX_ZONES + 2), dtype=np.int32)
         self.s_zc = np.zeros((nslots, MAX_ZONES + 1), dtype=np.int64)
         self.s_fz = np.zeros((nslots, MAX_ZONES + 1), dtype=np.int64)
+        host_zone = bool((np.asarray(c_mode) == 3).any())
+        self.s_h = np.zeros((nslots if host_zone else 1, self.leaves), dtype=np.int32)
+        # a row's count of matching pods is at most its count now plus the chunk's pods
+        most_counted = int(np.max(counters)) if host_zone and np.size(counters) else 0
+        self.hz_count = np.zeros(most_counted + self.npods + 2 if host_zone else 1, dtype=np.int64)
         self.log_row = np.zeros(2 * self.npods + 1, dtype=np.int32)
         self.log_class = np.zeros(2 * self.npods + 1, dtype=np.int32)
         self.log_sign = np.zeros(2 * self.npods + 1, dtype=np.int32)
@@ -759,6 +771,8 @@ cdef class BurstKernel:
             return  # spread / inter-pod classes pick their node in passes per pod (_place_spread)
         if self.c_mode[c] == 1:
             self._zone_layout(s, c)
+        elif self.c_mode[c] == 3:
+            self._host_zone_layout(s, c)
         else:
             for n in range(self.rows):
                 self.s_perm[s, n] = <int32_t>n
@@ -773,8 +787,13 @@ cdef class BurstKernel:
         cdef uint8_t f, flipped = 0
         cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
         cdef Py_ssize_t start = self.slot_synced[s]
-        cdef bint zone = self.c_mode[c] == 1
-        cdef Py_ssize_t j = self.c_k_off[c], key = self.k_key[j] if zone else 0
+        cdef bint host_zone = self.c_mode[c] == 3
+        cdef bint zone = self.c_mode[c] == 1 or host_zone
+        cdef Py_ssize_t j = self.c_k_off[c], jh = 0, key
+        cdef bint raised
+        if host_zone:
+            self._host_zone_rows(c, &jh, &j)
+        key = self.k_key[j] if zone else 0
         if self.log_len - start > self.rows // 4:
             self._rebuild(s, c)
             return
@@ -788,12 +807,17 @@ cdef class BurstKernel:
                     g = d if d >= 0 else self.ndom[key]
                     self.s_fz[s, g] += 1 if f else -1
             if zone:
-                d = self.dom[key, n]
-                if d >= 0 and self.elig[self.k_elig[j], n]:
-                    c2 = self.log_class[i]
-                    for k in range(self.c_inc_off[c2], self.c_inc_off[c2 + 1]):
-                        if self.c_inc[k] == self.k_counter[j]:
-                            self.s_zc[s, d] += self.log_sign[i]
+                raised = False
+                c2 = self.log_class[i]
+                for k in range(self.c_inc_off[c2], self.c_inc_off[c2 + 1]):
+                    if self.c_inc[k] == self.k_counter[j]:
+                        raised = True
+                if raised:
+                    d = self.dom[key, n]
+                    if d >= 0 and self.elig[self.k_elig[j], n]:
+                        self.s_zc[s, d] += self.log_sign[i]
+                    if host_zone:
+                        self._host_move(s, c, n, self.log_sign[i])
             self.s_feas[s, n] = f
             self.s_local[s, n] = self._local(c, n) if f else 0
         self.slot_synced[s] = self.log_len
@@ -947,7 +971,7 @@ cdef class BurstKernel:
             elif self.c_left[c] == 0 and self.class_slot[c] < 0:
                 # The class's only pod in the chunk: fused passes, no cache to build.
                 s = -1
-                if self._domain(c):
+                if self._domain(c) or self.c_mode[c] == 3:
                     n = self._place_spread(-1, c, &best)
                 else:
                     n = self._place_single(c, &best)
@@ -957,6 +981,8 @@ cdef class BurstKernel:
                     n = self._place_spread(s, c, &best)
                 elif self.c_mode[c] == 1:
                     n = self._place_zone(s, c, &best)
+                elif self.c_mode[c] == 3:
+                    n = self._place_host_zone(s, c, &best)
                 else:
                     best = self.s_tree[s, 1]
                     n = -1
@@ -1291,6 +1317,28 @@ cdef class BurstKernel:
             r >>= 1
         return best
 
+    cdef void _consider_group(self, Py_ssize_t s, Py_ssize_t gs, Py_ssize_t ge, int64_t m,
+                              int64_t cand, Py_ssize_t cursor, int64_t* best,
+                              Py_ssize_t* best_pos, Py_ssize_t* best_dist) noexcept nogil:
+        """Tree positions [gs, ge) share a spread score; m is their best total without it
+        and cand with it. Take the group's first row of total m at or after the cursor
+        (wrapping within the group) when cand beats the best so far, or ties it nearer
+        the cursor (ties spread identical pods as the plain max-tree does)."""
+        cdef Py_ssize_t pos = -1, dist
+        if cand < best[0]:
+            return
+        if cursor < ge:
+            pos = self._tree_first(s, cursor if cursor > gs else gs, m)
+            if pos >= ge:
+                pos = -1
+        if pos < 0:
+            pos = self._tree_first(s, gs, m)
+        dist = pos - cursor if pos >= cursor else pos - cursor + self.leaves
+        if cand > best[0] or dist < best_dist[0]:
+            best[0] = cand
+            best_pos[0] = pos
+            best_dist[0] = dist
+
     cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
         """Order the slot's tree by zone and count feasible rows and matching pods per zone."""
         cdef Py_ssize_t j = self.c_k_off[c], key = self.k_key[j], nd = self.ndom[key]
@@ -1325,9 +1373,9 @@ cdef class BurstKernel:
         """Best row for a class whose only spread term is one soft constraint on a zone-like
         key: per zone, the best total without spread plus the zone's spread score."""
         cdef Py_ssize_t j = self.c_k_off[c], key = self.k_key[j], nd = self.ndom[key]
-        cdef Py_ssize_t g, zones = 0, gs, ge, pos, best_pos = -1, dist, best_dist = 0
+        cdef Py_ssize_t g, zones = 0, gs, ge, best_pos = -1, best_dist = 0
         cdef Py_ssize_t cursor = self.s_cursor[s]
-        cdef int64_t hi = 0, lo = -1, raw, m, cand, best = NEG, sc
+        cdef int64_t hi = 0, lo = -1, raw, m, best = NEG, sc
         cdef double weight
         cdef int64_t raws[MAX_ZONES]
         for g in range(nd):
@@ -1356,21 +1404,161 @@ cdef class BurstKernel:
                 sc = MAX_SCORE
             else:
                 sc = MAX_SCORE * (hi + lo - raws[g]) // hi
-            cand = m + self.w_spread * sc
-            if cand < best:
-                continue
-            pos = -1
-            if cursor < ge:
-                pos = self._tree_first(s, cursor if cursor > gs else gs, m)
-                if pos >= ge:
-                    pos = -1
-            if pos < 0:
-                pos = self._tree_first(s, gs, m)
-            dist = pos - cursor if pos >= cursor else pos - cursor + self.leaves
-            if cand > best or dist < best_dist:
-                best = cand
-                best_pos = pos
-                best_dist = dist
+            self._consider_group(s, gs, ge, m, m + self.w_spread * sc, cursor, &best,
+                                 &best_pos, &best_dist)
+        if best_pos < 0:
+            return -1
+        self.s_cursor[s] = best_pos + 1
+        score[0] = best
+        return self.s_iperm[s, best_pos]
+
+    # ----------------------------- soft hostname and zone constraints (System defaults), fast
+    cdef void _host_zone_rows(self, Py_ssize_t c, Py_ssize_t* jh, Py_ssize_t* jz) noexcept nogil:
+        """The rows of class c's hostname constraint and of its zone-like one (c_mode 3)."""
+        cdef Py_ssize_t j = self.c_k_off[c]
+        if self.k_host[j]:
+            jh[0] = j
+            jz[0] = j + 1
+        else:
+            jz[0] = j
+            jh[0] = j + 1
+
+    cdef void _host_zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
+        """Order the slot's tree by zone and, within a zone, by the row's count of matching
+        pods (ascending, s_h); count feasible rows and matching pods per zone."""
+        cdef Py_ssize_t jh, jz, key, nd, q, n, d, g, h, pos, i, hmax = 0
+        self._host_zone_rows(c, &jh, &jz)
+        key = self.k_key[jz]
+        nd = self.ndom[key]
+        q = self.k_counter[jh]
+        for g in range(nd + 2):
+            self.s_gstart[s, g] = 0
+        for g in range(nd + 1):
+            self.s_fz[s, g] = 0
+            self.s_zc[s, g] = 0
+        for n in range(self.rows):
+            d = self.dom[key, n]
+            g = d if d >= 0 else nd
+            self.s_gstart[s, g + 1] += 1
+            if self.s_feas[s, n]:
+                self.s_fz[s, g] += 1
+            if d >= 0 and self.elig[self.k_elig[jz], n]:
+                self.s_zc[s, d] += self.counters[q, n]
+            if self.counters[q, n] > hmax:
+                hmax = self.counters[q, n]
+        for g in range(nd + 1):
+            self.s_gstart[s, g + 1] += self.s_gstart[s, g]
+        # rows by count (a stable counting sort into frows), then by zone, keeping that order
+        for h in range(hmax + 2):
+            self.hz_count[h] = 0
+        for n in range(self.rows):
+            self.hz_count[self.counters[q, n] + 1] += 1
+        for h in range(hmax + 1):
+            self.hz_count[h + 1] += self.hz_count[h]
+        for n in range(self.rows):
+            h = self.counters[q, n]
+            self.frows[self.hz_count[h]] = <int32_t>n
+            self.hz_count[h] += 1
+        for g in range(nd + 1):  # a running cursor per zone (dcount row 0 as scratch)
+            self.dcount[0, g] = self.s_gstart[s, g]
+        for i in range(self.rows):
+            n = self.frows[i]
+            d = self.dom[key, n]
+            g = d if d >= 0 else nd
+            pos = self.dcount[0, g]
+            self.dcount[0, g] = pos + 1
+            self.s_perm[s, n] = <int32_t>pos
+            self.s_iperm[s, pos] = <int32_t>n
+            self.s_h[s, pos] = self.counters[q, n]
+
+    cdef Py_ssize_t _h_after(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi, int32_t h) noexcept nogil:
+        """The first position in [lo, hi) whose count is above h (hi if none); the counts
+        of [lo, hi) ascend."""
+        cdef Py_ssize_t mid
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.s_h[s, mid] > h:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    cdef void _host_move(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil:
+        """Row n's count of matching pods changed by sign (+1 or -1): move it to the end
+        (or the start) of its run of equal counts, swapping with the row there, and record
+        the new count, so that the counts of each zone stay in ascending order."""
+        cdef Py_ssize_t jh, jz, key, d, g, gs, ge, p, t, m
+        cdef int32_t h
+        cdef int64_t vp, vt
+        self._host_zone_rows(c, &jh, &jz)
+        key = self.k_key[jz]
+        d = self.dom[key, n]
+        g = d if d >= 0 else self.ndom[key]
+        gs = self.s_gstart[s, g]
+        ge = self.s_gstart[s, g + 1]
+        p = self.s_perm[s, n]
+        h = self.s_h[s, p]
+        if sign > 0:
+            t = self._h_after(s, p + 1, ge, h) - 1
+        else:
+            t = self._h_after(s, gs, p, h - 1)
+        if t != p:
+            m = self.s_iperm[s, t]
+            self.s_iperm[s, t] = <int32_t>n
+            self.s_iperm[s, p] = <int32_t>m
+            self.s_perm[s, n] = <int32_t>t
+            self.s_perm[s, m] = <int32_t>p
+            vp = self.s_tree[s, p + self.leaves]
+            vt = self.s_tree[s, t + self.leaves]
+            self._tree_set(s, p, vt)
+            self._tree_set(s, t, vp)
+        self.s_h[s, t] = h + sign
+
+    cdef Py_ssize_t _place_host_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
+        """Best row for a class whose spread terms are a soft hostname constraint and a
+        soft zone-like one over the same pods, every node having both keys (c_mode 3): per
+        (zone, count) group, its best total without spread plus the group's spread score.
+
+        The groups' raw scores are ks_soft_scores' for their rows: the hostname weight
+        counts the feasible rows, the zone weight the zones with a feasible row."""
+        cdef Py_ssize_t jh, jz, key, nd, g, gs, ge, b, e, best_pos = -1
+        cdef Py_ssize_t counted = 0, zones = 0, best_dist = 0, cursor = self.s_cursor[s]
+        cdef int64_t hi = 0, lo = -1, raw, m, sc, best = NEG
+        cdef double wh, wz
+        cdef int pass_
+        self._host_zone_rows(c, &jh, &jz)
+        key = self.k_key[jz]
+        nd = self.ndom[key]
+        for g in range(nd):
+            if self.s_fz[s, g] > 0:
+                zones += 1
+                counted += self.s_fz[s, g]
+        wh = log(<double>(counted + 2))
+        wz = log(<double>(zones + 2))
+        # pass 0: the range of raw scores over the groups with a feasible row; pass 1: pick
+        for pass_ in range(2):
+            for g in range(nd):
+                if self.s_fz[s, g] <= 0:
+                    continue
+                gs = self.s_gstart[s, g]
+                ge = self.s_gstart[s, g + 1]
+                b = gs
+                while b < ge:
+                    e = self._h_after(s, b, ge, self.s_h[s, b])
+                    m = self._tree_max(s, b, e)
+                    if m >= 0:
+                        raw = ks_host_zone_raw(self.s_h[s, b], wh, self.k_skew[jh],
+                                               self.s_zc[s, g], wz, self.k_skew[jz])
+                        if pass_ == 0:
+                            if raw > hi:
+                                hi = raw
+                            if lo < 0 or raw < lo:
+                                lo = raw
+                        else:
+                            sc = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - raw) // hi
+                            self._consider_group(s, b, e, m, m + self.w_spread * sc, cursor,
+                                                 &best, &best_pos, &best_dist)
+                    b = e
         if best_pos < 0:
             return -1
         self.s_cursor[s] = best_pos + 1

@@ -318,6 +318,19 @@ static inline int64_t ks_round(double x)
     return x - (double)v >= 0.5 ? v + 1 : v;
 }
 
+/* The raw PodTopologySpread score ks_soft_scores gives a row with h matching pods of its
+ * own in a zone counting zc, for a pod whose soft constraints are one on the hostname
+ * (weight wh, maxSkew skew_h) and one on a zone-like key (wz, skew_z) and a node with both
+ * keys: the same sum (floating addition commutes), rounded the same way. */
+static inline int64_t ks_host_zone_raw(int64_t h, double wh, int64_t skew_h, int64_t zc,
+                                       double wz, int64_t skew_z)
+{
+    double total = 0.0;
+    total += (double)h * wh + (double)(skew_h - 1);
+    total += (double)zc * wz + (double)(skew_z - 1);
+    return ks_round(total);
+}
+
 /* PodTopologySpread's raw scores of a pod on its feasible rows rows[0..nf) (nrows rows in
  * all), its nk soft constraints counting pods: per constraint, the domains of the feasible
  * rows that have every key take part (a hostname constraint: each such row), weighted by

@@ -224,6 +224,7 @@ class SpreadEncoder:
             args.ignore_preferred_terms_of_existing_pods,
         )
         self._constraints: dict[int, list[Constraint]] = {}
+        self._every_node: dict[str, bool] = {}  # label key -> every node has it
         # label pair -> ids, for finding what a selector may match
         self._group_index: dict[tuple[str, str], set[int]] = {}
         for gid, group in enumerate(self.state.groups):
@@ -525,7 +526,9 @@ class SpreadEncoder:
         return live, initial
 
     def _mode(self, cid: int, has_interpod: bool) -> int:
-        """How the kernel picks a node for the class: 0 max-tree, 1 per zone, 2 passes."""
+        """How the kernel picks a node for the class: 0 max-tree, 1 per zone, 2 passes,
+        3 per (zone, count of matching pods) for a soft hostname and a soft zone constraint
+        over the same pods (the System defaults), every node having both keys."""
         if has_interpod:
             return 2
         constraints = self.constraints(cid)
@@ -546,7 +549,30 @@ class SpreadEncoder:
             domains = len(self.state.label_values.get(only.key, ()))
             if domains <= ZONE_LIMIT:
                 return 1
+        if len(constraints) == 2 and not hard:
+            first, second = constraints
+            zone = second if first.key == HOSTNAME else first
+            if (
+                HOSTNAME in (first.key, second.key)
+                and zone.key != HOSTNAME
+                and first.selector == second.selector
+                and len(self.state.label_values.get(zone.key, ())) <= ZONE_LIMIT
+                and self._on_every_node(HOSTNAME)
+                and self._on_every_node(zone.key)
+            ):
+                return 3
         return 2
+
+    def _on_every_node(self, key: str) -> bool:
+        """Whether every node has label ``key`` (then no node misses a constraint's key)."""
+        found = self._every_node.get(key)
+        if found is None:
+            rows = self.state.rows
+            column = self.state.label_columns.get(key)
+            present = self.state.present[:rows].astype(bool)
+            found = column is not None and bool((column[:rows][present] >= 0).all())
+            self._every_node[key] = found
+        return found
 
     def _eligible(self, info: ClassInfo, honor_affinity: bool, honor_taints: bool) -> np.ndarray:
         """Rows that count for a constraint under its node inclusion policies."""

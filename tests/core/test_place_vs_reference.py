@@ -28,7 +28,9 @@ from kubesalvo.core.plugins.node_resources_fit import (
 from kubesalvo.core.plugins.pod_topology_spread import DefaultConstraint, PodTopologySpreadArgs
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
+from kubesalvo.core.spread import SpreadEncoder
 from kubesalvo.core.state import ClusterState
+from kubesalvo.core.synthetic import FleetSpec, Scenario, WorkloadSpec
 from kubesalvo.core.synthetic.nodes import make_nodes
 from kubesalvo.core.synthetic.workloads import make_pods
 from tests.helpers.reference import (
@@ -366,6 +368,58 @@ def test_synthetic_bursts_match_the_reference(shape, small_chunks, monkeypatch):
     if small_chunks:
         monkeypatch.setattr(place, "_CHUNK_CELLS", 1)
     assert_plan_matches_reference(make_nodes(40, seed=7), make_pods(120, seed=8, shape=shape))
+
+
+@pytest.mark.parametrize("small_chunks", [False, True])
+def test_deployment_pods_take_the_host_and_zone_path_and_match_the_reference(
+    small_chunks, monkeypatch
+):
+    """Pods owned by ReplicaSets, without constraints of their own, get the System default
+    constraints (hostname and zone, ScheduleAnyway) over what their ReplicaSet selects:
+    the kernel places them per (zone, matching pods on the node) group (c_mode 3), and
+    every choice is one of the reference's best nodes with its score, with a quarter of
+    each ReplicaSet already running, several classes taking the same nodes and, with small
+    chunks, counts carried from chunk to chunk."""
+    if small_chunks:
+        monkeypatch.setattr(place, "_CHUNK_CELLS", 1)
+    modes: list[int] = []
+    mode_of = SpreadEncoder._mode
+
+    def recorded(self, cid, has_interpod):
+        modes.append(mode_of(self, cid, has_interpod))
+        return modes[-1]
+
+    monkeypatch.setattr(SpreadEncoder, "_mode", recorded)
+    scenario = Scenario(
+        name="owned",
+        fleet=FleetSpec(nodes=45),
+        workloads=(WorkloadSpec(shape="replicasets", pods=360, classes=6),),
+        seed=5,
+    )
+    snapshot = scenario.generate(owners=True)
+    nodes = snapshot.nodes
+    running, burst = [], []
+    for i, pod in enumerate(snapshot.pending_pods()):
+        if i % 4 == 0:
+            spec = {**pod["spec"], "nodeName": nodes[(i * 7) % len(nodes)]["metadata"]["name"]}
+            running.append({**pod, "spec": spec})
+        else:
+            burst.append(pod)
+    state = ClusterState()
+    for node in nodes:
+        state.add_node(node)
+    for pod in running:
+        state.add_pod(pod)
+    for namespace in snapshot.namespaces:
+        meta = namespace["metadata"]
+        state.set_namespace(meta["name"], meta.get("labels") or {})
+    result = plan(state, burst, workloads=snapshot.workloads)
+    assert 3 in modes and result.placed == len(burst)
+    reference = ReferenceScheduler(
+        nodes, running, snapshot.namespaces, workloads=snapshot.workloads
+    )
+    expected = reference.place_burst(burst, choose=kernel_choices(result, burst))
+    assert_same_outcomes(result, expected)
 
 
 def test_a_pod_with_more_than_64_soft_constraints_is_scored_on_all_of_them():
