@@ -62,7 +62,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--schedulers",
         default=f"{contenders.KUBESALVO},{contenders.KUBE_SCHEDULER}",
         help=f"comma-separated, run in this order; from {', '.join(contenders.CONTENDERS)} "
-        "(raw-bind binds without scheduling: the ceiling)",
+        "(raw-bind binds without scheduling, through kubesalvo's client and binder: the "
+        "ceiling; raw-bind-events also writes the Scheduled event per pod: the fair ceiling)",
     )
     parser.add_argument(
         "--mode",

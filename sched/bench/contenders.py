@@ -13,7 +13,11 @@
   and prioritize every pod, node cache on (names only): what kube-scheduler's pods/s is
   with kubesalvo as its extender. The extender's own process is sampled apart
   (``helpers``).
-- ``raw-bind``: ``rawbind``, binding without scheduling: the ceiling.
+- ``raw-bind``: ``rawbind``, binding without scheduling, round robin, through kubesalvo's
+  own client, informers and binder (client QPS and burst as given): the ceiling.
+- ``raw-bind-events``: the same, also writing the one Scheduled event per pod that
+  kube-scheduler and kubesalvo write: the fair ceiling for a scheduler that behaves like
+  kube-scheduler.
 
 Each name is also the ``schedulerName`` its pods carry, and the key of its pid in the
 control plane's state, so that ``cluster down`` stops a contender left running.
@@ -40,12 +44,14 @@ KUBE_SCHEDULER = "kube-scheduler"
 KUBE_SCHEDULER_ALL_NODES = "kube-scheduler-all-nodes"
 KUBE_SCHEDULER_EXTENDER = "kube-scheduler-extender"
 RAW_BIND = "raw-bind"
+RAW_BIND_EVENTS = "raw-bind-events"
 CONTENDERS = (
     KUBESALVO,
     KUBE_SCHEDULER,
     KUBE_SCHEDULER_ALL_NODES,
     KUBE_SCHEDULER_EXTENDER,
     RAW_BIND,
+    RAW_BIND_EVENTS,
 )
 # Top-level KubeSchedulerConfiguration settings of each upstream contender.
 UPSTREAM_SETTINGS: dict[str, dict[str, Any]] = {
@@ -83,6 +89,7 @@ def start(cp: ControlPlane, name: str, qps: float, burst: int, timeout: float = 
         KUBE_SCHEDULER_ALL_NODES: _start_kube_scheduler_all_nodes,
         KUBE_SCHEDULER_EXTENDER: _start_kube_scheduler_extender,
         RAW_BIND: _start_raw_bind,
+        RAW_BIND_EVENTS: _start_raw_bind_events,
     }
     if name not in starters:
         raise ValueError(f"unknown scheduler {name!r}; accepted: {', '.join(CONTENDERS)}")
@@ -260,28 +267,38 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
     )
 
 
-def _start_raw_bind(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
+def _start_raw_bind(
+    cp: ControlPlane, qps: float, burst: int, timeout: float, name: str = RAW_BIND
+) -> Contender:
     began = time.monotonic()
-    ready = _work_dir(cp, RAW_BIND) / "ready"
+    ready = _work_dir(cp, name) / "ready"
     ready.unlink(missing_ok=True)
-    concurrency = 64
+    events = name == RAW_BIND_EVENTS
     command = [
         "kubesalvo.sched.bench.rawbind",
         f"--cluster-dir={cp.dir}",
-        f"--scheduler-name={RAW_BIND}",
-        f"--concurrency={concurrency}",
+        f"--scheduler-name={name}",
+        f"--qps={qps}",
+        f"--burst={burst}",
         f"--ready-file={ready}",
     ]
-    pid, log, stop = _spawn(cp, RAW_BIND, command)
+    if events:
+        command.append("--events")
+    pid, log, stop = _spawn(cp, name, command)
     deadline = time.monotonic() + timeout
     while not ready.exists():
         if not processes.is_running(pid) or time.monotonic() > deadline:
             stop()
-            raise StartError(f"{RAW_BIND} did not start; end of {log}:\n{processes.log_tail(log)}")
+            raise StartError(f"{name} did not start; end of {log}:\n{processes.log_tail(log)}")
         time.sleep(0.1)
+    sends = "one binding" + (" and one Scheduled event" if events else "")
     settings = {
         "command": " ".join(command),
-        "notes": f"round robin over schedulable nodes, {concurrency} binds in flight, "
-        "no client-side rate limit",
+        "notes": "round robin over schedulable nodes through kubesalvo's client, informers "
+        f"and binder (client QPS {qps:g}, burst {burst}); per pod it sends {sends}",
     }
-    return Contender(RAW_BIND, pid, log, settings, began, time.monotonic() - began, stop)
+    return Contender(name, pid, log, settings, began, time.monotonic() - began, stop)
+
+
+def _start_raw_bind_events(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
+    return _start_raw_bind(cp, qps, burst, timeout, RAW_BIND_EVENTS)

@@ -186,6 +186,10 @@ async def create_burst(
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(pods))))))
 
 
+# How long after creation ends a scheduler that has bound nothing yet may take to start.
+FIRST_BIND_GRACE = 180.0
+
+
 async def wait_bound(
     watch: BindWatch,
     total: int,
@@ -195,7 +199,11 @@ async def wait_bound(
     timeout: float,
 ) -> str:
     """Waits until all ``total`` pods are bound ("all bound"), or creation has ended and no
-    pod was bound for ``settle`` seconds ("stalled"), or ``timeout`` ("timeout")."""
+    pod was bound for ``settle`` seconds ("stalled"), or ``timeout`` ("timeout").
+
+    Before its first bind a scheduler has not stalled, it is starting (upstream
+    kube-scheduler took more than 20 s to sync its informers over 15,000 nodes while
+    10,000 pods were being created): then the window is ``FIRST_BIND_GRACE`` seconds."""
     began = time.monotonic()
     last_progress = began
     seen = -1
@@ -210,7 +218,8 @@ async def wait_bound(
             raise RuntimeError("the pod watch ended")
         if creation.done():
             creation.result()  # a refused create ends the run with its error
-            if now - last_progress > settle:
+            window = settle if watch.bound else max(settle, FIRST_BIND_GRACE)
+            if now - last_progress > window:
                 # Before calling it a stall, make sure no bind was missed by the watch.
                 await watch.resync()
                 if len(watch.bound) == seen:

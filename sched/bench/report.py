@@ -136,10 +136,18 @@ def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
         ("scheduler start (informers synced)", [f"{r.startup_seconds:.1f}s" for r in result.runs])
     )
     rows.append(("placements", [_check(r) for r in result.runs]))
-    for other in ("kube_scheduler", "raw_bind"):
+    others = ["kube_scheduler", "raw_bind"]
+    if any(run.scheduler == "raw-bind-events" for run in result.runs):
+        others.append("raw_bind_events")
+    for other in others:
         cells = []
         for run in result.runs:
-            figures = summary(run, result.reference(run, "kube-scheduler"), result.raw(run))
+            figures = summary(
+                run,
+                result.reference(run, "kube-scheduler"),
+                result.raw(run),
+                result.reference(run, "raw-bind-events"),
+            )
             ratios = figures[f"ratio_to_{other}"] or {}
             pps, p99 = ratios.get("pods_per_second"), ratios.get("p99_seconds")
             cells.append(f"{pps or 0:.2f} / {p99 or 0:.2f}" if ratios else "")

@@ -94,7 +94,12 @@ class BenchResult:
         for run, raw in zip(self.runs, document["runs"], strict=True):
             raw["pending"] = run.pending
             raw["timeline"] = run.timeline()
-            raw["summary"] = summary(run, self.reference(run, "kube-scheduler"), self.raw(run))
+            raw["summary"] = summary(
+                run,
+                self.reference(run, "kube-scheduler"),
+                self.raw(run),
+                self.reference(run, "raw-bind-events"),
+            )
         return document
 
     def reference(self, run: RunResult, scheduler: str) -> RunResult | None:
@@ -114,10 +119,14 @@ SUMMARY_PROCESSES = ("scheduler", "extender", "kube-apiserver", "etcd")
 
 
 def summary(
-    run: RunResult, kube_scheduler: RunResult | None, raw_bind: RunResult | None
+    run: RunResult,
+    kube_scheduler: RunResult | None,
+    raw_bind: RunResult | None,
+    raw_bind_events: RunResult | None = None,
 ) -> dict[str, Any]:
     """The comparable figures of one run. Ratios are this run's figure over the other's:
-    above 1 means more pods/s, or a longer p99 latency."""
+    above 1 means more pods/s, a longer p99 latency, or more CPU per pod (the scheduler's
+    own, and the API server's)."""
     per_thousand = 1000 / run.bound if run.bound else 0.0
     checked = run.feasibility.get("checked", False)
     figures: dict[str, Any] = {
@@ -136,9 +145,19 @@ def summary(
         "infeasible": run.feasibility.get("violation_count", 0) if checked else None,
         "offered_pods_per_second": run.offered_rate,
     }
-    for name, other in (("kube_scheduler", kube_scheduler), ("raw_bind", raw_bind)):
+    others = (
+        ("kube_scheduler", kube_scheduler),
+        ("raw_bind", raw_bind),
+        ("raw_bind_events", raw_bind_events),
+    )
+    for name, other in others:
         figures[f"ratio_to_{name}"] = _ratios(run, other) if other is not None else None
     return figures
+
+
+def _cpu_per_pod(run: RunResult, process: str) -> float | None:
+    usage = run.usage.get(process)
+    return usage.cpu_seconds / run.bound if usage is not None and run.bound else None
 
 
 def _ratios(run: RunResult, other: RunResult) -> dict[str, float | None]:
@@ -148,6 +167,12 @@ def _ratios(run: RunResult, other: RunResult) -> dict[str, float | None]:
     return {
         "pods_per_second": ratio(run.pods_per_second, other.pods_per_second),
         "p99_seconds": ratio(run.latency.get("p99"), other.latency.get("p99")),
+        "scheduler_cpu_per_pod": ratio(
+            _cpu_per_pod(run, "scheduler"), _cpu_per_pod(other, "scheduler")
+        ),
+        "apiserver_cpu_per_pod": ratio(
+            _cpu_per_pod(run, "kube-apiserver"), _cpu_per_pod(other, "kube-apiserver")
+        ),
     }
 
 

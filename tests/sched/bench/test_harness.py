@@ -25,6 +25,7 @@ BACKLOG_SCHEDULERS = (
     contenders.KUBE_SCHEDULER,
     contenders.KUBE_SCHEDULER_EXTENDER,
     contenders.KUBESALVO,
+    contenders.RAW_BIND_EVENTS,
 )
 USAGE_KEYS = {"scheduler", *harness.CONTROL_PLANE, harness.BENCH, "machine"}
 
@@ -67,8 +68,8 @@ def bench(
 
 @pytest.fixture(scope="module")
 def backlog(tmp_path_factory: pytest.TempPathFactory) -> BenchResult:
-    """kubesalvo, kube-scheduler and kube-scheduler with kubesalvo as its extender in
-    backlog mode: each started with all 200 pods waiting."""
+    """kubesalvo, kube-scheduler, kube-scheduler with kubesalvo as its extender and
+    raw-bind-events in backlog mode: each started with all 200 pods waiting."""
     _require_binaries()
     out = tmp_path_factory.mktemp("backlog")
     options = harness.Options(
@@ -176,7 +177,8 @@ async def _count_nodes(cp: ControlPlane) -> int:
 def test_backlog_mode_times_each_scheduler_from_its_start(backlog: BenchResult) -> None:
     for run in backlog.runs:
         assert (run.mode, run.outcome, run.bound) == ("backlog", "all bound", 200)
-        assert run.feasibility["ok"], run.feasibility
+        if run.scheduler != contenders.RAW_BIND_EVENTS:  # it binds without deciding
+            assert run.feasibility["ok"], run.feasibility
         # Nothing can be bound before the scheduler is started: the clock starts with it,
         # and its start (listing nodes and the waiting pods) is inside the measured time.
         assert 0 < run.time_to_first_bind <= run.duration_seconds
@@ -201,3 +203,26 @@ def test_kube_scheduler_with_the_extender_asks_it_about_every_pod(backlog: Bench
     # The others have no extender.
     assert contenders.EXTENDER not in by_name[contenders.KUBE_SCHEDULER].usage
     assert "extenders" not in by_name[contenders.KUBE_SCHEDULER].settings["config"]
+
+
+def test_raw_bind_events_is_the_reference_kubesalvo_is_compared_with(backlog: BenchResult) -> None:
+    """raw-bind-events binds without deciding (its placements are not checked) and every
+    other run's summary gives its ratios to it: pods/s, p99 and CPU per pod, the
+    scheduler's own and the API server's."""
+    by_name = {run.scheduler: run for run in backlog.runs}
+    raw = by_name[contenders.RAW_BIND_EVENTS]
+    assert raw.feasibility["checked"] is False and raw.feasibility["run_pods_unbound"] == 0
+    assert "--events" in raw.settings["command"]
+    assert "one binding and one Scheduled event" in raw.settings["notes"]
+    document = backlog.to_json()
+    for run in document["runs"]:
+        ratios = run["summary"]["ratio_to_raw_bind_events"]
+        assert set(ratios) == {
+            "pods_per_second",
+            "p99_seconds",
+            "scheduler_cpu_per_pod",
+            "apiserver_cpu_per_pod",
+        }
+        assert all(value is not None and value > 0 for value in ratios.values()), ratios
+    mine = next(r for r in document["runs"] if r["scheduler"] == contenders.RAW_BIND_EVENTS)
+    assert mine["summary"]["ratio_to_raw_bind_events"]["pods_per_second"] == 1.0

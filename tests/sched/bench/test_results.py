@@ -74,8 +74,37 @@ def test_summary_gives_per_thousand_cpu_and_ratios_in_the_same_conditions() -> N
         "etcd": 250.0,
     }
     assert (first["placed"], first["infeasible"], first["peak_rss_bytes"]) == (2, 0, 100)
-    assert first["ratio_to_kube_scheduler"] == {"pods_per_second": 2.0, "p99_seconds": 0.25}
-    assert upstream["ratio_to_kube_scheduler"] == {"pods_per_second": 1.0, "p99_seconds": 1.0}
+    # Same bound pods and CPU in every run here: the CPU per pod ratios are 1.
+    same_cpu = {"scheduler_cpu_per_pod": 1.0, "apiserver_cpu_per_pod": 1.0}
+    assert first["ratio_to_kube_scheduler"] == {
+        "pods_per_second": 2.0,
+        "p99_seconds": 0.25,
+        **same_cpu,
+    }
+    assert upstream["ratio_to_kube_scheduler"] == {
+        "pods_per_second": 1.0,
+        "p99_seconds": 1.0,
+        **same_cpu,
+    }
     # No kube-scheduler run at 100/s: no ratio to it; raw-bind's ceiling is the reference.
     assert second["ratio_to_kube_scheduler"] is None
-    assert second["ratio_to_raw_bind"] == {"pods_per_second": 0.375, "p99_seconds": 4.0}
+    assert second["ratio_to_raw_bind"] == {"pods_per_second": 0.375, "p99_seconds": 4.0, **same_cpu}
+    assert second["ratio_to_raw_bind_events"] is None  # it did not run
+
+
+def test_cpu_per_pod_ratios_to_raw_bind_events() -> None:
+    """The fair ceiling: the scheduler's own CPU and the API server's per bound pod, over
+    raw-bind-events' in the same conditions."""
+    result = BenchResult("kubesalvo bench", "2026-01-01T00:00:00Z", {}, {}, {})
+    mine = _run("kubesalvo", 400.0, 2.0)
+    raw = _run("raw-bind-events", 500.0, 1.0)
+    raw.usage["scheduler"] = ProcessUsage(cpu_seconds=0.5, peak_rss_bytes=80)
+    raw.usage["kube-apiserver"] = ProcessUsage(cpu_seconds=5.0, peak_rss_bytes=200)
+    result.runs = [mine, raw]
+    ratios = result.to_json()["runs"][0]["summary"]["ratio_to_raw_bind_events"]
+    assert ratios == {
+        "pods_per_second": 0.8,
+        "p99_seconds": 2.0,
+        "scheduler_cpu_per_pod": 2.0,
+        "apiserver_cpu_per_pod": 0.8,
+    }
