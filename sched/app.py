@@ -375,6 +375,7 @@ class Scheduler:
                 self.queue.on_event(ASSIGNED_POD_DELETE, pod, None)
             self.queue.delete(key)
             self.recorder.forget_pod(pod.metadata.namespace, pod.metadata.name)
+            self.cycle.forget_attempt(f"{pod.metadata.namespace}/{pod.metadata.name}", key)
             return
         if pod.spec.node_name:
             # Bound, by us or anyone: counted in the state, no longer pending.
@@ -479,6 +480,8 @@ class Scheduler:
             "preemptionsPending": self.cycle.preemptions_pending,
             "assumed": self.cache.assumed_count,
             "cache": self.cache.sizes(),
+            # last attempts kept for /debug/explain (a deleted pod's goes with it)
+            "attemptsRemembered": len(self.cycle.attempts),
             "pods": listing,
         }
         return web.json_response(body)

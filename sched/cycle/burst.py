@@ -620,6 +620,14 @@ class BurstCycle:
         )
         self._keep_attempt(attempt)
 
+    def forget_attempt(self, pod: str, uid: str) -> None:
+        """Pod ``pod`` (namespace/name) of uid ``uid`` was deleted: its last attempt goes
+        too (explain answers "unknown" for it; kept, a churn of pods would fill the
+        memory of remembered attempts with the dead)."""
+        attempt = self.attempts.get(pod)
+        if attempt is not None and attempt.uid == uid:
+            del self.attempts[pod]
+
     def _keep_attempt(self, attempt: Attempt) -> None:
         self.attempts.pop(attempt.pod, None)
         self.attempts[attempt.pod] = attempt

@@ -254,16 +254,19 @@ def test_a_long_churn_leaves_memory_queues_and_caches_flat(
             on_nodes = [p for p in bound if p["spec"]["nodeName"] in names]
             orphans = [p for p in bound if p["spec"]["nodeName"] not in names]
             cache = queue["cache"]
-            agree = (cache["nodes"], cache["podsCounted"], cache["ghostPods"]) == (
-                len(nodes),
-                len(on_nodes),
-                len(orphans),
-            )
+            agree = (
+                cache["nodes"],
+                cache["podsCounted"],
+                cache["ghostPods"],
+                queue["attemptsRemembered"],
+            ) == (len(nodes), len(on_nodes), len(orphans), 0)
             if agree:
                 break
             time.sleep(0.5)
         assert process.process.poll() is None
         assert sum(queue["pending"].values()) == 0 and queue["assumed"] == 0, queue
+        # A deleted pod's last attempt goes with it: every pod of the churn is gone.
+        assert queue["attemptsRemembered"] == 0, queue["attemptsRemembered"]
         assert cache["nodes"] == len(nodes), cache
         assert cache["podsCounted"] == len(on_nodes), (cache, len(on_nodes))
         assert cache["ghostPods"] == len(orphans), (cache, len(orphans))
