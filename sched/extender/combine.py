@@ -43,7 +43,7 @@ class AgentFailure(RuntimeError):
 
 @dataclass
 class FilterAnswer:
-    passed: list[int] = field(default_factory=list)  # positions in the request's order
+    passed: Rows  # positions in the request's order
     failed: dict[str, str] = field(default_factory=dict)
     unresolvable: dict[str, str] = field(default_factory=dict)
 
@@ -61,9 +61,10 @@ def filter_nodes(
     agents: Sequence[ConfiguredAgent],
     state: ClusterState,
     pod: PodInfo,
-    names: Sequence[str],
+    names: npt.NDArray[np.object_],
     rows: Rows,
 ) -> FilterAnswer:
+    """Which of the request's nodes pass; ``names`` and ``rows`` in the request's order."""
     known = np.nonzero(rows >= 0)[0]
     known_rows = rows[known]
     reason_of = np.zeros(len(rows), dtype=np.int32)  # 0 passes, else reasons[i - 1]
@@ -83,24 +84,26 @@ def filter_nodes(
         reasons.extend(f"{entry.name}: {text}" for text in verdict.reasons)
         hard.update(offset + code for code in verdict.unresolvable)
         reason_of[known[fresh]] = offset + codes[fresh].astype(np.int32)
-    answer = FilterAnswer()
     unknown = rows < 0
     failing = np.nonzero(unknown | (reason_of > 0))[0]
-    # Plain lists in the loop: indexing numpy arrays per node costs more than the rest.
-    texts = [UNKNOWN_NODE, *reasons]
-    soft = [code not in hard for code in range(len(texts))]
+    codes_of = np.where(unknown[failing], 0, reason_of[failing])
+    texts = np.array([UNKNOWN_NODE, *reasons], dtype=object)
+    soft = np.array([code not in hard for code in range(len(texts))])
     soft[0] = False
-    codes_of = np.where(unknown[failing], 0, reason_of[failing]).tolist()
-    for position, code in zip(failing.tolist(), codes_of, strict=True):
-        target = answer.failed if soft[code] else answer.unresolvable
-        target[names[position]] = texts[code]
-    answer.passed = np.nonzero(~unknown & (reason_of == 0))[0].tolist()
+    # dicts from zipped lists: a Python step per failing node costs more than the rest
+    is_soft = soft[codes_of]
+    answer = FilterAnswer(np.nonzero(~unknown & (reason_of == 0))[0])
+    for target, pick in ((answer.failed, is_soft), (answer.unresolvable, ~is_soft)):
+        where = failing[pick]
+        if len(where):
+            target.update(zip(names[where].tolist(), texts[codes_of[pick]].tolist(), strict=True))
     return answer
 
 
 def prioritize(
     agents: Sequence[ConfiguredAgent], state: ClusterState, pod: PodInfo, rows: Rows
-) -> list[int]:
+) -> Rows:
+    """The score of each of the request's nodes, 0..``MAX_EXTENDER_PRIORITY``."""
     known = rows >= 0
     total = np.zeros(len(rows), dtype=np.float64)
     weights = 0
@@ -119,9 +122,8 @@ def prioritize(
         total += entry.weight * np.clip(np.nan_to_num(picked), 0.0, 1.0)
         weights += entry.weight
     if weights == 0:
-        return [0] * len(rows)
-    result: list[int] = np.rint(total * (MAX_EXTENDER_PRIORITY / weights)).astype(int).tolist()
-    return result
+        return np.zeros(len(rows), dtype=np.intp)
+    return np.rint(total * (MAX_EXTENDER_PRIORITY / weights)).astype(np.intp)
 
 
 def preempt(

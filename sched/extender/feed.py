@@ -53,6 +53,9 @@ class NodeFeed:
         self._watched: set[str] = set()  # nodes the informer knows
         self._requested: dict[str, float] = {}  # request-only nodes -> last seen
         self.pods_synced = False
+        # Bumped whenever a name gets a row or loses one (a dropped node's row is reused
+        # by the next new node): rows looked up before are stale once it moves.
+        self.layout = 0
 
     @property
     def state(self) -> ClusterState:
@@ -63,6 +66,8 @@ class NodeFeed:
     def put_node(self, node: Node) -> int:
         """Write a node into the state (added or changed) and tell the agents."""
         name = node.metadata.name
+        if name not in self.state.row_of:
+            self.layout += 1  # before: a node that fails halfway may still have its row
         self.cache.add_node(to_api_dict(node))
         self._versions[name] = node.metadata.resource_version
         row = self.state.row_of[name]
@@ -79,6 +84,7 @@ class NodeFeed:
         for agent in self.agents:  # before the row is cleared: hooks may read its name
             agent.on_node_removed(self.state, row)
         self.cache.remove_node(name)
+        self.layout += 1
 
     def on_node_change(self, change: Change[Node]) -> None:
         """The node informer's handler."""

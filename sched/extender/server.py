@@ -18,10 +18,10 @@ agent that fails turns into the answer's ``Error`` (filter, bind) or is left out
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 
@@ -32,6 +32,7 @@ from kubesalvo.sched.extender.agent import PodInfo
 from kubesalvo.sched.extender.config import ConfiguredAgent, ExtenderConfig
 from kubesalvo.sched.extender.feed import NodeFeed
 from kubesalvo.sched.extender.metrics import ALL_AGENTS, CONTENT_TYPE, ExtenderMetrics
+from kubesalvo.sched.extender.names import Listing, NamesCache
 from kubesalvo.sched.informers.models import Pod
 
 __all__ = ["ExtenderApp", "PodLookup"]
@@ -72,6 +73,7 @@ class ExtenderApp:
     ) -> None:
         self.config = config
         self.feed = feed
+        self.names = NamesCache(feed)
         self.client = client
         self.binder = Binder(client, BIND_SETTINGS) if client is not None else None
         self.pod_lookup = pod_lookup
@@ -137,28 +139,32 @@ class ExtenderApp:
 
     # --- the verbs ----------------------------------------------------------------------
 
-    def _nodes(self, args: wire.ExtenderArgs) -> tuple[list[str], Any, bool]:
-        """(names, rows, full nodes?) of a filter or prioritize request."""
-        if args.NodeNames is not None:
-            names = args.NodeNames
-            return names, self.feed.rows_of(names), False
-        if args.Nodes is not None:
-            names, rows = self.feed.request_rows(args.Nodes.items or [])
-            return names, rows, True
-        raise wire.BadRequest("invalid ExtenderArgs: NodeNames or Nodes is required")
-
     @staticmethod
     def _pod(pod: Pod | None, kind: str) -> PodInfo:
         if pod is None:
             raise wire.BadRequest(f"invalid {kind}: Pod is required")
         return PodInfo(pod)
 
-    async def _filter(self, body: bytes, agents: list[ConfiguredAgent]) -> tuple[bytes, bool]:
-        args = wire.decode(body, wire.ExtenderArgs)
+    def _request(self, body: bytes) -> tuple[wire.ExtenderArgsRaw, PodInfo, Listing, bool]:
+        """A filter or prioritize body: its args, pod and nodes, and whether the nodes
+        came as objects (else as names, answered from the feed's state)."""
+        args = wire.decode_extender_args(body)
+        nodes = None
+        if args.has_names:  # before the pod: a bad list was a decoding error, said first
+            decode = functools.partial(wire.node_names, body=body)
+            nodes = self.names.listing(bytes(args.NodeNames), decode)
         pod = self._pod(args.Pod, "ExtenderArgs")
-        names, rows, full = self._nodes(args)
+        if nodes is not None:
+            return args, pod, nodes, False
+        if args.Nodes is None:
+            raise wire.BadRequest("invalid ExtenderArgs: NodeNames or Nodes is required")
+        names, rows = self.feed.request_rows(args.Nodes.items or [])
+        return args, pod, Listing(names, rows, self.feed.layout), True
+
+    async def _filter(self, body: bytes, agents: list[ConfiguredAgent]) -> tuple[bytes, bool]:
+        args, pod, nodes, full = self._request(body)
         try:
-            answer = combine.filter_nodes(agents, self.feed.state, pod, names, rows)
+            answer = combine.filter_nodes(agents, self.feed.state, pod, nodes.array, nodes.rows)
         except combine.AgentFailure as error:
             return wire.encode(wire.FilterResult(Error=str(error))), True
         result = wire.FilterResult(
@@ -166,18 +172,15 @@ class ExtenderApp:
         )
         if full and args.Nodes is not None:
             items = args.Nodes.items or []
-            result.Nodes = wire.NodeList(items=[items[i] for i in answer.passed])
+            result.Nodes = wire.NodeList(items=[items[i] for i in answer.passed.tolist()])
         else:
-            result.NodeNames = [names[i] for i in answer.passed]
+            result.NodeNames = nodes.array[answer.passed].tolist()
         return wire.encode(result), False
 
     async def _prioritize(self, body: bytes, agents: list[ConfiguredAgent]) -> tuple[bytes, bool]:
-        args = wire.decode(body, wire.ExtenderArgs)
-        pod = self._pod(args.Pod, "ExtenderArgs")
-        names, rows, _ = self._nodes(args)
-        scores = combine.prioritize(agents, self.feed.state, pod, rows)
-        listing = [wire.HostPriority(Host=n, Score=s) for n, s in zip(names, scores, strict=True)]
-        return wire.encode(listing), False
+        _, pod, nodes, _ = self._request(body)
+        scores = combine.prioritize(agents, self.feed.state, pod, nodes.rows)
+        return wire.encode_priorities(nodes.prefixes(), scores), False
 
     async def _preempt(self, body: bytes, agents: list[ConfiguredAgent]) -> tuple[bytes, bool]:
         args = wire.decode(body, wire.PreemptionArgs)

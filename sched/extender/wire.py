@@ -11,6 +11,13 @@ span, echoed back untouched in a filter result (kube-scheduler matches what come
 against what it sent), and as the typed ``Node`` view, decoded only when its
 resourceVersion is new to the extender (see ``feed.NodeFeed.request_rows``).
 
+A names-only request (``nodeCacheCapable``) is first decoded with its ``NodeNames`` left as
+raw JSON (``ExtenderArgsRaw``): kube-scheduler sends the same list again and again, and
+``names.NamesCache`` answers a list it has seen from its bytes alone. Whatever that
+quick decoding refuses is decoded again by ``ExtenderArgs``, so a bad body gets the same
+400 as before. Prioritize answers are written by ``encode_priorities`` from each name's
+cached JSON prefix, byte for byte what encoding ``HostPriority`` Structs gives.
+
 Decoding is strict about types (a string where a list belongs is a bad request) and
 lenient about unknown fields, as Go's decoder is. ``BadRequest`` carries the message the
 server answers with HTTP 400.
@@ -18,9 +25,12 @@ server answers with HTTP 400.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 from kubesalvo.sched.informers.models import Pod
 
@@ -30,6 +40,7 @@ __all__ = [
     "BindingArgs",
     "BindingResult",
     "ExtenderArgs",
+    "ExtenderArgsRaw",
     "FilterResult",
     "HostPriority",
     "MetaPod",
@@ -38,7 +49,11 @@ __all__ = [
     "PreemptionArgs",
     "PreemptionResult",
     "decode",
+    "decode_extender_args",
     "encode",
+    "encode_priorities",
+    "host_prefix",
+    "node_names",
 ]
 
 # The highest score an extender may give (kube-scheduler scales it to its own 0-100).
@@ -72,6 +87,20 @@ class ExtenderArgs(msgspec.Struct):
     Pod: Pod | None = None
     Nodes: NodeList | None = None
     NodeNames: list[str] | None = None
+
+
+class ExtenderArgsRaw(msgspec.Struct):
+    """``ExtenderArgs`` with ``NodeNames`` as its raw JSON: empty when absent."""
+
+    Pod: Pod | None = None
+    Nodes: NodeList | None = None
+    NodeNames: msgspec.Raw = msgspec.Raw()
+
+    @property
+    def has_names(self) -> bool:
+        """Whether names were sent: ``null`` is no list, as in ``ExtenderArgs``."""
+        size = len(self.NodeNames)
+        return size > 0 and not (size == 4 and bytes(self.NodeNames) == b"null")
 
 
 class FilterResult(msgspec.Struct, omit_defaults=True):
@@ -136,7 +165,11 @@ T = TypeVar("T")
 
 _decoders: dict[type, msgspec.json.Decoder[Any]] = {}
 _head_decoder = msgspec.json.Decoder(NodeHead)
+_raw_args_decoder = msgspec.json.Decoder(ExtenderArgsRaw)
+_names_decoder = msgspec.json.Decoder(list[str])
 _encoder = msgspec.json.Encoder()
+# What follows a host's prefix in a HostPriority list, by score (scores are 0..10).
+_SCORE_ENDS = np.array([b"%d}," % score for score in range(MAX_EXTENDER_PRIORITY + 1)], object)
 
 
 def decode(body: bytes, kind: type[T]) -> T:
@@ -153,6 +186,34 @@ def decode(body: bytes, kind: type[T]) -> T:
     return result
 
 
+def decode_extender_args(body: bytes) -> ExtenderArgsRaw:
+    """A filter or prioritize body, ``NodeNames`` left undecoded; ``BadRequest`` as
+    ``decode(body, ExtenderArgs)`` raises it."""
+    try:
+        return _raw_args_decoder.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        pass
+    # the strict decoding says what is wrong, in the words it always used
+    args = decode(body, ExtenderArgs)
+    names = (
+        msgspec.Raw(_encoder.encode(args.NodeNames))
+        if args.NodeNames is not None
+        else msgspec.Raw()
+    )
+    return ExtenderArgsRaw(args.Pod, args.Nodes, names)
+
+
+def node_names(raw: bytes, body: bytes) -> list[str]:
+    """The names of a request's raw ``NodeNames`` (``body``: the whole request, decoded
+    again for the 400's message when they are not a list of strings)."""
+    try:
+        return _names_decoder.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        pass
+    names = decode(body, ExtenderArgs).NodeNames
+    return names if names is not None else []
+
+
 def node_head(raw: msgspec.Raw) -> NodeMeta:
     """The name and resourceVersion of one node of a request's ``Nodes.items``."""
     try:
@@ -163,3 +224,23 @@ def node_head(raw: msgspec.Raw) -> NodeMeta:
 
 def encode(obj: Any) -> bytes:
     return _encoder.encode(obj)
+
+
+def host_prefix(name: str) -> bytes:
+    """The start of a name's HostPriority, up to its score."""
+    return b'{"Host":' + _encoder.encode(name) + b',"Score":'
+
+
+def encode_priorities(prefixes: Sequence[bytes], scores: npt.NDArray[np.intp]) -> bytes:
+    """A HostPriorityList (``prefixes`` from ``host_prefix``), as ``encode`` gives it for a
+    list of ``HostPriority``; one join instead of a Struct per node."""
+    if not prefixes:
+        return b"[]"
+    if scores.min() < 0 or scores.max() > MAX_EXTENDER_PRIORITY:
+        raise ValueError(f"scores outside 0..{MAX_EXTENDER_PRIORITY}")
+    parts: list[bytes] = [b""] * (2 * len(prefixes))
+    parts[0::2] = prefixes
+    parts[1::2] = _SCORE_ENDS[scores].tolist()
+    parts[0] = b"[" + parts[0]
+    parts[-1] = parts[-1][:-1] + b"]"  # the last score closes the list, no comma
+    return b"".join(parts)
