@@ -119,7 +119,8 @@ def prioritize(
             continue
         picked = np.zeros(len(rows), dtype=np.float64)
         picked[known] = scores[rows[known]]
-        total += entry.weight * np.clip(np.nan_to_num(picked), 0.0, 1.0)
+        # clip(nan_to_num(x), 0, 1) in two ufuncs: fmax sends NaN and -inf to 0
+        total += entry.weight * np.minimum(np.fmax(picked, 0.0), 1.0)
         weights += entry.weight
     if weights == 0:
         return np.zeros(len(rows), dtype=np.intp)

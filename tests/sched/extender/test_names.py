@@ -1,5 +1,5 @@
-"""Names-only requests: the cache of name lists follows the feed's nodes, prioritize's
-hand-joined JSON is what msgspec writes, and filter answers are those of a plain loop."""
+"""Names-only requests: the cache of name lists follows the feed's nodes, and prioritize's
+hand-joined JSON is what msgspec writes."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesalvo.sched.extender import combine, wire
-from kubesalvo.sched.extender.agent import Agent, Filtered, PodInfo
-from kubesalvo.sched.extender.config import ConfiguredAgent
+from kubesalvo.sched.extender import wire
 from kubesalvo.sched.extender.feed import NodeFeed
 from kubesalvo.sched.extender.names import NamesCache
 from tests.helpers.extender import config, node, pod, post, running_extender, typed
@@ -91,61 +89,6 @@ def test_prioritize_json_of_awkward_names_is_msgspecs():
     joined = wire.encode_priorities(list(map(wire.host_prefix, names)), np.array(scores))
     assert joined == wire.encode(listing)
     assert wire.encode_priorities([], np.zeros(0, dtype=np.intp)) == wire.encode([]) == b"[]"
-
-
-class Coded(Agent):
-    """Fails each row with the code the test gives it."""
-
-    name = "coded"
-
-    def __init__(self, codes: list[int], unresolvable: frozenset[int]) -> None:
-        super().__init__(None)
-        self.codes = np.array(codes, dtype=np.uint8)
-        self.unresolvable = unresolvable
-
-    def filter(self, state, pod):
-        return Filtered(self.codes, ("one", "two", "three"), self.unresolvable)
-
-
-def plain_filter(agents, names, rows):
-    """The obvious answer: node by node, the first failing agent's reason."""
-    failed: dict[str, str] = {}
-    unresolvable: dict[str, str] = {}
-    passed = []
-    for position, (name, row) in enumerate(zip(names, rows, strict=True)):
-        if row < 0:
-            unresolvable[name] = combine.UNKNOWN_NODE
-            continue
-        for entry in agents:
-            code = int(entry.agent.codes[row])
-            if code:
-                text = f"{entry.name}: {entry.agent.filter(None, None).reason(code)}"
-                target = unresolvable if code in entry.agent.unresolvable else failed
-                target[name] = text
-                break
-        else:
-            passed.append(position)
-    return passed, failed, unresolvable
-
-
-@given(
-    st.lists(st.integers(0, 3), min_size=6, max_size=6),
-    st.lists(st.integers(0, 3), min_size=6, max_size=6),
-    st.lists(st.integers(-1, 5), max_size=30),
-    st.frozensets(st.integers(1, 3)),
-)
-def test_filter_answers_are_the_plain_loops(codes_a, codes_b, picks, hard):
-    first, second = Coded(codes_a, hard), Coded(codes_b, frozenset({1}) - hard)
-    agents = [ConfiguredAgent(first, 1, frozenset()), ConfiguredAgent(second, 1, frozenset())]
-    names = [f"n{row}" if row >= 0 else "ghost" for row in picks]  # repeats included
-    rows = np.array(picks, dtype=np.intp)
-    answer = combine.filter_nodes(
-        agents, None, PodInfo.from_api(pod()), np.array(names, dtype=object), rows
-    )
-    passed, failed, unresolvable = plain_filter(agents, names, picks)
-    assert answer.passed.tolist() == passed
-    assert list(answer.failed.items()) == list(failed.items())
-    assert list(answer.unresolvable.items()) == list(unresolvable.items())
 
 
 def example_config():
