@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -43,9 +43,15 @@ class AgentFailure(RuntimeError):
 
 @dataclass
 class FilterAnswer:
-    passed: Rows  # positions in the request's order
-    failed: dict[str, str] = field(default_factory=dict)
-    unresolvable: dict[str, str] = field(default_factory=dict)
+    """Positions, in the request's order, of the nodes that pass and of those that fail;
+    a failing node's text is ``texts[text_of[i]]``, in ``FailedNodes`` when ``resolvable[i]``
+    (preemption may help) and in ``FailedAndUnresolvableNodes`` otherwise."""
+
+    passed: Rows
+    failing: Rows
+    text_of: Rows
+    resolvable: npt.NDArray[np.bool_]
+    texts: list[str]
 
 
 def interested(agents: Sequence[ConfiguredAgent], pod: PodInfo) -> list[ConfiguredAgent]:
@@ -61,10 +67,9 @@ def filter_nodes(
     agents: Sequence[ConfiguredAgent],
     state: ClusterState,
     pod: PodInfo,
-    names: npt.NDArray[np.object_],
     rows: Rows,
 ) -> FilterAnswer:
-    """Which of the request's nodes pass; ``names`` and ``rows`` in the request's order."""
+    """Which of the request's nodes (their ``rows``, in the request's order) pass."""
     known = np.nonzero(rows >= 0)[0]
     known_rows = rows[known]
     reason_of = np.zeros(len(rows), dtype=np.int32)  # 0 passes, else reasons[i - 1]
@@ -86,18 +91,12 @@ def filter_nodes(
         reason_of[known[fresh]] = offset + codes[fresh].astype(np.int32)
     unknown = rows < 0
     failing = np.nonzero(unknown | (reason_of > 0))[0]
-    codes_of = np.where(unknown[failing], 0, reason_of[failing])
-    texts = np.array([UNKNOWN_NODE, *reasons], dtype=object)
+    text_of = np.where(unknown[failing], 0, reason_of[failing]).astype(np.intp)
+    texts = [UNKNOWN_NODE, *reasons]
     soft = np.array([code not in hard for code in range(len(texts))])
     soft[0] = False
-    # dicts from zipped lists: a Python step per failing node costs more than the rest
-    is_soft = soft[codes_of]
-    answer = FilterAnswer(np.nonzero(~unknown & (reason_of == 0))[0])
-    for target, pick in ((answer.failed, is_soft), (answer.unresolvable, ~is_soft)):
-        where = failing[pick]
-        if len(where):
-            target.update(zip(names[where].tolist(), texts[codes_of[pick]].tolist(), strict=True))
-    return answer
+    passed = np.nonzero(~unknown & (reason_of == 0))[0]
+    return FilterAnswer(passed, failing, text_of, soft[text_of], texts)
 
 
 def prioritize(

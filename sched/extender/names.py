@@ -3,7 +3,9 @@
 With ``nodeCacheCapable: true`` kube-scheduler sends the same ``NodeNames`` list request
 after request; at thousands of nodes, decoding the names and looking each one up cost
 more than the agents' answers. ``NamesCache`` keeps the last few lists, keyed by their
-raw JSON bytes, with what the verbs need of them (a ``Listing``). The rows of a cached
+raw JSON bytes, with what the verbs need of them (a ``Listing``: the names as a numpy
+array, their rows, and each name's JSON as a filter or prioritize answer writes it, so
+that answers are joined rather than encoded node by node). The rows of a cached
 list are looked up again once the feed's ``layout`` has moved (a node got a row or lost
 one), never the names: they are the bytes' own.
 """
@@ -16,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.sched.extender import wire
+from kubesalvo.sched.extender.combine import FilterAnswer
 from kubesalvo.sched.extender.feed import NodeFeed
 
 __all__ = ["CACHED_LISTS", "Listing", "NamesCache"]
@@ -28,7 +31,7 @@ CACHED_LISTS = 4
 class Listing:
     """A request's node names in its order, with their rows in the state (-1: unknown)."""
 
-    __slots__ = ("_prefixes", "array", "layout", "names", "rows")
+    __slots__ = ("_first", "_keys", "_prefixes", "_unique", "array", "layout", "names", "rows")
 
     def __init__(self, names: list[str], rows: npt.NDArray[np.intp], layout: int) -> None:
         self.names = names
@@ -38,12 +41,52 @@ class Listing:
         self.rows.flags.writeable = False
         self.layout = layout  # the feed's layout the rows were looked up at
         self._prefixes: list[bytes] | None = None
+        self._keys: npt.NDArray[np.object_] | None = None
+        self._unique: bool | None = None  # whether no name repeats: not known yet
+        self._first: npt.NDArray[np.bool_] | None = None  # names' first positions
 
     def prefixes(self) -> list[bytes]:
         """Each name's HostPriority JSON up to its score (built once per listing)."""
         if self._prefixes is None:
             self._prefixes = list(map(wire.host_prefix, self.names))
         return self._prefixes
+
+    def filter_json(self, answer: FilterAnswer, result: wire.FilterResult) -> bytes:
+        """The filter answer's JSON: ``result`` (the passing nodes, as names or objects)
+        with the failing nodes' two maps joined in, byte for byte what encoding it with
+        those maps as dicts gives."""
+        soft, hard = answer.resolvable, ~answer.resolvable
+        failed = self._failures(answer.failing[soft], answer.text_of[soft], answer.texts)
+        unresolvable = self._failures(answer.failing[hard], answer.text_of[hard], answer.texts)
+        return wire.encode_filter_result(result, failed, unresolvable)
+
+    def _failures(
+        self, positions: npt.NDArray[np.intp], text_of: npt.NDArray[np.intp], texts: list[str]
+    ) -> bytes:
+        """The JSON map of the names at ``positions`` to ``texts[text_of[i]]``, as a dict
+        keeps them: a repeated name once, where it came first (its text is the same each
+        time: one name, one row)."""
+        first = self._first_appearances()
+        if first is not None:
+            keep = first[positions]
+            positions, text_of = positions[keep], text_of[keep]
+        if self._keys is None:
+            self._keys = np.array(list(map(wire.json_key, self.names)), dtype=object)
+        return wire.encode_failures(self._keys[positions].tolist(), text_of, texts)
+
+    def _first_appearances(self) -> npt.NDArray[np.bool_] | None:
+        """Which positions hold a name's first appearance; None when no name repeats."""
+        if self._unique is None:
+            count = len(self.names)
+            # names are unique when their rows are (one name, one row)
+            if count == 0 or (self.rows.min() >= 0 and len(np.unique(self.rows)) == count):
+                self._unique = True
+            else:
+                first = dict(zip(reversed(self.names), range(count - 1, -1, -1), strict=True))
+                self._unique = len(first) == count
+                self._first = np.zeros(count, dtype=bool)
+                self._first[list(first.values())] = True
+        return None if self._unique else self._first
 
 
 class NamesCache:

@@ -164,18 +164,16 @@ class ExtenderApp:
     async def _filter(self, body: bytes, agents: list[ConfiguredAgent]) -> tuple[bytes, bool]:
         args, pod, nodes, full = self._request(body)
         try:
-            answer = combine.filter_nodes(agents, self.feed.state, pod, nodes.array, nodes.rows)
+            answer = combine.filter_nodes(agents, self.feed.state, pod, nodes.rows)
         except combine.AgentFailure as error:
             return wire.encode(wire.FilterResult(Error=str(error))), True
-        result = wire.FilterResult(
-            FailedNodes=answer.failed, FailedAndUnresolvableNodes=answer.unresolvable
-        )
+        result = wire.FilterResult()
         if full and args.Nodes is not None:
             items = args.Nodes.items or []
             result.Nodes = wire.NodeList(items=[items[i] for i in answer.passed.tolist()])
         else:
             result.NodeNames = nodes.array[answer.passed].tolist()
-        return wire.encode(result), False
+        return nodes.filter_json(answer, result), False
 
     async def _prioritize(self, body: bytes, agents: list[ConfiguredAgent]) -> tuple[bytes, bool]:
         _, pod, nodes, _ = self._request(body)

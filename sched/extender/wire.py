@@ -15,8 +15,9 @@ A names-only request (``nodeCacheCapable``) is first decoded with its ``NodeName
 raw JSON (``ExtenderArgsRaw``): kube-scheduler sends the same list again and again, and
 ``names.NamesCache`` answers a list it has seen from its bytes alone. Whatever that
 quick decoding refuses is decoded again by ``ExtenderArgs``, so a bad body gets the same
-400 as before. Prioritize answers are written by ``encode_priorities`` from each name's
-cached JSON prefix, byte for byte what encoding ``HostPriority`` Structs gives.
+400 as before. Prioritize and filter answers are joined from each name's cached JSON
+(``encode_priorities``, ``encode_failures``), byte for byte what encoding the Structs and
+dicts gives.
 
 Decoding is strict about types (a string where a list belongs is a bad request) and
 lenient about unknown fields, as Go's decoder is. ``BadRequest`` carries the message the
@@ -25,7 +26,6 @@ server answers with HTTP 400.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -51,8 +51,11 @@ __all__ = [
     "decode",
     "decode_extender_args",
     "encode",
+    "encode_failures",
+    "encode_filter_result",
     "encode_priorities",
     "host_prefix",
+    "json_key",
     "node_names",
 ]
 
@@ -231,16 +234,48 @@ def host_prefix(name: str) -> bytes:
     return b'{"Host":' + _encoder.encode(name) + b',"Score":'
 
 
-def encode_priorities(prefixes: Sequence[bytes], scores: npt.NDArray[np.intp]) -> bytes:
+def json_key(name: str) -> bytes:
+    """A name as the key of a JSON object, colon included."""
+    return _encoder.encode(name) + b":"
+
+
+def _join(opening: bytes, heads: list[bytes], tails: list[bytes], closing: bytes) -> bytes:
+    """``opening``, then each head followed by its tail, then ``closing``; each tail
+    ends with a comma, which the last one gives up for ``closing``."""
+    if not heads:
+        return opening + closing
+    parts: list[bytes] = [b""] * (2 * len(heads))
+    parts[0::2] = heads
+    parts[1::2] = tails
+    parts[0] = opening + parts[0]
+    parts[-1] = parts[-1][:-1] + closing
+    return b"".join(parts)
+
+
+def encode_priorities(prefixes: list[bytes], scores: npt.NDArray[np.intp]) -> bytes:
     """A HostPriorityList (``prefixes`` from ``host_prefix``), as ``encode`` gives it for a
     list of ``HostPriority``; one join instead of a Struct per node."""
-    if not prefixes:
-        return b"[]"
-    if scores.min() < 0 or scores.max() > MAX_EXTENDER_PRIORITY:
+    if len(scores) and (scores.min() < 0 or scores.max() > MAX_EXTENDER_PRIORITY):
         raise ValueError(f"scores outside 0..{MAX_EXTENDER_PRIORITY}")
-    parts: list[bytes] = [b""] * (2 * len(prefixes))
-    parts[0::2] = prefixes
-    parts[1::2] = _SCORE_ENDS[scores].tolist()
-    parts[0] = b"[" + parts[0]
-    parts[-1] = parts[-1][:-1] + b"]"  # the last score closes the list, no comma
-    return b"".join(parts)
+    return _join(b"[", prefixes, _SCORE_ENDS[scores].tolist(), b"]")
+
+
+def encode_failures(keys: list[bytes], text_of: npt.NDArray[np.intp], texts: list[str]) -> bytes:
+    """The JSON object of ``keys`` (from ``json_key``) to ``texts[text_of[i]]``, as
+    ``encode`` gives it for a dict of unique names; one join instead of a dict."""
+    values = np.array([_encoder.encode(text) + b"," for text in texts], dtype=object)
+    return _join(b"{", keys, values[text_of].tolist(), b"}")
+
+
+def encode_filter_result(result: FilterResult, failed: bytes, unresolvable: bytes) -> bytes:
+    """``encode(result)`` with ``FailedNodes`` and ``FailedAndUnresolvableNodes`` given
+    already encoded (an empty ``{}`` is left out, as ``encode`` leaves out an empty map)."""
+    if result.FailedNodes or result.FailedAndUnresolvableNodes or result.Error:
+        raise ValueError("FailedNodes, FailedAndUnresolvableNodes and Error must be empty")
+    head = _encoder.encode(result)  # its fields come before the maps, as declared
+    fields = [head[1:-1]] if head != b"{}" else []
+    if failed != b"{}":
+        fields.append(b'"FailedNodes":' + failed)
+    if unresolvable != b"{}":
+        fields.append(b'"FailedAndUnresolvableNodes":' + unresolvable)
+    return b"{" + b",".join(fields) + b"}"

@@ -1,14 +1,17 @@
-"""Combining agents' answers: filter as a plain node-by-node loop would, scores clipped."""
+"""Combining agents' answers: filter as a plain node-by-node loop would (down to the
+bytes of its JSON), scores clipped."""
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesalvo.sched.extender import combine
+from kubesalvo.sched.extender import combine, wire
 from kubesalvo.sched.extender.agent import Agent, Filtered, PodInfo
 from kubesalvo.sched.extender.config import ConfiguredAgent
+from kubesalvo.sched.extender.names import Listing
 from tests.helpers.extender import pod
 
 
@@ -50,21 +53,29 @@ def plain_filter(agents, names, rows):
 @given(
     st.lists(st.integers(0, 3), min_size=6, max_size=6),
     st.lists(st.integers(0, 3), min_size=6, max_size=6),
-    st.lists(st.integers(-1, 5), max_size=30),
+    st.lists(st.integers(-3, 5), max_size=30),
     st.frozensets(st.integers(1, 3)),
+    st.booleans(),
 )
-def test_filter_answers_are_the_plain_loops(codes_a, codes_b, picks, hard):
+def test_filter_answers_are_the_plain_loops_byte_for_byte(codes_a, codes_b, picks, hard, full):
     first, second = Coded(codes_a, hard), Coded(codes_b, frozenset({1}) - hard)
     agents = [ConfiguredAgent(first, 1, frozenset()), ConfiguredAgent(second, 1, frozenset())]
-    names = [f"n{row}" if row >= 0 else "ghost" for row in picks]  # repeats included
-    rows = np.array(picks, dtype=np.intp)
-    answer = combine.filter_nodes(
-        agents, None, PodInfo.from_api(pod()), np.array(names, dtype=object), rows
-    )
-    passed, failed, unresolvable = plain_filter(agents, names, picks)
+    # repeated names, unknown ones (-1) and names JSON must escape
+    names = [f'n"{pick}\u00e9' if pick >= 0 else f"ghost{pick}\n" for pick in picks]
+    rows = [max(pick, -1) for pick in picks]
+    listing = Listing(names, np.array(rows, dtype=np.intp), 0)
+    answer = combine.filter_nodes(agents, None, PodInfo.from_api(pod()), listing.rows)
+    passed, failed, unresolvable = plain_filter(agents, names, rows)
     assert answer.passed.tolist() == passed
-    assert list(answer.failed.items()) == list(failed.items())
-    assert list(answer.unresolvable.items()) == list(unresolvable.items())
+    result = wire.FilterResult()
+    if full:
+        result.Nodes = wire.NodeList([msgspec.Raw(b'{"n":%d}' % i) for i in passed])
+    else:
+        result.NodeNames = [names[i] for i in passed]
+    expected = msgspec.structs.replace(
+        result, FailedNodes=failed, FailedAndUnresolvableNodes=unresolvable
+    )
+    assert listing.filter_json(answer, result) == wire.encode(expected)
 
 
 class Scored(Agent):
