@@ -70,9 +70,10 @@ def filter_nodes(
     rows: Rows,
 ) -> FilterAnswer:
     """Which of the request's nodes (their ``rows``, in the request's order) pass."""
-    known = np.nonzero(rows >= 0)[0]
-    known_rows = rows[known]
-    reason_of = np.zeros(len(rows), dtype=np.int32)  # 0 passes, else reasons[i - 1]
+    unknown = rows < 0
+    known_rows = rows[~unknown]
+    # 0 passes, else reasons[i - 1]; per known node while agents answer, then per node
+    reason_known = np.zeros(len(known_rows), dtype=np.int32)
     reasons: list[str] = []
     hard: set[int] = set()
     for entry in interested(agents, pod):
@@ -82,14 +83,15 @@ def filter_nodes(
         except Exception as error:
             log.exception("agent %s failed to filter", entry.name)
             raise AgentFailure(f"agent {entry.name} failed: {error}") from error
-        fresh = (codes > 0) & (reason_of[known] == 0)
+        fresh = (codes > 0) & (reason_known == 0)
         if not fresh.any():
             continue
         offset = len(reasons)
         reasons.extend(f"{entry.name}: {text}" for text in verdict.reasons)
         hard.update(offset + code for code in verdict.unresolvable)
-        reason_of[known[fresh]] = offset + codes[fresh].astype(np.int32)
-    unknown = rows < 0
+        reason_known[fresh] = offset + codes[fresh].astype(np.int32)
+    reason_of = np.zeros(len(rows), dtype=np.int32)
+    reason_of[~unknown] = reason_known
     failing = np.nonzero(unknown | (reason_of > 0))[0]
     text_of = np.where(unknown[failing], 0, reason_of[failing]).astype(np.intp)
     texts = [UNKNOWN_NODE, *reasons]

@@ -95,20 +95,26 @@ class NamesCache:
     def __init__(self, feed: NodeFeed, size: int = CACHED_LISTS) -> None:
         self.feed = feed
         self.size = size
-        self._lists: dict[bytes, Listing] = {}  # oldest first
+        # (raw JSON, listing), the most recent last. A scan, not a dict: comparing a few
+        # lists (lengths first) costs less than hashing tens of kilobytes per request.
+        self._lists: list[tuple[bytes, Listing]] = []
 
     def listing(self, raw: bytes, decode: Callable[[bytes], list[str]]) -> Listing:
         """The listing of a raw ``NodeNames`` list; ``decode`` turns a list not seen
         lately into names (and raises ``BadRequest`` for one that is not)."""
-        found = self._lists.pop(raw, None)
+        found = None
+        for index, (seen, listing) in enumerate(self._lists):
+            if seen == raw:
+                found = listing
+                del self._lists[index]
+                break
         if found is None:
             names = decode(raw)
             found = Listing(names, self.feed.rows_of(names), self.feed.layout)
-        elif found.layout != self.feed.layout:
+        if found.layout != self.feed.layout:
             found.rows = self.feed.rows_of(found.names)
             found.rows.flags.writeable = False
             found.layout = self.feed.layout
-        self._lists[raw] = found  # the most recent last
-        while len(self._lists) > self.size:
-            del self._lists[next(iter(self._lists))]
+        self._lists.append((raw, found))
+        del self._lists[: -self.size]
         return found
