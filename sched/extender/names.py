@@ -4,8 +4,9 @@ With ``nodeCacheCapable: true`` kube-scheduler sends the same ``NodeNames`` list
 after request; at thousands of nodes, decoding the names and looking each one up cost
 more than the agents' answers. ``NamesCache`` keeps the last few lists, keyed by their
 raw JSON bytes, with what the verbs need of them (a ``Listing``: the names as a numpy
-array, their rows, and each name's JSON as a filter or prioritize answer writes it, so
-that answers are joined rather than encoded node by node). The rows of a cached
+array, their rows, and, once a list comes again, each name's JSON as a filter or
+prioritize answer writes it, so that answers are joined rather than encoded node by
+node). The rows of a cached
 list are looked up again once the feed's ``layout`` has moved (a node got a row or lost
 one), never the names: they are the bytes' own.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -29,9 +31,23 @@ CACHED_LISTS = 4
 
 
 class Listing:
-    """A request's node names in its order, with their rows in the state (-1: unknown)."""
+    """A request's node names in its order, with their rows in the state (-1: unknown).
 
-    __slots__ = ("_first", "_keys", "_prefixes", "_unique", "array", "layout", "names", "rows")
+    Its answers are encoded as usual the first time; a listing the cache hands out again
+    joins them from each name's JSON, built once (building it costs more than one
+    encoding, so a list seen once, as when kube-scheduler's lists rotate, never does)."""
+
+    __slots__ = (
+        "_first",
+        "_keys",
+        "_prefixes",
+        "_unique",
+        "array",
+        "layout",
+        "names",
+        "reused",
+        "rows",
+    )
 
     def __init__(self, names: list[str], rows: npt.NDArray[np.intp], layout: int) -> None:
         self.names = names
@@ -40,25 +56,46 @@ class Listing:
         self.rows = rows
         self.rows.flags.writeable = False
         self.layout = layout  # the feed's layout the rows were looked up at
+        self.reused = False  # handed out again by the cache
         self._prefixes: list[bytes] | None = None
         self._keys: npt.NDArray[np.object_] | None = None
         self._unique: bool | None = None  # whether no name repeats: not known yet
         self._first: npt.NDArray[np.bool_] | None = None  # names' first positions
 
-    def prefixes(self) -> list[bytes]:
-        """Each name's HostPriority JSON up to its score (built once per listing)."""
+    def priorities_json(self, scores: npt.NDArray[np.intp]) -> bytes:
+        """The HostPriorityList of ``scores`` (one per name), byte for byte what encoding
+        ``HostPriority`` Structs gives."""
+        if not self.reused:
+            return wire.encode(list(map(wire.HostPriority, self.names, scores.tolist())))
         if self._prefixes is None:
             self._prefixes = list(map(wire.host_prefix, self.names))
-        return self._prefixes
+        return wire.encode_priorities(self._prefixes, scores)
 
     def filter_json(self, answer: FilterAnswer, result: wire.FilterResult) -> bytes:
         """The filter answer's JSON: ``result`` (the passing nodes, as names or objects)
-        with the failing nodes' two maps joined in, byte for byte what encoding it with
-        those maps as dicts gives."""
+        with the failing nodes' two maps, byte for byte what encoding it with those maps
+        as dicts gives."""
         soft, hard = answer.resolvable, ~answer.resolvable
+        if not self.reused:
+            texts = np.array(answer.texts, dtype=object)
+            return wire.encode(
+                msgspec.structs.replace(
+                    result,
+                    FailedNodes=self._map(answer.failing[soft], texts[answer.text_of[soft]]),
+                    FailedAndUnresolvableNodes=self._map(
+                        answer.failing[hard], texts[answer.text_of[hard]]
+                    ),
+                )
+            )
         failed = self._failures(answer.failing[soft], answer.text_of[soft], answer.texts)
         unresolvable = self._failures(answer.failing[hard], answer.text_of[hard], answer.texts)
         return wire.encode_filter_result(result, failed, unresolvable)
+
+    def _map(
+        self, positions: npt.NDArray[np.intp], texts: npt.NDArray[np.object_]
+    ) -> dict[str, str]:
+        # zipped lists: a Python step per failing node cost more than the rest
+        return dict(zip(self.array[positions].tolist(), texts.tolist(), strict=True))
 
     def _failures(
         self, positions: npt.NDArray[np.intp], text_of: npt.NDArray[np.intp], texts: list[str]
@@ -106,6 +143,7 @@ class NamesCache:
         for index, (seen, listing) in enumerate(self._lists):
             if seen == raw:
                 found = listing
+                found.reused = True
                 del self._lists[index]
                 break
         if found is None:

@@ -178,7 +178,7 @@ class ExtenderApp:
     async def _prioritize(self, body: bytes, agents: list[ConfiguredAgent]) -> tuple[bytes, bool]:
         _, pod, nodes, _ = self._request(body)
         scores = combine.prioritize(agents, self.feed.state, pod, nodes.rows)
-        return wire.encode_priorities(nodes.prefixes(), scores), False
+        return nodes.priorities_json(scores), False
 
     async def _preempt(self, body: bytes, agents: list[ConfiguredAgent]) -> tuple[bytes, bool]:
         args = wire.decode(body, wire.PreemptionArgs)

@@ -75,7 +75,9 @@ def test_filter_answers_are_the_plain_loops_byte_for_byte(codes_a, codes_b, pick
     expected = msgspec.structs.replace(
         result, FailedNodes=failed, FailedAndUnresolvableNodes=unresolvable
     )
-    assert listing.filter_json(answer, result) == wire.encode(expected)
+    assert listing.filter_json(answer, result) == wire.encode(expected)  # encoded
+    listing.reused = True
+    assert listing.filter_json(answer, result) == wire.encode(expected)  # joined
 
 
 class Scored(Agent):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kubesalvo.sched.extender import wire
 from kubesalvo.sched.extender.feed import NodeFeed
-from kubesalvo.sched.extender.names import NamesCache
+from kubesalvo.sched.extender.names import Listing, NamesCache
 from tests.helpers.extender import config, node, pod, post, running_extender, typed
 
 AVOID = "example.kubesalvo.io/avoid"
@@ -56,6 +56,13 @@ def test_a_changed_node_keeps_its_row_and_the_cached_rows():
     assert again is first and again.rows.tolist() == [0]
 
 
+def test_a_list_seen_again_is_marked_reused():
+    cache = NamesCache(feed_with("n1"))
+    assert not cache.listing(b'["n1"]', msgspec.json.decode).reused
+    assert cache.listing(b'["n1"]', msgspec.json.decode).reused
+    assert not cache.listing(b'["n1","n1"]', msgspec.json.decode).reused
+
+
 def test_the_cache_keeps_the_last_lists_only():
     feed = feed_with("n1")
     cache = NamesCache(feed, size=2)
@@ -76,10 +83,13 @@ names_strategy = st.lists(st.text(max_size=12), max_size=20)
 @given(names_strategy, st.data())
 def test_prioritize_json_is_byte_for_byte_msgspecs(names, data):
     scores = data.draw(st.lists(st.integers(0, 10), min_size=len(names), max_size=len(names)))
-    listing = [wire.HostPriority(Host=n, Score=s) for n, s in zip(names, scores, strict=True)]
-    prefixes = [wire.host_prefix(n) for n in names]
-    joined = wire.encode_priorities(prefixes, np.array(scores, dtype=np.intp))
-    assert joined == wire.encode(listing)
+    expected = wire.encode(
+        [wire.HostPriority(Host=n, Score=s) for n, s in zip(names, scores, strict=True)]
+    )
+    listing = Listing(names, np.full(len(names), -1, dtype=np.intp), 0)
+    assert listing.priorities_json(np.array(scores, dtype=np.intp)) == expected  # encoded
+    listing.reused = True
+    assert listing.priorities_json(np.array(scores, dtype=np.intp)) == expected  # joined
 
 
 def test_prioritize_json_of_awkward_names_is_msgspecs():
