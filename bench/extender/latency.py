@@ -10,6 +10,12 @@ other) and reports p50/p99 of each verb and of the pair, in milliseconds.
     python3 bench/extender/latency.py --nodes 5000 --rounds 300    # the issue's figure
     python3 bench/extender/latency.py --nodes 200 --rounds 20      # a quick correctness run
 
+The issue's figure sends the same list of every node each time (kube-scheduler with
+``percentageOfNodesToScore: 100``, prioritize given the whole list too), which the
+extender's names cache answers from its bytes. ``--rotating`` adds what kube-scheduler
+sends by default: a moving window of its share of the nodes (500 of 5,000), and to
+prioritize only the nodes filter passed, so that no list repeats.
+
 Load on the machine changes these figures: report the load average with them (printed).
 """
 
@@ -24,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -120,18 +127,48 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def measure(session, url: str, bodies: dict[str, bytes], rounds: int) -> dict[str, float]:
+def scored_share(count: int) -> int:
+    """How many feasible nodes kube-scheduler looks for among ``count`` by default
+    (``percentageOfNodesToScore`` unset: 50% less 1% per 125 nodes, at least 5% and at
+    least 100 nodes), the size of the name lists its extenders get."""
+    if count < 100:
+        return count
+    percent = max(5, 50 - count // 125)
+    return max(100, count * percent // 100)
+
+
+def rotating_bodies(names: list[str]) -> Iterator[bytes]:
+    """Filter bodies as kube-scheduler sends them with its default share: each a window
+    of ``scored_share`` names, the next one starting where the last one ended."""
+    size, start = scored_share(len(names)), 0
+    while True:
+        window = [names[(start + i) % len(names)] for i in range(size)]
+        start = (start + size) % len(names)
+        yield json.dumps({"Pod": POD, "NodeNames": window}).encode()
+
+
+async def measure(
+    session, url: str, bodies: dict[str, bytes] | Iterator[bytes], rounds: int
+) -> dict[str, float]:
+    """p50/p99 of filter, prioritize and the pair. ``bodies``: the same two bodies every
+    round, or a filter body per round whose passing names prioritize then gets."""
     times: dict[str, list[float]] = {"filter": [], "prioritize": [], "pair": []}
     for _ in range(rounds):
         pair = 0.0
+        body = bodies["filter"] if isinstance(bodies, dict) else next(bodies)
         for verb in ("filter", "prioritize"):
             began = time.perf_counter()
-            async with session.post(f"{url}/{verb}", data=bodies[verb]) as answer:
-                await answer.read()
-                assert answer.status == 200, await answer.text()
+            async with session.post(f"{url}/{verb}", data=body) as answer:
+                text = await answer.read()
+                assert answer.status == 200, text
             took = (time.perf_counter() - began) * 1000
             times[verb].append(took)
             pair += took
+            if verb == "filter" and isinstance(bodies, dict):
+                body = bodies["prioritize"]
+            elif verb == "filter":
+                passed = json.loads(text)["NodeNames"]
+                body = json.dumps({"Pod": POD, "NodeNames": passed}).encode()
         times["pair"].append(pair)
     return {
         f"{key} {q}": round(percentile(values, p), 3)
@@ -140,10 +177,11 @@ async def measure(session, url: str, bodies: dict[str, bytes], rounds: int) -> d
     }
 
 
-async def run(nodes_count: int, rounds: int) -> dict:
+async def run(nodes_count: int, rounds: int, rotating: bool = False) -> dict:
     nodes = make_nodes(nodes_count)
     full = json.dumps({"Pod": POD, "Nodes": {"items": nodes}}).encode()
-    names = json.dumps({"Pod": POD, "NodeNames": [n["metadata"]["name"] for n in nodes]}).encode()
+    node_names = [n["metadata"]["name"] for n in nodes]
+    names = json.dumps({"Pod": POD, "NodeNames": node_names}).encode()
     with tempfile.TemporaryDirectory() as work:
         config = Path(work) / "extender.yaml"
         config.write_text(
@@ -196,6 +234,10 @@ async def run(nodes_count: int, rounds: int) -> dict:
                     for mode, body in (("nodeCacheCapable", names), ("full nodes", full)):
                         bodies = {"filter": body, "prioritize": body}
                         results[f"{server}, {mode}"] = await measure(session, url, bodies, rounds)
+                    if rotating:
+                        windows = rotating_bodies(node_names)
+                        mode = f"names, {scored_share(nodes_count)} rotating"
+                        results[f"{server}, {mode}"] = await measure(session, url, windows, rounds)
             results["loadavg after"] = os.getloadavg()
             # The two do the same checks: the same nodes must pass.
             results["same nodes pass"] = passing["kubesalvo"] == passing["baseline"]
@@ -213,8 +255,15 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--rotating",
+        action="store_true",
+        help="also send names as kube-scheduler does by default: a window of "
+        "percentageOfNodesToScore's share of the nodes, moving each round, and prioritize "
+        "only the names filter passed (lists never repeat, as in a cluster)",
+    )
     args = parser.parse_args()
-    results = asyncio.run(run(args.nodes, args.rounds))
+    results = asyncio.run(run(args.nodes, args.rounds, args.rotating))
     if args.json:
         print(json.dumps(results, indent=2))
         return
