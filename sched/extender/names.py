@@ -1,14 +1,16 @@
 """The nodes of a filter or prioritize request, and a cache of the name lists seen lately.
 
-With ``nodeCacheCapable: true`` kube-scheduler sends the same ``NodeNames`` list request
-after request; at thousands of nodes, decoding the names and looking each one up cost
-more than the agents' answers. ``NamesCache`` keeps the last few lists, keyed by their
-raw JSON bytes, with what the verbs need of them (a ``Listing``: the names as a numpy
-array, their rows, and, once a list comes again, each name's JSON as a filter or
-prioritize answer writes it, so that answers are joined rather than encoded node by
-node). The rows of a cached
-list are looked up again once the feed's ``layout`` has moved (a node got a row or lost
-one), never the names: they are the bytes' own.
+With ``nodeCacheCapable: true`` and every node scored (``percentageOfNodesToScore: 100``,
+or under 100 nodes) kube-scheduler sends the same ``NodeNames`` list request after
+request while the feasible nodes stay the same; at thousands of nodes, decoding the
+names, looking each one up and encoding an answer node by node cost more than the
+agents' answers. ``NamesCache`` keeps the last few lists, keyed by their raw JSON bytes,
+with what the verbs need of them (a ``Listing``: the names as a numpy array, their rows,
+and, once a list comes again, each name's JSON as the answers write it, so that answers
+are joined rather than encoded). The rows of a cached list are looked up again once the
+feed's ``layout`` has moved (a node got a row or lost one), never the names: they are
+the bytes' own. With its default share kube-scheduler sends a moving window of the nodes
+instead, no list repeats, and every request decodes and encodes as it would uncached.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from kubesalvo.sched.extender.feed import NodeFeed
 
 __all__ = ["CACHED_LISTS", "Listing", "NamesCache"]
 
-# kube-scheduler sends one list at a time in a steady cluster (all feasible nodes);
-# a few entries cover lists that alternate (filter's and prioritize's, a few pod kinds).
+# A few entries cover lists that alternate: filter's and prioritize's (the nodes filter
+# passed), pods of a few kinds.
 CACHED_LISTS = 4
 
 

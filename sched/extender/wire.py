@@ -12,10 +12,10 @@ against what it sent), and as the typed ``Node`` view, decoded only when its
 resourceVersion is new to the extender (see ``feed.NodeFeed.request_rows``).
 
 A names-only request (``nodeCacheCapable``) is first decoded with its ``NodeNames`` left as
-raw JSON (``ExtenderArgsRaw``): kube-scheduler sends the same list again and again, and
-``names.NamesCache`` answers a list it has seen from its bytes alone. Whatever that
+raw JSON (``ExtenderArgsRaw``): kube-scheduler may send the same list again and again,
+and ``names.NamesCache`` answers a list it has seen from its bytes alone. Whatever that
 quick decoding refuses is decoded again by ``ExtenderArgs``, so a bad body gets the same
-400 as before. Prioritize and filter answers are joined from each name's cached JSON
+400 as before. The answers for a list seen again are joined from each name's cached JSON
 (``encode_priorities``, ``encode_failures``), byte for byte what encoding the Structs and
 dicts gives.
 
