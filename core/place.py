@@ -316,17 +316,19 @@ def _place_burst(
     for start, end in chunks:
         t0 = time.perf_counter()
         global_ids, local = np.unique(class_of[start:end], return_inverse=True)
-        tables = encoder.tables([int(c) for c in global_ids])
+        chunk_classes = global_ids.tolist()
+        tables = encoder.tables(chunk_classes)
         per_class = np.bincount(local, minlength=len(global_ids))
-        spread_tables = spread.tables([int(c) for c in global_ids], per_class.tolist())
+        spread_tables = spread.tables(chunk_classes, per_class.tolist())
         conf_off, conf, own_off, own = [0], [], [0], []
-        for cid in global_ids:
-            info = classes[cid]
-            clash: set[int] = set()
-            for port in info.ports:
-                clash.update(ports.clashes(port))
-                own.append(ports.keys[port])
-            conf.extend(sorted(clash))
+        for cid in chunk_classes:
+            class_ports = classes[cid].ports
+            if class_ports:  # most classes take no host port
+                clash: set[int] = set()
+                for port in class_ports:
+                    clash.update(ports.clashes(port))
+                    own.append(ports.keys[port])
+                conf.extend(sorted(clash))
             conf_off.append(len(conf))
             own_off.append(len(own))
         kernel.load_chunk(
@@ -529,17 +531,20 @@ def _commit(state, pod_keys, class_of, classes, out_node, resources=True) -> Non
     by_class = np.argsort(of_class, kind="stable")
     placed, of_class = placed[by_class], of_class[by_class]
     cuts = (np.flatnonzero(np.diff(of_class)) + 1).tolist()
-    positions, rows = placed.tolist(), out_node[placed].tolist()
-    for start, end in zip([0, *cuts], [*cuts, len(positions)], strict=True):
-        info = classes[int(of_class[start])]
-        state.add_placed_many(
-            [pod_keys[pos] for pos in positions[start:end]],
+    # Python lists and locals: this loop runs once per class (per pod of distinct pods).
+    keys = [pod_keys[pos] for pos in placed.tolist()]
+    rows, class_ids = out_node[placed].tolist(), of_class.tolist()
+    column_of, add = state.resource_index, state.add_placed_many
+    for start, end in zip([0, *cuts], [*cuts, len(keys)], strict=True):
+        info = classes[class_ids[start]]
+        add(
+            keys[start:end],
             rows[start:end],
             info.namespace,
             info.labels,
-            {state.resource_index[r]: amount for r, amount in info.requests.items() if amount},
+            {column_of[r]: amount for r, amount in info.requests.items() if amount},
             info.nonzero_add,
             info.ports,
             info.affinity,
-            resources=resources,
+            resources,
         )

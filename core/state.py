@@ -417,12 +417,14 @@ class ClusterState:
         self.namespace_labels[name] = dict(labels)
 
     # ------------------------------------------------------------------------ pods
-    def _group(self, namespace: str, labels: Labels, terminating: bool = False) -> int:
-        """The id of a (namespace, labels) group, for one more record of it."""
+    def _group(
+        self, namespace: str, labels: Labels, terminating: bool = False, refs: int = 1
+    ) -> int:
+        """The id of a (namespace, labels) group, for ``refs`` more records of it."""
         key = (namespace, labels) if not terminating else (namespace, labels, True)
         gid = self.group_ids.get(key)  # type: ignore[arg-type]
         if gid is None:
-            group = _Group(namespace, dict(labels), terminating)
+            group = _Group(namespace, dict(labels), terminating, {}, refs)
             if self._free_groups:
                 gid = self._free_groups.pop()
                 self.groups[gid] = group
@@ -430,7 +432,8 @@ class ClusterState:
                 gid = len(self.groups)
                 self.groups.append(group)
             self.group_ids[key] = gid  # type: ignore[index]
-        self.groups[gid].refs += 1
+        else:
+            self.groups[gid].refs += refs
         return gid
 
     def _release_group(self, gid: int) -> None:
@@ -618,13 +621,14 @@ class ClusterState:
         ``keys[i]`` on row ``rows[i]``. Their records share the class's request map and
         port list (records never change them) and its group, and the requested columns
         move in one vectorised step."""
-        if len(set(keys)) != len(keys):  # the same pod twice: the later placement wins
+        count = len(keys)
+        if count > 1 and len(set(keys)) != count:  # the same pod twice: the later one wins
             for key, row in zip(keys, rows, strict=True):
                 self.add_placed_many(
                     [key], [row], namespace, labels, requests, nonzero, ports, affinity, resources
                 )
             return
-        if not keys:
+        if not count:
             return
         pods, ghosts = self.pods, self._ghost_node
         for key in keys:
@@ -632,10 +636,8 @@ class ClusterState:
                 self.remove_pod_key(key)
         shared_requests = dict(requests)
         shared_ports = list(ports)
-        gid = self._group(namespace, labels)
-        group = self.groups[gid]
-        group.refs += len(keys) - 1
-        per_row = group.per_row
+        gid = self._group(namespace, labels, refs=count)
+        per_row = self.groups[gid].per_row
         pods_on_row = self.pods_on_row
         for key, row in zip(keys, rows, strict=True):
             pods[key] = PodRecord(  # positional, in field order: this runs once per placement
