@@ -266,7 +266,10 @@ def _place_burst(
     req_column: list[int] = []
     req_amount: list[int] = []
     columns: dict[str, int] = {}
+    # per class, its non-zero requests by column (the records _commit gives the state)
+    class_requests: list[dict[int, int]] = []
     for cid, info in enumerate(classes):
+        by_column: dict[int, int] = {}
         for res, amount in info.requests.items():
             column = columns.get(res)
             if column is None:
@@ -274,6 +277,9 @@ def _place_burst(
             req_class.append(cid)
             req_column.append(column)
             req_amount.append(amount)
+            if amount:
+                by_column[column] = amount
+        class_requests.append(by_column)
     ports = PortTable()
     for row in range(state.rows):
         for port in state.ports[row]:
@@ -393,7 +399,7 @@ def _place_burst(
         # unless a pod of the burst was counted already (it moves: counted per pod).
         pod_keys = [pod_key(pod) for pod in ordered]
         whole = not any(state.pod_record(key) is not None for key in pod_keys)
-        _commit(state, pod_keys, class_of, classes, out_node, resources=not whole)
+        _commit(state, pod_keys, class_of, classes, class_requests, out_node, resources=not whole)
         if whole:
             rows, nres = kernel_requested.shape
             state.requested[:rows, :nres] = kernel_requested
@@ -521,9 +527,10 @@ def _gang_rejectors(
             rejectors[i] = failed[key] | {coscheduling.NAME}
 
 
-def _commit(state, pod_keys, class_of, classes, out_node, resources=True) -> None:
+def _commit(state, pod_keys, class_of, classes, class_requests, out_node, resources=True) -> None:
     """Assume every placement in the state (as kube-scheduler's cache does before binding),
-    class by class; ``pod_keys``: the pods' keys in queue order."""
+    class by class; ``pod_keys``: the pods' keys in queue order, ``class_requests``: each
+    class's non-zero requests by resource column."""
     placed = np.flatnonzero(out_node >= 0)
     if not len(placed):
         return
@@ -534,15 +541,16 @@ def _commit(state, pod_keys, class_of, classes, out_node, resources=True) -> Non
     # Python lists and locals: this loop runs once per class (per pod of distinct pods).
     keys = [pod_keys[pos] for pos in placed.tolist()]
     rows, class_ids = out_node[placed].tolist(), of_class.tolist()
-    column_of, add = state.resource_index, state.add_placed_many
+    add = state.add_placed_many
     for start, end in zip([0, *cuts], [*cuts, len(keys)], strict=True):
-        info = classes[class_ids[start]]
+        cid = class_ids[start]
+        info = classes[cid]
         add(
             keys[start:end],
             rows[start:end],
             info.namespace,
             info.labels,
-            {column_of[r]: amount for r, amount in info.requests.items() if amount},
+            class_requests[cid],
             info.nonzero_add,
             info.ports,
             info.affinity,
