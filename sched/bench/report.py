@@ -60,6 +60,12 @@ def _title(result: BenchResult) -> str:
     )
 
 
+def _plot_title(result: BenchResult) -> str:
+    """``_title`` on two lines, the binaries on the second (one line overflowed the figure)."""
+    head, _, binaries = _title(result).rpartition(" (")
+    return f"{head}\n({binaries}"
+
+
 def _rate_rows(result: BenchResult) -> list[tuple[str, list[str]]]:
     """The open-loop rows: the schedule, how closely the creator held it, keeping up."""
     runs = result.runs
@@ -314,7 +320,7 @@ def write_autoscaling_plot(result: BenchResult, folder: Path) -> Path | None:
     )
     load_axes.set_ylabel("offered load (cores, dashed)")
     replicas.set_ylabel("replicas (dotted: bound)")
-    replicas.set_title(_title(result))
+    replicas.set_title(_plot_title(result))
     replicas.legend(loc="upper left")
     pending.set_ylabel("pods pending")
     latency.set_ylabel(f"worst latency per {LATENCY_WINDOW:.0f} s (s)")
@@ -327,7 +333,7 @@ def write_autoscaling_plot(result: BenchResult, folder: Path) -> Path | None:
 def _label(axes: Any, result: BenchResult, xlabel: str, ylabel: str, legend: str) -> None:
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
-    axes.set_title(_title(result))
+    axes.set_title(_plot_title(result))
     axes.grid(alpha=0.3)
     axes.legend(loc=legend)
 

@@ -108,3 +108,16 @@ def test_cpu_per_pod_ratios_to_raw_bind_events() -> None:
         "scheduler_cpu_per_pod": 2.0,
         "apiserver_cpu_per_pod": 0.8,
     }
+
+
+def test_plot_titles_put_the_binaries_on_a_second_line() -> None:
+    from kubesalvo.sched.bench import report
+
+    scenario = {"name": "replicasets", "pods": 10_000, "nodes": 5_000}
+    binaries = {"binaries": "k8s-v1.37.2_etcd-v3.6.16_kwok-v0.8.0"}
+    result = BenchResult("kubesalvo bench", "2026-01-01T00:00:00Z", scenario, binaries, {})
+    one_line = report._title(result)
+    assert "\n" not in one_line and one_line.endswith("(k8s-v1.37.2_etcd-v3.6.16_kwok-v0.8.0)")
+    head, second = report._plot_title(result).split("\n")
+    assert f"{head} {second}" == one_line
+    assert second == "(k8s-v1.37.2_etcd-v3.6.16_kwok-v0.8.0)"
