@@ -11,7 +11,10 @@ Aggregation keeps a large failure from flooding the API server:
 - Events with the same regarding object, related object, type, reason, action and note
   within ``series_window`` form a series: the first creates an Event, the rest only raise
   ``series.count``: one PATCH carries every occurrence that arrived while the previous
-  write of that series was waiting for its turn.
+  write of that series was waiting for its turn. Series are remembered in the order they
+  last occurred, at most ``max_series`` of them once written (client-go's correlator keeps
+  4,096): every bound pod has a Scheduled series of its own, and at 50 pods/s the whole
+  window would hold 18,000 that never recur.
 - Condition patches are coalesced per pod (the latest wins) and skipped when the pod's
   last written condition already says the same.
 - At most ``max_pending`` writes wait; past that new ones are dropped and counted, because
@@ -117,6 +120,7 @@ class RecorderSettings:
     workers: int = 4
     max_pending: int = 10_000
     series_window: float = 360.0  # client-go's: isomorphic events within 6 minutes
+    max_series: int = 4096  # written series remembered past that are forgotten, oldest first
     remembered_conditions: int = 100_000
     # A write the API server could not take (5xx, 429, a broken connection: an outage)
     # is tried again, after retry_delay doubling up to max_retry_delay, at most max_tries
@@ -150,7 +154,8 @@ class EventRecorder:
         self.settings = settings or RecorderSettings()
         self._clock = clock
         self.limiter = TokenBucket(self.settings.qps, self.settings.burst)
-        self._series: dict[EventKey, _Series] = {}
+        # Least recently occurred first (see _prune).
+        self._series: collections.OrderedDict[EventKey, _Series] = collections.OrderedDict()
         self._conditions: dict[tuple[str, str], _Condition] = {}
         # Last condition written per pod: (uid, reason, message).
         self._written: collections.OrderedDict[tuple[str, str], tuple[str, str, str]] = (
@@ -208,6 +213,7 @@ class EventRecorder:
         else:
             series = _Series(regarding, related, type_, reason, action, note, controller, now, now)
             self._series[key] = series
+        self._series.move_to_end(key)  # a series begun anew after the window moves too
         self._enqueue(("event", key))
 
     def pod_condition(
@@ -241,6 +247,10 @@ class EventRecorder:
     @property
     def pending(self) -> int:
         return len(self._queue)
+
+    @property
+    def series_remembered(self) -> int:
+        return len(self._series)
 
     def start(self) -> None:
         if not self._workers:
@@ -433,13 +443,22 @@ class EventRecorder:
             self._written.popitem(last=False)
 
     def _prune(self) -> None:
-        """Forget series that ended (older than the window and fully written)."""
-        if len(self._series) < 4 * self.settings.max_pending:
+        """Past ``max_series`` (by an eighth), forget the least recently occurred series down
+        to that bound and any older than the window, once fully written (a series still
+        waiting for a write stays)."""
+        # An eighth over the bound before pruning, so that the scan past series still
+        # waiting for a write (the newest, or retries during an outage) is paid rarely.
+        limit = self.settings.max_series
+        if len(self._series) <= limit + limit // 8:
             return
+        excess = len(self._series) - limit
         horizon = self._clock() - self.settings.series_window
-        for key in [
-            key
-            for key, series in self._series.items()
-            if series.last_time < horizon and series.count == series.sent_count
-        ]:
+        gone = []
+        for key, series in self._series.items():
+            if excess <= 0 and series.last_time >= horizon:
+                break
+            if series.count == series.sent_count:
+                gone.append(key)
+                excess -= 1
+        for key in gone:
             del self._series[key]

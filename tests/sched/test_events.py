@@ -5,6 +5,7 @@ Event object, the status patch, a many-pod failure aggregated)."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime
 
 import msgspec
@@ -127,6 +128,35 @@ async def test_repeated_failures_of_a_pod_form_one_event_with_a_series(
     assert event["reportingController"] == "kubesalvo"
     assert event["series"]["count"] == 5
     assert started.sent["event"] == 1 and started.sent["series"] == 1
+
+
+@pytest.mark.integration
+async def test_written_series_are_forgotten_past_the_bound_least_recent_first(
+    api, namespace, create_pod
+):
+    # Every bound pod has a Scheduled series of its own: the recorder keeps a bounded
+    # number once written, not the whole window's, and a series that recurs stays.
+    events = EventRecorder(api, RecorderSettings(qps=500, burst=500, max_series=8))
+    events.start()
+    try:
+        stuck = ref(await create_pod(namespace, "stuck"))
+        message = "0/3 nodes are available: 3 Insufficient cpu."
+        events.failed_scheduling(stuck, message)
+        for i in range(40):
+            events.scheduled(ObjectRef(namespace, f"web-{i}", f"uid-{i}"), "node-1")
+            if i % 5 == 4:  # recurs within the 8 most recent: the newest again
+                events.failed_scheduling(stuck, message)
+                await settled(events)
+        assert events.series_remembered <= 8 + 8 // 8
+        by_reason = collections.Counter(e["reason"] for e in await list_events(api, namespace))
+        assert by_reason == {"Scheduled": 40, "FailedScheduling": 1}
+        # The recurring failure stayed one series: one Event counting every occurrence.
+        (failure,) = [
+            e for e in await list_events(api, namespace) if e["reason"] == "FailedScheduling"
+        ]
+        assert failure["series"]["count"] == 9
+    finally:
+        await events.stop()
 
 
 @pytest.mark.integration
