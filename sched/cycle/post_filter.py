@@ -7,12 +7,18 @@ each committed for the next; the writes are ``sched.preemption.execute``'s, driv
 ``burst.BurstCycle``. DynamicResources' PostFilter fails with "not found" when a
 PreFilter before its own ended the PreFilter run (``no_dynamic_resources_state``), which
 also ends the run before DefaultPreemption (``ends_before_preemption``).
+
+The picture's API dicts are converted once per object version (``ApiDicts``): a burst with
+pods that fit nowhere decides again and again on a cluster that changed by a few objects,
+and converting its 20,000 running pods anew each time was half of the scheduler's CPU
+under churn.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +39,7 @@ from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.queue import QueuedPod
 
 __all__ = [
+    "ApiDicts",
     "ClusterObjects",
     "PreemptionJob",
     "decide",
@@ -57,6 +64,43 @@ class ClusterObjects:
     assumed: dict[str, str] = field(default_factory=dict)
 
 
+class ApiDicts:
+    """The API dicts of informer objects, converted once per (UID, resourceVersion).
+
+    An informer hands out a new object for every version, and core reads dicts without
+    changing them, so a version's dict can serve every decision until it changes. Each
+    call keeps only the versions it was given: the cache holds the current picture, never
+    the objects gone since. Objects without a UID or resourceVersion are converted anew.
+    """
+
+    def __init__(self) -> None:
+        self._dicts: dict[tuple[str, str], dict[str, Any]] = {}
+        self._lock = threading.Lock()  # decisions run in worker threads
+
+    def of(self, objects: Iterable[Any]) -> list[dict[str, Any]]:
+        with self._lock:
+            known = self._dicts
+            fresh: dict[tuple[str, str], dict[str, Any]] = {}
+            out = []
+            for obj in objects:
+                meta = obj.metadata
+                key = (meta.uid, meta.resource_version)
+                if not key[0] or not key[1]:
+                    out.append(to_api_dict(obj))
+                    continue
+                converted = known.get(key)
+                if converted is None:
+                    converted = to_api_dict(obj)
+                fresh[key] = converted
+                out.append(converted)
+            self._dicts = fresh
+            return out
+
+
+_NODES = ApiDicts()
+_PODS = ApiDicts()
+
+
 def _preemptor(
     objects: ClusterObjects,
     pending: list[dict[str, Any]],
@@ -67,18 +111,18 @@ def _preemptor(
     API dicts) replace their informer copies so that commits find them by identity."""
     keys = {(p.get("metadata") or {}).get("uid") for p in pending}
     pods: list[dict[str, Any]] = []
-    for obj in objects.pods:
+    for obj, pod in zip(objects.pods, _PODS.of(objects.pods), strict=True):
         uid = obj.metadata.uid
         if uid in keys:
             continue
-        pod = to_api_dict(obj)
         node = objects.assumed.get(uid)
         if node is not None and not obj.spec.node_name:
-            pod.setdefault("spec", {})["nodeName"] = node
+            # A copy: the converted dict is shared with later decisions.
+            pod = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
         pods.append(pod)
     pods.extend(pending)
     return Preemptor(
-        [to_api_dict(n) for n in objects.nodes],
+        _NODES.of(objects.nodes),
         pods,
         [to_api_dict(b) for b in objects.pdbs],
         profile,
