@@ -110,12 +110,10 @@ def _preemptor(
     """The picture for one burst's decisions; ``pending`` (the burst's unplaced pods, as
     API dicts) replace their informer copies so that commits find them by identity."""
     keys = {(p.get("metadata") or {}).get("uid") for p in pending}
+    others = [obj for obj in objects.pods if obj.metadata.uid not in keys]
     pods: list[dict[str, Any]] = []
-    for obj, pod in zip(objects.pods, _PODS.of(objects.pods), strict=True):
-        uid = obj.metadata.uid
-        if uid in keys:
-            continue
-        node = objects.assumed.get(uid)
+    for obj, pod in zip(others, _PODS.of(others), strict=True):
+        node = objects.assumed.get(obj.metadata.uid)
         if node is not None and not obj.spec.node_name:
             # A copy: the converted dict is shared with later decisions.
             pod = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
