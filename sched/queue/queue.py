@@ -817,7 +817,10 @@ class SchedulingQueue:
             self._log_base += len(self._log)
             self._log.clear()
             return
-        oldest = min(f.since for f in self._in_flight.values())
+        # Attempts enter _in_flight in the order they were popped, with the log's length
+        # at that time, and a pod in flight is never popped again: the first is the oldest
+        # (a min over every attempt here made a 10,000-pod burst's binds quadratic).
+        oldest = next(iter(self._in_flight.values())).since
         drop = oldest - self._log_base
         if drop > 0:
             del self._log[:drop]

@@ -384,3 +384,7 @@ def test_random_operations_keep_every_pod_in_exactly_one_place() -> None:
             assert len({key for key, _, _ in listing}) == len(listing) == len(q)
             for _, where, qp in listing:
                 assert q.where(qp.key) is where
+            # The in-flight event log keeps exactly what the oldest attempt may still need.
+            flights = q._in_flight.values()
+            assert q._log_base == min((f.since for f in flights), default=q._log_base)
+            assert flights or not q._log
