@@ -11,10 +11,12 @@ Aggregation keeps a large failure from flooding the API server:
 - Events with the same regarding object, related object, type, reason, action and note
   within ``series_window`` form a series: the first creates an Event, the rest only raise
   ``series.count``: one PATCH carries every occurrence that arrived while the previous
-  write of that series was waiting for its turn. Series are remembered in the order they
-  last occurred, at most ``max_series`` of them once written (client-go's correlator keeps
-  4,096): every bound pod has a Scheduled series of its own, and at 50 pods/s the whole
-  window would hold 18,000 that never recur.
+  write of that series was waiting for its turn. At most ``max_series`` series are
+  remembered once written (client-go's correlator keeps 4,096), the least recently
+  occurred forgotten first: every bound pod has a Scheduled series of its own, and at
+  50 pods/s the whole window would hold 18,000 that never recur. Written series wait in a
+  heap by their last occurrence, so forgetting one costs O(log n) however many series
+  still wait for their write (a 10,000-pod burst queues 10,000 Scheduled events at once).
 - Condition patches are coalesced per pod (the latest wins) and skipped when the pod's
   last written condition already says the same.
 - At most ``max_pending`` writes wait; past that new ones are dropped and counted, because
@@ -26,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime
+import heapq
+import itertools
 import logging
 import socket
 import time
@@ -100,6 +104,7 @@ class _Series:
     count: int = 1
     sent_count: int = 0
     name: str = ""  # the Event object's name once created
+    stamp: int = 0  # which occurrence was last: tells a heap entry from a stale one
 
 
 @dataclass
@@ -154,8 +159,11 @@ class EventRecorder:
         self.settings = settings or RecorderSettings()
         self._clock = clock
         self.limiter = TokenBucket(self.settings.qps, self.settings.burst)
-        # Least recently occurred first (see _prune).
-        self._series: collections.OrderedDict[EventKey, _Series] = collections.OrderedDict()
+        self._series: dict[EventKey, _Series] = {}
+        # Fully written series by (last occurrence, stamp): the next to forget on top. An
+        # entry whose series occurred again (or is gone) is stale and skipped (see _prune).
+        self._settled: list[tuple[float, int, EventKey]] = []
+        self._stamps = itertools.count(1)
         self._conditions: dict[tuple[str, str], _Condition] = {}
         # Last condition written per pod: (uid, reason, message).
         self._written: collections.OrderedDict[tuple[str, str], tuple[str, str, str]] = (
@@ -213,7 +221,7 @@ class EventRecorder:
         else:
             series = _Series(regarding, related, type_, reason, action, note, controller, now, now)
             self._series[key] = series
-        self._series.move_to_end(key)  # a series begun anew after the window moves too
+        series.stamp = next(self._stamps)
         self._enqueue(("event", key))
 
     def pod_condition(
@@ -317,6 +325,8 @@ class EventRecorder:
                 self._failed(item, error)
             else:
                 self._tries.pop(item, None)
+                if item[0] == "event":
+                    self._settle(item[1])  # type: ignore[arg-type]
             finally:
                 self._busy.discard(item)
             self._prune()
@@ -442,23 +452,26 @@ class EventRecorder:
         while len(self._written) > self.settings.remembered_conditions:
             self._written.popitem(last=False)
 
+    def _settle(self, key: EventKey) -> None:
+        """A write of the series ended: once it counts every occurrence, it may be forgotten."""
+        series = self._series.get(key)
+        if series is not None and series.count == series.sent_count:
+            heapq.heappush(self._settled, (series.last_time, series.stamp, key))
+
     def _prune(self) -> None:
-        """Past ``max_series`` (by an eighth), forget the least recently occurred series down
-        to that bound and any older than the window, once fully written (a series still
-        waiting for a write stays)."""
-        # An eighth over the bound before pruning, so that the scan past series still
-        # waiting for a write (the newest, or retries during an outage) is paid rarely.
+        """Forget fully written series, least recently occurred first, while more than
+        ``max_series`` are remembered, and any that last occurred before the window. A
+        series still waiting for a write stays (the newest, or retries during an outage)."""
         limit = self.settings.max_series
-        if len(self._series) <= limit + limit // 8:
-            return
-        excess = len(self._series) - limit
         horizon = self._clock() - self.settings.series_window
-        gone = []
-        for key, series in self._series.items():
-            if excess <= 0 and series.last_time >= horizon:
+        settled = self._settled
+        while settled:
+            last_time, stamp, key = settled[0]
+            series = self._series.get(key)
+            if series is None or series.stamp != stamp or series.count != series.sent_count:
+                heapq.heappop(settled)  # stale: it occurred again since (or is gone)
+                continue
+            if len(self._series) <= limit and last_time >= horizon:
                 break
-            if series.count == series.sent_count:
-                gone.append(key)
-                excess -= 1
-        for key in gone:
+            heapq.heappop(settled)
             del self._series[key]

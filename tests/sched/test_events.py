@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime
+from typing import Any
 
 import msgspec
 import pytest
@@ -130,6 +131,16 @@ async def test_repeated_failures_of_a_pod_form_one_event_with_a_series(
     assert started.sent["event"] == 1 and started.sent["series"] == 1
 
 
+async def scheduled_and_failure_count(api: Any, namespace: str) -> tuple[int, int]:
+    """How many Scheduled Events the namespace holds, and the count of its one
+    FailedScheduling Event (the only other reason allowed)."""
+    written = await list_events(api, namespace)
+    by_reason = collections.Counter(e["reason"] for e in written)
+    assert set(by_reason) == {"Scheduled", "FailedScheduling"}
+    (failure,) = [e for e in written if e["reason"] == "FailedScheduling"]
+    return by_reason["Scheduled"], failure["series"]["count"]
+
+
 @pytest.mark.integration
 async def test_written_series_are_forgotten_past_the_bound_least_recent_first(
     api, namespace, create_pod
@@ -147,14 +158,33 @@ async def test_written_series_are_forgotten_past_the_bound_least_recent_first(
             if i % 5 == 4:  # recurs within the 8 most recent: the newest again
                 events.failed_scheduling(stuck, message)
                 await settled(events)
-        assert events.series_remembered <= 8 + 8 // 8
-        by_reason = collections.Counter(e["reason"] for e in await list_events(api, namespace))
-        assert by_reason == {"Scheduled": 40, "FailedScheduling": 1}
+        assert events.series_remembered <= 8
         # The recurring failure stayed one series: one Event counting every occurrence.
-        (failure,) = [
-            e for e in await list_events(api, namespace) if e["reason"] == "FailedScheduling"
-        ]
-        assert failure["series"]["count"] == 9
+        assert await scheduled_and_failure_count(api, namespace) == (40, 9)
+    finally:
+        await events.stop()
+
+
+@pytest.mark.integration
+async def test_a_burst_noted_at_once_is_written_whole_and_forgotten_down_to_the_bound(
+    api, namespace, create_pod
+):
+    # A burst's Scheduled events are all noted before the first is written: series
+    # waiting for their write stay, the written ones are forgotten least recent first.
+    events = EventRecorder(api, RecorderSettings(qps=1000, burst=1000, max_series=16))
+    events.start()
+    try:
+        stuck = ref(await create_pod(namespace, "stuck"))
+        message = "0/3 nodes are available: 3 Insufficient cpu."
+        for i in range(120):
+            events.scheduled(ObjectRef(namespace, f"web-{i}", f"uid-{i}"), "node-1")
+        events.failed_scheduling(stuck, message)  # the most recent: it stays
+        assert events.series_remembered == 121
+        await settled(events)
+        assert events.series_remembered == 16
+        events.failed_scheduling(stuck, message)
+        await settled(events)
+        assert await scheduled_and_failure_count(api, namespace) == (120, 2)
     finally:
         await events.stop()
 
