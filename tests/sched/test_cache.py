@@ -4,9 +4,15 @@ under a burst that is running."""
 
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
+import msgspec
+
 from kubesalvo.core.place import place_burst
 from kubesalvo.core.state import POD_COLUMN
-from kubesalvo.sched.cache import SchedulerCache
+from kubesalvo.sched.cache import SchedulerCache, same_for_state
+from kubesalvo.sched.informers.models import Pod
 from kubesalvo.sched.queue import FakeClock
 
 
@@ -198,3 +204,109 @@ def test_placements_a_failed_burst_never_recorded_are_dropped():
     cache.drop_unrecorded(["uid-one", "uid-two"])
     assert set(cache.state.pods) == {"uid-one"}
     assert cpu_used(cache, "a") == 1000
+
+
+# --- updates of a bound pod that the state need not recount ---------------------------
+
+
+def _bound(**changes: Any) -> dict:
+    """A bound pod as the watch shows it, with ``changes`` applied (path "a.b" -> value)."""
+    out: dict = {
+        "metadata": {"name": "web", "namespace": "ns", "uid": "uid-web", "labels": {"app": "a"}},
+        "spec": {
+            "nodeName": "n1",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+    for path, value in changes.items():
+        *parents, last = path.split(".")
+        target = out
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[last] = value
+    return out
+
+
+_RUNNING = {
+    "status.phase": "Running",
+    "status.startTime": "2026-11-25T10:00:00Z",
+    "status.conditions": [{"type": "Ready", "status": "True"}],
+    "metadata.resourceVersion": "7",
+    "metadata.annotations": {"note": "x"},
+}
+_VARIANTS: dict[str, dict[str, Any]] = {
+    "pending": {},
+    "running (a status report)": _RUNNING,
+    "relabelled": {"metadata.labels": {"app": "b"}},
+    "more cpu": {"spec.containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]},
+    "host port": {
+        "spec.containers": [
+            {
+                "name": "c",
+                "resources": {"requests": {"cpu": "1"}},
+                "ports": [{"containerPort": 80, "hostPort": 80}],
+            }
+        ]
+    },
+    "resized by the kubelet": {
+        **_RUNNING,
+        "status.containerStatuses": [
+            {
+                "name": "c",
+                "resources": {"requests": {"cpu": "3"}},
+                "allocatedResources": {"cpu": "3"},
+            }
+        ],
+    },
+    "resize infeasible": {
+        **_RUNNING,
+        "status.containerStatuses": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}],
+        "status.conditions": [
+            {"type": "PodResizePending", "status": "True", "reason": "Infeasible"}
+        ],
+    },
+    "resize deferred": {
+        **_RUNNING,
+        "status.containerStatuses": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}],
+        "status.conditions": [{"type": "PodResizePending", "status": "True", "reason": "Deferred"}],
+    },
+    "terminating": {"metadata.deletionTimestamp": "2026-11-25T10:00:00Z"},
+    "succeeded": {"status.phase": "Succeeded"},
+    "other namespace": {"metadata.namespace": "other"},
+}
+
+
+def _counted(p: dict) -> tuple:
+    """All a fresh state counts of ``p`` on its node."""
+    cache = SchedulerCache()
+    cache.add_node(node("n1"))
+    cache.bound_pod(p)
+    state = cache.state
+    record = state.pod_record("uid-web")
+    if record is None:
+        return (None, state.requested[0].tolist())
+    group = state.groups[record.group]
+    return (
+        record.namespace,
+        record.labels,
+        record.requests,
+        record.nonzero,
+        record.ports,
+        group.terminating,
+        state.requested[0].tolist(),
+    )
+
+
+def test_an_update_that_keeps_what_the_state_counts_is_told_apart_from_one_that_does_not():
+    # For every pair of versions: "same for the state" must mean that a state counting the
+    # new version is the one counting the old; and a status report (kwok's Running) must be
+    # found the same, or the runtime recounts every bound pod again.
+    pods = {name: msgspec.convert(_bound(**changes), Pod) for name, changes in _VARIANTS.items()}
+    counted = {name: _counted(_bound(**changes)) for name, changes in _VARIANTS.items()}
+    same_pairs = set()
+    for a, b in itertools.permutations(_VARIANTS, 2):
+        if same_for_state(pods[a], pods[b]):
+            same_pairs.add(frozenset((a, b)))
+            assert counted[a] == counted[b], (a, b)
+    assert same_pairs == {frozenset(("pending", "running (a status report)"))}
