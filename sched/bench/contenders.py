@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -250,7 +251,9 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
         f"--debug-port={debug_port}",
     ]
     pid, log, stop = _spawn(cp, KUBESALVO, command)
-    url = f"http://{processes.LOOPBACK}:{metrics_port}/readyz"
+    base = f"http://{processes.LOOPBACK}:{metrics_port}"
+    stop = _scraping_first(stop, f"{base}/metrics", config.parent / "metrics.txt")
+    url = f"{base}/readyz"
     try:
         asyncio.run(wait_healthy(cp, KUBESALVO, url, timeout))
     except BaseException:
@@ -265,6 +268,22 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
         time.monotonic() - began,
         stop,
     )
+
+
+def _scraping_first(stop: Callable[[], None], url: str, out: Path) -> Callable[[], None]:
+    """``stop``, after saving the scheduler's /metrics to ``out``: its histograms (queue to
+    bound, attempt, request durations) say where a run's latency went."""
+
+    def scrape_and_stop() -> None:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                out.write_bytes(response.read())
+        except OSError as error:
+            print(f"could not scrape {url}: {error}", file=sys.stderr)
+        finally:
+            stop()
+
+    return scrape_and_stop
 
 
 def _start_raw_bind(

@@ -154,6 +154,18 @@ def test_results_file_and_plot_are_written(bench: tuple[BenchResult, Path, Path]
     assert (out / report.PLOT_FILE).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_kubesalvos_metrics_are_saved_when_it_stops(bench: tuple[BenchResult, Path, Path]) -> None:
+    # Its histograms say where a run's latency went (queue to bound, attempts, requests).
+    _, _, folder = bench
+    text = (folder / "schedulers" / contenders.KUBESALVO / "metrics.txt").read_text()
+    (count,) = [
+        line.split()[-1]
+        for line in text.splitlines()
+        if line.startswith("scheduler_pod_scheduling_sli_duration_seconds_count")
+    ]
+    assert float(count) == 200  # every pod of tiny.yaml, each bound at its first attempt
+
+
 def test_no_burst_pod_outlives_its_run_and_no_contender_keeps_running(
     bench: tuple[BenchResult, Path, Path],
 ) -> None:
