@@ -1322,7 +1322,10 @@ cdef class BurstKernel:
         if nf == 0:
             return -1
         if soft and not soft_empty:
-            self._topo_sync(c)
+            for j in range(j0, j1):
+                if not self.k_hard[j] and not self.k_host[j]:
+                    self._topo_sync(c)  # the zone-like constraints' counts (dcount)
+                    break
             ks_soft_scores(&self.frows[0], nf, self.ksoft, self._soft_rows(c),
                            require_all, &self.dcount[0, 0], &self.dpresent[0, 0],
                            self.dcount.shape[1], &self.kweight[0], &self.kmissing[0],
