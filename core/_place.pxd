@@ -63,9 +63,23 @@ cdef class BurstKernel:
     # ---- topology (whole burst)
     cdef const int32_t[:, ::1] dom           # topology keys x rows: domain id, -1 = the node lacks the key
     cdef const int32_t[::1] ndom             # per topology key: number of domain ids
-    cdef int64_t[:, ::1] dcount              # scratch, constraints of a class x domains: matching pods
-    cdef uint8_t[:, ::1] dpresent            # scratch, same shape: domain takes part
-    cdef int64_t[::1] dmin                   # scratch, per constraint: smallest domain count
+    cdef int64_t[:, ::1] dcount              # constraints of class t_owner x domains: matching pods
+                                             #   (hard: rows with every hard key; soft zone-like:
+                                             #   the rows ks_soft_scores counts), kept (_topo_sync)
+    cdef uint8_t[:, ::1] dpresent            # same shape: hard: domain takes part (kept); soft:
+                                             #   scratch of ks_soft_scores
+    cdef int64_t[::1] dmin                   # per hard constraint: smallest domain count (minDomains
+                                             #   applied), set by _spread_prepare
+    cdef int64_t[::1] dlow                   # per hard constraint: smallest count over present
+                                             #   domains (MAX_INT32 with none), kept
+    cdef int64_t[::1] dlow_n                 # per hard constraint: present domains counting dlow
+    cdef int64_t[::1] dpresent_n             # per hard constraint: present domains
+    cdef Py_ssize_t t_owner                  # class whose counts dcount / acount hold, -1 = none
+    cdef Py_ssize_t t_synced                 # log position those counts reflect
+    cdef int64_t aff_total                   # pods t_owner's required affinity terms count (rows
+                                             #   with the key)
+    cdef int64_t score_total                 # pods t_owner's scoring inter-pod terms count
+    cdef int64_t[::1] zcur                   # scratch of the zone layouts: a cursor per zone
     cdef double[::1] kweight                 # scratch, per soft constraint: log(domains + 2)
     cdef uint8_t[::1] kmissing               # scratch, per soft constraint: some row lacks its key
     cdef Py_ssize_t kmax                     # most constraints of a class in the burst
@@ -82,7 +96,7 @@ cdef class BurstKernel:
     cdef int64_t[::1] podfree                # per row: allocatable minus requested pods
     cdef int32_t[::1] xcols                  # scratch: a class's fit columns besides cpu, memory, pods
     cdef uint8_t[::1] redo                   # scratch, per position of frows: recompute exactly
-    cdef int64_t[:, ::1] acount              # scratch, inter-pod rows of a class x domains: counted pods
+    cdef int64_t[:, ::1] acount              # inter-pod rows of class t_owner x domains: counted pods
     cdef bint aff_empty                      # no pod anywhere matches all required affinity terms
     cdef bint ipa_topology                   # some scoring term matched a pod (else the plugin is skipped)
     # ---- the current chunk of the burst: classes
@@ -176,6 +190,11 @@ cdef class BurstKernel:
     cdef int32_t[::1] log_sign               # +1 placed, -1 taken back
     cdef Py_ssize_t log_len
 
+    cdef void _topo_full(self, Py_ssize_t c) noexcept nogil
+    cdef inline int _row_keys(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef void _spread_low(self, Py_ssize_t r, Py_ssize_t ndom) noexcept nogil
+    cdef void _topo_row(self, Py_ssize_t c, Py_ssize_t n, Py_ssize_t c2, int sign) noexcept nogil
+    cdef void _topo_sync(self, Py_ssize_t c) noexcept nogil
     cdef inline bint _fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef int64_t _resource_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef int64_t _balanced_score(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil

@@ -28,8 +28,10 @@
 #   within a zone, by the row's count of matching pods, so that each (zone, count) group
 #   of rows shares one spread score: the best row of each group plus that score,
 #   O(groups log rows) per pod; 2 (hard spread, inter-pod terms, other constraints)
-#   passes over the rows per pod, because domain counts and the normalisation over
-#   feasible rows change with every placement.
+#   passes over the rows per pod, because the normalisation over feasible rows changes
+#   with every placement. The per-domain counts those passes read (dcount, acount) are
+#   kept across the pods of a class and follow the log (_topo_sync), counted afresh only
+#   when another class needed them in between.
 #
 # Ties between equally scored rows go to the first one at or after the row following the
 # class's previous choice (cyclically), so identical pods on identical nodes spread out.
@@ -91,8 +93,8 @@ cdef extern from "_scan.h" nogil:
     int64_t ks_single_scan(ks_single* q)
     int64_t ks_host_zone_raw(int64_t h, double wh, int64_t skew_h, int64_t zc, double wz,
                              int64_t skew_z)
-    void ks_soft_scores(const int32_t* rows, int64_t nf, int64_t nrows, const ks_soft* k,
-                        int64_t nk, int require_all, int64_t* dcount, uint8_t* dpresent,
+    void ks_soft_scores(const int32_t* rows, int64_t nf, const ks_soft* k,
+                        int64_t nk, int require_all, const int64_t* dcount, uint8_t* dpresent,
                         int64_t maxdom, double* weights, uint8_t* missing, int64_t* rawsp,
                         int64_t* hi, int64_t* lo)
 
@@ -203,6 +205,11 @@ cdef class BurstKernel:
         self.dcount = np.zeros((max(1, max_constraints), max_domains), dtype=np.int64)
         self.dpresent = np.zeros((max(1, max_constraints), max_domains), dtype=np.uint8)
         self.dmin = np.zeros(max(1, max_constraints), dtype=np.int64)
+        self.dlow = np.zeros(max(1, max_constraints), dtype=np.int64)
+        self.dlow_n = np.zeros(max(1, max_constraints), dtype=np.int64)
+        self.dpresent_n = np.zeros(max(1, max_constraints), dtype=np.int64)
+        self.zcur = np.zeros(MAX_ZONES + 2, dtype=np.int64)
+        self.t_owner = -1
         self.kweight = np.zeros(max(1, max_constraints), dtype=np.float64)
         self.kmissing = np.zeros(max(1, max_constraints), dtype=np.uint8)
         self.kmax = max(1, max_constraints)
@@ -332,6 +339,8 @@ cdef class BurstKernel:
         self.c_score_error = c_score_error
         most = max(1, int(np.max(np.diff(c_a_off)))) if len(c_a_off) > 1 else 1
         self.acount = np.zeros((most, self.dcount.shape[1]), dtype=np.int64)
+        self.t_owner = -1  # class ids and the log start anew
+        self.t_synced = 0
         self.npods = p_class.shape[0]
         self.p_class = p_class
         self.p_gang_min = p_gang_min
@@ -1012,46 +1021,150 @@ cdef class BurstKernel:
 
     # ------------------------------------------------------------ PodTopologySpread
     cdef void _spread_prepare(self, Py_ssize_t c) noexcept nogil:
-        """Per hard constraint: matching pods per domain and the smallest domain count.
+        """Per hard constraint: matching pods per domain (dcount, kept by _topo_sync) and
+        the smallest domain count (dmin; 0 with fewer present domains than minDomains).
 
         Only nodes that have every hard constraint's key count, each constraint also
         requiring its inclusion policies (elig)."""
-        cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key, present
-        cdef bint all_keys
-        cdef int64_t smallest
+        cdef Py_ssize_t j, j0 = self.c_k_off[c]
+        self._topo_sync(c)
+        for j in range(j0, self.c_k_off[c + 1]):
+            if self.k_hard[j]:
+                self.dmin[j - j0] = 0 if self.dpresent_n[j - j0] < self.k_min_domains[j] \
+                    else self.dlow[j - j0]
+
+    # ------------------------------------------- domain counts kept across a class's pods
+    cdef void _topo_full(self, Py_ssize_t c) noexcept nogil:
+        """Count, in one pass over the rows, what class c's spread constraints and inter-pod
+        terms see per domain (dcount, dpresent, dlow, acount, aff_total, score_total)."""
+        cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key
+        cdef Py_ssize_t a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1]
+        cdef bint hard_keys, soft_keys, require_all = self.c_spread_all[c]
+        cdef int32_t q
+        cdef int keys
+        for j in range(j0, j1):
+            key = self.k_key[j]
+            for d in range(self.ndom[key]):
+                self.dcount[j - j0, d] = 0
+                if self.k_hard[j]:
+                    self.dpresent[j - j0, d] = 0
+        for j in range(a0, a1):
+            for d in range(self.ndom[self.a_key[j]]):
+                self.acount[j - a0, d] = 0
+        self.aff_total = 0
+        self.score_total = 0
+        for n in range(self.rows):
+            keys = self._row_keys(c, n)
+            hard_keys = keys & 1
+            soft_keys = keys & 2
+            for j in range(j0, j1):
+                d = self.dom[self.k_key[j], n]
+                if d < 0 or not self.elig[self.k_elig[j], n]:
+                    continue
+                if self.k_hard[j]:
+                    if hard_keys:
+                        self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
+                        self.dpresent[j - j0, d] = 1
+                elif not self.k_host[j] and (soft_keys or not require_all):
+                    self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
+            for j in range(a0, a1):
+                d = self.dom[self.a_key[j], n]
+                if d < 0:
+                    continue
+                q = self.counters[self.a_counter[j], n]
+                if q:
+                    self.acount[j - a0, d] += q
+                    if self.a_kind[j] == 0:
+                        self.aff_total += q
+                    elif self.a_kind[j] == 3:
+                        self.score_total += q
         for j in range(j0, j1):
             if self.k_hard[j]:
-                key = self.k_key[j]
-                for d in range(self.ndom[key]):
-                    self.dcount[j - j0, d] = 0
-                    self.dpresent[j - j0, d] = 0
-        for n in range(self.rows):
-            all_keys = True
+                self._spread_low(j - j0, self.ndom[self.k_key[j]])
+        self.t_owner = c
+        self.t_synced = self.log_len
+
+    cdef inline int _row_keys(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """Whether row n has every key of class c's hard spread constraints (bit 1) and of
+        its soft ones (bit 2)."""
+        cdef Py_ssize_t j
+        cdef int keys = 3
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            if self.dom[self.k_key[j], n] < 0:
+                keys &= ~1 if self.k_hard[j] else ~2
+        return keys
+
+    cdef void _spread_low(self, Py_ssize_t r, Py_ssize_t ndom) noexcept nogil:
+        """Row r of dcount (a hard constraint): its present domains, their smallest count
+        (MAX_INT32 with none) and how many domains have it."""
+        cdef Py_ssize_t d
+        cdef int64_t low = MAX_INT32, at = 0, present = 0
+        for d in range(ndom):
+            if self.dpresent[r, d]:
+                present += 1
+                if self.dcount[r, d] < low:
+                    low = self.dcount[r, d]
+                    at = 0
+                if self.dcount[r, d] == low:
+                    at += 1
+        self.dpresent_n[r] = present
+        self.dlow[r] = low
+        self.dlow_n[r] = at
+
+    cdef void _topo_row(self, Py_ssize_t c, Py_ssize_t n, Py_ssize_t c2, int sign) noexcept nogil:
+        """Follow one placement (sign +1) or rollback (-1) of a pod of class c2 on row n in
+        class c's counts, as _topo_full would count them afresh."""
+        cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], k, d, q
+        cdef Py_ssize_t a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1]
+        cdef int keys = self._row_keys(c, n)
+        cdef bint hard_keys = keys & 1, soft_keys = keys & 2, require_all = self.c_spread_all[c]
+        cdef int64_t old
+        for k in range(self.c_inc_off[c2], self.c_inc_off[c2 + 1]):
+            q = self.c_inc[k]
             for j in range(j0, j1):
-                if self.k_hard[j] and self.dom[self.k_key[j], n] < 0:
-                    all_keys = False
-                    break
-            if not all_keys:
-                continue
-            for j in range(j0, j1):
-                if self.k_hard[j] and self.elig[self.k_elig[j], n]:
-                    d = self.dom[self.k_key[j], n]
-                    self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
-                    self.dpresent[j - j0, d] = 1
-        for j in range(j0, j1):
-            if not self.k_hard[j]:
-                continue
-            key = self.k_key[j]
-            smallest = MAX_INT32
-            present = 0
-            for d in range(self.ndom[key]):
-                if self.dpresent[j - j0, d]:
-                    present += 1
-                    if self.dcount[j - j0, d] < smallest:
-                        smallest = self.dcount[j - j0, d]
-            if present < self.k_min_domains[j]:
-                smallest = 0
-            self.dmin[j - j0] = smallest
+                if self.k_counter[j] != q:
+                    continue
+                d = self.dom[self.k_key[j], n]
+                if d < 0 or not self.elig[self.k_elig[j], n]:
+                    continue
+                if self.k_hard[j]:
+                    if not hard_keys:
+                        continue
+                    old = self.dcount[j - j0, d]
+                    self.dcount[j - j0, d] = old + sign
+                    if sign > 0 and old == self.dlow[j - j0]:
+                        self.dlow_n[j - j0] -= 1
+                        if self.dlow_n[j - j0] == 0:  # the last domain at the low rose
+                            self._spread_low(j - j0, self.ndom[self.k_key[j]])
+                    elif sign < 0 and old + sign < self.dlow[j - j0]:
+                        self.dlow[j - j0] = old + sign
+                        self.dlow_n[j - j0] = 1
+                    elif sign < 0 and old + sign == self.dlow[j - j0]:
+                        self.dlow_n[j - j0] += 1
+                elif not self.k_host[j] and (soft_keys or not require_all):
+                    self.dcount[j - j0, d] += sign
+            for j in range(a0, a1):
+                if self.a_counter[j] != q:
+                    continue
+                d = self.dom[self.a_key[j], n]
+                if d < 0:
+                    continue
+                self.acount[j - a0, d] += sign
+                if self.a_kind[j] == 0:
+                    self.aff_total += sign
+                elif self.a_kind[j] == 3:
+                    self.score_total += sign
+
+    cdef void _topo_sync(self, Py_ssize_t c) noexcept nogil:
+        """Bring class c's domain counts up to date: from the log when they are c's (the
+        pods of a class usually come one after the other), else counted afresh."""
+        cdef Py_ssize_t i
+        if self.t_owner != c or self.log_len - self.t_synced > self.rows // 4:
+            self._topo_full(c)
+            return
+        for i in range(self.t_synced, self.log_len):
+            self._topo_row(c, self.log_row[i], self.log_class[i], self.log_sign[i])
+        self.t_synced = self.log_len
 
     cdef inline int _spread_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """The hard spread verdict on row n (after _spread_prepare): 0 or a reason code."""
@@ -1209,7 +1322,11 @@ cdef class BurstKernel:
         if nf == 0:
             return -1
         if soft and not soft_empty:
-            ks_soft_scores(&self.frows[0], nf, self.rows, self.ksoft, self._soft_rows(c),
+            for j in range(j0, j1):
+                if not self.k_hard[j] and not self.k_host[j]:
+                    self._topo_sync(c)  # the zone-like constraints' counts (dcount)
+                    break
+            ks_soft_scores(&self.frows[0], nf, self.ksoft, self._soft_rows(c),
                            require_all, &self.dcount[0, 0], &self.dpresent[0, 0],
                            self.dcount.shape[1], &self.kweight[0], &self.kmissing[0],
                            &self.rawsp[0], &hi, &lo)
@@ -1252,28 +1369,11 @@ cdef class BurstKernel:
         return self.c_mode[c] == 2
 
     cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil:
-        """Per inter-pod row: counted pods per domain of its key (nodes with the key)."""
-        cdef Py_ssize_t j, a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1], n, d, key
-        cdef int32_t q
-        cdef int64_t aff_total = 0
-        for j in range(a0, a1):
-            key = self.a_key[j]
-            for d in range(self.ndom[key]):
-                self.acount[j - a0, d] = 0
-        self.ipa_topology = False
-        for n in range(self.rows):
-            for j in range(a0, a1):
-                d = self.dom[self.a_key[j], n]
-                if d < 0:
-                    continue
-                q = self.counters[self.a_counter[j], n]
-                if q:
-                    self.acount[j - a0, d] += q
-                    if self.a_kind[j] == 0:
-                        aff_total += q
-                    elif self.a_kind[j] == 3:
-                        self.ipa_topology = True
-        self.aff_empty = aff_total == 0
+        """Per inter-pod row: counted pods per domain of its key (acount, nodes with the key,
+        kept by _topo_sync), and whether any pod counts for the affinity / scoring terms."""
+        self._topo_sync(c)
+        self.ipa_topology = self.score_total != 0
+        self.aff_empty = self.aff_total == 0
 
     cdef inline int _ipa_reason(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """The inter-pod filter on row n (after _ipa_prepare): 0 or a reason code."""
@@ -1358,14 +1458,14 @@ cdef class BurstKernel:
                 self.s_zc[s, d] += self.counters[self.k_counter[j], n]
         for g in range(nd + 1):
             self.s_gstart[s, g + 1] += self.s_gstart[s, g]
-        # place rows: a running cursor per zone (reuse dcount row 0 as scratch)
+        # place rows: a running cursor per zone
         for g in range(nd + 1):
-            self.dcount[0, g] = self.s_gstart[s, g]
+            self.zcur[g] = self.s_gstart[s, g]
         for n in range(self.rows):
             d = self.dom[key, n]
             g = d if d >= 0 else nd
-            pos = self.dcount[0, g]
-            self.dcount[0, g] = pos + 1
+            pos = self.zcur[g]
+            self.zcur[g] = pos + 1
             self.s_perm[s, n] = <int32_t>pos
             self.s_iperm[s, pos] = <int32_t>n
 
@@ -1459,14 +1559,14 @@ cdef class BurstKernel:
             h = self.counters[q, n]
             self.frows[self.hz_count[h]] = <int32_t>n
             self.hz_count[h] += 1
-        for g in range(nd + 1):  # a running cursor per zone (dcount row 0 as scratch)
-            self.dcount[0, g] = self.s_gstart[s, g]
+        for g in range(nd + 1):  # a running cursor per zone
+            self.zcur[g] = self.s_gstart[s, g]
         for i in range(self.rows):
             n = self.frows[i]
             d = self.dom[key, n]
             g = d if d >= 0 else nd
-            pos = self.dcount[0, g]
-            self.dcount[0, g] = pos + 1
+            pos = self.zcur[g]
+            self.zcur[g] = pos + 1
             self.s_perm[s, n] = <int32_t>pos
             self.s_iperm[s, pos] = <int32_t>n
             self.s_h[s, pos] = self.counters[q, n]

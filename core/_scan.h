@@ -337,24 +337,24 @@ static inline int64_t ks_host_zone_raw(int64_t h, double wh, int64_t skew_h, int
  * log(domains + 2) (with require_all off, a row missing a key skips that constraint and
  * "no value" counts as one more domain), and a row's raw score is the sum over the keys it
  * has of count * weight + maxSkew - 1, rounded; rawsp[n] = -1 (scoring 0) for a row
- * missing a key when require_all. *hi / *lo: the range over the rows that score. dcount /
- * dpresent: rows of stride maxdom; weights / missing: by drow. */
-static void ks_soft_scores(const int32_t *restrict rows, int64_t nf, int64_t nrows,
+ * missing a key when require_all. *hi / *lo: the range over the rows that score. dcount
+ * (given, read only): per zone-like constraint, the matching pods per domain over every
+ * row (with all keys, when require_all) its inclusion policies keep, which the caller keeps
+ * across a class's pods; dpresent (scratch): rows of stride maxdom; weights / missing: by
+ * drow. */
+static void ks_soft_scores(const int32_t *restrict rows, int64_t nf,
                            const ks_soft *k, int64_t nk, int require_all,
-                           int64_t *restrict dcount, uint8_t *restrict dpresent, int64_t maxdom,
+                           const int64_t *restrict dcount, uint8_t *restrict dpresent,
+                           int64_t maxdom,
                            double *restrict weights, uint8_t *restrict missing,
                            int64_t *restrict rawsp, int64_t *hi, int64_t *lo)
 {
     int64_t counted = 0, h = 0, l = -1;
-    int zones = 0;
     for (int64_t j = 0; j < nk; j++) {
         missing[k[j].drow] = 0;
         if (!k[j].host) {
-            zones = 1;
-            for (int64_t d = 0; d < k[j].ndom; d++) {
-                dcount[k[j].drow * maxdom + d] = 0;
+            for (int64_t d = 0; d < k[j].ndom; d++)
                 dpresent[k[j].drow * maxdom + d] = 0;
-            }
         }
     }
     for (int64_t i = 0; i < nf; i++) {
@@ -387,22 +387,6 @@ static void ks_soft_scores(const int32_t *restrict rows, int64_t nf, int64_t nro
                 domains += dpresent[k[j].drow * maxdom + d];
         }
         weights[k[j].drow] = log((double)(domains + 2));
-    }
-    /* matching pods per domain, over every row (with all keys, when require_all) */
-    for (int64_t n = 0; zones && n < nrows; n++) {
-        if (require_all) {
-            int all_keys = 1;
-            for (int64_t j = 0; j < nk; j++)
-                all_keys &= k[j].dom[n] >= 0;
-            if (!all_keys)
-                continue;
-        }
-        for (int64_t j = 0; j < nk; j++) {
-            int32_t d = k[j].dom[n];
-            if (k[j].host || !k[j].elig[n] || d < 0 || !dpresent[k[j].drow * maxdom + d])
-                continue;
-            dcount[k[j].drow * maxdom + d] += k[j].counter[n];
-        }
     }
     for (int64_t i = 0; i < nf; i++) {
         int32_t n = rows[i];

@@ -512,3 +512,71 @@ def test_a_gang_with_a_malformed_minimum_is_not_tried_and_takes_no_room():
     assert result.nodes == [None, None, "only"]
     assert not result.rolled_back.any()
     assert result.rejectors[0] == frozenset((names.COSCHEDULING,))
+
+
+@pytest.mark.parametrize("nodes", [4, 40])
+def test_domain_counts_kept_across_a_class_follow_other_classes_and_rollbacks(nodes):
+    """A class's spread and inter-pod counts per domain are kept from one of its pods to
+    the next and follow the placements in between: pods of other classes that its
+    selectors count (placed without reading those counts), a gang rolled back, and, with
+    every node holding a matching pod, the smallest hostname count rising."""
+    zone = "topology.kubernetes.io/zone"
+    host = "kubernetes.io/hostname"
+    fleet = [
+        {
+            "metadata": {"name": f"n{i}", "labels": {host: f"n{i}", zone: "abcd"[i % 4]}},
+            "spec": {},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}},
+        }
+        for i in range(nodes)
+    ]
+    web = {"matchLabels": {"app": "web"}}
+    # the inter-pod terms select only the constrained pods: the others have no term to
+    # read (no inter-pod rows of their own), so the constrained class keeps its counts
+    peers = {"matchLabels": {"role": "a"}}
+
+    def pod(name, cpu, labels, **spec):
+        container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
+        return {
+            "metadata": {"name": name, "namespace": "ns", "labels": labels},
+            "spec": {"containers": [container], **spec},
+        }
+
+    def spread(key, how, skew=1):
+        return {
+            "maxSkew": skew,
+            "topologyKey": key,
+            "whenUnsatisfiable": how,
+            "labelSelector": web,
+        }
+
+    constrained = {
+        "topologySpreadConstraints": [
+            spread(zone, "DoNotSchedule"),
+            spread(host, "DoNotSchedule", 2),
+            spread(zone, "ScheduleAnyway", 2),
+        ],
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 50, "podAffinityTerm": {"labelSelector": peers, "topologyKey": host}}
+                ]
+            },
+            "podAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 20, "podAffinityTerm": {"labelSelector": peers, "topologyKey": zone}}
+                ]
+            },
+        },
+    }
+    burst = []
+    for i in range(3 * nodes // 2 + 6):
+        burst.append(pod(f"a{i}", "100m", {"app": "web", "role": "a"}, **constrained))
+        if i % 3 == 1:
+            burst.append(pod(f"b{i}", "200m", {"app": "web"}))
+            burst.append(pod(f"c{i}", "300m", {"app": "web"}))
+        if i % 7 == 3:  # three members fit, the fourth cannot: all are taken back
+            gang = {"app": "web", "podGroup": f"g{i}", "minAvailable": "4"}
+            burst += [pod(f"g{i}-{k}", "100m", gang) for k in range(3)]
+            burst.append(pod(f"g{i}-3", "64", gang))
+    assert_plan_matches_reference(fleet, burst)
