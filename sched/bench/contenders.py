@@ -252,7 +252,7 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
     ]
     pid, log, stop = _spawn(cp, KUBESALVO, command)
     base = f"http://{processes.LOOPBACK}:{metrics_port}"
-    stop = _scraping_first(stop, f"{base}/metrics", config.parent / "metrics.txt")
+    stop = _scraping_first(stop, f"{base}/metrics", metrics_file(log, KUBESALVO))
     url = f"{base}/readyz"
     try:
         asyncio.run(wait_healthy(cp, KUBESALVO, url, timeout))
@@ -268,6 +268,11 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
         time.monotonic() - began,
         stop,
     )
+
+
+def metrics_file(log: Path, name: str) -> Path:
+    """Where contender ``name``'s /metrics is saved when it stops: beside its log."""
+    return log.with_name(f"{name}-metrics.txt")
 
 
 def _scraping_first(stop: Callable[[], None], url: str, out: Path) -> Callable[[], None]:

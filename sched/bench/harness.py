@@ -320,10 +320,13 @@ def _run_one(
 
 
 def _stop(contender: contenders.Contender, options: Options) -> None:
-    """Stops a contender and keeps its log in ``options.logs`` (if given)."""
+    """Stops a contender and keeps its log and saved metrics in ``options.logs`` (if given)."""
     contender.stop()
     if options.logs is not None:
         options.logs.mkdir(parents=True, exist_ok=True)
+        metrics = contenders.metrics_file(contender.log, contender.name)
+        if metrics.exists():
+            shutil.copyfile(metrics, options.logs / metrics.name)
         saved = options.logs / contender.log.name
         shutil.copyfile(contender.log, saved)
         contender.log = saved

@@ -156,8 +156,8 @@ def test_results_file_and_plot_are_written(bench: tuple[BenchResult, Path, Path]
 
 def test_kubesalvos_metrics_are_saved_when_it_stops(bench: tuple[BenchResult, Path, Path]) -> None:
     # Its histograms say where a run's latency went (queue to bound, attempts, requests).
-    _, _, folder = bench
-    text = (folder / "schedulers" / contenders.KUBESALVO / "metrics.txt").read_text()
+    _, out, _ = bench
+    text = (out / "logs" / f"{contenders.KUBESALVO}-metrics.txt").read_text()
     (count,) = [
         line.split()[-1]
         for line in text.splitlines()
