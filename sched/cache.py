@@ -81,10 +81,20 @@ def same_for_state(old: Pod, new: Pod) -> bool:
         and old_meta.namespace == new_meta.namespace
         and (old_meta.deletion_timestamp is None) == (new_meta.deletion_timestamp is None)
         and (old.status.phase in _FINISHED) == (new.status.phase in _FINISHED)
-        and old.status.container_statuses == new.status.container_statuses
-        and old.status.init_container_statuses == new.status.init_container_statuses
+        and _reported(old) == _reported(new)
         and _resize_reason(old) == _resize_reason(new)
     )
+
+
+def _reported(pod: Pod) -> dict[str, tuple[object, dict[str, str]]]:
+    """What the kubelet reports of the containers' resources, as the count reads it: a
+    status without ``resources`` leaves the container at its spec (kwok reports none)."""
+    status = pod.status
+    return {
+        entry.name: (entry.resources, entry.allocated_resources)
+        for entry in (*status.container_statuses, *status.init_container_statuses)
+        if entry.resources is not None
+    }
 
 
 class SchedulerCache:

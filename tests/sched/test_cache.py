@@ -234,6 +234,10 @@ _RUNNING = {
     "status.conditions": [{"type": "Ready", "status": "True"}],
     "metadata.resourceVersion": "7",
     "metadata.annotations": {"note": "x"},
+    # As kwok reports a running container: no resources.
+    "status.containerStatuses": [
+        {"name": "c", "ready": True, "image": "x", "state": {"running": {}}, "restartCount": 0}
+    ],
 }
 _VARIANTS: dict[str, dict[str, Any]] = {
     "pending": {},
