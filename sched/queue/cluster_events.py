@@ -85,6 +85,8 @@ def node_update_events(old: Any, new: Any) -> list[ClusterEvent]:
 
 
 def _scaled_down(old: Any, new: Any) -> bool:
+    if old.spec == new.spec:
+        return False  # requests are read from the spec alone (most updates are status)
     try:
         before = pod_requests(msgspec.to_builtins(old))
         after = pod_requests(msgspec.to_builtins(new))
