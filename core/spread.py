@@ -20,6 +20,7 @@ pairs to classes and groups keeps that from comparing every selector with every 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -207,6 +208,21 @@ class SpreadTables:
     c_spread_all: npt.NDArray[np.uint8]
 
 
+@dataclass(slots=True)
+class ChunkLayout:
+    """A chunk's spread and inter-pod rows before the counters get their starting counts
+    (``SpreadEncoder.layout``), and what ``SpreadEncoder.counted`` needs to add them."""
+
+    # the chunk's arrays, except that ipa.a_counter holds counter ids (not the slots of
+    # counted counters) and k_counter, counters, c_inc_off and c_inc are still empty
+    tables: SpreadTables
+    counters: dict[CounterKey, int]  # counter key -> counter id
+    k_counter: list[int]  # per constraint row, its counter id
+    may_count: list[set[int] | None]  # per counter, the burst's classes it may count
+    raises: list[list[int]]  # per class, the counters its placed pods raise
+    readers: list[set[int]]  # per counter, the classes that read it
+
+
 class SpreadEncoder:
     """Builds the spread and inter-pod tables of each chunk of one burst."""
 
@@ -359,6 +375,11 @@ class SpreadEncoder:
 
     def tables(self, class_ids: Sequence[int], pods: Sequence[int] | None = None) -> SpreadTables:
         """The chunk's arrays; ``pods``: how many pods of each class the chunk has."""
+        return self.counted(self.layout(class_ids), pods)
+
+    def layout(self, class_ids: Sequence[int]) -> ChunkLayout:
+        """The chunk's rows and counters, which do not depend on what earlier chunks
+        placed: core/place.py builds the next chunk's while the kernel runs this one."""
         enc = self.encoder
         rows = self.state.rows
         counters: dict[CounterKey, int] = {}
@@ -437,8 +458,45 @@ class SpreadEncoder:
                 i = local.get(cid)
                 if i is not None and self._class_matches(ckey, cid):
                     raises[i].append(q)
-        readers = _readers(len(counters), off, cols["counter"], ipa)
-        live, initial = self._live_counters(counters, may_count, raises, readers, pods)
+        readers = _readers(len(counters), off, k_counter, ipa)
+
+        def arr(name: str, dtype: Any) -> np.ndarray:
+            return np.array(cols[name] or [0], dtype=dtype)
+
+        none = np.zeros(1, dtype=np.int32)
+        tables = SpreadTables(
+            c_k_off=np.array(off, dtype=np.int32),
+            k_key=arr("key", np.int32),
+            k_hard=arr("hard", np.uint8),
+            k_skew=arr("skew", np.int64),
+            k_min_domains=arr("mind", np.int64),
+            k_self=arr("self", np.uint8),
+            k_counter=none,
+            k_elig=arr("elig", np.int32),
+            k_host=arr("host", np.uint8),
+            elig=np.ascontiguousarray(np.vstack(elig_arrays))
+            if elig_arrays
+            else np.zeros((1, rows), dtype=np.uint8),
+            counters=np.zeros((1, rows), dtype=np.int32),
+            c_inc_off=none,
+            c_inc=none,
+            ipa=ipa,
+            c_mode=np.array(modes or [0], dtype=np.uint8),
+            c_spread_all=np.array(
+                [self._require_all[cid] for cid in class_ids] or [True], dtype=np.uint8
+            ),
+        )
+        return ChunkLayout(tables, counters, k_counter, may_count, raises, readers)
+
+    def counted(self, layout: ChunkLayout, pods: Sequence[int] | None = None) -> SpreadTables:
+        """The chunk's arrays from its ``layout``, with the counters' starting counts
+        (the pods on the nodes and those earlier chunks placed, see ``record``).
+        ``pods``: how many pods of each class the chunk has."""
+        rows = self.state.rows
+        counters, raises, ipa = layout.counters, layout.raises, layout.tables.ipa
+        live, initial = self._live_counters(
+            counters, layout.may_count, raises, layout.readers, pods
+        )
         # Counters the chunk can never see above zero share row 0, which nothing raises.
         slot = np.zeros(max(1, len(counters)), dtype=np.int32)
         slot[live] = np.arange(1, len(live) + 1, dtype=np.int32)
@@ -456,34 +514,14 @@ class SpreadEncoder:
                 if slots[q]:
                     flat.append(slots[q])
             inc_off_list.append(len(flat))
-        cols["counter"] = [slots[q] for q in k_counter]
-        ipa.a_counter = slot[ipa.a_counter] if len(counters) else ipa.a_counter
-        inc_off = np.array(inc_off_list, dtype=np.int32)
-
-        def arr(name: str, dtype: Any) -> np.ndarray:
-            return np.array(cols[name] or [0], dtype=dtype)
-
-        return SpreadTables(
-            c_k_off=np.array(off, dtype=np.int32),
-            k_key=arr("key", np.int32),
-            k_hard=arr("hard", np.uint8),
-            k_skew=arr("skew", np.int64),
-            k_min_domains=arr("mind", np.int64),
-            k_self=arr("self", np.uint8),
-            k_counter=arr("counter", np.int32),
-            k_elig=arr("elig", np.int32),
-            k_host=arr("host", np.uint8),
-            elig=np.ascontiguousarray(np.vstack(elig_arrays))
-            if elig_arrays
-            else np.zeros((1, rows), dtype=np.uint8),
+        a_counter = slot[ipa.a_counter] if len(counters) else ipa.a_counter
+        return dataclasses.replace(
+            layout.tables,
+            k_counter=np.array([slots[q] for q in layout.k_counter] or [0], dtype=np.int32),
             counters=counter_table,
-            c_inc_off=inc_off,
+            c_inc_off=np.array(inc_off_list, dtype=np.int32),
             c_inc=np.array(flat or [0], dtype=np.int32),
-            ipa=ipa,
-            c_mode=np.array(modes or [0], dtype=np.uint8),
-            c_spread_all=np.array(
-                [self._require_all[cid] for cid in class_ids] or [True], dtype=np.uint8
-            ),
+            ipa=dataclasses.replace(ipa, a_counter=a_counter),
         )
 
     def _live_counters(
