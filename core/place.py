@@ -8,14 +8,17 @@ over the whole burst without the GIL.
 
 A burst is cut into chunks of at most a few thousand distinct classes so that the
 per-class static tables (classes x nodes) stay within a fixed memory budget; the kernel
-keeps its node usage across chunks, so a chunk sees every placement before it.
+keeps its node usage across chunks, so a chunk sees every placement before it. With
+several chunks the kernel runs them on a worker thread while this thread encodes the next
+one (and, during the last, assumes the classes already done): see ``_run_chunks``.
 """
 
 from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +28,7 @@ import numpy.typing as npt
 from kubesalvo.core import _typedefs, gang
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
-from kubesalvo.core.encode import Encoder, PortTable, is_scalar_column
+from kubesalvo.core.encode import Encoder, PortTable, StaticTables, is_scalar_column
 from kubesalvo.core.operands import (
     ClassColumns,
     Outputs,
@@ -37,7 +40,7 @@ from kubesalvo.core.operands import (
 from kubesalvo.core.plugins import coscheduling, framework
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reasons import ReasonTable
-from kubesalvo.core.spread import SpreadEncoder
+from kubesalvo.core.spread import ChunkLayout, SpreadEncoder
 from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
 
 __all__ = ["PlacementResult", "place_burst", "plan"]
@@ -45,6 +48,9 @@ __all__ = ["PlacementResult", "place_burst", "plan"]
 # Cells (classes x nodes) of static tables per chunk, and bytes of class caches.
 _CHUNK_CELLS = 8_000_000
 _SLOT_BYTES = 64 << 20
+# Run the kernel on a worker thread while this one encodes the next chunk (see
+# _run_chunks); the tests turn it off to compare with the serial order.
+_OVERLAP = True
 
 
 @dataclass
@@ -70,7 +76,9 @@ class PlacementResult:
     tentative: list[str | None]  # for a rolled-back pod, the node it had fitted
     num_nodes: int
     classes: int
-    kernel_seconds: float
+    kernel_seconds: float  # the kernel's runs
+    # this thread's work (encoding, results, assuming); with several chunks part of it
+    # runs while the kernel does, so the two may add up to more than the wall time
     encode_seconds: float
     placed: int = field(init=False)
 
@@ -205,6 +213,158 @@ def _chunks(class_of: npt.NDArray[np.int32], gang_min: list[int], gang_last: lis
         yield start, len(class_of)
 
 
+@dataclass
+class _Chunk:
+    """The kernel's operands for the pods [start, end) of the burst (see load_chunk), with
+    the spread rows still to be counted (SpreadEncoder.counted)."""
+
+    start: int
+    end: int
+    class_ids: npt.NDArray[np.int32]  # the chunk's classes, ascending (local -> global id)
+    local: npt.NDArray[np.intp]  # per pod of the chunk, its local class
+    per_class: list[int]  # pods per local class
+    classes: ClassColumns
+    tables: StaticTables
+    ports: PortConflicts
+    spread: ChunkLayout
+    pods: PodColumns
+    out: Outputs
+    nslots: int
+
+
+def _chunk_operands(
+    encoder: Encoder,
+    spread: SpreadEncoder,
+    ports: PortTable,
+    columns: ClassColumns,
+    pods: PodColumns,
+    out: Outputs,
+    slot_budget: int,
+    start: int,
+    end: int,
+) -> _Chunk:
+    """The operands of the pods [start, end), from the burst's ``columns`` (per class),
+    ``pods`` (per pod; p_class holding global class ids) and ``out`` (per pod)."""
+    global_ids, local = np.unique(pods.p_class[start:end], return_inverse=True)
+    chunk_classes = global_ids.tolist()
+    per_class = np.bincount(local, minlength=len(global_ids))
+    classes = encoder.classes
+    conf_off, conf, own_off, own = [0], [], [0], []
+    for cid in chunk_classes:
+        class_ports = classes[cid].ports
+        if class_ports:  # most classes take no host port
+            clash: set[int] = set()
+            for port in class_ports:
+                clash.update(ports.clashes(port))
+                own.append(ports.keys[port])
+            conf.extend(sorted(clash))
+        conf_off.append(len(conf))
+        own_off.append(len(own))
+    return _Chunk(
+        start,
+        end,
+        global_ids,
+        local,
+        per_class.tolist(),
+        ClassColumns(
+            np.ascontiguousarray(columns.c_req[global_ids]),
+            np.ascontiguousarray(columns.c_nz[global_ids]),
+            np.ascontiguousarray(columns.c_nz_add[global_ids]),
+            columns.c_score_error[global_ids],
+        ),
+        encoder.tables(chunk_classes),
+        PortConflicts(
+            np.array(conf_off, dtype=np.int32),
+            np.array(conf or [0], dtype=np.int32),
+            np.array(own_off, dtype=np.int32),
+            np.array(own or [0], dtype=np.int32),
+        ),
+        spread.layout(chunk_classes),
+        PodColumns(
+            local.astype(np.int32),
+            pods.p_gang_min[start:end],
+            pods.p_gang_last[start:end],
+            pods.p_nominated[start:end],
+        ),
+        Outputs(
+            out.node[start:end],
+            out.score[start:end],
+            out.reasons[start:end],
+            out.rolled[start:end],
+            out.error[start:end],
+        ),
+        # only classes with several pods in the chunk cache anything (see _place.pyx)
+        min(int(np.count_nonzero(per_class > 1)), slot_budget),
+    )
+
+
+def _timed_run(kernel: BurstKernel) -> float:
+    began = time.perf_counter()
+    kernel.run()
+    return time.perf_counter() - began
+
+
+def _run_chunks(
+    kernel: BurstKernel,
+    spread: SpreadEncoder,
+    chunks: list[tuple[int, int]],
+    operands: Callable[[int, int], _Chunk],
+    out_node: npt.NDArray[np.int32],
+    while_last: Callable[[int, int], None],
+) -> tuple[float, float]:
+    """Run the kernel over the chunks in order; the kernel's seconds and this thread's.
+
+    With several chunks the kernel runs on a worker thread (it releases the GIL) while
+    this one builds the next chunk's operands: only the spread counters' starting counts
+    depend on what the running chunk places, and they are added once it is done. During
+    the last chunk this thread runs ``while_last(start, end)`` instead (a serial run
+    does not call it). Each chunk gets the same operands as in a serial run (one chunk,
+    or ``_OVERLAP`` False), hence the same placements.
+    """
+    worker = None
+    if _OVERLAP and len(chunks) > 1:
+        worker = ThreadPoolExecutor(1, thread_name_prefix="kubesalvo-kernel")
+    kernel_seconds = own_seconds = 0.0
+    try:
+        began = time.perf_counter()
+        pending = operands(*chunks[0]) if chunks else None
+        for k, (start, end) in enumerate(chunks):
+            chunk = pending
+            assert chunk is not None
+            counted = spread.counted(chunk.spread, chunk.per_class)
+            kernel.load_chunk(
+                chunk.classes,
+                chunk.tables,
+                chunk.ports,
+                counted,
+                chunk.pods,
+                chunk.out,
+                chunk.nslots,
+            )
+            if worker is None:
+                own_seconds += time.perf_counter() - began
+                kernel_seconds += _timed_run(kernel)
+                began = time.perf_counter()
+                running = None
+            else:
+                running = worker.submit(_timed_run, kernel)
+            if k + 1 < len(chunks):
+                pending = operands(*chunks[k + 1])
+            elif worker is not None:
+                while_last(start, end)
+            own_seconds += time.perf_counter() - began
+            if running is not None:
+                kernel_seconds += running.result()
+            began = time.perf_counter()
+            if k + 1 < len(chunks):  # later chunks count these placements
+                spread.record(chunk.class_ids, chunk.local, out_node[start:end])
+        own_seconds += time.perf_counter() - began
+    finally:
+        if worker is not None:
+            worker.shutdown(wait=True)  # an error here waits for the running chunk
+    return kernel_seconds, own_seconds
+
+
 def place_burst(
     state: ClusterState,
     pods: Sequence[Mapping[str, Any]],
@@ -315,65 +475,50 @@ def _place_burst(
         ],
         dtype=np.int32,
     )
-    encode_seconds = time.perf_counter() - began
-    kernel_seconds = 0.0
     slot_budget = max(4, _SLOT_BYTES // (40 * max(1, state.rows)))
-    chunks = list(_chunks(class_of, gang_min, gang_last, state.rows))
-    for start, end in chunks:
-        t0 = time.perf_counter()
-        global_ids, local = np.unique(class_of[start:end], return_inverse=True)
-        chunk_classes = global_ids.tolist()
-        tables = encoder.tables(chunk_classes)
-        per_class = np.bincount(local, minlength=len(global_ids))
-        spread_tables = spread.tables(chunk_classes, per_class.tolist())
-        conf_off, conf, own_off, own = [0], [], [0], []
-        for cid in chunk_classes:
-            class_ports = classes[cid].ports
-            if class_ports:  # most classes take no host port
-                clash: set[int] = set()
-                for port in class_ports:
-                    clash.update(ports.clashes(port))
-                    own.append(ports.keys[port])
-                conf.extend(sorted(clash))
-            conf_off.append(len(conf))
-            own_off.append(len(own))
-        kernel.load_chunk(
-            ClassColumns(
-                np.ascontiguousarray(c_req_all[global_ids]),
-                np.ascontiguousarray(c_nz_all[global_ids]),
-                np.ascontiguousarray(c_nz_add_all[global_ids]),
-                c_score_error[global_ids],
-            ),
-            tables,
-            PortConflicts(
-                np.array(conf_off, dtype=np.int32),
-                np.array(conf or [0], dtype=np.int32),
-                np.array(own_off, dtype=np.int32),
-                np.array(own or [0], dtype=np.int32),
-            ),
-            spread_tables,
-            PodColumns(
-                local.astype(np.int32),
-                p_gang_min[start:end],
-                p_gang_last[start:end],
-                p_nominated[start:end],
-            ),
-            Outputs(
-                out_node[start:end],
-                out_score[start:end],
-                out_reasons[start:end],
-                out_gang[start:end],
-                out_error[start:end],
-            ),
-            # only classes with several pods in the chunk cache anything (see _place.pyx)
-            min(int(np.count_nonzero(per_class > 1)), slot_budget),
+    outputs = Outputs(out_node, out_score, out_reasons, out_gang, out_error)
+    columns_all = ClassColumns(c_req_all, c_nz_all, c_nz_add_all, c_score_error)
+    pod_columns = PodColumns(class_of, p_gang_min, p_gang_last, p_nominated)
+
+    def operands(start: int, end: int) -> _Chunk:
+        return _chunk_operands(
+            encoder, spread, ports, columns_all, pod_columns, outputs, slot_budget, start, end
         )
-        t1 = time.perf_counter()
-        encode_seconds += t1 - t0
-        kernel.run()
-        kernel_seconds += time.perf_counter() - t1
-        if end < chunks[-1][1]:  # later chunks count these placements
-            spread.record(global_ids, local, out_node[start:end])
+
+    pod_keys: list[str] | None = None
+    whole = True  # no pod of the burst is counted in the state yet
+    assumed_below = 0  # the classes below this one are assumed in the state
+
+    def assume(last: int, before: int | None = None) -> None:
+        """Assume the placements of the classes [assumed_below, last), of the pods before
+        position ``before``; calls by ascending classes assume as one call would."""
+        nonlocal pod_keys, whole, assumed_below
+        if pod_keys is None:
+            pod_keys = [pod_key(pod) for pod in ordered]
+            whole = not any(state.pod_record(key) is not None for key in pod_keys)
+        _commit(
+            state,
+            pod_keys,
+            class_of,
+            classes,
+            class_requests,
+            out_node,
+            resources=not whole,
+            before=before,
+            class_range=(assumed_below, last),
+        )
+        assumed_below = last
+
+    def while_last(start: int, end: int) -> None:
+        if commit:  # the classes below the last chunk's first have all their pods placed
+            assume(int(class_of[start:end].min()), before=start)
+
+    encode_seconds = time.perf_counter() - began
+    chunks = list(_chunks(class_of, gang_min, gang_last, state.rows))
+    kernel_seconds, chunk_seconds = _run_chunks(
+        kernel, spread, chunks, operands, out_node, while_last
+    )
+    encode_seconds += chunk_seconds
 
     t0 = time.perf_counter()
     result = _result(
@@ -397,9 +542,7 @@ def _place_burst(
     if commit:
         # The kernel's copies hold exactly the state's columns plus the kept placements,
         # unless a pod of the burst was counted already (it moves: counted per pod).
-        pod_keys = [pod_key(pod) for pod in ordered]
-        whole = not any(state.pod_record(key) is not None for key in pod_keys)
-        _commit(state, pod_keys, class_of, classes, class_requests, out_node, resources=not whole)
+        assume(len(classes))
         if whole:
             rows, nres = kernel_requested.shape
             state.requested[:rows, :nres] = kernel_requested
@@ -527,11 +670,27 @@ def _gang_rejectors(
             rejectors[i] = failed[key] | {coscheduling.NAME}
 
 
-def _commit(state, pod_keys, class_of, classes, class_requests, out_node, resources=True) -> None:
+def _commit(
+    state,
+    pod_keys,
+    class_of,
+    classes,
+    class_requests,
+    out_node,
+    resources=True,
+    before=None,
+    class_range=None,
+) -> None:
     """Assume every placement in the state (as kube-scheduler's cache does before binding),
     class by class; ``pod_keys``: the pods' keys in queue order, ``class_requests``: each
-    class's non-zero requests by resource column."""
-    placed = np.flatnonzero(out_node >= 0)
+    class's non-zero requests by resource column. ``before``: only the pods at positions
+    before it; ``class_range``: only the class ids in [first, last) (a commit in parts by
+    ascending class ranges makes the same calls in the same order as one)."""
+    placed = np.flatnonzero(out_node[:before] >= 0)
+    if class_range is not None and len(placed):
+        first, last = class_range
+        of_placed = class_of[placed]
+        placed = placed[(of_placed >= first) & (of_placed < last)]
     if not len(placed):
         return
     of_class = class_of[placed]

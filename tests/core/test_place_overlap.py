@@ -1,0 +1,100 @@
+"""The kernel on a worker thread while the next chunk is encoded (core/place.py's
+_run_chunks), the classes done assumed during the last chunk and the rest after it,
+places and assumes exactly what the serial order does (every chunk run in turn, the
+whole burst assumed at the end)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from kubesalvo.core import place
+from kubesalvo.core.place import place_burst
+from kubesalvo.core.state import ClusterState
+from kubesalvo.core.synthetic.nodes import make_nodes
+from kubesalvo.core.synthetic.workloads import make_pods
+
+
+def bound_to(pods, nodes):
+    """The pods, each bound to a node in turn (the running load)."""
+    names = [n["metadata"]["name"] for n in nodes]
+    return [
+        {**pod, "spec": {**pod["spec"], "nodeName": names[(i * 7) % len(names)]}}
+        for i, pod in enumerate(pods)
+    ]
+
+
+def cluster(nodes, running):
+    state = ClusterState()
+    for node in nodes:
+        state.add_node(node)
+    for pod in running:
+        state.add_pod(pod)
+    return state
+
+
+def outcome(result, state):
+    """Everything a burst gives back and leaves in the state."""
+    groups = [(g.namespace, g.labels, g.terminating, g.per_row, g.refs) for g in state.groups]
+    return (
+        result.nodes,
+        result.rows.tolist(),
+        result.scores.tolist(),
+        result.reason_counts,
+        result.rejectors,
+        result.prefilter_rejector,
+        result.messages,
+        result.errors,
+        result.rolled_back.tolist(),
+        result.tentative,
+        list(state.pods.items()),
+        groups,
+        state.requested[: state.rows].tolist(),
+        state.nonzero_requested[: state.rows].tolist(),
+        [dict(ports) for ports in state.ports[: state.rows]],
+        np.asarray(state.affinity_pods_on_row[: state.rows]).tolist(),
+    )
+
+
+def place_both_ways(monkeypatch, nodes, running, burst):
+    """The outcome with the overlap and without, and the threads the kernel ran on."""
+    threads: list[str] = []
+    timed_run = place._timed_run
+
+    def recorded(kernel):
+        threads.append(threading.current_thread().name)
+        return timed_run(kernel)
+
+    monkeypatch.setattr(place, "_timed_run", recorded)
+    monkeypatch.setattr(place, "_CHUNK_CELLS", 1)  # chunks of 16 classes
+    outcomes = []
+    for overlap in (False, True):
+        monkeypatch.setattr(place, "_OVERLAP", overlap)
+        state = cluster(nodes, running)
+        outcomes.append(outcome(place_burst(state, burst), state))
+    return outcomes[0], outcomes[1], threads
+
+
+@pytest.mark.parametrize("shape", ["mixed", "distinct", "replicasets", "gangs"])
+def test_overlapped_chunks_place_and_assume_what_serial_chunks_do(shape, monkeypatch):
+    nodes = make_nodes(40, seed=3)
+    running = bound_to(make_pods(60, seed=4, shape="mixed", prefix="run-"), nodes)
+    burst = make_pods(400, seed=5, shape=shape, classes=40)  # classes: of replicasets
+    serial, overlapped, threads = place_both_ways(monkeypatch, nodes, running, burst)
+    assert overlapped == serial
+    assert any(name == threading.current_thread().name for name in threads)  # serial
+    assert any(name.startswith("kubesalvo-kernel") for name in threads)  # overlapped
+    assert sum(serial[1][i] >= 0 for i in range(len(burst))) > 0
+
+
+def test_pods_counted_already_move_the_same_way_overlapped(monkeypatch):
+    """A burst with pods the state counts already (a retried burst) is assumed per pod
+    (resources moved per record), in two parts around the last chunk."""
+    nodes = make_nodes(30, seed=6)
+    burst = make_pods(120, seed=7, shape="distinct")
+    running = bound_to(burst[::3], nodes)
+    serial, overlapped, threads = place_both_ways(monkeypatch, nodes, running, burst)
+    assert overlapped == serial
+    assert len(set(threads)) == 2
