@@ -9,8 +9,8 @@ over the whole burst without the GIL.
 A burst is cut into chunks of at most a few thousand distinct classes so that the
 per-class static tables (classes x nodes) stay within a fixed memory budget; the kernel
 keeps its node usage across chunks, so a chunk sees every placement before it. With
-several chunks the kernel runs them on a worker thread while this thread encodes the next
-one (and, during the last, assumes the classes already done): see ``_run_chunks``.
+several chunks a worker thread encodes the next chunk while the kernel runs one (and,
+during the last, assumes the classes already done): see ``_run_chunks``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ __all__ = ["PlacementResult", "place_burst", "plan"]
 # Cells (classes x nodes) of static tables per chunk, and bytes of class caches.
 _CHUNK_CELLS = 8_000_000
 _SLOT_BYTES = 64 << 20
-# Run the kernel on a worker thread while this one encodes the next chunk (see
+# Encode the next chunk on a worker thread while this one runs the kernel (see
 # _run_chunks); the tests turn it off to compare with the serial order.
 _OVERLAP = True
 
@@ -77,8 +77,9 @@ class PlacementResult:
     num_nodes: int
     classes: int
     kernel_seconds: float  # the kernel's runs
-    # this thread's work (encoding, results, assuming); with several chunks part of it
-    # runs while the kernel does, so the two may add up to more than the wall time
+    # the Python work (encoding, results, assuming); with several chunks part of it runs
+    # on a worker thread while the kernel runs, so the two may add up to more than the
+    # wall time
     encode_seconds: float
     placed: int = field(init=False)
 
@@ -298,10 +299,10 @@ def _chunk_operands(
     )
 
 
-def _timed_run(kernel: BurstKernel) -> float:
+def _timed(work: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     began = time.perf_counter()
-    kernel.run()
-    return time.perf_counter() - began
+    done = work(*args)
+    return done, time.perf_counter() - began
 
 
 def _run_chunks(
@@ -312,23 +313,28 @@ def _run_chunks(
     out_node: npt.NDArray[np.int32],
     while_last: Callable[[int, int], None],
 ) -> tuple[float, float]:
-    """Run the kernel over the chunks in order; the kernel's seconds and this thread's.
+    """Run the kernel over the chunks in order; the kernel's seconds and the encoding's.
 
-    With several chunks the kernel runs on a worker thread (it releases the GIL) while
-    this one builds the next chunk's operands: only the spread counters' starting counts
-    depend on what the running chunk places, and they are added once it is done. During
-    the last chunk this thread runs ``while_last(start, end)`` instead (a serial run
-    does not call it). Each chunk gets the same operands as in a serial run (one chunk,
-    or ``_OVERLAP`` False), hence the same placements.
+    With several chunks a worker thread builds the next chunk's operands while this one
+    runs the kernel (which releases the GIL at once, so the worker starts without waiting
+    for a GIL switch): only the spread counters' starting counts depend on what the
+    running chunk places, and they are added once it is done. During the last chunk the
+    worker runs ``while_last(start, end)`` instead (a serial run does not call it). The
+    two threads never run Python at the same time. Each chunk gets the same operands as
+    in a serial run (one chunk, or ``_OVERLAP`` False), hence the same placements.
     """
     worker = None
     if _OVERLAP and len(chunks) > 1:
-        worker = ThreadPoolExecutor(1, thread_name_prefix="kubesalvo-kernel")
-    kernel_seconds = own_seconds = 0.0
+        worker = ThreadPoolExecutor(1, thread_name_prefix="kubesalvo-encode")
+        # Its thread starts now, while this one encodes the first chunk, not as the kernel
+        # should start (a new thread takes the GIL to start, and this one waits for it).
+        worker.submit(int)
+    kernel_seconds = encode_seconds = 0.0
     try:
-        began = time.perf_counter()
-        pending = operands(*chunks[0]) if chunks else None
+        pending, seconds = _timed(operands, *chunks[0]) if chunks else (None, 0.0)
+        encode_seconds += seconds
         for k, (start, end) in enumerate(chunks):
+            began = time.perf_counter()
             chunk = pending
             assert chunk is not None
             counted = spread.counted(chunk.spread, chunk.per_class)
@@ -341,28 +347,28 @@ def _run_chunks(
                 chunk.out,
                 chunk.nslots,
             )
-            if worker is None:
-                own_seconds += time.perf_counter() - began
-                kernel_seconds += _timed_run(kernel)
+            last = k + 1 == len(chunks)
+            beside = None
+            if worker is not None:
+                if last:
+                    beside = worker.submit(_timed, while_last, start, end)
+                else:
+                    beside = worker.submit(_timed, operands, *chunks[k + 1])
+            encode_seconds += time.perf_counter() - began
+            kernel_seconds += _timed(kernel.run)[1]
+            if beside is not None:
+                pending, seconds = beside.result()
+            elif not last:
+                pending, seconds = _timed(operands, *chunks[k + 1])
+            encode_seconds += seconds
+            if not last:  # later chunks count these placements
                 began = time.perf_counter()
-                running = None
-            else:
-                running = worker.submit(_timed_run, kernel)
-            if k + 1 < len(chunks):
-                pending = operands(*chunks[k + 1])
-            elif worker is not None:
-                while_last(start, end)
-            own_seconds += time.perf_counter() - began
-            if running is not None:
-                kernel_seconds += running.result()
-            began = time.perf_counter()
-            if k + 1 < len(chunks):  # later chunks count these placements
                 spread.record(chunk.class_ids, chunk.local, out_node[start:end])
-        own_seconds += time.perf_counter() - began
+                encode_seconds += time.perf_counter() - began
     finally:
         if worker is not None:
-            worker.shutdown(wait=True)  # an error here waits for the running chunk
-    return kernel_seconds, own_seconds
+            worker.shutdown(wait=True)  # after an error, wait for what the worker runs
+    return kernel_seconds, encode_seconds
 
 
 def place_burst(

@@ -1,4 +1,4 @@
-"""The kernel on a worker thread while the next chunk is encoded (core/place.py's
+"""The next chunk encoded on a worker thread while the kernel runs one (core/place.py's
 _run_chunks), the classes done assumed during the last chunk and the rest after it,
 places and assumes exactly what the serial order does (every chunk run in turn, the
 whole burst assumed at the end)."""
@@ -59,15 +59,15 @@ def outcome(result, state):
 
 
 def place_both_ways(monkeypatch, nodes, running, burst):
-    """The outcome with the overlap and without, and the threads the kernel ran on."""
+    """The outcome with the overlap and without, and the threads that encoded chunks."""
     threads: list[str] = []
-    timed_run = place._timed_run
+    chunk_operands = place._chunk_operands
 
-    def recorded(kernel):
+    def recorded(*args):
         threads.append(threading.current_thread().name)
-        return timed_run(kernel)
+        return chunk_operands(*args)
 
-    monkeypatch.setattr(place, "_timed_run", recorded)
+    monkeypatch.setattr(place, "_chunk_operands", recorded)
     monkeypatch.setattr(place, "_CHUNK_CELLS", 1)  # chunks of 16 classes
     outcomes = []
     for overlap in (False, True):
@@ -85,7 +85,7 @@ def test_overlapped_chunks_place_and_assume_what_serial_chunks_do(shape, monkeyp
     serial, overlapped, threads = place_both_ways(monkeypatch, nodes, running, burst)
     assert overlapped == serial
     assert any(name == threading.current_thread().name for name in threads)  # serial
-    assert any(name.startswith("kubesalvo-kernel") for name in threads)  # overlapped
+    assert any(name.startswith("kubesalvo-encode") for name in threads)  # overlapped
     assert sum(serial[1][i] >= 0 for i in range(len(burst))) > 0
 
 
