@@ -141,7 +141,7 @@ def _queue_order(
 
 
 def _kernel(
-    state: ClusterState, profile: Profile, ports: PortTable, spread: SpreadEncoder, classes: int
+    state: ClusterState, profile: Profile, ports: PortTable, spread: SpreadEncoder
 ) -> tuple[BurstKernel, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The kernel, and its copies of the requested and non-zero requested columns (which
     it updates with every placement it keeps)."""
@@ -178,7 +178,6 @@ def _kernel(
             if kid is not None:
                 port_use[row, kid] = count
     dom, ndom = spread.domain_ids()
-    max_constraints = max((len(spread.constraints(c)) for c in range(classes)), default=0)
     requested = np.array(state.requested[:rows], dtype=_typedefs.QUANTITY, order="C")
     nonzero = np.array(state.nonzero_requested[:rows], dtype=_typedefs.QUANTITY, order="C")
     kernel = BurstKernel(
@@ -186,7 +185,7 @@ def _kernel(
         requested,
         nonzero,
         port_use,
-        kernel_settings(profile, max_constraints),
+        kernel_settings(profile, spread.max_constraints),
         ScoringColumns(
             sc_cols, sc_weight, shape_util, shape_score, bal_cols, col_scalar, col_fit_check
         ),
@@ -244,12 +243,15 @@ def _chunk_operands(
     start: int,
     end: int,
 ) -> _Chunk:
-    """The operands of the pods [start, end), from the burst's ``columns`` (per class),
-    ``pods`` (per pod; p_class holding global class ids) and ``out`` (per pod)."""
+    """The operands of the pods [start, end), from the burst's ``columns`` (per class;
+    c_score_error is set here, once the chunk's classes are complete), ``pods`` (per pod;
+    p_class holding global class ids) and ``out`` (per pod)."""
     global_ids, local = np.unique(pods.p_class[start:end], return_inverse=True)
     chunk_classes = global_ids.tolist()
     per_class = np.bincount(local, minlength=len(global_ids))
+    encoder.complete(chunk_classes)
     classes = encoder.classes
+    columns.c_score_error[global_ids] = [bool(classes[cid].score_error) for cid in chunk_classes]
     conf_off, conf, own_off, own = [0], [], [0], []
     for cid in chunk_classes:
         class_ports = classes[cid].ports
@@ -424,7 +426,7 @@ def _place_burst(
     order, gang_min, gang_last, minimums = _queue_order(pods, keys, gang_needed, refused)
     ordered = [pods[i] for i in order]
     encoder = Encoder(state, profile)
-    class_of = encoder.classify(ordered)
+    class_of = encoder.classify(ordered, complete=False)  # completed chunk by chunk
     classes = encoder.classes
     # Resource columns and port keys of the whole burst exist before the kernel copies.
     # (class, column, amount) of every request; registering columns may add some
@@ -460,10 +462,10 @@ def _place_burst(
     c_nz_all = np.array([info.nonzero for info in classes], dtype=_typedefs.QUANTITY).reshape(-1, 2)
     c_nz_add_all = np.array([info.nonzero_add for info in classes], dtype=_typedefs.QUANTITY)
     c_nz_add_all = c_nz_add_all.reshape(-1, 2)
-    c_score_error = np.array([bool(info.score_error) for info in classes], dtype=np.uint8)
+    c_score_error = np.zeros(len(classes), dtype=np.uint8)  # set as the classes complete
     spread = SpreadEncoder(encoder, workloads)
     spread.prepare(range(len(classes)))
-    kernel, kernel_requested, kernel_nonzero = _kernel(state, profile, ports, spread, len(classes))
+    kernel, kernel_requested, kernel_nonzero = _kernel(state, profile, ports, spread)
 
     n = len(ordered)
     out_node = np.full(n, -1, dtype=_typedefs.NODE)

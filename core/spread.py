@@ -247,6 +247,7 @@ class SpreadEncoder:
             for pair in group.labels.items():
                 self._group_index.setdefault(pair, set()).add(gid)
         self._class_index: dict[tuple[str, str], set[int]] = {}
+        self.max_constraints = 0  # the most constraints a class of the burst has
         self.placed_rows: dict[int, list[int]] = {}  # class -> rows placed in earlier chunks
         profile = encoder.profile
         self._spread_filter = names.POD_TOPOLOGY_SPREAD in profile.filters
@@ -265,13 +266,33 @@ class SpreadEncoder:
         return found
 
     def prepare(self, class_ids: Sequence[int]) -> None:
-        """Register every class of the burst (topology keys, the class label index)."""
+        """Register every class of the burst: its topology keys (in the order
+        ``constraints`` gives them), the terms it carries, ``max_constraints``. A class
+        with constraints of its own gets them, and the label index its labels, with its
+        chunk (``layout``): its classes need not be complete (Encoder.complete) before."""
+        classes = self.encoder.classes
+        keys = self.keys
+        most = self.max_constraints
+        for cid in class_ids:
+            info = classes[cid]
+            own = info.spec.get("topologySpreadConstraints")
+            if own:  # class_constraints: one constraint per own one, these keys
+                for c in own:
+                    keys.setdefault(c.get("topologyKey", ""), len(keys))
+                most = max(most, len(own))
+            else:
+                most = max(most, len(self.constraints(cid)))
+            if info.affinity is not None:  # (register would return at once)
+                self.interpod.register(cid)
+        self.max_constraints = most
+
+    def _index(self, class_ids: Sequence[int]) -> None:
+        """Add the classes' labels to the label index _class_candidates reads. A chunk's
+        counters only ask about its own classes and those placed before it, so the index
+        grows chunk by chunk."""
         classes = self.encoder.classes
         index = self._class_index
         for cid in class_ids:
-            self.constraints(cid)
-            if classes[cid].affinity is not None:  # (register would return at once)
-                self.interpod.register(cid)
             for pair in classes[cid].labels:
                 found = index.get(pair)
                 if found is None:
@@ -381,6 +402,8 @@ class SpreadEncoder:
         """The chunk's rows and counters, which do not depend on what earlier chunks
         placed: core/place.py builds the next chunk's while the kernel runs this one."""
         enc = self.encoder
+        enc.complete(class_ids)
+        self._index(class_ids)
         rows = self.state.rows
         counters: dict[CounterKey, int] = {}
         elig_rows: dict[tuple[bytes, bool, bool], int] = {}
