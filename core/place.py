@@ -16,6 +16,7 @@ during the last, assumes the classes already done): see ``_run_chunks``.
 from __future__ import annotations
 
 import gc
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -301,6 +302,14 @@ def _chunk_operands(
     )
 
 
+def _cpus() -> int:
+    """The CPUs this process may run on (with one, a second thread only adds switches)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
 def _timed(work: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     began = time.perf_counter()
     done = work(*args)
@@ -326,7 +335,7 @@ def _run_chunks(
     in a serial run (one chunk, or ``_OVERLAP`` False), hence the same placements.
     """
     worker = None
-    if _OVERLAP and len(chunks) > 1:
+    if _OVERLAP and len(chunks) > 1 and _cpus() > 1:
         worker = ThreadPoolExecutor(1, thread_name_prefix="kubesalvo-encode")
         # Its thread starts now, while this one encodes the first chunk, not as the kernel
         # should start (a new thread takes the GIL to start, and this one waits for it).

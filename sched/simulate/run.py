@@ -11,7 +11,7 @@ without spread constraints of their own get the profile's default constraints.
 
 Timings: ``seconds`` is the wall time of the placement call (encoding, the kernel and
 assuming the placements), ``kernel_seconds`` the compiled part alone, ``cpu_seconds`` the
-CPU time of the process over the same call (the kernel's worker thread included; on a
+CPU time of the process over the same call (the encoding worker thread included; on a
 busy machine it shows the work done, where wall time also shows the waiting).
 """
 

@@ -58,8 +58,8 @@ def outcome(result, state):
     )
 
 
-def place_both_ways(monkeypatch, nodes, running, burst):
-    """The outcome with the overlap and without, and the threads that encoded chunks."""
+def encoding_threads(monkeypatch):
+    """The names of the threads that encode chunks (of 16 classes), as they do."""
     threads: list[str] = []
     chunk_operands = place._chunk_operands
 
@@ -69,6 +69,13 @@ def place_both_ways(monkeypatch, nodes, running, burst):
 
     monkeypatch.setattr(place, "_chunk_operands", recorded)
     monkeypatch.setattr(place, "_CHUNK_CELLS", 1)  # chunks of 16 classes
+    return threads
+
+
+def place_both_ways(monkeypatch, nodes, running, burst):
+    """The outcome with the overlap and without, and the threads that encoded chunks."""
+    threads = encoding_threads(monkeypatch)
+    monkeypatch.setattr(place, "_cpus", lambda: 2)  # as on a machine with two CPUs or more
     outcomes = []
     for overlap in (False, True):
         monkeypatch.setattr(place, "_OVERLAP", overlap)
@@ -98,3 +105,12 @@ def test_pods_counted_already_move_the_same_way_overlapped(monkeypatch):
     serial, overlapped, threads = place_both_ways(monkeypatch, nodes, running, burst)
     assert overlapped == serial
     assert len(set(threads)) == 2
+
+
+def test_with_one_cpu_the_chunks_run_in_turn_on_the_calling_thread(monkeypatch):
+    threads = encoding_threads(monkeypatch)
+    monkeypatch.setattr(place, "_cpus", lambda: 1)
+    nodes = make_nodes(20, seed=8)
+    result = place_burst(cluster(nodes, []), make_pods(80, seed=9, shape="distinct"))
+    assert result.placed > 0 and len(threads) > 1
+    assert set(threads) == {threading.current_thread().name}
