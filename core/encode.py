@@ -267,13 +267,15 @@ class Encoder:
             _check_quantity_syntax(spec)
             requests, nonzero, nonzero_add = {}, (0, 0), (0, 0)
             quantity_error = f"{names.NODE_RESOURCES_FIT}: {exc}"
-        ports: list[HostPort] = []
+        # Most pods bind no host port: host_ports' lists only when a container (or an
+        # init container, which may be a sidecar) declares ports.
+        declared = False
         for containers in (spec.get("initContainers"), spec.get("containers")):
-            # Most pods bind no host port: host_ports' lists only when a container (or
-            # an init container, which may be a sidecar) declares ports.
-            if containers and any(container.get("ports") for container in containers):
-                ports = host_ports(pod)
-                break
+            for container in containers or ():  # a loop: no generator frame per class
+                if container.get("ports"):
+                    declared = True
+                    break
+        ports: list[HostPort] = host_ports(pod) if declared else []
         labels = tuple(sorted((meta.get("labels") or {}).items()))
         return ClassInfo(
             key=key,

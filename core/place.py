@@ -485,19 +485,18 @@ def _place_burst(
     out_error = np.zeros(n, dtype=np.uint8)
     p_gang_min = np.array(gang_min, dtype=np.int32)
     p_gang_last = np.array(gang_last, dtype=np.uint8)
-    p_nominated = np.array(
-        [
-            state.row_of.get(((pod.get("status") or {}).get("nominatedNodeName")) or "", -1)
-            for pod in ordered
-        ],
-        dtype=np.int32,
-    )
+    p_nominated = np.full(n, -1, dtype=np.int32)  # set chunk by chunk (operands)
     slot_budget = max(4, _SLOT_BYTES // (40 * max(1, state.rows)))
     outputs = Outputs(out_node, out_score, out_reasons, out_gang, out_error)
     columns_all = ClassColumns(c_req_all, c_nz_all, c_nz_add_all, c_score_error)
     pod_columns = PodColumns(class_of, p_gang_min, p_gang_last, p_nominated)
 
     def operands(start: int, end: int) -> _Chunk:
+        row_of = state.row_of
+        p_nominated[start:end] = [
+            row_of.get(((pod.get("status") or {}).get("nominatedNodeName")) or "", -1)
+            for pod in ordered[start:end]
+        ]
         return _chunk_operands(
             encoder, spread, ports, columns_all, pod_columns, outputs, slot_budget, start, end
         )

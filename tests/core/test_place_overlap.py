@@ -114,3 +114,28 @@ def test_with_one_cpu_the_chunks_run_in_turn_on_the_calling_thread(monkeypatch):
     result = place_burst(cluster(nodes, []), make_pods(80, seed=9, shape="distinct"))
     assert result.placed > 0 and len(threads) > 1
     assert set(threads) == {threading.current_thread().name}
+
+
+def test_every_chunk_reads_its_own_pods_nominated_nodes(monkeypatch):
+    """Nominated rows are looked up chunk by chunk: each pod of a burst cut into many
+    chunks takes the node its preemption nominated."""
+    encoding_threads(monkeypatch)
+    nodes = [
+        {
+            "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}"}},
+            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}},
+        }
+        for i in range(40)
+    ]
+    burst = [
+        {
+            "metadata": {"name": f"p{i}", "namespace": "ns", "labels": {"app": f"a{i}"}},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": f"{i + 1}m"}}}]
+            },
+            "status": {"nominatedNodeName": f"n{(i * 7) % 40}"},
+        }
+        for i in range(100)
+    ]
+    result = place_burst(cluster(nodes, []), burst)
+    assert result.nodes == [f"n{(i * 7) % 40}" for i in range(100)]
