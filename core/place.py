@@ -9,8 +9,9 @@ over the whole burst without the GIL.
 A burst is cut into chunks of at most a few thousand distinct classes so that the
 per-class static tables (classes x nodes) stay within a fixed memory budget; the kernel
 keeps its node usage across chunks, so a chunk sees every placement before it. With
-several chunks a worker thread encodes the next chunk while the kernel runs one (and,
-during the last, assumes the classes already done): see ``_run_chunks``.
+several chunks a worker thread encodes the next chunk and gives the outcome of the one
+before while the kernel runs one (and, during the last, assumes the classes already
+done): see ``_run_chunks``. core/results.py turns the kernel's outputs into outcomes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,9 +39,9 @@ from kubesalvo.core.operands import (
     ScoringColumns,
     kernel_settings,
 )
-from kubesalvo.core.plugins import coscheduling, framework
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reasons import ReasonTable
+from kubesalvo.core.results import PlacementResult, Results
 from kubesalvo.core.spread import ChunkLayout, SpreadEncoder
 from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
 
@@ -52,40 +53,6 @@ _SLOT_BYTES = 64 << 20
 # Encode the next chunk on a worker thread while this one runs the kernel (see
 # _run_chunks); the tests turn it off to compare with the serial order.
 _OVERLAP = True
-
-
-@dataclass
-class PlacementResult:
-    """Where each pod of a burst went (in the order the pods were given)."""
-
-    nodes: list[str | None]  # node name, None when not placed
-    rows: npt.NDArray[np.int32]  # ClusterState row, -1 when not placed
-    scores: npt.NDArray[np.int64]  # total weighted score of the chosen node
-    reason_counts: list[dict[str, int]]  # per unplaced pod: nodes per reason ({} if placed)
-    # per unplaced pod, the plugins that rejected it (from the reason codes; empty when
-    # placed, failed with an error or rolled back with its gang): the queue parks it with
-    # them and retries it on the cluster events they registered
-    rejectors: list[frozenset[str]]
-    # per unplaced pod, the plugin whose PreFilter rejected it on every node as
-    # UnschedulableAndUnresolvable, which ends the PreFilter run ("" for none)
-    prefilter_rejector: list[str]
-    messages: list[str]  # "Successfully assigned ..." or the FailedScheduling text
-    # per pod, the error that failed its attempt ("" for none): no node, no reasons, and
-    # the error as its message; kube-scheduler reports it and backs the pod off
-    errors: list[str]
-    rolled_back: npt.NDArray[np.bool_]  # fitted, but its gang missed its minimum
-    tentative: list[str | None]  # for a rolled-back pod, the node it had fitted
-    num_nodes: int
-    classes: int
-    kernel_seconds: float  # the kernel's runs
-    # the Python work (encoding, results, assuming); with several chunks part of it runs
-    # on a worker thread while the kernel runs, so the two may add up to more than the
-    # wall time
-    encode_seconds: float
-    placed: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.placed = int((self.rows >= 0).sum())
 
 
 def plan(
@@ -316,23 +283,32 @@ def _timed(work: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     return done, time.perf_counter() - began
 
 
+@dataclass
+class _Steps:
+    """What ``_run_chunks`` does around the kernel, each for positions [start, end)."""
+
+    operands: Callable[[int, int], _Chunk]  # a chunk's operands, before it runs
+    finished: Callable[[int, int], None]  # after a chunk ran: its pods' outcomes
+    while_last: Callable[[int, int], None]  # beside the last chunk, when overlapped
+
+
 def _run_chunks(
     kernel: BurstKernel,
     spread: SpreadEncoder,
     chunks: list[tuple[int, int]],
-    operands: Callable[[int, int], _Chunk],
+    steps: _Steps,
     out_node: npt.NDArray[np.int32],
-    while_last: Callable[[int, int], None],
 ) -> tuple[float, float]:
-    """Run the kernel over the chunks in order; the kernel's seconds and the encoding's.
+    """Run the kernel over the chunks in order; the kernel's seconds and the Python's.
 
-    With several chunks a worker thread builds the next chunk's operands while this one
-    runs the kernel (which releases the GIL at once, so the worker starts without waiting
-    for a GIL switch): only the spread counters' starting counts depend on what the
-    running chunk places, and they are added once it is done. During the last chunk the
-    worker runs ``while_last(start, end)`` instead (a serial run does not call it). The
-    two threads never run Python at the same time. Each chunk gets the same operands as
-    in a serial run (one chunk, or ``_OVERLAP`` False), hence the same placements.
+    With several chunks a worker thread builds the next chunk's operands, and finishes
+    the chunk before, while this one runs the kernel (which releases the GIL at once, so
+    the worker starts without waiting for a GIL switch): only the spread counters'
+    starting counts depend on what the running chunk places, and they are added once it
+    is done. During the last chunk the worker runs ``while_last`` instead of building
+    operands (a serial run does not call it). The two threads never run Python at the
+    same time. Each chunk gets the same operands as in a serial run (one chunk, or
+    ``_OVERLAP`` False), hence the same placements.
     """
     worker = None
     if _OVERLAP and len(chunks) > 1 and _cpus() > 1:
@@ -340,10 +316,21 @@ def _run_chunks(
         # Its thread starts now, while this one encodes the first chunk, not as the kernel
         # should start (a new thread takes the GIL to start, and this one waits for it).
         worker.submit(int)
-    kernel_seconds = encode_seconds = 0.0
+
+    def beside(k: int) -> _Chunk | None:
+        """The worker's part while the kernel runs chunk k."""
+        start, end = chunks[k]
+        pending = steps.operands(*chunks[k + 1]) if k + 1 < len(chunks) else None
+        if k:
+            steps.finished(*chunks[k - 1])
+        if pending is None:
+            steps.while_last(start, end)
+        return pending
+
+    kernel_seconds = python_seconds = 0.0
     try:
-        pending, seconds = _timed(operands, *chunks[0]) if chunks else (None, 0.0)
-        encode_seconds += seconds
+        pending, seconds = _timed(steps.operands, *chunks[0]) if chunks else (None, 0.0)
+        python_seconds += seconds
         for k, (start, end) in enumerate(chunks):
             began = time.perf_counter()
             chunk = pending
@@ -359,27 +346,27 @@ def _run_chunks(
                 chunk.nslots,
             )
             last = k + 1 == len(chunks)
-            beside = None
-            if worker is not None:
-                if last:
-                    beside = worker.submit(_timed, while_last, start, end)
-                else:
-                    beside = worker.submit(_timed, operands, *chunks[k + 1])
-            encode_seconds += time.perf_counter() - began
+            running = worker.submit(_timed, beside, k) if worker is not None else None
+            python_seconds += time.perf_counter() - began
             kernel_seconds += _timed(kernel.run)[1]
-            if beside is not None:
-                pending, seconds = beside.result()
-            elif not last:
-                pending, seconds = _timed(operands, *chunks[k + 1])
-            encode_seconds += seconds
-            if not last:  # later chunks count these placements
+            began = time.perf_counter()
+            if running is not None:
+                pending, seconds = running.result()
+                python_seconds += seconds
                 began = time.perf_counter()
+            else:
+                steps.finished(start, end)
+                if not last:
+                    pending = steps.operands(*chunks[k + 1])
+            if not last:  # later chunks count these placements
                 spread.record(chunk.class_ids, chunk.local, out_node[start:end])
-                encode_seconds += time.perf_counter() - began
+            elif worker is not None:
+                steps.finished(start, end)
+            python_seconds += time.perf_counter() - began
     finally:
         if worker is not None:
             worker.shutdown(wait=True)  # after an error, wait for what the worker runs
-    return kernel_seconds, encode_seconds
+    return kernel_seconds, python_seconds
 
 
 def place_burst(
@@ -491,27 +478,30 @@ def _place_burst(
     columns_all = ClassColumns(c_req_all, c_nz_all, c_nz_add_all, c_score_error)
     pod_columns = PodColumns(class_of, p_gang_min, p_gang_last, p_nominated)
 
+    pod_keys: list[str] = [""] * n if commit else []
+    whole = True  # no pod of the burst is counted in the state yet
+
     def operands(start: int, end: int) -> _Chunk:
+        nonlocal whole
         row_of = state.row_of
+        chunk_pods = ordered[start:end]
         p_nominated[start:end] = [
             row_of.get(((pod.get("status") or {}).get("nominatedNodeName")) or "", -1)
-            for pod in ordered[start:end]
+            for pod in chunk_pods
         ]
+        if commit:  # (the state records no pod of the burst until the last chunk)
+            keys = pod_keys[start:end] = [pod_key(pod) for pod in chunk_pods]
+            whole = whole and not any(state.pod_record(key) is not None for key in keys)
         return _chunk_operands(
             encoder, spread, ports, columns_all, pod_columns, outputs, slot_budget, start, end
         )
 
-    pod_keys: list[str] | None = None
-    whole = True  # no pod of the burst is counted in the state yet
     assumed_below = 0  # the classes below this one are assumed in the state
 
     def assume(last: int, before: int | None = None) -> None:
         """Assume the placements of the classes [assumed_below, last), of the pods before
         position ``before``; calls by ascending classes assume as one call would."""
-        nonlocal pod_keys, whole, assumed_below
-        if pod_keys is None:
-            pod_keys = [pod_key(pod) for pod in ordered]
-            whole = not any(state.pod_record(key) is not None for key in pod_keys)
+        nonlocal assumed_below
         _commit(
             state,
             pod_keys,
@@ -529,15 +519,7 @@ def _place_burst(
         if commit:  # the classes below the last chunk's first have all their pods placed
             assume(int(class_of[start:end].min()), before=start)
 
-    encode_seconds = time.perf_counter() - began
-    chunks = list(_chunks(class_of, gang_min, gang_last, state.rows))
-    kernel_seconds, chunk_seconds = _run_chunks(
-        kernel, spread, chunks, operands, out_node, while_last
-    )
-    encode_seconds += chunk_seconds
-
-    t0 = time.perf_counter()
-    result = _result(
+    results = Results(
         ReasonTable.for_columns(state.resource_names, encoder.extensions),
         state,
         ordered,
@@ -547,12 +529,17 @@ def _place_burst(
         refused,
         class_of,
         classes,
-        out_node,
-        out_score,
-        out_reasons,
-        out_gang,
-        out_error,
+        outputs,
     )
+    encode_seconds = time.perf_counter() - began
+    chunks = list(_chunks(class_of, gang_min, gang_last, state.rows))
+    kernel_seconds, chunk_seconds = _run_chunks(
+        kernel, spread, chunks, _Steps(operands, results.add, while_last), out_node
+    )
+    encode_seconds += chunk_seconds
+
+    t0 = time.perf_counter()
+    result = results.result()
     result.kernel_seconds = kernel_seconds
     result.encode_seconds = encode_seconds
     if commit:
@@ -565,125 +552,6 @@ def _place_burst(
             state.nonzero_requested[:rows] = kernel_nonzero
     result.encode_seconds += time.perf_counter() - t0
     return result
-
-
-def _result(
-    table: ReasonTable,
-    state: ClusterState,
-    ordered: list[Mapping[str, Any]],
-    order: list[int],
-    gang_keys: list[gang.GroupKey | None],
-    minimums: dict[gang.GroupKey, int],
-    refused: Mapping[gang.GroupKey, str],
-    class_of: npt.NDArray[np.int32],
-    classes: list[Any],
-    out_node: npt.NDArray[np.int32],
-    out_score: npt.NDArray[np.int64],
-    out_reasons: npt.NDArray[np.int32],
-    out_gang: npt.NDArray[np.int32],
-    out_error: npt.NDArray[np.uint8],
-) -> PlacementResult:
-    n = len(ordered)
-    num_nodes = state.node_count
-    node_names: list[str | None] = [None] * n
-    counts: list[dict[str, int]] = [{}] * n
-    rejectors: list[frozenset[str]] = [frozenset()] * n
-    prefilter_rejector = [""] * n
-    messages = [""] * n
-    errors = [""] * n
-    rolled = np.zeros(n, dtype=bool)
-    rolled_per_gang: dict[gang.GroupKey, int] = {}
-    tentative: list[str | None] = [None] * n
-    for rolled_pos in np.flatnonzero(out_gang >= 0):
-        gang_key = gang_keys[rolled_pos]
-        assert gang_key is not None  # only gang members are rolled back
-        rolled_per_gang[gang_key] = rolled_per_gang.get(gang_key, 0) + 1
-    # Python lists: this loop runs once per pod, and indexing numpy arrays is slower.
-    node_of, score_of, names = out_node.tolist(), out_score.tolist(), state.names
-    row_list, score_list = [-1] * n, [0] * n
-    success = framework.success_message
-    for pos, pod in enumerate(ordered):
-        i = order[pos]
-        row = node_of[pos]
-        group = gang_keys[pos]
-        refusal = refused.get(group) if refused and group is not None else None
-        if refusal is None and row >= 0:
-            row_list[i] = row
-            score_list[i] = score_of[pos]
-            node = names[row]
-            assert node is not None  # the kernel picks rows that hold a node
-            node_names[i] = node
-            meta = pod.get("metadata") or {}
-            messages[i] = success(meta.get("namespace") or "default", meta.get("name", ""), node)
-        elif refusal is not None:  # Coscheduling's PreFilter: the kernel's try is undone
-            counts[i] = {refusal: num_nodes}
-            messages[i] = framework.fit_error_message(num_nodes, {}, prefilter_message=refusal)
-            rejectors[i] = frozenset((coscheduling.NAME,))
-            prefilter_rejector[i] = coscheduling.NAME
-        elif out_gang[pos] >= 0:
-            key = gang_keys[pos]
-            assert key is not None
-            rolled[i] = True
-            tentative[i] = state.names[int(out_gang[pos])]
-            reason = coscheduling.gang_reason(str(key), rolled_per_gang[key], minimums[key])
-            messages[i] = framework.fit_error_message(num_nodes, {}, prefilter_message=reason)
-        else:
-            info = classes[class_of[pos]]
-            error = info.error or (info.score_error if out_error[pos] else "")
-            if num_nodes == 0:  # kube-scheduler fails the attempt before any plugin runs
-                error = framework.ERR_NO_NODES_AVAILABLE
-            if error:
-                errors[i] = messages[i] = error
-                continue
-            row_counts = out_reasons[pos]
-            codes = np.flatnonzero(row_counts)
-            if info.prefilter_message:
-                reasons = {info.prefilter_message: num_nodes}
-                rejectors[i] = frozenset((info.prefilter_plugin,))
-                prefilter_rejector[i] = info.prefilter_plugin
-            else:
-                reasons = {table.texts[int(c)]: int(row_counts[c]) for c in codes}
-                rejectors[i] = frozenset(table.plugins[int(c)] for c in codes)
-            counts[i] = reasons
-            messages[i] = framework.fit_error_message(
-                num_nodes, reasons, prefilter_message=info.prefilter_message
-            )
-    if rolled_per_gang:
-        _gang_rejectors(gang_keys, order, rolled, rejectors)
-    return PlacementResult(
-        nodes=node_names,
-        rows=np.array(row_list, dtype=np.int32),
-        scores=np.array(score_list, dtype=np.int64),
-        reason_counts=counts,
-        rejectors=rejectors,
-        prefilter_rejector=prefilter_rejector,
-        messages=messages,
-        errors=errors,
-        rolled_back=rolled,
-        tentative=tentative,
-        num_nodes=num_nodes,
-        classes=len(classes),
-        kernel_seconds=0.0,
-        encode_seconds=0.0,
-    )
-
-
-def _gang_rejectors(
-    gang_keys: list[gang.GroupKey | None],
-    order: list[int],
-    rolled: npt.NDArray[np.bool_],
-    rejectors: list[frozenset[str]],
-) -> None:
-    """A rolled-back member is unschedulable (not an error): Coscheduling rejected it, and
-    so did whatever rejected the members that fitted nowhere (room they need may free)."""
-    failed: dict[gang.GroupKey, frozenset[str]] = {}
-    for pos, key in enumerate(gang_keys):
-        if key is not None:
-            failed[key] = failed.get(key, frozenset()) | rejectors[order[pos]]
-    for pos, key in enumerate(gang_keys):
-        i = order[pos]
-        if key is not None and rolled[i]:
-            rejectors[i] = failed[key] | {coscheduling.NAME}
 
 
 def _commit(
