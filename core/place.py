@@ -9,9 +9,9 @@ over the whole burst without the GIL.
 A burst is cut into chunks of at most a few thousand distinct classes so that the
 per-class static tables (classes x nodes) stay within a fixed memory budget; the kernel
 keeps its node usage across chunks, so a chunk sees every placement before it. With
-several chunks a worker thread encodes the next chunk and gives the outcome of the one
-before while the kernel runs one (and, during the last, assumes the classes already
-done): see ``_run_chunks``. core/results.py turns the kernel's outputs into outcomes.
+several chunks a worker thread encodes the next chunk, gives the outcome of the one
+before and assumes the classes done while the kernel runs one: see ``_run_chunks``.
+core/results.py turns the kernel's outputs into outcomes.
 """
 
 from __future__ import annotations
@@ -285,11 +285,17 @@ def _timed(work: Callable[..., Any], *args: Any) -> tuple[Any, float]:
 
 @dataclass
 class _Steps:
-    """What ``_run_chunks`` does around the kernel, each for positions [start, end)."""
+    """What ``_run_chunks`` does around the kernel."""
 
-    operands: Callable[[int, int], _Chunk]  # a chunk's operands, before it runs
-    finished: Callable[[int, int], None]  # after a chunk ran: its pods' outcomes
-    while_last: Callable[[int, int], None]  # beside the last chunk, when overlapped
+    operands: Callable[[int, int], _Chunk]  # positions [start, end): operands, before it runs
+    finished: Callable[[int, int], None]  # positions [start, end) ran: their outcomes
+    # (overlapped only) chunk k runs and every chunk before it ran: assume what is done
+    done_before: Callable[[int], None]
+
+
+def _overlapped(chunks: list[tuple[int, int]]) -> bool:
+    """Whether a worker thread encodes while the kernel runs (see _run_chunks)."""
+    return _OVERLAP and len(chunks) > 1 and _cpus() > 1
 
 
 def _run_chunks(
@@ -301,17 +307,16 @@ def _run_chunks(
 ) -> tuple[float, float]:
     """Run the kernel over the chunks in order; the kernel's seconds and the Python's.
 
-    With several chunks a worker thread builds the next chunk's operands, and finishes
-    the chunk before, while this one runs the kernel (which releases the GIL at once, so
-    the worker starts without waiting for a GIL switch): only the spread counters'
-    starting counts depend on what the running chunk places, and they are added once it
-    is done. During the last chunk the worker runs ``while_last`` instead of building
-    operands (a serial run does not call it). The two threads never run Python at the
+    With several chunks (``_overlapped``) a worker thread builds the next chunk's operands,
+    finishes the chunk before and runs ``done_before`` while this one runs the kernel
+    (which releases the GIL at once, so the worker starts without waiting for a GIL
+    switch): only the spread counters' starting counts depend on what the running chunk
+    places, and they are added once it is done. The two threads never run Python at the
     same time. Each chunk gets the same operands as in a serial run (one chunk, or
     ``_OVERLAP`` False), hence the same placements.
     """
     worker = None
-    if _OVERLAP and len(chunks) > 1 and _cpus() > 1:
+    if _overlapped(chunks):
         worker = ThreadPoolExecutor(1, thread_name_prefix="kubesalvo-encode")
         # Its thread starts now, while this one encodes the first chunk, not as the kernel
         # should start (a new thread takes the GIL to start, and this one waits for it).
@@ -319,12 +324,10 @@ def _run_chunks(
 
     def beside(k: int) -> _Chunk | None:
         """The worker's part while the kernel runs chunk k."""
-        start, end = chunks[k]
         pending = steps.operands(*chunks[k + 1]) if k + 1 < len(chunks) else None
         if k:
             steps.finished(*chunks[k - 1])
-        if pending is None:
-            steps.while_last(start, end)
+            steps.done_before(k)
         return pending
 
     kernel_seconds = python_seconds = 0.0
@@ -478,30 +481,27 @@ def _place_burst(
     columns_all = ClassColumns(c_req_all, c_nz_all, c_nz_add_all, c_score_error)
     pod_columns = PodColumns(class_of, p_gang_min, p_gang_last, p_nominated)
 
-    pod_keys: list[str] = [""] * n if commit else []
-    whole = True  # no pod of the burst is counted in the state yet
-
     def operands(start: int, end: int) -> _Chunk:
-        nonlocal whole
         row_of = state.row_of
-        chunk_pods = ordered[start:end]
         p_nominated[start:end] = [
             row_of.get(((pod.get("status") or {}).get("nominatedNodeName")) or "", -1)
-            for pod in chunk_pods
+            for pod in ordered[start:end]
         ]
-        if commit:  # (the state records no pod of the burst until the last chunk)
-            keys = pod_keys[start:end] = [pod_key(pod) for pod in chunk_pods]
-            whole = whole and not any(state.pod_record(key) is not None for key in keys)
         return _chunk_operands(
             encoder, spread, ports, columns_all, pod_columns, outputs, slot_budget, start, end
         )
 
+    pod_keys: list[str] | None = None
+    whole = True  # no pod of the burst is counted in the state yet
     assumed_below = 0  # the classes below this one are assumed in the state
 
     def assume(last: int, before: int | None = None) -> None:
         """Assume the placements of the classes [assumed_below, last), of the pods before
         position ``before``; calls by ascending classes assume as one call would."""
-        nonlocal assumed_below
+        nonlocal pod_keys, whole, assumed_below
+        if pod_keys is None:  # before the state records any pod of the burst
+            pod_keys = [pod_key(pod) for pod in ordered]
+            whole = not any(state.pod_record(key) is not None for key in pod_keys)
         _commit(
             state,
             pod_keys,
@@ -515,10 +515,16 @@ def _place_burst(
         )
         assumed_below = last
 
-    def while_last(start: int, end: int) -> None:
-        if commit:  # the classes below the last chunk's first have all their pods placed
-            assume(int(class_of[start:end].min()), before=start)
+    chunks = list(_chunks(class_of, gang_min, gang_last, state.rows))
 
+    def done_before(k: int) -> None:
+        # The classes below the first of chunk k and later ones have all their pods placed.
+        if commit:
+            start = chunks[k][0]
+            assume(int(class_of[start:].min()), before=start)
+
+    if commit and _overlapped(chunks):
+        spread.freeze_groups()  # later chunks count the state's pods as before the burst
     results = Results(
         ReasonTable.for_columns(state.resource_names, encoder.extensions),
         state,
@@ -532,9 +538,8 @@ def _place_burst(
         outputs,
     )
     encode_seconds = time.perf_counter() - began
-    chunks = list(_chunks(class_of, gang_min, gang_last, state.rows))
     kernel_seconds, chunk_seconds = _run_chunks(
-        kernel, spread, chunks, _Steps(operands, results.add, while_last), out_node
+        kernel, spread, chunks, _Steps(operands, results.add, done_before), out_node
     )
     encode_seconds += chunk_seconds
 

@@ -241,6 +241,8 @@ class SpreadEncoder:
         )
         self._constraints: dict[int, list[Constraint]] = {}
         self._every_node: dict[str, bool] = {}  # label key -> every node has it
+        # The state's pod groups that counters start from (freeze_groups: a copy)
+        self._groups = self.state.groups
         # label pair -> ids, for finding what a selector may match
         self._group_index: dict[tuple[str, str], set[int]] = {}
         for gid, group in enumerate(self.state.groups):
@@ -252,6 +254,11 @@ class SpreadEncoder:
         profile = encoder.profile
         self._spread_filter = names.POD_TOPOLOGY_SPREAD in profile.filters
         self._spread_scored = profile.score_weights.get(names.POD_TOPOLOGY_SPREAD, 0) > 0
+
+    def freeze_groups(self) -> None:
+        """Start counters from the state's pods as they are now, whatever the state records
+        later (core/place.py assumes a burst's done classes while it encodes the rest)."""
+        self._groups = self.state.frozen_groups()
 
     def constraints(self, cid: int) -> list[Constraint]:
         found = self._constraints.get(cid)
@@ -358,11 +365,11 @@ class SpreadEncoder:
             counts = self.interpod.term_counts(key[1], rows)
             placed = self._placed_matching(key, classes)
         else:
-            groups = self._groups_matching(key) if self.state.groups else []
+            groups = self._groups_matching(key) if self._groups else []
             placed = self._placed_matching(key, classes) if self.placed_rows else []
-            if not placed and not any(self.state.groups[g].per_row for g in groups):
+            if not placed and not any(self._groups[g].per_row for g in groups):
                 return None
-            counts = self.state.group_counts(groups)
+            counts = self.state.group_counts(groups, self._groups)
         for cid in placed:
             np.add.at(counts, self.placed_rows[cid], 1)
         if not counts.any():
@@ -371,7 +378,7 @@ class SpreadEncoder:
 
     def _groups_matching(self, key: CounterKey) -> list[int]:
         """The state's pod groups that ``key`` counts (a spread key skips terminating ones)."""
-        groups = self.state.groups
+        groups = self._groups
         if not groups:
             return []
         parts = _parts(key)
@@ -567,7 +574,7 @@ class SpreadEncoder:
                 raised_by[q].add(i)
         live: list[int] = []
         initial: list[npt.NDArray[np.int32] | None] = [None] * len(counters)
-        no_groups = not self.state.groups
+        no_groups = not self._groups
         placed = self.placed_rows.keys()
         for ckey, q in counters.items():
             found = may_count[q]

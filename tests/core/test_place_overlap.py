@@ -139,3 +139,42 @@ def test_every_chunk_reads_its_own_pods_nominated_nodes(monkeypatch):
     ]
     result = place_burst(cluster(nodes, []), burst)
     assert result.nodes == [f"n{(i * 7) % 40}" for i in range(100)]
+
+
+def test_later_chunks_count_the_done_classes_once_while_they_are_assumed(monkeypatch):
+    """Classes that share labels (one app, each pod its own requests) spread over the
+    same counters: with the overlap, the classes done are assumed in the state while
+    later chunks are encoded, and those chunks still count each of their pods once."""
+    zone = "topology.kubernetes.io/zone"
+    nodes = [
+        {
+            "metadata": {
+                "name": f"n{i}",
+                "labels": {"kubernetes.io/hostname": f"n{i}", zone: f"z{i % 3}"},
+            },
+            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}},
+        }
+        for i in range(30)
+    ]
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+        for key in ("kubernetes.io/hostname", zone)
+    ]
+
+    def web(name, millicpu):
+        container = {"name": "c", "resources": {"requests": {"cpu": f"{millicpu}m"}}}
+        return {
+            "metadata": {"name": name, "namespace": "ns", "labels": {"app": "web"}},
+            "spec": {"containers": [container], "topologySpreadConstraints": spread},
+        }
+
+    running = bound_to([web(f"r{i}", 50) for i in range(20)], nodes[:7])
+    burst = [web(f"p{i}", 100 + 7 * i) for i in range(200)]
+    serial, overlapped, threads = place_both_ways(monkeypatch, nodes, running, burst)
+    assert overlapped == serial
+    assert len(set(threads)) == 2
