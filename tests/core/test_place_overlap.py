@@ -1,7 +1,7 @@
 """The next chunk encoded on a worker thread while the kernel runs one (core/place.py's
-_run_chunks), the classes done assumed during the last chunk and the rest after it,
-places and assumes exactly what the serial order does (every chunk run in turn, the
-whole burst assumed at the end)."""
+_run_chunks), the outcome of each chunk given and the classes done assumed while later
+chunks run, places and assumes exactly what the serial order does (every chunk run in
+turn, the whole burst assumed at the end)."""
 
 from __future__ import annotations
 
