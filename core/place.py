@@ -289,7 +289,8 @@ class _Steps:
 
     operands: Callable[[int, int], _Chunk]  # positions [start, end): operands, before it runs
     finished: Callable[[int, int], None]  # positions [start, end) ran: their outcomes
-    # (overlapped only) chunk k runs and every chunk before it ran: assume what is done
+    # (overlapped only) chunk k runs, every chunk before it ran and every chunk's
+    # operands are built: assume what is done
     done_before: Callable[[int], None]
 
 
@@ -307,13 +308,13 @@ def _run_chunks(
 ) -> tuple[float, float]:
     """Run the kernel over the chunks in order; the kernel's seconds and the Python's.
 
-    With several chunks (``_overlapped``) a worker thread builds the next chunk's operands,
-    finishes the chunk before and runs ``done_before`` while this one runs the kernel
-    (which releases the GIL at once, so the worker starts without waiting for a GIL
-    switch): only the spread counters' starting counts depend on what the running chunk
-    places, and they are added once it is done. The two threads never run Python at the
-    same time. Each chunk gets the same operands as in a serial run (one chunk, or
-    ``_OVERLAP`` False), hence the same placements.
+    With several chunks (``_overlapped``) a worker thread builds the next chunk's operands
+    and finishes the chunk before while this one runs the kernel (which releases the GIL
+    at once, so the worker starts without waiting for a GIL switch), and runs
+    ``done_before`` beside the last two chunks: only the spread counters' starting counts
+    depend on what the running chunk places, and they are added once it is done. The two
+    threads never run Python at the same time. Each chunk gets the same operands as in a
+    serial run (one chunk, or ``_OVERLAP`` False), hence the same placements.
     """
     worker = None
     if _overlapped(chunks):
@@ -327,6 +328,9 @@ def _run_chunks(
         pending = steps.operands(*chunks[k + 1]) if k + 1 < len(chunks) else None
         if k:
             steps.finished(*chunks[k - 1])
+        if k and k + 2 >= len(chunks):
+            # Only once every chunk's operands are built: a pod that cannot be encoded
+            # (say, malformed) fails the burst before the state records any of it.
             steps.done_before(k)
         return pending
 

@@ -178,3 +178,21 @@ def test_later_chunks_count_the_done_classes_once_while_they_are_assumed(monkeyp
     serial, overlapped, threads = place_both_ways(monkeypatch, nodes, running, burst)
     assert overlapped == serial
     assert len(set(threads)) == 2
+
+
+def test_a_pod_that_cannot_be_encoded_fails_the_burst_before_any_is_assumed(monkeypatch):
+    """The last chunk's pod has tolerations that are no objects: encoding it fails the
+    burst, overlapped or not, and the state records none of the burst's pods."""
+    nodes = make_nodes(20, seed=10)
+    burst = make_pods(120, seed=11, shape="distinct")
+    burst[-1] = {**burst[-1], "spec": {**burst[-1]["spec"], "tolerations": ["not an object"]}}
+    encoding_threads(monkeypatch)
+    for overlap in (False, True):
+        monkeypatch.setattr(place, "_OVERLAP", overlap)
+        monkeypatch.setattr(place, "_cpus", lambda: 2)
+        state = cluster(nodes, [])
+        requested = state.requested.copy()
+        with pytest.raises(AttributeError):
+            place_burst(state, burst)
+        assert not state.pods and not any(group.per_row for group in state.groups)
+        assert (state.requested == requested).all()
