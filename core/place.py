@@ -355,25 +355,38 @@ def _run_chunks(
             last = k + 1 == len(chunks)
             running = worker.submit(_timed, beside, k) if worker is not None else None
             python_seconds += time.perf_counter() - began
-            kernel_seconds += _timed(kernel.run)[1]
+            cpu = time.thread_time()
+            wall = _timed(kernel.run)[1]
+            cpu = time.thread_time() - cpu
+            kernel_seconds += wall
             began = time.perf_counter()
             if running is not None:
                 pending, seconds = running.result()
                 python_seconds += seconds
                 began = time.perf_counter()
+                if worker is not None and (last or _sharing_a_cpu(cpu, wall)):
+                    # The two threads took turns on one CPU (a busy machine): the rest
+                    # runs in turn, without the switches. This chunk's outcome is due.
+                    worker.shutdown(wait=True)
+                    worker = None
+                    steps.finished(start, end)
             else:
                 steps.finished(start, end)
                 if not last:
                     pending = steps.operands(*chunks[k + 1])
             if not last:  # later chunks count these placements
                 spread.record(chunk.class_ids, chunk.local, out_node[start:end])
-            elif worker is not None:
-                steps.finished(start, end)
             python_seconds += time.perf_counter() - began
     finally:
         if worker is not None:
             worker.shutdown(wait=True)  # after an error, wait for what the worker runs
     return kernel_seconds, python_seconds
+
+
+def _sharing_a_cpu(cpu: float, wall: float) -> bool:
+    """Whether the kernel ran well under its wall time: it waited for a CPU (beside the
+    worker, the machine's other work taking the rest) or for the GIL at its end."""
+    return cpu < 0.7 * wall
 
 
 def place_burst(

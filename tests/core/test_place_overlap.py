@@ -196,3 +196,29 @@ def test_a_pod_that_cannot_be_encoded_fails_the_burst_before_any_is_assumed(monk
             place_burst(state, burst)
         assert not state.pods and not any(group.per_row for group in state.groups)
         assert (state.requested == requested).all()
+
+
+@pytest.mark.parametrize("shared_from", [0, 1, 5, 6])
+def test_a_burst_that_stops_overlapping_midway_places_and_assumes_the_same(
+    shared_from, monkeypatch
+):
+    """On a busy machine the kernel and the worker take turns on one CPU: from the chunk
+    where the kernel is seen waiting on, the rest runs in turn (7 chunks here; from 5
+    on, the state has recorded the classes done beside chunk 5)."""
+    nodes = make_nodes(30, seed=12)
+    running = bound_to(make_pods(40, seed=13, shape="mixed", prefix="run-"), nodes)
+    burst = make_pods(100, seed=14, shape="distinct")
+    serial = place_both_ways(monkeypatch, nodes, running, burst)[0]
+    calls: list[int] = []
+
+    def sharing(cpu, wall):
+        calls.append(len(calls))
+        return len(calls) > shared_from
+
+    monkeypatch.setattr(place, "_sharing_a_cpu", sharing)
+    threads = encoding_threads(monkeypatch)
+    state = cluster(nodes, running)
+    result = place_burst(state, burst)
+    assert outcome(result, state) == serial
+    assert len(threads) == 7
+    assert threads.count(threading.current_thread().name) == 1 + max(0, 5 - shared_from)
