@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +127,9 @@ class ClassInfo:
     taint_key: bytes = b""
     aff_key: bytes = b""
     image_key: bytes = b""
+    # False until Encoder.complete has set images, containers, spread_selectors,
+    # spread_invalid, the *_key fields, affinity_error, prefilter_*, score_error
+    complete: bool = True
 
 
 @dataclass
@@ -199,11 +202,19 @@ class Encoder:
                 self.extensions[name] = (static_filter, profile.args_of(name), code)
 
     # ------------------------------------------------------------------ classes
-    def classify(self, pods: Sequence[Mapping[str, Any]]) -> npt.NDArray[np.int32]:
-        """The class id of each pod, creating classes for new signatures."""
+    def classify(
+        self, pods: Sequence[Mapping[str, Any]], *, complete: bool = True
+    ) -> npt.NDArray[np.int32]:
+        """The class id of each pod, creating classes for new signatures.
+
+        ``complete`` False: new classes get only what the whole burst needs before the
+        kernel starts (namespace, labels, requests, host ports, pod affinity); ``complete``
+        adds the rest (done by ``tables`` too), so that core/place.py completes a chunk's
+        classes while the kernel runs the chunk before."""
         ids: list[int] = []
         classes = self.classes
         class_of = self._class_of
+        first_new = len(classes)
         for pod in pods:
             # The whole spec, in one C call: fields that do not matter to scheduling
             # (env, commands) are the same across replicas, so classes stay whole.
@@ -222,26 +233,20 @@ class Encoder:
                 classes.append(self._class_info(key, pod))
             classes[cid].pods += 1
             ids.append(cid)
+        if complete:
+            self.complete(range(first_new, len(classes)))
         return np.array(ids, dtype=np.int32)
 
     def _class_info(self, key: bytes, pod: Mapping[str, Any]) -> ClassInfo:
-        """A new class, from its first pod. This runs once per class of the burst (once
-        per pod of a burst of distinct pods), hence each field is read only once."""
+        """A new class, from its first pod, with what the whole burst needs before the
+        kernel starts (``complete`` adds the rest). This runs once per class of the burst
+        (once per pod of a burst of distinct pods), hence each field is read only once."""
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
-        init = spec.get("initContainers")
-        containers = list(spec.get("containers") or ())
-        if init:
-            containers = list(init) + containers
         affinity = spec.get("affinity") or None
         pod_affinity = None
-        node_affinity: Mapping[str, Any] = {}
-        if affinity:
-            if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
-                pod_affinity = affinity
-            node_affinity = affinity.get("nodeAffinity") or {}
-        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
+        if affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity")):
+            pod_affinity = affinity
         quantity_error = ""
         try:
             fast = _simple_requests(spec)
@@ -262,17 +267,58 @@ class Encoder:
             _check_quantity_syntax(spec)
             requests, nonzero, nonzero_add = {}, (0, 0), (0, 0)
             quantity_error = f"{names.NODE_RESOURCES_FIT}: {exc}"
+        # Most pods bind no host port: host_ports' lists only when a container (or an
+        # init container, which may be a sidecar) declares ports.
+        declared = False
+        for containers in (spec.get("initContainers"), spec.get("containers")):
+            for container in containers or ():  # a loop: no generator frame per class
+                if container.get("ports"):
+                    declared = True
+                    break
+        ports: list[HostPort] = host_ports(pod) if declared else []
+        labels = tuple(sorted((meta.get("labels") or {}).items()))
+        return ClassInfo(
+            key=key,
+            namespace=meta.get("namespace") or "default",
+            labels=labels,
+            label_map=dict(labels),
+            requests=requests,
+            nonzero=nonzero,
+            nonzero_add=nonzero_add,
+            ports=ports,
+            images=[],
+            containers=0,
+            spec=spec,
+            affinity=pod_affinity,
+            owners=list(meta.get("ownerReferences") or ()),
+            error=quantity_error,
+            complete=False,
+        )
+
+    def complete(self, class_ids: Iterable[int]) -> None:
+        """Add to these classes what ``classify(complete=False)`` left out: images, the
+        parsed spread selectors, the static tables' sub-signatures, and what ends a
+        class's attempt before or at PreScore."""
+        classes = self.classes
+        for cid in class_ids:
+            info = classes[cid]
+            if not info.complete:
+                self._complete(info)
+
+    def _complete(self, info: ClassInfo) -> None:
+        spec = info.spec
+        init = spec.get("initContainers")
+        containers = list(spec.get("containers") or ())
+        if init:
+            containers = list(init) + containers
+        node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
         images: list[str] = []
-        ports: list[HostPort] = []
         for container in containers:
             image = container.get("image")
             if image:
                 images.append(self._image_name(image))
-            if container.get("ports") and not ports:
-                # Most pods bind no host port: host_ports' lists only when a container
-                # (or an init container, which may be a sidecar) declares ports.
-                ports = host_ports(pod)
-        labels = tuple(sorted((meta.get("labels") or {}).items()))
         # Each selector parsed once: the spread PreFilter's check and the class's
         # constraints (core/spread.py) both read this.
         spread_selectors = [
@@ -285,35 +331,23 @@ class Encoder:
         # Likewise the filters only see NoSchedule/NoExecute tolerations, the score only
         # PreferNoSchedule ones (an empty effect counts for both).
         hard_tolerations, soft_tolerations = self._relevant_tolerations(spec.get("tolerations"))
-        info = ClassInfo(
-            key=key,
-            namespace=meta.get("namespace") or "default",
-            labels=labels,
-            label_map=dict(labels),
-            requests=requests,
-            nonzero=nonzero,
-            nonzero_add=nonzero_add,
-            ports=ports,
-            images=images,
-            containers=len(containers),
-            spec=spec,
-            affinity=pod_affinity,
-            owners=list(meta.get("ownerReferences") or ()),
-            spread_selectors=spread_selectors,
-            spread_invalid=spread_invalid,
-            static_key=_ENCODE.encode(
-                (spec.get("nodeName"), spec.get("nodeSelector"), required, hard_tolerations)
-            ),
-            taint_key=_ENCODE.encode(soft_tolerations) if soft_tolerations else _EMPTY_LIST_KEY,
-            aff_key=_NONE_KEY if preferred is None else _ENCODE.encode(preferred),
-            image_key=_ENCODE.encode((images, len(containers))),
+        info.images = images
+        info.containers = len(containers)
+        info.spread_selectors = spread_selectors
+        info.spread_invalid = spread_invalid
+        info.static_key = _ENCODE.encode(
+            (spec.get("nodeName"), spec.get("nodeSelector"), required, hard_tolerations)
         )
+        info.taint_key = _ENCODE.encode(soft_tolerations) if soft_tolerations else _EMPTY_LIST_KEY
+        info.aff_key = _NONE_KEY if preferred is None else _ENCODE.encode(preferred)
+        info.image_key = _ENCODE.encode((images, len(containers)))
+        info.complete = True
         if self.extensions:
             # A static filter plugin may read any part of the signature (labels, say).
-            info.static_key = key
-        if quantity_error:
-            info.error = quantity_error
+            info.static_key = info.key
+        if info.error:  # a quantity no int64 holds (_class_info)
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
+        pod_affinity = info.affinity
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
         if self._prefilters and (
@@ -324,7 +358,6 @@ class Encoder:
             info.error or info.prefilter_message  # the attempt ends before PreScore
         ):
             info.score_error = self._prescore_error(info)
-        return info
 
     def _image_name(self, image: str) -> str:
         """normalized_image_name, once per distinct image of the burst (they repeat)."""
@@ -415,6 +448,7 @@ class Encoder:
     # ---------------------------------------------------------------- tables
     def tables(self, class_ids: Sequence[int]) -> StaticTables:
         """Static tables for the given classes, rows deduplicated by sub-signature."""
+        self.complete(class_ids)
         if self._version != self.state.version:
             self._static.clear()
             self._taint.clear()

@@ -8,15 +8,20 @@ over the whole burst without the GIL.
 
 A burst is cut into chunks of at most a few thousand distinct classes so that the
 per-class static tables (classes x nodes) stay within a fixed memory budget; the kernel
-keeps its node usage across chunks, so a chunk sees every placement before it.
+keeps its node usage across chunks, so a chunk sees every placement before it. With
+several chunks a worker thread encodes the next chunk, gives the outcome of the one
+before and assumes the classes done while the kernel runs one: see ``_run_chunks``.
+core/results.py turns the kernel's outputs into outcomes.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +30,7 @@ import numpy.typing as npt
 from kubesalvo.core import _typedefs, gang
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
-from kubesalvo.core.encode import Encoder, PortTable, is_scalar_column
+from kubesalvo.core.encode import Encoder, PortTable, StaticTables, is_scalar_column
 from kubesalvo.core.operands import (
     ClassColumns,
     Outputs,
@@ -34,10 +39,10 @@ from kubesalvo.core.operands import (
     ScoringColumns,
     kernel_settings,
 )
-from kubesalvo.core.plugins import coscheduling, framework
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reasons import ReasonTable
-from kubesalvo.core.spread import SpreadEncoder
+from kubesalvo.core.results import PlacementResult, Results
+from kubesalvo.core.spread import ChunkLayout, SpreadEncoder
 from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
 
 __all__ = ["PlacementResult", "place_burst", "plan"]
@@ -45,37 +50,9 @@ __all__ = ["PlacementResult", "place_burst", "plan"]
 # Cells (classes x nodes) of static tables per chunk, and bytes of class caches.
 _CHUNK_CELLS = 8_000_000
 _SLOT_BYTES = 64 << 20
-
-
-@dataclass
-class PlacementResult:
-    """Where each pod of a burst went (in the order the pods were given)."""
-
-    nodes: list[str | None]  # node name, None when not placed
-    rows: npt.NDArray[np.int32]  # ClusterState row, -1 when not placed
-    scores: npt.NDArray[np.int64]  # total weighted score of the chosen node
-    reason_counts: list[dict[str, int]]  # per unplaced pod: nodes per reason ({} if placed)
-    # per unplaced pod, the plugins that rejected it (from the reason codes; empty when
-    # placed, failed with an error or rolled back with its gang): the queue parks it with
-    # them and retries it on the cluster events they registered
-    rejectors: list[frozenset[str]]
-    # per unplaced pod, the plugin whose PreFilter rejected it on every node as
-    # UnschedulableAndUnresolvable, which ends the PreFilter run ("" for none)
-    prefilter_rejector: list[str]
-    messages: list[str]  # "Successfully assigned ..." or the FailedScheduling text
-    # per pod, the error that failed its attempt ("" for none): no node, no reasons, and
-    # the error as its message; kube-scheduler reports it and backs the pod off
-    errors: list[str]
-    rolled_back: npt.NDArray[np.bool_]  # fitted, but its gang missed its minimum
-    tentative: list[str | None]  # for a rolled-back pod, the node it had fitted
-    num_nodes: int
-    classes: int
-    kernel_seconds: float
-    encode_seconds: float
-    placed: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.placed = int((self.rows >= 0).sum())
+# Encode the next chunk on a worker thread while this one runs the kernel (see
+# _run_chunks); the tests turn it off to compare with the serial order.
+_OVERLAP = True
 
 
 def plan(
@@ -132,7 +109,7 @@ def _queue_order(
 
 
 def _kernel(
-    state: ClusterState, profile: Profile, ports: PortTable, spread: SpreadEncoder, classes: int
+    state: ClusterState, profile: Profile, ports: PortTable, spread: SpreadEncoder
 ) -> tuple[BurstKernel, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The kernel, and its copies of the requested and non-zero requested columns (which
     it updates with every placement it keeps)."""
@@ -169,7 +146,6 @@ def _kernel(
             if kid is not None:
                 port_use[row, kid] = count
     dom, ndom = spread.domain_ids()
-    max_constraints = max((len(spread.constraints(c)) for c in range(classes)), default=0)
     requested = np.array(state.requested[:rows], dtype=_typedefs.QUANTITY, order="C")
     nonzero = np.array(state.nonzero_requested[:rows], dtype=_typedefs.QUANTITY, order="C")
     kernel = BurstKernel(
@@ -177,7 +153,7 @@ def _kernel(
         requested,
         nonzero,
         port_use,
-        kernel_settings(profile, max_constraints),
+        kernel_settings(profile, spread.max_constraints),
         ScoringColumns(
             sc_cols, sc_weight, shape_util, shape_score, bal_cols, col_scalar, col_fit_check
         ),
@@ -203,6 +179,214 @@ def _chunks(class_of: npt.NDArray[np.int32], gang_min: list[int], gang_last: lis
             start, seen = pos + 1, set()
     if start < len(class_of):
         yield start, len(class_of)
+
+
+@dataclass
+class _Chunk:
+    """The kernel's operands for the pods [start, end) of the burst (see load_chunk), with
+    the spread rows still to be counted (SpreadEncoder.counted)."""
+
+    start: int
+    end: int
+    class_ids: npt.NDArray[np.int32]  # the chunk's classes, ascending (local -> global id)
+    local: npt.NDArray[np.intp]  # per pod of the chunk, its local class
+    per_class: list[int]  # pods per local class
+    classes: ClassColumns
+    tables: StaticTables
+    ports: PortConflicts
+    spread: ChunkLayout
+    pods: PodColumns
+    out: Outputs
+    nslots: int
+
+
+def _chunk_operands(
+    encoder: Encoder,
+    spread: SpreadEncoder,
+    ports: PortTable,
+    columns: ClassColumns,
+    pods: PodColumns,
+    out: Outputs,
+    slot_budget: int,
+    start: int,
+    end: int,
+) -> _Chunk:
+    """The operands of the pods [start, end), from the burst's ``columns`` (per class;
+    c_score_error is set here, once the chunk's classes are complete), ``pods`` (per pod;
+    p_class holding global class ids) and ``out`` (per pod)."""
+    global_ids, local = np.unique(pods.p_class[start:end], return_inverse=True)
+    chunk_classes = global_ids.tolist()
+    per_class = np.bincount(local, minlength=len(global_ids))
+    encoder.complete(chunk_classes)
+    classes = encoder.classes
+    columns.c_score_error[global_ids] = [bool(classes[cid].score_error) for cid in chunk_classes]
+    conf_off, conf, own_off, own = [0], [], [0], []
+    for cid in chunk_classes:
+        class_ports = classes[cid].ports
+        if class_ports:  # most classes take no host port
+            clash: set[int] = set()
+            for port in class_ports:
+                clash.update(ports.clashes(port))
+                own.append(ports.keys[port])
+            conf.extend(sorted(clash))
+        conf_off.append(len(conf))
+        own_off.append(len(own))
+    return _Chunk(
+        start,
+        end,
+        global_ids,
+        local,
+        per_class.tolist(),
+        ClassColumns(
+            np.ascontiguousarray(columns.c_req[global_ids]),
+            np.ascontiguousarray(columns.c_nz[global_ids]),
+            np.ascontiguousarray(columns.c_nz_add[global_ids]),
+            columns.c_score_error[global_ids],
+        ),
+        encoder.tables(chunk_classes),
+        PortConflicts(
+            np.array(conf_off, dtype=np.int32),
+            np.array(conf or [0], dtype=np.int32),
+            np.array(own_off, dtype=np.int32),
+            np.array(own or [0], dtype=np.int32),
+        ),
+        spread.layout(chunk_classes),
+        PodColumns(
+            local.astype(np.int32),
+            pods.p_gang_min[start:end],
+            pods.p_gang_last[start:end],
+            pods.p_nominated[start:end],
+        ),
+        Outputs(
+            out.node[start:end],
+            out.score[start:end],
+            out.reasons[start:end],
+            out.rolled[start:end],
+            out.error[start:end],
+        ),
+        # only classes with several pods in the chunk cache anything (see _place.pyx)
+        min(int(np.count_nonzero(per_class > 1)), slot_budget),
+    )
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (with one, a second thread only adds switches)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on every platform
+        return os.cpu_count() or 1
+
+
+def _timed(work: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+    began = time.perf_counter()
+    done = work(*args)
+    return done, time.perf_counter() - began
+
+
+@dataclass
+class _Steps:
+    """What ``_run_chunks`` does around the kernel."""
+
+    operands: Callable[[int, int], _Chunk]  # positions [start, end): operands, before it runs
+    finished: Callable[[int, int], None]  # positions [start, end) ran: their outcomes
+    # (overlapped only) chunk k runs, every chunk before it ran and every chunk's
+    # operands are built: assume what is done
+    done_before: Callable[[int], None]
+
+
+def _overlapped(chunks: list[tuple[int, int]]) -> bool:
+    """Whether a worker thread encodes while the kernel runs (see _run_chunks)."""
+    return _OVERLAP and len(chunks) > 1 and _cpus() > 1
+
+
+def _run_chunks(
+    kernel: BurstKernel,
+    spread: SpreadEncoder,
+    chunks: list[tuple[int, int]],
+    steps: _Steps,
+    out_node: npt.NDArray[np.int32],
+) -> tuple[float, float]:
+    """Run the kernel over the chunks in order; the kernel's seconds and the Python's.
+
+    With several chunks (``_overlapped``) a worker thread builds the next chunk's operands
+    and finishes the chunk before while this one runs the kernel (which releases the GIL
+    at once, so the worker starts without waiting for a GIL switch), and runs
+    ``done_before`` beside the last two chunks: only the spread counters' starting counts
+    depend on what the running chunk places, and they are added once it is done. The two
+    threads never run Python at the same time. Each chunk gets the same operands as in a
+    serial run (one chunk, or ``_OVERLAP`` False), hence the same placements.
+    """
+    worker = None
+    if _overlapped(chunks):
+        worker = ThreadPoolExecutor(1, thread_name_prefix="kubesalvo-encode")
+        # Its thread starts now, while this one encodes the first chunk, not as the kernel
+        # should start (a new thread takes the GIL to start, and this one waits for it).
+        worker.submit(int)
+
+    def beside(k: int) -> _Chunk | None:
+        """The worker's part while the kernel runs chunk k."""
+        pending = steps.operands(*chunks[k + 1]) if k + 1 < len(chunks) else None
+        if k:
+            steps.finished(*chunks[k - 1])
+        if k and k + 2 >= len(chunks):
+            # Only once every chunk's operands are built: a pod that cannot be encoded
+            # (say, malformed) fails the burst before the state records any of it.
+            steps.done_before(k)
+        return pending
+
+    kernel_seconds = python_seconds = 0.0
+    try:
+        pending, seconds = _timed(steps.operands, *chunks[0]) if chunks else (None, 0.0)
+        python_seconds += seconds
+        for k, (start, end) in enumerate(chunks):
+            began = time.perf_counter()
+            chunk = pending
+            assert chunk is not None
+            counted = spread.counted(chunk.spread, chunk.per_class)
+            kernel.load_chunk(
+                chunk.classes,
+                chunk.tables,
+                chunk.ports,
+                counted,
+                chunk.pods,
+                chunk.out,
+                chunk.nslots,
+            )
+            last = k + 1 == len(chunks)
+            running = worker.submit(_timed, beside, k) if worker is not None else None
+            python_seconds += time.perf_counter() - began
+            cpu = time.thread_time()
+            wall = _timed(kernel.run)[1]
+            cpu = time.thread_time() - cpu
+            kernel_seconds += wall
+            began = time.perf_counter()
+            if running is not None:
+                pending, seconds = running.result()
+                python_seconds += seconds
+                began = time.perf_counter()
+                if worker is not None and (last or _sharing_a_cpu(cpu, wall)):
+                    # The two threads took turns on one CPU (a busy machine): the rest
+                    # runs in turn, without the switches. This chunk's outcome is due.
+                    worker.shutdown(wait=True)
+                    worker = None
+                    steps.finished(start, end)
+            else:
+                steps.finished(start, end)
+                if not last:
+                    pending = steps.operands(*chunks[k + 1])
+            if not last:  # later chunks count these placements
+                spread.record(chunk.class_ids, chunk.local, out_node[start:end])
+            python_seconds += time.perf_counter() - began
+    finally:
+        if worker is not None:
+            worker.shutdown(wait=True)  # after an error, wait for what the worker runs
+    return kernel_seconds, python_seconds
+
+
+def _sharing_a_cpu(cpu: float, wall: float) -> bool:
+    """Whether the kernel ran well under its wall time: it waited for a CPU (beside the
+    worker, the machine's other work taking the rest) or for the GIL at its end."""
+    return cpu < 0.7 * wall
 
 
 def place_burst(
@@ -258,7 +442,7 @@ def _place_burst(
     order, gang_min, gang_last, minimums = _queue_order(pods, keys, gang_needed, refused)
     ordered = [pods[i] for i in order]
     encoder = Encoder(state, profile)
-    class_of = encoder.classify(ordered)
+    class_of = encoder.classify(ordered, complete=False)  # completed chunk by chunk
     classes = encoder.classes
     # Resource columns and port keys of the whole burst exist before the kernel copies.
     # (class, column, amount) of every request; registering columns may add some
@@ -294,10 +478,10 @@ def _place_burst(
     c_nz_all = np.array([info.nonzero for info in classes], dtype=_typedefs.QUANTITY).reshape(-1, 2)
     c_nz_add_all = np.array([info.nonzero_add for info in classes], dtype=_typedefs.QUANTITY)
     c_nz_add_all = c_nz_add_all.reshape(-1, 2)
-    c_score_error = np.array([bool(info.score_error) for info in classes], dtype=np.uint8)
+    c_score_error = np.zeros(len(classes), dtype=np.uint8)  # set as the classes complete
     spread = SpreadEncoder(encoder, workloads)
     spread.prepare(range(len(classes)))
-    kernel, kernel_requested, kernel_nonzero = _kernel(state, profile, ports, spread, len(classes))
+    kernel, kernel_requested, kernel_nonzero = _kernel(state, profile, ports, spread)
 
     n = len(ordered)
     out_node = np.full(n, -1, dtype=_typedefs.NODE)
@@ -308,75 +492,57 @@ def _place_burst(
     out_error = np.zeros(n, dtype=np.uint8)
     p_gang_min = np.array(gang_min, dtype=np.int32)
     p_gang_last = np.array(gang_last, dtype=np.uint8)
-    p_nominated = np.array(
-        [
-            state.row_of.get(((pod.get("status") or {}).get("nominatedNodeName")) or "", -1)
-            for pod in ordered
-        ],
-        dtype=np.int32,
-    )
-    encode_seconds = time.perf_counter() - began
-    kernel_seconds = 0.0
+    p_nominated = np.full(n, -1, dtype=np.int32)  # set chunk by chunk (operands)
     slot_budget = max(4, _SLOT_BYTES // (40 * max(1, state.rows)))
-    chunks = list(_chunks(class_of, gang_min, gang_last, state.rows))
-    for start, end in chunks:
-        t0 = time.perf_counter()
-        global_ids, local = np.unique(class_of[start:end], return_inverse=True)
-        chunk_classes = global_ids.tolist()
-        tables = encoder.tables(chunk_classes)
-        per_class = np.bincount(local, minlength=len(global_ids))
-        spread_tables = spread.tables(chunk_classes, per_class.tolist())
-        conf_off, conf, own_off, own = [0], [], [0], []
-        for cid in chunk_classes:
-            class_ports = classes[cid].ports
-            if class_ports:  # most classes take no host port
-                clash: set[int] = set()
-                for port in class_ports:
-                    clash.update(ports.clashes(port))
-                    own.append(ports.keys[port])
-                conf.extend(sorted(clash))
-            conf_off.append(len(conf))
-            own_off.append(len(own))
-        kernel.load_chunk(
-            ClassColumns(
-                np.ascontiguousarray(c_req_all[global_ids]),
-                np.ascontiguousarray(c_nz_all[global_ids]),
-                np.ascontiguousarray(c_nz_add_all[global_ids]),
-                c_score_error[global_ids],
-            ),
-            tables,
-            PortConflicts(
-                np.array(conf_off, dtype=np.int32),
-                np.array(conf or [0], dtype=np.int32),
-                np.array(own_off, dtype=np.int32),
-                np.array(own or [0], dtype=np.int32),
-            ),
-            spread_tables,
-            PodColumns(
-                local.astype(np.int32),
-                p_gang_min[start:end],
-                p_gang_last[start:end],
-                p_nominated[start:end],
-            ),
-            Outputs(
-                out_node[start:end],
-                out_score[start:end],
-                out_reasons[start:end],
-                out_gang[start:end],
-                out_error[start:end],
-            ),
-            # only classes with several pods in the chunk cache anything (see _place.pyx)
-            min(int(np.count_nonzero(per_class > 1)), slot_budget),
-        )
-        t1 = time.perf_counter()
-        encode_seconds += t1 - t0
-        kernel.run()
-        kernel_seconds += time.perf_counter() - t1
-        if end < chunks[-1][1]:  # later chunks count these placements
-            spread.record(global_ids, local, out_node[start:end])
+    outputs = Outputs(out_node, out_score, out_reasons, out_gang, out_error)
+    columns_all = ClassColumns(c_req_all, c_nz_all, c_nz_add_all, c_score_error)
+    pod_columns = PodColumns(class_of, p_gang_min, p_gang_last, p_nominated)
 
-    t0 = time.perf_counter()
-    result = _result(
+    def operands(start: int, end: int) -> _Chunk:
+        row_of = state.row_of
+        p_nominated[start:end] = [
+            row_of.get(((pod.get("status") or {}).get("nominatedNodeName")) or "", -1)
+            for pod in ordered[start:end]
+        ]
+        return _chunk_operands(
+            encoder, spread, ports, columns_all, pod_columns, outputs, slot_budget, start, end
+        )
+
+    pod_keys: list[str] | None = None
+    whole = True  # no pod of the burst is counted in the state yet
+    assumed_below = 0  # the classes below this one are assumed in the state
+
+    def assume(last: int, before: int | None = None) -> None:
+        """Assume the placements of the classes [assumed_below, last), of the pods before
+        position ``before``; calls by ascending classes assume as one call would."""
+        nonlocal pod_keys, whole, assumed_below
+        if pod_keys is None:  # before the state records any pod of the burst
+            pod_keys = [pod_key(pod) for pod in ordered]
+            whole = not any(state.pod_record(key) is not None for key in pod_keys)
+        _commit(
+            state,
+            pod_keys,
+            class_of,
+            classes,
+            class_requests,
+            out_node,
+            resources=not whole,
+            before=before,
+            class_range=(assumed_below, last),
+        )
+        assumed_below = last
+
+    chunks = list(_chunks(class_of, gang_min, gang_last, state.rows))
+
+    def done_before(k: int) -> None:
+        # The classes below the first of chunk k and later ones have all their pods placed.
+        if commit:
+            start = chunks[k][0]
+            assume(int(class_of[start:].min()), before=start)
+
+    if commit and _overlapped(chunks):
+        spread.freeze_groups()  # later chunks count the state's pods as before the burst
+    results = Results(
         ReasonTable.for_columns(state.resource_names, encoder.extensions),
         state,
         ordered,
@@ -386,20 +552,22 @@ def _place_burst(
         refused,
         class_of,
         classes,
-        out_node,
-        out_score,
-        out_reasons,
-        out_gang,
-        out_error,
+        outputs,
     )
+    encode_seconds = time.perf_counter() - began
+    kernel_seconds, chunk_seconds = _run_chunks(
+        kernel, spread, chunks, _Steps(operands, results.add, done_before), out_node
+    )
+    encode_seconds += chunk_seconds
+
+    t0 = time.perf_counter()
+    result = results.result()
     result.kernel_seconds = kernel_seconds
     result.encode_seconds = encode_seconds
     if commit:
         # The kernel's copies hold exactly the state's columns plus the kept placements,
         # unless a pod of the burst was counted already (it moves: counted per pod).
-        pod_keys = [pod_key(pod) for pod in ordered]
-        whole = not any(state.pod_record(key) is not None for key in pod_keys)
-        _commit(state, pod_keys, class_of, classes, class_requests, out_node, resources=not whole)
+        assume(len(classes))
         if whole:
             rows, nres = kernel_requested.shape
             state.requested[:rows, :nres] = kernel_requested
@@ -408,130 +576,27 @@ def _place_burst(
     return result
 
 
-def _result(
-    table: ReasonTable,
-    state: ClusterState,
-    ordered: list[Mapping[str, Any]],
-    order: list[int],
-    gang_keys: list[gang.GroupKey | None],
-    minimums: dict[gang.GroupKey, int],
-    refused: Mapping[gang.GroupKey, str],
-    class_of: npt.NDArray[np.int32],
-    classes: list[Any],
-    out_node: npt.NDArray[np.int32],
-    out_score: npt.NDArray[np.int64],
-    out_reasons: npt.NDArray[np.int32],
-    out_gang: npt.NDArray[np.int32],
-    out_error: npt.NDArray[np.uint8],
-) -> PlacementResult:
-    n = len(ordered)
-    num_nodes = state.node_count
-    node_names: list[str | None] = [None] * n
-    counts: list[dict[str, int]] = [{}] * n
-    rejectors: list[frozenset[str]] = [frozenset()] * n
-    prefilter_rejector = [""] * n
-    messages = [""] * n
-    errors = [""] * n
-    rolled = np.zeros(n, dtype=bool)
-    rolled_per_gang: dict[gang.GroupKey, int] = {}
-    tentative: list[str | None] = [None] * n
-    for rolled_pos in np.flatnonzero(out_gang >= 0):
-        gang_key = gang_keys[rolled_pos]
-        assert gang_key is not None  # only gang members are rolled back
-        rolled_per_gang[gang_key] = rolled_per_gang.get(gang_key, 0) + 1
-    # Python lists: this loop runs once per pod, and indexing numpy arrays is slower.
-    node_of, score_of, names = out_node.tolist(), out_score.tolist(), state.names
-    row_list, score_list = [-1] * n, [0] * n
-    success = framework.success_message
-    for pos, pod in enumerate(ordered):
-        i = order[pos]
-        row = node_of[pos]
-        group = gang_keys[pos]
-        refusal = refused.get(group) if refused and group is not None else None
-        if refusal is None and row >= 0:
-            row_list[i] = row
-            score_list[i] = score_of[pos]
-            node = names[row]
-            assert node is not None  # the kernel picks rows that hold a node
-            node_names[i] = node
-            meta = pod.get("metadata") or {}
-            messages[i] = success(meta.get("namespace") or "default", meta.get("name", ""), node)
-        elif refusal is not None:  # Coscheduling's PreFilter: the kernel's try is undone
-            counts[i] = {refusal: num_nodes}
-            messages[i] = framework.fit_error_message(num_nodes, {}, prefilter_message=refusal)
-            rejectors[i] = frozenset((coscheduling.NAME,))
-            prefilter_rejector[i] = coscheduling.NAME
-        elif out_gang[pos] >= 0:
-            key = gang_keys[pos]
-            assert key is not None
-            rolled[i] = True
-            tentative[i] = state.names[int(out_gang[pos])]
-            reason = coscheduling.gang_reason(str(key), rolled_per_gang[key], minimums[key])
-            messages[i] = framework.fit_error_message(num_nodes, {}, prefilter_message=reason)
-        else:
-            info = classes[class_of[pos]]
-            error = info.error or (info.score_error if out_error[pos] else "")
-            if num_nodes == 0:  # kube-scheduler fails the attempt before any plugin runs
-                error = framework.ERR_NO_NODES_AVAILABLE
-            if error:
-                errors[i] = messages[i] = error
-                continue
-            row_counts = out_reasons[pos]
-            codes = np.flatnonzero(row_counts)
-            if info.prefilter_message:
-                reasons = {info.prefilter_message: num_nodes}
-                rejectors[i] = frozenset((info.prefilter_plugin,))
-                prefilter_rejector[i] = info.prefilter_plugin
-            else:
-                reasons = {table.texts[int(c)]: int(row_counts[c]) for c in codes}
-                rejectors[i] = frozenset(table.plugins[int(c)] for c in codes)
-            counts[i] = reasons
-            messages[i] = framework.fit_error_message(
-                num_nodes, reasons, prefilter_message=info.prefilter_message
-            )
-    if rolled_per_gang:
-        _gang_rejectors(gang_keys, order, rolled, rejectors)
-    return PlacementResult(
-        nodes=node_names,
-        rows=np.array(row_list, dtype=np.int32),
-        scores=np.array(score_list, dtype=np.int64),
-        reason_counts=counts,
-        rejectors=rejectors,
-        prefilter_rejector=prefilter_rejector,
-        messages=messages,
-        errors=errors,
-        rolled_back=rolled,
-        tentative=tentative,
-        num_nodes=num_nodes,
-        classes=len(classes),
-        kernel_seconds=0.0,
-        encode_seconds=0.0,
-    )
-
-
-def _gang_rejectors(
-    gang_keys: list[gang.GroupKey | None],
-    order: list[int],
-    rolled: npt.NDArray[np.bool_],
-    rejectors: list[frozenset[str]],
+def _commit(
+    state,
+    pod_keys,
+    class_of,
+    classes,
+    class_requests,
+    out_node,
+    resources=True,
+    before=None,
+    class_range=None,
 ) -> None:
-    """A rolled-back member is unschedulable (not an error): Coscheduling rejected it, and
-    so did whatever rejected the members that fitted nowhere (room they need may free)."""
-    failed: dict[gang.GroupKey, frozenset[str]] = {}
-    for pos, key in enumerate(gang_keys):
-        if key is not None:
-            failed[key] = failed.get(key, frozenset()) | rejectors[order[pos]]
-    for pos, key in enumerate(gang_keys):
-        i = order[pos]
-        if key is not None and rolled[i]:
-            rejectors[i] = failed[key] | {coscheduling.NAME}
-
-
-def _commit(state, pod_keys, class_of, classes, class_requests, out_node, resources=True) -> None:
     """Assume every placement in the state (as kube-scheduler's cache does before binding),
     class by class; ``pod_keys``: the pods' keys in queue order, ``class_requests``: each
-    class's non-zero requests by resource column."""
-    placed = np.flatnonzero(out_node >= 0)
+    class's non-zero requests by resource column. ``before``: only the pods at positions
+    before it; ``class_range``: only the class ids in [first, last) (a commit in parts by
+    ascending class ranges makes the same calls in the same order as one)."""
+    placed = np.flatnonzero(out_node[:before] >= 0)
+    if class_range is not None and len(placed):
+        first, last = class_range
+        of_placed = class_of[placed]
+        placed = placed[(of_placed >= first) & (of_placed < last)]
     if not len(placed):
         return
     of_class = class_of[placed]

@@ -20,6 +20,7 @@ pairs to classes and groups keeps that from comparing every selector with every 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -207,6 +208,21 @@ class SpreadTables:
     c_spread_all: npt.NDArray[np.uint8]
 
 
+@dataclass(slots=True)
+class ChunkLayout:
+    """A chunk's spread and inter-pod rows before the counters get their starting counts
+    (``SpreadEncoder.layout``), and what ``SpreadEncoder.counted`` needs to add them."""
+
+    # the chunk's arrays, except that ipa.a_counter holds counter ids (not the slots of
+    # counted counters) and k_counter, counters, c_inc_off and c_inc are still empty
+    tables: SpreadTables
+    counters: dict[CounterKey, int]  # counter key -> counter id
+    k_counter: list[int]  # per constraint row, its counter id
+    may_count: list[set[int] | None]  # per counter, the burst's classes it may count
+    raises: list[list[int]]  # per class, the counters its placed pods raise
+    readers: list[set[int]]  # per counter, the classes that read it
+
+
 class SpreadEncoder:
     """Builds the spread and inter-pod tables of each chunk of one burst."""
 
@@ -225,16 +241,24 @@ class SpreadEncoder:
         )
         self._constraints: dict[int, list[Constraint]] = {}
         self._every_node: dict[str, bool] = {}  # label key -> every node has it
+        # The state's pod groups that counters start from (freeze_groups: a copy)
+        self._groups = self.state.groups
         # label pair -> ids, for finding what a selector may match
         self._group_index: dict[tuple[str, str], set[int]] = {}
         for gid, group in enumerate(self.state.groups):
             for pair in group.labels.items():
                 self._group_index.setdefault(pair, set()).add(gid)
         self._class_index: dict[tuple[str, str], set[int]] = {}
+        self.max_constraints = 0  # the most constraints a class of the burst has
         self.placed_rows: dict[int, list[int]] = {}  # class -> rows placed in earlier chunks
         profile = encoder.profile
         self._spread_filter = names.POD_TOPOLOGY_SPREAD in profile.filters
         self._spread_scored = profile.score_weights.get(names.POD_TOPOLOGY_SPREAD, 0) > 0
+
+    def freeze_groups(self) -> None:
+        """Start counters from the state's pods as they are now, whatever the state records
+        later (core/place.py assumes a burst's done classes while it encodes the rest)."""
+        self._groups = self.state.frozen_groups()
 
     def constraints(self, cid: int) -> list[Constraint]:
         found = self._constraints.get(cid)
@@ -249,13 +273,33 @@ class SpreadEncoder:
         return found
 
     def prepare(self, class_ids: Sequence[int]) -> None:
-        """Register every class of the burst (topology keys, the class label index)."""
+        """Register every class of the burst: its topology keys (in the order
+        ``constraints`` gives them), the terms it carries, ``max_constraints``. A class
+        with constraints of its own gets them, and the label index its labels, with its
+        chunk (``layout``): its classes need not be complete (Encoder.complete) before."""
+        classes = self.encoder.classes
+        keys = self.keys
+        most = self.max_constraints
+        for cid in class_ids:
+            info = classes[cid]
+            own = info.spec.get("topologySpreadConstraints")
+            if own:  # class_constraints: one constraint per own one, these keys
+                for c in own:
+                    keys.setdefault(c.get("topologyKey", ""), len(keys))
+                most = max(most, len(own))
+            else:
+                most = max(most, len(self.constraints(cid)))
+            if info.affinity is not None:  # (register would return at once)
+                self.interpod.register(cid)
+        self.max_constraints = most
+
+    def _index(self, class_ids: Sequence[int]) -> None:
+        """Add the classes' labels to the label index _class_candidates reads. A chunk's
+        counters only ask about its own classes and those placed before it, so the index
+        grows chunk by chunk."""
         classes = self.encoder.classes
         index = self._class_index
         for cid in class_ids:
-            self.constraints(cid)
-            if classes[cid].affinity is not None:  # (register would return at once)
-                self.interpod.register(cid)
             for pair in classes[cid].labels:
                 found = index.get(pair)
                 if found is None:
@@ -321,11 +365,11 @@ class SpreadEncoder:
             counts = self.interpod.term_counts(key[1], rows)
             placed = self._placed_matching(key, classes)
         else:
-            groups = self._groups_matching(key) if self.state.groups else []
+            groups = self._groups_matching(key) if self._groups else []
             placed = self._placed_matching(key, classes) if self.placed_rows else []
-            if not placed and not any(self.state.groups[g].per_row for g in groups):
+            if not placed and not any(self._groups[g].per_row for g in groups):
                 return None
-            counts = self.state.group_counts(groups)
+            counts = self.state.group_counts(groups, self._groups)
         for cid in placed:
             np.add.at(counts, self.placed_rows[cid], 1)
         if not counts.any():
@@ -334,7 +378,7 @@ class SpreadEncoder:
 
     def _groups_matching(self, key: CounterKey) -> list[int]:
         """The state's pod groups that ``key`` counts (a spread key skips terminating ones)."""
-        groups = self.state.groups
+        groups = self._groups
         if not groups:
             return []
         parts = _parts(key)
@@ -359,7 +403,14 @@ class SpreadEncoder:
 
     def tables(self, class_ids: Sequence[int], pods: Sequence[int] | None = None) -> SpreadTables:
         """The chunk's arrays; ``pods``: how many pods of each class the chunk has."""
+        return self.counted(self.layout(class_ids), pods)
+
+    def layout(self, class_ids: Sequence[int]) -> ChunkLayout:
+        """The chunk's rows and counters, which do not depend on what earlier chunks
+        placed: core/place.py builds the next chunk's while the kernel runs this one."""
         enc = self.encoder
+        enc.complete(class_ids)
+        self._index(class_ids)
         rows = self.state.rows
         counters: dict[CounterKey, int] = {}
         elig_rows: dict[tuple[bytes, bool, bool], int] = {}
@@ -437,8 +488,45 @@ class SpreadEncoder:
                 i = local.get(cid)
                 if i is not None and self._class_matches(ckey, cid):
                     raises[i].append(q)
-        readers = _readers(len(counters), off, cols["counter"], ipa)
-        live, initial = self._live_counters(counters, may_count, raises, readers, pods)
+        readers = _readers(len(counters), off, k_counter, ipa)
+
+        def arr(name: str, dtype: Any) -> np.ndarray:
+            return np.array(cols[name] or [0], dtype=dtype)
+
+        none = np.zeros(1, dtype=np.int32)
+        tables = SpreadTables(
+            c_k_off=np.array(off, dtype=np.int32),
+            k_key=arr("key", np.int32),
+            k_hard=arr("hard", np.uint8),
+            k_skew=arr("skew", np.int64),
+            k_min_domains=arr("mind", np.int64),
+            k_self=arr("self", np.uint8),
+            k_counter=none,
+            k_elig=arr("elig", np.int32),
+            k_host=arr("host", np.uint8),
+            elig=np.ascontiguousarray(np.vstack(elig_arrays))
+            if elig_arrays
+            else np.zeros((1, rows), dtype=np.uint8),
+            counters=np.zeros((1, rows), dtype=np.int32),
+            c_inc_off=none,
+            c_inc=none,
+            ipa=ipa,
+            c_mode=np.array(modes or [0], dtype=np.uint8),
+            c_spread_all=np.array(
+                [self._require_all[cid] for cid in class_ids] or [True], dtype=np.uint8
+            ),
+        )
+        return ChunkLayout(tables, counters, k_counter, may_count, raises, readers)
+
+    def counted(self, layout: ChunkLayout, pods: Sequence[int] | None = None) -> SpreadTables:
+        """The chunk's arrays from its ``layout``, with the counters' starting counts
+        (the pods on the nodes and those earlier chunks placed, see ``record``).
+        ``pods``: how many pods of each class the chunk has."""
+        rows = self.state.rows
+        counters, raises, ipa = layout.counters, layout.raises, layout.tables.ipa
+        live, initial = self._live_counters(
+            counters, layout.may_count, raises, layout.readers, pods
+        )
         # Counters the chunk can never see above zero share row 0, which nothing raises.
         slot = np.zeros(max(1, len(counters)), dtype=np.int32)
         slot[live] = np.arange(1, len(live) + 1, dtype=np.int32)
@@ -456,34 +544,14 @@ class SpreadEncoder:
                 if slots[q]:
                     flat.append(slots[q])
             inc_off_list.append(len(flat))
-        cols["counter"] = [slots[q] for q in k_counter]
-        ipa.a_counter = slot[ipa.a_counter] if len(counters) else ipa.a_counter
-        inc_off = np.array(inc_off_list, dtype=np.int32)
-
-        def arr(name: str, dtype: Any) -> np.ndarray:
-            return np.array(cols[name] or [0], dtype=dtype)
-
-        return SpreadTables(
-            c_k_off=np.array(off, dtype=np.int32),
-            k_key=arr("key", np.int32),
-            k_hard=arr("hard", np.uint8),
-            k_skew=arr("skew", np.int64),
-            k_min_domains=arr("mind", np.int64),
-            k_self=arr("self", np.uint8),
-            k_counter=arr("counter", np.int32),
-            k_elig=arr("elig", np.int32),
-            k_host=arr("host", np.uint8),
-            elig=np.ascontiguousarray(np.vstack(elig_arrays))
-            if elig_arrays
-            else np.zeros((1, rows), dtype=np.uint8),
+        a_counter = slot[ipa.a_counter] if len(counters) else ipa.a_counter
+        return dataclasses.replace(
+            layout.tables,
+            k_counter=np.array([slots[q] for q in layout.k_counter] or [0], dtype=np.int32),
             counters=counter_table,
-            c_inc_off=inc_off,
+            c_inc_off=np.array(inc_off_list, dtype=np.int32),
             c_inc=np.array(flat or [0], dtype=np.int32),
-            ipa=ipa,
-            c_mode=np.array(modes or [0], dtype=np.uint8),
-            c_spread_all=np.array(
-                [self._require_all[cid] for cid in class_ids] or [True], dtype=np.uint8
-            ),
+            ipa=dataclasses.replace(ipa, a_counter=a_counter),
         )
 
     def _live_counters(
@@ -506,7 +574,7 @@ class SpreadEncoder:
                 raised_by[q].add(i)
         live: list[int] = []
         initial: list[npt.NDArray[np.int32] | None] = [None] * len(counters)
-        no_groups = not self.state.groups
+        no_groups = not self._groups
         placed = self.placed_rows.keys()
         for ckey, q in counters.items():
             found = may_count[q]

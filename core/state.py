@@ -41,6 +41,7 @@ used, and ``present`` says which of them hold a node):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -662,11 +663,19 @@ class ClusterState:
             np.add.at(self.nonzero_requested[:, 1], at, nonzero[1])
 
     # ------------------------------------------------------------------- queries
-    def group_counts(self, groups: list[int]) -> npt.NDArray[np.int64]:
-        """Pods per row, summed over the given (namespace, labels) groups."""
+    def frozen_groups(self) -> list[_Group]:
+        """A copy of the pod groups as they are now, which later records leave alone."""
+        return [dataclasses.replace(group, per_row=dict(group.per_row)) for group in self.groups]
+
+    def group_counts(
+        self, groups: list[int], table: Sequence[_Group] | None = None
+    ) -> npt.NDArray[np.int64]:
+        """Pods per row, summed over the given (namespace, labels) groups of ``table``
+        (``frozen_groups``; the state's own groups by default)."""
+        table = self.groups if table is None else table
         out = np.zeros(self.rows, dtype=np.int64)
         for gid in groups:
-            per_row = self.groups[gid].per_row
+            per_row = table[gid].per_row
             if per_row:
                 out[np.fromiter(per_row.keys(), np.int64, len(per_row))] += np.fromiter(
                     per_row.values(), np.int64, len(per_row)

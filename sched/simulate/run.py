@@ -11,8 +11,8 @@ without spread constraints of their own get the profile's default constraints.
 
 Timings: ``seconds`` is the wall time of the placement call (encoding, the kernel and
 assuming the placements), ``kernel_seconds`` the compiled part alone, ``cpu_seconds`` the
-CPU time of this thread over the same call (the kernel runs single-threaded, so on a busy
-machine it shows the work done, where wall time also shows the waiting).
+CPU time of the process over the same call (the encoding worker thread included; on a
+busy machine it shows the work done, where wall time also shows the waiting).
 """
 
 from __future__ import annotations
@@ -281,11 +281,11 @@ def simulate(
     allocatable, requested_before = _usage(state)
     used_before = _nodes_used(state)
 
-    cpu0 = time.thread_time()
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     result = _place(state, burst, profile, workloads)
     seconds = time.perf_counter() - t0
-    cpu_seconds = time.thread_time() - cpu0
+    cpu_seconds = time.process_time() - cpu0
 
     _, requested_after = _usage(state)
     # kube-scheduler has no Ready filter (a NotReady node carries a taint instead), so a

@@ -1,15 +1,18 @@
 """Encoding: pods share classes by signature; static tables are computed once per sub-signature."""
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kubesalvo.core import encode
 from kubesalvo.core.encode import R_NODE_AFFINITY, R_TAINT, R_UNSCHEDULABLE, Encoder, tolerates
+from kubesalvo.core.plugins import registry
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import parse_quantity
 from kubesalvo.core.resources import pod_nonzero_requests, pod_requests
 from kubesalvo.core.state import ClusterState
+from kubesalvo.core.synthetic.workloads import make_pods
 
 
 def node(name, labels=None, taints=None, unschedulable=False):
@@ -179,3 +182,70 @@ def test_host_ports_count_for_containers_and_sidecars_only():
     enc.classify([with_ports, pod("p2")])
     assert [p.port for p in enc.classes[0].ports] == [81, 80]
     assert enc.classes[1].ports == []
+
+
+INVALID_SELECTOR = {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]}
+
+
+def odd_pods():
+    """Pods that take every branch of a class's completion."""
+    spread = {"maxSkew": 1, "topologyKey": "zone", "labelSelector": INVALID_SELECTOR}
+    anti = {"labelSelector": INVALID_SELECTOR, "topologyKey": "zone"}
+    names_only = {
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["x"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": []}]},
+        ]
+    }
+    sidecar = {"name": "s", "image": "proxy:1", "restartPolicy": "Always"}
+    sidecar["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    return [
+        pod("huge", cpu="1e400"),
+        pod("hard", topologySpreadConstraints=[{**spread, "whenUnsatisfiable": "DoNotSchedule"}]),
+        pod("soft", topologySpreadConstraints=[{**spread, "whenUnsatisfiable": "ScheduleAnyway"}]),
+        pod(
+            "anti",
+            affinity={
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [anti]}
+            },
+        ),
+        pod(
+            "names",
+            affinity={
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": names_only}
+            },
+        ),
+        pod(
+            "tolerant", tolerations=[{"key": "spot", "operator": "Exists"}, {"operator": "Exists"}]
+        ),
+        pod("sidecar", initContainers=[sidecar]),
+        pod(
+            "huge-anti",
+            cpu="1e400",
+            affinity={
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [anti]}
+            },
+        ),
+    ]
+
+
+@pytest.mark.parametrize("extension", [False, True])
+@pytest.mark.parametrize("shape", ["mixed", "distinct", "gangs"])
+def test_classes_completed_later_equal_classes_completed_at_once(shape, extension):
+    """classify(complete=False), then complete (as core/place.py does chunk by chunk),
+    gives each class exactly what classify gives at once."""
+    pods = [*make_pods(150, seed=2, shape=shape), *odd_pods()]
+    filters = (*registry.DEFAULT_FILTER_ORDER, "NodePool") if extension else None
+    profile = Profile(filters=filters) if filters else Profile.default()
+    nodes = [node("a", taints=[{"key": "spot", "effect": "NoSchedule"}]), node("b")]
+    at_once, later = (Encoder(encoder(*nodes).state, profile) for _ in range(2))
+    ids = at_once.classify(pods)
+    assert later.classify(pods, complete=False).tolist() == ids.tolist()
+    assert not any(info.complete for info in later.classes)
+    half = len(later.classes) // 2
+    later.complete(range(half, len(later.classes)))
+    later.complete(range(half))
+    assert later.classes == at_once.classes
+    assert any(info.error for info in at_once.classes)
+    assert any(info.score_error for info in at_once.classes)
+    assert any(info.prefilter_message for info in at_once.classes)

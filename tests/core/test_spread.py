@@ -6,6 +6,7 @@ from kubesalvo.core.encode import Encoder
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.spread import SpreadEncoder
 from kubesalvo.core.state import ClusterState
+from kubesalvo.core.synthetic import FleetSpec, Scenario, WorkloadSpec
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -60,3 +61,37 @@ def test_a_counter_only_its_one_pod_reads_and_raises_stays_dead():
     tables = spread.tables([1], [1])  # app=db counts nothing placed so far
     assert tables.k_counter.tolist() == [0]
     assert tables.counters.shape[0] == 1 and not tables.counters.any()
+
+
+def test_prepare_registers_what_every_class_constraints_would():
+    """prepare leaves own constraints to the chunks (their selectors parsed once the
+    classes are complete) yet registers the same topology keys, in the same order, and
+    the same most constraints per class as building every class's constraints."""
+    scenario = Scenario(
+        name="keys",
+        fleet=FleetSpec(nodes=30),
+        workloads=(
+            WorkloadSpec(shape="replicasets", pods=60, classes=4),
+            WorkloadSpec(shape="distinct", pods=40),
+            WorkloadSpec(shape="mixed", pods=200),
+        ),
+        seed=5,
+    )
+    snapshot = scenario.generate(owners=True)
+    state = ClusterState()
+    for n in snapshot.nodes:
+        state.add_node(n)
+    encoder = Encoder(state, Profile.default())
+    encoder.classify(snapshot.pending_pods(), complete=False)
+    classes = range(len(encoder.classes))
+    prepared = SpreadEncoder(encoder, snapshot.workloads)
+    prepared.prepare(classes)
+    built = SpreadEncoder(encoder, snapshot.workloads)
+    for cid in classes:
+        built.constraints(cid)
+        built.interpod.register(cid)
+    assert list(prepared.keys.items()) == list(built.keys.items())
+    assert len(prepared.keys) >= 2
+    most = max(len(built.constraints(cid)) for cid in classes)
+    assert prepared.max_constraints == most > 0
+    assert not any(info.complete for info in encoder.classes)
