@@ -184,6 +184,24 @@ cdef class BurstKernel:
     cdef int32_t[:, ::1] s_h                 # slots x leaves: position -> the count of matching
                                              #   pods of its row the host-and-zone path sorts by
     cdef int64_t[::1] hz_count               # scratch of the host-and-zone layout (counts + 2)
+    cdef uint8_t[::1] s_grouped              # slot -> 1 if its c_mode 2 class picks by group
+                                             #   (_place_grouped), 0 passes over the rows
+    cdef uint8_t[:, ::1] s_special           # slots x rows: bit 1 the row holds pods a hostname
+                                             #   term counts, bit 2 the row is in s_spec
+    cdef int32_t[:, ::1] s_spec              # slots x rows: rows with bit 2 (some no longer special)
+    cdef int64_t[::1] s_nspec                # slot -> entries of s_spec
+    cdef int32_t[:, ::1] s_rowgrp            # slots x rows: the row's group (_group_layout)
+    cdef int64_t[::1] s_ng                   # slot -> its groups
+    cdef int32_t[:, ::1] s_ggs               # slots x (MAX_GROUPS + 1): first tree position of
+                                             #   each group
+    cdef int64_t[:, ::1] s_gfz               # slots x MAX_GROUPS: feasible rows, not special
+    cdef int32_t[:, ::1] s_gzone             # slots x MAX_GROUPS: the group's zone (domain id;
+                                             #   the key's domains: rows without it)
+    cdef int64_t[:, ::1] s_gtv               # slots x MAX_GROUPS: its untolerated
+                                             #   PreferNoSchedule taints (count)
+    cdef int64_t[:, ::1] s_gav               # slots x MAX_GROUPS: its preferred node affinity score
+    cdef uint8_t[::1] key_unique             # per topology key: no two rows share a domain
+    cdef readonly int64_t grouped_pods       # pods placed by _place_grouped (tests read it)
     # ---- log of rows whose usage changed (placements and rollbacks), within one chunk
     cdef int32_t[::1] log_row                # row whose usage changed
     cdef int32_t[::1] log_class              # class of the pod placed (or taken back) there
@@ -233,7 +251,17 @@ cdef class BurstKernel:
     cdef Py_ssize_t _soft_rows(self, Py_ssize_t c) noexcept nogil
     cdef inline bint _narrowed(self, Py_ssize_t c, Py_ssize_t n, bint hard, bint hard_empty,
                                bint ipa_filter) noexcept nogil
+    cdef void _terms(self, Py_ssize_t c, bint* hard, bint* soft, bint* hard_empty,
+                     bint* soft_empty, bint* ipa_filter, bint* ipa_score) noexcept nogil
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
+    cdef inline int64_t _ipa_raw(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef Py_ssize_t _group_key(self, Py_ssize_t c) noexcept nogil
+    cdef inline bint _special(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef void _group_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef void _group_row(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline int64_t _norm_terms(self, int64_t tv, int64_t mt, int64_t av,
+                                    int64_t ma) noexcept nogil
+    cdef Py_ssize_t _place_grouped(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
     cdef void _consider_group(self, Py_ssize_t s, Py_ssize_t gs, Py_ssize_t ge, int64_t m,
                               int64_t cand, Py_ssize_t cursor, int64_t* best,
