@@ -793,13 +793,21 @@ cdef class BurstKernel:
         self._tree_build(s)
 
     cdef void _rebuild(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
-        cdef Py_ssize_t n
-        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
-        cdef uint8_t f
-        for n in range(self.rows):
-            f = static[n] == 0 and self._fits(c, n)
-            self.s_feas[s, n] = f
-            self.s_local[s, n] = self._local(c, n) if f else 0
+        """Fill slot s for class c afresh: feasibility and local scores (the rows of its
+        static filters that fit, in _scan's vectorised pass), then its tree."""
+        cdef Py_ssize_t n, i, nf
+        cdef int64_t mt = 0, ma = 0, hi = 0, lo = -1
+        nf = self._scan(c, False, True, False, False, False, &mt, &ma, &hi, &lo)
+        if nf < 0:  # a host port narrowed the rows: their local scores are still to compute
+            nf = -nf - 1
+            self._local_rows(c, nf)
+        if self.rows > 0:
+            memset(&self.s_feas[s, 0], 0, self.rows * sizeof(uint8_t))
+            memset(&self.s_local[s, 0], 0, self.rows * sizeof(int64_t))
+        for i in range(nf):
+            n = self.frows[i]
+            self.s_feas[s, n] = 1
+            self.s_local[s, n] = self.rawloc[i]
         self.slot_synced[s] = self.log_len
         self.s_grouped[s] = 0
         if self._domain(c):
@@ -1473,6 +1481,7 @@ cdef class BurstKernel:
         listed."""
         cdef Py_ssize_t key = self._group_key(c), nd, n, d, g, pos, i, j, nt = 1, na = 1
         cdef Py_ssize_t st = self.c_static[c], ti, ai, ng
+        cdef bint sp, now
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
         cdef bint tg = self.w_taint != 0 and self.taint_any[self.c_taint[c]]
@@ -1558,13 +1567,18 @@ cdef class BurstKernel:
             self.s_ggs[s, g] = self.s_ggs[s, g - 1]
         self.s_ggs[s, 0] = 0
         self.s_nspec[s] = 0
-        for n in range(self.rows):
+        for n in range(self.rows):  # what _group_row keeps, from _rebuild's s_feas / s_local
+            sp = self._special(c, n)
+            now = self.s_feas[s, n] and not sp
             self.s_special[s, n] = 0
-            self.s_tree[s, self.s_perm[s, n] + self.leaves] = NEG
+            if sp:
+                self.s_spec[s, self.s_nspec[s]] = <int32_t>n
+                self.s_nspec[s] += 1
+                self.s_special[s, n] = 3
+            if now:
+                self.s_gfz[s, self.s_rowgrp[s, n]] += 1
+            self.s_tree[s, self.s_perm[s, n] + self.leaves] = self.s_local[s, n] if now else NEG
         self._tree_build(s)
-        for n in range(self.rows):
-            self.s_feas[s, n] = 0  # _group_row counts the row in as it sets it again
-            self._group_row(s, c, n)
         self.s_grouped[s] = 1
 
     cdef void _group_row(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
