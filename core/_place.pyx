@@ -883,15 +883,21 @@ cdef class BurstKernel:
             self._tree_set(s, self.s_perm[s, n], self._total(s, c, n) if self.s_feas[s, n] else NEG)
 
     cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil:
-        """The slot caching class c, taking the least recently used one if needed."""
-        cdef Py_ssize_t s = self.class_slot[c], i
+        """The slot caching class c, taking if needed the most recently used one of a class
+        with no pod left in the chunk (its memory is warm), else the least recently used."""
+        cdef Py_ssize_t s = self.class_slot[c], i, done = -1
         if s >= 0:
             self._sync(s, c)
         else:
             s = 0
-            for i in range(1, self.nslots):
+            for i in range(self.nslots):
                 if self.slot_used[i] < self.slot_used[s]:
                     s = i
+                if self.slot_class[i] >= 0 and self.c_left[self.slot_class[i]] == 0 and \
+                        (done < 0 or self.slot_used[i] > self.slot_used[done]):
+                    done = i
+            if done >= 0:
+                s = done
             if self.slot_class[s] >= 0:
                 self.class_slot[self.slot_class[s]] = -1
             self.slot_class[s] = c
