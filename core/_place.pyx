@@ -1084,13 +1084,20 @@ cdef class BurstKernel:
 
     # ------------------------------------------- domain counts kept across a class's pods
     cdef void _topo_full(self, Py_ssize_t c) noexcept nogil:
-        """Count, in one pass over the rows, what class c's spread constraints and inter-pod
-        terms see per domain (dcount, dpresent, dlow, acount, aff_total, score_total)."""
+        """Count what class c's spread constraints and inter-pod terms see per domain
+        (dcount, dpresent, dlow, acount, aff_total, score_total) afresh.
+
+        Per term, only the rows its counter counts a pod on add (most rows hold none: the
+        pass over a counter's row rarely branches); a hard constraint's present domains
+        take one more pass over the rows."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key
         cdef Py_ssize_t a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1]
-        cdef bint hard_keys, soft_keys, require_all = self.c_spread_all[c]
+        cdef bint require_all = self.c_spread_all[c], hard
         cdef int32_t q
         cdef int keys
+        cdef const int32_t* ctr
+        cdef const int32_t* kd
+        cdef const uint8_t* el
         for j in range(j0, j1):
             key = self.k_key[j]
             for d in range(self.ndom[key]):
@@ -1102,31 +1109,53 @@ cdef class BurstKernel:
                 self.acount[j - a0, d] = 0
         self.aff_total = 0
         self.score_total = 0
-        for n in range(self.rows):
-            keys = self._row_keys(c, n)
-            hard_keys = keys & 1
-            soft_keys = keys & 2
-            for j in range(j0, j1):
-                d = self.dom[self.k_key[j], n]
-                if d < 0 or not self.elig[self.k_elig[j], n]:
-                    continue
-                if self.k_hard[j]:
-                    if hard_keys:
-                        self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
+        if self.rows == 0:
+            self.t_owner = c
+            self.t_synced = self.log_len
+            return
+        for j in range(j0, j1):
+            hard = self.k_hard[j]
+            if not hard and self.k_host[j]:
+                continue  # ks_soft_scores reads a soft hostname constraint's row counts
+            kd = &self.dom[self.k_key[j], 0]
+            el = &self.elig[self.k_elig[j], 0]
+            if hard:  # the domains of the rows with every hard key the constraint keeps
+                for n in range(self.rows):
+                    d = kd[n]
+                    if d >= 0 and el[n] and self._row_keys(c, n) & 1:
                         self.dpresent[j - j0, d] = 1
-                elif not self.k_host[j] and (soft_keys or not require_all):
-                    self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
-            for j in range(a0, a1):
-                d = self.dom[self.a_key[j], n]
+            if self.ctr_total[self.k_counter[j]] == 0:
+                continue
+            ctr = &self.counters[self.k_counter[j], 0]
+            for n in range(self.rows):
+                if ctr[n] == 0:
+                    continue
+                d = kd[n]
+                if d < 0 or not el[n]:
+                    continue
+                keys = self._row_keys(c, n)
+                if hard:
+                    if keys & 1:
+                        self.dcount[j - j0, d] += ctr[n]
+                elif keys & 2 or not require_all:
+                    self.dcount[j - j0, d] += ctr[n]
+        for j in range(a0, a1):
+            if self.ctr_total[self.a_counter[j]] == 0:
+                continue
+            ctr = &self.counters[self.a_counter[j], 0]
+            kd = &self.dom[self.a_key[j], 0]
+            for n in range(self.rows):
+                q = ctr[n]
+                if q == 0:
+                    continue
+                d = kd[n]
                 if d < 0:
                     continue
-                q = self.counters[self.a_counter[j], n]
-                if q:
-                    self.acount[j - a0, d] += q
-                    if self.a_kind[j] == 0:
-                        self.aff_total += q
-                    elif self.a_kind[j] == 3:
-                        self.score_total += q
+                self.acount[j - a0, d] += q
+                if self.a_kind[j] == 0:
+                    self.aff_total += q
+                elif self.a_kind[j] == 3:
+                    self.score_total += q
         for j in range(j0, j1):
             if self.k_hard[j]:
                 self._spread_low(j - j0, self.ndom[self.k_key[j]])
