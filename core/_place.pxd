@@ -258,6 +258,9 @@ cdef class BurstKernel:
     cdef Py_ssize_t _group_key(self, Py_ssize_t c) noexcept nogil
     cdef inline bint _special(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _group_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef bint _group_order(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t key, bint tg,
+                           bint ag) noexcept nogil
+    cdef void _mark_special(self, Py_ssize_t s, Py_ssize_t q) noexcept nogil
     cdef void _group_row(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef inline int64_t _norm_terms(self, int64_t tv, int64_t mt, int64_t av,
                                     int64_t ma) noexcept nogil

@@ -1514,18 +1514,48 @@ cdef class BurstKernel:
         ordered by group (rows ascending within one) and holds the local scores of the
         feasible rows no per-row term counts a pod on (the rest -1); those special rows are
         listed."""
-        cdef Py_ssize_t key = self._group_key(c), nd, n, d, g, pos, i, j, nt = 1, na = 1
+        cdef Py_ssize_t key = self._group_key(c), n, g, j
+        cdef bint now
+        if key < -1 or not self._group_order(
+            s,
+            c,
+            key,
+            self.w_taint != 0 and self.taint_any[self.c_taint[c]],
+            self.w_aff != 0 and self.aff_any[self.c_aff[c]],
+        ):
+            return
+        for g in range(self.s_ng[s]):
+            self.s_gfz[s, g] = 0
+        # what _group_row keeps, from _rebuild's s_feas / s_local: the special rows (_special)
+        # from the per-row terms' counters, then the groups' counts and the tree
+        self.s_nspec[s] = 0
+        memset(&self.s_special[s, 0], 0, self.rows * sizeof(uint8_t))
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            if self.k_host[j]:
+                self._mark_special(s, self.k_counter[j])
+        for j in range(self.c_a_off[c], self.c_a_off[c + 1]):
+            if self.key_unique[self.a_key[j]]:
+                self._mark_special(s, self.a_counter[j])
+        for n in range(self.rows):
+            now = self.s_feas[s, n] and not (self.s_special[s, n] & 1)
+            if now:
+                self.s_gfz[s, self.s_rowgrp[s, n]] += 1
+            self.s_tree[s, self.s_perm[s, n] + self.leaves] = self.s_local[s, n] if now else NEG
+        self._tree_build(s)
+        self.s_grouped[s] = 1
+
+    cdef bint _group_order(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t key, bint tg,
+                           bint ag) noexcept nogil:
+        """_group_layout's checks and order of slot s for class c (zone-like key ``key``;
+        tg / ag: taint counts / affinity scores split groups); False, the slot untouched,
+        when the class cannot be placed by group."""
+        cdef Py_ssize_t nd, n, d, g, pos, i, j, nt = 1, na = 1
         cdef Py_ssize_t st = self.c_static[c], ti, ai, ng
-        cdef bint sp, now
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
-        cdef bint tg = self.w_taint != 0 and self.taint_any[self.c_taint[c]]
-        cdef bint ag = self.w_aff != 0 and self.aff_any[self.c_aff[c]]
         cdef int64_t tval[TAINT_TABLE]
         cdef int64_t aval[MAX_AFF_VALUES]
         cdef int32_t tidx[TAINT_TABLE]
-        if key < -1:
-            return
         for i in range(TAINT_TABLE):
             tidx[i] = -1
         nt = 0 if tg else 1
@@ -1536,13 +1566,13 @@ cdef class BurstKernel:
             n = self.static_rows[i]
             for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
                 if self.dom[self.k_key[j], n] < 0:
-                    return
+                    return False
             for j in range(self.c_a_off[c], self.c_a_off[c + 1]):
                 if self.dom[self.a_key[j], n] < 0:
-                    return
+                    return False
             if tg:
                 if taints[n] < 0 or taints[n] >= TAINT_TABLE:
-                    return
+                    return False
                 if tidx[taints[n]] < 0:
                     tidx[taints[n]] = 0
                     nt += 1
@@ -1552,7 +1582,7 @@ cdef class BurstKernel:
                         break
                 else:
                     if na == MAX_AFF_VALUES:
-                        return
+                        return False
                     aval[na] = aff[n]
                     na += 1
         if tg:  # taint counts in ascending order
@@ -1567,12 +1597,11 @@ cdef class BurstKernel:
         nd = self.ndom[key] if key >= 0 else 0
         ng = (nd + 1) * nt * na
         if ng > MAX_GROUPS:
-            return
+            return False
         self.s_ng[s] = ng
         for g in range(ng + 1):
             self.s_ggs[s, g] = 0
         for g in range(ng):
-            self.s_gfz[s, g] = 0
             self.s_gzone[s, g] = <int32_t>(g // (nt * na))
             self.s_gtv[s, g] = tval[(g // na) % nt]
             self.s_gav[s, g] = aval[g % na]
@@ -1601,20 +1630,19 @@ cdef class BurstKernel:
         for g in range(ng, 0, -1):  # the running cursors ended at the next group's start
             self.s_ggs[s, g] = self.s_ggs[s, g - 1]
         self.s_ggs[s, 0] = 0
-        self.s_nspec[s] = 0
-        for n in range(self.rows):  # what _group_row keeps, from _rebuild's s_feas / s_local
-            sp = self._special(c, n)
-            now = self.s_feas[s, n] and not sp
-            self.s_special[s, n] = 0
-            if sp:
+        return True
+
+    cdef void _mark_special(self, Py_ssize_t s, Py_ssize_t q) noexcept nogil:
+        """Mark and list in grouped slot s the rows counter q counts a pod on."""
+        cdef Py_ssize_t n
+        cdef const int32_t* ctr = &self.counters[q, 0]
+        if self.ctr_total[q] == 0:
+            return
+        for n in range(self.rows):
+            if ctr[n] != 0 and not self.s_special[s, n]:
                 self.s_spec[s, self.s_nspec[s]] = <int32_t>n
                 self.s_nspec[s] += 1
                 self.s_special[s, n] = 3
-            if now:
-                self.s_gfz[s, self.s_rowgrp[s, n]] += 1
-            self.s_tree[s, self.s_perm[s, n] + self.leaves] = self.s_local[s, n] if now else NEG
-        self._tree_build(s)
-        self.s_grouped[s] = 1
 
     cdef void _group_row(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """Bring row n of grouped slot s up to date: feasibility, local score, whether it is
