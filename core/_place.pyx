@@ -568,9 +568,9 @@ cdef class BurstKernel:
 
         With whole (no further filter to apply) it also computes the rows' local scores
         (rawloc, by position), the maxima mt / ma and, with soft_empty, the raw spread
-        scores and their range hi / lo, as _finish would. Without whole, or when a host
-        port narrows the rows afterwards, returns -k - 1 and the caller calls _finish on
-        the rows it keeps."""
+        scores and their range hi / lo, as _finish would (over the rows a host port of the
+        class leaves). Without whole, returns -k - 1 and the caller calls _finish on the
+        rows it keeps."""
         cdef ks_single q
         cdef const quantity_t* creq = &self.c_req[c, 0]
         cdef const quantity_t* cnz = &self.c_nz[c, 0]
@@ -611,7 +611,6 @@ cdef class BurstKernel:
             q.nhk = self._key_rows(c, True)
             q.hkeys = self.kdom
         q.rows = &self.frows[0]
-        whole = whole and not ports
         if whole:
             if vector:
                 q.fixed = &self.fixed[self.c_fixed[c], 0]
@@ -619,11 +618,11 @@ cdef class BurstKernel:
                 q.w_bal = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
                 q.loc = &self.rawloc[0]
                 q.redo = &self.redo[0]
-            if track_taints:
+            if track_taints and not ports:  # with ports: over the rows they keep (_finish)
                 q.taints = &self.taint_count[self.c_taint[c], 0]
-            if track_aff:
+            if track_aff and not ports:
                 q.aff = &self.aff_score[self.c_aff[c], 0]
-            if soft_empty:
+            if soft_empty and not ports:
                 q.nsk = self._key_rows(c, False)
                 q.skeys = self.kdom + self.kmax
                 q.skews = self.kskew + self.kmax
@@ -632,12 +631,15 @@ cdef class BurstKernel:
                 q.hi = hi[0]
                 q.lo = lo[0]
         nf = ks_single_scan(&q)
-        if ports:  # the rows a port of the class is taken on drop out
+        if ports:  # the rows a port of the class is taken on drop out (with their scores)
             k = 0
             for i in range(nf):
                 n = self.frows[i]
                 if not self._port_clash(c, n):
                     self.frows[k] = <int32_t>n
+                    if q.loc != NULL:
+                        self.rawloc[k] = self.rawloc[i]
+                        self.redo[k] = self.redo[i]
                     k += 1
             nf = k
         if not whole:
@@ -648,6 +650,9 @@ cdef class BurstKernel:
                     self.rawloc[i] = self._local_fast(c, self.frows[i], creq, cnz, q.fixed)
         else:
             self._local_rows(c, nf)
+        if ports:
+            self._finish(c, nf, False, soft_empty, track_taints, track_aff, mt, ma, hi, lo)
+            return nf
         mt[0] = q.mt
         ma[0] = q.ma
         if soft_empty:
