@@ -190,7 +190,7 @@ cdef class BurstKernel:
                                              #   term counts, bit 2 the row is in s_spec
     cdef int32_t[:, ::1] s_spec              # slots x rows: rows with bit 2 (some no longer special)
     cdef int64_t[::1] s_nspec                # slot -> entries of s_spec
-    cdef int32_t[:, ::1] s_rowgrp            # slots x rows: the row's group (_group_layout)
+    cdef uint8_t[:, ::1] s_rowgrp            # slots x rows: the row's group (< MAX_GROUPS)
     cdef int64_t[::1] s_ng                   # slot -> its groups
     cdef int32_t[:, ::1] s_ggs               # slots x (MAX_GROUPS + 1): first tree position of
                                              #   each group

@@ -114,6 +114,7 @@ cdef enum:
     MAX_ZONES = 64     # zone fast path: at most this many domains of the key
     TAINT_TABLE = 64   # per-pod table of TaintToleration scores for counts below this
     MAX_GROUPS = 256   # grouped c_mode 2 path: at most this many (zone, taints, affinity) groups
+                       #   (a group id is a uint8)
     MAX_AFF_VALUES = 16  # ... and this many preferred node affinity scores
 
 ZONE_LIMIT = MAX_ZONES
@@ -392,7 +393,7 @@ cdef class BurstKernel:
         self.s_special = np.zeros((nslots if grouped else 1, self.rows), dtype=np.uint8)
         self.s_spec = np.zeros((nslots if grouped else 1, self.rows), dtype=np.int32)
         self.s_nspec = np.zeros(nslots, dtype=np.int64)
-        self.s_rowgrp = np.zeros((nslots if grouped else 1, self.rows), dtype=np.int32)
+        self.s_rowgrp = np.zeros((nslots if grouped else 1, self.rows), dtype=np.uint8)
         self.s_ng = np.zeros(nslots, dtype=np.int64)
         self.s_ggs = np.zeros((nslots, MAX_GROUPS + 1), dtype=np.int32)
         self.s_gfz = np.zeros((nslots, MAX_GROUPS), dtype=np.int64)
@@ -1622,7 +1623,7 @@ cdef class BurstKernel:
                         ai = j
                         break
             g = ((d if d >= 0 else nd) * nt + ti) * na + ai
-            self.s_rowgrp[s, n] = <int32_t>g
+            self.s_rowgrp[s, n] = <uint8_t>g
             self.s_ggs[s, g + 1] += 1
         for g in range(ng):
             self.s_ggs[s, g + 1] += self.s_ggs[s, g]
