@@ -110,6 +110,9 @@ cdef class BurstKernel:
     cdef const uint8_t[:, ::1] static_reason # S x rows: first failing static filter code, 0 = passes, 255 = no node
     cdef const int32_t[::1] static_off       # S+1: offsets into static_rows
     cdef const int32_t[::1] static_rows      # per static row: the rows passing it (code 0), ascending
+    cdef int32_t[:, ::1] static_counts       # S x reason codes: rows each static row rejects per
+                                             #   code (R_ABSENT not counted), once static_done
+    cdef uint8_t[::1] static_done            # S: 1 once static_counts holds the static row's counts
     cdef const int32_t[::1] c_fixed          # class -> row of fixed
     cdef const int32_t[:, ::1] fixed         # F x rows: weighted scores that never change (ImageLocality)
     cdef const int32_t[::1] c_taint          # class -> row of taint_count

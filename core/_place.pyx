@@ -313,6 +313,10 @@ cdef class BurstKernel:
         self.c_nz = c_nz
         self.c_nz_add = c_nz_add
         self.c_static = c_static
+        self.static_counts = np.zeros(
+            (static_reason.shape[0], out_reasons.shape[1]), dtype=np.int32
+        )
+        self.static_done = np.zeros(max(1, static_reason.shape[0]), dtype=np.uint8)
         self.static_reason = static_reason
         self.static_off = static_off
         self.static_rows = static_rows
@@ -948,19 +952,25 @@ cdef class BurstKernel:
             self._ipa_prepare(c)
 
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil:
-        """Count, per reason, the rows that reject pod p (first failing filter per row)."""
-        cdef Py_ssize_t n, r, k
-        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
+        """Count, per reason, the rows that reject pod p (first failing filter per row).
+
+        The static filters' rejections are counted once per static row of the chunk
+        (static_counts); the rows passing them are checked one by one."""
+        cdef Py_ssize_t n, r, k, i, st = self.c_static[c]
+        cdef const uint8_t[::1] static = self.static_reason[st]
         cdef uint8_t code
         cdef bint port_clash, misfit, spread, ipa
+        if not self.static_done[st]:
+            for n in range(self.rows):
+                code = static[n]
+                if code and code != R_ABSENT:
+                    self.static_counts[st, code] += 1
+            self.static_done[st] = 1
+        for r in range(self.static_counts.shape[1]):
+            self.out_reasons[p, r] += self.static_counts[st, r]
         self._prepare_filters(c, &spread, &ipa)
-        for n in range(self.rows):
-            code = static[n]
-            if code == R_ABSENT:
-                continue
-            if code:
-                self.out_reasons[p, code] += 1
-                continue
+        for i in range(self.static_off[st], self.static_off[st + 1]):
+            n = self.static_rows[i]
             if self.ports_on:
                 port_clash = False
                 for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
@@ -971,9 +981,9 @@ cdef class BurstKernel:
                     continue
             if self.fit_on:
                 misfit = False
-                for r in range(self.nres):
-                    if self.c_req[c, r] > 0 and self.col_fit_check[r] and \
-                            self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
+                for k in range(self.c_fit_off[c], self.c_fit_off[c + 1]):
+                    r = self.c_fit_cols[k]  # the columns the class requests and Fit checks
+                    if self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
                         self.out_reasons[p, R_FIXED + r] += 1
                         misfit = True
                 if misfit:
