@@ -225,6 +225,7 @@ cdef class BurstKernel:
     cdef inline int64_t _local_fast(self, Py_ssize_t c, Py_ssize_t n, const quantity_t* creq,
                                     const quantity_t* cnz, const int32_t* fixed) noexcept nogil
     cdef inline int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline bint _vector(self) noexcept nogil
     cdef Py_ssize_t _scan(self, Py_ssize_t c, bint hard_keys, bint whole, bint soft_empty,
                           bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                           int64_t* hi, int64_t* lo) noexcept nogil

@@ -564,6 +564,11 @@ cdef class BurstKernel:
             s += self.w_bal * <int64_t>((1.0 - std) * <double>MAX_SCORE)
         return s
 
+    cdef inline bint _vector(self) noexcept nogil:
+        """Whether _scan computes the local scores in its vectorised blocks (the default
+        scores with equal weights)."""
+        return self.default_scores and self.even_weights
+
     cdef Py_ssize_t _scan(self, Py_ssize_t c, bint hard_keys, bint whole, bint soft_empty,
                           bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                           int64_t* hi, int64_t* lo) noexcept nogil:
@@ -575,7 +580,8 @@ cdef class BurstKernel:
         (rawloc, by position), the maxima mt / ma and, with soft_empty, the raw spread
         scores and their range hi / lo, as _finish would (over the rows a host port of the
         class leaves). Without whole, returns -k - 1 and the caller calls _finish on the
-        rows it keeps."""
+        rows it keeps; their local scores are already in rawloc when _vector() (the caller
+        keeps them in step as it narrows frows)."""
         cdef ks_single q
         cdef const quantity_t* creq = &self.c_req[c, 0]
         cdef const quantity_t* cnz = &self.c_nz[c, 0]
@@ -583,7 +589,7 @@ cdef class BurstKernel:
         cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
         cdef Py_ssize_t i, n, k, nf, col
         cdef bint ports = self.ports_on and self.c_port_conf_off[c + 1] > self.c_port_conf_off[c]
-        cdef bint vector = self.default_scores and self.even_weights
+        cdef bint vector = self._vector()
         if self.p_alloc == NULL:
             return 0
         memset(&q, 0, sizeof(q))
@@ -616,13 +622,13 @@ cdef class BurstKernel:
             q.nhk = self._key_rows(c, True)
             q.hkeys = self.kdom
         q.rows = &self.frows[0]
+        if vector:  # the local scores, whole or not: the block's operands are at hand
+            q.fixed = &self.fixed[self.c_fixed[c], 0]
+            q.w_fit = self.w_fit
+            q.w_bal = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
+            q.loc = &self.rawloc[0]
+            q.redo = &self.redo[0]
         if whole:
-            if vector:
-                q.fixed = &self.fixed[self.c_fixed[c], 0]
-                q.w_fit = self.w_fit
-                q.w_bal = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
-                q.loc = &self.rawloc[0]
-                q.redo = &self.redo[0]
             if track_taints and not ports:  # with ports: over the rows they keep (_finish)
                 q.taints = &self.taint_count[self.c_taint[c], 0]
             if track_aff and not ports:
@@ -647,13 +653,13 @@ cdef class BurstKernel:
                         self.redo[k] = self.redo[i]
                     k += 1
             nf = k
-        if not whole:
-            return -nf - 1
         if vector:
             for i in range(nf):
                 if self.redo[i]:
                     self.rawloc[i] = self._local_fast(c, self.frows[i], creq, cnz, q.fixed)
-        else:
+        if not whole:
+            return -nf - 1
+        if not vector:
             self._local_rows(c, nf)
         if ports:
             self._finish(c, nf, False, soft_empty, track_taints, track_aff, mt, ma, hi, lo)
@@ -1417,9 +1423,11 @@ cdef class BurstKernel:
                         n = self.frows[i]
                         if not self._narrowed(c, n, hard, hard_empty, ipa_filter):
                             self.frows[i1] = <int32_t>n
+                            self.rawloc[i1] = self.rawloc[i]
                             i1 += 1
                     nf = i1
-                self._finish(c, nf, True, soft_empty, track_taints, track_aff, &mt, &ma, &hi, &lo)
+                self._finish(c, nf, not self._vector(), soft_empty, track_taints, track_aff,
+                             &mt, &ma, &hi, &lo)
         else:
             for n in range(self.rows):
                 if self.s_feas[s, n] and not self._narrowed(c, n, hard, hard_empty, ipa_filter):
@@ -2202,7 +2210,8 @@ cdef class BurstKernel:
         # The zone path: the zone's spread score joins each row's total.
         feasible = self._scan(c, False, False, False, False, False, &mt, &ma, &hi, &lo)
         feasible = -feasible - 1 if feasible < 0 else feasible
-        self._local_rows(c, feasible)  # rawloc by position in frows
+        if not self._vector():
+            self._local_rows(c, feasible)  # rawloc by position in frows
         key = self.k_key[j]
         nd = self.ndom[key]
         for g in range(nd + 1):
