@@ -38,6 +38,7 @@ cdef class BurstKernel:
     cdef quantity_t[:, ::1] req              # rows x resources: requested incl. placed pods (same units)
     cdef quantity_t[:, ::1] nzreq            # rows x 2: non-zero cpu (millicores), memory (bytes) for scores
     cdef int32_t[:, ::1] port_use            # rows x port keys: pods using each (ip, protocol, port)
+    cdef int64_t[::1] port_rows              # per port key: rows where port_use is above 0
     cdef const quantity_t* p_alloc           # alloc, req, nzreq as raw C-contiguous pointers
     cdef quantity_t* p_req                   #   (for the per-pod scans; NULL with no rows)
     cdef quantity_t* p_nz
@@ -232,6 +233,7 @@ cdef class BurstKernel:
     cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
                       bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                       int64_t* hi, int64_t* lo) noexcept nogil
+    cdef inline bint _ports_taken(self, Py_ssize_t c) noexcept nogil
     cdef inline bint _port_clash(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _local_rows(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil
     cdef Py_ssize_t _key_rows(self, Py_ssize_t c, bint hard) noexcept nogil

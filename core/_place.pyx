@@ -182,6 +182,8 @@ cdef class BurstKernel:
             self.p_req = &self.req[0, 0]
             self.p_nz = &self.nzreq[0, 0]
         self.port_use = port_use
+        self.port_rows = (np.asarray(port_use) > 0).sum(axis=0).astype(np.int64) \
+            if np.ndim(port_use) == 2 and np.shape(port_use)[1] else np.zeros(1, dtype=np.int64)
         self.rows = alloc.shape[0]
         self.nres = alloc.shape[1]
         self.strategy = strategy
@@ -588,7 +590,7 @@ cdef class BurstKernel:
         cdef const int32_t* fcols = &self.c_fit_cols[self.c_fit_off[c]]
         cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
         cdef Py_ssize_t i, n, k, nf, col
-        cdef bint ports = self.ports_on and self.c_port_conf_off[c + 1] > self.c_port_conf_off[c]
+        cdef bint ports = self.ports_on and self._ports_taken(c)
         cdef bint vector = self._vector()
         if self.p_alloc == NULL:
             return 0
@@ -685,6 +687,14 @@ cdef class BurstKernel:
         if soft_empty:
             ks_soft_empty(&self.frows[0], nf, self.kdom + self.kmax, self.kskew + self.kmax,
                           self._key_rows(c, False), self.c_spread_all[c], &self.rawsp[0], hi, lo)
+
+    cdef inline bint _ports_taken(self, Py_ssize_t c) noexcept nogil:
+        """Whether some row has a host port that clashes with class c taken (port_rows)."""
+        cdef Py_ssize_t k
+        for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
+            if self.port_rows[self.c_port_conf[k]] > 0:
+                return True
+        return False
 
     cdef inline bint _port_clash(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """Whether a host port of class c is taken on row n (NodePorts)."""
@@ -939,6 +949,8 @@ cdef class BurstKernel:
                 self.podfree[n] = self.alloc[n, POD_COLUMN] - self.req[n, POD_COLUMN]
         for k in range(self.c_port_own_off[c], self.c_port_own_off[c + 1]):
             self.port_use[n, self.c_port_own[k]] += sign
+            if self.port_use[n, self.c_port_own[k]] == (1 if sign > 0 else 0):
+                self.port_rows[self.c_port_own[k]] += sign  # the row took / freed the port
         for k in range(self.c_inc_off[c], self.c_inc_off[c + 1]):
             self.counters[self.c_inc[k], n] += sign
             self.ctr_total[self.c_inc[k]] += sign
