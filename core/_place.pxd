@@ -151,7 +151,8 @@ cdef class BurstKernel:
     cdef const uint8_t[::1] c_score_error    # class -> 1 if a PreScore plugin fails its pods'
                                              #   attempt (when 2+ rows are feasible)
     cdef const uint8_t[::1] c_mode           # class -> 0 max-tree, 1 max-tree per zone (one soft
-                                             #   non-hostname spread constraint), 2 passes per pod,
+                                             #   non-hostname spread constraint), 2 by group of
+                                             #   rows (s_grouped) or passes per pod,
                                              #   3 max-tree per (zone, matching pods on the row)
                                              #   (soft hostname + soft zone constraints)
     # ---- the current chunk: pods in queue order

@@ -27,11 +27,15 @@
 #   System default constraints of a Deployment's pods) a max-tree ordered by zone and,
 #   within a zone, by the row's count of matching pods, so that each (zone, count) group
 #   of rows shares one spread score: the best row of each group plus that score,
-#   O(groups log rows) per pod; 2 (hard spread, inter-pod terms, other constraints)
-#   passes over the rows per pod, because the normalisation over feasible rows changes
-#   with every placement. The per-domain counts those passes read (dcount, acount) are
-#   kept across the pods of a class and follow the log (_topo_sync), counted afresh only
-#   when another class needed them in between.
+#   O(groups log rows) per pod; 2 (hard spread, inter-pod terms, other constraints) by
+#   group of rows when its terms are on the hostname or on one zone-like key
+#   (_place_grouped: a max-tree of local scores ordered by (zone, untolerated
+#   PreferNoSchedule count, preferred affinity score); the rows no hostname term counts a
+#   pod on share the rest of their group's score and verdict, the others are scored one
+#   by one; the normalisations over the feasible rows come from the groups and those
+#   rows), else in passes over the rows per pod. The per-domain counts both read (dcount,
+#   acount) are kept across the pods of a class and follow the log (_topo_sync), counted
+#   afresh only when another class needed them in between.
 #
 # Ties between equally scored rows go to the first one at or after the row following the
 # class's previous choice (cyclically), so identical pods on identical nodes spread out.
@@ -1387,7 +1391,8 @@ cdef class BurstKernel:
             ipa_score[0] = ipa_score[0] and self.w_ipa != 0 and self.ipa_topology
 
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
-        """Pick the row for a pod with spread constraints, in a few passes over the rows.
+        """Pick the row for a pod with spread constraints, in a few passes over the rows
+        (a grouped slot's pods: _place_grouped, without them).
 
         Hard constraints narrow the slot's feasible rows; soft ones are scored over the
         resulting feasible rows and normalised there, as are TaintToleration and
@@ -1883,7 +1888,7 @@ cdef class BurstKernel:
 
     # ------------------------------------------------------------ InterPodAffinity
     cdef bint _domain(self, Py_ssize_t c) noexcept nogil:
-        """Whether class c picks its node in passes over the rows (spread / inter-pod)."""
+        """Whether class c is a spread / inter-pod class (c_mode 2: _place_spread)."""
         return self.c_mode[c] == 2
 
     cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil:
