@@ -38,6 +38,7 @@ cdef class BurstKernel:
     cdef quantity_t[:, ::1] req              # rows x resources: requested incl. placed pods (same units)
     cdef quantity_t[:, ::1] nzreq            # rows x 2: non-zero cpu (millicores), memory (bytes) for scores
     cdef int32_t[:, ::1] port_use            # rows x port keys: pods using each (ip, protocol, port)
+    cdef int64_t[::1] port_rows              # per port key: rows where port_use is above 0
     cdef const quantity_t* p_alloc           # alloc, req, nzreq as raw C-contiguous pointers
     cdef quantity_t* p_req                   #   (for the per-pod scans; NULL with no rows)
     cdef quantity_t* p_nz
@@ -110,6 +111,9 @@ cdef class BurstKernel:
     cdef const uint8_t[:, ::1] static_reason # S x rows: first failing static filter code, 0 = passes, 255 = no node
     cdef const int32_t[::1] static_off       # S+1: offsets into static_rows
     cdef const int32_t[::1] static_rows      # per static row: the rows passing it (code 0), ascending
+    cdef int32_t[:, ::1] static_counts       # S x reason codes: rows each static row rejects per
+                                             #   code (R_ABSENT not counted), once static_done
+    cdef uint8_t[::1] static_done            # S: 1 once static_counts holds the static row's counts
     cdef const int32_t[::1] c_fixed          # class -> row of fixed
     cdef const int32_t[:, ::1] fixed         # F x rows: weighted scores that never change (ImageLocality)
     cdef const int32_t[::1] c_taint          # class -> row of taint_count
@@ -147,7 +151,8 @@ cdef class BurstKernel:
     cdef const uint8_t[::1] c_score_error    # class -> 1 if a PreScore plugin fails its pods'
                                              #   attempt (when 2+ rows are feasible)
     cdef const uint8_t[::1] c_mode           # class -> 0 max-tree, 1 max-tree per zone (one soft
-                                             #   non-hostname spread constraint), 2 passes per pod,
+                                             #   non-hostname spread constraint), 2 by group of
+                                             #   rows (s_grouped) or passes per pod,
                                              #   3 max-tree per (zone, matching pods on the row)
                                              #   (soft hostname + soft zone constraints)
     # ---- the current chunk: pods in queue order
@@ -184,6 +189,24 @@ cdef class BurstKernel:
     cdef int32_t[:, ::1] s_h                 # slots x leaves: position -> the count of matching
                                              #   pods of its row the host-and-zone path sorts by
     cdef int64_t[::1] hz_count               # scratch of the host-and-zone layout (counts + 2)
+    cdef uint8_t[::1] s_grouped              # slot -> 1 if its c_mode 2 class picks by group
+                                             #   (_place_grouped), 0 passes over the rows
+    cdef uint8_t[:, ::1] s_special           # slots x rows: bit 1 the row holds pods a hostname
+                                             #   term counts, bit 2 the row is in s_spec
+    cdef int32_t[:, ::1] s_spec              # slots x rows: rows with bit 2 (some no longer special)
+    cdef int64_t[::1] s_nspec                # slot -> entries of s_spec
+    cdef uint8_t[:, ::1] s_rowgrp            # slots x rows: the row's group (< MAX_GROUPS)
+    cdef int64_t[::1] s_ng                   # slot -> its groups
+    cdef int32_t[:, ::1] s_ggs               # slots x (MAX_GROUPS + 1): first tree position of
+                                             #   each group
+    cdef int64_t[:, ::1] s_gfz               # slots x MAX_GROUPS: feasible rows, not special
+    cdef int32_t[:, ::1] s_gzone             # slots x MAX_GROUPS: the group's zone (domain id;
+                                             #   the key's domains: rows without it)
+    cdef int64_t[:, ::1] s_gtv               # slots x MAX_GROUPS: its untolerated
+                                             #   PreferNoSchedule taints (count)
+    cdef int64_t[:, ::1] s_gav               # slots x MAX_GROUPS: its preferred node affinity score
+    cdef uint8_t[::1] key_unique             # per topology key: no two rows share a domain
+    cdef readonly int64_t grouped_pods       # pods placed by _place_grouped (tests read it)
     # ---- log of rows whose usage changed (placements and rollbacks), within one chunk
     cdef int32_t[::1] log_row                # row whose usage changed
     cdef int32_t[::1] log_class              # class of the pod placed (or taken back) there
@@ -204,12 +227,14 @@ cdef class BurstKernel:
     cdef inline int64_t _local_fast(self, Py_ssize_t c, Py_ssize_t n, const quantity_t* creq,
                                     const quantity_t* cnz, const int32_t* fixed) noexcept nogil
     cdef inline int64_t _local_default(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline bint _vector(self) noexcept nogil
     cdef Py_ssize_t _scan(self, Py_ssize_t c, bint hard_keys, bint whole, bint soft_empty,
                           bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                           int64_t* hi, int64_t* lo) noexcept nogil
     cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
                       bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                       int64_t* hi, int64_t* lo) noexcept nogil
+    cdef inline bint _ports_taken(self, Py_ssize_t c) noexcept nogil
     cdef inline bint _port_clash(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _local_rows(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil
     cdef Py_ssize_t _key_rows(self, Py_ssize_t c, bint hard) noexcept nogil
@@ -233,7 +258,20 @@ cdef class BurstKernel:
     cdef Py_ssize_t _soft_rows(self, Py_ssize_t c) noexcept nogil
     cdef inline bint _narrowed(self, Py_ssize_t c, Py_ssize_t n, bint hard, bint hard_empty,
                                bint ipa_filter) noexcept nogil
+    cdef void _terms(self, Py_ssize_t c, bint* hard, bint* soft, bint* hard_empty,
+                     bint* soft_empty, bint* ipa_filter, bint* ipa_score) noexcept nogil
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
+    cdef inline int64_t _ipa_raw(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef Py_ssize_t _group_key(self, Py_ssize_t c) noexcept nogil
+    cdef inline bint _special(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef void _group_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef bint _group_order(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t key, bint tg,
+                           bint ag) noexcept nogil
+    cdef void _mark_special(self, Py_ssize_t s, Py_ssize_t q) noexcept nogil
+    cdef void _group_row(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
+    cdef inline int64_t _norm_terms(self, int64_t tv, int64_t mt, int64_t av,
+                                    int64_t ma) noexcept nogil
+    cdef Py_ssize_t _place_grouped(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
     cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
     cdef void _consider_group(self, Py_ssize_t s, Py_ssize_t gs, Py_ssize_t ge, int64_t m,
                               int64_t cand, Py_ssize_t cursor, int64_t* best,

@@ -17,6 +17,7 @@ from kubesalvo.core.spread import SpreadTables
 ZONE_LIMIT: int
 
 class BurstKernel:
+    grouped_pods: int  # pods placed by group of rows (c_mode 2 without a pass over the rows)
     def __init__(
         self,
         alloc: npt.NDArray[Any],

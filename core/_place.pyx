@@ -27,11 +27,15 @@
 #   System default constraints of a Deployment's pods) a max-tree ordered by zone and,
 #   within a zone, by the row's count of matching pods, so that each (zone, count) group
 #   of rows shares one spread score: the best row of each group plus that score,
-#   O(groups log rows) per pod; 2 (hard spread, inter-pod terms, other constraints)
-#   passes over the rows per pod, because the normalisation over feasible rows changes
-#   with every placement. The per-domain counts those passes read (dcount, acount) are
-#   kept across the pods of a class and follow the log (_topo_sync), counted afresh only
-#   when another class needed them in between.
+#   O(groups log rows) per pod; 2 (hard spread, inter-pod terms, other constraints) by
+#   group of rows when its terms are on the hostname or on one zone-like key
+#   (_place_grouped: a max-tree of local scores ordered by (zone, untolerated
+#   PreferNoSchedule count, preferred affinity score); the rows no hostname term counts a
+#   pod on share the rest of their group's score and verdict, the others are scored one
+#   by one; the normalisations over the feasible rows come from the groups and those
+#   rows), else in passes over the rows per pod. The per-domain counts both read (dcount,
+#   acount) are kept across the pods of a class and follow the log (_topo_sync), counted
+#   afresh only when another class needed them in between.
 #
 # Ties between equally scored rows go to the first one at or after the row following the
 # class's previous choice (cyclically), so identical pods on identical nodes spread out.
@@ -93,6 +97,10 @@ cdef extern from "_scan.h" nogil:
     int64_t ks_single_scan(ks_single* q)
     int64_t ks_host_zone_raw(int64_t h, double wh, int64_t skew_h, int64_t zc, double wz,
                              int64_t skew_z)
+    int64_t ks_soft_raw(int32_t n, const ks_soft* k, int64_t nk, const int64_t* dcount,
+                        int64_t maxdom, const double* weights)
+    int64_t ks_spread_norm(int64_t r, int flat, int64_t hi, int64_t lo)
+    int64_t ks_ipa_norm(int64_t r, int64_t ihi, int64_t ilo)
     void ks_soft_scores(const int32_t* rows, int64_t nf, const ks_soft* k,
                         int64_t nk, int require_all, const int64_t* dcount, uint8_t* dpresent,
                         int64_t maxdom, double* weights, uint8_t* missing, int64_t* rawsp,
@@ -109,6 +117,9 @@ cdef enum:
     MAX_SCORE = 100
     MAX_ZONES = 64     # zone fast path: at most this many domains of the key
     TAINT_TABLE = 64   # per-pod table of TaintToleration scores for counts below this
+    MAX_GROUPS = 256   # grouped c_mode 2 path: at most this many (zone, taints, affinity) groups
+                       #   (a group id is a uint8)
+    MAX_AFF_VALUES = 16  # ... and this many preferred node affinity scores
 
 ZONE_LIMIT = MAX_ZONES
 
@@ -175,6 +186,8 @@ cdef class BurstKernel:
             self.p_req = &self.req[0, 0]
             self.p_nz = &self.nzreq[0, 0]
         self.port_use = port_use
+        self.port_rows = (np.asarray(port_use) > 0).sum(axis=0).astype(np.int64) \
+            if np.ndim(port_use) == 2 and np.shape(port_use)[1] else np.zeros(1, dtype=np.int64)
         self.rows = alloc.shape[0]
         self.nres = alloc.shape[1]
         self.strategy = strategy
@@ -209,6 +222,13 @@ cdef class BurstKernel:
         self.dlow_n = np.zeros(max(1, max_constraints), dtype=np.int64)
         self.dpresent_n = np.zeros(max(1, max_constraints), dtype=np.int64)
         self.zcur = np.zeros(MAX_ZONES + 2, dtype=np.int64)
+        unique = np.ones(max(1, len(ndom)), dtype=np.uint8)
+        dom_np = np.asarray(dom)
+        for key in range(len(ndom)):
+            ids = dom_np[key][dom_np[key] >= 0]
+            if len(ids) and np.bincount(ids).max() > 1:
+                unique[key] = 0
+        self.key_unique = unique
         self.t_owner = -1
         self.kweight = np.zeros(max(1, max_constraints), dtype=np.float64)
         self.kmissing = np.zeros(max(1, max_constraints), dtype=np.uint8)
@@ -299,6 +319,10 @@ cdef class BurstKernel:
         self.c_nz = c_nz
         self.c_nz_add = c_nz_add
         self.c_static = c_static
+        self.static_counts = np.zeros(
+            (static_reason.shape[0], out_reasons.shape[1]), dtype=np.int32
+        )
+        self.static_done = np.zeros(max(1, static_reason.shape[0]), dtype=np.uint8)
         self.static_reason = static_reason
         self.static_off = static_off
         self.static_rows = static_rows
@@ -374,6 +398,18 @@ cdef class BurstKernel:
         # a row's count of matching pods is at most its count now plus the chunk's pods
         most_counted = int(np.max(counters)) if host_zone and np.size(counters) else 0
         self.hz_count = np.zeros(most_counted + self.npods + 2 if host_zone else 1, dtype=np.int64)
+        self.s_grouped = np.zeros(nslots, dtype=np.uint8)
+        grouped = bool((np.asarray(c_mode) == 2).any())
+        self.s_special = np.zeros((nslots if grouped else 1, self.rows), dtype=np.uint8)
+        self.s_spec = np.zeros((nslots if grouped else 1, self.rows), dtype=np.int32)
+        self.s_nspec = np.zeros(nslots, dtype=np.int64)
+        self.s_rowgrp = np.zeros((nslots if grouped else 1, self.rows), dtype=np.uint8)
+        self.s_ng = np.zeros(nslots, dtype=np.int64)
+        self.s_ggs = np.zeros((nslots, MAX_GROUPS + 1), dtype=np.int32)
+        self.s_gfz = np.zeros((nslots, MAX_GROUPS), dtype=np.int64)
+        self.s_gzone = np.zeros((nslots, MAX_GROUPS), dtype=np.int32)
+        self.s_gtv = np.zeros((nslots, MAX_GROUPS), dtype=np.int64)
+        self.s_gav = np.zeros((nslots, MAX_GROUPS), dtype=np.int64)
         self.log_row = np.zeros(2 * self.npods + 1, dtype=np.int32)
         self.log_class = np.zeros(2 * self.npods + 1, dtype=np.int32)
         self.log_sign = np.zeros(2 * self.npods + 1, dtype=np.int32)
@@ -534,6 +570,11 @@ cdef class BurstKernel:
             s += self.w_bal * <int64_t>((1.0 - std) * <double>MAX_SCORE)
         return s
 
+    cdef inline bint _vector(self) noexcept nogil:
+        """Whether _scan computes the local scores in its vectorised blocks (the default
+        scores with equal weights)."""
+        return self.default_scores and self.even_weights
+
     cdef Py_ssize_t _scan(self, Py_ssize_t c, bint hard_keys, bint whole, bint soft_empty,
                           bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                           int64_t* hi, int64_t* lo) noexcept nogil:
@@ -543,17 +584,18 @@ cdef class BurstKernel:
 
         With whole (no further filter to apply) it also computes the rows' local scores
         (rawloc, by position), the maxima mt / ma and, with soft_empty, the raw spread
-        scores and their range hi / lo, as _finish would. Without whole, or when a host
-        port narrows the rows afterwards, returns -k - 1 and the caller calls _finish on
-        the rows it keeps."""
+        scores and their range hi / lo, as _finish would (over the rows a host port of the
+        class leaves). Without whole, returns -k - 1 and the caller calls _finish on the
+        rows it keeps; their local scores are already in rawloc when _vector() (the caller
+        keeps them in step as it narrows frows)."""
         cdef ks_single q
         cdef const quantity_t* creq = &self.c_req[c, 0]
         cdef const quantity_t* cnz = &self.c_nz[c, 0]
         cdef const int32_t* fcols = &self.c_fit_cols[self.c_fit_off[c]]
         cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
         cdef Py_ssize_t i, n, k, nf, col
-        cdef bint ports = self.ports_on and self.c_port_conf_off[c + 1] > self.c_port_conf_off[c]
-        cdef bint vector = self.default_scores and self.even_weights
+        cdef bint ports = self.ports_on and self._ports_taken(c)
+        cdef bint vector = self._vector()
         if self.p_alloc == NULL:
             return 0
         memset(&q, 0, sizeof(q))
@@ -586,19 +628,18 @@ cdef class BurstKernel:
             q.nhk = self._key_rows(c, True)
             q.hkeys = self.kdom
         q.rows = &self.frows[0]
-        whole = whole and not ports
+        if vector:  # the local scores, whole or not: the block's operands are at hand
+            q.fixed = &self.fixed[self.c_fixed[c], 0]
+            q.w_fit = self.w_fit
+            q.w_bal = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
+            q.loc = &self.rawloc[0]
+            q.redo = &self.redo[0]
         if whole:
-            if vector:
-                q.fixed = &self.fixed[self.c_fixed[c], 0]
-                q.w_fit = self.w_fit
-                q.w_bal = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
-                q.loc = &self.rawloc[0]
-                q.redo = &self.redo[0]
-            if track_taints:
+            if track_taints and not ports:  # with ports: over the rows they keep (_finish)
                 q.taints = &self.taint_count[self.c_taint[c], 0]
-            if track_aff:
+            if track_aff and not ports:
                 q.aff = &self.aff_score[self.c_aff[c], 0]
-            if soft_empty:
+            if soft_empty and not ports:
                 q.nsk = self._key_rows(c, False)
                 q.skeys = self.kdom + self.kmax
                 q.skews = self.kskew + self.kmax
@@ -607,22 +648,28 @@ cdef class BurstKernel:
                 q.hi = hi[0]
                 q.lo = lo[0]
         nf = ks_single_scan(&q)
-        if ports:  # the rows a port of the class is taken on drop out
+        if ports:  # the rows a port of the class is taken on drop out (with their scores)
             k = 0
             for i in range(nf):
                 n = self.frows[i]
                 if not self._port_clash(c, n):
                     self.frows[k] = <int32_t>n
+                    if q.loc != NULL:
+                        self.rawloc[k] = self.rawloc[i]
+                        self.redo[k] = self.redo[i]
                     k += 1
             nf = k
-        if not whole:
-            return -nf - 1
         if vector:
             for i in range(nf):
                 if self.redo[i]:
                     self.rawloc[i] = self._local_fast(c, self.frows[i], creq, cnz, q.fixed)
-        else:
+        if not whole:
+            return -nf - 1
+        if not vector:
             self._local_rows(c, nf)
+        if ports:
+            self._finish(c, nf, False, soft_empty, track_taints, track_aff, mt, ma, hi, lo)
+            return nf
         mt[0] = q.mt
         ma[0] = q.ma
         if soft_empty:
@@ -644,6 +691,14 @@ cdef class BurstKernel:
         if soft_empty:
             ks_soft_empty(&self.frows[0], nf, self.kdom + self.kmax, self.kskew + self.kmax,
                           self._key_rows(c, False), self.c_spread_all[c], &self.rawsp[0], hi, lo)
+
+    cdef inline bint _ports_taken(self, Py_ssize_t c) noexcept nogil:
+        """Whether some row has a host port that clashes with class c taken (port_rows)."""
+        cdef Py_ssize_t k
+        for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
+            if self.port_rows[self.c_port_conf[k]] > 0:
+                return True
+        return False
 
     cdef inline bint _port_clash(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """Whether a host port of class c is taken on row n (NodePorts)."""
@@ -768,16 +823,29 @@ cdef class BurstKernel:
         self._tree_build(s)
 
     cdef void _rebuild(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
-        cdef Py_ssize_t n
-        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
-        cdef uint8_t f
-        for n in range(self.rows):
-            f = static[n] == 0 and self._fits(c, n)
-            self.s_feas[s, n] = f
-            self.s_local[s, n] = self._local(c, n) if f else 0
+        """Fill slot s for class c afresh: feasibility and local scores (the rows of its
+        static filters that fit, in _scan's vectorised pass), then its tree."""
+        cdef Py_ssize_t n, i, nf
+        cdef int64_t mt = 0, ma = 0, hi = 0, lo = -1
+        nf = self._scan(c, False, True, False, False, False, &mt, &ma, &hi, &lo)
+        if nf < 0:  # a host port narrowed the rows: their local scores are still to compute
+            nf = -nf - 1
+            self._local_rows(c, nf)
+        if self.rows > 0:
+            memset(&self.s_feas[s, 0], 0, self.rows * sizeof(uint8_t))
+            memset(&self.s_local[s, 0], 0, self.rows * sizeof(int64_t))
+        for i in range(nf):
+            n = self.frows[i]
+            self.s_feas[s, n] = 1
+            self.s_local[s, n] = self.rawloc[i]
         self.slot_synced[s] = self.log_len
+        self.s_grouped[s] = 0
         if self._domain(c):
-            return  # spread / inter-pod classes pick their node in passes per pod (_place_spread)
+            # spread / inter-pod classes pick their node by group (_place_grouped) or in
+            # passes per pod (_place_spread)
+            if self._group_key(c) >= -1:
+                self._group_layout(s, c)
+            return
         if self.c_mode[c] == 1:
             self._zone_layout(s, c)
         elif self.c_mode[c] == 3:
@@ -805,6 +873,11 @@ cdef class BurstKernel:
         key = self.k_key[j] if zone else 0
         if self.log_len - start > self.rows // 4:
             self._rebuild(s, c)
+            return
+        if self.s_grouped[s]:
+            for i in range(start, self.log_len):
+                self._group_row(s, c, self.log_row[i])
+            self.slot_synced[s] = self.log_len
             return
         for i in range(start, self.log_len):
             n = self.log_row[i]
@@ -840,15 +913,21 @@ cdef class BurstKernel:
             self._tree_set(s, self.s_perm[s, n], self._total(s, c, n) if self.s_feas[s, n] else NEG)
 
     cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil:
-        """The slot caching class c, taking the least recently used one if needed."""
-        cdef Py_ssize_t s = self.class_slot[c], i
+        """The slot caching class c, taking if needed the most recently used one of a class
+        with no pod left in the chunk (its memory is warm), else the least recently used."""
+        cdef Py_ssize_t s = self.class_slot[c], i, done = -1
         if s >= 0:
             self._sync(s, c)
         else:
             s = 0
-            for i in range(1, self.nslots):
+            for i in range(self.nslots):
                 if self.slot_used[i] < self.slot_used[s]:
                     s = i
+                if self.slot_class[i] >= 0 and self.c_left[self.slot_class[i]] == 0 and \
+                        (done < 0 or self.slot_used[i] > self.slot_used[done]):
+                    done = i
+            if done >= 0:
+                s = done
             if self.slot_class[s] >= 0:
                 self.class_slot[self.slot_class[s]] = -1
             self.slot_class[s] = c
@@ -874,6 +953,8 @@ cdef class BurstKernel:
                 self.podfree[n] = self.alloc[n, POD_COLUMN] - self.req[n, POD_COLUMN]
         for k in range(self.c_port_own_off[c], self.c_port_own_off[c + 1]):
             self.port_use[n, self.c_port_own[k]] += sign
+            if self.port_use[n, self.c_port_own[k]] == (1 if sign > 0 else 0):
+                self.port_rows[self.c_port_own[k]] += sign  # the row took / freed the port
         for k in range(self.c_inc_off[c], self.c_inc_off[c + 1]):
             self.counters[self.c_inc[k], n] += sign
             self.ctr_total[self.c_inc[k]] += sign
@@ -893,19 +974,25 @@ cdef class BurstKernel:
             self._ipa_prepare(c)
 
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil:
-        """Count, per reason, the rows that reject pod p (first failing filter per row)."""
-        cdef Py_ssize_t n, r, k
-        cdef const uint8_t[::1] static = self.static_reason[self.c_static[c]]
+        """Count, per reason, the rows that reject pod p (first failing filter per row).
+
+        The static filters' rejections are counted once per static row of the chunk
+        (static_counts); the rows passing them are checked one by one."""
+        cdef Py_ssize_t n, r, k, i, st = self.c_static[c]
+        cdef const uint8_t[::1] static = self.static_reason[st]
         cdef uint8_t code
         cdef bint port_clash, misfit, spread, ipa
+        if not self.static_done[st]:
+            for n in range(self.rows):
+                code = static[n]
+                if code and code != R_ABSENT:
+                    self.static_counts[st, code] += 1
+            self.static_done[st] = 1
+        for r in range(self.static_counts.shape[1]):
+            self.out_reasons[p, r] += self.static_counts[st, r]
         self._prepare_filters(c, &spread, &ipa)
-        for n in range(self.rows):
-            code = static[n]
-            if code == R_ABSENT:
-                continue
-            if code:
-                self.out_reasons[p, code] += 1
-                continue
+        for i in range(self.static_off[st], self.static_off[st + 1]):
+            n = self.static_rows[i]
             if self.ports_on:
                 port_clash = False
                 for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
@@ -916,9 +1003,9 @@ cdef class BurstKernel:
                     continue
             if self.fit_on:
                 misfit = False
-                for r in range(self.nres):
-                    if self.c_req[c, r] > 0 and self.col_fit_check[r] and \
-                            self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
+                for k in range(self.c_fit_off[c], self.c_fit_off[c + 1]):
+                    r = self.c_fit_cols[k]  # the columns the class requests and Fit checks
+                    if self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
                         self.out_reasons[p, R_FIXED + r] += 1
                         misfit = True
                 if misfit:
@@ -1035,13 +1122,20 @@ cdef class BurstKernel:
 
     # ------------------------------------------- domain counts kept across a class's pods
     cdef void _topo_full(self, Py_ssize_t c) noexcept nogil:
-        """Count, in one pass over the rows, what class c's spread constraints and inter-pod
-        terms see per domain (dcount, dpresent, dlow, acount, aff_total, score_total)."""
+        """Count what class c's spread constraints and inter-pod terms see per domain
+        (dcount, dpresent, dlow, acount, aff_total, score_total) afresh.
+
+        Per term, only the rows its counter counts a pod on add (most rows hold none: the
+        pass over a counter's row rarely branches); a hard constraint's present domains
+        take one more pass over the rows."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key
         cdef Py_ssize_t a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1]
-        cdef bint hard_keys, soft_keys, require_all = self.c_spread_all[c]
+        cdef bint require_all = self.c_spread_all[c], hard
         cdef int32_t q
         cdef int keys
+        cdef const int32_t* ctr
+        cdef const int32_t* kd
+        cdef const uint8_t* el
         for j in range(j0, j1):
             key = self.k_key[j]
             for d in range(self.ndom[key]):
@@ -1053,31 +1147,53 @@ cdef class BurstKernel:
                 self.acount[j - a0, d] = 0
         self.aff_total = 0
         self.score_total = 0
-        for n in range(self.rows):
-            keys = self._row_keys(c, n)
-            hard_keys = keys & 1
-            soft_keys = keys & 2
-            for j in range(j0, j1):
-                d = self.dom[self.k_key[j], n]
-                if d < 0 or not self.elig[self.k_elig[j], n]:
-                    continue
-                if self.k_hard[j]:
-                    if hard_keys:
-                        self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
+        if self.rows == 0:
+            self.t_owner = c
+            self.t_synced = self.log_len
+            return
+        for j in range(j0, j1):
+            hard = self.k_hard[j]
+            if not hard and self.k_host[j]:
+                continue  # ks_soft_scores reads a soft hostname constraint's row counts
+            kd = &self.dom[self.k_key[j], 0]
+            el = &self.elig[self.k_elig[j], 0]
+            if hard:  # the domains of the rows with every hard key the constraint keeps
+                for n in range(self.rows):
+                    d = kd[n]
+                    if d >= 0 and el[n] and self._row_keys(c, n) & 1:
                         self.dpresent[j - j0, d] = 1
-                elif not self.k_host[j] and (soft_keys or not require_all):
-                    self.dcount[j - j0, d] += self.counters[self.k_counter[j], n]
-            for j in range(a0, a1):
-                d = self.dom[self.a_key[j], n]
+            if self.ctr_total[self.k_counter[j]] == 0:
+                continue
+            ctr = &self.counters[self.k_counter[j], 0]
+            for n in range(self.rows):
+                if ctr[n] == 0:
+                    continue
+                d = kd[n]
+                if d < 0 or not el[n]:
+                    continue
+                keys = self._row_keys(c, n)
+                if hard:
+                    if keys & 1:
+                        self.dcount[j - j0, d] += ctr[n]
+                elif keys & 2 or not require_all:
+                    self.dcount[j - j0, d] += ctr[n]
+        for j in range(a0, a1):
+            if self.ctr_total[self.a_counter[j]] == 0:
+                continue
+            ctr = &self.counters[self.a_counter[j], 0]
+            kd = &self.dom[self.a_key[j], 0]
+            for n in range(self.rows):
+                q = ctr[n]
+                if q == 0:
+                    continue
+                d = kd[n]
                 if d < 0:
                     continue
-                q = self.counters[self.a_counter[j], n]
-                if q:
-                    self.acount[j - a0, d] += q
-                    if self.a_kind[j] == 0:
-                        self.aff_total += q
-                    elif self.a_kind[j] == 3:
-                        self.score_total += q
+                self.acount[j - a0, d] += q
+                if self.a_kind[j] == 0:
+                    self.aff_total += q
+                elif self.a_kind[j] == 3:
+                    self.score_total += q
         for j in range(j0, j1):
             if self.k_hard[j]:
                 self._spread_low(j - j0, self.ndom[self.k_key[j]])
@@ -1243,8 +1359,40 @@ cdef class BurstKernel:
                 return True
         return ipa_filter and self._ipa_reason(c, n)
 
+    cdef void _terms(self, Py_ssize_t c, bint* hard, bint* soft, bint* hard_empty,
+                     bint* soft_empty, bint* ipa_filter, bint* ipa_score) noexcept nogil:
+        """Which of class c's terms filter (hard spread constraints; hard_empty: they count
+        no pod yet; required inter-pod terms) and score (soft ones, soft_empty alike;
+        scoring inter-pod terms that count a pod), with the counts they read prepared."""
+        cdef Py_ssize_t j
+        hard[0] = soft[0] = hard_empty[0] = soft_empty[0] = False
+        ipa_filter[0] = ipa_score[0] = False
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            if self.k_hard[j]:
+                hard[0] = True
+            else:
+                soft[0] = True
+        hard[0] = hard[0] and self.spread_on
+        soft[0] = soft[0] and self.w_spread != 0
+        if hard[0]:
+            hard_empty[0] = self._spread_empty(c, True)
+            if not hard_empty[0]:
+                self._spread_prepare(c)
+        if soft[0]:
+            soft_empty[0] = self._spread_empty(c, False)
+        if self.c_a_off[c + 1] > self.c_a_off[c]:
+            self._ipa_prepare(c)
+            for j in range(self.c_a_off[c], self.c_a_off[c + 1]):
+                if self.a_kind[j] == 3:
+                    ipa_score[0] = True
+                else:
+                    ipa_filter[0] = True
+            ipa_filter[0] = ipa_filter[0] and self.ipa_on
+            ipa_score[0] = ipa_score[0] and self.w_ipa != 0 and self.ipa_topology
+
     cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
-        """Pick the row for a pod with spread constraints, in a few passes over the rows.
+        """Pick the row for a pod with spread constraints, in a few passes over the rows
+        (a grouped slot's pods: _place_grouped, without them).
 
         Hard constraints narrow the slot's feasible rows; soft ones are scored over the
         resulting feasible rows and normalised there, as are TaintToleration and
@@ -1253,11 +1401,13 @@ cdef class BurstKernel:
         pass instead of read from a slot, as a fresh slot would hold them."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key, i
         cdef Py_ssize_t nf = 0, counted = 0, start, i1, lo_i, hi_i, mid
+        if s >= 0 and self.s_grouped[s]:
+            self.grouped_pods += 1
+            return self._place_grouped(s, c, score)
         cdef int64_t tsc[TAINT_TABLE]
         cdef bint ttab
         cdef bint hard = False, soft = False, all_keys, ipa_filter = False, ipa_score = False
         cdef bint narrow
-        cdef Py_ssize_t a0 = self.c_a_off[c], a1 = self.c_a_off[c + 1]
         cdef int64_t ihi = 0, ilo = 0
         cdef bint ifirst = True
         cdef int64_t mt = 0, ma = 0, v, hi = 0, lo = 0
@@ -1271,30 +1421,10 @@ cdef class BurstKernel:
         # maxima of all-zero rows (no PreferNoSchedule taint, no preferred term) stay 0
         cdef bint track_taints = self.w_taint != 0 and self.taint_any[self.c_taint[c]]
         cdef bint track_aff = self.w_aff != 0 and self.aff_any[self.c_aff[c]]
-        for j in range(j0, j1):
-            if self.k_hard[j]:
-                hard = True
-            else:
-                soft = True
-        hard = hard and self.spread_on
-        soft = soft and self.w_spread != 0
-        if hard:
-            hard_empty = self._spread_empty(c, True)
-            if not hard_empty:
-                self._spread_prepare(c)
+        self._terms(c, &hard, &soft, &hard_empty, &soft_empty, &ipa_filter, &ipa_score)
         if soft:
-            soft_empty = self._spread_empty(c, False)
             hi = 0
             lo = -1
-        if a1 > a0:
-            self._ipa_prepare(c)
-            for j in range(a0, a1):
-                if self.a_kind[j] == 3:
-                    ipa_score = True
-                else:
-                    ipa_filter = True
-            ipa_filter = ipa_filter and self.ipa_on
-            ipa_score = ipa_score and self.w_ipa != 0 and self.ipa_topology
         if single:
             # The rows passing the static filters and fit (and the hard keys when those
             # are all a hard constraint asks); hard constraints that count pods and
@@ -1310,9 +1440,11 @@ cdef class BurstKernel:
                         n = self.frows[i]
                         if not self._narrowed(c, n, hard, hard_empty, ipa_filter):
                             self.frows[i1] = <int32_t>n
+                            self.rawloc[i1] = self.rawloc[i]
                             i1 += 1
                     nf = i1
-                self._finish(c, nf, True, soft_empty, track_taints, track_aff, &mt, &ma, &hi, &lo)
+                self._finish(c, nf, not self._vector(), soft_empty, track_taints, track_aff,
+                             &mt, &ma, &hi, &lo)
         else:
             for n in range(self.rows):
                 if self.s_feas[s, n] and not self._narrowed(c, n, hard, hard_empty, ipa_filter):
@@ -1333,12 +1465,7 @@ cdef class BurstKernel:
         if ipa_score:
             for i in range(nf):
                 n = self.frows[i]
-                v = 0
-                for j in range(a0, a1):
-                    if self.a_kind[j] == 3:
-                        d = self.dom[self.a_key[j], n]
-                        if d >= 0:
-                            v += self.a_weight[j] * self.acount[j - a0, d]
+                v = self._ipa_raw(c, n)
                 self.rawipa[n] = v
                 if ifirst or v > ihi:
                     ihi = v
@@ -1363,9 +1490,405 @@ cdef class BurstKernel:
                            &self.rawsp[0] if soft else NULL, self.w_spread, hi, lo,
                            &self.rawipa[0] if ipa_score else NULL, self.w_ipa, ihi, ilo, score)
 
+    cdef inline int64_t _ipa_raw(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """InterPodAffinity's raw score of class c on row n: its scoring terms' weights times
+        the pods they count in the row's domain (after _ipa_prepare)."""
+        cdef Py_ssize_t j, a0 = self.c_a_off[c], d
+        cdef int64_t v = 0
+        for j in range(a0, self.c_a_off[c + 1]):
+            if self.a_kind[j] == 3:
+                d = self.dom[self.a_key[j], n]
+                if d >= 0:
+                    v += self.a_weight[j] * self.acount[j - a0, d]
+        return v
+
+    # ------------------------------- spread / inter-pod classes, by group of rows (c_mode 2)
+    cdef Py_ssize_t _group_key(self, Py_ssize_t c) noexcept nogil:
+        """The one zone-like key (at most MAX_ZONES domains) of class c's terms that are not
+        per row, -1 when all are per row, -2 when the class cannot be placed by group.
+
+        A term is per row when it counts the pods of a row's own domain: a soft hostname
+        constraint (ks_soft_scores reads the row's counter), a hard one or an inter-pod term
+        on a key whose domains hold one row each. A row none of whose per-row terms counts
+        a pod then scores and filters as every such row of its zone (_place_grouped)."""
+        cdef Py_ssize_t j, key, zkey = -1
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            key = self.k_key[j]
+            if self.k_host[j]:
+                if self.k_hard[j] and not self.key_unique[key]:
+                    return -2
+                continue
+            if zkey >= 0 and key != zkey:
+                return -2
+            zkey = key
+        for j in range(self.c_a_off[c], self.c_a_off[c + 1]):
+            key = self.a_key[j]
+            if self.key_unique[key]:
+                continue
+            if zkey >= 0 and key != zkey:
+                return -2
+            zkey = key
+        if zkey >= 0 and self.ndom[zkey] > MAX_ZONES:
+            return -2
+        return zkey
+
+    cdef inline bint _special(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """Whether a per-row term of class c (_group_key) counts a pod on row n."""
+        cdef Py_ssize_t j
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            if self.k_host[j] and self.counters[self.k_counter[j], n] != 0:
+                return True
+        for j in range(self.c_a_off[c], self.c_a_off[c + 1]):
+            if self.key_unique[self.a_key[j]] and self.counters[self.a_counter[j], n] != 0:
+                return True
+        return False
+
+    cdef void _group_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
+        """Set up slot s of c_mode 2 class c for _place_grouped (s_grouped) when it can be:
+        its per-row terms (_group_key) and a zone-like key at most, every row of its static
+        filters with every key of its terms, few groups.
+
+        A group is the rows of one zone (rows without the key: one more) with one count of
+        untolerated PreferNoSchedule taints and one preferred node affinity score (when
+        those are scored and vary): within a group the normalised TaintToleration and
+        NodeAffinity scores are one, whatever the maxima over the feasible rows. The tree is
+        ordered by group (rows ascending within one) and holds the local scores of the
+        feasible rows no per-row term counts a pod on (the rest -1); those special rows are
+        listed."""
+        cdef Py_ssize_t key = self._group_key(c), n, g, j
+        cdef bint now
+        if key < -1 or not self._group_order(
+            s,
+            c,
+            key,
+            self.w_taint != 0 and self.taint_any[self.c_taint[c]],
+            self.w_aff != 0 and self.aff_any[self.c_aff[c]],
+        ):
+            return
+        for g in range(self.s_ng[s]):
+            self.s_gfz[s, g] = 0
+        # what _group_row keeps, from _rebuild's s_feas / s_local: the special rows (_special)
+        # from the per-row terms' counters, then the groups' counts and the tree
+        self.s_nspec[s] = 0
+        memset(&self.s_special[s, 0], 0, self.rows * sizeof(uint8_t))
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            if self.k_host[j]:
+                self._mark_special(s, self.k_counter[j])
+        for j in range(self.c_a_off[c], self.c_a_off[c + 1]):
+            if self.key_unique[self.a_key[j]]:
+                self._mark_special(s, self.a_counter[j])
+        for n in range(self.rows):
+            now = self.s_feas[s, n] and not (self.s_special[s, n] & 1)
+            if now:
+                self.s_gfz[s, self.s_rowgrp[s, n]] += 1
+            self.s_tree[s, self.s_perm[s, n] + self.leaves] = self.s_local[s, n] if now else NEG
+        self._tree_build(s)
+        self.s_grouped[s] = 1
+
+    cdef bint _group_order(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t key, bint tg,
+                           bint ag) noexcept nogil:
+        """_group_layout's checks and order of slot s for class c (zone-like key ``key``;
+        tg / ag: taint counts / affinity scores split groups); False, the slot untouched,
+        when the class cannot be placed by group."""
+        cdef Py_ssize_t nd, n, d, g, pos, i, j, nt = 1, na = 1
+        cdef Py_ssize_t st = self.c_static[c], ti, ai, ng
+        cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
+        cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
+        cdef int64_t tval[TAINT_TABLE]
+        cdef int64_t aval[MAX_AFF_VALUES]
+        cdef int32_t tidx[TAINT_TABLE]
+        for i in range(TAINT_TABLE):
+            tidx[i] = -1
+        nt = 0 if tg else 1
+        na = 0 if ag else 1
+        tval[0] = 0
+        aval[0] = 0
+        for i in range(self.static_off[st], self.static_off[st + 1]):
+            n = self.static_rows[i]
+            for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+                if self.dom[self.k_key[j], n] < 0:
+                    return False
+            for j in range(self.c_a_off[c], self.c_a_off[c + 1]):
+                if self.dom[self.a_key[j], n] < 0:
+                    return False
+            if tg:
+                if taints[n] < 0 or taints[n] >= TAINT_TABLE:
+                    return False
+                if tidx[taints[n]] < 0:
+                    tidx[taints[n]] = 0
+                    nt += 1
+            if ag:
+                for ai in range(na):
+                    if aval[ai] == aff[n]:
+                        break
+                else:
+                    if na == MAX_AFF_VALUES:
+                        return False
+                    aval[na] = aff[n]
+                    na += 1
+        if tg:  # taint counts in ascending order
+            nt = 0
+            for i in range(TAINT_TABLE):
+                if tidx[i] >= 0:
+                    tidx[i] = <int32_t>nt
+                    tval[nt] = i
+                    nt += 1
+            nt = max(nt, 1)
+        na = max(na, 1)
+        nd = self.ndom[key] if key >= 0 else 0
+        ng = (nd + 1) * nt * na
+        if ng > MAX_GROUPS:
+            return False
+        self.s_ng[s] = ng
+        for g in range(ng + 1):
+            self.s_ggs[s, g] = 0
+        for g in range(ng):
+            self.s_gzone[s, g] = <int32_t>(g // (nt * na))
+            self.s_gtv[s, g] = tval[(g // na) % nt]
+            self.s_gav[s, g] = aval[g % na]
+        for n in range(self.rows):
+            d = self.dom[key, n] if key >= 0 else -1
+            ti = 0
+            if tg and 0 <= taints[n] < TAINT_TABLE and tidx[taints[n]] >= 0:
+                ti = tidx[taints[n]]
+            ai = 0
+            if ag:
+                for j in range(na):
+                    if aval[j] == aff[n]:
+                        ai = j
+                        break
+            g = ((d if d >= 0 else nd) * nt + ti) * na + ai
+            self.s_rowgrp[s, n] = <uint8_t>g
+            self.s_ggs[s, g + 1] += 1
+        for g in range(ng):
+            self.s_ggs[s, g + 1] += self.s_ggs[s, g]
+        for n in range(self.rows):  # rows ascending within a group
+            g = self.s_rowgrp[s, n]
+            pos = self.s_ggs[s, g]
+            self.s_ggs[s, g] = <int32_t>(pos + 1)
+            self.s_perm[s, n] = <int32_t>pos
+            self.s_iperm[s, pos] = <int32_t>n
+        for g in range(ng, 0, -1):  # the running cursors ended at the next group's start
+            self.s_ggs[s, g] = self.s_ggs[s, g - 1]
+        self.s_ggs[s, 0] = 0
+        return True
+
+    cdef void _mark_special(self, Py_ssize_t s, Py_ssize_t q) noexcept nogil:
+        """Mark and list in grouped slot s the rows counter q counts a pod on."""
+        cdef Py_ssize_t n
+        cdef const int32_t* ctr = &self.counters[q, 0]
+        if self.ctr_total[q] == 0:
+            return
+        for n in range(self.rows):
+            if ctr[n] != 0 and not self.s_special[s, n]:
+                self.s_spec[s, self.s_nspec[s]] = <int32_t>n
+                self.s_nspec[s] += 1
+                self.s_special[s, n] = 3
+
+    cdef void _group_row(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """Bring row n of grouped slot s up to date: feasibility, local score, whether it is
+        special (listed when it becomes so), its group's count of feasible rows that are
+        not, and its tree value (the local score)."""
+        cdef Py_ssize_t g = self.s_rowgrp[s, n]
+        cdef bint was = self.s_feas[s, n] and not (self.s_special[s, n] & 1)
+        cdef bint f = self.static_reason[self.c_static[c], n] == 0 and self._fits(c, n)
+        cdef bint sp = self._special(c, n)
+        cdef bint now = f and not sp
+        self.s_feas[s, n] = f
+        self.s_local[s, n] = self._local(c, n) if f else 0
+        self.s_gfz[s, g] += <int64_t>now - <int64_t>was
+        if sp:
+            if not (self.s_special[s, n] & 2):
+                self.s_spec[s, self.s_nspec[s]] = <int32_t>n
+                self.s_nspec[s] += 1
+            self.s_special[s, n] = 3
+        else:
+            self.s_special[s, n] &= 2
+        self._tree_set(s, self.s_perm[s, n], self.s_local[s, n] if now else NEG)
+
+    cdef Py_ssize_t _place_grouped(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
+        """_place_spread's choice for a grouped slot (_group_layout), without a pass over
+        the rows.
+
+        The feasible rows of a group that no per-row term counts a pod on share the
+        filters' verdict and every score but the local one: one of them (the group's best)
+        stands for them all; the special rows are filtered and scored one by one. The
+        normalisations need the largest taint count and affinity score, the feasible rows'
+        count (the hostname weight), the zones holding one (the zone weight) and the range
+        of raw scores, all over the groups and special rows. Ties go to the first row at or
+        after the cursor in row order, as in _place_spread: within a group, the first row
+        of its best local score from the cursor."""
+        cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1]
+        cdef Py_ssize_t key = self._group_key(c), nd, g, gs, ge, pos, n, d, i, k, z
+        cdef Py_ssize_t ng = self.s_ng[s]
+        cdef Py_ssize_t nf = 0, nfs = 0, zones = 0, nk = 0, best_n = -1, best_dist = 0, dist
+        cdef Py_ssize_t cursor = self.s_cursor[s], lo_p, hi_p, mid
+        cdef bint hard = False, soft = False, ipa_filter = False, ipa_score = False
+        cdef bint hard_empty = False, soft_empty = False, flat, zone_soft = False
+        cdef int64_t hi = 0, lo = -1, ihi = 0, ilo = 0, t, v, best = NEG, mt = 0, ma = 0
+        cdef bint ifirst = True
+        cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
+        cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
+        cdef int64_t rep[MAX_GROUPS]
+        cdef int64_t gmax[MAX_GROUPS]
+        cdef int64_t graw[MAX_GROUPS]
+        cdef int64_t gipa[MAX_GROUPS]
+        cdef uint8_t zhas[MAX_ZONES + 1]
+        nd = self.ndom[key] if key >= 0 else 0
+        self._terms(c, &hard, &soft, &hard_empty, &soft_empty, &ipa_filter, &ipa_score)
+        for j in range(j0, j1):
+            if not self.k_hard[j] and not self.k_host[j]:
+                zone_soft = True
+        for z in range(nd + 1):
+            zhas[z] = 0
+        # groups: the best local score, one row standing for the group
+        for g in range(ng):
+            rep[g] = -1
+            if self.s_gfz[s, g] <= 0:
+                continue
+            gs = self.s_ggs[s, g]
+            ge = self.s_ggs[s, g + 1]
+            gmax[g] = self._tree_max(s, gs, ge)
+            n = self.s_iperm[s, self._tree_first(s, gs, gmax[g])]
+            if self._narrowed(c, n, hard, hard_empty, ipa_filter):
+                continue
+            rep[g] = n
+            zhas[self.s_gzone[s, g]] = 1
+            nf += self.s_gfz[s, g]
+            if self.s_gtv[s, g] > mt:
+                mt = self.s_gtv[s, g]
+            if self.s_gav[s, g] > ma:
+                ma = self.s_gav[s, g]
+        # special rows: drop the ones no longer special, filter the rest one by one
+        k = 0
+        for i in range(self.s_nspec[s]):
+            n = self.s_spec[s, i]
+            if not (self.s_special[s, n] & 1):
+                self.s_special[s, n] = 0
+                continue
+            self.s_spec[s, k] = <int32_t>n
+            k += 1
+            if self.s_feas[s, n] and not self._narrowed(c, n, hard, hard_empty, ipa_filter):
+                self.frows[nfs] = <int32_t>n
+                nfs += 1
+                zhas[self.s_gzone[s, self.s_rowgrp[s, n]]] = 1
+                if self.w_taint != 0 and self.taint_any[self.c_taint[c]] and taints[n] > mt:
+                    mt = taints[n]
+                if self.w_aff != 0 and self.aff_any[self.c_aff[c]] and aff[n] > ma:
+                    ma = aff[n]
+        self.s_nspec[s] = k
+        nf += nfs
+        if nf == 0:
+            return -1
+        if soft and not soft_empty:
+            if zone_soft:
+                self._topo_sync(c)
+            nk = self._soft_rows(c)
+            for z in range(nd):
+                zones += zhas[z]
+            for i in range(nk):  # ks_soft_scores' weights: every feasible row has every key
+                self.kweight[self.ksoft[i].drow] = \
+                    log(<double>((nf if self.ksoft[i].host else zones) + 2))
+            for g in range(ng):
+                if rep[g] >= 0:
+                    v = ks_soft_raw(<int32_t>rep[g], self.ksoft, nk, &self.dcount[0, 0],
+                                    self.dcount.shape[1], &self.kweight[0])
+                    graw[g] = v
+                    hi = v if v > hi else hi
+                    lo = v if lo < 0 or v < lo else lo
+            for i in range(nfs):
+                n = self.frows[i]
+                v = ks_soft_raw(<int32_t>n, self.ksoft, nk, &self.dcount[0, 0],
+                                self.dcount.shape[1], &self.kweight[0])
+                self.rawsp[n] = v
+                hi = v if v > hi else hi
+                lo = v if lo < 0 or v < lo else lo
+        elif soft:  # no pod counted: every row's raw score is the same (flat, 100)
+            for g in range(ng):
+                graw[g] = 0
+            for i in range(nfs):
+                self.rawsp[self.frows[i]] = 0
+        flat = hi == 0 or hi == lo
+        if ipa_score:
+            for g in range(ng):
+                if rep[g] >= 0:
+                    v = self._ipa_raw(c, rep[g])
+                    gipa[g] = v
+                    ihi = v if ifirst or v > ihi else ihi
+                    ilo = v if ifirst or v < ilo else ilo
+                    ifirst = False
+            for i in range(nfs):
+                n = self.frows[i]
+                v = self._ipa_raw(c, n)
+                self.rawipa[n] = v
+                ihi = v if ifirst or v > ihi else ihi
+                ilo = v if ifirst or v < ilo else ilo
+                ifirst = False
+        for g in range(ng):
+            if rep[g] < 0:
+                continue
+            t = gmax[g] + self._norm_terms(self.s_gtv[s, g], mt, self.s_gav[s, g], ma)
+            if soft:
+                t += self.w_spread * ks_spread_norm(graw[g], flat, hi, lo)
+            if ipa_score and ihi > ilo:
+                t += self.w_ipa * ks_ipa_norm(gipa[g], ihi, ilo)
+            if t < best:
+                continue
+            # the group's first row of local score gmax at or after the cursor, else its first
+            gs = self.s_ggs[s, g]
+            ge = self.s_ggs[s, g + 1]
+            lo_p = gs
+            hi_p = ge
+            while lo_p < hi_p:  # rows ascend within a group
+                mid = (lo_p + hi_p) >> 1
+                if self.s_iperm[s, mid] < cursor:
+                    lo_p = mid + 1
+                else:
+                    hi_p = mid
+            pos = -1
+            if lo_p < ge:
+                pos = self._tree_first(s, lo_p, gmax[g])
+                if pos >= ge:
+                    pos = -1
+            if pos < 0:
+                pos = self._tree_first(s, gs, gmax[g])
+            n = self.s_iperm[s, pos]
+            dist = n - cursor if n >= cursor else n - cursor + self.rows
+            if t > best or dist < best_dist:
+                best = t
+                best_n = n
+                best_dist = dist
+        for i in range(nfs):
+            n = self.frows[i]
+            t = self.s_local[s, n] + self._norm_terms(taints[n], mt, aff[n], ma)
+            if soft:
+                t += self.w_spread * ks_spread_norm(self.rawsp[n], flat, hi, lo)
+            if ipa_score and ihi > ilo:
+                t += self.w_ipa * ks_ipa_norm(self.rawipa[n], ihi, ilo)
+            if t < best:
+                continue
+            dist = n - cursor if n >= cursor else n - cursor + self.rows
+            if t > best or dist < best_dist:
+                best = t
+                best_n = n
+                best_dist = dist
+        score[0] = best
+        return best_n
+
+    cdef inline int64_t _norm_terms(self, int64_t tv, int64_t mt, int64_t av, int64_t ma) noexcept nogil:
+        """The weighted TaintToleration and NodeAffinity scores of a row with tv untolerated
+        PreferNoSchedule taints and preferred affinity score av, the feasible rows' largest
+        being mt and ma (as ks_best_row adds them)."""
+        cdef int64_t t = 0
+        if self.w_taint:
+            t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * tv // mt)
+        if self.w_aff and ma > 0:
+            t += self.w_aff * (MAX_SCORE * av // ma)
+        return t
+
     # ------------------------------------------------------------ InterPodAffinity
     cdef bint _domain(self, Py_ssize_t c) noexcept nogil:
-        """Whether class c picks its node in passes over the rows (spread / inter-pod)."""
+        """Whether class c is a spread / inter-pod class (c_mode 2: _place_spread)."""
         return self.c_mode[c] == 2
 
     cdef void _ipa_prepare(self, Py_ssize_t c) noexcept nogil:
@@ -1704,7 +2227,8 @@ cdef class BurstKernel:
         # The zone path: the zone's spread score joins each row's total.
         feasible = self._scan(c, False, False, False, False, False, &mt, &ma, &hi, &lo)
         feasible = -feasible - 1 if feasible < 0 else feasible
-        self._local_rows(c, feasible)  # rawloc by position in frows
+        if not self._vector():
+            self._local_rows(c, feasible)  # rawloc by position in frows
         key = self.k_key[j]
         nd = self.ndom[key]
         for g in range(nd + 1):

@@ -165,6 +165,20 @@ static void ks_soft_empty(const int32_t *restrict rows, int64_t nf,
     *lo = l;
 }
 
+/* PodTopologySpread's normalised score of raw r over the feasible rows' range hi..lo
+ * (reversed onto 0..100; flat: every counted row scores 100; r -1: not counted, 0). */
+static inline int64_t ks_spread_norm(int64_t r, int flat, int64_t hi, int64_t lo)
+{
+    return r < 0 ? 0 : flat ? 100 : 100 * (hi + lo - r) / hi;
+}
+
+/* InterPodAffinity's normalised score of raw r over the feasible rows' range ilo..ihi
+ * (ihi > ilo; else every row scores 0). */
+static inline int64_t ks_ipa_norm(int64_t r, int64_t ihi, int64_t ilo)
+{
+    return (int64_t)(100.0 * ((double)(r - ilo) / (double)(ihi - ilo)));
+}
+
 /* The best row of rows[0..nf) for one pod: the largest total, ties to the first in the
  * order that starts at position first and wraps around. A row's total is its local score
  * (loc[i] by position when loc_by_pos, else loc[n]) plus the normalised scores:
@@ -194,12 +208,10 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf, int64_t fir
             t += w_taint * (mt == 0 ? 100 : 100 - 100 * taints[n] / mt);
         if (w_aff && ma > 0)
             t += w_aff * (100 * aff[n] / ma);
-        if (rawsp) {
-            int64_t r = rawsp[n];
-            t += w_spread * (r < 0 ? 0 : flat ? 100 : 100 * (hi + lo - r) / hi);
-        }
+        if (rawsp)
+            t += w_spread * ks_spread_norm(rawsp[n], flat, hi, lo);
         if (rawipa && ihi > ilo)
-            t += w_ipa * (int64_t)(100.0 * ((double)(rawipa[n] - ilo) / (double)(ihi - ilo)));
+            t += w_ipa * ks_ipa_norm(rawipa[n], ihi, ilo);
         if (t > best) {
             best = t;
             best_n = n;
@@ -331,6 +343,23 @@ static inline int64_t ks_host_zone_raw(int64_t h, double wh, int64_t skew_h, int
     return ks_round(total);
 }
 
+/* The raw score of row n (having the keys it is scored on) for ks_soft_scores, with the
+ * constraints' weights given: the sum over the keys row n has of count * weight + maxSkew
+ * - 1, rounded (the kernel's grouped path scores a group's rows by one of them). */
+static inline int64_t ks_soft_raw(int32_t n, const ks_soft *k, int64_t nk,
+                                  const int64_t *dcount, int64_t maxdom, const double *weights)
+{
+    double total = 0.0;
+    for (int64_t j = 0; j < nk; j++) {
+        int32_t d = k[j].dom[n];
+        if (d < 0)
+            continue;
+        int64_t v = k[j].host ? k[j].counter[n] : dcount[k[j].drow * maxdom + d];
+        total += (double)v * weights[k[j].drow] + (double)(k[j].skew - 1);
+    }
+    return ks_round(total);
+}
+
 /* PodTopologySpread's raw scores of a pod on its feasible rows rows[0..nf) (nrows rows in
  * all), its nk soft constraints counting pods: per constraint, the domains of the feasible
  * rows that have every key take part (a hostname constraint: each such row), weighted by
@@ -392,15 +421,7 @@ static void ks_soft_scores(const int32_t *restrict rows, int64_t nf,
         int32_t n = rows[i];
         if (rawsp[n] < 0)
             continue;
-        double total = 0.0;
-        for (int64_t j = 0; j < nk; j++) {
-            int32_t d = k[j].dom[n];
-            if (d < 0)
-                continue;
-            int64_t v = k[j].host ? k[j].counter[n] : dcount[k[j].drow * maxdom + d];
-            total += (double)v * weights[k[j].drow] + (double)(k[j].skew - 1);
-        }
-        int64_t v = ks_round(total);
+        int64_t v = ks_soft_raw(n, k, nk, dcount, maxdom, weights);
         rawsp[n] = v;
         h = v > h ? v : h;
         l = (l < 0 || v < l) ? v : l;

@@ -51,6 +51,16 @@ TAINTS = (
 IMAGES = ("registry/app:1", "registry/db:2", "registry/big:3")
 
 
+def state_of(fleet, bound):
+    """A ClusterState of the nodes and the pods bound to them."""
+    state = ClusterState()
+    for node in fleet:
+        state.add_node(node)
+    for pod in bound:
+        state.add_pod(pod)
+    return state
+
+
 @st.composite
 def nodes(draw):
     count = draw(st.integers(1, 7))
@@ -462,12 +472,7 @@ def test_a_pod_with_more_than_64_soft_constraints_is_scored_on_all_of_them():
         }
         for i in range(6)
     ]
-    state = ClusterState()
-    for node in fleet:
-        state.add_node(node)
-    for pod in bound:
-        state.add_pod(pod)
-    result = plan(state, burst)
+    result = plan(state_of(fleet, bound), burst)
 
     choose = kernel_choices(result, burst)
     expected = ReferenceScheduler(fleet, bound).place_burst(burst, choose=choose)
@@ -580,3 +585,144 @@ def test_domain_counts_kept_across_a_class_follow_other_classes_and_rollbacks(no
             burst += [pod(f"g{i}-{k}", "100m", gang) for k in range(3)]
             burst.append(pod(f"g{i}-3", "64", gang))
     assert_plan_matches_reference(fleet, burst)
+
+
+def test_spread_and_inter_pod_classes_placed_by_group_match_the_reference(monkeypatch):
+    """Classes with hard and soft spread constraints and inter-pod terms on the hostname
+    and the zone, on nodes with untolerated PreferNoSchedule taints and preferred node
+    affinity, some already holding matching pods: the kernel places their pods by (zone,
+    taints, affinity score) group and scores only the rows holding counted pods one by
+    one; every choice is the reference's, with its score, and among equal best nodes the
+    first at or after the class's previous choice in row order (as the passes over the
+    rows take it)."""
+    zone = "topology.kubernetes.io/zone"
+    host = "kubernetes.io/hostname"
+    fleet = []
+    for i in range(48):
+        labels = {host: f"n{i}", zone: "abcd"[i % 4]}
+        if i % 3 == 0:
+            labels["tier"] = "fast"
+        spec = {"taints": [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]}
+        fleet.append(
+            {
+                "metadata": {"name": f"n{i}", "labels": labels},
+                "spec": spec if i % 5 == 0 else {},
+                "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"}},
+            }
+        )
+    row = {node["metadata"]["name"]: i for i, node in enumerate(fleet)}
+
+    def selector(app):
+        return {"matchLabels": {"app": app}}
+
+    def spread(app, key, how, skew=1):
+        return {
+            "maxSkew": skew,
+            "topologyKey": key,
+            "whenUnsatisfiable": how,
+            "labelSelector": selector(app),
+        }
+
+    def term(app, key):
+        return {"labelSelector": selector(app), "topologyKey": key}
+
+    fast = {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 30,
+                "preference": {
+                    "matchExpressions": [{"key": "tier", "operator": "In", "values": ["fast"]}]
+                },
+            }
+        ]
+    }
+    specs = {
+        "web": {
+            "topologySpreadConstraints": [spread("web", zone, "DoNotSchedule")],
+            "affinity": {
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 100, "podAffinityTerm": term("web", host)}
+                    ]
+                },
+                "nodeAffinity": fast,
+            },
+        },
+        "db": {
+            "topologySpreadConstraints": [
+                spread("db", host, "ScheduleAnyway"),
+                spread("db", zone, "ScheduleAnyway"),
+            ],
+            "affinity": {
+                "podAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 50, "podAffinityTerm": term("web", zone)}
+                    ]
+                }
+            },
+        },
+        "cache": {
+            "topologySpreadConstraints": [spread("cache", host, "DoNotSchedule", 2)],
+            "affinity": {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [term("cache", host)]
+                }
+            },
+        },
+        "api": {
+            "affinity": {
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 100, "podAffinityTerm": term("api", host)}
+                    ]
+                }
+            }
+        },
+    }
+
+    def pod(name, app, cpu, node=None):
+        container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
+        spec = {"containers": [container], **specs[app]}
+        if node is not None:
+            spec["nodeName"] = node
+        return {
+            "metadata": {"name": name, "namespace": "ns", "labels": {"app": app}},
+            "spec": spec,
+        }
+
+    bound = [
+        pod(f"old-{app}-{k}", app, "500m", f"n{(7 * k + j) % 48}")
+        for j, app in enumerate(specs)
+        for k in range(3)
+    ]
+    burst = [
+        pod(f"{app}-{k}", app, "300m" if app != "db" else "700m")
+        for app in specs
+        for k in range(50 if app == "cache" else 20)  # more cache pods than nodes
+    ]
+    kernels = []
+    kernel_class = place.BurstKernel
+
+    def recorded(*args):
+        kernels.append(kernel_class(*args))
+        return kernels[-1]
+
+    monkeypatch.setattr(place, "BurstKernel", recorded)
+    result = plan(state_of(fleet, bound), burst)
+    assert sum(k.grouped_pods for k in kernels) >= 60
+    check = kernel_choices(result, burst)
+    cursor: dict[str, int] = {}
+
+    def choose(ref_result):
+        node = check(ref_result)
+        app = ref_result.pod.split("/")[1].rsplit("-", 1)[0]
+        start = cursor.get(app, 0)
+        best = sorted(row[n] for n in ref_result.best_nodes)
+        after = [r for r in best if r >= start]
+        assert row[node] == (after or best)[0], (ref_result.pod, node, best, start)
+        cursor[app] = row[node] + 1
+        return node
+
+    expected = ReferenceScheduler(fleet, bound).place_burst(burst, choose=choose)
+    assert_same_outcomes(result, expected)
+    assert result.placed < len(burst)  # the failures' reasons are compared too
