@@ -381,7 +381,8 @@ class Scheduler:
             # Bound, by us or anyone: counted in the state, no longer pending. An update
             # that changes nothing the state counts (a status report) is not recounted.
             if old is None or not old.spec.node_name or not same_for_state(old, pod):
-                self.cache.bound_pod(to_api_dict(pod))
+                finished = pod.status.phase in ("Succeeded", "Failed")
+                self.cache.bound(key, pod.spec.node_name, finished, lambda: to_api_dict(pod))
             self.queue.delete(key)
             if old is None or not old.spec.node_name:
                 self.queue.on_event(ASSIGNED_POD_ADD, None, pod)

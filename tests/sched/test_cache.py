@@ -70,6 +70,27 @@ def test_a_confirmed_assumed_pod_is_counted_once_as_bound():
     assert pods_on(cache, "a") == 1
 
 
+def test_confirming_our_own_binding_needs_no_api_dict_and_a_move_asks_for_one():
+    cache = SchedulerCache()
+    cache.add_node(node("a"))
+    cache.add_node(node("b"))
+    placed = assume(cache, pod("web"))
+    cache.finish_binding("uid-web")
+
+    def unneeded() -> dict:
+        raise AssertionError("a confirmation converted the pod")
+
+    cache.bound("uid-web", placed, False, unneeded)
+    assert not cache.state.pods["uid-web"].assumed
+    other = "b" if placed == "a" else "a"
+    asked = []
+    cache.bound("uid-web", other, False, lambda: asked.append(1) or pod("web", other))
+    assert asked == [1]
+    assert (pods_on(cache, other), pods_on(cache, placed)) == (1, 0)
+    cache.bound("uid-web", other, True, unneeded)  # finished: it holds nothing
+    assert pods_on(cache, other) == 0
+
+
 def test_a_pod_the_watch_shows_on_another_node_moves_there():
     cache = SchedulerCache()
     cache.add_node(node("a"))
