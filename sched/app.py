@@ -48,7 +48,7 @@ from aiohttp import web
 from kubesalvo.core.plugins import group_priority, names
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import QosAwareArgs
-from kubesalvo.sched.cache import SchedulerCache, same_for_state
+from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
@@ -380,9 +380,7 @@ class Scheduler:
         if pod.spec.node_name:
             # Bound, by us or anyone: counted in the state, no longer pending. An update
             # that changes nothing the state counts (a status report) is not recounted.
-            if old is None or not old.spec.node_name or not same_for_state(old, pod):
-                finished = pod.status.phase in ("Succeeded", "Failed")
-                self.cache.bound(key, pod.spec.node_name, finished, lambda: to_api_dict(pod))
+            self.cache.seen_bound(old, pod)
             self.queue.delete(key)
             if old is None or not old.spec.node_name:
                 self.queue.on_event(ASSIGNED_POD_ADD, None, pod)

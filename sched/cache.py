@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubesalvo.core.state import ClusterState, pod_key
-from kubesalvo.sched.informers.models import Pod
+from kubesalvo.sched.informers.models import Pod, to_api_dict
 
 __all__ = ["Assumed", "SchedulerCache", "same_for_state"]
 
@@ -52,11 +52,11 @@ class Assumed:
     deadline: float | None = None
 
 
+FINISHED_PHASES = ("Succeeded", "Failed")
+
+
 def _finished(pod: Object) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-_FINISHED = ("Succeeded", "Failed")
+    return (pod.get("status") or {}).get("phase") in FINISHED_PHASES
 
 
 def _resize_reason(pod: Pod) -> str | None:
@@ -80,7 +80,7 @@ def same_for_state(old: Pod, new: Pod) -> bool:
         and old_meta.labels == new_meta.labels
         and old_meta.namespace == new_meta.namespace
         and (old_meta.deletion_timestamp is None) == (new_meta.deletion_timestamp is None)
-        and (old.status.phase in _FINISHED) == (new.status.phase in _FINISHED)
+        and (old.status.phase in FINISHED_PHASES) == (new.status.phase in FINISHED_PHASES)
         and _reported(old) == _reported(new)
         and _resize_reason(old) == _resize_reason(new)
     )
@@ -181,6 +181,20 @@ class SchedulerCache:
     def bound_pod(self, pod: Object) -> None:
         """The watch shows a pod with ``spec.nodeName`` (added, changed or confirmed)."""
         self.bound(pod_key(pod), pod["spec"]["nodeName"], _finished(pod), lambda: pod)
+
+    def seen_bound(self, old: Pod | None, pod: Pod) -> None:
+        """The watch shows the informer object ``pod`` on a node (``old``: the version seen
+        before, if any). An update that changes nothing the state counts of a pod already on
+        its node is skipped (``same_for_state``: most are status reports), and the API dict
+        is made only when the state counts the pod anew (see ``bound``)."""
+        if old is not None and old.spec.node_name and same_for_state(old, pod):
+            return
+        self.bound(
+            pod.metadata.uid or pod_key(to_api_dict(pod)),
+            pod.spec.node_name,
+            pod.status.phase in FINISHED_PHASES,
+            lambda: to_api_dict(pod),
+        )
 
     def bound(self, key: str, node: str, finished: bool, pod: Callable[[], Object]) -> None:
         """The watch shows pod ``key`` on ``node``; ``pod`` gives its API dict, asked for

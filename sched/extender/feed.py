@@ -162,9 +162,9 @@ class NodeFeed:
             for agent in self.agents:
                 agent.on_pod(self.state, pod, None, live)
             return
-        if pod.spec.node_name:
-            self.cache.bound_pod(to_api_dict(pod))
         old = change.old if change.type != ADDED else None
+        if pod.spec.node_name:
+            self.cache.seen_bound(old, pod)
         for agent in self.agents:
             agent.on_pod(self.state, old, pod, live)
 

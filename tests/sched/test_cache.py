@@ -335,3 +335,18 @@ def test_an_update_that_keeps_what_the_state_counts_is_told_apart_from_one_that_
             same_pairs.add(frozenset((a, b)))
             assert counted[a] == counted[b], (a, b)
     assert same_pairs == {frozenset(("pending", "running (a status report)"))}
+
+
+def test_a_status_report_of_a_bound_pod_is_skipped_and_a_relabel_counted():
+    cache = SchedulerCache()
+    cache.add_node(node("n1"))
+    pending = msgspec.convert(_bound(**_VARIANTS["pending"]), Pod)
+    cache.seen_bound(None, pending)
+    record = cache.state.pod_record("uid-web")
+    running = msgspec.convert(_bound(**_VARIANTS["running (a status report)"]), Pod)
+    cache.seen_bound(pending, running)
+    assert cache.state.pod_record("uid-web") is record  # not counted anew
+    relabelled = msgspec.convert(_bound(**_VARIANTS["relabelled"]), Pod)
+    cache.seen_bound(running, relabelled)
+    assert cache.state.pod_record("uid-web").labels == (("app", "b"),)
+    assert _counted(_bound(**_VARIANTS["relabelled"]))[-1] == cache.state.requested[0].tolist()
