@@ -30,7 +30,8 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,10 @@ def _run_one(
     creating = _creator(options, plan, through, pods, rate)
     sampler = Sampler({**{c: cp.pids[c] for c in CONTROL_PLANE}, BENCH: os.getpid()})
     launched: list[contenders.Contender] = []
+    # The contender dies with the thread that started it (die_with_parent), so in backlog
+    # mode, where the measurement starts it, it is started on a thread that lives until
+    # it has been stopped (and its /metrics saved), not on the measurement's own.
+    starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contender")
 
     def launch() -> None:
         say(f"{name}: starting")
@@ -255,6 +260,9 @@ def _run_one(
         launched.append(contender)
         _sample(sampler, contender)
         say(f"{name}: ready after {contender.startup_seconds:.1f}s")
+
+    def launch_from_starter() -> Awaitable[None]:
+        return asyncio.wrap_future(starter.submit(launch))
 
     sampler.start()
     try:
@@ -269,7 +277,7 @@ def _run_one(
                 creating,
                 selector,
                 options,
-                launch if mode == BACKLOG else None,
+                launch_from_starter if mode == BACKLOG else None,
                 say,
                 f"{name} at {rate:,.1f}/s" if rate else name,
             ),
@@ -279,6 +287,7 @@ def _run_one(
         sampler.stop()
         for contender in launched:
             _stop(contender, options)
+        starter.shutdown()
     (contender,) = launched
     bound, clock = measured.bound, measured.clock
     end = max((t for t, _ in bound.values()), default=clock)
@@ -469,7 +478,7 @@ async def _measure(
     creating: Creating,
     selector: str,
     options: Options,
-    launch: Callable[[], None] | None,
+    launch: Callable[[], Awaitable[None]] | None,
     say: Say,
     label: str,
 ) -> Measured:
@@ -492,8 +501,7 @@ async def _measure(
                 await _all_seen(watch, total, options.timeout)
                 say(f"{total} pods created in {time.monotonic() - created.first:.1f}s")
                 clock = time.monotonic()
-                # The contender's start waits on its own event loop, so it runs in a thread.
-                await asyncio.to_thread(launch)
+                await launch()  # on a thread of its own (its start waits on its own loop)
             outcome = await wait_bound(
                 watch, total, creation, watching, options.settle, options.timeout
             )
