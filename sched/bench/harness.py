@@ -32,13 +32,13 @@ import shutil
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.synthetic import Scenario
-from kubesalvo.sched.bench import contenders, feasibility, hpa, openloop, rollout
+from kubesalvo.sched.bench import apitraffic, contenders, feasibility, hpa, openloop, rollout
 from kubesalvo.sched.bench.podwatch import (
     BindWatch,
     Created,
@@ -442,6 +442,9 @@ class Measured:
     outcome: str
     clock: float  # when the run's clock started (time.monotonic())
     lag: list[float]  # open loop: each send's lag behind its due time
+    # The API server's counters just before the clock and just after the last bind.
+    api_before: dict[str, float] = field(default_factory=dict)
+    api_after: dict[str, float] = field(default_factory=dict)
 
 
 Creating = Callable[[ApiClient, Created, list[float]], Coroutine[Any, Any, None]]
@@ -492,6 +495,8 @@ async def _measure(
     reporting = asyncio.create_task(_report_progress(options, label, watch, created, total))
     try:
         await watch.listed.wait()
+        await _settle(client, options, say)
+        api_before = await apitraffic.scrape(client)
         clock = time.monotonic()
         creation = asyncio.create_task(creating(client, created, lag))
         churning = asyncio.create_task(_churn(client, watch, options.lifetime))
@@ -500,11 +505,14 @@ async def _measure(
                 await creation
                 await _all_seen(watch, total, options.timeout)
                 say(f"{total} pods created in {time.monotonic() - created.first:.1f}s")
+                await _settle(client, options, say)
+                api_before = await apitraffic.scrape(client)
                 clock = time.monotonic()
                 await launch()  # on a thread of its own (its start waits on its own loop)
             outcome = await wait_bound(
                 watch, total, creation, watching, options.settle, options.timeout
             )
+            api_after = await apitraffic.scrape(client)
         finally:
             # Creation only still runs after a timeout or a failed start.
             for task in (creation, churning):
@@ -523,7 +531,23 @@ async def _measure(
         created.last = max(created.last, *created.answered.values())
     reconnects = ", ".join(f"{n} {why}" for why, n in watch.rewatches.items()) or "none"
     say(f"measuring watch: reconnects {reconnects}; {watch.relists} relists after 410 Gone")
-    return Measured(created, dict(watch.bound), outcome, clock, lag)
+    return Measured(created, dict(watch.bound), outcome, clock, lag, api_before, api_after)
+
+
+# The longest wait for the API server to settle before a clock starts.
+SETTLE_TIMEOUT = 120.0
+
+
+async def _settle(client: ApiClient, options: Options, say: Say) -> None:
+    """Waits until the API server serves next to no writes (apitraffic.wait_quiet): the
+    garbage collector's deletes of the last run's pods and the controllers' events about
+    this run's creation would otherwise land in the window of whichever contender comes
+    next, and cost it the API server's CPU."""
+    settled, waited = await apitraffic.wait_quiet(client, min(options.timeout, SETTLE_TIMEOUT))
+    if not settled:
+        say(f"the API server still served writes after {waited:.0f}s; starting anyway")
+    elif waited > 3:
+        say(f"the API server settled in {waited:.0f}s")
 
 
 async def _all_seen(watch: BindWatch, total: int, timeout: float) -> None:
@@ -629,4 +653,5 @@ def _result(
         else [],
         bind_times=bind_times,
         latencies=sorted(round(value, 4) for value in latencies),
+        api_traffic=apitraffic.per_pod(measured.api_before, measured.api_after, len(bind_times)),
     )

@@ -142,6 +142,7 @@ def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
         ("scheduler start (informers synced)", [f"{r.startup_seconds:.1f}s" for r in result.runs])
     )
     rows.append(("placements", [_check(r) for r in result.runs]))
+    rows += _traffic_rows(result)
     others = ["kube_scheduler", "raw_bind"]
     if any(run.scheduler == "raw-bind-events" for run in result.runs):
         others.append("raw_bind_events")
@@ -159,6 +160,20 @@ def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
             cells.append(f"{pps or 0:.2f} / {p99 or 0:.2f}" if ratios else "")
         rows.append((f"vs {other.replace('_', '-')}: pods/s / p99", cells))
     return rows
+
+
+def _traffic_rows(result: BenchResult, most: int = 8) -> list[tuple[str, list[str]]]:
+    """The API server's requests and watch events per pod (bench.apitraffic), the
+    ``most`` largest over the runs, in one row each."""
+    largest: dict[str, float] = {}
+    for run in result.runs:
+        for key, value in run.api_traffic.items():
+            largest[key] = max(largest.get(key, 0.0), value)
+    keys = sorted(largest, key=lambda key: (-largest[key], key))[:most]
+    return [
+        (f"API per pod: {key}", [f"{r.api_traffic.get(key, 0.0):.2f}" for r in result.runs])
+        for key in keys
+    ]
 
 
 def _caption(result: BenchResult) -> str:

@@ -64,6 +64,9 @@ class RunResult:
     autoscaling: list[dict[str, Any]] = field(default_factory=list)
     # (seconds since the clock started when bound, that pod's latency), in bind order.
     bind_latencies: list[tuple[float, float]] = field(default_factory=list)
+    # What the API server served over the window, per bound pod: requests by "VERB
+    # resource" and watch events sent by resource (bench.apitraffic).
+    api_traffic: dict[str, float] = field(default_factory=dict)
 
     @property
     def pending(self) -> int:

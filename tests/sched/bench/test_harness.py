@@ -215,6 +215,12 @@ def test_backlog_mode_times_each_scheduler_from_its_start(
         assert 0 < run.time_to_first_bind <= run.duration_seconds
         assert run.create_times == []
         assert run.usage["scheduler"].cpu_seconds > 0
+        # What the API server served in the window, from its own counters: one binding
+        # per pod (a retried one would add), and each bind's watch events; the burst's
+        # creation (with its events) came before the clock and its settling.
+        assert 1.0 <= run.api_traffic["POST pods/binding"] < 1.1, run.api_traffic
+        assert run.api_traffic["watch events: pods"] >= 1.0
+        assert "POST pods" not in run.api_traffic
     assert [run.scheduler for run in result.runs] == list(BACKLOG_SCHEDULERS)
 
 
