@@ -1,5 +1,7 @@
 """Pod requests, non-zero scoring requests, node allocatable and host ports."""
 
+import pytest
+
 from kubesalvo.core.resources import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
@@ -175,6 +177,18 @@ def test_node_allocatable_includes_pods_and_scalars():
         "nvidia.com/gpu": 8,
     }
     assert node_allocatable({"metadata": {"name": "bare"}})["pods"] == 0
+
+
+def test_node_allocatable_of_a_shape_seen_before_is_the_same_and_its_own():
+    # Each distinct allocatable is worked out once; every node gets its own dict.
+    shape = {"cpu": "7910m", "memory": "30Gi", "pods": "58"}
+    first = node_allocatable({"status": {"allocatable": dict(shape)}})
+    first["cpu"] = 0
+    again = node_allocatable({"status": {"allocatable": dict(reversed(shape.items()))}})
+    assert again == {"cpu": 7910, "memory": 30 * 1024 * MI, "ephemeral-storage": 0, "pods": 58}
+    # Values that cannot be a cache key are still read (and judged) as quantities.
+    with pytest.raises(ValueError):
+        node_allocatable({"status": {"allocatable": {"cpu": ["4"]}}})
 
 
 def test_host_ports_of_containers_and_sidecars_with_defaults():
