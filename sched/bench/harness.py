@@ -97,6 +97,8 @@ class Options:
     keep: bool = False
     die_with_parent: bool = False
     mode: str = STREAM
+    # A control plane of its own for each contender (stream, backlog and single-rate runs).
+    fresh: bool = False
     command: str = ""
     # Where each contender's log is copied (the control plane's folder is removed).
     logs: Path | None = None
@@ -144,11 +146,7 @@ def run(options: Options, say: Say) -> BenchResult:
         say(f"building the control-plane binaries of Kubernetes {versions.kubernetes}")
         bin_dir = build.build(kubernetes=options.kubernetes)
     say(f"starting a control plane in {options.dir}")
-    cp = asyncio.run(
-        controlplane.start(
-            options.dir, bin_dir, progress=say, die_with_parent=options.die_with_parent
-        )
-    )
+    cp = _start(options, bin_dir, say)
     try:
         result.control_plane = _describe(cp)
         base = generate(scenario, options.schedulers[0])
@@ -182,7 +180,9 @@ def run(options: Options, say: Say) -> BenchResult:
                 result.runs.append(_run_hpa(cp, name, options, say))
         else:
             mode = RATE if options.rate else options.mode
-            for name in options.schedulers:
+            for index, name in enumerate(options.schedulers):
+                if options.fresh and index > 0:
+                    cp = _fresh_control_plane(cp, bin_dir, base, options, say, result.runs[-1])
                 result.runs.append(_run_one(cp, name, options, say, mode, options.rate))
     finally:
         if options.logs is not None and cp.log("kube-apiserver").exists():
@@ -193,6 +193,31 @@ def run(options: Options, say: Say) -> BenchResult:
         else:
             controlplane.stop(cp.dir)
     return result
+
+
+def _start(options: Options, bin_dir: Path, say: Say) -> ControlPlane:
+    return asyncio.run(
+        controlplane.start(
+            options.dir, bin_dir, progress=say, die_with_parent=options.die_with_parent
+        )
+    )
+
+
+def _fresh_control_plane(
+    cp: ControlPlane, bin_dir: Path, base: Snapshot, options: Options, say: Say, last: RunResult
+) -> ControlPlane:
+    """Stops ``cp`` (keeping its API server's log as kube-apiserver-<last contender>.log)
+    and starts another in its folder with the same nodes, for the next contender."""
+    if options.logs is not None and cp.log("kube-apiserver").exists():
+        options.logs.mkdir(parents=True, exist_ok=True)
+        saved = options.logs / f"kube-apiserver-{last.scheduler}.log"
+        shutil.copyfile(cp.log("kube-apiserver"), saved)
+    controlplane.stop(cp.dir)
+    say(f"starting a fresh control plane in {options.dir}")
+    cp = _start(options, bin_dir, say)
+    say(f"creating {len(base.nodes)} nodes and waiting until kwok makes them Ready")
+    cp.call(lambda client: _populate(client, base, options.timeout), nodes.NODE_CONCURRENCY)
+    return cp
 
 
 def _describe(cp: ControlPlane) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from kubesalvo.sched.cli import main
         ("--duration=-3", "--duration -3.0: give a positive number"),
         ("--rate=5 --mode=backlog", "--mode backlog does not apply"),
         ("--rate=5 --workload=basic", "basic creates deployments"),
+        ("--fresh --rates=50%", "--fresh applies to stream, backlog and --rate runs"),
+        ("--fresh --workload=hpa", "--fresh applies to stream, backlog and --rate runs"),
     ],
 )
 def test_bad_arguments_exit_2_with_the_reason(

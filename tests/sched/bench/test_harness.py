@@ -69,8 +69,8 @@ def bench(
 @pytest.fixture(scope="module")
 def backlog(tmp_path_factory: pytest.TempPathFactory) -> tuple[BenchResult, Path]:
     """kubesalvo, kube-scheduler, kube-scheduler with kubesalvo as its extender and
-    raw-bind-events in backlog mode: each started with all 200 pods waiting; the results
-    folder's logs."""
+    raw-bind-events in backlog mode, each on a fresh control plane with all 200 pods
+    waiting; the results folder's logs."""
     _require_binaries()
     out = tmp_path_factory.mktemp("backlog")
     options = harness.Options(
@@ -80,6 +80,7 @@ def backlog(tmp_path_factory: pytest.TempPathFactory) -> tuple[BenchResult, Path
         settle=30.0,
         timeout=300.0,
         mode=harness.BACKLOG,
+        fresh=True,
         die_with_parent=True,
         logs=out / "logs",
     )
@@ -171,6 +172,19 @@ def test_kubesalvos_metrics_are_saved_when_it_stops(bench: tuple[BenchResult, Pa
     # Its histograms say where a run's latency went (queue to bound, attempts, requests).
     _, out, _ = bench
     assert _bound_at_first_attempt(out / "logs") == 200  # every pod of tiny.yaml
+
+
+def test_with_fresh_each_contender_has_a_control_plane_of_its_own(
+    backlog: tuple[BenchResult, Path],
+) -> None:
+    # Each earlier one's API server log is kept under its contender's name, the last one's
+    # as usual; each started with the scenario's nodes (every run bound its burst).
+    result, logs = backlog
+    names = [run.scheduler for run in result.runs]
+    for name in names[:-1]:
+        assert "Serving securely" in (logs / f"kube-apiserver-{name}.log").read_text()
+    assert not (logs / f"kube-apiserver-{names[-1]}.log").exists()
+    assert (logs / "kube-apiserver.log").is_file()
 
 
 def test_kubesalvos_metrics_are_saved_in_backlog_mode_too(
