@@ -78,7 +78,7 @@ from kubesalvo.sched.informers.models import (
 )
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
-from kubesalvo.sched.metrics import SchedulerMetrics
+from kubesalvo.sched.metrics import InformerCollector, SchedulerMetrics
 from kubesalvo.sched.qos import OWNER_KINDS, QosCollector, QosTable
 from kubesalvo.sched.queue import (
     ASSIGNED_POD_ADD,
@@ -195,6 +195,7 @@ class Scheduler:
                 )
                 self.workload_informers.append(informer)
             self.informers.extend(self.workload_informers)
+        self.metrics.registry.register(InformerCollector(self._informer_requests))
         self.servers: list[HealthServer] = health_servers(
             self.metrics, serving or ServingOptions(), client
         )
@@ -214,6 +215,10 @@ class Scheduler:
         self.qos: QosTable | None = None
         self._setup_qos(config)
         self._stop = asyncio.Event()
+
+    def _informer_requests(self) -> list[tuple[str, int, int]]:
+        """(resource, lists, watches) of each informer, for /metrics."""
+        return [(i.resource.plural, i.state.lists, i.state.watches) for i in self.informers]
 
     def _setup_qos(self, config: SchedulerConfig) -> None:
         """QosAware's live table, when a profile enables it: fed by the pod handler and

@@ -384,6 +384,10 @@ def test_2000_mixed_pods_onto_500_nodes_are_bound_once_and_feasibly(
         # Exactly once: every successful bind the scheduler made is one pod bound now.
         assert process.metric("kubesalvo_binds_total", result="bound") == len(bound)
         assert process.metric("kubesalvo_binds_total", result="forgotten") == 0
+        # Each informer listed once and watches since (a watch the server closes adds one).
+        for resource in ("pods", "nodes", "namespaces"):
+            assert process.metric("kubesalvo_informer_lists_total", resource=resource) == 1
+            assert process.metric("kubesalvo_informer_watches_total", resource=resource) >= 1
         workload = Counter(p["metadata"]["labels"]["kubesalvo.io/workload"] for p in unbound)
         assert all(
             p["metadata"]["labels"]["kubesalvo.io/workload"] != "unschedulable" for p in bound

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubesalvo.sched.metrics import SchedulerMetrics, exponential_buckets
+from kubesalvo.sched.metrics import InformerCollector, SchedulerMetrics, exponential_buckets
 
 
 def families(metrics: SchedulerMetrics) -> dict[str, object]:
@@ -72,3 +72,21 @@ def test_two_schedulers_in_one_process_have_separate_metrics():
     first.observe_burst(pods=100, kernel_seconds=0.01)
     assert b"kubesalvo_burst_size_count 1.0" in first.render()
     assert b"kubesalvo_burst_size_count 0.0" in second.render()
+
+
+def test_informer_requests_are_read_at_each_scrape():
+    metrics = SchedulerMetrics()
+    counts = {"pods": (1, 1), "nodes": (1, 1)}
+    metrics.registry.register(InformerCollector(lambda: [(r, *c) for r, c in counts.items()]))
+    counts["pods"] = (2, 7)  # a 410 Gone relisted it; the server closed watches
+    samples = {
+        (s.name, s.labels["resource"]): s.value
+        for name in ("kubesalvo_informer_lists", "kubesalvo_informer_watches")
+        for s in families(metrics)[name].samples
+    }
+    assert samples == {
+        ("kubesalvo_informer_lists_total", "pods"): 2.0,
+        ("kubesalvo_informer_lists_total", "nodes"): 1.0,
+        ("kubesalvo_informer_watches_total", "pods"): 7.0,
+        ("kubesalvo_informer_watches_total", "nodes"): 1.0,
+    }
