@@ -19,6 +19,8 @@ from kubesalvo.sched.cluster.api import ApiClient, ApiError
 
 REQUESTS = "apiserver_request_total"
 WATCH_EVENTS = "apiserver_watch_events_total"
+# Watchers the watch cache closed because their buffer stayed full (they resume).
+TERMINATED = "apiserver_terminated_watchers_total"
 # Per-pod figures below this are left out (a handful of requests in the whole run).
 SMALLEST = 0.01
 
@@ -37,10 +39,11 @@ async def scrape(client: ApiClient) -> dict[str, float]:
 
 def counts(text: str) -> dict[str, float]:
     """Prometheus text -> {"VERB resource[/subresource]": requests, "watch events:
-    resource": events}, summed over the other labels (codes, groups, scopes)."""
+    resource": events, "terminated watchers: resource": watchers}, summed over the other
+    labels (codes, groups, scopes)."""
     totals: dict[str, float] = {}
     for line in text.splitlines():
-        if not line.startswith((REQUESTS + "{", WATCH_EVENTS + "{")):
+        if not line.startswith((REQUESTS + "{", WATCH_EVENTS + "{", TERMINATED + "{")):
             continue
         match = _SAMPLE.match(line)
         if match is None:
@@ -53,7 +56,8 @@ def counts(text: str) -> dict[str, float]:
                 resource += "/" + label["subresource"]
             key = f"{label.get('verb', '')} {resource}"
         else:  # the resource label, or kind in older releases
-            key = f"watch events: {label.get('resource') or label.get('kind', '').lower()}"
+            what = "watch events" if name == WATCH_EVENTS else "terminated watchers"
+            key = f"{what}: {label.get('resource') or label.get('kind', '').lower()}"
         totals[key] = totals.get(key, 0.0) + float(value)
     return totals
 
@@ -76,8 +80,19 @@ def writes(totals: dict[str, float]) -> float:
     return sum(
         value
         for key, value in totals.items()
-        if not key.startswith("watch events:") and key.split(" ", 1)[0] not in READS
+        if ":" not in key and key.split(" ", 1)[0] not in READS
     )
+
+
+def terminated(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
+    """Watchers the API server closed between the two readings, by resource."""
+    prefix = "terminated watchers: "
+    added = {
+        key.removeprefix(prefix): int(after[key] - before.get(key, 0.0))
+        for key in after
+        if key.startswith(prefix)
+    }
+    return {resource: count for resource, count in added.items() if count > 0}
 
 
 async def wait_quiet(

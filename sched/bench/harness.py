@@ -556,6 +556,10 @@ async def _measure(
         created.last = max(created.last, *created.answered.values())
     reconnects = ", ".join(f"{n} {why}" for why, n in watch.rewatches.items()) or "none"
     say(f"measuring watch: reconnects {reconnects}; {watch.relists} relists after 410 Gone")
+    dropped = apitraffic.terminated(api_before, api_after)
+    if dropped:
+        closed = ", ".join(f"{count} of {resource}" for resource, count in sorted(dropped.items()))
+        say(f"the API server closed slow watchers (their buffer full): {closed}")
     return Measured(created, dict(watch.bound), outcome, clock, lag, api_before, api_after)
 
 

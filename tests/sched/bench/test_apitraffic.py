@@ -16,6 +16,7 @@ apiserver_request_total_other{verb="POST"} 5
 apiserver_watch_events_total{group="",resource="pods"} 700
 apiserver_watch_events_total{group="apps",resource="replicasets"} 10
 apiserver_watch_events_sizes_count{group="",resource="pods"} 700
+apiserver_terminated_watchers_total{group="",resource="pods"} 2
 """
 AFTER = """\
 apiserver_request_total{code="201",group="",resource="pods",subresource="binding",verb="POST"} 300
@@ -25,6 +26,7 @@ apiserver_request_total{code="200",group="",resource="pods",subresource="",verb=
 apiserver_request_total{code="200",group="",resource="nodes",subresource="",verb="LIST"} 4
 apiserver_watch_events_total{group="",resource="pods"} 1500
 apiserver_watch_events_total{group="apps",resource="replicasets"} 10
+apiserver_terminated_watchers_total{group="",resource="pods"} 14
 """
 
 
@@ -35,6 +37,7 @@ def test_counts_sum_requests_by_verb_and_resource_and_watch_events_by_resource()
         "LIST nodes": 4.0,
         "watch events: pods": 700.0,
         "watch events: replicasets": 10.0,
+        "terminated watchers: pods": 2.0,
     }
     # Releases that label watch events by kind.
     older = 'apiserver_watch_events_total{group="apps",kind="ReplicaSet"} 20'
@@ -44,11 +47,21 @@ def test_counts_sum_requests_by_verb_and_resource_and_watch_events_by_resource()
 def test_per_pod_is_what_the_window_added_largest_first_without_crumbs() -> None:
     before, after = apitraffic.counts(BEFORE), apitraffic.counts(AFTER)
     traffic = apitraffic.per_pod(before, after, 200)
-    assert traffic == {"watch events: pods": 4.0, "POST pods/binding": 1.0}
-    assert list(traffic) == ["watch events: pods", "POST pods/binding"]
+    assert traffic == {
+        "watch events: pods": 4.0,
+        "POST pods/binding": 1.0,
+        "terminated watchers: pods": 0.06,
+    }
+    assert list(traffic) == ["watch events: pods", "POST pods/binding", "terminated watchers: pods"]
     # One event in 200 pods is left out (under SMALLEST); nothing bound, nothing to say.
     assert apitraffic.per_pod(before, after, 0) == {}
 
 
 def test_writes_leave_out_reads_and_watch_events() -> None:
     assert apitraffic.writes(apitraffic.counts(AFTER)) == 303.0
+
+
+def test_terminated_counts_the_watchers_closed_between_the_readings() -> None:
+    before, after = apitraffic.counts(BEFORE), apitraffic.counts(AFTER)
+    assert apitraffic.terminated(before, after) == {"pods": 12}
+    assert apitraffic.terminated(after, after) == {}
