@@ -55,6 +55,23 @@ console = Console(stderr=True, highlight=False, soft_wrap=True)
 OPTIONAL_DEPENDENCIES = {"matplotlib": "bench"}
 
 
+def parse_cpus(text: str) -> frozenset[int]:
+    """ "1", "0,2", "2-3" -> CPU numbers; raises ValueError saying what is accepted."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            first, _, last = part.strip().partition("-")
+            low, high = int(first), int(last or first)
+            if low < 0 or high < low:
+                raise ValueError
+            cpus.update(range(low, high + 1))
+    except ValueError:
+        raise ValueError(
+            f"--scheduler-cpus {text!r}: give CPU numbers and ranges, e.g. 1 or 0,2 or 2-3"
+        ) from None
+    return frozenset(cpus)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workload",
@@ -84,6 +101,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a control plane of its own for each contender (stream, backlog and --rate "
         "runs): none meets what an earlier one left (a second contender on a shared one "
         "ran 5-8%% slower, whichever it was)",
+    )
+    parser.add_argument(
+        "--scheduler-cpus",
+        metavar="LIST",
+        help="CPUs for the scheduler's own processes, e.g. 1 or 2-3; the control plane and "
+        "the bench get the others (by default all share every CPU, and what a scheduler "
+        "spends is taken from the API server)",
     )
     parser.add_argument("--out", type=Path, default=Path("bench-results"), help="results folder")
     parser.add_argument("--json", action="store_true", help="print the JSON results to stdout")
@@ -162,6 +186,10 @@ def main(args: argparse.Namespace) -> int:
             raise ValueError(f"--duration {duration}: give a positive number of seconds")
         if (rate or rates) and args.mode == harness.BACKLOG:
             raise ValueError("--rate/--rates create pods open-loop: --mode backlog does not apply")
+        scheduler_cpus = None
+        if args.scheduler_cpus is not None:
+            scheduler_cpus = parse_cpus(args.scheduler_cpus)
+            harness.split_cpus(scheduler_cpus)
         if args.fresh and (rates or settings.create == HPA):
             raise ValueError("--fresh applies to stream, backlog and --rate runs")
         if (rate or rates) and settings.create != PODS:
@@ -187,6 +215,7 @@ def main(args: argparse.Namespace) -> int:
         die_with_parent=not args.keep,
         mode=args.mode,
         fresh=args.fresh,
+        scheduler_cpus=scheduler_cpus,
         command=shlex.join(["kubesalvo", *sys.argv[1:]]),
         logs=out / "logs",
         kubernetes=args.kubernetes,

@@ -30,7 +30,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +99,9 @@ class Options:
     mode: str = STREAM
     # A control plane of its own for each contender (stream, backlog and single-rate runs).
     fresh: bool = False
+    # CPUs of the scheduler's own processes; everything else of the run (the control plane,
+    # the bench) gets the others. None: all share every CPU.
+    scheduler_cpus: frozenset[int] | None = None
     command: str = ""
     # Where each contender's log is copied (the control plane's folder is removed).
     logs: Path | None = None
@@ -121,6 +124,53 @@ class Options:
 
 def run(options: Options, say: Say) -> BenchResult:
     """Runs every contender against one control plane; see the module docstring."""
+    if options.scheduler_cpus is None:
+        return _run(options, say)
+    # This thread's CPUs pass to the processes and threads it starts from here on.
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, split_cpus(options.scheduler_cpus)[1])
+    try:
+        return _run(options, say)
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def split_cpus(scheduler: frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
+    """(the scheduler's CPUs, the others') out of the CPUs this process may use; raises
+    ValueError when the scheduler's are not among them or leave none over."""
+    usable = frozenset(os.sched_getaffinity(0))
+    if not scheduler or not scheduler <= usable:
+        raise ValueError(
+            f"--scheduler-cpus {_cpu_list(scheduler)}: pick among the CPUs this process may "
+            f"use ({_cpu_list(usable)})"
+        )
+    if not usable - scheduler:
+        raise ValueError(
+            f"--scheduler-cpus {_cpu_list(scheduler)} leaves no CPU for the control plane "
+            f"(usable: {_cpu_list(usable)})"
+        )
+    return scheduler, usable - scheduler
+
+
+def _cpu_list(cpus: frozenset[int]) -> str:
+    return ",".join(str(cpu) for cpu in sorted(cpus)) or "none"
+
+
+@contextlib.contextmanager
+def _on_cpus(cpus: frozenset[int] | None) -> Iterator[None]:
+    """Runs the block on ``cpus`` (the processes it starts keep them), then as before."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _run(options: Options, say: Say) -> BenchResult:
     scenario = options.scenario
     result = BenchResult(
         command=options.command,
@@ -281,7 +331,12 @@ def _run_one(
 
     def launch() -> None:
         say(f"{name}: starting")
-        contender = contenders.start(cp, name, options.qps, options.burst)
+        with _on_cpus(options.scheduler_cpus):
+            contender = contenders.start(cp, name, options.qps, options.burst)
+        if options.scheduler_cpus is not None:
+            contender.settings["cpus"] = sorted(os.sched_getaffinity(contender.pid))
+            apiserver = cp.pids["kube-apiserver"]
+            contender.settings["control_plane_cpus"] = sorted(os.sched_getaffinity(apiserver))
         launched.append(contender)
         _sample(sampler, contender)
         say(f"{name}: ready after {contender.startup_seconds:.1f}s")

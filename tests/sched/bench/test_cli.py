@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -23,6 +24,9 @@ from kubesalvo.sched.cli import main
         ("--rate=5 --workload=basic", "basic creates deployments"),
         ("--fresh --rates=50%", "--fresh applies to stream, backlog and --rate runs"),
         ("--fresh --workload=hpa", "--fresh applies to stream, backlog and --rate runs"),
+        ("--scheduler-cpus=one", "give CPU numbers and ranges, e.g. 1 or 0,2 or 2-3"),
+        ("--scheduler-cpus=3-1", "give CPU numbers and ranges"),
+        ("--scheduler-cpus=100000", "pick among the CPUs this process may use"),
     ],
 )
 def test_bad_arguments_exit_2_with_the_reason(
@@ -45,3 +49,11 @@ def test_without_matplotlib_it_says_which_extra_before_starting_anything(
         "pip install 'kubesalvo[bench]'"
     ]
     assert not out.exists()  # no control plane, no results folder: nothing was started
+
+
+def test_scheduler_cpus_must_leave_the_control_plane_some(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    usable = ",".join(str(cpu) for cpu in sorted(os.sched_getaffinity(0)))
+    assert main(["bench", f"--scheduler-cpus={usable}"]) == 2
+    assert "leaves no CPU for the control plane" in capsys.readouterr().err

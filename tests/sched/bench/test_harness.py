@@ -28,6 +28,10 @@ BACKLOG_SCHEDULERS = (
     contenders.RAW_BIND_EVENTS,
 )
 USAGE_KEYS = {"scheduler", *harness.CONTROL_PLANE, harness.BENCH, "machine"}
+# The backlog runs give the schedulers the last CPU and the control plane the others (on a
+# one-CPU machine there is nothing to split: they share it).
+USABLE_CPUS = sorted(os.sched_getaffinity(0))
+SCHEDULER_CPUS = frozenset(USABLE_CPUS[-1:]) if len(USABLE_CPUS) > 1 else None
 
 
 def _require_binaries() -> None:
@@ -81,6 +85,7 @@ def backlog(tmp_path_factory: pytest.TempPathFactory) -> tuple[BenchResult, Path
         timeout=300.0,
         mode=harness.BACKLOG,
         fresh=True,
+        scheduler_cpus=SCHEDULER_CPUS,
         die_with_parent=True,
         logs=out / "logs",
     )
@@ -172,6 +177,21 @@ def test_kubesalvos_metrics_are_saved_when_it_stops(bench: tuple[BenchResult, Pa
     # Its histograms say where a run's latency went (queue to bound, attempts, requests).
     _, out, _ = bench
     assert _bound_at_first_attempt(out / "logs") == 200  # every pod of tiny.yaml
+
+
+def test_scheduler_cpus_keep_each_scheduler_apart_from_the_control_plane(
+    backlog: tuple[BenchResult, Path],
+) -> None:
+    result, _ = backlog
+    if SCHEDULER_CPUS is None:  # one CPU: the option refuses to split it
+        with pytest.raises(ValueError, match="leaves no CPU for the control plane"):
+            harness.split_cpus(frozenset(USABLE_CPUS))
+        return
+    for run in result.runs:
+        assert run.settings["cpus"] == sorted(SCHEDULER_CPUS), run.scheduler
+        assert run.settings["control_plane_cpus"] == USABLE_CPUS[:-1]
+    # The bench's own thread has every CPU back.
+    assert sorted(os.sched_getaffinity(0)) == USABLE_CPUS
 
 
 def test_with_fresh_each_contender_has_a_control_plane_of_its_own(
