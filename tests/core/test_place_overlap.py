@@ -12,9 +12,9 @@ import pytest
 
 from kubesalvo.core import place
 from kubesalvo.core.place import place_burst
-from kubesalvo.core.state import ClusterState
 from kubesalvo.core.synthetic.nodes import make_nodes
 from kubesalvo.core.synthetic.workloads import make_pods
+from tests.helpers.reference import state_of
 
 
 def bound_to(pods, nodes):
@@ -24,15 +24,6 @@ def bound_to(pods, nodes):
         {**pod, "spec": {**pod["spec"], "nodeName": names[(i * 7) % len(names)]}}
         for i, pod in enumerate(pods)
     ]
-
-
-def cluster(nodes, running):
-    state = ClusterState()
-    for node in nodes:
-        state.add_node(node)
-    for pod in running:
-        state.add_pod(pod)
-    return state
 
 
 def outcome(result, state):
@@ -79,7 +70,7 @@ def place_both_ways(monkeypatch, nodes, running, burst):
     outcomes = []
     for overlap in (False, True):
         monkeypatch.setattr(place, "_OVERLAP", overlap)
-        state = cluster(nodes, running)
+        state = state_of(nodes, running)
         outcomes.append(outcome(place_burst(state, burst), state))
     return outcomes[0], outcomes[1], threads
 
@@ -111,7 +102,7 @@ def test_with_one_cpu_the_chunks_run_in_turn_on_the_calling_thread(monkeypatch):
     threads = encoding_threads(monkeypatch)
     monkeypatch.setattr(place, "_cpus", lambda: 1)
     nodes = make_nodes(20, seed=8)
-    result = place_burst(cluster(nodes, []), make_pods(80, seed=9, shape="distinct"))
+    result = place_burst(state_of(nodes), make_pods(80, seed=9, shape="distinct"))
     assert result.placed > 0 and len(threads) > 1
     assert set(threads) == {threading.current_thread().name}
 
@@ -137,7 +128,7 @@ def test_every_chunk_reads_its_own_pods_nominated_nodes(monkeypatch):
         }
         for i in range(100)
     ]
-    result = place_burst(cluster(nodes, []), burst)
+    result = place_burst(state_of(nodes), burst)
     assert result.nodes == [f"n{(i * 7) % 40}" for i in range(100)]
 
 
@@ -190,7 +181,7 @@ def test_a_pod_that_cannot_be_encoded_fails_the_burst_before_any_is_assumed(monk
     for overlap in (False, True):
         monkeypatch.setattr(place, "_OVERLAP", overlap)
         monkeypatch.setattr(place, "_cpus", lambda: 2)
-        state = cluster(nodes, [])
+        state = state_of(nodes)
         requested = state.requested.copy()
         with pytest.raises(AttributeError):
             place_burst(state, burst)
@@ -217,7 +208,7 @@ def test_a_burst_that_stops_overlapping_midway_places_and_assumes_the_same(
 
     monkeypatch.setattr(place, "_sharing_a_cpu", sharing)
     threads = encoding_threads(monkeypatch)
-    state = cluster(nodes, running)
+    state = state_of(nodes, running)
     result = place_burst(state, burst)
     assert outcome(result, state) == serial
     assert len(threads) == 7

@@ -37,6 +37,7 @@ from tests.helpers.reference import (
     assert_plan_matches_reference,
     assert_same_outcomes,
     kernel_choices,
+    state_of,
 )
 
 ZONES = ("a", "b", "c")
@@ -49,16 +50,6 @@ TAINTS = (
     {"key": "flaky", "value": "", "effect": "PreferNoSchedule"},
 )
 IMAGES = ("registry/app:1", "registry/db:2", "registry/big:3")
-
-
-def state_of(fleet, bound):
-    """A ClusterState of the nodes and the pods bound to them."""
-    state = ClusterState()
-    for node in fleet:
-        state.add_node(node)
-    for pod in bound:
-        state.add_pod(pod)
-    return state
 
 
 @st.composite
@@ -354,11 +345,7 @@ def scenarios(draw):
 @given(scenarios())
 def test_kernel_choices_match_the_reference(scenario):
     cluster, bound, burst, profile = scenario
-    state = ClusterState()
-    for node in cluster:
-        state.add_node(node)
-    for pod in bound:
-        state.add_pod(pod)
+    state = state_of(cluster, bound)
     for namespace in NAMESPACES:
         state.set_namespace(namespace["metadata"]["name"], namespace["metadata"]["labels"])
     result = plan(state, burst, profile, workloads=WORKLOADS)
@@ -415,11 +402,7 @@ def test_deployment_pods_take_the_host_and_zone_path_and_match_the_reference(
             running.append({**pod, "spec": spec})
         else:
             burst.append(pod)
-    state = ClusterState()
-    for node in nodes:
-        state.add_node(node)
-    for pod in running:
-        state.add_pod(pod)
+    state = state_of(nodes, running)
     for namespace in snapshot.namespaces:
         meta = namespace["metadata"]
         state.set_namespace(meta["name"], meta.get("labels") or {})

@@ -55,16 +55,25 @@ def assert_same_outcomes(result: PlacementResult, expected: Sequence[Any]) -> No
             assert result.nodes[i] == ref.node
 
 
+def state_of(
+    fleet: Sequence[Mapping[str, Any]], bound: Sequence[Mapping[str, Any]] = ()
+) -> ClusterState:
+    """A ClusterState of the nodes and the pods bound to them."""
+    state = ClusterState()
+    for node in fleet:
+        state.add_node(node)
+    for pod in bound:
+        state.add_pod(pod)
+    return state
+
+
 def assert_plan_matches_reference(
     fleet: Sequence[Mapping[str, Any]], burst: Sequence[Mapping[str, Any]]
 ) -> None:
     """``plan`` of the burst on a state of the fleet (default profile) places every pod
     where the reference does, with its score, and leaves out the same pods with the same
     messages."""
-    state = ClusterState()
-    for node in fleet:
-        state.add_node(node)
-    result = plan(state, burst)
+    result = plan(state_of(fleet), burst)
     expected = ReferenceScheduler(fleet).place_burst(burst, choose=kernel_choices(result, burst))
     assert [r.node for r in expected] == result.nodes
     assert [r.message for r in expected] == result.messages
