@@ -124,15 +124,10 @@ class Options:
 
 def run(options: Options, say: Say) -> BenchResult:
     """Runs every contender against one control plane; see the module docstring."""
-    if options.scheduler_cpus is None:
-        return _run(options, say)
+    others = None if options.scheduler_cpus is None else split_cpus(options.scheduler_cpus)[1]
     # This thread's CPUs pass to the processes and threads it starts from here on.
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, split_cpus(options.scheduler_cpus)[1])
-    try:
+    with _on_cpus(others):
         return _run(options, say)
-    finally:
-        os.sched_setaffinity(0, before)
 
 
 def split_cpus(scheduler: frozenset[int]) -> tuple[frozenset[int], frozenset[int]]:
@@ -200,10 +195,7 @@ def _run(options: Options, say: Say) -> BenchResult:
     try:
         result.control_plane = _describe(cp)
         base = generate(scenario, options.schedulers[0])
-        say(f"creating {len(base.nodes)} nodes and waiting until kwok makes them Ready")
-        began = time.monotonic()
-        cp.call(lambda client: _populate(client, base, options.timeout), nodes.NODE_CONCURRENCY)
-        result.control_plane["populate_seconds"] = round(time.monotonic() - began, 2)
+        result.control_plane["populate_seconds"] = _add_nodes(cp, base, options, say)
         if options.rates:
             say(f"{contenders.RAW_BIND}: measuring the ceiling (backlog mode)")
             ceiling = _run_one(cp, contenders.RAW_BIND, options, say, BACKLOG)
@@ -235,9 +227,7 @@ def _run(options: Options, say: Say) -> BenchResult:
                     cp = _fresh_control_plane(cp, bin_dir, base, options, say, result.runs[-1])
                 result.runs.append(_run_one(cp, name, options, say, mode, options.rate))
     finally:
-        if options.logs is not None and cp.log("kube-apiserver").exists():
-            options.logs.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(cp.log("kube-apiserver"), options.logs / "kube-apiserver.log")
+        _keep_apiserver_log(cp, options, "kube-apiserver.log")
         if options.keep:
             say(f"control plane kept: kubesalvo cluster down --dir {cp.dir}")
         else:
@@ -258,16 +248,27 @@ def _fresh_control_plane(
 ) -> ControlPlane:
     """Stops ``cp`` (keeping its API server's log as kube-apiserver-<last contender>.log)
     and starts another in its folder with the same nodes, for the next contender."""
-    if options.logs is not None and cp.log("kube-apiserver").exists():
-        options.logs.mkdir(parents=True, exist_ok=True)
-        saved = options.logs / f"kube-apiserver-{last.scheduler}.log"
-        shutil.copyfile(cp.log("kube-apiserver"), saved)
+    _keep_apiserver_log(cp, options, f"kube-apiserver-{last.scheduler}.log")
     controlplane.stop(cp.dir)
     say(f"starting a fresh control plane in {options.dir}")
     cp = _start(options, bin_dir, say)
-    say(f"creating {len(base.nodes)} nodes and waiting until kwok makes them Ready")
-    cp.call(lambda client: _populate(client, base, options.timeout), nodes.NODE_CONCURRENCY)
+    _add_nodes(cp, base, options, say)
     return cp
+
+
+def _add_nodes(cp: ControlPlane, base: Snapshot, options: Options, say: Say) -> float:
+    """Creates the scenario's nodes and waits until kwok makes them Ready; the seconds."""
+    say(f"creating {len(base.nodes)} nodes and waiting until kwok makes them Ready")
+    began = time.monotonic()
+    cp.call(lambda client: _populate(client, base, options.timeout), nodes.NODE_CONCURRENCY)
+    return round(time.monotonic() - began, 2)
+
+
+def _keep_apiserver_log(cp: ControlPlane, options: Options, name: str) -> None:
+    """Copies the API server's log into ``options.logs`` (if given) as ``name``."""
+    if options.logs is not None and cp.log("kube-apiserver").exists():
+        options.logs.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(cp.log("kube-apiserver"), options.logs / name)
 
 
 def _describe(cp: ControlPlane) -> dict[str, Any]:
@@ -575,8 +576,9 @@ async def _measure(
     reporting = asyncio.create_task(_report_progress(options, label, watch, created, total))
     try:
         await watch.listed.wait()
-        await _settle(client, options, say)
-        api_before = await apitraffic.scrape(client)
+        if launch is None:  # the clock starts now; in backlog mode, at the launch
+            await _settle(client, options, say)
+            api_before = await apitraffic.scrape(client)
         clock = time.monotonic()
         creation = asyncio.create_task(creating(client, created, lag))
         churning = asyncio.create_task(_churn(client, watch, options.lifetime))
