@@ -140,7 +140,7 @@ def _kernel(
         dtype=np.uint8,
     )
     port_use = np.zeros((rows, max(1, len(ports.keys))), dtype=np.int32)
-    for row in range(rows):
+    for row in state.rows_with_ports():
         for port, count in state.ports[row].items():
             kid = ports.keys.get(port)
             if kid is not None:
@@ -465,7 +465,7 @@ def _place_burst(
                 by_column[column] = amount
         class_requests.append(by_column)
     ports = PortTable()
-    for row in range(state.rows):
+    for row in state.rows_with_ports():
         for port in state.ports[row]:
             ports.key(port)
     for info in classes:

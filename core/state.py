@@ -155,6 +155,10 @@ class ClusterState:
         self.node_images: list[list[str]] = []
         # host ports in use: per row, the set of (ip, protocol, port) as a dict of 1s
         self.ports: list[dict[HostPort, int]] = []
+        # the rows that may hold a host port (every row that does, and rows since emptied
+        # until rows_with_ports drops them): a burst reads the few rows holding one
+        # instead of every row
+        self._port_rows: set[int] = set()
         # pods counted on a row, and pods of absent nodes: node name -> key -> record
         self.pods: dict[str, PodRecord] = {}
         self.ghosts: dict[str, dict[str, PodRecord]] = {}
@@ -306,6 +310,8 @@ class ClusterState:
             record.row = row
             self._count(key, record, +1, with_ports=False)
         self.ports[row] = self._ghost_ports.pop(name, {})
+        if self.ports[row]:
+            self._port_rows.add(row)
         return row
 
     update_node = add_node
@@ -408,6 +414,12 @@ class ClusterState:
         self.ports[row] = {}
         self.names[row] = None
         self._free.append(row)
+
+    def rows_with_ports(self) -> list[int]:
+        """The rows holding a host port, ascending (few: most pods declare none)."""
+        ports = self.ports
+        self._port_rows = {row for row in self._port_rows if ports[row]}
+        return sorted(self._port_rows)
 
     def node_rows(self) -> Iterator[int]:
         """Rows that hold a node, in row order."""
@@ -569,6 +581,7 @@ class ClusterState:
         for port in record.ports if with_ports else ():
             if sign > 0:
                 ports[port] = 1
+                self._port_rows.add(row)
             else:
                 ports.pop(port, None)
         per_row = self.groups[record.group].per_row
@@ -647,6 +660,7 @@ class ClusterState:
             pods_on_row[row].add(key)
             per_row[row] = per_row.get(row, 0) + 1
         if shared_ports:
+            self._port_rows.update(rows)
             for row in rows:
                 row_ports = self.ports[row]
                 for port in shared_ports:

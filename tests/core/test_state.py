@@ -184,6 +184,31 @@ def test_removing_one_of_two_pods_on_a_host_port_frees_the_port():
     assert state.ports[row] == {}
 
 
+def test_rows_with_ports_are_the_rows_holding_a_host_port():
+    # A burst reads only these rows' ports (core/place.py): every way a port comes onto a
+    # row (a pod, an assumed placement, a node coming back to its ghosts) or leaves it.
+    state = ClusterState()
+    rows = [state.add_node(node(name)) for name in ("a", "b", "c", "d")]
+    assert state.rows_with_ports() == []
+    state.add_pod(pod("p1", "c", ports=(80,)))
+    state.add_pod(pod("p2", "a", ports=(81,)))
+    state.add_pod(pod("p3", "b"))
+    assert state.rows_with_ports() == [rows[0], rows[2]]
+    port = HostPort("0.0.0.0", "TCP", 443)
+    state.add_placed_many(["q1", "q2"], [rows[3], rows[1]], "ns", (), {}, (0, 0), [port], None)
+    assert state.rows_with_ports() == rows
+    state.remove_pod(pod("p1"))
+    state.remove_pod_key("q2")
+    assert state.rows_with_ports() == [rows[0], rows[3]]
+    state.remove_node("a")  # p2 stays as a ghost of a, with its port
+    assert state.rows_with_ports() == [rows[3]]
+    back = state.add_node(node("a"))
+    assert state.rows_with_ports() == sorted([back, rows[3]])
+    assert list(state.ports[back]) == [HostPort("0.0.0.0", "TCP", 81)]
+    for row in range(state.rows):
+        assert (row in state.rows_with_ports()) == bool(state.ports[row])
+
+
 def image(name, size):
     return {"names": [name], "sizeBytes": size}
 
