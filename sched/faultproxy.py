@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 import aiohttp
 from aiohttp import web
 
-from kubesalvo.sched.client import status_body
+from kubesalvo.sched.binder import classify_conflict
+from kubesalvo.sched.client import ApiError, status_body
 
 log = logging.getLogger(__name__)
 
@@ -90,14 +91,23 @@ class ProxyStats:
     # Binding path -> how many times the API server answered 201 to it.
     binds_accepted: collections.Counter[str] = field(default_factory=collections.Counter)
     # Binding path -> how many times it was sent on and no answer came back (the API
-    # server died or cut the connection) or a server error did (etcd timed out): the
-    # binding may or may not have been stored.
+    # server died or cut the connection), a server error did (etcd timed out), or a
+    # conflict that says nothing of the pod did (etcd died under the write: the API
+    # server answers any storage error of a binding 409, "rpc error: code =
+    # Unavailable", and the write may have been committed): the binding may or may not
+    # have been stored.
     binds_uncertain: collections.Counter[str] = field(default_factory=collections.Counter)
     # (wall clock time the binding was received, its path) of every accepted binding.
     bind_times: list[tuple[float, str]] = field(default_factory=list)
     # "namespace/name" of every pod a client deleted through the proxy (the scheduler's
     # preemption victims), whether or not the answer came back.
     pods_deleted: set[str] = field(default_factory=set)
+
+
+def _unknown_conflict(status: int, body: bytes) -> bool:
+    """A binding's 409 that is neither "already assigned" nor a recreated pod: the binder
+    retries it as a server error, for the binding may or may not have been stored."""
+    return status == 409 and classify_conflict(ApiError(status, body), "") is None
 
 
 class FaultProxy:
@@ -267,7 +277,7 @@ class FaultProxy:
         if is_bind and upstream.status == 201:
             self.stats.binds_accepted[request.path] += 1
             self.stats.bind_times.append((sent, request.path))
-        elif is_bind and upstream.status >= 500:
+        elif is_bind and (upstream.status >= 500 or _unknown_conflict(upstream.status, data)):
             self.stats.binds_uncertain[request.path] += 1
         return web.Response(status=upstream.status, body=data, headers=_copy(upstream.headers))
 

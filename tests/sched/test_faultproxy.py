@@ -45,6 +45,47 @@ async def test_a_bind_whose_upstream_dies_unanswered_is_recorded_as_uncertain():
     assert proxy.stats.binds_uncertain == {path: 1} and not proxy.stats.binds_accepted
 
 
+@pytest.mark.parametrize(
+    ("message", "uncertain"),
+    [
+        # etcd killed under the write: kube-apiserver answers any storage error of a
+        # binding 409, though etcd may have committed it (the binder retries it).
+        ('Operation cannot be fulfilled on pods/binding "p1": rpc error: code = Unavailable', True),
+        (
+            'Operation cannot be fulfilled on pods/binding "p1": pod p1 is already assigned '
+            'to node "n1"',
+            False,
+        ),
+        ("Precondition failed: UID in precondition: u1, UID in object meta: u2", False),
+    ],
+)
+async def test_a_bind_conflict_that_says_nothing_of_the_pod_is_recorded_as_uncertain(
+    message, uncertain
+):
+    body = status_body(409, "Conflict", message)
+
+    async def conflict(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        head = f"HTTP/1.1 409 Conflict\r\nContent-Length: {len(body)}\r\n\r\n"
+        writer.write(head.encode() + body)
+        await writer.drain()
+        writer.close()
+
+    upstream = await asyncio.start_server(conflict, "127.0.0.1", 0)
+    port = upstream.sockets[0].getsockname()[1]
+    path = "/api/v1/namespaces/default/pods/p1/binding"
+    async with (
+        upstream,
+        FaultProxy(f"http://127.0.0.1:{port}") as proxy,
+        aiohttp.ClientSession() as session,
+        session.post(proxy.url + path, data=b"{}") as response,
+    ):
+        assert response.status == 409
+        assert ApiError(409, await response.read()).message == message
+    assert proxy.stats.binds_uncertain == ({path: 1} if uncertain else {})
+    assert not proxy.stats.binds_accepted
+
+
 async def test_pod_deletions_are_recorded_by_namespace_and_name():
     """Preemption deletes its victims; the reliability checks tell them from lost pods."""
 

@@ -266,10 +266,12 @@ def test_a_control_plane_process_killed_mid_burst_loses_no_pod_and_binds_none_tw
             settle(control_plane, process, pods[: index * share + len(part)], scale)
             after = sorted(t for t, _ in proxy.proxy.stats.bind_times if t >= ready)
             recovery = (after[0] - ready) if after else float("nan")
+            stats = proxy.proxy.stats
             print(
                 f"\n{scale}, {component} killed after {kill_at(scale)}+ binds of {len(part)} "
                 f"pods: down {ready - killed:.1f}s (kill to ready), first bind {recovery:.2f}s "
-                f"after it was ready again; load {load_average()}"
+                f"after it was ready again; bindings accepted {len(stats.binds_accepted)}, "
+                f"uncertain {len(stats.binds_uncertain)} so far; load {load_average()}"
             )
         seconds = time.monotonic() - began
         bound = check_outcome(control_plane, pods, [proxy])
