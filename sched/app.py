@@ -78,6 +78,7 @@ from kubesalvo.sched.informers.models import (
 )
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
+from kubesalvo.sched.memory import CollectorPauses, freeze_startup_heap
 from kubesalvo.sched.metrics import InformerCollector, SchedulerMetrics
 from kubesalvo.sched.qos import OWNER_KINDS, QosCollector, QosTable
 from kubesalvo.sched.queue import (
@@ -125,6 +126,11 @@ class Scheduler:
         self.config = config
         self.client = client
         self.metrics = SchedulerMetrics()
+        self.gc_pauses = CollectorPauses(
+            lambda generation, seconds: self.metrics.gc_pauses.labels(
+                generation=str(generation)
+            ).observe(seconds)
+        )
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue.from_config(config)
         # kube-scheduler writes events through a second client with clientConnection's
@@ -528,6 +534,7 @@ class Scheduler:
             self.debug.url,
         )
         self.recorder.start()
+        self.gc_pauses.start()
         await self._check_workload_access()
         await self._check_owner_access()
         await self._watch_pod_groups()
@@ -540,11 +547,12 @@ class Scheduler:
         await asyncio.wait({waiting, synced}, return_when=asyncio.FIRST_COMPLETED)
         if not self._stop.is_set():
             log.info(
-                "informers synced: %d nodes, %d pods, %d pending for %s",
+                "informers synced: %d nodes, %d pods, %d pending for %s; %d objects frozen",
                 len(self.nodes.store),
                 len(self.pods.store),
                 len(self.queue),
                 ", ".join(sorted(self.names)),
+                freeze_startup_heap(),
             )
             if self.elector is not None:
                 self.elector.start()
@@ -571,6 +579,7 @@ class Scheduler:
         for informer in self.informers:
             await informer.stop()
         await self._stop_servers()
+        self.gc_pauses.stop()
 
     async def _stop_servers(self) -> None:
         await self.debug.stop()

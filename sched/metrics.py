@@ -140,6 +140,14 @@ class SchedulerMetrics:
             buckets=[0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0],
             registry=r,
         )
+        self.gc_pauses = Histogram(
+            "kubesalvo_gc_pause_seconds",
+            "Passes of Python's cyclic garbage collector by generation (2 = full), in "
+            "seconds: the scheduler's event loop stands still meanwhile.",
+            ["generation"],
+            buckets=exponential_buckets(0.0001, 2, 14),
+            registry=r,
+        )
         self.events_dropped = Counter(
             "kubesalvo_events_dropped",
             "Events and condition updates dropped because too many were waiting.",

@@ -388,6 +388,16 @@ def test_2000_mixed_pods_onto_500_nodes_are_bound_once_and_feasibly(
         for resource in ("pods", "nodes", "namespaces"):
             assert process.metric("kubesalvo_informer_lists_total", resource=resource) == 1
             assert process.metric("kubesalvo_informer_watches_total", resource=resource) >= 1
+        # The heap of the start (500 nodes) was frozen out of the collector's passes once
+        # the informers synced, and every pass since is timed.
+        assert process.debug("/debug/memory?top=1")["frozenObjects"] > 500
+        assert (
+            sum(
+                process.metric("kubesalvo_gc_pause_seconds_count", generation=str(generation))
+                for generation in range(3)
+            )
+            > 0
+        )
         workload = Counter(p["metadata"]["labels"]["kubesalvo.io/workload"] for p in unbound)
         assert all(
             p["metadata"]["labels"]["kubesalvo.io/workload"] != "unschedulable" for p in bound

@@ -3,6 +3,7 @@ refuses a bad configuration with exit code 2."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -58,6 +59,8 @@ def test_the_process_serves_and_exits_cleanly_on_a_signal(signum):
         output = process.stdout.read().decode()  # type: ignore[union-attr]
         assert f"received {signal.Signals(signum).name}: stopping" in output
         assert "extender stopped" in output
+        # with no watches to wait for, the heap of the start is frozen at once
+        assert re.search(r"watches synced; \d+ objects frozen", output)
         assert "Traceback" not in output
     finally:
         if process.poll() is None:
