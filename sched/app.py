@@ -78,7 +78,11 @@ from kubesalvo.sched.informers.models import (
 )
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
-from kubesalvo.sched.memory import CollectorPauses, freeze_startup_heap
+from kubesalvo.sched.memory import (
+    CollectorPauses,
+    collect_young_less_often,
+    freeze_startup_heap,
+)
 from kubesalvo.sched.metrics import InformerCollector, SchedulerMetrics
 from kubesalvo.sched.qos import OWNER_KINDS, QosCollector, QosTable
 from kubesalvo.sched.queue import (
@@ -535,6 +539,7 @@ class Scheduler:
         )
         self.recorder.start()
         self.gc_pauses.start()
+        collect_young_less_often()
         await self._check_workload_access()
         await self._check_owner_access()
         await self._watch_pod_groups()

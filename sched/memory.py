@@ -36,32 +36,39 @@ def _type_name(obj: object) -> str:
     return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
 
 
-# Allocations (less deallocations) between two young collections once the heap is
-# frozen; Python's default is 700.
+# Allocations (less deallocations) between two young collections; Python's default is 700.
 YOUNG_THRESHOLD = 20_000
 
 
-def freeze_startup_heap() -> int:
-    """Collect once, then keep every object alive now out of the cyclic collector's passes,
-    and collect the young generation less often; returns how many objects were frozen.
+def collect_young_less_often() -> None:
+    """Collect the young generation every ``YOUNG_THRESHOLD`` allocations, from the start
+    of ``kubesalvo run`` (and ``kubesalvo extender``).
 
-    Called once the informers have synced (``kubesalvo run``, ``kubesalvo extender``): the
-    nodes, the pods and the state built from them at start live as long as the process,
-    and every full collection after that walked them all again and freed none of them.
-    At 240 pods/s onto 5,000 nodes that was a full collection every 5-6 s, 160-310 ms
-    each (the event loop stood still meanwhile; 1.4 s in a 30 s run whose scheduler
-    took 8.5 s of CPU). Frozen
-    objects are still freed when their last reference goes; only a reference cycle among
-    them would never be collected. A burst's objects live until its binds end (a fraction
-    of a second): collected every 700 allocations, most were still alive and promoted,
-    which is what brought the full collections on so often; every 20,000,
-    the collector's time in that run fell from 2.1 s (1.4-1.5 s with the freeze alone) to
-    0.4-0.5 s, with no full collection while pods arrived (bench/RESULTS.md).
+    Listing the cluster at start and every burst after it make objects that live a while
+    (the state's records; a burst's pods until their binds end, a fraction of a second):
+    collected every 700 allocations, most were still alive and promoted, and so many
+    promotions brought on full collections over the whole heap, which freed nothing. At
+    240 pods/s onto 5,000 nodes that was one every 5-6 s, 160-310 ms each (the event loop
+    stood still meanwhile): 1.4 s in a 30 s run whose scheduler took 8.5 s of CPU.
+    """
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
+
+
+def freeze_startup_heap() -> int:
+    """Collect once, then keep every object alive now out of the cyclic collector's passes;
+    returns how many objects were frozen.
+
+    Called once the informers have synced: the nodes, the pods and the state built from
+    them live as long as the process, and every full collection walked them all again.
+    Frozen objects are still freed when their last reference goes; only a reference cycle
+    among them would never be collected. In the 240 pods/s run above, the collector's time
+    fell from 2.1 s to 1.4-1.5 s with the freeze alone, and to 0.4-0.5 s with
+    ``collect_young_less_often`` too, no full collection while pods arrived
+    (bench/RESULTS.md).
     """
     gc.collect()
     gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
     return gc.get_freeze_count()
 
 

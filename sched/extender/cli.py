@@ -20,7 +20,7 @@ from typing import Any
 from kubesalvo.sched.client import ApiClient, Credentials, load_credentials
 from kubesalvo.sched.extender.config import ConfigError, ExtenderConfig, load_config
 from kubesalvo.sched.extender.service import Extender
-from kubesalvo.sched.memory import freeze_startup_heap
+from kubesalvo.sched.memory import collect_young_less_often, freeze_startup_heap
 
 __all__ = ["configure", "main"]
 
@@ -95,6 +95,7 @@ async def _serve(config: ExtenderConfig, credentials: Credentials | None, listen
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(signum, _on_signal, extender, signum)
+        collect_young_less_often()
         frozen = asyncio.create_task(_freeze_when_synced(extender))
         try:
             await extender.run()

@@ -157,12 +157,13 @@ async def test_readiness_turns_ok_once_real_informers_have_synced(api, eventuall
         await server.stop()
 
 
-def test_freezing_the_startup_heap_keeps_its_objects_out_of_the_collectors_passes():
+def test_the_startup_heap_is_frozen_out_of_the_collectors_passes_and_young_ones_are_rarer():
     # In a process of its own: a freeze lasts for the rest of the process that makes it.
     script = """
 import gc, json
 from kubesalvo.sched.memory import (
-    YOUNG_THRESHOLD, CollectorPauses, freeze_startup_heap, memory_report,
+    YOUNG_THRESHOLD, CollectorPauses, collect_young_less_often, freeze_startup_heap,
+    memory_report,
 )
 
 class Kept:
@@ -173,6 +174,7 @@ before = memory_report(top=500)
 passes = []
 timer = CollectorPauses(lambda generation, seconds: passes.append((generation, seconds)))
 timer.start()
+collect_young_less_often()
 frozen = freeze_startup_heap()
 after = memory_report(top=500)
 gc.collect()
