@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 import msgspec
 import pytest
 
 from kubesalvo.sched.client import ApiError
-from kubesalvo.sched.faultproxy import FaultProxy, status_body
+from kubesalvo.sched.faultproxy import FaultProxy, ProxyStats, status_body
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "192.168.0.1"])
@@ -23,6 +24,24 @@ def test_injected_errors_are_api_status_objects():
     assert status["kind"] == "Status" and status["code"] == 410 and status["reason"] == "Expired"
 
 
+BINDING = "/api/v1/namespaces/default/pods/p1/binding"
+Upstream = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def post_binding(upstream_handler: Upstream) -> tuple[int, bytes, ProxyStats]:
+    """POST a binding through a proxy in front of ``upstream_handler`` (a stream server's
+    callback standing in for the API server): the answer and the proxy's record."""
+    upstream = await asyncio.start_server(upstream_handler, "127.0.0.1", 0)
+    port = upstream.sockets[0].getsockname()[1]
+    async with (
+        upstream,
+        FaultProxy(f"http://127.0.0.1:{port}") as proxy,
+        aiohttp.ClientSession() as session,
+        session.post(proxy.url + BINDING, data=b"{}") as response,
+    ):
+        return response.status, await response.read(), proxy.stats
+
+
 async def test_a_bind_whose_upstream_dies_unanswered_is_recorded_as_uncertain():
     """An upstream that takes the request and closes the connection without a word - an
     API server killed mid-request - leaves the binding's fate unknown: the proxy records
@@ -32,17 +51,9 @@ async def test_a_bind_whose_upstream_dies_unanswered_is_recorded_as_uncertain():
         await reader.readuntil(b"\r\n\r\n")
         writer.close()
 
-    upstream = await asyncio.start_server(hang_up, "127.0.0.1", 0)
-    port = upstream.sockets[0].getsockname()[1]
-    path = "/api/v1/namespaces/default/pods/p1/binding"
-    async with (
-        upstream,
-        FaultProxy(f"http://127.0.0.1:{port}") as proxy,
-        aiohttp.ClientSession() as session,
-        session.post(proxy.url + path, data=b"{}") as response,
-    ):
-        assert response.status >= 500
-    assert proxy.stats.binds_uncertain == {path: 1} and not proxy.stats.binds_accepted
+    status, _, stats = await post_binding(hang_up)
+    assert status >= 500
+    assert stats.binds_uncertain == {BINDING: 1} and not stats.binds_accepted
 
 
 @pytest.mark.parametrize(
@@ -71,19 +82,10 @@ async def test_a_bind_conflict_that_says_nothing_of_the_pod_is_recorded_as_uncer
         await writer.drain()
         writer.close()
 
-    upstream = await asyncio.start_server(conflict, "127.0.0.1", 0)
-    port = upstream.sockets[0].getsockname()[1]
-    path = "/api/v1/namespaces/default/pods/p1/binding"
-    async with (
-        upstream,
-        FaultProxy(f"http://127.0.0.1:{port}") as proxy,
-        aiohttp.ClientSession() as session,
-        session.post(proxy.url + path, data=b"{}") as response,
-    ):
-        assert response.status == 409
-        assert ApiError(409, await response.read()).message == message
-    assert proxy.stats.binds_uncertain == ({path: 1} if uncertain else {})
-    assert not proxy.stats.binds_accepted
+    status, answer, stats = await post_binding(conflict)
+    assert status == 409 and ApiError(409, answer).message == message
+    assert stats.binds_uncertain == ({BINDING: 1} if uncertain else {})
+    assert not stats.binds_accepted
 
 
 async def test_pod_deletions_are_recorded_by_namespace_and_name():
