@@ -205,6 +205,21 @@ def test_the_controller_closest_to_violating_its_slo_is_served_first(
     while len(room.pods()) < 10:
         assert time.monotonic() < deadline, "the controller manager made no pods"
         time.sleep(0.2)
+
+    def waited(app: str) -> float:
+        pods = [p for p in room.pods() if p["metadata"].get("labels", {}).get("app") == app]
+        return own_totals(pods, time.time())["waiting"]
+
+    # Both controllers violate their SLO from the start (nothing runs), so each one's TTV
+    # is minus its SLO times its waiting seconds per pod: "strict" (0.9) is the further
+    # behind only once 0.9 x its waiting seconds exceed 0.5 x those of "relaxed", created
+    # a second or more earlier. On a loaded machine the controller manager can make the
+    # strict pods late and the scheduler start fast; wait until the order holds with a
+    # margin the timestamps' one-second resolution (4 pods: up to 0.9 x 4 s) cannot undo.
+    # (The gap grows by 1.6 each second, so the burst, a gathering window later, has more.)
+    while 0.9 * waited("strict") - 0.5 * waited("relaxed") < 0.9 * 4:
+        assert time.monotonic() < deadline, (waited("strict"), waited("relaxed"))
+        time.sleep(0.5)
     # One burst takes all nine: the order decides who gets the room.
     config = CONFIG.format(max_burst=1000).replace("20ms", "1s") + QOS_PROFILE
     process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, "qos")
