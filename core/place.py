@@ -109,7 +109,11 @@ def _queue_order(
 
 
 def _kernel(
-    state: ClusterState, profile: Profile, ports: PortTable, spread: SpreadEncoder
+    state: ClusterState,
+    profile: Profile,
+    ports: PortTable,
+    port_rows: list[int],
+    spread: SpreadEncoder,
 ) -> tuple[BurstKernel, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The kernel, and its copies of the requested and non-zero requested columns (which
     it updates with every placement it keeps)."""
@@ -140,7 +144,7 @@ def _kernel(
         dtype=np.uint8,
     )
     port_use = np.zeros((rows, max(1, len(ports.keys))), dtype=np.int32)
-    for row in state.rows_with_ports():
+    for row in port_rows:  # the rows holding a host port
         for port, count in state.ports[row].items():
             kid = ports.keys.get(port)
             if kid is not None:
@@ -465,7 +469,8 @@ def _place_burst(
                 by_column[column] = amount
         class_requests.append(by_column)
     ports = PortTable()
-    for row in state.rows_with_ports():
+    port_rows = state.rows_with_ports()
+    for row in port_rows:
         for port in state.ports[row]:
             ports.key(port)
     for info in classes:
@@ -481,7 +486,7 @@ def _place_burst(
     c_score_error = np.zeros(len(classes), dtype=np.uint8)  # set as the classes complete
     spread = SpreadEncoder(encoder, workloads)
     spread.prepare(range(len(classes)))
-    kernel, kernel_requested, kernel_nonzero = _kernel(state, profile, ports, spread)
+    kernel, kernel_requested, kernel_nonzero = _kernel(state, profile, ports, port_rows, spread)
 
     n = len(ordered)
     out_node = np.full(n, -1, dtype=_typedefs.NODE)
