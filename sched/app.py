@@ -49,7 +49,7 @@ from kubesalvo.core.plugins import group_priority, names
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import QosAwareArgs
 from kubesalvo.sched.cache import SchedulerCache
-from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
+from kubesalvo.sched.client import ApiClient, ApiError, CredentialsError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
 from kubesalvo.sched.events import WARNING, EventRecorder, ObjectRef, RecorderSettings
@@ -632,7 +632,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--kubeconfig",
-        help="kubeconfig file (default: clientConnection.kubeconfig, else in-cluster credentials)",
+        help="kubeconfig file (default: clientConnection.kubeconfig, else $KUBECONFIG, "
+        "~/.kube/config, in-cluster credentials)",
     )
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, metavar="N")
     parser.add_argument("--log-format", choices=("json", "text"), default="text")
@@ -655,13 +656,17 @@ def main(args: argparse.Namespace) -> int:
     except (ConfigError, OptionsError) as error:
         print(f"kubesalvo run: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    kubeconfig = args.kubeconfig or config.client_connection.kubeconfig or None
+    origin = "--kubeconfig" if args.kubeconfig else "clientConnection.kubeconfig"
     try:
-        credentials = load_credentials(kubeconfig, incluster_root=args.incluster_root)
-    except Exception as error:
-        where = kubeconfig or "in-cluster service account"
-        print(f"kubesalvo run: cannot load credentials ({where}): {error}", file=sys.stderr)
+        credentials = load_credentials(
+            args.kubeconfig or config.client_connection.kubeconfig or None,
+            incluster_root=args.incluster_root,
+            kubeconfig_origin=origin,
+        )
+    except CredentialsError as error:
+        print(f"kubesalvo run: cannot load credentials from {error}", file=sys.stderr)
         return EXIT_CREDENTIALS
+    log.info("credentials from %s", credentials.source)
     if credentials.namespace:
         log.info("in-cluster credentials of a service account in %s", credentials.namespace)
     try:

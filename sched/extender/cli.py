@@ -2,9 +2,9 @@
 
 Exit codes: 0 after SIGINT or SIGTERM (requests in flight finish first), 2 for a
 configuration (or a policy rules file) that is refused, with the field path and why on
-stderr, 1 when ``--kubeconfig`` cannot be loaded. Without ``--kubeconfig`` it uses
-in-cluster credentials when it runs in a pod, and otherwise runs without an API server
-(see ``service``).
+stderr, 1 when the credentials cannot be loaded. It looks for them in kubectl's order
+(``--kubeconfig``, $KUBECONFIG, ~/.kube/config, the pod's service account); when none of
+them is there it runs without an API server (see ``service``).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import signal
 import sys
 from typing import Any
 
-from kubesalvo.sched.client import ApiClient, Credentials, load_credentials
+from kubesalvo.sched.client import ApiClient, Credentials, CredentialsError, load_credentials
 from kubesalvo.sched.extender.config import ConfigError, ExtenderConfig, load_config
 from kubesalvo.sched.extender.service import Extender
+from kubesalvo.sched.kubeconfig import choose_kubeconfig
 from kubesalvo.sched.memory import collect_young_less_often, freeze_startup_heap
 
 __all__ = ["configure", "main"]
@@ -42,7 +43,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="ExtenderConfiguration file (default: congestion, safe)")
     parser.add_argument(
         "--kubeconfig",
-        help="kubeconfig file (default: in-cluster credentials, else no API server)",
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster "
+        "credentials, else no API server)",
     )
     parser.add_argument(
         "--listen",
@@ -56,12 +58,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _credentials(kubeconfig: str | None) -> Credentials | None:
-    if kubeconfig is not None:
-        return load_credentials(kubeconfig)
     try:
-        return load_credentials(None)
-    except Exception:
-        return None
+        return load_credentials(kubeconfig)
+    except CredentialsError:
+        # Only the last resort may be missing: outside a pod, no API server at all.
+        if choose_kubeconfig(kubeconfig).in_cluster:
+            return None
+        raise
 
 
 def main(args: argparse.Namespace) -> int:
@@ -75,8 +78,8 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     try:
         credentials = _credentials(args.kubeconfig)
-    except Exception as error:
-        print(f"kubesalvo extender: cannot load {args.kubeconfig}: {error}", file=sys.stderr)
+    except CredentialsError as error:
+        print(f"kubesalvo extender: cannot load credentials from {error}", file=sys.stderr)
         return EXIT_CREDENTIALS
     with contextlib.suppress(ImportError):
         import uvloop
