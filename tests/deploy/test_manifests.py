@@ -39,6 +39,7 @@ pytestmark = pytest.mark.integration
 VARIANTS = {
     "default": DEPLOY,
     "base": DEPLOY / "base",
+    "servicemonitor": DEPLOY / "overlays" / "servicemonitor",
     "ha": DEPLOY / "overlays" / "ha",
     "extender": DEPLOY / "overlays" / "extender",
     "image-reporter": DEPLOY / "overlays" / "image-reporter",
@@ -200,10 +201,30 @@ def test_the_default_install_holds_what_the_issue_lists(rendered):
         ("Deployment", "kubesalvo"),
         ("PodDisruptionBudget", "kubesalvo"),
         ("Service", "kubesalvo-metrics"),
-        ("ServiceMonitor", "kubesalvo"),
     ]:
         assert expected in kinds, expected
     assert any(k == "ConfigMap" and n.startswith("kubesalvo-config-") for k, n in kinds)
+
+
+def test_the_default_install_needs_no_custom_resource_definition(control_plane, rendered):
+    """`kubectl apply -k deploy/` on a bare cluster: every kind it holds is one the API
+    server serves by itself (the groups of installed CRDs, such as the ServiceMonitor's,
+    which tests here install, do not count)."""
+    crds = json.loads(kubectl(control_plane, "get", "crd", "-o=json"))["items"]
+    custom = {crd["spec"]["group"] for crd in crds}
+    served = set(kubectl(control_plane, "api-versions").split())
+    for obj in rendered["default"]:
+        group = obj["apiVersion"].rpartition("/")[0]
+        assert obj["apiVersion"] in served and group not in custom, (obj["kind"], obj["apiVersion"])
+
+
+def test_the_servicemonitor_is_opt_in(rendered):
+    monitors = [o for o in rendered["servicemonitor"] if o["kind"] == "ServiceMonitor"]
+    assert [m["metadata"]["name"] for m in monitors] == ["kubesalvo"]
+    assert not any(o["kind"] == "ServiceMonitor" for o in rendered["default"])
+    # Everything else is the default install's.
+    others = [o for o in rendered["servicemonitor"] if o["kind"] != "ServiceMonitor"]
+    assert others == rendered["default"]
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -437,7 +458,7 @@ def test_the_image_reporters_container_runs_the_command_as_built(rendered):
 
 
 def test_service_servicemonitor_and_scrape_config_agree_on_names_and_ports(rendered):
-    objects = rendered["default"]
+    objects = rendered["servicemonitor"]
     service = find(objects, "Service", "kubesalvo-metrics")
     deployment = find(objects, "Deployment", "kubesalvo")
     monitor = find(objects, "ServiceMonitor", "kubesalvo")
