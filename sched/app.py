@@ -220,6 +220,8 @@ class Scheduler:
         self._priority_warned: set[str] = set()
         self._group_priority = any(p.queue_sort == names.GROUP_PRIORITY for p in config.profiles)
         self.debug = DebugServer(debug_port)
+        # --debug-port 0 turns the pages off (as --secure-port 0 does the secure port).
+        self.debug_enabled = debug_port != 0
         self.debug.add_page("/debug/queue", self._debug_queue)
         self.debug.add_page("/debug/explain", self._debug_explain)
         self.qos: QosTable | None = None
@@ -524,7 +526,7 @@ class Scheduler:
         """Start everything, schedule until ``stop()``, then shut down cleanly."""
         for line in self.config.describe():
             log.info("config %s", line)
-        for server in (*self.servers, self.debug):
+        for server in (*self.servers, *([self.debug] if self.debug_enabled else [])):
             try:
                 await server.start()
             except OSError as error:
@@ -535,7 +537,7 @@ class Scheduler:
         log.info(
             "serving health/metrics on %s, debug pages on %s",
             ", ".join(server.url for server in self.servers) or "no port",
-            self.debug.url,
+            self.debug.url if self.debug_enabled else "no port",
         )
         self.recorder.start()
         self.gc_pauses.start()
@@ -643,9 +645,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "under this folder instead of / (default: $KUBESALVO_INCLUSTER_ROOT)",
     )
     parser.add_argument(
-        "--debug-port", type=int, default=10000, help="loopback port of /debug pages"
+        "--debug-port",
+        type=_port,
+        default=10000,
+        help="loopback port of /debug pages (0 turns them off; default %(default)s)",
     )
     add_flags(parser)
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0-65535)")
+    return value
 
 
 def main(args: argparse.Namespace) -> int:

@@ -10,11 +10,14 @@ servers a scheduler runs.
 
 ``DebugServer`` is a second server bound to 127.0.0.1 to which other parts add pages
 (``/debug/queue``, ``/debug/explain``); it serves ``/debug/memory`` itself (see
-``memory``). It is separate so that those pages are never exposed on the metrics port.
+``memory``), whose heap walk runs in a worker thread, one at a time, so that it never
+stalls the event loop. It is separate so that those pages are never exposed on the
+metrics port.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -122,13 +125,16 @@ class DebugServer(_Server):
     def __init__(self, port: int = 10000) -> None:
         super().__init__("127.0.0.1", port)
         self.add_page("/debug/memory", self._memory)
+        self._walking = asyncio.Lock()
 
     async def _memory(self, request: web.Request) -> web.Response:
         try:
             top = int(request.query.get("top", "25"))
         except ValueError:
             return web.json_response({"error": "top: an integer is accepted"}, status=400)
-        return web.json_response(memory_report(top))
+        async with self._walking:
+            reading = await asyncio.to_thread(memory_report, top)
+        return web.json_response(reading)
 
     def add_page(self, path: str, handler: Route) -> None:
         self.app.router.add_get(path, handler)
