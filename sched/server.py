@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from aiohttp import web
@@ -38,12 +38,16 @@ class _Server:
         port: int,
         tls: ssl.SSLContext | None = None,
         middlewares: Iterable[Any] = (),
+        background: Iterable[Callable[[], Coroutine[Any, Any, None]]] = (),
     ) -> None:
         self.host = host
         self.port = port
         self.tls = tls
         self.app = web.Application(middlewares=list(middlewares))
         self._runner: web.AppRunner | None = None
+        # Run while the server listens (a certificate watch), cancelled when it stops.
+        self._background = list(background)
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         self._runner = web.AppRunner(self.app, access_log=None)
@@ -56,8 +60,12 @@ class _Server:
             sockets = getattr(server, "sockets", None) or []
             if sockets:
                 self.port = sockets[0].getsockname()[1]
+        self._tasks = [asyncio.create_task(run()) for run in self._background]
 
     async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -79,8 +87,9 @@ class HealthServer(_Server):
         port: int = 0,
         tls: ssl.SSLContext | None = None,
         middlewares: Iterable[Any] = (),
+        background: Iterable[Callable[[], Coroutine[Any, Any, None]]] = (),
     ) -> None:
-        super().__init__(host, port, tls, middlewares)
+        super().__init__(host, port, tls, middlewares, background)
         self.metrics = metrics
         self.readiness: dict[str, Check] = {}
         self.app.router.add_get("/healthz", self._alive)

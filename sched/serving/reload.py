@@ -70,9 +70,10 @@ class CertificateFiles:
         self.loaded = seen
         return True
 
-    async def watch(self, interval: float = RELOAD_INTERVAL_SECONDS) -> None:
-        """Look for a changed pair every ``interval`` seconds, until cancelled."""
+    async def watch(self, interval: float | None = None) -> None:
+        """Look for a changed pair every ``interval`` seconds (``RELOAD_INTERVAL_SECONDS``
+        when None), until cancelled."""
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(RELOAD_INTERVAL_SECONDS if interval is None else interval)
             # Reading two small files: cheap enough on the loop every few seconds.
             self.reload_if_changed()

@@ -11,8 +11,14 @@ import ssl
 import pytest
 from aiohttp import web
 
+from kubesalvo.sched.client import ApiClient, Credentials
+from kubesalvo.sched.metrics import SchedulerMetrics
+from kubesalvo.sched.serving import reload
+from kubesalvo.sched.serving.build import health_servers
+from kubesalvo.sched.serving.options import ServingOptions
 from kubesalvo.sched.serving.reload import CertificateFiles
 from tests.helpers.tls import authority, common_name, leaf
+from tests.sched.test_app import free_port
 
 
 async def presented(port: int, ca: str) -> str:
@@ -83,3 +89,34 @@ async def test_watch_notices_a_rotation_by_itself(served):
         watcher.cancel()
     assert files.reloads == 1
     assert await presented(port, ca) == "second"
+
+
+async def test_the_secure_port_serves_a_rotated_certificate_without_a_restart(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(reload, "RELOAD_INTERVAL_SECONDS", 0.05)
+    ca = authority(tmp_path / "pki", "ca")
+    first = leaf(tmp_path / "pki", ca, "first", server=True)
+    second = leaf(tmp_path / "pki", ca, "second", server=True)
+    options = ServingOptions(
+        bind_address="127.0.0.1",
+        secure_port=free_port(),
+        tls_cert_file=str(first.cert),
+        tls_private_key_file=str(first.key),
+    )
+    # The API server is never asked: only TLS handshakes are made here.
+    client = ApiClient(Credentials(server="http://127.0.0.1:1"))
+    (server,) = health_servers(SchedulerMetrics(), options, client)
+    await server.start()
+    try:
+        assert await presented(server.port, str(ca.cert)) == "first"
+        shutil.copy(second.key, first.key)
+        shutil.copy(second.cert, first.cert)
+        for _ in range(400):
+            if await presented(server.port, str(ca.cert)) == "second":
+                break
+            await asyncio.sleep(0.05)
+        assert await presented(server.port, str(ca.cert)) == "second"
+    finally:
+        await server.stop()
+        await client.close()
