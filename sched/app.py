@@ -219,7 +219,7 @@ class Scheduler:
         # Pods already warned about a groupPriority label that is not an integer.
         self._priority_warned: set[str] = set()
         self._group_priority = any(p.queue_sort == names.GROUP_PRIORITY for p in config.profiles)
-        self.debug = DebugServer(debug_port)
+        self.debug = DebugServer(debug_port, profiling=config.enable_profiling)
         # --debug-port 0 turns the pages off (as --secure-port 0 does the secure port).
         self.debug_enabled = debug_port != 0
         self.debug.add_page("/debug/queue", self._debug_queue)

@@ -131,9 +131,11 @@ def _passes(check: Check) -> bool:
 class DebugServer(_Server):
     """Debug pages, on loopback only."""
 
-    def __init__(self, port: int = 10000) -> None:
+    def __init__(self, port: int = 10000, profiling: bool = True) -> None:
         super().__init__("127.0.0.1", port)
-        self.add_page("/debug/memory", self._memory)
+        # enableProfiling: false leaves the heap page out, as it does /debug/pprof upstream.
+        if profiling:
+            self.add_page("/debug/memory", self._memory)
         self._walking = asyncio.Lock()
 
     async def _memory(self, request: web.Request) -> web.Response:

@@ -44,3 +44,16 @@ def test_debug_port_0_turns_the_debug_pages_off(control_plane, tmp_path):
         assert "debug pages on no port" in process.log.read_text()
     finally:
         process.kill()
+
+
+@pytest.mark.integration
+def test_enable_profiling_false_leaves_the_memory_page_out(control_plane, tmp_path):
+    config = CONFIG.format(max_burst=100) + "enableProfiling: false\n"
+    process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, "noprofiling")
+    try:
+        process.wait_ready()
+        base = f"http://127.0.0.1:{process.debug_port}"
+        assert process.get(f"{base}/debug/memory")[0] == 404
+        assert process.get(f"{base}/debug/queue")[0] == 200
+    finally:
+        process.kill()

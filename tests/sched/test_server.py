@@ -162,6 +162,16 @@ def test_the_heap_walk_stops_counting_at_its_time_budget():
     assert whole["trackedObjects"] >= len(kept)
 
 
+async def test_without_profiling_the_memory_page_is_not_served():
+    debug = DebugServer(port=0, profiling=False)
+    await debug.start()
+    try:
+        status, _ = await get(debug.url + "/debug/memory")
+    finally:
+        await debug.stop()
+    assert status == 404
+
+
 async def test_a_bad_top_on_the_memory_page_is_a_400_with_a_json_error():
     debug = DebugServer(port=0)
     await debug.start()
