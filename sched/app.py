@@ -213,6 +213,10 @@ class Scheduler:
             for informer in self.informers:
                 name = f"informer-sync-{informer.resource.plural}"
                 server.add_readiness_check(name, self._synced_check(informer))
+            if self.elector is not None:
+                # Not ready while the API server refuses the Lease (a Role for another
+                # namespace): it would loop on 403 and never schedule.
+                server.add_readiness_check("leader-election", self._lease_not_refused)
         # PodGroups (scheduler-plugins' CRD), when the API server serves them (run()).
         self.pod_groups: Informer[podgroups.PodGroup] | None = None
         self._status_task: asyncio.Task[None] | None = None
@@ -283,6 +287,9 @@ class Scheduler:
             namespaces=list(self.namespaces.store.values()),
             assumed=assumed,
         )
+
+    def _lease_not_refused(self) -> bool:
+        return self.elector is None or not self.elector.refusal
 
     def _synced_check(self, informer: Informer[Any]) -> Callable[[], bool]:
         # A workload informer dropped for want of RBAC (see _check_workload_access) does
