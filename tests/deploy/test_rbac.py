@@ -282,6 +282,9 @@ def no_default_spreading(run: Run) -> None:
 def never_leader(run: Run) -> None:
     run.create("fits")
     run.wait("a refused lease call", lambda: run.log_has(r"lease kubesalvo: .*403"))
+    # Not ready while the Lease is refused, and the log says what the account needs.
+    run.wait("readiness failing", lambda: "[-]leader-election failed" in run.readyz())
+    assert run.log_has(r"refused \(403 Forbidden.*the account needs get, create and update")
     time.sleep(3)  # three retry periods: still not the leader
     assert run.metric("leader_election_master_status", name=LEASE) == 0
     assert run.node_of("fits") == ""
