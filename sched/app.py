@@ -83,13 +83,18 @@ from kubesalvo.sched.memory import (
     collect_young_less_often,
     freeze_startup_heap,
 )
-from kubesalvo.sched.metrics import InformerCollector, SchedulerMetrics
+from kubesalvo.sched.metrics import (
+    InformerCollector,
+    SchedulerMetrics,
+    UnschedulablePodsCollector,
+)
 from kubesalvo.sched.qos import OWNER_KINDS, QosCollector, QosTable
 from kubesalvo.sched.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     NODE_ADD,
     NODE_DELETE,
+    QueueName,
     SchedulingQueue,
     node_update_events,
     pod_key,
@@ -206,6 +211,7 @@ class Scheduler:
                 self.workload_informers.append(informer)
             self.informers.extend(self.workload_informers)
         self.metrics.registry.register(InformerCollector(self._informer_requests))
+        self.metrics.registry.register(UnschedulablePodsCollector(self._queued_rejectors))
         self.servers: list[HealthServer] = health_servers(
             self.metrics, serving or ServingOptions(), client
         )
@@ -231,6 +237,14 @@ class Scheduler:
         self.qos: QosTable | None = None
         self._setup_qos(config)
         self._stop = asyncio.Event()
+
+    def _queued_rejectors(self) -> list[tuple[str, frozenset[str]]]:
+        """(scheduler name, rejecting or gating plugins) of each queued pod, for /metrics."""
+        return [
+            (qp.scheduler_name, qp.rejectors | ({qp.gating_plugin} - {""}))
+            for _, where, qp in self.queue.listing()
+            if where is not QueueName.IN_FLIGHT
+        ]
 
     def _informer_requests(self) -> list[tuple[str, int, int]]:
         """(resource, lists, watches) of each informer, for /metrics."""
