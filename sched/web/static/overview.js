@@ -81,6 +81,11 @@ function sparkline(history) {
     return svg;
   }
   const t0 = points[0][0], t1 = points[points.length - 1][0];
+  const title = document.createElementNS(svg.namespaceURI, "title");
+  const last = points[points.length - 1];
+  title.textContent = `QOS ${ks.fixed(points[0][1], 2)} \u2192 ${ks.fixed(last[1], 2)}, SLO `
+    + `${ks.fixed(last[2], 2)}, over ${Math.round(t1 - t0)} s (${points.length} samples)`;
+  svg.append(title);
   const values = points.flatMap((p) => [p[1], p[2]]).filter((v) => v !== null);
   const top = Math.max(1, ...values) * 1.1;
   const x = (t) => pad + (width - 2 * pad) * (t1 > t0 ? (t - t0) / (t1 - t0) : 1);

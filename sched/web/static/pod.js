@@ -43,7 +43,7 @@ function drawSummary(answer) {
       + (g.podGroupPhase ? `, PodGroup ${g.podGroupPhase}` : "")));
   }
   if (answer.scoresFrom) facts.push(...term("scores from", answer.scoresFrom));
-  if (facts.length) parts.push(ks.el("dl", {}, facts));
+  if (facts.length) parts.push(ks.el("dl", { class: "facts" }, facts));
   document.getElementById("summary").replaceChildren(...parts);
 }
 
@@ -71,7 +71,7 @@ function drawPreemption(decision) {
     ...term("PodDisruptionBudgets violated", decision.pdbViolations),
   ];
   if (decision.message) facts.push(...term("message", decision.message));
-  document.getElementById("preemption").replaceChildren(ks.el("dl", { class: "summary" }, facts));
+  document.getElementById("preemption").replaceChildren(ks.el("dl", { class: "facts" }, facts));
 }
 
 function value(row, key) {
@@ -85,8 +85,10 @@ function drawNodes() {
   if (!table) return;
   const columns = ["node", "verdict", "total", ...table.plugins];
   const head = ks.el("tr", {}, columns.map((key) => {
+    // A zero-width space between words of a plugin's name lets a narrow column wrap it.
+    const label = key.replace(/([a-z])([A-Z])/g, "$1\u200b$2");
     const th = ks.el("th", { "data-key": key, class: key === "node" || key === "verdict" ? "" : "num" },
-      key);
+      label);
     if (key === sortKey) th.classList.add("sorted", ...(ascending ? ["asc"] : []));
     th.addEventListener("click", () => {
       ascending = key === sortKey ? !ascending : key === "node";
@@ -139,10 +141,15 @@ function drawNodeTable(nodeTable, status) {
   }
   const feasibleShown = table.rows.filter((r) => r.feasible).length;
   const closest = table.rows.length - feasibleShown;
-  note.textContent = `${table.feasible} of ${table.nodes} nodes pass the filters now`
-    + ` (${feasibleShown} best shown, by weighted score per plugin)`
-    + (closest ? `; ${closest} of the ${table.infeasible} that do not, closest first, with what each lacks` : "")
-    + ". Worked out now by the plain reference for this pod alone; click a column to sort.";
+  const passing = table.feasible
+    ? `${table.feasible} of ${table.nodes} nodes pass the filters now (the best ${feasibleShown}`
+      + " shown, with each score plugin's weighted score)"
+    : `none of the ${table.nodes} nodes passes the filters now`;
+  const failing = closest
+    ? `; ${closest} of the ${table.infeasible} that do not, closest first, with what each lacks`
+    : "";
+  note.textContent = `${passing}${failing}. Worked out now by the plain reference for this`
+    + " pod alone; click a column to sort.";
   drawNodes();
 }
 
