@@ -84,7 +84,7 @@ class Attempt:
     score: int = 0
     burst_size: int = 0
     at: float = field(default_factory=time.time)
-    # What DefaultPreemption decided for it, when it ran (for the web view's pod page).
+    # What DefaultPreemption last decided for it, when it ran (for the web view's pod page).
     preemption: dict[str, Any] | None = None
 
 
@@ -648,6 +648,10 @@ class BurstCycle:
             score=int(result.scores[i]),
             burst_size=size,
         )
+        # A preemptor placed after its victims left still shows whom it evicted.
+        previous = self.attempts.get(qp.name)
+        if previous is not None and previous.uid == qp.key:
+            attempt.preemption = previous.preemption
         self._keep_attempt(attempt)
 
     def _remember_preemption(self, qp: QueuedPod, decision: PreemptionDecision) -> None:

@@ -9,7 +9,8 @@ table with a chart, a gang of two waiting for a third member, and the recent bur
 pod created while the page is open appears without a reload. The pending pod's page
 shows the FailedScheduling text the API server holds and the larger node closest with
 what it lacks; the bound pod's page marks the node the API server says it got and sorts
-its table by a clicked column. A screenshot of each page is saved for review.
+its table by a clicked column. A preemptor's page names the pod it evicted. A screenshot
+of each page is saved for review.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.objects import priority_class
 from tests.sched.test_app import CONFIG, SchedulerProcess, kwok_node, pod_scheduled, settled
 from tests.sched.test_run_qos import QOS_PROFILE
 
@@ -180,5 +182,37 @@ def test_the_web_view_shows_the_queue_and_each_pods_story_and_updates_live(
         nodes = [r.get_attribute("data-node") for r in rows]
         assert len(nodes) > 1 and nodes == sorted(nodes)
         screenshot("pod-placed")
+    finally:
+        process.kill()
+
+
+def test_a_preemptors_page_names_its_victim_and_the_node_it_took(
+    control_plane, namespace, pool, tmp_path, browser, screenshot
+):
+    """One node of 2 cpus runs a low-priority pod of 1.5 cpus; a high-priority pod of 1.5
+    cpus evicts it and is bound there. Its page names the victim and the node."""
+    token = secrets.token_hex(3)
+    low, high = f"web-low-{token}", f"web-high-{token}"
+    control_plane.create([priority_class(low, 100), priority_class(high, 10_000)])
+    solo = pool.add_node("small", "2")
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=1000), "preempt"
+    )
+    try:
+        process.wait_ready()
+        victim = pool.pod("victim", "1500m")
+        victim["spec"]["priorityClassName"] = low
+        control_plane.create([victim])
+        settled(process, WAIT, lambda: bool(pool.get("victim")["spec"].get("nodeName")))
+        preemptor = pool.pod("preemptor", "1500m")
+        preemptor["spec"]["priorityClassName"] = high
+        control_plane.create([preemptor])
+        settled(process, 120, lambda: pool.get("preemptor")["spec"].get("nodeName") == solo)
+
+        browser.get(f"http://127.0.0.1:{process.debug_port}/ui/pod?pod={namespace}/preemptor")
+        assert wait_for(browser, "#winner").text == solo
+        section = wait_for(browser, "#preemption", f"{namespace}/victim")
+        assert solo in section.text
+        screenshot("pod-preemptor")
     finally:
         process.kill()
