@@ -144,7 +144,7 @@ function drawNodeTable(nodeTable, status) {
   const passing = table.feasible
     ? `${table.feasible} of ${table.nodes} nodes pass the filters now (the best ${feasibleShown}`
       + " shown, with each score plugin's weighted score)"
-    : `none of the ${table.nodes} nodes passes the filters now`;
+    : `None of the ${table.nodes} nodes passes the filters now`;
   const failing = closest
     ? `; ${closest} of the ${table.infeasible} that do not, closest first, with what each lacks`
     : "";
