@@ -141,17 +141,16 @@ class WebView:
         if profile is None:
             answer["nodeTable"] = {"error": "not scheduled by this scheduler", "rows": []}
             return answer
-        nodes = [to_api_dict(n) for n in scheduler.nodes.store.values()]
-        pods = [to_api_dict(p) for p in scheduler.pods.store.values() if p.spec.node_name]
-        namespaces = [to_api_dict(ns) for ns in scheduler.namespaces.store.values()]
-        workloads = (
-            scheduler.workloads.in_namespaces({namespace})
-            if scheduler.workloads is not None
-            else []
-        )
+        # The lists are taken on the event loop; the objects (which the informers replace,
+        # never change) become API dicts in the worker thread, as preemption's do.
+        nodes = list(scheduler.nodes.store.values())
+        pods = [p for p in scheduler.pods.store.values() if p.spec.node_name]
+        namespaces = list(scheduler.namespaces.store.values())
+        known = scheduler.workloads
+        workloads = known.in_namespaces({namespace}) if known is not None else []
         chosen = answer.get("node") if answer.get("status") == "placed" else None
         answer["nodeTable"] = await asyncio.to_thread(
-            node_table, to_api_dict(pod), nodes, pods, namespaces, profile.core, chosen, workloads
+            _node_table, pod, nodes, pods, namespaces, profile.core, chosen, workloads
         )
         return answer
 
@@ -170,3 +169,24 @@ class WebView:
             if table is not None:
                 self.history.sample(table.json_rows())
             await asyncio.sleep(QOS_SAMPLE_PERIOD)
+
+
+def _node_table(
+    pod: Any,
+    nodes: list[Any],
+    pods: list[Any],
+    namespaces: list[Any],
+    profile: Any,
+    chosen: str | None,
+    workloads: Any,
+) -> dict[str, Any]:
+    """``node_table`` of the informers' objects (run in a worker thread)."""
+    return node_table(
+        to_api_dict(pod),
+        [to_api_dict(n) for n in nodes],
+        [to_api_dict(p) for p in pods],
+        [to_api_dict(ns) for ns in namespaces],
+        profile,
+        chosen,
+        workloads,
+    )
