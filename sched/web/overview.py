@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["QUEUE_ROWS", "QosHistory", "overview"]
 
 QUEUE_ROWS = 200
+QUEUE_ORDER = ("active", "backoff", "unschedulable", "gated", "in_flight")
 GANG_ROWS = 50
 GANG_MEMBER_ROWS = 20
 QOS_ROWS = 50
@@ -90,14 +91,16 @@ def _queue(scheduler: Scheduler, namespace: str) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     namespaces: collections.Counter[str] = collections.Counter()
     matching = 0
-    for name, where, qp in queue.listing():
-        pod_namespace = name.partition("/")[0]
+    # Unordered: ordering the active pods computes every pod's sort key, on the loop.
+    for where, qp in queue.unordered_listing():
+        pod_namespace = qp.pod.metadata.namespace
         namespaces[pod_namespace] += 1
         if namespace and pod_namespace != namespace:
             continue
         matching += 1
         if len(rows) >= QUEUE_ROWS:
             continue
+        name = qp.name
         attempt = scheduler.cycle.attempts.get(name)
         rows.append(
             {
@@ -110,6 +113,8 @@ def _queue(scheduler: Scheduler, namespace: str) -> dict[str, Any]:
                 "message": attempt.message if attempt is not None and attempt.uid == qp.key else "",
             }
         )
+    # The kept rows in a steady order, whatever order the queue's tables hold them in.
+    rows.sort(key=lambda row: (QUEUE_ORDER.index(row["queue"]), row["pod"]))
     return {
         "counts": counts,
         "bindsInFlight": scheduler.cycle.binds_in_flight,
