@@ -540,8 +540,9 @@ class Scheduler:
                     f"cannot listen on {server.host}:{server.port}: {error.strerror or error}"
                 ) from error
         log.info(
-            "serving health/metrics on %s, debug pages on %s",
+            "serving health/metrics on %s, debug pages on %s (the web view: %s/ui/)",
             ", ".join(server.url for server in self.servers) or "no port",
+            self.debug.url,
             self.debug.url,
         )
         self.recorder.start()
