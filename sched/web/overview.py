@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kubesalvo.core.plugins import coscheduling, names
 from kubesalvo.sched.explain import min_available_or_none
 from kubesalvo.sched.informers import to_api_dict
 
@@ -144,19 +145,19 @@ def _gangs(scheduler: Scheduler, namespace: str) -> dict[str, Any]:
     groups.sort(key=str)
     wanted = {key for g in groups[:GANG_ROWS] for key in book.members[g]}
     # The book keeps members by UID: one pass over the pods names them (only with gangs).
-    names: dict[str, Any] = {}
+    by_uid: dict[str, Any] = {}
     if wanted:
         for candidate in scheduler.pods.store.values():
             if candidate.metadata.uid in wanted:
-                names[candidate.metadata.uid] = candidate
+                by_uid[candidate.metadata.uid] = candidate
     rows = []
     for group in groups[:GANG_ROWS]:
         members = book.members[group]
         in_queue = scheduler.queue.gang_members(group)
         labelled = None
         member_rows: list[dict[str, Any]] = []
-        for key, member in sorted(members.items(), key=lambda kv: _pod_name(names.get(kv[0]))):
-            pod = names.get(key)
+        for key, member in sorted(members.items(), key=lambda kv: _pod_name(by_uid.get(kv[0]))):
+            pod = by_uid.get(key)
             if labelled is None and pod is not None:
                 labelled = min_available_or_none(to_api_dict(pod))
             where = in_queue.get(key)
@@ -169,9 +170,20 @@ def _gangs(scheduler: Scheduler, namespace: str) -> dict[str, Any]:
             if len(member_rows) < GANG_MEMBER_ROWS:
                 member_rows.append({"pod": _pod_name(pod), "state": state, "node": member.node})
         described = book.describe(group, labelled)
+        if "timeoutSeconds" not in described:
+            # Not waiting now: the timeout it would wait, from its PodGroup or the profile.
+            described["timeoutSeconds"] = book.timeout(group, _coscheduling_args(scheduler, pod))
         described["memberStates"] = member_rows
         rows.append(described)
     return {"count": len(groups), "gangs": rows}
+
+
+def _coscheduling_args(scheduler: Scheduler, pod: Any) -> coscheduling.CoschedulingArgs:
+    profile = scheduler.config.profile(pod.spec.scheduler_name) if pod is not None else None
+    args = profile.args.get(names.COSCHEDULING) if profile is not None else None
+    return (
+        args if isinstance(args, coscheduling.CoschedulingArgs) else coscheduling.CoschedulingArgs()
+    )
 
 
 def _pod_name(pod: Any) -> str:

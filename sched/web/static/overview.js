@@ -130,7 +130,7 @@ function drawGangs(gangs) {
     ks.el("td", { class: "num" }, g.pending),
     ks.el("td", { class: "num" }, g.bound),
     ks.el("td", {}, g.waitingSeconds !== undefined
-      ? `${g.waitingSeconds}s of ${g.timeoutSeconds}s` : "not waiting"),
+      ? `${g.waitingSeconds}s of ${g.timeoutSeconds}s` : `not waiting (timeout ${g.timeoutSeconds}s)`),
     ks.el("td", {}, g.podGroupPhase || "–"),
     ks.el("td", {}, g.memberStates.map((m) =>
       ks.el("div", {}, ks.podLink(m.pod), " ", ks.badge(m.state), m.node ? ` on ${m.node}` : "")))));
