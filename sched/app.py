@@ -104,6 +104,7 @@ from kubesalvo.sched.server import DebugServer, HealthServer
 from kubesalvo.sched.serving import ServingOptions, add_flags, options_from_args
 from kubesalvo.sched.serving.build import health_servers
 from kubesalvo.sched.serving.options import OptionsError
+from kubesalvo.sched.web import WebView
 
 __all__ = ["Scheduler", "configure", "main"]
 
@@ -234,6 +235,12 @@ class Scheduler:
         self.debug_enabled = debug_port != 0
         self.debug.add_page("/debug/queue", self._debug_queue)
         self.debug.add_page("/debug/explain", self._debug_explain)
+        self.web = WebView(self)
+        self.web.add_to(self.debug.app, sample=True)
+        if serving is not None and serving.web_view:
+            for server in self.servers:
+                if server.tls is not None:
+                    self.web.add_to(server.app)
         self.qos: QosTable | None = None
         self._setup_qos(config)
         self._stop = asyncio.Event()
@@ -555,11 +562,16 @@ class Scheduler:
                 raise ServeError(
                     f"cannot listen on {server.host}:{server.port}: {error.strerror or error}"
                 ) from error
-        log.info(
-            "serving health/metrics on %s, debug pages on %s",
-            ", ".join(server.url for server in self.servers) or "no port",
-            self.debug.url if self.debug_enabled else "no port",
-        )
+        servers = ", ".join(server.url for server in self.servers) or "no port"
+        if self.debug_enabled:
+            log.info(
+                "serving health/metrics on %s, debug pages on %s (the web view: %s/ui/)",
+                servers,
+                self.debug.url,
+                self.debug.url,
+            )
+        else:
+            log.info("serving health/metrics on %s, debug pages on no port", servers)
         self.recorder.start()
         self.gc_pauses.start()
         collect_young_less_often()
