@@ -37,6 +37,7 @@ from kubesalvo.core.label_selectors import (
     spread_constraint_error,
 )
 from kubesalvo.core.plugins import (
+    dynamic_resources,
     framework,
     inter_pod_affinity,
     names,
@@ -84,7 +85,12 @@ _INT = re.compile(r"^[+-]?[0-9]+$")
 _ENCODE = msgspec.json.Encoder(order="deterministic")
 _NONE_KEY = _ENCODE.encode(None)
 _EMPTY_LIST_KEY = _ENCODE.encode([])
-_PREFILTERS = (names.NODE_AFFINITY, names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
+_PREFILTERS = (
+    names.NODE_AFFINITY,
+    names.POD_TOPOLOGY_SPREAD,
+    names.INTER_POD_AFFINITY,
+    names.DYNAMIC_RESOURCES,
+)
 # The sub-signature each static table is deduplicated by.
 _SUB_KEYS = {
     "static": operator.attrgetter("static_key"),
@@ -351,7 +357,10 @@ class Encoder:
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
         if self._prefilters and (
-            required is not None or spread_invalid or pod_affinity is not None
+            required is not None
+            or spread_invalid
+            or pod_affinity is not None
+            or spec.get("resourceClaims")
         ):
             self._prefilter(info, required)
         if (spread_invalid or info.affinity_error is not None) and not (
@@ -369,7 +378,8 @@ class Encoder:
     def _prefilter(self, info: ClassInfo, required: Mapping[str, Any] | None) -> None:
         """What ends the class's attempt before any node is tried, the first filter's
         PreFilter in the profile's order deciding (as the reference's PreFilter run):
-        NodeAffinity's name conflict or InterPodAffinity's invalid selector (a rejection,
+        NodeAffinity's name conflict, InterPodAffinity's invalid selector or
+        DynamicResources' claims, which kubesalvo does not allocate (a rejection,
         ``prefilter_message``), or PodTopologySpread's invalid selector in a
         DoNotSchedule constraint (an error, ``error``). Every row is then narrowed (see
         ``_static_reason``), so the kernel places none of the class's pods."""
@@ -387,6 +397,11 @@ class Encoder:
                         info.error = pod_topology_spread.HARD_SPREAD_CONSTRAINTS_ERROR + error
             elif name == names.INTER_POD_AFFINITY and info.affinity_error is not None:
                 info.prefilter_message = inter_pod_affinity.PARSING_POD + info.affinity_error
+                info.prefilter_plugin = name
+            elif name == names.DYNAMIC_RESOURCES and info.spec.get("resourceClaims"):
+                # Binding the pod without allocating its claims would put it on a node
+                # whose devices it cannot use: it waits instead (see the plugin).
+                info.prefilter_message = dynamic_resources.NOT_ALLOCATED
                 info.prefilter_plugin = name
             if info.prefilter_message or info.error:
                 # All its rows are narrowed whatever the nodes: one static row serves all.

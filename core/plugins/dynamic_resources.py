@@ -1,5 +1,11 @@
-"""DynamicResources: resource claims (DRA). kubesalvo schedules pods without claims and
-renders this plugin's PostFilter part of the message; it does not allocate devices."""
+"""DynamicResources: resource claims (DRA).
+
+kubesalvo does not allocate devices yet. Binding a pod with resource claims anyway would
+put it on a node whose devices it may not get, with no allocation written to its claims:
+instead its PreFilter rejects every such pod, which stays pending with
+:data:`NOT_ALLOCATED` until the allocator is done. Pods without claims are scheduled as
+before, and this plugin's PostFilter part of their message is rendered.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from kubesalvo.core.plugins.framework import (
     RESERVE,
     ActionType,
     ClusterEvent,
+    Code,
     EventResource,
     FieldError,
     PluginSpec,
@@ -22,7 +29,7 @@ from kubesalvo.core.plugins.framework import (
     non_negative,
 )
 
-__all__ = ["NAME", "NO_NEW_CLAIMS_TO_DEALLOCATE", "DynamicResourcesArgs"]
+__all__ = ["NAME", "NOT_ALLOCATED", "NO_NEW_CLAIMS_TO_DEALLOCATE", "DynamicResourcesArgs"]
 
 NAME = names.DYNAMIC_RESOURCES
 # Its PostFilter's answer for a pod without resource claims. With the default profile
@@ -30,6 +37,9 @@ NAME = names.DYNAMIC_RESOURCES
 # ", ": "... 2 node(s) had untolerated taint(s). no new claims to deallocate, preemption:
 # 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 NO_NEW_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
+# kubesalvo's own PreFilter rejection of a pod with resource claims (no upstream text: an
+# upstream scheduler allocates them).
+NOT_ALLOCATED = "kubesalvo does not allocate resource claims yet (DynamicResources)"
 
 
 @dataclass(frozen=True)
@@ -61,5 +71,6 @@ SPEC = PluginSpec(
     NAME,
     frozenset({PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, RESERVE, PRE_BIND}),
     args=DynamicResourcesArgs,
+    reasons={NOT_ALLOCATED: Code.UNSCHEDULABLE_AND_UNRESOLVABLE},
     events=EVENTS,
 )
