@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.plugins import group_priority, names
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import QosAwareArgs
@@ -76,6 +77,7 @@ from kubesalvo.sched.informers.models import (
     PodDisruptionBudget,
     Workload,
 )
+from kubesalvo.sched.informers.resources import DRA_RESOURCES, dra_objects
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
 from kubesalvo.sched.memory import (
@@ -205,6 +207,11 @@ class Scheduler:
                 )
                 self.workload_informers.append(informer)
             self.informers.extend(self.workload_informers)
+        # DeviceClasses, ResourceClaims, ResourceSlices, for DynamicResources' filter.
+        self.dra_informers: list[Informer[Any]] = []
+        if any(names.DYNAMIC_RESOURCES in p.plugins.at("filter") for p in config.profiles):
+            self.dra_informers = [Informer(client, resource) for resource in DRA_RESOURCES]
+            self.informers.extend(self.dra_informers)
         self.metrics.registry.register(InformerCollector(self._informer_requests))
         self.servers: list[HealthServer] = health_servers(
             self.metrics, serving or ServingOptions(), client
@@ -281,6 +288,13 @@ class Scheduler:
             namespaces=list(self.namespaces.store.values()),
             assumed=assumed,
         )
+
+    def dra_objects(self) -> DraObjects:
+        """The DRA objects as the informers hold them now (empty without DynamicResources)."""
+        if not self.dra_informers:
+            return DraObjects()
+        classes, claims, slices = (list(i.store.values()) for i in self.dra_informers)
+        return dra_objects(classes, claims, slices)
 
     def _synced_check(self, informer: Informer[Any]) -> Callable[[], bool]:
         # A workload informer dropped for want of RBAC (see _check_workload_access) does

@@ -1,0 +1,171 @@
+"""resource.k8s.io on the real control plane: the informers of DeviceClasses,
+ResourceClaims and ResourceSlices, the plain snapshot core takes from them, the
+resourceclaim controller making a pod's claim from its template, and ``kubesalvo run``
+keeping a pod with a claim pending (DynamicResources does not allocate yet)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+
+import msgspec
+import pytest
+
+from kubesalvo.core.dra.objects import pod_claim_names
+from kubesalvo.core.plugins import dynamic_resources
+from kubesalvo.sched.client import ApiClient
+from kubesalvo.sched.informers import Informer, to_api_dict
+from kubesalvo.sched.informers.models import Pod
+from kubesalvo.sched.informers.resources import DRA_RESOURCES, dra_objects
+from tests.sched.test_app import (
+    CONFIG,
+    SchedulerProcess,
+    delete_nodes,
+    delete_pods,
+    kwok_node,
+    list_objects,
+    pod_scheduled,
+    settled,
+)
+
+pytestmark = pytest.mark.integration
+
+RESOURCE = "/apis/resource.k8s.io/v1"
+
+
+def driver_objects(driver: str, node: str) -> list[dict[str, Any]]:
+    """A DeviceClass of the driver and the node-local slice of 2 GPUs it publishes."""
+    return [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": driver},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-{driver}"},
+            "spec": {
+                "driver": driver,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {"name": f"gpu-{i}", "attributes": {"model": {"string": "a100"}}}
+                    for i in range(2)
+                ],
+            },
+        },
+    ]
+
+
+def template_and_pod(namespace: str, driver: str, scheduler: str) -> list[dict[str, Any]]:
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": namespace},
+        "spec": {
+            "spec": {
+                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver}}]}
+            }
+        },
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "trainer", "namespace": namespace},
+        "spec": {
+            "schedulerName": scheduler,
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"claims": [{"name": "gpu"}]},
+                }
+            ],
+        },
+    }
+    return [template, pod]
+
+
+def delete_cluster_objects(control_plane: Any, driver: str, node: str) -> None:
+    async def delete(client: Any) -> None:
+        for path in (
+            f"{RESOURCE}/deviceclasses/{driver}",
+            f"{RESOURCE}/resourceslices/{node}-{driver}",
+        ):
+            await client.request("DELETE", path)
+
+    control_plane.call(delete)
+
+
+async def test_the_informers_hold_the_dra_objects_and_the_claim_made_from_a_template(
+    control_plane, api: ApiClient, namespace: str
+):
+    driver = f"gpu-{secrets.token_hex(3)}.example.com"
+    node = f"dra-{secrets.token_hex(3)}"
+    informers: list[Informer[Any]] = [Informer(api, resource) for resource in DRA_RESOURCES]
+    for informer in informers:
+        informer.start()
+    try:
+        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in informers)), 30)
+        control_plane.create(driver_objects(driver, node))
+        control_plane.create(template_and_pod(namespace, driver, "nobody"))
+        pod_path = f"/api/v1/namespaces/{namespace}/pods/trainer"
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:
+            answer = await api.request("GET", pod_path)
+            pod = to_api_dict(msgspec.json.decode(answer.body, type=Pod))
+            ((_, claim_name),) = pod_claim_names(pod)
+            snapshot = dra_objects(*(list(i.store.values()) for i in informers))
+            if claim_name and (namespace, claim_name) in snapshot.claims:
+                break
+            assert asyncio.get_running_loop().time() < deadline, "no claim made"
+            await asyncio.sleep(0.1)
+        assert claim_name.startswith("trainer-gpu-")
+        claim = snapshot.claims[(namespace, claim_name)]
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == driver
+        assert "allocation" not in claim.get("status", {})
+        assert driver in snapshot.classes
+        pool = snapshot.pools[(driver, node)]
+        assert pool.complete and pool.generation == 1
+        assert [d["name"] for d in pool.slices[0]["spec"]["devices"]] == ["gpu-0", "gpu-1"]
+    finally:
+        for informer in informers:
+            await informer.stop()
+        delete_cluster_objects(control_plane, driver, node)
+
+
+def test_run_keeps_a_pod_with_a_resource_claim_pending_and_writes_no_allocation(
+    control_plane, namespace, tmp_path
+):
+    driver = f"gpu-{secrets.token_hex(3)}.example.com"
+    node = kwok_node(f"dra-{secrets.token_hex(3)}", "dra")
+    control_plane.create([node])
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "dra"
+    )
+    control_plane.create(driver_objects(driver, node["metadata"]["name"]))
+    objects = template_and_pod(namespace, driver, "kubesalvo")
+    control_plane.create(objects)
+    path = f"/api/v1/namespaces/{namespace}/pods/trainer"
+
+    def reported() -> bool:
+        condition = pod_scheduled(control_plane.call(lambda c: c.request("GET", path)))
+        return condition is not None and condition.get("status") == "False"
+
+    try:
+        process.wait_ready()
+        settled(process, 60, reported)
+        pod = control_plane.call(lambda c: c.request("GET", path))
+        assert not pod["spec"].get("nodeName")
+        assert dynamic_resources.NOT_ALLOCATED in pod_scheduled(pod)["message"]
+        claims = list_objects(control_plane, f"{RESOURCE}/namespaces/{namespace}/resourceclaims")
+        assert all("allocation" not in (c.get("status") or {}) for c in claims)
+    finally:
+        delete_pods(control_plane, [objects[1]])
+        delete_cluster_objects(control_plane, driver, node["metadata"]["name"])
+        delete_nodes(control_plane, [node])
+        process.kill()
