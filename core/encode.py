@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.core import _codes
+from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.label_selectors import (
     Selector,
     parse_selector,
@@ -178,9 +179,14 @@ class Encoder:
     (``state.version``), so consecutive chunks and bursts reuse them.
     """
 
-    def __init__(self, state: ClusterState, profile: Profile) -> None:
+    def __init__(
+        self, state: ClusterState, profile: Profile, devices: PodDevices | None = None
+    ) -> None:
         self.state = state
         self.profile = profile
+        # DynamicResources' state for the one pod with resource claims being placed
+        # (core/dra/pod.py); None: a pod with claims is rejected (NOT_ALLOCATED).
+        self.devices = devices
         self.weights = profile.score_weights
         self.filters = set(profile.filters)
         self._version = -1
@@ -353,6 +359,8 @@ class Encoder:
             info.static_key = info.key
         if info.error:  # a quantity no int64 holds (_class_info)
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
+        if self.devices is not None and spec.get("resourceClaims"):
+            info.static_key = info.key + b"/devices"  # the one pod's own Filter answer
         pod_affinity = info.affinity
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
@@ -399,10 +407,17 @@ class Encoder:
                 info.prefilter_message = inter_pod_affinity.PARSING_POD + info.affinity_error
                 info.prefilter_plugin = name
             elif name == names.DYNAMIC_RESOURCES and info.spec.get("resourceClaims"):
-                # Binding the pod without allocating its claims would put it on a node
-                # whose devices it cannot use: it waits instead (see the plugin).
-                info.prefilter_message = dynamic_resources.NOT_ALLOCATED
-                info.prefilter_plugin = name
+                devices = self.devices
+                if devices is None:
+                    # Binding the pod without allocating its claims would put it on a
+                    # node whose devices it cannot use: it waits instead.
+                    info.prefilter_message = dynamic_resources.NOT_ALLOCATED
+                    info.prefilter_plugin = name
+                elif devices.rejection:
+                    info.prefilter_message = devices.rejection
+                    info.prefilter_plugin = name
+                elif devices.error:
+                    info.error = devices.error
             if info.prefilter_message or info.error:
                 # All its rows are narrowed whatever the nodes: one static row serves all.
                 info.static_key = b"prefilter"
@@ -569,6 +584,15 @@ class Encoder:
             elif name in self.extensions:
                 static_filter, args, code = self.extensions[name]
                 reject(~static_filter(args, self, info), code)
+            elif name == names.DYNAMIC_RESOURCES and self.devices is not None:
+                if spec.get("resourceClaims"):
+                    codes = self.devices.filter_rows(state.names, todo, self._row_labels)
+                    if self.devices.error:  # a Filter error ends the attempt
+                        info.error = self.devices.error
+                        out[todo] = R_NARROWED
+                        return out
+                    reject(codes == _codes.DRA_ALLOCATE, _codes.DRA_ALLOCATE)
+                    reject(codes == _codes.DRA_UNAVAILABLE, _codes.DRA_UNAVAILABLE)
             elif name == names.NODE_AFFINITY:
                 added = self.profile.node_affinity.added_affinity
                 added_required = (added or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -647,6 +671,18 @@ class Encoder:
             if row is not None:
                 keep[row] = True
         return keep
+
+    def _row_labels(self, row: int) -> dict[str, str]:
+        """One row's labels (DynamicResources' node selectors, for few rows)."""
+        state = self.state
+        labels: dict[str, str] = {}
+        for key, column in state.label_columns.items():
+            vid = int(column[row])
+            if vid >= 0:
+                value = state.label_values[key][vid]
+                if value is not None:
+                    labels[key] = value
+        return labels
 
     # ---------------------------------------------------------- node selectors
     def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:

@@ -144,19 +144,40 @@ class Allocator:
         self.held = held
         self._matches: dict[tuple[DeviceId, str, int, int], bool] = {}
 
-    def pools_for(self, node: str, labels: Mapping[str, str]) -> list[tuple[Pool, list[Obj]]]:
-        """Each pool with the slices of its newest generation reachable from the node."""
-        out: list[tuple[Pool, list[Obj]]] = []
+    def _index(self) -> None:
+        # Slices by the node they are local to; the others (allNodes, nodeSelector) are
+        # checked against each node. Per-device node selection (partitionable devices,
+        # off by default in v1.34) is not modelled: such slices serve no node.
+        self._local: dict[str, list[tuple[Pool, Obj]]] = {}
+        self._shared: list[tuple[Pool, Obj]] = []
         for pool in self.objects.pools.values():
-            slices = [
-                s
-                for s in pool.slices
-                if not (s.get("spec") or {}).get("perDeviceNodeSelection")
-                and slice_targets(s.get("spec") or {}, node, labels)
-            ]
-            if slices:
-                out.append((pool, slices))
-        return out
+            for slice_ in pool.slices:
+                spec = slice_.get("spec") or {}
+                if spec.get("perDeviceNodeSelection"):
+                    continue
+                if spec.get("nodeName"):
+                    self._local.setdefault(spec["nodeName"], []).append((pool, slice_))
+                else:
+                    self._shared.append((pool, slice_))
+
+    def needs_labels(self) -> bool:
+        """Whether some slice selects nodes by label (else ``labels`` may be empty)."""
+        if not hasattr(self, "_shared"):
+            self._index()
+        return any((s.get("spec") or {}).get("nodeSelector") for _, s in self._shared)
+
+    def pools_for(self, node: str, labels: Mapping[str, str]) -> list[tuple[Pool, list[Obj]]]:
+        """Each pool with the slices of its newest generation reachable from the node, in
+        the order the pools were published."""
+        if not hasattr(self, "_shared"):
+            self._index()
+        by_pool: dict[tuple[str, str], tuple[Pool, list[Obj]]] = {}
+        for pool, slice_ in self._local.get(node, ()):
+            by_pool.setdefault((pool.driver, pool.name), (pool, []))[1].append(slice_)
+        for pool, slice_ in self._shared:
+            if slice_targets(slice_.get("spec") or {}, node, labels):
+                by_pool.setdefault((pool.driver, pool.name), (pool, []))[1].append(slice_)
+        return list(by_pool.values())
 
     def allocate(
         self, claims: Sequence[Obj], node: str, labels: Mapping[str, str]

@@ -1,10 +1,15 @@
-"""DynamicResources: resource claims (DRA).
+"""DynamicResources: resource claims (DRA), with kube-scheduler v1.34's semantics and texts.
 
-kubesalvo does not allocate devices yet. Binding a pod with resource claims anyway would
-put it on a node whose devices it may not get, with no allocation written to its claims:
-instead its PreFilter rejects every such pod, which stays pending with
-:data:`NOT_ALLOCATED` until the allocator is done. Pods without claims are scheduled as
-before, and this plugin's PostFilter part of their message is rendered.
+Its behaviour is in ``core/dra``: ``pod.prefilter`` and ``PodDevices.filter_rows`` (the
+PreFilter and the Filter, the latter a per-node mask with two reason codes),
+``allocator`` (the structured-parameters allocator) and ``selectors`` (CEL). The runtime
+places a pod with claims alone, after the burst's other pods, with that mask; Reserve
+holds its devices for the rest of the burst and PreBind writes the claims' allocation
+and reservedFor before the binding.
+
+Without the runtime's DRA objects (``kubesalvo simulate``, core's callers that give no
+``devices``), a pod with claims is rejected by the PreFilter with :data:`NOT_ALLOCATED`
+rather than bound without its devices.
 """
 
 from __future__ import annotations
@@ -29,7 +34,23 @@ from kubesalvo.core.plugins.framework import (
     non_negative,
 )
 
-__all__ = ["NAME", "NOT_ALLOCATED", "NO_NEW_CLAIMS_TO_DEALLOCATE", "DynamicResourcesArgs"]
+__all__ = [
+    "CANNOT_ALLOCATE",
+    "CLAIM_IN_USE",
+    "CLAIM_NOT_CREATED",
+    "NAME",
+    "NOT_ALLOCATED",
+    "NOT_AVAILABLE_ON_NODE",
+    "NO_NEW_CLAIMS_TO_DEALLOCATE",
+    "STILL_NOT_SCHEDULABLE",
+    "DynamicResourcesArgs",
+    "claim_being_allocated",
+    "claim_being_deleted",
+    "claim_not_for_pod",
+    "claim_not_found",
+    "class_missing",
+    "prefilter_error",
+]
 
 NAME = names.DYNAMIC_RESOURCES
 # Its PostFilter's answer for a pod without resource claims. With the default profile
@@ -37,9 +58,46 @@ NAME = names.DYNAMIC_RESOURCES
 # ", ": "... 2 node(s) had untolerated taint(s). no new claims to deallocate, preemption:
 # 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 NO_NEW_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
-# kubesalvo's own PreFilter rejection of a pod with resource claims (no upstream text: an
-# upstream scheduler allocates them).
+# Its PostFilter's answer for a pod with claims when no allocated claim of it could be
+# deallocated to help (kubesalvo never deallocates: see the README).
+STILL_NOT_SCHEDULABLE = "still not schedulable"
+# kubesalvo's own PreFilter rejection of a pod with resource claims when the caller has no
+# DRA objects to allocate from (no upstream text: an upstream scheduler has them).
 NOT_ALLOCATED = "kubesalvo does not allocate resource claims yet (DynamicResources)"
+# Filter, per node.
+CANNOT_ALLOCATE = "cannot allocate all claims"
+NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
+# PreFilter, for every node (UnschedulableAndUnresolvable).
+CLAIM_IN_USE = "resourceclaim in use"
+CLAIM_NOT_CREATED = "ResourceClaim not created yet"
+
+
+def claim_not_found(name: str) -> str:
+    """The claim lister's NotFound error, as kube-scheduler reports it."""
+    return f'resourceclaim.resource.k8s.io "{name}" not found'
+
+
+def claim_being_deleted(name: str) -> str:
+    return f'resourceclaim "{name}" is being deleted'
+
+
+def claim_not_for_pod(claim: str, namespace: str, pod: str) -> str:
+    """A claim named by the pod's status for a template, owned by another pod."""
+    return f"ResourceClaim {claim} was not created for pod {namespace}/{pod} (pod is not owner)"
+
+
+def claim_being_allocated(claim: str) -> str:
+    """A claim whose allocation an earlier pod reserved and has not written yet."""
+    return f"resource claim {claim} is in the process of being allocated"
+
+
+def class_missing(request: str, device_class: str) -> str:
+    return f"request {request}: device class {device_class} does not exist"
+
+
+def prefilter_error(error: str) -> str:
+    """A PreFilter error, which fails the attempt (no node is tried)."""
+    return f'running PreFilter plugin "{NAME}": {error}'
 
 
 @dataclass(frozen=True)
@@ -71,6 +129,11 @@ SPEC = PluginSpec(
     NAME,
     frozenset({PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, RESERVE, PRE_BIND}),
     args=DynamicResourcesArgs,
-    reasons={NOT_ALLOCATED: Code.UNSCHEDULABLE_AND_UNRESOLVABLE},
+    reasons={
+        NOT_ALLOCATED: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        CANNOT_ALLOCATE: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        NOT_AVAILABLE_ON_NODE: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        CLAIM_IN_USE: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    },
     events=EVENTS,
 )
