@@ -47,12 +47,14 @@ from aiohttp import web
 
 from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.plugins import group_priority, names
+from kubesalvo.core.plugins.framework import ActionType, ClusterEvent, EventResource, event_label
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import QosAwareArgs
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
+from kubesalvo.sched.devices import DeviceBook
 from kubesalvo.sched.events import WARNING, EventRecorder, ObjectRef, RecorderSettings
 from kubesalvo.sched.gangs import write_statuses
 from kubesalvo.sched.informers import (
@@ -104,6 +106,12 @@ from kubesalvo.sched.serving.options import OptionsError
 
 __all__ = ["Scheduler", "configure", "main"]
 
+# The event resource of each DRA informer (DRA_RESOURCES' order).
+_DRA_EVENTS = (
+    EventResource.DEVICE_CLASS,
+    EventResource.RESOURCE_CLAIM,
+    EventResource.RESOURCE_SLICE,
+)
 log = logging.getLogger("kubesalvo")
 
 EXIT_CONFIG = 2
@@ -165,6 +173,11 @@ class Scheduler:
                 on_stopped_leading=lambda: self._leadership(False),
                 metrics=self.metrics,
             )
+        # DynamicResources' reservations and PreBind, reading the informers below.
+        self.dra_enabled = any(
+            names.DYNAMIC_RESOURCES in p.plugins.at("filter") for p in config.profiles
+        )
+        self.devices = DeviceBook(client, self.dra_objects) if self.dra_enabled else None
         self.cycle = BurstCycle(
             config,
             self.cache,
@@ -176,6 +189,7 @@ class Scheduler:
             settings=CycleSettings.from_config(config),
             cluster=self._cluster_objects,
             workloads=self._workloads_of,
+            devices=self.devices,
         )
         # API traffic under client-go's metric names (kubernetes-mixin charts them).
         client.on_request = functools.partial(
@@ -209,8 +223,11 @@ class Scheduler:
             self.informers.extend(self.workload_informers)
         # DeviceClasses, ResourceClaims, ResourceSlices, for DynamicResources' filter.
         self.dra_informers: list[Informer[Any]] = []
-        if any(names.DYNAMIC_RESOURCES in p.plugins.at("filter") for p in config.profiles):
-            self.dra_informers = [Informer(client, resource) for resource in DRA_RESOURCES]
+        if self.dra_enabled:
+            self.dra_informers = [
+                Informer(client, resource, self._dra_handler(kind))
+                for resource, kind in zip(DRA_RESOURCES, _DRA_EVENTS, strict=True)
+            ]
             self.informers.extend(self.dra_informers)
         self.metrics.registry.register(InformerCollector(self._informer_requests))
         self.servers: list[HealthServer] = health_servers(
@@ -288,6 +305,24 @@ class Scheduler:
             namespaces=list(self.namespaces.store.values()),
             assumed=assumed,
         )
+
+    def _dra_handler(self, resource: EventResource) -> Callable[[Change[Any]], None]:
+        """Cluster events of a DRA informer for the queue (DynamicResources registered
+        adds and updates of classes, claims and slices)."""
+
+        def handle(change: Change[Any]) -> None:
+            if change.obj is None:
+                return
+            if change.type == ADDED:
+                action = ActionType.ADD
+            elif change.type == DELETED:
+                action = ActionType.DELETE
+            else:
+                action = ActionType.UPDATE_OTHER
+            event = ClusterEvent(resource, action, event_label(resource, action))
+            self.queue.on_event(event, change.old, change.obj)
+
+        return handle
 
     def dra_objects(self) -> DraObjects:
         """The DRA objects as the informers hold them now (empty without DynamicResources)."""

@@ -15,7 +15,7 @@ placement call), since what it takes changes what the next one can have.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,7 +120,7 @@ def prefilter(
     objects: DraObjects,
     selectors: Selectors,
     held: set[DeviceId],
-    pending: Mapping[str, Any],
+    pending: Set[str],
 ) -> PodDevices:
     """DynamicResources' PreFilter for ``pod``. ``held``: devices taken by allocated
     claims and by the reservations of the burst; ``pending``: the uids of claims whose

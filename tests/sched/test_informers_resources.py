@@ -1,7 +1,7 @@
 """resource.k8s.io on the real control plane: the informers of DeviceClasses,
 ResourceClaims and ResourceSlices, the plain snapshot core takes from them, the
 resourceclaim controller making a pod's claim from its template, and ``kubesalvo run``
-keeping a pod with a claim pending (DynamicResources does not allocate yet)."""
+binding such a pod where its device is, with the allocation written to the claim."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import msgspec
 import pytest
 
 from kubesalvo.core.dra.objects import pod_claim_names
-from kubesalvo.core.plugins import dynamic_resources
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.informers import Informer, to_api_dict
 from kubesalvo.sched.informers.models import Pod
@@ -25,7 +24,6 @@ from tests.sched.test_app import (
     delete_pods,
     kwok_node,
     list_objects,
-    pod_scheduled,
     settled,
 )
 
@@ -138,34 +136,42 @@ async def test_the_informers_hold_the_dra_objects_and_the_claim_made_from_a_temp
         delete_cluster_objects(control_plane, driver, node)
 
 
-def test_run_keeps_a_pod_with_a_resource_claim_pending_and_writes_no_allocation(
+def test_run_binds_a_pod_with_a_template_claim_where_its_device_is_and_writes_it(
     control_plane, namespace, tmp_path
 ):
     driver = f"gpu-{secrets.token_hex(3)}.example.com"
-    node = kwok_node(f"dra-{secrets.token_hex(3)}", "dra")
-    control_plane.create([node])
+    nodes = [kwok_node(f"dra-{secrets.token_hex(3)}", "dra") for _ in range(2)]
+    control_plane.create(nodes)
+    with_gpus = nodes[1]["metadata"]["name"]
     process = SchedulerProcess(
         tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "dra"
     )
-    control_plane.create(driver_objects(driver, node["metadata"]["name"]))
+    control_plane.create(driver_objects(driver, with_gpus))
     objects = template_and_pod(namespace, driver, "kubesalvo")
-    control_plane.create(objects)
+    objects[1]["spec"]["nodeSelector"] = {"kubesalvo.io/test-pool": "dra"}
     path = f"/api/v1/namespaces/{namespace}/pods/trainer"
-
-    def reported() -> bool:
-        condition = pod_scheduled(control_plane.call(lambda c: c.request("GET", path)))
-        return condition is not None and condition.get("status") == "False"
-
     try:
         process.wait_ready()
-        settled(process, 60, reported)
+        control_plane.create(objects)
+        settled(
+            process,
+            60,
+            lambda: bool(
+                control_plane.call(lambda c: c.request("GET", path))["spec"].get("nodeName")
+            ),
+        )
         pod = control_plane.call(lambda c: c.request("GET", path))
-        assert not pod["spec"].get("nodeName")
-        assert dynamic_resources.NOT_ALLOCATED in pod_scheduled(pod)["message"]
-        claims = list_objects(control_plane, f"{RESOURCE}/namespaces/{namespace}/resourceclaims")
-        assert all("allocation" not in (c.get("status") or {}) for c in claims)
+        assert pod["spec"]["nodeName"] == with_gpus
+        (claim,) = list_objects(control_plane, f"{RESOURCE}/namespaces/{namespace}/resourceclaims")
+        (result,) = claim["status"]["allocation"]["devices"]["results"]
+        assert (result["driver"], result["pool"]) == (driver, with_gpus)
+        assert result["device"] in ("gpu-0", "gpu-1") and result["request"] == "gpu"
+        assert claim["status"]["reservedFor"] == [
+            {"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}
+        ]
+        assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
     finally:
-        delete_pods(control_plane, [objects[1]])
-        delete_cluster_objects(control_plane, driver, node["metadata"]["name"])
-        delete_nodes(control_plane, [node])
         process.kill()
+        delete_pods(control_plane, [objects[1]])
+        delete_cluster_objects(control_plane, driver, with_gpus)
+        delete_nodes(control_plane, nodes)
