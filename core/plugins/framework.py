@@ -50,6 +50,7 @@ __all__ = [
     "ProfileError",
     "ResourceSpec",
     "StaticFilter",
+    "StaticScore",
     "check",
     "event_label",
     "fit_error_message",
@@ -315,6 +316,11 @@ class PodClass(Protocol):
 # A static filter: (its args, the nodes, a class of pods) -> the rows that pass it. It is
 # called once per class and burst, never per node or per pod.
 StaticFilter = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.bool_]]
+# A static score: (its args, the nodes, a class of pods) -> each row's score, already in
+# [0, MAX_NODE_SCORE] and final: it depends on no other node, so no normalisation over the
+# feasible nodes follows (the kernel adds it, weighted, to the class's fixed scores).
+# Called once per class and burst, like a static filter.
+StaticScore = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.integer[Any]]]
 
 
 # --- the registry's entry ---------------------------------------------------------------
@@ -330,6 +336,10 @@ class PluginSpec:
     ``static_filter``: for a filter whose answer depends only on the nodes' labels and the
     pod's signature, the function the encoder calls (its single reason is its text); the
     filters kube-scheduler ships are encoded by ``core/encode.py`` and the kernels instead.
+    ``static_score``: likewise for a score whose value on a node depends only on that
+    node's labels and the pod's signature. The same functions, run over one pod's nodes,
+    are what the reference (the tests' oracle), preemption's dry run and ``explain``
+    evaluate (``core/reference/static_plugins.py``).
     """
 
     name: str
@@ -338,10 +348,13 @@ class PluginSpec:
     reasons: Mapping[str, Code] = field(default_factory=dict)
     events: tuple[ClusterEvent, ...] = ()
     static_filter: StaticFilter | None = None
+    static_score: StaticScore | None = None
 
     def __post_init__(self) -> None:
         if self.static_filter is not None and len(self.reasons) != 1:
             raise ValueError(f"static filter {self.name} needs exactly one reason text")
+        if self.static_score is not None and SCORE not in self.points:
+            raise ValueError(f"static score {self.name} must implement the score point")
 
 
 # --- texts of the framework (rendered at the edge) --------------------------------------
