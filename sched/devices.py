@@ -52,6 +52,9 @@ class DeviceBook:
         self.objects = objects
         self.selectors = Selectors()
         self._reserved: dict[str, Reserved] = {}
+        # The pods whose PreBind wrote their claims: their reservations end once the
+        # informer shows the allocations (before, a reservation is kept whatever it holds).
+        self._written: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- the burst's side ------------------------------------------------------------
@@ -65,6 +68,7 @@ class DeviceBook:
 
     def reserve(self, uid: str, devices: PodDevices, node: str) -> None:
         self._reserved[uid] = devices.reserve(node)
+        self._written.discard(uid)
 
     def _held(self, objects: DraObjects) -> tuple[set[DeviceId], set[str]]:
         """Devices of allocated claims and of reservations not yet written, and the uids
@@ -85,8 +89,9 @@ class DeviceBook:
                     pending.add(meta.get("uid", ""))
             if waiting:
                 held |= reserved.devices
-            else:
+            elif uid in self._written:
                 del self._reserved[uid]
+                self._written.discard(uid)
         return held, pending
 
     # --- PreBind ---------------------------------------------------------------------
@@ -96,10 +101,13 @@ class DeviceBook:
         return reserved is not None and reserved.node == node
 
     async def pre_bind(self, qp: QueuedPod, node: str) -> None:
-        reserved = self._reserved[qp.pod.metadata.uid]
         meta = qp.pod.metadata
+        reserved = self._reserved.get(meta.uid)
+        if reserved is None or reserved.node != node:
+            raise RuntimeError(f"no reservation of pod {meta.namespace}/{meta.name} on {node}")
         for claim, allocation in reserved.claims:
             await self._bind_claim(claim, allocation, meta.name, meta.uid)
+        self._written.add(meta.uid)
 
     async def _bind_claim(
         self, claim: dict[str, Any] | Any, allocation: dict[str, Any] | None, pod: str, uid: str
@@ -146,6 +154,7 @@ class DeviceBook:
 
     def unreserve(self, qp: QueuedPod, node: str) -> None:
         reserved = self._reserved.pop(qp.pod.metadata.uid, None)
+        self._written.discard(qp.pod.metadata.uid)
         if reserved is None:
             return
         task = asyncio.get_running_loop().create_task(
