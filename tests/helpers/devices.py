@@ -46,6 +46,26 @@ class Driver:
             },
         }
 
+    def network_slice(self, name: str, label: str, value: str, count: int) -> dict[str, Any]:
+        """A pool of ``count`` devices of kind net reachable from the nodes labelled
+        ``label=value`` (a ResourceSlice with a nodeSelector, as a network-attached
+        device's driver publishes it)."""
+        devices = [
+            {"name": f"net-{i}", "attributes": {"kind": {"string": "net"}}} for i in range(count)
+        ]
+        selector = {"matchExpressions": [{"key": label, "operator": "In", "values": [value]}]}
+        return {
+            "apiVersion": RESOURCE,
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{name}-{self.name}"},
+            "spec": {
+                "driver": self.name,
+                "nodeSelector": {"nodeSelectorTerms": [selector]},
+                "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                "devices": devices,
+            },
+        }
+
     def device_class(self, kind: str) -> dict[str, Any]:
         expression = (
             f'device.driver == "{self.name}" && device.attributes["{self.name}"].kind == "{kind}"'
@@ -135,14 +155,32 @@ def claims_of(pod: dict[str, Any], claims: dict[str, dict[str, Any]]) -> list[di
     return out
 
 
+def _reaches(spec: dict[str, Any], node: dict[str, Any]) -> bool:
+    """Whether a slice serves the node: its own node, or a selector of In terms."""
+    meta = node.get("metadata") or {}
+    if spec.get("nodeName"):
+        return bool(spec["nodeName"] == meta.get("name"))
+    labels = meta.get("labels") or {}
+    for term in (spec.get("nodeSelector") or {}).get("nodeSelectorTerms") or ():
+        if all(
+            r["operator"] == "In" and labels.get(r["key"]) in r["values"]
+            for r in term.get("matchExpressions") or ()
+        ):
+            return True
+    return bool(spec.get("allNodes"))
+
+
 def check_allocations(
-    pods: Iterable[dict[str, Any]], claims: dict[str, dict[str, Any]], slices: list[dict[str, Any]]
+    pods: Iterable[dict[str, Any]],
+    claims: dict[str, dict[str, Any]],
+    slices: list[dict[str, Any]],
+    nodes: dict[str, dict[str, Any]],
 ) -> list[str]:
     """What is wrong with the allocations of the bound pods, checked without the
-    scheduler's code: each claim allocated with one result per requested device, on a
-    device its node publishes, reserved for the pod, and no device in two claims."""
+    scheduler's code: each claim allocated, on devices published for the pod's node
+    (``nodes`` by name), reserved for the pod, and no device in two claims."""
     published = {
-        (s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"]): (s["spec"]["nodeName"], d)
+        (s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"]): s["spec"]
         for s in slices
         for d in s["spec"]["devices"]
     }
@@ -164,8 +202,8 @@ def check_allocations(
                 continue
             for r in results:
                 device = (r["driver"], r["pool"], r["device"])
-                where = published.get(device)
-                if where is None or where[0] != node:
+                spec = published.get(device)
+                if spec is None or not _reaches(spec, nodes.get(node, {})):
                     problems.append(f"{name}: {device} is not a device of {node}")
                 if owner.setdefault(device, claim_name) != claim_name:
                     problems.append(f"{device} given to {owner[device]} and {claim_name}")
@@ -176,6 +214,6 @@ def attribute(device: tuple[str, str, str], slices: list[dict[str, Any]], name: 
     for s in slices:
         if (s["spec"]["driver"], s["spec"]["pool"]["name"]) == device[:2]:
             for d in s["spec"]["devices"]:
-                if d["name"] == device[2]:
+                if d["name"] == device[2] and name in d["attributes"]:
                     return next(iter(d["attributes"][name].values()))
     return None

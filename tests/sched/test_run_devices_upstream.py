@@ -2,19 +2,20 @@
 plane, each with nodes of its own and the same pods.
 
 A fake driver publishes, on each node, 8 GPUs (attributes kind, model, memoryGiB) and 2
-spare devices; one node of each pair has model a100, the other h100. Each scheduler gets:
-a claim by count (2 GPUs), one by CEL selector (an h100), two requests tied by
-matchAttribute (same model), All of the spares of a node, one claim shared by two pods,
-and a claim for 9 GPUs, which no node has. Each of those claims but the shared one comes
-from a claim template per pod (the resourceclaim controller makes it). Then a burst of 100
-pods for the 80 GPUs of 10 nodes.
+spare devices; one node of each pair has model a100, the other h100; and a pool with a
+nodeSelector holds 2 network devices for each scheduler's nodes. Each scheduler gets: a
+claim by count (2 GPUs), one by CEL selector (an h100), two requests tied by
+matchAttribute (same model), All of the spares of a node, a network device, one claim
+shared by two pods, a claim for 9 GPUs, which no node has, and one of a device class that
+does not exist. Each of those claims but the shared one comes from a claim template per
+pod (the resourceclaim controller makes it). Then a burst of 100 pods for the 80 GPUs of
+10 nodes.
 
 What must agree: which pods are bound, how many devices each got and of which model where
 the claim decides it, the pending pod's text character for character; and every
-allocation must pass an independent check (a device of the pod's node, reserved for the
-pod, never in two claims).
-Which of two equal devices or nodes each picks may differ (upstream breaks score ties at
-random).
+allocation must pass an independent check (a device published for the pod's node,
+reserved for the pod, never in two claims). Which of two equal devices or nodes each picks
+may differ (upstream breaks score ties at random).
 """
 
 from __future__ import annotations
@@ -64,7 +65,14 @@ class Setup:
             for side in SIDES
             for i, n in enumerate(self.nodes[side])
         ]
-        self.classes = [self.driver.device_class("gpu"), self.driver.device_class("spare")]
+        # and per side, 2 network devices reachable from its nodes (a nodeSelector pool)
+        self.slices += [
+            self.driver.network_slice(
+                f"net-{side}", "kubesalvo.io/test-pool", self.pools[side], count=2
+            )
+            for side in SIDES
+        ]
+        self.classes = [self.driver.device_class(k) for k in ("gpu", "spare", "net")]
         self.upstream_name = f"upstream-{self.token}"
         self.schedulers = {"ours": "kubesalvo", "theirs": self.upstream_name}
         self.pods: list[dict[str, Any]] = []
@@ -79,6 +87,9 @@ class Setup:
             tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=1000), "dra"
         )
         self.process.wait_ready()
+
+    def node_objects(self) -> dict[str, dict[str, Any]]:
+        return {n["metadata"]["name"]: n for side in SIDES for n in self.nodes[side]}
 
     def gpu(self) -> str:
         return f"gpu.{self.driver.name}"
@@ -164,6 +175,8 @@ def test_each_kind_of_claim_is_allocated_as_kube_scheduler_allocates_it(
         ),
         "all-spares": dra.claim_spec(dra.request("spare", spare, mode="All")),
         "nine": dra.claim_spec(dra.request("gpu", gpu, count=9)),
+        "net": dra.claim_spec(dra.request("net", f"net.{d.name}")),
+        "no-class": dra.claim_spec(dra.request("gpu", f"missing.{d.name}")),
     }
     shared = dra.claim_spec(dra.request("gpu", gpu, selectors=[d.model_is("h100")]))
     control_plane.create(
@@ -176,18 +189,19 @@ def test_each_kind_of_claim_is_allocated_as_kube_scheduler_allocates_it(
         for i in (1, 2):
             s.pod(side, f"shared{i}", claims=[f"shared-{side}"])
     control_plane.create(s.pods)
-    bound = [n for n in templates if n != "nine"] + ["shared1", "shared2"]
+    pending = {"nine": "cannot allocate all claims", "no-class": "does not exist"}
+    bound = [n for n in templates if n not in pending] + ["shared1", "shared2"]
 
     def settled() -> bool:
         pods = s.listed()
         return all(
             pods[f"{n}-{side}"]["spec"].get("nodeName") for n in bound for side in SIDES
-        ) and all(reported(pods[f"nine-{side}"], "cannot allocate all claims") for side in SIDES)
+        ) and all(reported(pods[f"{n}-{side}"], t) for n, t in pending.items() for side in SIDES)
 
     s.wait("every pod bound or reported", settled)
     time.sleep(2)  # nothing else moves: the pending pods stay pending
     pods, claims = s.listed(), s.claims()
-    assert dra.check_allocations(pods.values(), claims, s.slices) == []
+    assert dra.check_allocations(pods.values(), claims, s.slices, s.node_objects()) == []
 
     # Devices per pod, and their models where the claim decides them (two-gpus and
     # all-spares may go to either node: the nodes tie).
@@ -213,10 +227,19 @@ def test_each_kind_of_claim_is_allocated_as_kube_scheduler_allocates_it(
         )
         spares = devices_of(pods[f"all-spares-{side}"], claims)
         assert {x[2] for x in spares} == {"spare-0", "spare-1"}
-    texts = {side: pod_scheduled(pods[f"nine-{side}"])["message"] for side in SIDES}
-    assert texts["ours"] == texts["theirs"]
-    assert "2 cannot allocate all claims" in texts["ours"]
-    assert "still not schedulable, preemption: " in texts["ours"]
+    for n in pending:
+        texts = {side: pod_scheduled(pods[f"{n}-{side}"])["message"] for side in SIDES}
+        assert texts["ours"] == texts["theirs"], n
+    nine = pod_scheduled(pods["nine-ours"])["message"]
+    assert "2 cannot allocate all claims" in nine
+    assert "still not schedulable, preemption: " in nine
+    no_class = pod_scheduled(pods["no-class-ours"])["message"]
+    assert f"request gpu: device class missing.{d.name} does not exist." in no_class
+    assert "no new claims to deallocate, preemption: " in no_class
+    assert ours["net"] == (1, 1)
+    for side in SIDES:
+        (net,) = devices_of(pods[f"net-{side}"], claims)
+        assert net[1] == f"net-{side}"
 
 
 def test_a_burst_of_100_pods_for_80_gpus_binds_80_and_never_one_device_twice(
@@ -242,7 +265,7 @@ def test_a_burst_of_100_pods_for_80_gpus_binds_80_and_never_one_device_twice(
 
     s.wait("80 bound and 20 reported on each side", settled, timeout=300)
     pods, claims = s.listed(), s.claims()
-    assert dra.check_allocations(pods.values(), claims, s.slices) == []
+    assert dra.check_allocations(pods.values(), claims, s.slices, s.node_objects()) == []
     texts = {
         side: {
             pod_scheduled(p)["message"]
