@@ -233,6 +233,9 @@ def test_each_kind_of_claim_is_allocated_as_kube_scheduler_allocates_it(
     nine = pod_scheduled(pods["nine-ours"])["message"]
     assert "2 cannot allocate all claims" in nine
     assert "still not schedulable, preemption: " in nine
+    # kubesalvo explain (its /debug/explain answer) counts the nodes per device reason.
+    answer = s.process.debug(f"/debug/explain?pod={namespace}/nine-ours")
+    assert answer["status"] == "pending" and answer["reasons"]["cannot allocate all claims"] == 2
     no_class = pod_scheduled(pods["no-class-ours"])["message"]
     assert f"request gpu: device class missing.{d.name} does not exist." in no_class
     assert "no new claims to deallocate, preemption: " in no_class
