@@ -9,7 +9,8 @@ matchAttribute (same model), All of the spares of a node, a network device, one 
 shared by two pods, a claim for 9 GPUs, which no node has, and one of a device class that
 does not exist. Each of those claims but the shared one comes from a claim template per
 pod (the resourceclaim controller makes it). Then a burst of 100 pods for the 80 GPUs of
-10 nodes.
+10 nodes, after which 5 bound pods of each side are deleted and 5 waiting ones take
+their GPUs.
 
 What must agree: which pods are bound, how many devices each got and of which model where
 the claim decides it, the pending pod's text character for character; and every
@@ -279,3 +280,28 @@ def test_a_burst_of_100_pods_for_80_gpus_binds_80_and_never_one_device_twice(
     }
     assert texts["ours"] == texts["theirs"]
     assert len(texts["ours"]) == 1
+
+    # Deleting 5 bound pods per side frees their GPUs (kube-controller-manager deletes or
+    # deallocates their claims); the claim events bring 5 waiting pods back, which get them.
+    gone = {
+        side: [
+            p
+            for n, p in sorted(pods.items())
+            if n.endswith(f"-{side}") and p["spec"].get("nodeName")
+        ][:5]
+        for side in SIDES
+    }
+    delete_pods(control_plane, [p for side in SIDES for p in gone[side]])
+
+    def refilled() -> bool:
+        now = s.listed()
+        return all(
+            sum(1 for n, p in now.items() if n.endswith(f"-{side}") and p["spec"].get("nodeName"))
+            == 80
+            and sum(1 for n in now if n.endswith(f"-{side}")) == 95
+            for side in SIDES
+        )
+
+    s.wait("the freed GPUs taken by 5 waiting pods on each side", refilled, timeout=300)
+    pods, claims = s.listed(), s.claims()
+    assert dra.check_allocations(pods.values(), claims, s.slices, s.node_objects()) == []
