@@ -602,6 +602,7 @@ class Encoder:
                         return out
                     reject(codes == _codes.DRA_ALLOCATE, _codes.DRA_ALLOCATE)
                     reject(codes == _codes.DRA_UNAVAILABLE, _codes.DRA_UNAVAILABLE)
+                    reject(codes == _codes.DRA_TIMEOUT, _codes.DRA_TIMEOUT)
             elif name == names.NODE_AFFINITY:
                 added = self.profile.node_affinity.added_affinity
                 added_required = (added or {}).get("requiredDuringSchedulingIgnoredDuringExecution")

@@ -60,6 +60,7 @@ FIXED_REASONS: dict[int, tuple[str, str]] = {
     ),
     _codes.DRA_ALLOCATE: (names.DYNAMIC_RESOURCES, dynamic_resources.CANNOT_ALLOCATE),
     _codes.DRA_UNAVAILABLE: (names.DYNAMIC_RESOURCES, dynamic_resources.NOT_AVAILABLE_ON_NODE),
+    _codes.DRA_TIMEOUT: (names.DYNAMIC_RESOURCES, dynamic_resources.TIMED_OUT),
 }
 
 

@@ -59,12 +59,12 @@ class DeviceBook:
 
     # --- the burst's side ------------------------------------------------------------
 
-    def prefilter(self, pod: dict[str, Any]) -> PodDevices:
+    def prefilter(self, pod: dict[str, Any], timeout: float = 0.0) -> PodDevices:
         """DynamicResources' PreFilter for ``pod`` against the informers' objects and
-        what earlier pods reserved."""
+        what earlier pods reserved (``timeout``: the profile's filterTimeout)."""
         objects = self.objects()
         held, pending = self._held(objects)
-        return prefilter(pod, objects, self.selectors, held, pending)
+        return prefilter(pod, objects, self.selectors, held, pending, timeout)
 
     def reserve(self, uid: str, devices: PodDevices, node: str) -> None:
         self._reserved[uid] = devices.reserve(node)

@@ -18,6 +18,7 @@ Not modelled, each a feature that is off by default in v1.34: partitionable devi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ from kubesalvo.core.dra.selectors import SelectorError, Selectors, device_view
 
 __all__ = [
     "AllocationError",
+    "AllocationTimeout",
     "Allocator",
     "DeviceId",
     "allocated_devices",
@@ -44,6 +46,10 @@ _EXACT = "ExactCount"
 
 class AllocationError(Exception):
     """The claims cannot be allocated anywhere as they stand (a claim or class error)."""
+
+
+class AllocationTimeout(Exception):
+    """The search on one node ran past its deadline (DynamicResourcesArgs.filterTimeout)."""
 
 
 def claim_key(claim: Obj) -> str:
@@ -180,12 +186,17 @@ class Allocator:
         return list(by_pool.values())
 
     def allocate(
-        self, claims: Sequence[Obj], node: str, labels: Mapping[str, str]
+        self,
+        claims: Sequence[Obj],
+        node: str,
+        labels: Mapping[str, str],
+        deadline: float | None = None,
     ) -> list[dict[str, Any]] | None:
         """One allocation result per claim (API shape), or None when the node cannot
-        hold them all; AllocationError when the claims cannot be allocated anywhere."""
+        hold them all; AllocationError when the claims cannot be allocated anywhere,
+        AllocationTimeout when ``time.monotonic()`` passes ``deadline`` first."""
         pools = self.pools_for(node, labels)
-        plan = _Search(self, claims, pools)
+        plan = _Search(self, claims, pools, deadline)
         if not plan.solve():
             return None
         return plan.results()
@@ -240,9 +251,14 @@ class _Search:
     """One allocation attempt on one node (the recursion of upstream's allocateOne)."""
 
     def __init__(
-        self, alloc: Allocator, claims: Sequence[Obj], pools: list[tuple[Pool, list[Obj]]]
+        self,
+        alloc: Allocator,
+        claims: Sequence[Obj],
+        pools: list[tuple[Pool, list[Obj]]],
+        deadline: float | None = None,
     ) -> None:
         self.alloc = alloc
+        self.deadline = deadline
         self.claims = claims
         self.pools = pools
         self.requests: list[list[_Request]] = []
@@ -373,6 +389,9 @@ class _Search:
         return self._one(0, 0, 0)
 
     def _one(self, ci: int, ri: int, di: int) -> bool:
+        # As upstream's allocateOne checks its context at every step.
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimeout
         if ci >= len(self.claims):
             return True
         requests = self.requests[ci]

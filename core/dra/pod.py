@@ -15,6 +15,7 @@ placement call), since what it takes changes what the next one can have.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,13 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.core import _codes
-from kubesalvo.core.dra.allocator import AllocationError, Allocator, DeviceId, claim_key
+from kubesalvo.core.dra.allocator import (
+    AllocationError,
+    AllocationTimeout,
+    Allocator,
+    DeviceId,
+    claim_key,
+)
 from kubesalvo.core.dra.nodes import selector_matches
 from kubesalvo.core.dra.objects import DraObjects, pod_claim_names
 from kubesalvo.core.dra.selectors import Selectors
@@ -62,12 +69,15 @@ class PodDevices:
     available_on: list[Obj | None] = field(default_factory=list)
     # per node the Filter passed, the allocation of ``to_allocate`` found there
     allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # the allocator's time limit per node, in seconds (DynamicResourcesArgs; 0: none)
+    timeout: float = 0.0
 
     def filter_rows(
         self, names: Sequence[str | None], rows: npt.NDArray[np.bool_], labels: Callable[[int], Obj]
     ) -> npt.NDArray[np.uint8]:
-        """Filter on each of ``rows``: 0 (passes), DRA_ALLOCATE or DRA_UNAVAILABLE. An
-        allocator error fails the attempt (``error``; kube-scheduler's Filter error)."""
+        """Filter on each of ``rows``: 0 (passes), DRA_ALLOCATE, DRA_UNAVAILABLE or
+        DRA_TIMEOUT (the node's search ran past ``timeout``). An allocator error fails the
+        attempt (``error``; kube-scheduler's Filter error)."""
         codes = np.zeros(len(rows), dtype=np.uint8)
         needs_labels = self.allocator is not None and self.allocator.needs_labels()
         needs_labels = needs_labels or any(s is not None for s in self.available_on)
@@ -81,8 +91,12 @@ class PodDevices:
                 for s in self.available_on
             )
             if self.allocator is not None:
+                deadline = time.monotonic() + self.timeout if self.timeout > 0 else None
                 try:
-                    found = self.allocator.allocate(self.to_allocate, name, node_labels)
+                    found = self.allocator.allocate(self.to_allocate, name, node_labels, deadline)
+                except AllocationTimeout:
+                    codes[row] = _codes.DRA_TIMEOUT
+                    continue
                 except AllocationError as exc:
                     self.error = f'running "{plugin.NAME}" filter plugin: {exc}'
                     return codes
@@ -121,13 +135,15 @@ def prefilter(
     selectors: Selectors,
     held: set[DeviceId],
     pending: Set[str],
+    timeout: float = 0.0,
 ) -> PodDevices:
     """DynamicResources' PreFilter for ``pod``. ``held``: devices taken by allocated
     claims and by the reservations of the burst; ``pending``: the uids of claims whose
-    allocation a reservation holds but has not written yet."""
+    allocation a reservation holds but has not written yet; ``timeout``: the Filter's
+    time limit per node (DynamicResourcesArgs.filterTimeout, seconds; 0: none)."""
     meta = pod.get("metadata") or {}
     namespace, name, uid = meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")
-    state = PodDevices(pod)
+    state = PodDevices(pod, timeout=timeout)
     entries = {e.get("name"): e for e in (pod.get("spec") or {}).get("resourceClaims") or ()}
     for entry_name, claim_name in pod_claim_names(pod):
         if claim_name is None:

@@ -43,6 +43,7 @@ __all__ = [
     "NOT_AVAILABLE_ON_NODE",
     "NO_NEW_CLAIMS_TO_DEALLOCATE",
     "STILL_NOT_SCHEDULABLE",
+    "TIMED_OUT",
     "DynamicResourcesArgs",
     "claim_being_allocated",
     "claim_being_deleted",
@@ -67,6 +68,8 @@ NOT_ALLOCATED = "kubesalvo does not allocate resource claims yet (DynamicResourc
 # Filter, per node.
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
+# The allocator ran longer than the args' filterTimeout on a node (v1.34: unresolvable).
+TIMED_OUT = "timed out trying to allocate devices"
 # PreFilter, for every node (UnschedulableAndUnresolvable).
 CLAIM_IN_USE = "resourceclaim in use"
 CLAIM_NOT_CREATED = "ResourceClaim not created yet"
@@ -102,7 +105,7 @@ def prefilter_error(error: str) -> str:
 
 @dataclass(frozen=True)
 class DynamicResourcesArgs:
-    """DynamicResourcesArgs: the Filter's time limit, in seconds."""
+    """DynamicResourcesArgs: the Filter's time limit per node, in seconds (0: none)."""
 
     filter_timeout_seconds: float = 10.0
 
@@ -133,6 +136,7 @@ SPEC = PluginSpec(
         NOT_ALLOCATED: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
         CANNOT_ALLOCATE: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
         NOT_AVAILABLE_ON_NODE: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        TIMED_OUT: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
         CLAIM_IN_USE: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
     },
     events=EVENTS,

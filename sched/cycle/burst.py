@@ -22,6 +22,7 @@ from kubesalvo.core.plugins import (
     names,
     post_filter,
 )
+from kubesalvo.core.plugins.dynamic_resources import DynamicResourcesArgs
 from kubesalvo.core.preemption import (
     PreemptionArgs,
     PreemptionDecision,
@@ -320,7 +321,7 @@ class BurstCycle:
             devices: PodDevices | None = None
             if with_devices and self.devices is not None:
                 # Nominated pods' reservations are not kept for a pod with claims.
-                devices = self.devices.prefilter(objects[0])
+                devices = self.devices.prefilter(objects[0], self._filter_timeout(profile_name))
                 result = await asyncio.to_thread(
                     place_burst, state, objects, profile, workloads=workloads, devices=devices
                 )
@@ -637,6 +638,14 @@ class BurstCycle:
             preemption=preemption,
             dynamic_resources_state=not no_dynamic_resources_state(profile, result, i),
         )
+
+    def _filter_timeout(self, profile_name: str) -> float:
+        """DynamicResources' filterTimeout in the profile (its default when not set)."""
+        profile = self.config.profile(profile_name)
+        args = profile.args.get(names.DYNAMIC_RESOURCES) if profile is not None else None
+        if not isinstance(args, DynamicResourcesArgs):
+            args = DynamicResourcesArgs()
+        return args.filter_timeout_seconds
 
     def _ends_before_preemption(self, profile_name: str, result: PlacementResult, i: int) -> bool:
         profile = self.config.profile(profile_name)

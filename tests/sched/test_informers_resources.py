@@ -1,7 +1,8 @@
 """resource.k8s.io on the real control plane: the informers of DeviceClasses,
 ResourceClaims and ResourceSlices, the plain snapshot core takes from them, the
 resourceclaim controller making a pod's claim from its template, and ``kubesalvo run``
-binding such a pod where its device is, with the allocation written to the claim."""
+binding such a pod where its device is, with the allocation written to the claim, and
+keeping it pending when DynamicResourcesArgs' filterTimeout runs out."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.sched.test_app import (
     delete_pods,
     kwok_node,
     list_objects,
+    pod_scheduled,
     settled,
 )
 
@@ -175,3 +177,37 @@ def test_run_binds_a_pod_with_a_template_claim_where_its_device_is_and_writes_it
         delete_pods(control_plane, [objects[1]])
         delete_cluster_objects(control_plane, driver, with_gpus)
         delete_nodes(control_plane, nodes)
+
+
+def test_run_honours_the_filter_timeout_of_dynamic_resources_args(
+    control_plane, namespace, tmp_path
+):
+    driver = f"gpu-{secrets.token_hex(3)}.example.com"
+    node = kwok_node(f"dra-{secrets.token_hex(3)}", "dra-timeout")
+    control_plane.create([node])
+    config = CONFIG.format(max_burst=100) + (
+        "profiles:\n"
+        "- schedulerName: kubesalvo\n"
+        "  pluginConfig:\n"
+        "  - {name: DynamicResources, args: {filterTimeout: 1ns}}\n"
+    )
+    process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, "dra-timeout")
+    control_plane.create(driver_objects(driver, node["metadata"]["name"]))
+    objects = template_and_pod(namespace, driver, "kubesalvo")
+    objects[1]["spec"]["nodeSelector"] = {"kubesalvo.io/test-pool": "dra-timeout"}
+    path = f"/api/v1/namespaces/{namespace}/pods/trainer"
+
+    def timed_out() -> bool:
+        condition = pod_scheduled(control_plane.call(lambda c: c.request("GET", path))) or {}
+        return "1 timed out trying to allocate devices" in condition.get("message", "")
+
+    try:
+        process.wait_ready()
+        control_plane.create(objects)
+        settled(process, 60, timed_out)
+        assert not control_plane.call(lambda c: c.request("GET", path))["spec"].get("nodeName")
+    finally:
+        process.kill()
+        delete_pods(control_plane, [objects[1]])
+        delete_cluster_objects(control_plane, driver, node["metadata"]["name"])
+        delete_nodes(control_plane, [node])

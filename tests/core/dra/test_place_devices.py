@@ -136,3 +136,16 @@ def test_a_claim_being_allocated_by_an_earlier_pod_waits():
     assert result.messages[0] == (
         "0/1 nodes are available: resource claim ns/c is in the process of being allocated."
     )
+
+
+def test_a_node_whose_search_outlasts_the_filter_timeout_is_rejected_with_upstreams_text():
+    # As upstream's own test: a timeout of a nanosecond has passed before the search
+    # takes its first step.
+    objects = DraObjects.of([device_class()], [claim("c", request())], [gpus("a")])
+    held = allocated_devices(objects.claims.values())
+    devices = prefilter(pod("p", "c"), objects, Selectors(), held, set(), timeout=1e-9)
+    result = plan(cluster("a"), [pod("p", "c")], devices=devices)
+    assert result.messages[0] == "0/1 nodes are available: 1 timed out trying to allocate devices."
+    # 0 turns the limit off
+    devices = prefilter(pod("p", "c"), objects, Selectors(), held, set(), timeout=0)
+    assert plan(cluster("a"), [pod("p", "c")], devices=devices).nodes == ["a"]
