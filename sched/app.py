@@ -224,6 +224,7 @@ class Scheduler:
             self.informers.extend(self.workload_informers)
         # DeviceClasses, ResourceClaims, ResourceSlices, for DynamicResources' filter.
         self.dra_informers: list[Informer[Any]] = []
+        self._dra_snapshot: DraObjects | None = None
         if self.dra_enabled:
             self.dra_informers = [
                 Informer(client, resource, self._dra_handler(kind))
@@ -318,6 +319,7 @@ class Scheduler:
         adds and updates of classes, claims and slices)."""
 
         def handle(change: Change[Any]) -> None:
+            self._dra_snapshot = None  # rebuilt at the next pod with claims
             if change.obj is None:
                 return
             if change.type == ADDED:
@@ -335,8 +337,11 @@ class Scheduler:
         """The DRA objects as the informers hold them now (empty without DynamicResources)."""
         if not self.dra_informers:
             return DraObjects()
-        classes, claims, slices = (list(i.store.values()) for i in self.dra_informers)
-        return dra_objects(classes, claims, slices)
+        # Converted once per change of the objects, not once per pod with claims.
+        if self._dra_snapshot is None:
+            classes, claims, slices = (list(i.store.values()) for i in self.dra_informers)
+            self._dra_snapshot = dra_objects(classes, claims, slices)
+        return self._dra_snapshot
 
     def _synced_check(self, informer: Informer[Any]) -> Callable[[], bool]:
         # A workload informer dropped for want of RBAC (see _check_workload_access) does

@@ -55,6 +55,8 @@ class DeviceBook:
         # The pods whose PreBind wrote their claims: their reservations end once the
         # informer shows the allocations (before, a reservation is kept whatever it holds).
         self._written: set[str] = set()
+        self._allocated: set[DeviceId] = set()
+        self._allocated_of: DraObjects | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- the burst's side ------------------------------------------------------------
@@ -74,7 +76,10 @@ class DeviceBook:
         """Devices of allocated claims and of reservations not yet written, and the uids
         of the claims those reservations will allocate. Reservations whose allocations
         the informer shows are dropped."""
-        held = allocated_devices(objects.claims.values())
+        if objects is not self._allocated_of:  # once per snapshot of the claims
+            self._allocated = allocated_devices(objects.claims.values())
+            self._allocated_of = objects
+        held = set(self._allocated)
         pending: set[str] = set()
         for uid, reserved in list(self._reserved.items()):
             waiting = False
