@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesalvo.core.dra.nodes import slice_targets
+from kubesalvo.core.dra.nodes import allocation_node_selector, slice_targets
 from kubesalvo.core.dra.objects import DraObjects, Pool
 from kubesalvo.core.dra.selectors import SelectorError, Selectors, device_view
 
@@ -443,7 +443,12 @@ class _Search:
             config = self._config(ci, claim)
             if config:
                 allocation["devices"]["config"] = config
-            selector = _node_selector([c for _, c, _ in self.chosen[ci]])
+            try:
+                selector = allocation_node_selector([c.slice_spec for _, c, _ in self.chosen[ci]])
+            except ValueError as exc:
+                raise AllocationError(
+                    f"create NodeSelector for claim {claim_key(claim)}: {exc}"
+                ) from exc
             if selector is not None:
                 allocation["nodeSelector"] = selector
             out.append(allocation)
@@ -475,44 +480,3 @@ class _Search:
             if len(entry.get("requests") or ()) == len(names):
                 entry.pop("requests", None)
         return config
-
-
-def _node_selector(chosen: list[_Candidate]) -> dict[str, Any] | None:
-    """Where the allocation can be used: the node of a node-local device, else the
-    requirements of the slices' node selectors in one term, else anywhere (None)."""
-    fields: list[Obj] = []
-    expressions: list[Obj] = []
-    for candidate in chosen:
-        spec = candidate.slice_spec
-        if spec.get("nodeName"):
-            name = {"key": "metadata.name", "operator": "In", "values": [spec["nodeName"]]}
-            return {"nodeSelectorTerms": [{"matchFields": [name]}]}
-        terms = (spec.get("nodeSelector") or {}).get("nodeSelectorTerms") or ()
-        if len(terms) > 1:
-            raise AllocationError(
-                "create NodeSelector: unsupported ResourceSlice.NodeSelector with "
-                f"{len(terms)} terms"
-            )
-        for term in terms:
-            for req in term.get("matchFields") or ():
-                if not any(_same(req, r) for r in fields):
-                    fields.append(req)
-            for req in term.get("matchExpressions") or ():
-                if not any(_same(req, r) for r in expressions):
-                    expressions.append(req)
-    if not fields and not expressions:
-        return None
-    merged: dict[str, Any] = {}
-    if expressions:
-        merged["matchExpressions"] = expressions
-    if fields:
-        merged["matchFields"] = fields
-    return {"nodeSelectorTerms": [merged]}
-
-
-def _same(a: Obj, b: Obj) -> bool:
-    return (
-        a.get("key") == b.get("key")
-        and a.get("operator") == b.get("operator")
-        and set(a.get("values") or ()) == set(b.get("values") or ())
-    )

@@ -1,4 +1,5 @@
-"""DynamicResources until devices are allocated: pods with claims wait, others are untouched."""
+"""DynamicResources without DRA objects to allocate from (place_burst without ``devices``,
+as simulate calls it): pods with claims wait, pods without claims are untouched."""
 
 from kubesalvo.core.place import plan
 from kubesalvo.core.plugins import dynamic_resources, names, registry
