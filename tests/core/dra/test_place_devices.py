@@ -149,3 +149,40 @@ def test_a_node_whose_search_outlasts_the_filter_timeout_is_rejected_with_upstre
     # 0 turns the limit off
     devices = prefilter(pod("p", "c"), objects, Selectors(), held, set(), timeout=0)
     assert plan(cluster("a"), [pod("p", "c")], devices=devices).nodes == ["a"]
+
+
+def test_a_template_claim_must_be_the_pods_own_and_not_being_deleted():
+    made = claim("t-gpu", request())
+    objects = DraObjects.of([device_class()], [made], [gpus("a")])
+    templated = pod("t")
+    templated["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "tpl"}]
+    templated["status"] = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "t-gpu"}]}
+    result = plan(cluster("a"), [templated], devices=devices_for(templated, objects))
+    assert result.messages[0] == (
+        "0/1 nodes are available: ResourceClaim ns/t-gpu was not created for pod ns/t "
+        "(pod is not owner)."
+    )
+    made["metadata"]["ownerReferences"] = [{"uid": "t", "controller": True, "name": "t"}]
+    assert plan(cluster("a"), [templated], devices=devices_for(templated, objects)).nodes == ["a"]
+    made["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    result = plan(cluster("a"), [templated], devices=devices_for(templated, objects))
+    assert result.messages[0] == '0/1 nodes are available: resourceclaim "t-gpu" is being deleted.'
+
+
+def test_a_template_the_controller_made_no_claim_for_asks_for_nothing():
+    objects = DraObjects.of([device_class()], [], [gpus("a")])
+    templated = pod("t")
+    templated["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "tpl"}]
+    templated["status"] = {"resourceClaimStatuses": [{"name": "gpu"}]}
+    assert plan(cluster("a"), [templated], devices=devices_for(templated, objects)).nodes == ["a"]
+
+
+def test_an_allocated_claim_reserved_for_256_others_is_in_use():
+    full = claim("full", request())
+    full["status"] = {
+        "allocation": {"devices": {"results": []}},
+        "reservedFor": [{"resource": "pods", "name": f"p{i}", "uid": f"u{i}"} for i in range(256)],
+    }
+    objects = DraObjects.of([device_class()], [full], [gpus("a")])
+    result = plan(cluster("a"), [pod("p", "full")], devices=devices_for(pod("p", "full"), objects))
+    assert result.messages[0] == "0/1 nodes are available: resourceclaim in use."
