@@ -290,9 +290,16 @@ class BurstCycle:
             claiming: list[QueuedPod] = []
             if self.devices is not None and names.DYNAMIC_RESOURCES in profile.core.filters:
                 # A pod with claims is placed alone, after the others (core/dra/pod.py).
-                claiming = [qp for qp in pods if qp.pod.spec.resource_claims]
+                # A gang member is not: placed alone it would escape its gang's minimum,
+                # so it stays in the burst, where its claims keep it pending.
+                claiming = [
+                    qp
+                    for qp in pods
+                    if qp.pod.spec.resource_claims and gang.group_of(to_api_dict(qp.pod)) is None
+                ]
                 if claiming:
-                    pods = [qp for qp in pods if not qp.pod.spec.resource_claims]
+                    alone = {qp.key for qp in claiming}
+                    pods = [qp for qp in pods if qp.key not in alone]
             for start in range(0, len(pods), limit):
                 await self._place(name, profile.core, pods[start : start + limit], args)
             for qp in claiming:

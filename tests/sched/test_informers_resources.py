@@ -2,7 +2,8 @@
 ResourceClaims and ResourceSlices, the plain snapshot core takes from them, the
 resourceclaim controller making a pod's claim from its template, and ``kubesalvo run``
 binding such a pod where its device is, with the allocation written to the claim, and
-keeping it pending when DynamicResourcesArgs' filterTimeout runs out."""
+keeping it pending when DynamicResourcesArgs' filterTimeout runs out, or when it is a gang
+member (placed alone, it would escape its gang's minimum)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import msgspec
 import pytest
 
 from kubesalvo.core.dra.objects import pod_claim_names
+from kubesalvo.core.plugins import dynamic_resources
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.informers import Informer, to_api_dict
 from kubesalvo.sched.informers.models import Pod
@@ -205,6 +207,37 @@ def test_run_honours_the_filter_timeout_of_dynamic_resources_args(
         process.wait_ready()
         control_plane.create(objects)
         settled(process, 60, timed_out)
+        assert not control_plane.call(lambda c: c.request("GET", path))["spec"].get("nodeName")
+    finally:
+        process.kill()
+        delete_pods(control_plane, [objects[1]])
+        delete_cluster_objects(control_plane, driver, node["metadata"]["name"])
+        delete_nodes(control_plane, [node])
+
+
+def test_run_keeps_a_gang_member_with_a_claim_pending_rather_than_alone(
+    control_plane, namespace, tmp_path
+):
+    driver = f"gpu-{secrets.token_hex(3)}.example.com"
+    node = kwok_node(f"dra-{secrets.token_hex(3)}", "dra-gang")
+    control_plane.create([node])
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "dra-gang"
+    )
+    control_plane.create(driver_objects(driver, node["metadata"]["name"]))
+    objects = template_and_pod(namespace, driver, "kubesalvo")
+    objects[1]["metadata"]["labels"] = {"podGroup": "trainers", "minAvailable": "1"}
+    objects[1]["spec"]["nodeSelector"] = {"kubesalvo.io/test-pool": "dra-gang"}
+    path = f"/api/v1/namespaces/{namespace}/pods/trainer"
+
+    def refused() -> bool:
+        condition = pod_scheduled(control_plane.call(lambda c: c.request("GET", path))) or {}
+        return dynamic_resources.NOT_ALLOCATED in condition.get("message", "")
+
+    try:
+        process.wait_ready()
+        control_plane.create(objects)
+        settled(process, 60, refused)
         assert not control_plane.call(lambda c: c.request("GET", path))["spec"].get("nodeName")
     finally:
         process.kill()
