@@ -231,6 +231,7 @@ class Scheduler:
                 for resource, kind in zip(DRA_RESOURCES, _DRA_EVENTS, strict=True)
             ]
             self.informers.extend(self.dra_informers)
+            self.queue.claims_missing = self._claims_missing
         self.metrics.registry.register(InformerCollector(self._informer_requests))
         self.servers: list[HealthServer] = health_servers(
             self.metrics, serving or ServingOptions(), client
@@ -330,8 +331,29 @@ class Scheduler:
                 action = ActionType.UPDATE_OTHER
             event = ClusterEvent(resource, action, event_label(resource, action))
             self.queue.on_event(event, change.old, change.obj)
+            if resource is EventResource.RESOURCE_CLAIM and action is ActionType.ADD:
+                self.queue.release_gated(names.DYNAMIC_RESOURCES)
 
         return handle
+
+    def _claims_missing(self, pod: Pod) -> bool:
+        """DynamicResources' PreEnqueue: a claim of the pod is not made yet (its template's
+        claim not named in the pod's status) or not in the claims informer."""
+        claims = self.dra_informers[1].store
+        made = {
+            s.get("name"): s.get("resourceClaimName") for s in pod.status.resource_claim_statuses
+        }
+        for entry in pod.spec.resource_claims:
+            name = entry.get("resourceClaimName")
+            if not name:
+                if entry.get("name") not in made:
+                    return True
+                name = made[entry.get("name")]
+                if not name:
+                    continue  # the controller made none for it: nothing to wait for
+            if f"{pod.metadata.namespace}/{name}" not in claims:
+                return True
+        return False
 
     def dra_objects(self) -> DraObjects:
         """The DRA objects as the informers hold them now (empty without DynamicResources)."""

@@ -174,6 +174,12 @@ def test_run_binds_a_pod_with_a_template_claim_where_its_device_is_and_writes_it
             {"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}
         ]
         assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+        # Until its claim existed the pod was held back (DynamicResources' PreEnqueue), not
+        # tried and reported, as kube-scheduler does.
+        events = list_objects(
+            control_plane, f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+        )
+        assert [e["note"] for e in events if e["reason"] == "FailedScheduling"] == []
     finally:
         process.kill()
         delete_pods(control_plane, [objects[1]])
