@@ -36,7 +36,7 @@ from kubesalvo.core.dra.objects import DraObjects, pod_claim_names
 from kubesalvo.core.dra.selectors import Selectors
 from kubesalvo.core.plugins import dynamic_resources as plugin
 
-__all__ = ["PodDevices", "Reserved", "prefilter"]
+__all__ = ["PodDevices", "Reserved", "claim_change_helps", "prefilter"]
 
 Obj = Mapping[str, Any]
 # ResourceClaimReservedForMaxSize: the most consumers a claim can be reserved for.
@@ -201,3 +201,22 @@ def prefilter(
     if state.to_allocate:
         state.allocator = Allocator(objects, selectors, held)
     return state
+
+
+def claim_change_helps(pod: Obj, old: Obj | None, new: Obj | None) -> bool:
+    """DynamicResources' queueing hint for a ResourceClaim added or updated (v1.34's
+    isSchedulableAfterClaimChange, on API dicts): a claim that got deallocated may free
+    devices for anyone; otherwise only a claim of the pod matters, when it was just made
+    or its status changed."""
+    if new is None:
+        return True  # deletions are not registered; answer Queue if asked anyway
+    if old is not None:
+        was = (old.get("status") or {}).get("allocation")
+        if was and not (new.get("status") or {}).get("allocation"):
+            return True
+    meta = new.get("metadata") or {}
+    namespace = (pod.get("metadata") or {}).get("namespace", "")
+    mine = {name for _, name in pod_claim_names(pod) if name}
+    if meta.get("namespace") != namespace or meta.get("name") not in mine:
+        return False
+    return old is None or (old.get("status") or {}) != (new.get("status") or {})
