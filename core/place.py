@@ -30,6 +30,7 @@ import numpy.typing as npt
 from kubesalvo.core import _typedefs, gang
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
+from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.encode import Encoder, PortTable, StaticTables, is_scalar_column
 from kubesalvo.core.operands import (
     ClassColumns,
@@ -62,10 +63,17 @@ def plan(
     *,
     workloads: Sequence[Mapping[str, Any]] = (),
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
+    devices: PodDevices | None = None,
 ) -> PlacementResult:
     """Place ``pods`` as ``place_burst`` would, without changing ``state``."""
     return place_burst(
-        state, pods, profile, commit=False, workloads=workloads, gang_needed=gang_needed
+        state,
+        pods,
+        profile,
+        commit=False,
+        workloads=workloads,
+        gang_needed=gang_needed,
+        devices=devices,
     )
 
 
@@ -401,6 +409,7 @@ def place_burst(
     commit: bool = True,
     workloads: Sequence[Mapping[str, Any]] = (),
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
+    devices: PodDevices | None = None,
 ) -> PlacementResult:
     """Place ``pods`` in queue order; with ``commit`` assume each placement in ``state``.
 
@@ -416,14 +425,26 @@ def place_burst(
     without scoring, when it passes every filter there (kube-scheduler's
     evaluateNominatedNode: the room its preemption freed); otherwise it is placed as
     any other pod.
+
+    ``devices``: DynamicResources' state (``core.dra.pod.prefilter``) of the one pod with
+    resource claims placed by this call (``pods`` is then that pod alone); without it a
+    pod with claims is rejected.
     """
+    if devices is not None and len(pods) != 1:
+        raise ValueError("a pod with resource claims is placed alone")
     # The burst allocates many small objects that all live until it ends: cyclic GC
     # passes over them find nothing to free and cost several percent of the burst.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         return _place_burst(
-            state, pods, profile, commit=commit, workloads=workloads, gang_needed=gang_needed
+            state,
+            pods,
+            profile,
+            commit=commit,
+            workloads=workloads,
+            gang_needed=gang_needed,
+            devices=devices,
         )
     finally:
         if was_enabled:
@@ -438,6 +459,7 @@ def _place_burst(
     commit: bool,
     workloads: Sequence[Mapping[str, Any]],
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
+    devices: PodDevices | None = None,
 ) -> PlacementResult:
     profile = profile or Profile.default()
     began = time.perf_counter()
@@ -445,7 +467,7 @@ def _place_burst(
     refused = gang.malformed_groups(pods) if any(keys) else {}
     order, gang_min, gang_last, minimums = _queue_order(pods, keys, gang_needed, refused)
     ordered = [pods[i] for i in order]
-    encoder = Encoder(state, profile)
+    encoder = Encoder(state, profile, devices)
     class_of = encoder.classify(ordered, complete=False)  # completed chunk by chunk
     classes = encoder.classes
     # Resource columns and port keys of the whole burst exist before the kernel copies.

@@ -49,6 +49,8 @@ CONTROLLERS = (
     "namespace-controller",
     "pod-garbage-collector-controller",
     "replicaset-controller",
+    # makes a pod's ResourceClaims from its templates (DynamicResources waits for them)
+    "resourceclaim-controller",
     "resourcequota-controller",
     "root-ca-certificate-publisher-controller",
     "serviceaccount-controller",

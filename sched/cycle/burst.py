@@ -13,8 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesalvo.core import gang
+from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.place import PlacementResult, place_burst
-from kubesalvo.core.plugins import coscheduling, framework, names, post_filter
+from kubesalvo.core.plugins import (
+    coscheduling,
+    default_preemption,
+    framework,
+    names,
+    post_filter,
+)
+from kubesalvo.core.plugins.dynamic_resources import DynamicResourcesArgs
 from kubesalvo.core.preemption import (
     PreemptionArgs,
     PreemptionDecision,
@@ -37,6 +45,7 @@ from kubesalvo.sched.cycle.report import (
     report_failure,
     with_postfilter,
 )
+from kubesalvo.sched.devices import DeviceBook
 from kubesalvo.sched.events import EventRecorder
 from kubesalvo.sched.gangs import GangBook
 from kubesalvo.sched.informers import to_api_dict
@@ -118,8 +127,11 @@ class BurstCycle:
         cluster: Callable[[], ClusterObjects] | None = None,
         workloads: Callable[[set[str]], Sequence[Mapping[str, Any]]] | None = None,
         gangs: GangBook | None = None,
+        devices: DeviceBook | None = None,
     ) -> None:
         self.config = config
+        # DynamicResources' reservations and PreBind (None: pods with claims stay pending).
+        self.devices = devices
         # Coscheduling's runtime half: which gangs of a burst may be tried at all.
         self.gangs = gangs or GangBook(queue, cache.is_assumed)
         # The Services, ReplicationControllers, ReplicaSets and StatefulSets of the given
@@ -139,6 +151,8 @@ class BurstCycle:
             client, binder_settings, cache, queue, recorder, metrics, is_leader
         )
         self.binder = self.binding.binder
+        if devices is not None:
+            self.binding.add_pre_bind(devices)
         self._wakeup = asyncio.Event()
         self._leading = asyncio.Event()
         self.attempts: collections.OrderedDict[str, Attempt] = collections.OrderedDict()
@@ -273,8 +287,23 @@ class BurstCycle:
                     preemption.min_candidate_nodes_percentage,
                     preemption.min_candidate_nodes_absolute,
                 )
+            claiming: list[QueuedPod] = []
+            if self.devices is not None and names.DYNAMIC_RESOURCES in profile.core.filters:
+                # A pod with claims is placed alone, after the others (core/dra/pod.py).
+                # A gang member is not: placed alone it would escape its gang's minimum,
+                # so it stays in the burst, where its claims keep it pending.
+                claiming = [
+                    qp
+                    for qp in pods
+                    if qp.pod.spec.resource_claims and gang.group_of(to_api_dict(qp.pod)) is None
+                ]
+                if claiming:
+                    alone = {qp.key for qp in claiming}
+                    pods = [qp for qp in pods if qp.key not in alone]
             for start in range(0, len(pods), limit):
                 await self._place(name, profile.core, pods[start : start + limit], args)
+            for qp in claiming:
+                await self._place(name, profile.core, [qp], args, with_devices=True)
 
     async def _place(
         self,
@@ -282,6 +311,7 @@ class BurstCycle:
         profile: Any,
         pods: list[QueuedPod],
         preemption: PreemptionArgs | None = None,
+        with_devices: bool = False,
     ) -> None:
         objects = [to_api_dict(qp.pod) for qp in pods]
         pods, objects, gang_needed = self._admit_gangs(profile_name, pods, objects)
@@ -295,7 +325,14 @@ class BurstCycle:
         with self.cache.frozen() as state:
             reservations = self._reservations(state, nominated)
             result: PlacementResult
-            if reservations:
+            devices: PodDevices | None = None
+            if with_devices and self.devices is not None:
+                # Nominated pods' reservations are not kept for a pod with claims.
+                devices = self.devices.prefilter(objects[0], self._filter_timeout(profile_name))
+                result = await asyncio.to_thread(
+                    place_burst, state, objects, profile, workloads=workloads, devices=devices
+                )
+            elif reservations:
                 plan = segments(
                     [qp.priority for qp in pods],
                     reservations,
@@ -326,6 +363,8 @@ class BurstCycle:
             for qp, node in zip(pods, result.nodes, strict=True):
                 if node is not None:
                     self.cache.assumed(qp.key, node)
+                    if devices is not None and self.devices is not None:
+                        self.devices.reserve(qp.pod.metadata.uid, devices, node)
         self.bursts += 1
         self.kernel_seconds += result.kernel_seconds
         self.recent_bursts.append(
@@ -362,6 +401,20 @@ class BurstCycle:
             elif result.rolled_back[i]:
                 # Its gang missed its minimum: no PostFilter plugin answers for it.
                 self._unschedulable(qp, profile_name, result, i, elapsed)
+            elif devices is not None and preemption is not None:
+                # kubesalvo's preemption dry run cannot see devices: a pod with claims
+                # does not preempt (its DynamicResources failures are unresolvable).
+                text = self._post_filter_text(
+                    profile_name,
+                    qp,
+                    default_preemption.preemption_message(
+                        result.num_nodes,
+                        {default_preemption.PREEMPTION_NOT_HELPFUL: result.num_nodes},
+                    ),
+                    result,
+                    i,
+                )
+                self._unschedulable(qp, profile_name, result, i, elapsed, text)
             elif preemption is not None and not self._ends_before_preemption(
                 profile_name, result, i
             ):
@@ -586,10 +639,20 @@ class BurstCycle:
             return preemption or ""
         return post_filter.post_filter_text(
             profile.plugins.at("postFilter"),
-            has_claims=bool(qp.pod.spec.resource_claims),
+            # A pod DynamicResources' PreFilter rejected has no claims in its state.
+            has_claims=bool(qp.pod.spec.resource_claims)
+            and result.prefilter_rejector[i] != names.DYNAMIC_RESOURCES,
             preemption=preemption,
             dynamic_resources_state=not no_dynamic_resources_state(profile, result, i),
         )
+
+    def _filter_timeout(self, profile_name: str) -> float:
+        """DynamicResources' filterTimeout in the profile (its default when not set)."""
+        profile = self.config.profile(profile_name)
+        args = profile.args.get(names.DYNAMIC_RESOURCES) if profile is not None else None
+        if not isinstance(args, DynamicResourcesArgs):
+            args = DynamicResourcesArgs()
+        return args.filter_timeout_seconds
 
     def _ends_before_preemption(self, profile_name: str, result: PlacementResult, i: int) -> bool:
         profile = self.config.profile(profile_name)
