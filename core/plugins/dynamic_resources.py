@@ -60,7 +60,7 @@ NAME = names.DYNAMIC_RESOURCES
 # 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 NO_NEW_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 # Its PostFilter's answer for a pod with claims when no allocated claim of it could be
-# deallocated to help (kubesalvo never deallocates: see the README).
+# deallocated to help (kubesalvo never deallocates: see docs/plugins.md).
 STILL_NOT_SCHEDULABLE = "still not schedulable"
 # kubesalvo's own PreFilter rejection of a pod with resource claims when the caller has no
 # DRA objects to allocate from (no upstream text: an upstream scheduler has them).

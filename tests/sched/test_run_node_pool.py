@@ -1,4 +1,4 @@
-"""NodePool and NodeLabelPreference, the README's example plugins (a static filter and a
+"""NodePool and NodeLabelPreference, the example plugins of docs/plugins.md (a static filter and a
 static score), in ``kubesalvo run`` on the real control plane.
 
 The test's own three tainted nodes: "gpu" in pool gpu, "plain-0" and "plain-1" in no
