@@ -179,27 +179,87 @@ static inline int64_t ks_ipa_norm(int64_t r, int64_t ihi, int64_t ilo)
     return (int64_t)(100.0 * ((double)(r - ilo) / (double)(ihi - ilo)));
 }
 
-/* The best row of rows[0..nf) for one pod: the largest total, ties to the first in the
- * order that starts at position first and wraps around. A row's total is its local score
- * (loc[i] by position when loc_by_pos, else loc[n]) plus the normalised scores:
- * TaintToleration (tsc[count] when the table is given, else computed; mt the largest
- * count), NodeAffinity's preferred terms (ma the largest sum), PodTopologySpread's soft
+/* The kernel's random stream for ties (kube-scheduler's selectHost picks uniformly among
+ * the nodes sharing the best total): splitmix64, one 64-bit state the Python side seeds
+ * and keeps across bursts (core/ties.py). */
+static inline uint64_t ks_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* A uniform integer in [0, n), n >= 1: Lemire's multiply-shift, the few biased products
+ * redrawn, so exactly uniform. */
+static inline int64_t ks_below(uint64_t *state, int64_t n)
+{
+    uint64_t un = (uint64_t)n, x = ks_next(state);
+    unsigned __int128 m = (unsigned __int128)x * un;
+    if ((uint64_t)m < un) {
+        uint64_t floor = -un % un;
+        while ((uint64_t)m < floor) {
+            x = ks_next(state);
+            m = (unsigned __int128)x * un;
+        }
+    }
+    return (int64_t)(m >> 64);
+}
+
+/* Reservoir sampling of one row among the ties met in a scan, without a draw per tie:
+ * after i ties the next one to replace the pick is the m-th with P(m > j) = i / j (j >= i),
+ * which floor(i / u) + 1 gives for u uniform in (0, 1). Returns that index (> i), capped
+ * far beyond any row count. */
+static inline int64_t ks_skip(uint64_t *state, int64_t i)
+{
+    double u = ((double)(ks_next(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    double m = (double)i / u;
+    return m >= 4.0e18 ? (int64_t)4e18 : (int64_t)m + 1;
+}
+
+/* One more row of total t in a scan's reservoir: *best / *best_n the best total so far and
+ * the row picked among those holding it, *ties how many hold it, *next the tie (by count)
+ * that replaces the pick next (0: not drawn yet; drawn on the first tie, so that a scan
+ * without ties draws nothing). */
+static inline void ks_offer(int64_t t, int64_t n, int64_t *best, int64_t *best_n,
+                            int64_t *ties, int64_t *next, uint64_t *state)
+{
+    if (t > *best) {
+        *best = t;
+        *best_n = n;
+        *ties = 1;
+        *next = 0;
+    } else if (t == *best) {
+        int64_t k = ++*ties;
+        if (*next == 0)
+            *next = ks_skip(state, 1);
+        if (k == *next) {
+            *best_n = n;
+            *next = ks_skip(state, k);
+        }
+    }
+}
+
+/* The best row of rows[0..nf) for one pod: the largest total, ties picked uniformly (the
+ * reservoir of ks_offer, drawing from *state). A row's total is its local score (loc[i]
+ * by position when loc_by_pos, else loc[n]) plus the normalised scores: TaintToleration
+ * (tsc[count] when the table is given, else computed; mt the largest count),
+ * NodeAffinity's preferred terms (ma the largest sum), PodTopologySpread's soft
  * constraints (when rawsp is given: raw hi..lo reversed onto 0..100, 0 for rawsp -1),
  * InterPodAffinity's preferred terms (when rawipa is given and ihi > ilo). *score gets
- * the total; returns the row, -1 when nf is 0. */
-static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf, int64_t first,
+ * the total, *ties the rows holding it; returns the row, -1 when nf is 0. */
+static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
                            const int64_t *restrict loc, int loc_by_pos,
                            const int16_t *restrict taints, const int64_t *tsc,
                            int64_t w_taint, int64_t mt,
                            const int32_t *restrict aff, int64_t w_aff, int64_t ma,
                            const int64_t *restrict rawsp, int64_t w_spread, int64_t hi, int64_t lo,
                            const int64_t *restrict rawipa, int64_t w_ipa, int64_t ihi, int64_t ilo,
-                           int64_t *score)
+                           uint64_t *state, int64_t *score, int64_t *ties)
 {
-    int64_t best = -1, best_n = -1;
+    int64_t best = -1, best_n = -1, count = 0, next = 0;
     int flat = hi == 0 || hi == lo; /* every counted row scores 100 for spread */
-    for (int64_t k = 0; k < nf; k++) {
-        int64_t i = first + k < nf ? first + k : first + k - nf;
+    for (int64_t i = 0; i < nf; i++) {
         int64_t n = rows[i];
         int64_t t = loc[loc_by_pos ? i : n];
         if (tsc)
@@ -212,12 +272,10 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf, int64_t fir
             t += w_spread * ks_spread_norm(rawsp[n], flat, hi, lo);
         if (rawipa && ihi > ilo)
             t += w_ipa * ks_ipa_norm(rawipa[n], ihi, ilo);
-        if (t > best) {
-            best = t;
-            best_n = n;
-        }
+        ks_offer(t, n, &best, &best_n, &count, &next, state);
     }
     *score = best;
+    *ties = count;
     return best_n;
 }
 
