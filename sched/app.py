@@ -126,6 +126,7 @@ class Scheduler:
         serving: ServingOptions | None = None,
         debug_port: int = 10000,
         identity: str | None = None,
+        tie_seed: int | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -171,7 +172,7 @@ class Scheduler:
             recorder=self.recorder,
             metrics=self.metrics,
             is_leader=self.is_leader,
-            settings=CycleSettings.from_config(config),
+            settings=CycleSettings.from_config(config, tie_seed),
             cluster=self._cluster_objects,
             workloads=self._workloads_of,
         )
@@ -644,7 +645,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--debug-port", type=int, default=10000, help="loopback port of /debug pages"
     )
+    parser.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help="seed of the random choice among equally scored nodes, to replay a run "
+        "(default: from the clock, logged at start)",
+    )
     add_flags(parser)
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
 
 
 def main(args: argparse.Namespace) -> int:
@@ -688,6 +703,7 @@ async def _serve(
             client,
             serving=serving,
             debug_port=args.debug_port,
+            tie_seed=args.seed,
         )
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

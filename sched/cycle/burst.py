@@ -20,6 +20,7 @@ from kubesalvo.core.preemption import (
     PreemptionDecision,
 )
 from kubesalvo.core.reservations import Reservation, place_reserving, segments
+from kubesalvo.core.ties import TieBreak
 from kubesalvo.sched import metrics as m
 from kubesalvo.sched.binder import BinderSettings
 from kubesalvo.sched.cache import SchedulerCache
@@ -60,12 +61,16 @@ class CycleSettings:
     # How often, at the latest, the loop wakes to expire assumptions and update gauges.
     housekeeping_period: float = 1.0
     remembered_attempts: int = 50_000
+    # The seed of the stream ties between equally scored nodes are drawn from (None: from
+    # the clock at start, as kube-scheduler's random choice differs run to run).
+    tie_seed: int | None = None
 
     @classmethod
-    def from_config(cls, config: SchedulerConfig) -> CycleSettings:
+    def from_config(cls, config: SchedulerConfig, tie_seed: int | None = None) -> CycleSettings:
         return cls(
             max_burst_pods=config.kubesalvo.max_burst_pods,
             gathering_window=config.kubesalvo.burst_gathering_window_seconds,
+            tie_seed=tie_seed,
         )
 
 
@@ -81,6 +86,7 @@ class Attempt:
     reason_counts: dict[str, int] = field(default_factory=dict)
     score: int = 0
     burst_size: int = 0
+    ties: int = 0  # nodes that shared the best total score, the node drawn among them
     at: float = field(default_factory=time.time)
 
 
@@ -119,6 +125,12 @@ class BurstCycle:
         self.metrics = metrics
         self.is_leader = is_leader
         self.settings = settings or CycleSettings.from_config(config)
+        seed = self.settings.tie_seed
+        if seed is None:
+            seed = time.time_ns() & ((1 << 63) - 1)
+        # One stream for every burst of the run; its seed is logged to replay a run.
+        self.ties = TieBreak(seed)
+        log.info("ties between equally scored nodes drawn with seed %d", seed)
         self.binding = BindingCycle(
             client, binder_settings, cache, queue, recorder, metrics, is_leader
         )
@@ -292,6 +304,7 @@ class BurstCycle:
                     reservations,
                     workloads,
                     gang_needed,
+                    self.ties,
                 )
             else:
                 result = await asyncio.to_thread(
@@ -301,6 +314,7 @@ class BurstCycle:
                     profile,
                     workloads=workloads,
                     gang_needed=gang_needed,
+                    ties=self.ties,
                 )
             # Recorded before the deferred watch changes are applied on leaving the block,
             # so a confirmation among them finds its assumption.
@@ -617,6 +631,7 @@ class BurstCycle:
             reason_counts=dict(result.reason_counts[i]),
             score=int(result.scores[i]),
             burst_size=size,
+            ties=result.ties[i],
         )
         self._keep_attempt(attempt)
 
