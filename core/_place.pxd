@@ -252,7 +252,6 @@ cdef class BurstKernel:
     cdef void _local_rows(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil
     cdef Py_ssize_t _key_rows(self, Py_ssize_t c, bint hard) noexcept nogil
     cdef inline int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
-    cdef inline void _tree_node(self, Py_ssize_t s, Py_ssize_t i) noexcept nogil
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil
     cdef int64_t _tree_range(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi,

@@ -71,8 +71,12 @@ cdef extern from "_scan.h" nogil:
                         int64_t lo, const int64_t* rawipa, int64_t w_ipa, int64_t ihi,
                         int64_t ilo, uint64_t* state, int64_t* score, int64_t* ties)
     int64_t ks_below(uint64_t* state, int64_t n)
-    void ks_offer(int64_t t, int64_t n, int64_t* best, int64_t* best_n, int64_t* ties,
-                  int64_t* next, uint64_t* state)
+    ctypedef struct ks_res:
+        int64_t best, row, ties
+    void ks_res_init(ks_res* r)
+    void ks_offer(ks_res* r, int64_t t, int64_t n, uint64_t* state)
+    void ks_tree_build(int64_t* t, int32_t* c, int64_t leaves, int64_t used)
+    void ks_tree_set(int64_t* t, int32_t* c, int64_t leaves, int64_t pos, int64_t v)
     ctypedef struct ks_single:
         const int32_t* srows
         int64_t ns
@@ -773,31 +777,13 @@ cdef class BurstKernel:
         return t
 
     # -------------------------------------------------------------------- the max-tree
-    cdef inline void _tree_node(self, Py_ssize_t s, Py_ssize_t i) noexcept nogil:
-        """Node i's maximum from its children, and how many leaves under it hold it."""
-        cdef int64_t a = self.s_tree[s, 2 * i], b = self.s_tree[s, 2 * i + 1]
-        if a > b:
-            self.s_tree[s, i] = a
-            self.s_tcnt[s, i] = self.s_tcnt[s, 2 * i]
-        elif b > a:
-            self.s_tree[s, i] = b
-            self.s_tcnt[s, i] = self.s_tcnt[s, 2 * i + 1]
-        else:
-            self.s_tree[s, i] = a
-            self.s_tcnt[s, i] = self.s_tcnt[s, 2 * i] + self.s_tcnt[s, 2 * i + 1]
-
+    # (each node: the maximum below it in s_tree, how many leaves hold it in s_tcnt; the
+    # loops are _scan.h's)
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil:
-        cdef Py_ssize_t i = n + self.leaves
-        self.s_tree[s, i] = v
-        i >>= 1
-        while i >= 1:
-            self._tree_node(s, i)
-            i >>= 1
+        ks_tree_set(&self.s_tree[s, 0], &self.s_tcnt[s, 0], self.leaves, n, v)
 
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil:
-        cdef Py_ssize_t i
-        for i in range(self.leaves - 1, 0, -1):
-            self._tree_node(s, i)
+        ks_tree_build(&self.s_tree[s, 0], &self.s_tcnt[s, 0], self.leaves, self.rows)
 
     cdef int64_t _tree_range(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi,
                              int64_t* count) noexcept nogil:
@@ -2267,8 +2253,8 @@ cdef class BurstKernel:
         cdef int64_t tsc[TAINT_TABLE]
         cdef bint ttab
         cdef Py_ssize_t feasible = 0
-        cdef int64_t mt = 0, ma = 0, t, best = NEG, hi = 0, lo = -1, raw
-        cdef int64_t best_n = -1, tied = 0, next_tie = 0
+        cdef int64_t mt = 0, ma = 0, t, hi = 0, lo = -1, raw
+        cdef ks_res pick
         cdef double weight
         cdef int64_t fz[MAX_ZONES + 1]
         cdef int64_t zc[MAX_ZONES + 1]
@@ -2328,6 +2314,7 @@ cdef class BurstKernel:
                 zscore[g] = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - zc[g]) // hi
         zscore[nd] = 0
         ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
+        ks_res_init(&pick)
         for i in range(feasible):
             n = self.frows[i]
             t = self.rawloc[i]
@@ -2340,7 +2327,7 @@ cdef class BurstKernel:
             d = self.dom[key, n]
             g = d if d >= 0 else nd
             t += self.w_spread * zscore[g]
-            ks_offer(t, n, &best, &best_n, &tied, &next_tie, &self.rng)
-        score[0] = best
-        ties[0] = tied
-        return best_n
+            ks_offer(&pick, t, n, &self.rng)
+        score[0] = pick.best
+        ties[0] = pick.ties
+        return pick.row

@@ -217,27 +217,82 @@ static inline int64_t ks_skip(uint64_t *state, int64_t i)
     return m >= 4.0e18 ? (int64_t)4e18 : (int64_t)m + 1;
 }
 
-/* One more row of total t in a scan's reservoir: *best / *best_n the best total so far and
- * the row picked among those holding it, *ties how many hold it, *next the tie (by count)
- * that replaces the pick next (0: not drawn yet; drawn on the first tie, so that a scan
- * without ties draws nothing). */
-static inline void ks_offer(int64_t t, int64_t n, int64_t *best, int64_t *best_n,
-                            int64_t *ties, int64_t *next, uint64_t *state)
+/* A scan's reservoir over the rows of the best total so far. */
+typedef struct {
+    int64_t best;   /* the best total so far (-1 before any row) */
+    int64_t row;    /* the row picked among those holding it */
+    int64_t ties;   /* how many hold it */
+    int64_t next;   /* the tie (by count) that may replace the pick next */
+    int drawn;      /* next was drawn (else it is 2, the first tie, where the draw is made:
+                       a scan without ties draws nothing) */
+} ks_res;
+
+static inline void ks_res_init(ks_res *r)
 {
-    if (t > *best) {
-        *best = t;
-        *best_n = n;
-        *ties = 1;
-        *next = 0;
-    } else if (t == *best) {
-        int64_t k = ++*ties;
-        if (*next == 0)
-            *next = ks_skip(state, 1);
-        if (k == *next) {
-            *best_n = n;
-            *next = ks_skip(state, k);
-        }
+    r->best = -1;
+    r->row = -1;
+    r->ties = 0;
+    r->next = 2;
+    r->drawn = 0;
+}
+
+/* One more row n of total t. The tie count moves without a branch (ties are common and
+ * mixed with lower totals); only the rare tie that reaches next branches. */
+static inline void ks_offer(ks_res *r, int64_t t, int64_t n, uint64_t *state)
+{
+    if (t > r->best) {
+        r->best = t;
+        r->row = n;
+        r->ties = 1;
+        r->next = 2;
+        r->drawn = 0;
+        return;
     }
+    r->ties += t == r->best;
+    if (r->ties == r->next) {  /* only this row can have raised the count to next */
+        if (!r->drawn) {
+            r->drawn = 1;
+            r->next = ks_skip(state, 1);
+            if (r->next != 2)
+                return;
+        }
+        r->row = n;
+        r->next = ks_skip(state, r->ties);
+    }
+}
+
+/* Node i of a max-tree (t: maxima, c: how many leaves under a node hold its maximum) from
+ * its two children. */
+static inline void ks_tree_node(int64_t *restrict t, int32_t *restrict c, int64_t i)
+{
+    int64_t a = t[2 * i], b = t[2 * i + 1];
+    int64_t m = a >= b ? a : b;
+    t[i] = m;
+    c[i] = (a == m ? c[2 * i] : 0) + (b == m ? c[2 * i + 1] : 0);
+}
+
+/* The inner nodes of a max-tree of the given leaves (a power of two) over the first used
+ * leaves, level by level. The leaves beyond used are padding, -1 for good (a class's
+ * rows take positions below used), and so are the nodes above padding alone: they are
+ * left as they are (their counts are never read: no pick targets -1). */
+static void ks_tree_build(int64_t *restrict t, int32_t *restrict c, int64_t leaves,
+                          int64_t used)
+{
+    for (int64_t lo = leaves >> 1, span = 2; lo >= 1; lo >>= 1, span <<= 1) {
+        int64_t hi = lo + (used + span - 1) / span;
+        for (int64_t i = lo; i < hi; i++)
+            ks_tree_node(t, c, i);
+    }
+}
+
+/* Leaf pos of the max-tree takes value v; its ancestors follow. */
+static inline void ks_tree_set(int64_t *restrict t, int32_t *restrict c, int64_t leaves,
+                               int64_t pos, int64_t v)
+{
+    int64_t i = pos + leaves;
+    t[i] = v;
+    for (i >>= 1; i >= 1; i >>= 1)
+        ks_tree_node(t, c, i);
 }
 
 /* The best row of rows[0..nf) for one pod: the largest total, ties picked uniformly (the
@@ -257,8 +312,9 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
                            const int64_t *restrict rawipa, int64_t w_ipa, int64_t ihi, int64_t ilo,
                            uint64_t *state, int64_t *score, int64_t *ties)
 {
-    int64_t best = -1, best_n = -1, count = 0, next = 0;
+    ks_res r;
     int flat = hi == 0 || hi == lo; /* every counted row scores 100 for spread */
+    ks_res_init(&r);
     for (int64_t i = 0; i < nf; i++) {
         int64_t n = rows[i];
         int64_t t = loc[loc_by_pos ? i : n];
@@ -272,11 +328,11 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
             t += w_spread * ks_spread_norm(rawsp[n], flat, hi, lo);
         if (rawipa && ihi > ilo)
             t += w_ipa * ks_ipa_norm(rawipa[n], ihi, ilo);
-        ks_offer(t, n, &best, &best_n, &count, &next, state);
+        ks_offer(&r, t, n, state);
     }
-    *score = best;
-    *ties = count;
-    return best_n;
+    *score = r.best;
+    *ties = r.ties;
+    return r.row;
 }
 
 /* One pod's first pass over the rows of its static filters (a class's only pod in a
