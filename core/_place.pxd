@@ -7,6 +7,8 @@ cdef extern from "_scan.h" nogil:
     ctypedef struct ks_hot:
         int64_t a0, a1, r0, r1, z0, z1
         double inv0, inv1
+    ctypedef struct ks_res:
+        int64_t best, row, ties
     ctypedef struct ks_soft:
         const int32_t* dom
         const int32_t* counter
@@ -31,10 +33,9 @@ cdef struct KernelSettings:
     bint ipa_on                #   InterPodAffinity
     Py_ssize_t max_constraints # the most spread constraints a class of the burst has
 
-# A weighted reservoir over groups of tree positions that share a score (_consider_group).
+# A reservoir over groups of tree positions that share a score (_consider_group).
 cdef struct TiePick:
-    int64_t best               # the best total so far (NEG before any group)
-    int64_t tied               # rows holding it, over the groups met
+    ks_res res                 # best: the best total so far; ties: the rows holding it
     int64_t m                  # the chosen group's best total without the shared score
     int64_t count              # its positions holding m
     Py_ssize_t lo, hi          # its tree positions [lo, hi); lo -1 while none is chosen
@@ -188,9 +189,10 @@ cdef class BurstKernel:
     cdef int32_t[::1] class_slot             # class -> slot, -1 = none
     cdef uint8_t[:, ::1] s_feas              # slots x rows: passes every filter
     cdef int64_t[:, ::1] s_local             # slots x rows: weighted resource + fixed scores
-    cdef int64_t[:, ::1] s_tree              # slots x 2*leaves: max-tree of totals, -1 = infeasible
-    cdef int32_t[:, ::1] s_tcnt              # slots x 2*leaves: leaves under the node holding its
-                                             #   maximum (ties are drawn among them; leaves: 1)
+    cdef int64_t[:, ::1] s_tree              # slots x 4*leaves: max-tree of totals, node i at
+                                             #   [2i] (its maximum, -1 = infeasible) and [2i + 1]
+                                             #   (leaves under it holding the maximum, among
+                                             #   which ties are drawn; a leaf: 1)
     cdef int64_t[::1] s_max_taint            # slot -> max untolerated PreferNoSchedule count over feasible rows
     cdef int64_t[::1] s_max_aff              # slot -> max preferred node affinity score over feasible rows
     cdef int32_t[:, ::1] s_perm              # slots x rows: row -> position in the slot's tree
@@ -256,6 +258,7 @@ cdef class BurstKernel:
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil
     cdef int64_t _tree_range(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi,
                              int64_t* count) noexcept nogil
+    cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
     cdef Py_ssize_t _tree_pick(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi,
                                int64_t target, int64_t k) noexcept nogil
     cdef Py_ssize_t _tree_first(self, Py_ssize_t s, Py_ssize_t lo, int64_t target) noexcept nogil
@@ -292,7 +295,7 @@ cdef class BurstKernel:
     cdef Py_ssize_t _place_grouped(self, Py_ssize_t s, Py_ssize_t c, int64_t* score,
                                    int64_t* ties) noexcept nogil
     cdef void _consider_group(self, Py_ssize_t s, Py_ssize_t gs, Py_ssize_t ge, int64_t m,
-                              int64_t count, int64_t cand, TiePick* pick) noexcept nogil
+                              int64_t cand, TiePick* pick) noexcept nogil
     cdef Py_ssize_t _pick_group(self, Py_ssize_t s, TiePick* pick, int64_t* score,
                                 int64_t* ties) noexcept nogil
     cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil

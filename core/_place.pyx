@@ -40,7 +40,7 @@
 # Ties: as kube-scheduler's selectHost, a pod goes to a row drawn uniformly among the rows
 # sharing the best total, from the kernel's random stream (ks_next in _scan.h; the state
 # comes from and goes back to core/ties.py). Scans keep a reservoir over the ties they meet
-# (ks_offer); the max-trees keep, per node, how many leaves hold its maximum (s_tcnt), so
+# (ks_offer); the max-trees keep, per node, how many leaves hold its maximum (s_tree), so
 # the k-th tied leaf of a range is found by descent (_tree_pick); paths that compare groups
 # of rows weigh each group by its tied rows (_consider_group). out_ties: the tied rows.
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
@@ -71,12 +71,11 @@ cdef extern from "_scan.h" nogil:
                         int64_t lo, const int64_t* rawipa, int64_t w_ipa, int64_t ihi,
                         int64_t ilo, uint64_t* state, int64_t* score, int64_t* ties)
     int64_t ks_below(uint64_t* state, int64_t n)
-    ctypedef struct ks_res:
-        int64_t best, row, ties
     void ks_res_init(ks_res* r)
     void ks_offer(ks_res* r, int64_t t, int64_t n, uint64_t* state)
-    void ks_tree_build(int64_t* t, int32_t* c, int64_t leaves, int64_t used)
-    void ks_tree_set(int64_t* t, int32_t* c, int64_t leaves, int64_t pos, int64_t v)
+    int ks_offer_group(ks_res* r, int64_t t, int64_t w, uint64_t* state)
+    void ks_tree_build(int64_t* t, int64_t leaves, int64_t used)
+    void ks_tree_set(int64_t* t, int64_t leaves, int64_t pos, int64_t v)
     ctypedef struct ks_single:
         const int32_t* srows
         int64_t ns
@@ -401,8 +400,9 @@ cdef class BurstKernel:
         self.class_slot = np.full(self.nclasses, -1, dtype=np.int32)
         self.s_feas = np.zeros((nslots, self.rows), dtype=np.uint8)
         self.s_local = np.zeros((nslots, self.rows), dtype=np.int64)
-        self.s_tree = np.full((nslots, 2 * self.leaves), NEG, dtype=np.int64)
-        self.s_tcnt = np.ones((nslots, 2 * self.leaves), dtype=np.int32)
+        tree = np.full((nslots, 2 * self.leaves, 2), NEG, dtype=np.int64)
+        tree[:, :, 1] = 1  # (maximum, leaves holding it) per node
+        self.s_tree = tree.reshape(nslots, 4 * self.leaves)
         self.s_max_taint = np.zeros(nslots, dtype=np.int64)
         self.s_max_aff = np.zeros(nslots, dtype=np.int64)
         self.s_perm = np.zeros((nslots, self.rows), dtype=np.int32)
@@ -777,40 +777,58 @@ cdef class BurstKernel:
         return t
 
     # -------------------------------------------------------------------- the max-tree
-    # (each node: the maximum below it in s_tree, how many leaves hold it in s_tcnt; the
-    # loops are _scan.h's)
+    # (node i: the maximum below it at s_tree[s, 2i], how many leaves hold it at [2i + 1];
+    # the loops are _scan.h's)
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil:
-        ks_tree_set(&self.s_tree[s, 0], &self.s_tcnt[s, 0], self.leaves, n, v)
+        ks_tree_set(&self.s_tree[s, 0], self.leaves, n, v)
 
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil:
-        ks_tree_build(&self.s_tree[s, 0], &self.s_tcnt[s, 0], self.leaves, self.rows)
+        ks_tree_build(&self.s_tree[s, 0], self.leaves, self.rows)
 
     cdef int64_t _tree_range(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi,
                              int64_t* count) noexcept nogil:
         """The largest total among tree positions [lo, hi) (NEG for none) and, in count,
         how many positions hold it."""
+        cdef const int64_t* t = &self.s_tree[s, 0]
         cdef int64_t best = NEG, k = 0, v
         cdef Py_ssize_t l = lo + self.leaves, r = hi + self.leaves
         while l < r:
             if l & 1:
-                v = self.s_tree[s, l]
+                v = t[2 * l]
                 if v > best:
                     best = v
-                    k = self.s_tcnt[s, l]
+                    k = t[2 * l + 1]
                 elif v == best:
-                    k += self.s_tcnt[s, l]
+                    k += t[2 * l + 1]
                 l += 1
             if r & 1:
                 r -= 1
-                v = self.s_tree[s, r]
+                v = t[2 * r]
                 if v > best:
                     best = v
-                    k = self.s_tcnt[s, r]
+                    k = t[2 * r + 1]
                 elif v == best:
-                    k += self.s_tcnt[s, r]
+                    k += t[2 * r + 1]
             l >>= 1
             r >>= 1
         count[0] = k
+        return best
+
+    cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+        """The largest total among tree positions [lo, hi) (NEG for none), without
+        _tree_range's count."""
+        cdef const int64_t* t = &self.s_tree[s, 0]
+        cdef int64_t best = NEG
+        cdef Py_ssize_t l = lo + self.leaves, r = hi + self.leaves
+        while l < r:
+            if l & 1:
+                best = t[2 * l] if t[2 * l] > best else best
+                l += 1
+            if r & 1:
+                r -= 1
+                best = t[2 * r] if t[2 * r] > best else best
+            l >>= 1
+            r >>= 1
         return best
 
     cdef Py_ssize_t _tree_pick(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi,
@@ -818,6 +836,7 @@ cdef class BurstKernel:
         """The k-th (from 0, left to right) of the tree positions in [lo, hi) holding
         target, the range's largest total (_tree_range counts them): the range's canonical
         nodes in order, then a descent by the children's counts."""
+        cdef const int64_t* t = &self.s_tree[s, 0]
         cdef Py_ssize_t l = lo + self.leaves, r = hi + self.leaves, nl = 0, nr = 0, j, i = 0
         cdef Py_ssize_t nodes[128]
         while l < r:
@@ -833,32 +852,33 @@ cdef class BurstKernel:
             r >>= 1
         for j in range(nl + nr):  # the left nodes in order, then the right ones reversed
             i = nodes[j] if j < nl else nodes[64 + nr - 1 - (j - nl)]
-            if self.s_tree[s, i] == target:
-                if k < self.s_tcnt[s, i]:
+            if t[2 * i] == target:
+                if k < t[2 * i + 1]:
                     break
-                k -= self.s_tcnt[s, i]
+                k -= t[2 * i + 1]
         while i < self.leaves:
             i *= 2
-            if self.s_tree[s, i] == target:
-                if k < self.s_tcnt[s, i]:
+            if t[2 * i] == target:
+                if k < t[2 * i + 1]:
                     continue
-                k -= self.s_tcnt[s, i]
+                k -= t[2 * i + 1]
             i += 1
         return i - self.leaves
 
     cdef Py_ssize_t _tree_first(self, Py_ssize_t s, Py_ssize_t lo, int64_t target) noexcept nogil:
         """The first row >= lo whose total is >= target, or -1."""
+        cdef const int64_t* t = &self.s_tree[s, 0]
         cdef Py_ssize_t i = lo + self.leaves
         if lo >= self.leaves:
             return -1
-        while self.s_tree[s, i] < target:
+        while t[2 * i] < target:
             while i & 1:
                 i >>= 1
                 if i <= 1:
                     return -1
             i += 1
         while i < self.leaves:
-            i = 2 * i if self.s_tree[s, 2 * i] >= target else 2 * i + 1
+            i = 2 * i if t[4 * i] >= target else 2 * i + 1
         return i - self.leaves
 
     # ------------------------------------------------------------------- class caches
@@ -887,7 +907,7 @@ cdef class BurstKernel:
     cdef void _refresh_totals(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
         cdef Py_ssize_t n
         for n in range(self.rows):
-            self.s_tree[s, self.s_perm[s, n] + self.leaves] = \
+            self.s_tree[s, 2 * (self.s_perm[s, n] + self.leaves)] = \
                 self._total(s, c, n) if self.s_feas[s, n] else NEG
         self._tree_build(s)
 
@@ -1149,10 +1169,10 @@ cdef class BurstKernel:
                 elif self.c_mode[c] == 3:
                     n = self._place_host_zone(s, c, &best, &ties)
                 else:
-                    best = self.s_tree[s, 1]
+                    best = self.s_tree[s, 2]  # the root's maximum
                     n = -1
                     if best >= 0:
-                        ties = self.s_tcnt[s, 1]
+                        ties = self.s_tree[s, 3]
                         # positions are rows outside the zone fast path
                         n = self._tree_pick(s, 0, self.leaves, best,
                                             ks_below(&self.rng, ties) if ties > 1 else 0)
@@ -1641,7 +1661,8 @@ cdef class BurstKernel:
             now = self.s_feas[s, n] and not (self.s_special[s, n] & 1)
             if now:
                 self.s_gfz[s, self.s_rowgrp[s, n]] += 1
-            self.s_tree[s, self.s_perm[s, n] + self.leaves] = self.s_local[s, n] if now else NEG
+            self.s_tree[s, 2 * (self.s_perm[s, n] + self.leaves)] = \
+                self.s_local[s, n] if now else NEG
         self._tree_build(s)
         self.s_grouped[s] = 1
 
@@ -1785,8 +1806,8 @@ cdef class BurstKernel:
         cdef Py_ssize_t nf = 0, nfs = 0, zones = 0, nk = 0, best_n = -1, best_g = -1
         cdef bint hard = False, soft = False, ipa_filter = False, ipa_score = False
         cdef bint hard_empty = False, soft_empty = False, flat, zone_soft = False
-        cdef int64_t hi = 0, lo = -1, ihi = 0, ilo = 0, t, v, best = NEG, mt = 0, ma = 0
-        cdef int64_t tied = 0
+        cdef int64_t hi = 0, lo = -1, ihi = 0, ilo = 0, t, v, mt = 0, ma = 0
+        cdef ks_res res
         cdef bint ifirst = True
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
@@ -1797,6 +1818,7 @@ cdef class BurstKernel:
         cdef int64_t gipa[MAX_GROUPS]
         cdef uint8_t zhas[MAX_ZONES + 1]
         nd = self.ndom[key] if key >= 0 else 0
+        ks_res_init(&res)
         self._terms(c, &hard, &soft, &hard_empty, &soft_empty, &ipa_filter, &ipa_score)
         for j in range(j0, j1):
             if not self.k_hard[j] and not self.k_host[j]:
@@ -1894,15 +1916,9 @@ cdef class BurstKernel:
                 t += self.w_spread * ks_spread_norm(graw[g], flat, hi, lo)
             if ipa_score and ihi > ilo:
                 t += self.w_ipa * ks_ipa_norm(gipa[g], ihi, ilo)
-            # a weighted reservoir: the group stands for its gcnt[g] tied rows
-            if t > best:
-                best = t
-                tied = gcnt[g]
+            # a reservoir over rows: the group stands for its gcnt[g] tied rows
+            if ks_offer_group(&res, t, gcnt[g], &self.rng):
                 best_g = g
-            elif t == best:
-                tied += gcnt[g]
-                if ks_below(&self.rng, tied) < gcnt[g]:
-                    best_g = g
         for i in range(nfs):
             n = self.frows[i]
             t = self.s_local[s, n] + self._norm_terms(taints[n], mt, aff[n], ma)
@@ -1910,23 +1926,16 @@ cdef class BurstKernel:
                 t += self.w_spread * ks_spread_norm(self.rawsp[n], flat, hi, lo)
             if ipa_score and ihi > ilo:
                 t += self.w_ipa * ks_ipa_norm(self.rawipa[n], ihi, ilo)
-            if t > best:
-                best = t
-                tied = 1
+            if ks_offer_group(&res, t, 1, &self.rng):
                 best_g = -1
                 best_n = n
-            elif t == best:
-                tied += 1
-                if ks_below(&self.rng, tied) == 0:
-                    best_g = -1
-                    best_n = n
         if best_g >= 0:  # one of the group's rows of its best local score
             pos = self._tree_pick(s, self.s_ggs[s, best_g], self.s_ggs[s, best_g + 1],
                                   gmax[best_g],
                                   ks_below(&self.rng, gcnt[best_g]) if gcnt[best_g] > 1 else 0)
             best_n = self.s_iperm[s, pos]
-        score[0] = best
-        ties[0] = tied
+        score[0] = res.best
+        ties[0] = res.ties
         return best_n
 
     cdef inline int64_t _norm_terms(self, int64_t tv, int64_t mt, int64_t av, int64_t ma) noexcept nogil:
@@ -1978,21 +1987,19 @@ cdef class BurstKernel:
 
     # ------------------------------------------------ one soft zone constraint, fast
     cdef void _consider_group(self, Py_ssize_t s, Py_ssize_t gs, Py_ssize_t ge, int64_t m,
-                              int64_t count, int64_t cand, TiePick* pick) noexcept nogil:
-        """Tree positions [gs, ge) share a score besides their own totals: count of them
-        hold their best total m, cand with the shared score. A weighted reservoir over the
-        groups: the group is taken when cand beats the best so far, or ties it with
-        probability count / the rows tied so far (_pick_group then draws one of its rows),
-        so that each tied row is as likely."""
-        if cand < pick.best:
+                              int64_t cand, TiePick* pick) noexcept nogil:
+        """Tree positions [gs, ge) share a score besides their own totals: m is their best
+        total, cand with the shared score. A weighted reservoir over the groups: the group
+        is taken when cand beats the best so far, or ties it with probability (its
+        positions holding m) / the rows tied so far (_pick_group then draws one of its
+        rows), so that each tied row is as likely (ks_offer_group). Those positions are
+        counted only for a group that can be taken."""
+        cdef int64_t count
+        if cand < pick.res.best:
             return
-        if cand > pick.best:
-            pick.best = cand
-            pick.tied = count
-        else:
-            pick.tied += count
-            if ks_below(&self.rng, pick.tied) >= count:
-                return
+        self._tree_range(s, gs, ge, &count)
+        if not ks_offer_group(&pick.res, cand, count, &self.rng):
+            return
         pick.m = m
         pick.count = count
         pick.lo = gs
@@ -2007,8 +2014,8 @@ cdef class BurstKernel:
             return -1
         pos = self._tree_pick(s, pick.lo, pick.hi, pick.m,
                               ks_below(&self.rng, pick.count) if pick.count > 1 else 0)
-        score[0] = pick.best
-        ties[0] = pick.tied
+        score[0] = pick.res.best
+        ties[0] = pick.res.ties
         return self.s_iperm[s, pos]
 
     cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
@@ -2047,11 +2054,11 @@ cdef class BurstKernel:
         key: per zone, the best total without spread plus the zone's spread score."""
         cdef Py_ssize_t j = self.c_k_off[c], key = self.k_key[j], nd = self.ndom[key]
         cdef Py_ssize_t g, zones = 0, gs, ge
-        cdef int64_t hi = 0, lo = -1, raw, m, sc, count
+        cdef int64_t hi = 0, lo = -1, raw, m, sc
         cdef double weight
         cdef int64_t raws[MAX_ZONES]
         cdef TiePick pick
-        pick.best = NEG
+        ks_res_init(&pick.res)
         pick.lo = -1
         for g in range(nd):
             if self.s_fz[s, g] > 0:
@@ -2070,7 +2077,7 @@ cdef class BurstKernel:
                 continue
             gs = self.s_gstart[s, g]
             ge = self.s_gstart[s, g + 1]
-            m = self._tree_range(s, gs, ge, &count)
+            m = self._tree_max(s, gs, ge)
             if m < 0:
                 continue
             if g == nd:
@@ -2079,7 +2086,7 @@ cdef class BurstKernel:
                 sc = MAX_SCORE
             else:
                 sc = MAX_SCORE * (hi + lo - raws[g]) // hi
-            self._consider_group(s, gs, ge, m, count, m + self.w_spread * sc, &pick)
+            self._consider_group(s, gs, ge, m, m + self.w_spread * sc, &pick)
         return self._pick_group(s, &pick, score, ties)
 
     # ----------------------------- soft hostname and zone constraints (System defaults), fast
@@ -2178,8 +2185,8 @@ cdef class BurstKernel:
             self.s_iperm[s, p] = <int32_t>m
             self.s_perm[s, n] = <int32_t>t
             self.s_perm[s, m] = <int32_t>p
-            vp = self.s_tree[s, p + self.leaves]
-            vt = self.s_tree[s, t + self.leaves]
+            vp = self.s_tree[s, 2 * (p + self.leaves)]
+            vt = self.s_tree[s, 2 * (t + self.leaves)]
             self._tree_set(s, p, vt)
             self._tree_set(s, t, vp)
         self.s_h[s, t] = h + sign
@@ -2194,11 +2201,11 @@ cdef class BurstKernel:
         counts the feasible rows, the zone weight the zones with a feasible row."""
         cdef Py_ssize_t jh, jz, key, nd, g, gs, ge, b, e
         cdef Py_ssize_t counted = 0, zones = 0
-        cdef int64_t hi = 0, lo = -1, raw, m, sc, count
+        cdef int64_t hi = 0, lo = -1, raw, m, sc
         cdef double wh, wz
         cdef int pass_
         cdef TiePick pick
-        pick.best = NEG
+        ks_res_init(&pick.res)
         pick.lo = -1
         self._host_zone_rows(c, &jh, &jz)
         key = self.k_key[jz]
@@ -2219,7 +2226,7 @@ cdef class BurstKernel:
                 b = gs
                 while b < ge:
                     e = self._h_after(s, b, ge, self.s_h[s, b])
-                    m = self._tree_range(s, b, e, &count)
+                    m = self._tree_max(s, b, e)
                     if m >= 0:
                         raw = ks_host_zone_raw(self.s_h[s, b], wh, self.k_skew[jh],
                                                self.s_zc[s, g], wz, self.k_skew[jz])
@@ -2230,8 +2237,7 @@ cdef class BurstKernel:
                                 lo = raw
                         else:
                             sc = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - raw) // hi
-                            self._consider_group(s, b, e, m, count, m + self.w_spread * sc,
-                                                 &pick)
+                            self._consider_group(s, b, e, m, m + self.w_spread * sc, &pick)
                     b = e
         return self._pick_group(s, &pick, score, ties)
 

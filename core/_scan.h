@@ -261,38 +261,69 @@ static inline void ks_offer(ks_res *r, int64_t t, int64_t n, uint64_t *state)
     }
 }
 
-/* Node i of a max-tree (t: maxima, c: how many leaves under a node hold its maximum) from
- * its two children. */
-static inline void ks_tree_node(int64_t *restrict t, int32_t *restrict c, int64_t i)
+/* One more group of w rows of total t (w >= 1) in a reservoir over rows: the group is
+ * picked with probability w / the rows tied so far, so that each tied row is as likely
+ * (the caller then draws one of its rows). Returns 1 when it is picked. As ks_offer, by
+ * skips: after a pick at cumulative weight S, the next pick is the group whose cumulative
+ * weight reaches floor(S / u) + 1 (ks_skip), drawn at the first tie; so a run of ties
+ * draws O(log) times, not once per group. */
+static inline int ks_offer_group(ks_res *r, int64_t t, int64_t w, uint64_t *state)
 {
-    int64_t a = t[2 * i], b = t[2 * i + 1];
+    if (t > r->best) {
+        r->best = t;
+        r->ties = w;
+        r->next = w + 1;
+        r->drawn = 0;
+        return 1;
+    }
+    if (t < r->best)
+        return 0;
+    int64_t before = r->ties;
+    r->ties += w;
+    if (r->ties < r->next)
+        return 0;
+    if (!r->drawn) {
+        r->drawn = 1;
+        r->next = ks_skip(state, before);
+        if (r->ties < r->next)
+            return 0;
+    }
+    r->next = ks_skip(state, r->ties);
+    return 1;
+}
+
+/* Node i of a max-tree from its two children. A node is two int64 at t[2i] (the maximum
+ * below it) and t[2i + 1] (how many leaves hold it), so that a node's children share a
+ * cache line. */
+static inline void ks_tree_node(int64_t *restrict t, int64_t i)
+{
+    const int64_t *k = t + 4 * i; /* children 2i and 2i + 1 */
+    int64_t a = k[0], b = k[2];
     int64_t m = a >= b ? a : b;
-    t[i] = m;
-    c[i] = (a == m ? c[2 * i] : 0) + (b == m ? c[2 * i + 1] : 0);
+    t[2 * i] = m;
+    t[2 * i + 1] = (a == m ? k[1] : 0) + (b == m ? k[3] : 0);
 }
 
 /* The inner nodes of a max-tree of the given leaves (a power of two) over the first used
  * leaves, level by level. The leaves beyond used are padding, -1 for good (a class's
  * rows take positions below used), and so are the nodes above padding alone: they are
  * left as they are (their counts are never read: no pick targets -1). */
-static void ks_tree_build(int64_t *restrict t, int32_t *restrict c, int64_t leaves,
-                          int64_t used)
+static void ks_tree_build(int64_t *restrict t, int64_t leaves, int64_t used)
 {
     for (int64_t lo = leaves >> 1, span = 2; lo >= 1; lo >>= 1, span <<= 1) {
         int64_t hi = lo + (used + span - 1) / span;
         for (int64_t i = lo; i < hi; i++)
-            ks_tree_node(t, c, i);
+            ks_tree_node(t, i);
     }
 }
 
 /* Leaf pos of the max-tree takes value v; its ancestors follow. */
-static inline void ks_tree_set(int64_t *restrict t, int32_t *restrict c, int64_t leaves,
-                               int64_t pos, int64_t v)
+static inline void ks_tree_set(int64_t *restrict t, int64_t leaves, int64_t pos, int64_t v)
 {
     int64_t i = pos + leaves;
-    t[i] = v;
+    t[2 * i] = v;
     for (i >>= 1; i >= 1; i >>= 1)
-        ks_tree_node(t, c, i);
+        ks_tree_node(t, i);
 }
 
 /* The best row of rows[0..nf) for one pod: the largest total, ties picked uniformly (the

@@ -525,8 +525,9 @@ def _place_burst(
     p_gang_min = np.array(gang_min, dtype=np.int32)
     p_gang_last = np.array(gang_last, dtype=np.uint8)
     p_nominated = np.full(n, -1, dtype=np.int32)  # set chunk by chunk (operands)
-    # per slot and row: s_feas, s_local, s_perm, s_iperm, s_tree and s_tcnt (2 x leaves)
-    slot_budget = max(4, _SLOT_BYTES // (48 * max(1, state.rows)))
+    # per slot and row: s_feas, s_local, s_perm, s_iperm and s_tree (16 bytes per node:
+    # its maximum and how many leaves hold it, 2 x leaves nodes)
+    slot_budget = max(4, _SLOT_BYTES // (56 * max(1, state.rows)))
     outputs = Outputs(out_node, out_score, out_reasons, out_gang, out_error, out_ties)
     columns_all = ClassColumns(c_req_all, c_nz_all, c_nz_add_all, c_score_error)
     pod_columns = PodColumns(class_of, p_gang_min, p_gang_last, p_nominated)
