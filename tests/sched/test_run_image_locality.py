@@ -131,7 +131,7 @@ def test_a_pod_goes_where_the_reporter_saw_its_image_and_spreads_when_all_have_i
     holder = pool.nodes[1]
     pool.report({holder})
     # Equal scores: each pod is drawn among the tied nodes (tests/sched/test_run_ties.py
-    # compares the draws with kube-scheduler's); a window wide enough takes the six
+    # compares the draws with kube-scheduler's); a window wide enough takes the twelve
     # replicas in one burst.
     config = CONFIG.format(max_burst=100).replace("burstGatheringWindow: 20ms", WINDOW)
     assert WINDOW in config
@@ -166,12 +166,12 @@ def test_a_pod_goes_where_the_reporter_saw_its_image_and_spreads_when_all_have_i
             return all(e["plugins"] == {"ImageLocality": 100 * WEIGHT} for e in answer["topNodes"])
 
         settled(process, 60, everywhere)
-        pool.create(*(f"replica-{i}" for i in range(6)))
-        settled(process, 120, lambda: all(pool.placed().values()) and len(pool.placed()) == 7)
+        pool.create(*(f"replica-{i}" for i in range(12)))
+        settled(process, 120, lambda: all(pool.placed().values()) and len(pool.placed()) == 13)
         placed = pool.placed()
         spread = Counter(node for name, node in placed.items() if name.startswith("replica-"))
-        # all six on one node: probability 3 / 3**6 of the draws
+        # all twelve on one node: probability 3 / 3**12 (1 in 177,147) of the draws
         assert set(spread) <= set(pool.nodes) and len(spread) >= 2, spread
-        assert sum(spread.values()) == 6
+        assert sum(spread.values()) == 12
     finally:
         process.kill()
