@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 import time
 import urllib.parse
@@ -188,7 +189,7 @@ def wait_enforced(control_plane: Any, token: str, tmp_path: Path, other: str) ->
 
 
 def test_the_reporter_writes_its_own_nodes_annotation_and_nothing_else(
-    control_plane, policy, nodes, namespace, reporter_account, tmp_path
+    control_plane, policy, nodes, namespace, reporter_account, tmp_path, caplog
 ):
     own, other = nodes
     token = pod_bound_token(control_plane, namespace, own)
@@ -220,7 +221,9 @@ def test_the_reporter_writes_its_own_nodes_annotation_and_nothing_else(
 
         return await ImageReporter(client, other, lister).step()
 
-    assert as_token(control_plane, token, tmp_path, report_other) is Outcome.PATCH_FAILED
+    with caplog.at_level(logging.WARNING, logger="kubesalvo.image_reporter"):
+        assert as_token(control_plane, token, tmp_path, report_other) is Outcome.PATCH_FAILED
+    assert "--node must be spec.nodeName" in caplog.text
     error = refused(control_plane, token, tmp_path, other, {"metadata": {"annotations": {
         ANNOTATION: "{}"}}})  # fmt: skip
     assert f"the image reporter of node {own} may not update node {other}" in str(error)
