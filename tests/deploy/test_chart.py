@@ -31,6 +31,7 @@ from kubesalvo.sched.config import load_config
 from tests.deploy.test_dashboard import missing, scrape, selectors  # noqa: F401 (fixture)
 from tests.helpers.deploy import DEPLOY, find, kubectl, render
 from tests.helpers.helm import CHART, helm_binary, run_helm, template
+from tests.helpers.promql import parse_errors
 
 pytestmark = pytest.mark.integration
 
@@ -349,3 +350,14 @@ def test_every_alert_names_only_series_kubesalvo_exports(helm, scrape):  # noqa:
             if name == "kubesalvo_binds_total" and labels.get("result") in outcomes:
                 labels = {k: v for k, v in labels.items() if k != "result"}
             assert not missing(scrape, name, labels), (alert, name, labels)
+
+
+def test_every_alert_parses_with_prometheus_parser(helm):
+    values = {"prometheusRule": {"enabled": True}}
+    for extra in ({}, {"prometheusRule": {"enabled": True, "pendingFor": "1h", "sloRatio": 0.9}}):
+        rule = find(template(helm, {**values, **extra}), "PrometheusRule", "kubesalvo")
+        exprs = [r["expr"] for group in rule["spec"]["groups"] for r in group["rules"]]
+        assert len(exprs) == 5
+        assert parse_errors(exprs) == ""
+    # The checker does refuse what is not PromQL.
+    assert "expression 0" in parse_errors(["sum(rate(up[5m])"])
