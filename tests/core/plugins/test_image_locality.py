@@ -124,6 +124,29 @@ def test_the_newer_report_counts() -> None:
     assert node_images(broken) == kubelet
 
 
+def test_an_annotation_dated_in_the_future_counts_from_when_it_was_first_seen() -> None:
+    kubelet = [{"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 1}]
+    from_reporter = (APP.as_status(),)
+    future = AT + timedelta(days=365)  # a reporter whose clock is a year ahead
+    first_seen = AT
+    reported = node("a", [APP, PAUSE], at=future, status_images=kubelet)
+    # First seen at AT, against a kubelet report from before: the annotation is newer.
+    reported["status"]["conditions"] = [
+        {"type": "Ready", "lastHeartbeatTime": format_time(AT - timedelta(seconds=10))}
+    ]
+    assert node_images(reported, now=first_seen) == (APP.as_status(), PAUSE.as_status())
+    # The kubelet reports again a minute later: its list wins, as against an annotation
+    # written at AT, however much later it is asked.
+    later = AT + timedelta(minutes=1)
+    reported["status"]["conditions"][0]["lastHeartbeatTime"] = format_time(later)
+    for now in (later, later + timedelta(hours=1), future + timedelta(days=1)):
+        assert node_images(reported, now=now) == kubelet
+    # A time in the past is taken as written.
+    honest = node("b", [APP], at=AT - timedelta(minutes=5), status_images=kubelet,
+                  heartbeat=AT - timedelta(minutes=6))  # fmt: skip
+    assert node_images(honest, now=later) == from_reporter
+
+
 def test_the_kernel_scores_images_known_only_from_the_annotation() -> None:
     state = ClusterState()
     for n in (node("n0"), node("n1", [APP, PAUSE]), node("n2", [PAUSE])):
