@@ -62,6 +62,7 @@ from kubesalvo.core.resources import (
     pod_nonzero_requests,
     pod_requests,
 )
+from kubesalvo.core.volumes import StorageObjects
 
 __all__ = ["ClusterState", "PodRecord", "normalized_image_name", "pod_key"]
 
@@ -170,6 +171,8 @@ class ClusterState:
         self._free_groups: list[int] = []
         self.affinity_pods_on_row: list[int] = []  # pods carrying pod (anti-)affinity
         self.namespace_labels: dict[str, dict[str, str]] = {}
+        # PVCs, PVs, StorageClasses and CSI objects, for the volume filters (core/volumes.py)
+        self.storage = StorageObjects()
 
     # ----------------------------------------------------------------- sizing helpers
     @property

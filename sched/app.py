@@ -76,6 +76,7 @@ from kubesalvo.sched.informers.models import (
     PodDisruptionBudget,
     Workload,
 )
+from kubesalvo.sched.informers.storage import STORAGE_RESOURCES, VOLUME_PLUGINS, storage_handler
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
 from kubesalvo.sched.memory import (
@@ -205,6 +206,13 @@ class Scheduler:
                 )
                 self.workload_informers.append(informer)
             self.informers.extend(self.workload_informers)
+        # Claims, volumes, classes and CSI objects, when a profile runs a volume plugin
+        # (sched/informers/storage.py); the cache hands them to the encoder.
+        if any(VOLUME_PLUGINS.intersection(profile.core.filters) for profile in config.profiles):
+            self.informers.extend(
+                Informer(client, resource, storage_handler(self.cache, resource.plural))
+                for resource in STORAGE_RESOURCES
+            )
         self.metrics.registry.register(InformerCollector(self._informer_requests))
         self.servers: list[HealthServer] = health_servers(
             self.metrics, serving or ServingOptions(), client

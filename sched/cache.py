@@ -222,6 +222,13 @@ class SchedulerCache:
         self._assumed.pop(key, None)
         self.state.remove_pod_key(key)
 
+    def put_storage(self, kind: str, obj: Object) -> None:
+        """A storage object (core/volumes.py KINDS) was added or changed."""
+        self._do(lambda: self.state.storage.put(kind, obj))
+
+    def delete_storage(self, kind: str, obj: Object) -> None:
+        self._do(lambda: self.state.storage.delete(kind, obj))
+
     # --- the cycle and the binder -----------------------------------------------------
 
     def assumed(self, key: str, node: str) -> None:

@@ -359,6 +359,12 @@ CLUSTER_RULES: dict[str, Callable[[Run], None]] = {
     "policy/poddisruptionbudgets:list,watch": informer_never_syncs("poddisruptionbudgets"),
     "core/services,replicationcontrollers:list,watch": no_default_spreading,
     "apps/replicasets,statefulsets:list,watch": no_default_spreading,
+    "core/persistentvolumeclaims,persistentvolumes:list,watch": informer_never_syncs(
+        "persistentvolumeclaims"
+    ),
+    "storage.k8s.io/storageclasses,csinodes,csidrivers,csistoragecapacities:list,watch": (
+        informer_never_syncs("storageclasses")
+    ),
     "authentication.k8s.io/tokenreviews:create": no_token_review,
     "authorization.k8s.io/subjectaccessreviews:create": no_access_review,
     "scheduling.x-k8s.io/podgroups:list,watch": no_pod_groups,
