@@ -548,7 +548,7 @@ def _place_burst(
     if commit and _overlapped(chunks):
         spread.freeze_groups()  # later chunks count the state's pods as before the burst
     results = Results(
-        ReasonTable.for_columns(state.resource_names, encoder.extensions),
+        ReasonTable.for_columns(state.resource_names, encoder.extensions, encoder.class_reasons),
         state,
         ordered,
         order,
