@@ -149,6 +149,8 @@ class StaticTables:
     taint_count: npt.NDArray[np.int16]
     c_aff: npt.NDArray[np.int32]
     aff_score: npt.NDArray[np.int32]
+    # per reason code: 1 when its plugin filters after NodePorts and NodeResourcesFit
+    late_code: npt.NDArray[np.uint8]
 
 
 def tolerates(toleration: Mapping[str, Any], taint: tuple[str, str, str]) -> bool:
@@ -224,6 +226,14 @@ class Encoder:
                 self._prefilters.append(name)
         order = {name: i for i, name in enumerate(profile.filters)}
         self._prefilters.sort(key=order.__getitem__)
+        # A plugin filter after NodePorts and NodeResourcesFit (the volume filters, in
+        # kube-scheduler's order) is reported on a row only when those two pass it.
+        after = max(order.get(n, -1) for n in (names.NODE_PORTS, names.NODE_RESOURCES_FIT))
+        self.late_code = np.zeros(256, dtype=np.uint8)
+        for name, (_, _, code) in self.extensions.items():
+            self.late_code[code] = order[name] > after
+        for code, (name, _) in self.class_reasons.items():
+            self.late_code[code] = order[name] > after
 
     # ------------------------------------------------------------------ classes
     def classify(
@@ -554,6 +564,7 @@ class Encoder:
             taint_count=stack("taint", np.int16),
             c_aff=index["aff"],
             aff_score=stack("aff", np.int32),
+            late_code=self.late_code,
         )
 
     # ---------------------------------------------------------- static filters

@@ -7,8 +7,8 @@ What kubesalvo implements (kube-scheduler v1.34's texts and codes):
   claims of an Immediate class (``pod has unbound immediate PersistentVolumeClaims``)
   reject the pod on every node, UnschedulableAndUnresolvable;
 * Filter, for bound claims: the node must satisfy each bound volume's node affinity
-  (``node(s) had volume node affinity conflict``); a claim bound to a volume that does not
-  exist fails every node (``node(s) unavailable due to one or more pvc(s) bound to
+  (``node(s) didn't match PersistentVolume's node affinity``); a claim bound to a volume
+  that does not exist fails every node (``node(s) unavailable due to one or more pvc(s) bound to
   non-existent pv(s)``).
 
 Not yet implemented, and never silently: a claim of a WaitForFirstConsumer class that is
@@ -63,7 +63,7 @@ __all__ = [
 
 NAME = names.VOLUME_BINDING
 
-ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 ERR_REASON_PV_NOT_EXIST = (

@@ -80,8 +80,10 @@ def test_when_the_volumes_node_is_full_the_message_counts_the_affinity_conflicts
     )
     result = place_burst(state, [pod("p", "data", cpu="5")])
     assert result.nodes == [None]
+    # NodeResourcesFit filters before VolumeBinding: c, failing both, counts for cpu.
     assert result.messages[0] == (
-        "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had volume node affinity conflict."
+        "0/3 nodes are available: 1 node(s) didn't match PersistentVolume's node affinity, "
+        "2 Insufficient cpu."
     )
     assert result.rejectors[0] == {"NodeResourcesFit", "VolumeBinding"}
 
@@ -116,7 +118,7 @@ def test_the_first_claim_in_the_pods_order_decides_each_node():
     result = place_burst(state, [pod("p", "one", "two")], without_volume_zone())
     assert result.messages[0] == (
         "0/3 nodes are available: 1 node(s) unavailable due to one or more pvc(s) bound to "
-        "non-existent pv(s), 2 node(s) had volume node affinity conflict."
+        "non-existent pv(s), 2 node(s) didn't match PersistentVolume's node affinity."
     )
 
 
