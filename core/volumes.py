@@ -24,6 +24,7 @@ __all__ = [
     "ANN_SELECTED_NODE",
     "ANN_STORAGE_CLASS",
     "KINDS",
+    "BindingModeUnset",
     "StorageObjects",
     "claim_class",
     "claim_volumes",
@@ -80,6 +81,13 @@ class StorageObjects:
     def delete(self, kind: str, obj: Object) -> None:
         if self.objects[kind].pop(self.key(kind, obj), None) is not None:
             self.version += 1
+
+    def copy(self) -> StorageObjects:
+        """A copy that later changes to this one do not reach (the objects are shared:
+        nothing changes an object, a change replaces it)."""
+        return StorageObjects(
+            {kind: dict(by_key) for kind, by_key in self.objects.items()}, self.version
+        )
 
     def claim(self, namespace: str, name: str) -> Object | None:
         return self.objects[CLAIMS].get(f"{namespace}/{name}")

@@ -288,6 +288,7 @@ class Scheduler:
             pdbs=list(self.pdbs.store.values()) if self.pdbs is not None else [],
             namespaces=list(self.namespaces.store.values()),
             assumed=assumed,
+            storage=self.cache.state.storage.copy(),
         )
 
     def _synced_check(self, informer: Informer[Any]) -> Callable[[], bool]:

@@ -1,33 +1,64 @@
-"""The scope of the reference: pods without the volumes and claims it does not model.
+"""The volume filters, written for clarity: the oracle the property tests hold the
+encoder's class filters (core/plugins/volume_*.py, node_volume_limits.py) to.
 
-kube-scheduler's volume filters (VolumeRestrictions, NodeVolumeLimits, VolumeBinding,
-VolumeZone) and DynamicResources only act on pods with persistent volume claims,
-generic ephemeral volumes, CSI or cloud-disk volumes, or resource claims; on every
-other pod they admit every node. The reference does not model PersistentVolumes,
-StorageClasses, CSINodes or ResourceSlices, so it refuses such pods instead of
-guessing.
+Each plugin is built once per pod (its constructor is the PreFilter: it raises
+PreFilterRejection or SchedulingError) and then asked about one node at a time, from
+the node's labels, as kube-scheduler v1.34's plugins do:
+
+* VolumeRestrictions: every persistentVolumeClaim of the pod must exist;
+* NodeVolumeLimits: passes every node when no CSINode gives a count to the pod's drivers;
+* VolumeBinding: claims exist, are not lost or being deleted, none is an unbound
+  Immediate (or prebound) one; a bound claim's volume must exist and its node affinity
+  match the node's labels (the first claim in the pod's order that fails decides);
+* VolumeZone: claims, volumes and classes exist; a node with any zone or region label
+  must hold, for each such label of the bound volumes, one of the listed zones.
+
+Out of the reference's scope (``PodInvalid``), as kubesalvo does not implement them yet
+and fails such pods with an error: unbound WaitForFirstConsumer claims, generic
+ephemeral and inline CSI volumes, in-tree disks, ReadWriteOncePod claims, drivers with a
+CSINode count, and resource claims (DynamicResources).
 """
 
 from __future__ import annotations
 
-from kubesalvo.core.reference.framework import Pod, PodInvalid
+from collections.abc import Mapping
+from typing import Any
 
-# Volume sources one of those filters inspects.
-UNMODELLED_VOLUME_SOURCES = frozenset(
-    {
-        "persistentVolumeClaim",
-        "ephemeral",
-        "csi",
-        "gcePersistentDisk",
-        "awsElasticBlockStore",
-        "rbd",
-        "iscsi",
-    }
+from kubesalvo.core.plugins import names
+from kubesalvo.core.reference.framework import (
+    Pod,
+    PodInvalid,
+    PreFilterRejection,
+    SchedulingError,
+    Status,
 )
+from kubesalvo.core.reference.selectors import node_selector_terms
+from kubesalvo.core.reference.snapshot import NodeInfo
+from kubesalvo.core.volumes import StorageObjects
+
+__all__ = [
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeRestrictions",
+    "VolumeZone",
+    "check_in_scope",
+    "volume_filter",
+]
+
+# Volume sources the reference does not model.
+UNMODELLED_VOLUME_SOURCES = frozenset(
+    {"ephemeral", "csi", "gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi"}
+)
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+ZONE_LABELS = (BETA_ZONE, BETA_REGION, ZONE, REGION)
+GA_LABEL = {BETA_ZONE: ZONE, BETA_REGION: REGION}
 
 
 def check_in_scope(pod: Pod) -> None:
-    """Raise PodInvalid for a pod the volume or DynamicResources filters would inspect."""
+    """Raise PodInvalid for volumes and resource claims the reference does not model."""
     spec = pod.get("spec") or {}
     for volume in spec.get("volumes") or ():
         kinds = UNMODELLED_VOLUME_SOURCES.intersection(volume)
@@ -38,3 +69,196 @@ def check_in_scope(pod: Pod) -> None:
             )
     if spec.get("resourceClaims"):
         raise PodInvalid("resource claims (DynamicResources) are not modelled by the reference")
+
+
+def _claims(pod: Pod) -> list[str]:
+    return [
+        (v["persistentVolumeClaim"].get("claimName") or "")
+        for v in (pod.get("spec") or {}).get("volumes") or ()
+        if v.get("persistentVolumeClaim") is not None
+    ]
+
+
+def _namespace(pod: Pod) -> str:
+    return (pod.get("metadata") or {}).get("namespace") or "default"
+
+
+def _class_name(claim: Mapping[str, Any]) -> str:
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    if "volume.beta.kubernetes.io/storage-class" in annotations:
+        return str(annotations["volume.beta.kubernetes.io/storage-class"])
+    return str((claim.get("spec") or {}).get("storageClassName") or "")
+
+
+class _Skip:
+    """A plugin with nothing to check for the pod (its PreFilter returned Skip)."""
+
+    node_names: frozenset[str] | None = None
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        return None
+
+
+class VolumeRestrictions(_Skip):
+    def __init__(self, pod: Pod, storage: StorageObjects) -> None:
+        for name in _claims(pod):
+            claim = storage.claim(_namespace(pod), name)
+            if claim is None:
+                raise PreFilterRejection(
+                    names.VOLUME_RESTRICTIONS, f'persistentvolumeclaim "{name}" not found'
+                )
+            if "ReadWriteOncePod" in ((claim.get("spec") or {}).get("accessModes") or ()):
+                raise PodInvalid("ReadWriteOncePod claims are not modelled by the reference")
+
+
+class NodeVolumeLimits(_Skip):
+    def __init__(self, pod: Pod, storage: StorageObjects) -> None:
+        limited = {
+            driver.get("name")
+            for csi_node in storage.csi_nodes()
+            for driver in (csi_node.get("spec") or {}).get("drivers") or ()
+            if (driver.get("allocatable") or {}).get("count") is not None
+        }
+        for name in _claims(pod):
+            claim = storage.claim(_namespace(pod), name)
+            if claim is None:
+                continue
+            pv = storage.volume((claim.get("spec") or {}).get("volumeName") or "")
+            if pv is not None:
+                driver = ((pv.get("spec") or {}).get("csi") or {}).get("driver")
+            else:
+                driver = (storage.storage_class(_class_name(claim)) or {}).get("provisioner")
+            if driver in limited:
+                raise PodInvalid("CSI volume counts are not modelled by the reference")
+
+
+class VolumeBinding:
+    node_names: frozenset[str] | None = None
+
+    def __init__(self, pod: Pod, storage: StorageObjects) -> None:
+        self.storage = storage
+        self.bound: list[Mapping[str, Any]] = []
+        unbound_immediate = False
+        claims = []
+        for name in _claims(pod):
+            claim = storage.claim(_namespace(pod), name)
+            if claim is None:
+                self._reject(f'persistentvolumeclaim "{name}" not found')
+            assert claim is not None
+            spec, meta = claim.get("spec") or {}, claim.get("metadata") or {}
+            if (claim.get("status") or {}).get("phase") == "Lost":
+                self._reject(
+                    f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume '
+                    f'"{spec.get("volumeName") or ""}"'
+                )
+            if meta.get("deletionTimestamp"):
+                self._reject(f'persistentvolumeclaim "{name}" is being deleted')
+            claims.append(claim)
+        for claim in claims:
+            spec, meta = claim.get("spec") or {}, claim.get("metadata") or {}
+            if spec.get("volumeName") and "pv.kubernetes.io/bind-completed" in (
+                meta.get("annotations") or {}
+            ):
+                self.bound.append(claim)
+                continue
+            class_name = _class_name(claim)
+            storage_class = storage.storage_class(class_name) if class_name else None
+            if storage_class is not None and storage_class.get("volumeBindingMode") is None:
+                raise SchedulingError(f'VolumeBindingMode not set for StorageClass "{class_name}"')
+            waits = (storage_class or {}).get("volumeBindingMode") == "WaitForFirstConsumer"
+            if waits and not spec.get("volumeName"):
+                raise PodInvalid("unbound WaitForFirstConsumer claims: not modelled")
+            unbound_immediate = True
+        if unbound_immediate:
+            self._reject("pod has unbound immediate PersistentVolumeClaims")
+
+    @staticmethod
+    def _reject(message: str) -> None:
+        raise PreFilterRejection(names.VOLUME_BINDING, message)
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        labels_only = {"metadata": {"labels": node.labels}}
+        for claim in self.bound:
+            pv = self.storage.volume((claim.get("spec") or {}).get("volumeName") or "")
+            if pv is None:
+                return Status.unresolvable(
+                    "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+                )
+            required = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required")
+            if required is not None and not any(
+                term.matches(labels_only) for term in node_selector_terms(required)
+            ):
+                return Status.unresolvable("node(s) didn't match PersistentVolume's node affinity")
+        return None
+
+
+class VolumeZone:
+    node_names: frozenset[str] | None = None
+
+    def __init__(self, pod: Pod, storage: StorageObjects) -> None:
+        self.zones: list[tuple[str, set[str]]] = []
+        for name in _claims(pod):
+            self._volume_zones(pod, name, storage)
+
+    @staticmethod
+    def _reject(message: str) -> None:
+        raise PreFilterRejection(names.VOLUME_ZONE, message)
+
+    def _volume_zones(self, pod: Pod, name: str, storage: StorageObjects) -> None:
+        if not name:
+            self._reject("PersistentVolumeClaim had no name")
+        claim = storage.claim(_namespace(pod), name)
+        if claim is None:
+            self._reject(f'persistentvolumeclaim "{name}" not found')
+        assert claim is not None
+        pv_name = (claim.get("spec") or {}).get("volumeName") or ""
+        if not pv_name:
+            class_name = _class_name(claim)
+            if not class_name:
+                self._reject("PersistentVolumeClaim had no pv name and storageClass name")
+            storage_class = storage.storage_class(class_name)
+            if storage_class is None:
+                self._reject(f'storageclass.storage.k8s.io "{class_name}" not found')
+            assert storage_class is not None
+            mode = storage_class.get("volumeBindingMode")
+            if mode is None:
+                self._reject(f'VolumeBindingMode not set for StorageClass "{class_name}"')
+            if mode != "WaitForFirstConsumer":
+                self._reject("PersistentVolume had no name")
+            return
+        pv = storage.volume(pv_name)
+        if pv is None:
+            self._reject(f'persistentvolume "{pv_name}" not found')
+        assert pv is not None
+        labels = (pv.get("metadata") or {}).get("labels") or {}
+        for key in ZONE_LABELS:
+            if key in labels:
+                zones = {z.strip() for z in labels[key].split("__")}
+                if "" not in zones:
+                    self.zones.append((key, zones))
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        if not any(key in node.labels for key in ZONE_LABELS):
+            return None
+        for key, zones in self.zones:
+            # The node's own label decides when it has it; else the GA one.
+            value = node.labels.get(key, node.labels.get(GA_LABEL.get(key, key)))
+            if value is None or value not in zones:
+                return Status.unresolvable("node(s) had no available volume zone")
+        return None
+
+
+_PLUGINS = {
+    names.VOLUME_RESTRICTIONS: VolumeRestrictions,
+    names.NODE_VOLUME_LIMITS: NodeVolumeLimits,
+    names.VOLUME_BINDING: VolumeBinding,
+    names.VOLUME_ZONE: VolumeZone,
+}
+
+
+def volume_filter(name: str, pod: Pod, storage: StorageObjects) -> Any:
+    """The named volume filter for ``pod``'s cycle, or None for a pod without volumes
+    (every volume plugin skips it)."""
+    if not (pod.get("spec") or {}).get("volumes"):
+        return None
+    return _PLUGINS[name](pod, storage)

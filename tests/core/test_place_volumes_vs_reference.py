@@ -1,0 +1,116 @@
+"""The volume filters of the kernel path (class filters) against the reference's.
+
+Hypothesis draws small clusters (hostnames, zones, cpu), volumes (node affinity to a
+host or a zone, zone labels with one or two zones, none), claims (bound to a volume or to
+a missing one, unbound Immediate, prebound, lost, being deleted, missing altogether) and
+bursts whose pods use zero to two claims, under the default profile or one without
+VolumeZone or VolumeRestrictions. Every kernel choice must be among the reference's
+best nodes with its score, and every pod left out must fail there with the same
+message and reason counts.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubesalvo.core.place import plan
+from kubesalvo.core.plugins import registry
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.reference import ReferenceScheduler
+from kubesalvo.core.volumes import CLAIMS, CLASSES, VOLUMES, StorageObjects
+from tests.helpers.reference import assert_same_outcomes, kernel_choices, state_of
+from tests.helpers.volumes import HOSTNAME, ZONE, claim, claim_volume, storage_class
+
+ZONES = ("za", "zb", "zc")
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+CLAIM_KINDS = ("bound", "dangling", "immediate", "prebound", "lost", "deleting", "missing")
+
+
+@st.composite
+def scenarios(draw):
+    count = draw(st.integers(1, 6))
+    fleet = []
+    for i in range(count):
+        labels = {HOSTNAME: f"n{i}"}
+        if draw(st.booleans()):
+            labels[ZONE] = draw(st.sampled_from(ZONES))
+        cpu = str(draw(st.integers(1, 4)))
+        fleet.append(
+            {
+                "metadata": {"name": f"n{i}", "labels": labels},
+                "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+            }
+        )
+    storage = StorageObjects()
+    storage.put(CLASSES, storage_class("fast", "Immediate"))
+    names = []
+    for v in range(draw(st.integers(0, 4))):
+        spec = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}
+        affinity = draw(st.sampled_from(("none", "host", "zone", "fields")))
+        if affinity == "host":
+            expr = {"key": HOSTNAME, "operator": "In", "values": [f"n{draw(st.integers(0, 6))}"]}
+            spec["nodeAffinity"] = {
+                "required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}
+            }
+        elif affinity == "zone":
+            expr = {"key": ZONE, "operator": "NotIn", "values": [draw(st.sampled_from(ZONES))]}
+            spec["nodeAffinity"] = {
+                "required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}
+            }
+        elif affinity == "fields":
+            # A volume's affinity is matched against labels alone: fields are ignored.
+            field = {"key": "metadata.name", "operator": "In", "values": ["n0"]}
+            spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchFields": [field]}]}}
+        labels = {}
+        zone_label = draw(st.sampled_from((None, ZONE, BETA_ZONE)))
+        if zone_label:
+            labels[zone_label] = "__".join(
+                draw(st.lists(st.sampled_from(ZONES), min_size=1, max_size=2, unique=True))
+            )
+        storage.put(VOLUMES, {"metadata": {"name": f"pv{v}", "labels": labels}, "spec": spec})
+        storage.put(CLAIMS, claim(f"c{v}", volume=f"pv{v}"))
+        names.append(f"c{v}")
+    for kind in draw(st.lists(st.sampled_from(CLAIM_KINDS), max_size=3, unique=True)):
+        if kind == "dangling":
+            storage.put(CLAIMS, claim(kind, volume="gone"))
+        elif kind == "immediate":
+            storage.put(CLAIMS, claim(kind, class_name=draw(st.sampled_from(("fast", "", None)))))
+        elif kind == "prebound":
+            storage.put(CLAIMS, claim(kind, volume="pv0", bound=False))
+        elif kind == "lost":
+            storage.put(CLAIMS, claim(kind, volume="pv0", status={"phase": "Lost"}))
+        elif kind == "deleting":
+            deleting = {"deletionTimestamp": "2026-01-01T00:00:00Z"}
+            storage.put(CLAIMS, claim(kind, volume="pv0", metadata=deleting))
+        names.append(kind)  # "missing" names a claim that does not exist
+    burst = []
+    for p in range(draw(st.integers(1, 6))):
+        used = draw(st.lists(st.sampled_from(names), max_size=2, unique=True)) if names else []
+        spec = {
+            "containers": [
+                {"name": "c", "resources": {"requests": {"cpu": str(draw(st.integers(1, 2)))}}}
+            ]
+        }
+        if used:
+            spec["volumes"] = [claim_volume(f"v{i}", c) for i, c in enumerate(used)]
+        burst.append(
+            {"metadata": {"name": f"p{p}", "namespace": "ns", "uid": f"p{p}"}, "spec": spec}
+        )
+    left_out = draw(st.sampled_from((None, "VolumeZone", "VolumeRestrictions")))
+    filters = tuple(f for f in registry.DEFAULT_FILTER_ORDER if f != left_out)
+    return fleet, storage, burst, Profile(filters=filters)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_volume_filters_match_the_reference(scenario):
+    fleet, storage, burst, profile = scenario
+    state = state_of(fleet)
+    state.storage = storage
+    result = plan(state, burst, profile)
+    reference = ReferenceScheduler(fleet, profile=profile)
+    reference.storage = storage
+    expected = reference.place_burst(burst, choose=kernel_choices(result, burst))
+    assert_same_outcomes(result, expected)
+    assert [r.error for r in expected] == [bool(e) for e in result.errors]
