@@ -71,6 +71,8 @@ setup(
     package_dir=package_dir,
     package_data={
         "kubesalvo.core": ["*.pxd", "*.pyx", "*.pyi", "*.h"],
+        # The web view's pages, served from the installed package (no build step).
+        "kubesalvo.sched.web": ["static/*"],
         "kubesalvo.deploy": [
             "local/*.go",
             "local/go.mod",

@@ -10,7 +10,8 @@ with numpy over all rows at once:
   NodeAffinity's PreFilter leaves out when a term names nodes by ``metadata.name``);
 * ``taint_count``: the untolerated PreferNoSchedule taints (TaintToleration's raw score);
 * ``aff_score``: the summed weights of matching preferred node affinity terms;
-* ``fixed``: the weighted ImageLocality score, which placements never change.
+* ``fixed``: the weighted ImageLocality score and the registry's static scores
+  (``PluginSpec.static_score``, weighted), which placements never change.
 
 Parts of a signature that several classes share (the same tolerations, the same node
 selector) share one table row, so a burst of many classes with few distinct constraints
@@ -234,6 +235,12 @@ class Encoder:
             self.late_code[code] = order[name] > after
         for code, (name, _) in self.class_reasons.items():
             self.late_code[code] = order[name] > after
+        # The profile's static score plugins: (function, args, weight), added to ``fixed``.
+        self.static_scores: list[tuple[framework.StaticScore, Any, int]] = []
+        for name, weight in profile.scores:
+            static_score = registry.PLUGINS[name].static_score
+            if static_score is not None and weight:
+                self.static_scores.append((static_score, profile.args_of(name), weight))
 
     # ------------------------------------------------------------------ classes
     def classify(
@@ -381,6 +388,8 @@ class Encoder:
             info.static_key = info.key
         if self.class_filters:
             self._class_filters(info)
+        if self.static_scores:
+            info.image_key = info.key  # so may a static score (the fixed row)
         if info.error:  # a quantity no int64 holds (_class_info)
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
         pod_affinity = info.affinity
@@ -521,7 +530,7 @@ class Encoder:
         index: dict[str, npt.NDArray[np.int32]] = {}
         tables: list[tuple[str, dict[bytes, Any], Callable[[ClassInfo], np.ndarray]]] = [
             ("static", self._static, self._static_reason),
-            ("fixed", self._image, self._image_score),
+            ("fixed", self._image, self._fixed_score),
             ("taint", self._taint, self._prefer_taints),
             ("aff", self._aff, self._preferred_affinity),
         ]
@@ -829,6 +838,17 @@ class Encoder:
             if weight:
                 out += weight * self._term(term.get("preference") or {})
         return out
+
+    def _fixed_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:
+        """The weighted scores no placement changes: ImageLocality and static scores."""
+        fixed = self._image_score(info)
+        for static_score, args, weight in self.static_scores:
+            scores = np.asarray(static_score(args, self, info), dtype=np.int64)
+            if scores.size and not 0 <= scores.min() <= scores.max() <= framework.MAX_NODE_SCORE:
+                # kube-scheduler fails the attempt of a plugin scoring out of range.
+                raise ValueError(f"{static_score.__module__}: a score outside 0..100")
+            fixed = fixed + (weight * scores).astype(np.int32)
+        return fixed
 
     def _image_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:
         """ImageLocality, weighted: image sizes scaled by how widely each is spread."""

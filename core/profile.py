@@ -106,15 +106,15 @@ class Profile:
             for plugin, attr in _ARGS_FIELDS.items()
             if isinstance(args.get(plugin), registry.ARGS[plugin])
         }
+        static = [n for n in filters if registry.PLUGINS[n].static_filter is not None]
+        static += [n for n, _ in scores if registry.PLUGINS[n].static_score is not None]
         kwargs["plugin_args"] = tuple(
-            (name, args[name])
-            for name in filters
-            if registry.PLUGINS[name].static_filter is not None and name in args
+            (name, args[name]) for name in dict.fromkeys(static) if name in args
         )
         return cls(scheduler_name, filters, scores, **kwargs)
 
     def args_of(self, plugin: str) -> Any:
-        """The args of a static filter plugin: as configured, else its defaults."""
+        """The args of a static filter or score plugin: as configured, else its defaults."""
         for name, args in self.plugin_args:
             if name == plugin:
                 return args

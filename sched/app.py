@@ -100,6 +100,7 @@ from kubesalvo.sched.server import DebugServer, HealthServer
 from kubesalvo.sched.serving import ServingOptions, add_flags, options_from_args
 from kubesalvo.sched.serving.build import health_servers
 from kubesalvo.sched.serving.options import OptionsError
+from kubesalvo.sched.web import WebView
 
 __all__ = ["Scheduler", "configure", "main"]
 
@@ -230,6 +231,12 @@ class Scheduler:
         self.debug = DebugServer(debug_port)
         self.debug.add_page("/debug/queue", self._debug_queue)
         self.debug.add_page("/debug/explain", self._debug_explain)
+        self.web = WebView(self)
+        self.web.add_to(self.debug.app, sample=True)
+        if serving is not None and serving.web_view:
+            for server in self.servers:
+                if server.tls is not None:
+                    self.web.add_to(server.app)
         self.qos: QosTable | None = None
         self._setup_qos(config)
         self._stop = asyncio.Event()
@@ -542,8 +549,9 @@ class Scheduler:
                     f"cannot listen on {server.host}:{server.port}: {error.strerror or error}"
                 ) from error
         log.info(
-            "serving health/metrics on %s, debug pages on %s",
+            "serving health/metrics on %s, debug pages on %s (the web view: %s/ui/)",
             ", ".join(server.url for server in self.servers) or "no port",
+            self.debug.url,
             self.debug.url,
         )
         self.recorder.start()

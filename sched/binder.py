@@ -16,6 +16,10 @@ to node X"; when X is our node that is a success, which is how a bind stays exac
 even when the API server applied a request whose answer never arrived. Throttling (429)
 waits for Retry-After and does not use up the retry budget. The number of binds in flight
 is bounded, and every request also passes the client's QPS/burst limiter.
+
+A bind may carry a ``prepare`` step (the PreBind plugins, sched/cycle/prebind.py): it is
+awaited first, outside the in-flight bound (a PreBind may wait minutes for a volume), and
+when it raises, the bind settles FAILED with that exception as its error and no POST.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import enum
 import logging
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import msgspec
@@ -54,6 +58,8 @@ class BindResult:
 
 
 Callback = Callable[[BindResult], None]
+# What must be done before the binding POST (the PreBind plugins); raises to stop the bind.
+Prepare = Callable[[], Awaitable[None]]
 
 
 class _ObjectReference(msgspec.Struct):
@@ -143,8 +149,10 @@ class Binder:
     def in_flight(self) -> int:
         return len(self._tasks)
 
-    def bind(self, namespace: str, name: str, uid: str, node: str) -> asyncio.Task[BindResult]:
-        task = asyncio.create_task(self._bind(namespace, name, uid, node))
+    def bind(
+        self, namespace: str, name: str, uid: str, node: str, prepare: Prepare | None = None
+    ) -> asyncio.Task[BindResult]:
+        task = asyncio.create_task(self._bind(namespace, name, uid, node, prepare))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
@@ -162,7 +170,9 @@ class Binder:
         if tasks:
             await asyncio.wait(tasks)
 
-    async def _bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
+    async def _bind(
+        self, namespace: str, name: str, uid: str, node: str, prepare: Prepare | None
+    ) -> BindResult:
         body = binding_body(namespace, name, uid, node)
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
         attempts = 0
@@ -170,9 +180,11 @@ class Binder:
         outcome = BindOutcome.FAILED
         error: BaseException | None = None
         try:
+            if prepare is not None and self._leading():
+                await prepare()
             async with self._slots:
                 while True:
-                    if self._is_leader is not None and not self._is_leader():
+                    if not self._leading():
                         error = RuntimeError("not the leader")
                         break
                     attempts += 1
@@ -210,6 +222,10 @@ class Binder:
         except asyncio.CancelledError:
             error = RuntimeError("bind cancelled")
             outcome = BindOutcome.FAILED
+        except Exception as failed:  # only ``prepare`` raises past the loop's handlers
+            if prepare is None or attempts:
+                raise
+            error = failed
         result = BindResult(outcome, namespace, name, uid, node, attempts, error)
         self.counts[outcome] += 1
         if self.metrics is not None:
@@ -223,6 +239,9 @@ class Binder:
             except Exception:
                 log.exception("bind %s callback failed for %s/%s", outcome.value, namespace, name)
         return result
+
+    def _leading(self) -> bool:
+        return self._is_leader is None or self._is_leader()
 
     def _delay(self, failures: int) -> float:
         base = min(self.settings.backoff_max, self.settings.backoff_initial * 2 ** (failures - 1))

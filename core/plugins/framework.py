@@ -52,6 +52,7 @@ __all__ = [
     "ProfileError",
     "ResourceSpec",
     "StaticFilter",
+    "StaticScore",
     "check",
     "event_label",
     "fit_error_message",
@@ -323,6 +324,11 @@ class PodClass(Protocol):
 # A static filter: (its args, the nodes, a class of pods) -> the rows that pass it. It is
 # called once per class and burst, never per node or per pod.
 StaticFilter = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.bool_]]
+# A static score: (its args, the nodes, a class of pods) -> each row's score, already in
+# [0, MAX_NODE_SCORE] and final: it depends on no other node, so no normalisation over the
+# feasible nodes follows (the kernel adds it, weighted, to the class's fixed scores).
+# Called once per class and burst, like a static filter.
+StaticScore = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.integer[Any]]]
 
 
 @dataclass(frozen=True)
@@ -361,6 +367,10 @@ class PluginSpec:
     ``static_filter``: for a filter whose answer depends only on the nodes' labels and the
     pod's signature, the function the encoder calls (its single reason is its text); the
     filters kube-scheduler ships are encoded by ``core/encode.py`` and the kernels instead.
+    ``static_score``: likewise for a score whose value on a node depends only on that
+    node's labels and the pod's signature. The same functions, run over one pod's nodes,
+    are what the reference (the tests' oracle), preemption's dry run and ``explain``
+    evaluate (``core/reference/static_plugins.py``).
     ``class_filter``: for a filter that also reads cluster objects (the volume filters read
     the storage objects of ``ClusterState.storage``) and may reject at PreFilter, the
     function the encoder calls for classes whose spec holds ``class_filter_reads``; each of
@@ -375,12 +385,15 @@ class PluginSpec:
     static_filter: StaticFilter | None = None
     class_filter: ClassFilter | None = None
     class_filter_reads: str = ""
+    static_score: StaticScore | None = None
 
     def __post_init__(self) -> None:
         if self.static_filter is not None and len(self.reasons) != 1:
             raise ValueError(f"static filter {self.name} needs exactly one reason text")
         if self.class_filter is not None and not self.class_filter_reads:
             raise ValueError(f"class filter {self.name} must name the spec field it reads")
+        if self.static_score is not None and SCORE not in self.points:
+            raise ValueError(f"static score {self.name} must implement the score point")
 
 
 # --- texts of the framework (rendered at the edge) --------------------------------------

@@ -32,5 +32,6 @@ DYNAMIC_RESOURCES = "DynamicResources"
 QOS_AWARE = "QosAware"
 GROUP_PRIORITY = "GroupPriority"
 COSCHEDULING = "Coscheduling"
-# The example plugin of the README's "Writing a plugin".
+# The example plugins of "Writing a plugin": a static filter and a static score.
 NODE_POOL = "NodePool"
+NODE_LABEL_PREFERENCE = "NodeLabelPreference"

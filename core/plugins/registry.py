@@ -2,8 +2,10 @@
 
 The config loader reads which extension points a plugin implements and its args model;
 the queue reads the events each plugin registered; the encoder, the failure reports and
-``explain`` read the reasons. Adding a plugin: write its module (see any module here;
-``node_name`` is the smallest filter) and add its ``SPEC`` to ``_SPECS`` below.
+``explain`` read the reasons; the encoder and the reference run the static filters and
+scores (``static_filter``, ``static_score``). Adding a plugin: write its module (see any
+module here; ``node_name`` is the smallest filter) and add its ``SPEC`` to ``_SPECS``
+below.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kubesalvo.core.plugins import (
     inter_pod_affinity,
     names,
     node_affinity,
+    node_label_preference,
     node_name,
     node_pool,
     node_ports,
@@ -74,6 +77,7 @@ _SPECS: tuple[PluginSpec, ...] = (
     group_priority.SPEC,
     coscheduling.SPEC,
     node_pool.SPEC,
+    node_label_preference.SPEC,
 )
 
 # Name -> plugin.

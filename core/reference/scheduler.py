@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from kubesalvo.core import gang
-from kubesalvo.core.plugins import coscheduling, framework, names
+from kubesalvo.core.plugins import coscheduling, framework, names, registry
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import (
     balanced_allocation,
@@ -53,6 +53,7 @@ from kubesalvo.core.reference.node_resources_fit import NodeResourcesFit
 from kubesalvo.core.reference.node_unschedulable import NodeUnschedulable
 from kubesalvo.core.reference.pod_topology_spread import PodTopologySpread
 from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot, namespace_of, pod_key
+from kubesalvo.core.reference.static_plugins import StaticFilter, static_scores
 from kubesalvo.core.reference.taint_toleration import TaintToleration
 from kubesalvo.core.reference.volumes import check_in_scope, volume_filter
 from kubesalvo.core.volumes import StorageObjects
@@ -164,6 +165,9 @@ class ReferenceScheduler:
             return cast(FilterPlugin | None, volume_filter(name, pod, self.storage))
         if name == names.DYNAMIC_RESOURCES:
             return None  # admits every node for the pods in scope (see volumes.py)
+        spec = registry.PLUGINS.get(name)
+        if spec is not None and spec.static_filter is not None:
+            return StaticFilter(spec, self.profile.args_of(name), pod, self.snapshot.nodes)
         raise PodInvalid(f"the reference has no filter {name}")
 
     def evaluate(self, pod: Pod) -> FilterOutcome:
@@ -225,6 +229,9 @@ class ReferenceScheduler:
             return image_locality.score(pod, self.snapshot, feasible)
         if name == names.VOLUME_BINDING:
             return None  # scores only with StorageCapacityScoring, off in v1.34
+        spec = registry.PLUGINS.get(name)
+        if spec is not None and spec.static_score is not None:
+            return static_scores(spec, self.profile.args_of(name), pod, feasible)
         raise PodInvalid(f"the reference has no score {name}")
 
     def scores_for(self, pod: Pod, feasible: list[str]) -> dict[str, dict[str, int]]:

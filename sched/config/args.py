@@ -257,8 +257,9 @@ def decode_dynamic_resources(d: Decoder, raw: Any, path: str) -> DynamicResource
 
 def _reader(plugin: str, model: type) -> Callable[[Decoder, Any, str], Any]:
     """A reader for a plugin's args model whose fields are all plain values (text, integer,
-    number, flag): each field is read under its camelCase name, e.g. ``label`` or
-    ``bindTimeoutSeconds``. New plugins get one without a line here."""
+    number, flag, a list of texts held as a tuple): each field is read under its camelCase
+    name, e.g. ``label`` or ``bindTimeoutSeconds``. New plugins get one without a line
+    here."""
     kinds = {f.name: f.type for f in dataclasses.fields(model)}
     # A model may spell a field's key itself (``defaultSLO``, not ``defaultSlo``).
     spelled = getattr(model, "FIELD_KEYS", {})
@@ -279,6 +280,8 @@ def _reader(plugin: str, model: type) -> Callable[[Decoder, Any, str], Any]:
                 values[name] = f.number(key, 0.0)
             elif kind == "bool":
                 values[name] = f.flag(key)
+            elif kind == "tuple[str, ...]":
+                values[name] = tuple(f.text_list(key))
         values = {k: v for k, v in values.items() if v is not None}
         return _build(d, path, lambda: model(**values), model())
 

@@ -5,24 +5,33 @@ handing it here; a bind that lands confirms the assumption (Scheduled event, met
 the queue is done with the pod), one made moot (pod gone, recreated, bound by someone
 else) forgets it, and one refused forgets it and reports the failure (``report``) so the
 pod is backed off as an error. The binder calls back on the event loop.
+
+Plugins that write before the bind (VolumeBinding, DynamicResources) take part through
+``add_pre_bind`` (sched/cycle/prebind.py): a pod that one of them wants is bound only once
+its PreBind succeeded; a failed PreBind reports upstream's text, and every plugin that
+wanted a pod whose bind did not end BOUND is told to unreserve it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubesalvo.sched import metrics as m
 from kubesalvo.sched.binder import Binder, BinderSettings, BindOutcome, BindResult
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient
+from kubesalvo.sched.cycle.prebind import PreBindError, PreBindPlugin
 from kubesalvo.sched.cycle.report import ref, report_failure
 from kubesalvo.sched.events import EventRecorder
 from kubesalvo.sched.queue import QueuedPod, SchedulingQueue
 
 __all__ = ["BindingCycle", "BindingInFlight"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -31,6 +40,7 @@ class BindingInFlight:
     profile: str
     node: str
     started: float  # when its burst began (perf_counter), for the attempt's duration
+    pre_bind: list[PreBindPlugin] = field(default_factory=list)  # the plugins that want it
 
 
 class BindingCycle:
@@ -65,17 +75,33 @@ class BindingCycle:
         # told (namespace, name) when a bind is sent, and when it ends (bound or not).
         self.on_bind_started: Callable[[str, str], None] | None = None
         self.on_bind_ended: Callable[[str, str, bool], None] | None = None
+        self._pre_bind: list[PreBindPlugin] = []
 
     def __contains__(self, uid: str) -> bool:
         return uid in self._in_flight
 
+    def add_pre_bind(self, plugin: PreBindPlugin) -> None:
+        """Run ``plugin``'s PreBind before binding each pod it wants (in the order added)."""
+        self._pre_bind.append(plugin)
+
     def bind(self, qp: QueuedPod, profile: str, node: str, started: float) -> None:
         """Start binding a pod the burst placed (and the cache assumed) on ``node``."""
-        self._in_flight[qp.key] = BindingInFlight(qp, profile, node, started)
+        wanted = [p for p in self._pre_bind if p.wants(qp, node)] if self._pre_bind else []
+        self._in_flight[qp.key] = BindingInFlight(qp, profile, node, started, wanted)
         meta = qp.pod.metadata
         if self.on_bind_started is not None:
             self.on_bind_started(meta.namespace, meta.name)
-        self.binder.bind(meta.namespace, meta.name, meta.uid, node)
+        prepare = None
+        if wanted:
+
+            async def prepare() -> None:
+                for plugin in wanted:
+                    try:
+                        await plugin.pre_bind(qp, node)
+                    except Exception as error:
+                        raise PreBindError(plugin.name, error) from error
+
+        self.binder.bind(meta.namespace, meta.name, meta.uid, node, prepare)
 
     def cancel_all(self) -> None:
         """Cancel every bind in flight; each comes back as FAILED and is requeued."""
@@ -86,9 +112,18 @@ class BindingCycle:
 
     def _settled(self, result: BindResult) -> BindingInFlight | None:
         binding = self._in_flight.pop(result.uid, None)
-        if binding is not None and self.on_bind_ended is not None:
+        if binding is None:
+            return None
+        bound = result.outcome is BindOutcome.BOUND
+        if not bound:
+            for plugin in reversed(binding.pre_bind):
+                try:
+                    plugin.unreserve(binding.qp, binding.node)
+                except Exception:
+                    log.exception("%s: unreserve of %s failed", plugin.name, result.name)
+        if self.on_bind_ended is not None:
             meta = binding.qp.pod.metadata
-            self.on_bind_ended(meta.namespace, meta.name, result.outcome is BindOutcome.BOUND)
+            self.on_bind_ended(meta.namespace, meta.name, bound)
         return binding
 
     def _bound(self, result: BindResult) -> None:
@@ -119,14 +154,20 @@ class BindingCycle:
         self.cache.forget(result.uid)
         if binding is None:
             return
+        error = result.error
+        pre_bind = error if isinstance(error, PreBindError) else None
+        # A PreBind rejection parks the pod as unschedulable by that plugin; an error of a
+        # PreBind or of the binding POST backs it off.
+        rejecting = (pre_bind.plugin,) if pre_bind is not None and pre_bind.rejected else ()
         report_failure(
             self.queue,
             self.recorder,
             self.metrics,
             binding.qp,
             binding.profile,
-            f"Binding rejected: {result.error}",
+            str(pre_bind) if pre_bind is not None else f"Binding rejected: {error}",
             time.perf_counter() - binding.started,
-            error=True,
+            error=not rejecting,
+            plugins=rejecting,
             record=self.is_leader(),
         )

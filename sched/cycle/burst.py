@@ -60,6 +60,8 @@ class CycleSettings:
     # How often, at the latest, the loop wakes to expire assumptions and update gauges.
     housekeeping_period: float = 1.0
     remembered_attempts: int = 50_000
+    # Recent bursts kept for the web view (each a few numbers).
+    remembered_bursts: int = 100
 
     @classmethod
     def from_config(cls, config: SchedulerConfig) -> CycleSettings:
@@ -82,6 +84,20 @@ class Attempt:
     score: int = 0
     burst_size: int = 0
     at: float = field(default_factory=time.time)
+    # What DefaultPreemption last decided for it, when it ran (for the web view's pod page).
+    preemption: dict[str, Any] | None = None
+
+
+@dataclass
+class BurstRecord:
+    """One placed burst, for the web view's list of recent bursts."""
+
+    at: float  # wall clock, when it was placed
+    profile: str
+    pods: int
+    placed: int  # binds started
+    unplaced: int  # pods that fit nowhere, or whose gang or a plugin failed them
+    kernel_seconds: float
 
 
 class BurstCycle:
@@ -128,6 +144,9 @@ class BurstCycle:
         self.attempts: collections.OrderedDict[str, Attempt] = collections.OrderedDict()
         self.bursts = 0
         self.kernel_seconds = 0.0
+        self.recent_bursts: collections.deque[BurstRecord] = collections.deque(
+            maxlen=self.settings.remembered_bursts
+        )
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         # Preemption runs off the burst path, one job at a time in burst order; the pods
@@ -309,6 +328,16 @@ class BurstCycle:
                     self.cache.assumed(qp.key, node)
         self.bursts += 1
         self.kernel_seconds += result.kernel_seconds
+        self.recent_bursts.append(
+            BurstRecord(
+                time.time(),
+                profile_name,
+                len(pods),
+                result.placed,
+                len(pods) - result.placed,
+                result.kernel_seconds,
+            )
+        )
         if self.metrics is not None:
             self.metrics.observe_burst(len(pods), result.kernel_seconds)
         log.debug(
@@ -522,6 +551,7 @@ class BurstCycle:
                 self._nominated(qp, decision, outcome)
             if not self._take(qp):
                 continue
+            self._remember_preemption(qp, decision)
             if self.metrics is not None:
                 chosen = decision.node is not None and (outcome is None or not outcome.error)
                 self.metrics.observe_preemption(len(decision.victims) if chosen else None)
@@ -618,7 +648,24 @@ class BurstCycle:
             score=int(result.scores[i]),
             burst_size=size,
         )
+        # A preemptor placed after its victims left still shows whom it evicted.
+        previous = self.attempts.get(qp.name)
+        if previous is not None and previous.uid == qp.key:
+            attempt.preemption = previous.preemption
         self._keep_attempt(attempt)
+
+    def _remember_preemption(self, qp: QueuedPod, decision: PreemptionDecision) -> None:
+        attempt = self.attempts.get(qp.name)
+        if attempt is None or attempt.uid != qp.key:
+            return
+        attempt.preemption = {
+            "node": decision.node,
+            "victims": [_name_of(victim) for victim in decision.victims],
+            "pdbViolations": decision.pdb_violations,
+            "nodesTried": decision.nodes_tried,
+            "reasons": dict(decision.reason_counts),
+            "message": decision.message,
+        }
 
     def forget_attempt(self, pod: str, uid: str) -> None:
         """Pod ``pod`` (namespace/name) of uid ``uid`` was deleted: its last attempt goes
@@ -665,3 +712,8 @@ class BurstCycle:
         report_failure(
             self.queue, self.recorder, self.metrics, qp, profile, error, elapsed, error=True
         )
+
+
+def _name_of(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"

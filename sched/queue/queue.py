@@ -44,7 +44,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
@@ -299,6 +299,21 @@ class SchedulingQueue:
         ):
             out.extend((qp.name, where, qp) for qp in pods)
         return out
+
+    def unordered_listing(self) -> Iterator[tuple[QueueName, QueuedPod]]:
+        """Every pod's place, as ``listing`` but without ordering the active pods (which
+        computes every pod's sort key) or naming them: for views that show a bounded part
+        of a large queue from the event loop. Consume it without awaiting in between."""
+        for _, qp in self._active_pods.values():
+            yield QueueName.ACTIVE, qp
+        for _, qp in self._backoff_pods.values():
+            yield QueueName.BACKOFF, qp
+        for qp in self._unschedulable.values():
+            yield QueueName.UNSCHEDULABLE, qp
+        for qp in self._gated.values():
+            yield QueueName.GATED, qp
+        for flight in self._in_flight.values():
+            yield QueueName.IN_FLIGHT, flight.qp
 
     # --- pods appearing, changing, going ------------------------------------------------
 

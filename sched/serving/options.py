@@ -37,6 +37,8 @@ class ServingOptions:
     always_allow_paths: tuple[str, ...] = ALWAYS_ALLOW_PATHS
     insecure_bind_address: str = INSECURE_BIND_ADDRESS
     insecure_port: int = 0
+    # The web view's pages (/ui/) on the secure port too, behind its authentication.
+    web_view: bool = False
 
     def __post_init__(self) -> None:
         ports = (("--secure-port", self.secure_port), ("--insecure-port", self.insecure_port))
@@ -57,6 +59,11 @@ class ServingOptions:
             raise OptionsError(
                 "--tls-cert-file and --tls-private-key-file go together: give both, or "
                 "neither for a self-signed certificate"
+            )
+        if self.web_view and not self.secure_port:
+            raise OptionsError(
+                "--web-view-on-secure-port: the secure port is off (--secure-port 0); "
+                "the web view stays on the debug port"
             )
         for path in self.always_allow_paths:
             if not path.startswith("/"):
@@ -97,6 +104,11 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"address of --insecure-port (default {INSECURE_BIND_ADDRESS})",
     )
+    group.add_argument(
+        "--web-view-on-secure-port",
+        action="store_true",
+        help="serve the web view (/ui/) on the secure port too, for users allowed to get /ui/*",
+    )
     group.add_argument("--metrics-port", type=int, default=None, help=argparse.SUPPRESS)
     group.add_argument("--metrics-address", default=None, help=argparse.SUPPRESS)
 
@@ -118,4 +130,5 @@ def options_from_args(args: argparse.Namespace) -> ServingOptions:
         always_allow_paths=paths,
         insecure_bind_address=insecure_address or INSECURE_BIND_ADDRESS,
         insecure_port=insecure_port or 0,
+        web_view=args.web_view_on_secure_port,
     )

@@ -199,3 +199,62 @@ def test_a_conflict_from_the_storage_under_the_api_server_is_retried_not_forgott
         "Unavailable desc = error reading from server: EOF"
     )
     assert classify_conflict(error, "node-7") is None
+
+
+# -- a prepare step (the PreBind plugins) before the POST --------------------------------
+
+
+@pytest.mark.integration
+async def test_a_failing_prepare_step_settles_the_bind_failed_without_a_post(
+    api, namespace, create_pod, nodes
+):
+    pod = await create_pod(namespace, "unprepared")
+    failed = []
+    binder = Binder(api, FAST, on_failed=failed.append)
+    problem = RuntimeError("volume not bound")
+
+    async def prepare() -> None:
+        raise problem
+
+    result = await binder.bind(namespace, "unprepared", pod["metadata"]["uid"], nodes[0], prepare)
+    assert result.outcome is BindOutcome.FAILED and result.attempts == 0
+    assert result.error is problem and failed == [result]
+    assert await node_of(api, namespace, "unprepared") == ""
+
+
+@pytest.mark.integration
+async def test_a_waiting_prepare_step_holds_no_bind_slot_and_binds_when_done(
+    api, namespace, create_pod, nodes
+):
+    """With one bind in flight allowed, a pod whose PreBind waits does not hold back the
+    next pod's bind; once its PreBind ends, it is bound too."""
+    slow = await create_pod(namespace, "slow")
+    quick = await create_pod(namespace, "quick")
+    binder = Binder(api, BinderSettings(max_in_flight=1))
+    release = asyncio.Event()
+    order: list[str] = []
+
+    async def prepare() -> None:
+        await release.wait()
+        order.append(await node_of(api, namespace, "slow"))
+
+    held = binder.bind(namespace, "slow", slow["metadata"]["uid"], nodes[0], prepare)
+    free = await binder.bind(namespace, "quick", quick["metadata"]["uid"], nodes[1])
+    assert free.outcome is BindOutcome.BOUND and not held.done()
+    release.set()
+    assert (await held).outcome is BindOutcome.BOUND
+    assert order == [""]  # the prepare step ran before the pod was bound
+    assert await node_of(api, namespace, "slow") == nodes[0]
+
+
+@pytest.mark.integration
+async def test_a_replica_that_does_not_lead_runs_no_prepare_step(api, namespace, create_pod, nodes):
+    pod = await create_pod(namespace, "not-prepared")
+    ran = []
+
+    async def prepare() -> None:
+        ran.append(True)
+
+    binder = Binder(api, FAST, is_leader=lambda: False)
+    result = await binder.bind(namespace, "not-prepared", pod["metadata"]["uid"], nodes[0], prepare)
+    assert result.outcome is BindOutcome.FAILED and ran == []

@@ -548,3 +548,27 @@ def test_a_plugin_with_the_generic_args_reader_reports_its_models_problems() -> 
     assert e.kind is ErrorKind.UNKNOWN_FIELD and e.accepted == ("apiVersion", "kind", "label")
     e = error_at(plugin_args("NodePool", "{label: 3}"), f"{ARGS}.label")
     assert "string" in e.detail
+
+
+def test_list_args_of_the_generic_reader_are_read_and_checked() -> None:
+    config = parse_config(
+        HEADER
+        + textwrap.dedent(
+            """\
+            profiles:
+            - plugins: {score: {enabled: [{name: NodeLabelPreference, weight: 2}]}}
+              pluginConfig:
+              - {name: NodeLabelPreference, args: {present: [example.com/ssd], absent: [spot]}}
+            """
+        )
+    )
+    core = config.profiles[0].core
+    assert dict(core.scores)["NodeLabelPreference"] == 2
+    args = core.args_of("NodeLabelPreference")
+    assert (args.present, args.absent) == (("example.com/ssd",), ("spot",))
+    e = error_at(plugin_args("NodeLabelPreference", "{present: ssd}"), f"{ARGS}.present")
+    assert e.kind is not ErrorKind.REQUIRED
+    e = error_at(plugin_args("NodeLabelPreference", "{absent: [a, a]}"), f"{ARGS}.absent[1]")
+    assert e.kind is ErrorKind.DUPLICATE
+    e = error_at(plugin_args("NodeLabelPreference", "{absent: []}"), f"{ARGS}.present")
+    assert e.kind is ErrorKind.REQUIRED

@@ -279,6 +279,16 @@ def test_listing_shows_every_pod_once() -> None:
     ]
 
 
+def test_the_unordered_listing_holds_every_pod_once_with_its_place() -> None:
+    q, _ = make_queue()
+    for pod in (make_pod("a"), make_pod("b", priority=3), make_pod("g", gates=("x",))):
+        q.add(pod)
+    (popped,) = q.pop_burst(1)
+    unordered = sorted((qp.name, where) for where, qp in q.unordered_listing())
+    assert unordered == sorted((n, w) for n, w, _ in q.listing())
+    assert (popped.name, QueueName.IN_FLIGHT) in unordered and len(unordered) == 3
+
+
 def test_pods_round_trip_through_msgspec_unchanged() -> None:
     # The queue stores the informers' objects as they are; it must not copy or alter them.
     q, _ = make_queue()

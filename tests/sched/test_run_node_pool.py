@@ -1,10 +1,13 @@
-"""NodePool, the README's example plugin, in ``kubesalvo run`` on the real control plane.
+"""NodePool and NodeLabelPreference, the README's example plugins (a static filter and a
+static score), in ``kubesalvo run`` on the real control plane.
 
 The test's own three tainted nodes: "gpu" in pool gpu, "plain-0" and "plain-1" in no
 pool. With NodePool enabled in the config, the gpu pod goes to the gpu node although the
 plain nodes are emptier, the plain pods stay off it, and a pod of a pool no node has is
 reported Unschedulable with the plugin's reason; labelling a node into that pool (a node
-label update, an event NodePool registered) brings the pod back and binds it there.
+label update, an event NodePool registered) brings the pod back and binds it there. With
+NodeLabelPreference preferring an ssd label that only plain-1 carries, the plain pods all
+go to plain-1, though the resource scores alone would spread them.
 """
 
 from __future__ import annotations
@@ -103,13 +106,13 @@ class Nodes:
         pods = list_objects(self.control_plane, f"/api/v1/namespaces/{self.namespace}/pods")
         return {p["metadata"]["name"]: p for p in pods}
 
-    def label(self, short: str, pool: str) -> None:
+    def label(self, short: str, pool: str, key: str = POOL) -> None:
         """Put the node into ``pool`` (read, relabel, replace: an update of its labels)."""
         path = f"/api/v1/nodes/{self.node_name(short)}"
 
         async def relabel(client: Any) -> None:
             node = await client.request("GET", path)
-            node["metadata"]["labels"][POOL] = pool
+            node["metadata"]["labels"][key] = pool
             await client.request("PUT", path, node)
 
         self.control_plane.call(relabel)
@@ -166,5 +169,41 @@ def test_node_pool_keeps_pools_apart_and_a_new_pool_node_brings_a_pod_back(
         nodes.label("plain-1", "fpga")
         settled(process, 120, lambda: bool(nodes.listed()["lost"]["spec"].get("nodeName")))
         assert nodes.listed()["lost"]["spec"]["nodeName"] == nodes.node_name("plain-1")
+    finally:
+        process.kill()
+
+
+SSD = "example.com/ssd"
+PREFER_SSD = """\
+profiles:
+- schedulerName: kubesalvo
+  plugins:
+    filter:
+      enabled: [{name: NodePool}]
+    score:
+      enabled: [{name: NodeLabelPreference, weight: 100}]
+  pluginConfig:
+  - {name: NodePool, args: {label: kubesalvo.io/pool}}
+  - {name: NodeLabelPreference, args: {present: [example.com/ssd]}}
+"""
+
+
+def test_node_label_preference_puts_pods_on_the_preferred_node(
+    control_plane, nodes, tmp_path: Path
+):
+    nodes.label("plain-1", "true", key=SSD)
+    config = CONFIG.format(max_burst=1000) + PREFER_SSD
+    process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, "prefer-ssd")
+    try:
+        process.wait_ready()
+        pods = [nodes.pod(f"web-{i}") for i in range(4)]
+        control_plane.create(pods)
+        settled(
+            process,
+            120,
+            lambda: all(p["spec"].get("nodeName") for p in nodes.listed().values()),
+        )
+        placed = {p["spec"]["nodeName"] for p in nodes.listed().values()}
+        assert placed == {nodes.node_name("plain-1")}
     finally:
         process.kill()

@@ -1,0 +1,86 @@
+"""The registry's static plugins (``static_filter``, ``static_score``) for one pod.
+
+A static plugin is written over a ``NodeTable``: one answer per node, at once. The encoder
+gives it the ClusterState's interned label columns; here it gets the nodes of one pod's
+cycle, read plainly from their labels, and the pod itself as the class. So the reference
+(the tests' oracle), preemption's dry run and ``explain`` evaluate the plugin's own
+function, and the kernel-vs-reference tests check what the encoder and the kernel make of
+it (masks, reason counts, weights, totals), not the plugin's logic a second time: that is
+its module's own tests' job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesalvo.core.plugins.framework import PluginSpec
+from kubesalvo.core.reference.framework import Pod, Status
+from kubesalvo.core.reference.selectors import node_selector_terms
+from kubesalvo.core.reference.snapshot import NodeInfo, namespace_of
+
+__all__ = ["StaticFilter", "static_scores"]
+
+
+class _Nodes:
+    """A NodeTable over a list of nodes' labels."""
+
+    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        self.nodes = nodes
+
+    def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
+        wanted = set(values)
+        return np.array([n.labels.get(key) in wanted for n in self.nodes], dtype=bool)
+
+    def has_label(self, key: str) -> npt.NDArray[np.bool_]:
+        return np.array([key in n.labels for n in self.nodes], dtype=bool)
+
+    def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        terms = node_selector_terms(selector)
+        return np.array(
+            [any(t.matches({"metadata": {"labels": n.labels}}) for t in terms) for n in self.nodes],
+            dtype=bool,
+        )
+
+
+@dataclass
+class _OnePod:
+    """One pod as the class a static plugin reads (``framework.PodClass``)."""
+
+    namespace: str
+    spec: Mapping[str, Any]
+    label_map: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, pod: Pod) -> _OnePod:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        return cls(namespace_of(pod), pod.get("spec") or {}, dict(labels))
+
+
+class StaticFilter:
+    """A static filter plugin in one pod's cycle: decided for every node at once."""
+
+    node_names: frozenset[str] | None = None
+
+    def __init__(self, spec: PluginSpec, args: Any, pod: Pod, nodes: Sequence[NodeInfo]) -> None:
+        assert spec.static_filter is not None
+        ((reason, code),) = spec.reasons.items()
+        self._status = Status(code, (reason,))
+        passing = spec.static_filter(args, _Nodes(nodes), _OnePod.of(pod))
+        self._passing = {n.name for n, ok in zip(nodes, passing, strict=True) if ok}
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        return None if node.name in self._passing else self._status
+
+
+def static_scores(
+    spec: PluginSpec, args: Any, pod: Pod, feasible: Sequence[NodeInfo]
+) -> dict[str, int]:
+    """A static score plugin's score of each feasible node (final: no normalisation)."""
+    assert spec.static_score is not None
+    scores = spec.static_score(args, _Nodes(feasible), _OnePod.of(pod))
+    return {n.name: int(s) for n, s in zip(feasible, scores, strict=True)}
