@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _typedefs, gang
+from kubesalvo.core import _typedefs, gang, volume_burst
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
 from kubesalvo.core.encode import Encoder, PortTable, StaticTables, is_scalar_column
@@ -422,6 +422,12 @@ def place_burst(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        if state.storage.bind_delayed:
+            delayed = volume_burst.delayed_positions(pods, state.storage)
+            if delayed:
+                return volume_burst.place_in_segments(
+                    _place_burst, state, pods, profile, delayed, commit, workloads, gang_needed
+                )
         return _place_burst(
             state, pods, profile, commit=commit, workloads=workloads, gang_needed=gang_needed
         )

@@ -12,12 +12,16 @@ which the volume plugins' PreFilter messages repeat.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from kubesalvo.core.label_selectors import parse_selector, selector_matches
+from kubesalvo.core.quantity import parse_quantity
 
 __all__ = [
     "ANN_BIND_COMPLETED",
@@ -65,6 +69,12 @@ class StorageObjects:
     )
     # Bumped on every change: anything derived from the objects keys on it.
     version: int = 0
+    # Volumes reserved for a claim ("ns/name") by a placement whose binding is not seen
+    # yet (upstream's assume cache): no other claim may take them meanwhile.
+    assumed: dict[str, str] = field(default_factory=dict)
+    # Whether the caller binds the claims it reserves (the runtime's VolumeBinding PreBind,
+    # or an in-process simulation): without it, unbound delayed claims are not placed.
+    bind_delayed: bool = False
 
     @staticmethod
     def key(kind: str, obj: Object) -> str:
@@ -161,3 +171,162 @@ def delays_binding(claim: Object, storage: StorageObjects) -> bool:
     if mode is None:
         raise BindingModeUnset(f'VolumeBindingMode not set for StorageClass "{name}"')
     return bool(mode == WAIT_FOR_FIRST_CONSUMER)
+
+
+# --- unbound WaitForFirstConsumer claims: static volumes that fit them -------------------
+
+NOT_SUPPORTED_PROVISIONER = "kubernetes.io/no-provisioner"
+FILESYSTEM = "Filesystem"
+
+
+def storage_bytes(amounts: Mapping[str, Any] | None) -> int:
+    """The ``storage`` quantity of a request or capacity map, in bytes (0 when absent)."""
+    value = (amounts or {}).get("storage")
+    if value is None:
+        return 0
+    return math.ceil(parse_quantity(value))
+
+
+def claim_key(claim: Object) -> str:
+    meta = claim.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+
+
+def bound_to_claim(pv: Object, claim: Object) -> bool:
+    """IsVolumeBoundToClaim: the volume's claimRef names this claim (and its UID, if set)."""
+    ref = (pv.get("spec") or {}).get("claimRef")
+    if not ref:
+        return False
+    meta = claim.get("metadata") or {}
+    if ref.get("name") != meta.get("name") or ref.get("namespace") != meta.get("namespace"):
+        return False
+    return not ref.get("uid") or ref.get("uid") == meta.get("uid")
+
+
+def volume_fits_claim(claim: Object, pv: Object, assumed_for: str | None) -> bool:
+    """FindMatchingVolume's checks that do not depend on the node, for an unbound claim of
+    a delayed class: free (or prebound to this claim), big enough, the same volume mode,
+    not being deleted, Available, the claim's selector, class and access modes.
+    ``assumed_for``: the claim a burst or a binding in flight reserved the volume for."""
+    key = claim_key(claim)
+    if assumed_for is not None and assumed_for != key:
+        return False
+    spec, pv_spec = claim.get("spec") or {}, pv.get("spec") or {}
+    if pv_spec.get("claimRef") and not bound_to_claim(pv, claim):
+        return False
+    if storage_bytes(pv_spec.get("capacity")) < storage_bytes(
+        (spec.get("resources") or {}).get("requests")
+    ):
+        return False
+    if (spec.get("volumeMode") or FILESYSTEM) != (pv_spec.get("volumeMode") or FILESYSTEM):
+        return False
+    if (pv.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if bound_to_claim(pv, claim) or assumed_for == key:
+        return True
+    if (pv.get("status") or {}).get("phase") != "Available":
+        return False
+    selector, error = parse_selector(spec.get("selector"))
+    if error is not None:
+        return False
+    labels = (pv.get("metadata") or {}).get("labels") or {}
+    if selector is not None and not selector_matches(selector, labels):
+        return False
+    if (pv_spec.get("storageClassName") or "") != claim_class(claim):
+        return False
+    modes = set(pv_spec.get("accessModes") or ())
+    return all(mode in modes for mode in spec.get("accessModes") or ())
+
+
+@dataclass
+class DelayedClaims:
+    """The unbound delayed claims of a class, smallest request first (the order upstream
+    matches them in), each with its candidate volumes, smallest first, and per candidate
+    the rows its node affinity admits."""
+
+    claims: list[Object]
+    candidates: list[list[Object]]
+    masks: list[list[npt.NDArray[np.bool_]]]
+
+    def choose(self, row: int) -> list[Object | None]:
+        """findMatchingVolumes on one row: per claim (in ``claims`` order) the smallest
+        candidate the row admits and no earlier claim took, or None (to provision)."""
+        taken: set[str] = set()
+        chosen: list[Object | None] = []
+        for candidates, masks in zip(self.candidates, self.masks, strict=True):
+            pick = None
+            for pv, mask in zip(candidates, masks, strict=True):
+                name = pv["metadata"]["name"]
+                if mask[row] and name not in taken:
+                    pick = pv
+                    taken.add(name)
+                    break
+            chosen.append(pick)
+        return chosen
+
+
+def delayed_claims(nodes: Any, claims: list[Object], storage: StorageObjects) -> DelayedClaims:
+    """The candidates of each claim, over a NodeTable's rows."""
+    ordered = sorted(
+        claims,
+        key=lambda c: storage_bytes(((c.get("spec") or {}).get("resources") or {}).get("requests")),
+    )
+    every = every_row(nodes)
+    candidates: list[list[Object]] = []
+    masks: list[list[npt.NDArray[np.bool_]]] = []
+    for claim in ordered:
+        fitting = [
+            pv
+            for pv in storage.objects[VOLUMES].values()
+            if volume_fits_claim(claim, pv, storage.assumed.get(pv["metadata"]["name"]))
+        ]
+        # Smallest first; equal sizes by name (upstream takes whichever its cache lists first).
+        fitting.sort(
+            key=lambda pv: (
+                storage_bytes((pv.get("spec") or {}).get("capacity")),
+                pv["metadata"]["name"],
+            )
+        )
+        prebound = [pv for pv in fitting if bound_to_claim(pv, claim)]
+        if prebound:
+            fitting = prebound[:1]  # a volume prebound to the claim is its only match
+        candidates.append(fitting)
+        rows = []
+        for pv in fitting:
+            required = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required")
+            rows.append(every if required is None else nodes.labels_match(required))
+        masks.append(rows)
+    return DelayedClaims(ordered, candidates, masks)
+
+
+def provisioning_rows(
+    nodes: Any, claim: Object, storage: StorageObjects
+) -> npt.NDArray[np.bool_] | str:
+    """The rows where the claim's class may provision a volume for it (allowedTopologies),
+    or the error text when that cannot be decided (no class; a driver that asks for
+    storage capacity, which kubesalvo does not check yet)."""
+    name = claim_class(claim)
+    storage_class = storage.storage_class(name)
+    if not name:
+        return f'no class for claim "{claim_key(claim)}"'
+    if storage_class is None:
+        return f'failed to find storage class "{name}"'
+    provisioner = storage_class.get("provisioner") or ""
+    if provisioner in ("", NOT_SUPPORTED_PROVISIONER):
+        return np.zeros_like(every_row(nodes))
+    driver = storage.objects[CSI_DRIVERS].get(provisioner)
+    if driver is not None and (driver.get("spec") or {}).get("storageCapacity"):
+        return (
+            "kubesalvo does not check CSIStorageCapacity yet (VolumeBinding): "
+            f'CSI driver "{provisioner}" asks for it'
+        )
+    terms = storage_class.get("allowedTopologies") or ()
+    if not terms:
+        return every_row(nodes)
+    rows = np.zeros_like(every_row(nodes))
+    for term in terms:
+        match = every_row(nodes)
+        for requirement in term.get("matchLabelExpressions") or ():
+            match &= nodes.label_in(requirement.get("key") or "", requirement.get("values") or ())
+        rows |= match
+    return rows

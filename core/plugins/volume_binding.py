@@ -75,6 +75,10 @@ NOT_YET_DELAYED = (
     "kubesalvo does not bind WaitForFirstConsumer claims yet (VolumeBinding): "
     'persistentvolumeclaim "{}" is unbound'
 )
+NOT_YET_SELECTED = (
+    "kubesalvo does not schedule claims being provisioned for a node yet (VolumeBinding): "
+    'persistentvolumeclaim "{}" has a selected node'
+)
 NOT_YET_EPHEMERAL = (
     'kubesalvo does not schedule generic ephemeral volumes yet (VolumeBinding): volume "{}"'
 )
@@ -142,10 +146,88 @@ def filter_class(
             immediate = True  # prebound claims count as immediate ones, as upstream
     if immediate:
         return ClassFilterResult(UNBOUND_IMMEDIATE)
-    if delayed:
-        name = (delayed[0].get("metadata") or {}).get("name") or ""
-        return ClassFilterResult(error=NOT_YET_DELAYED.format(name))
-    return ClassFilterResult(failing=_bound_claims(nodes, bound, storage))
+    failing = _bound_claims(nodes, bound, storage)
+    if not delayed:
+        return ClassFilterResult(failing=failing)
+    unsupported = _unsupported(delayed, storage)
+    if unsupported:
+        return ClassFilterResult(error=unsupported)
+    no_match = unbound_conflicts(nodes, delayed, storage)
+    if isinstance(no_match, str):
+        return ClassFilterResult(error=no_match)
+    # A row failing a bound claim counts under that reason (one reason per row here;
+    # upstream would list both on a row failing both).
+    return ClassFilterResult(failing=(*failing, (ERR_REASON_BIND_CONFLICT, no_match)))
+
+
+def _unsupported(delayed: list[volumes.Object], storage: volumes.StorageObjects) -> str:
+    """Why kubesalvo cannot place a pod with these unbound delayed claims yet, or ""."""
+    name = (delayed[0].get("metadata") or {}).get("name") or ""
+    if not storage.bind_delayed:
+        return NOT_YET_DELAYED.format(name)
+    for claim in delayed:
+        annotations = (claim.get("metadata") or {}).get("annotations") or {}
+        if volumes.ANN_SELECTED_NODE in annotations:
+            return NOT_YET_SELECTED.format((claim.get("metadata") or {}).get("name") or "")
+    return ""
+
+
+def unbound_conflicts(
+    nodes: NodeTable, delayed: list[volumes.Object], storage: volumes.StorageObjects
+) -> np.ndarray | str:
+    """The rows where the unbound delayed claims can neither all be matched to distinct
+    static volumes (each the smallest that fits, claims by increasing request) nor the
+    rest provisioned; or the error that ends the attempt."""
+    found = volumes.delayed_claims(nodes, delayed, storage)
+    provision = []
+    for claim in found.claims:
+        rows = volumes.provisioning_rows(nodes, claim, storage)
+        if isinstance(rows, str):
+            return rows
+        provision.append(rows)
+    if len(found.claims) == 1:
+        matched = np.zeros_like(provision[0])
+        for mask in found.masks[0]:
+            matched |= mask
+        return ~(matched | provision[0])
+    # Several claims: rows no candidate reaches need every claim provisioned; the others
+    # are matched claim by claim on the row, as upstream's findMatchingVolumes does.
+    reached = np.zeros_like(provision[0])
+    for masks in found.masks:
+        for mask in masks:
+            reached |= mask
+    ok = np.logical_and.reduce(provision) & ~reached
+    for row in np.flatnonzero(reached).tolist():
+        chosen = found.choose(row)
+        ok[row] = all(pv is not None or provision[i][row] for i, pv in enumerate(chosen))
+    return ~ok
+
+
+def reserve(
+    nodes: NodeTable, row: int, pod: PodClass, storage: volumes.StorageObjects
+) -> list[tuple[str, str]]:
+    """Reserve for a pod placed on ``row``: (claim "ns/name", the volume chosen for it, or
+    "" to provision it there) for each unbound delayed claim, the volumes assumed in
+    ``storage`` so that no later pod takes them."""
+    delayed = []
+    for _, name in volumes.claim_volumes(pod.spec):
+        claim = storage.claim(pod.namespace, name)
+        if claim is None or volumes.is_fully_bound(claim):
+            continue
+        if not (claim.get("spec") or {}).get("volumeName"):
+            delayed.append(claim)
+    if not delayed:
+        return []
+    found = volumes.delayed_claims(nodes, delayed, storage)
+    out = []
+    for claim, pv in zip(found.claims, found.choose(row), strict=True):
+        key = volumes.claim_key(claim)
+        if pv is None:
+            out.append((key, ""))
+        else:
+            storage.assumed[pv["metadata"]["name"]] = key
+            out.append((key, pv["metadata"]["name"]))
+    return out
 
 
 def _bound_claims(
