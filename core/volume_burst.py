@@ -113,6 +113,8 @@ def place_in_segments(
                     )
                     bindings[start + offset] = chosen
                     assumed_here.extend(pv for _, pv in chosen if pv)
+                    if commit:  # for the runtime's PreBind (sched/volume_prebind.py)
+                        storage.reserved[pod_key(pod)] = chosen
     finally:
         if not commit:
             for key in placed_keys:

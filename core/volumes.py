@@ -72,6 +72,9 @@ class StorageObjects:
     # Volumes reserved for a claim ("ns/name") by a placement whose binding is not seen
     # yet (upstream's assume cache): no other claim may take them meanwhile.
     assumed: dict[str, str] = field(default_factory=dict)
+    # Per placed pod (its key), what Reserve chose for its unbound delayed claims, until
+    # its PreBind writes it: (claim "ns/name", volume name or "" to provision)
+    reserved: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     # Whether the caller binds the claims it reserves (the runtime's VolumeBinding PreBind,
     # or an in-process simulation): without it, unbound delayed claims are not placed.
     bind_delayed: bool = False
@@ -85,8 +88,12 @@ class StorageObjects:
         return str(name)
 
     def put(self, kind: str, obj: Object) -> None:
-        self.objects[kind][self.key(kind, obj)] = obj
+        key = self.key(kind, obj)
+        self.objects[kind][key] = obj
         self.version += 1
+        if kind == VOLUMES and (obj.get("spec") or {}).get("claimRef"):
+            # The binding is seen: the volume's own claimRef now keeps others off it.
+            self.assumed.pop(key, None)
 
     def delete(self, kind: str, obj: Object) -> None:
         if self.objects[kind].pop(self.key(kind, obj), None) is not None:
@@ -96,7 +103,11 @@ class StorageObjects:
         """A copy that later changes to this one do not reach (the objects are shared:
         nothing changes an object, a change replaces it)."""
         return StorageObjects(
-            {kind: dict(by_key) for kind, by_key in self.objects.items()}, self.version
+            objects={kind: dict(by_key) for kind, by_key in self.objects.items()},
+            version=self.version,
+            assumed=dict(self.assumed),
+            reserved=dict(self.reserved),
+            bind_delayed=self.bind_delayed,
         )
 
     def claim(self, namespace: str, name: str) -> Object | None:

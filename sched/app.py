@@ -48,6 +48,7 @@ from aiohttp import web
 from kubesalvo.core.plugins import group_priority, names
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import QosAwareArgs
+from kubesalvo.core.plugins.volume_binding import VolumeBindingArgs
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
@@ -100,6 +101,7 @@ from kubesalvo.sched.server import DebugServer, HealthServer
 from kubesalvo.sched.serving import ServingOptions, add_flags, options_from_args
 from kubesalvo.sched.serving.build import health_servers
 from kubesalvo.sched.serving.options import OptionsError
+from kubesalvo.sched.volume_prebind import VolumePreBind
 from kubesalvo.sched.web import WebView
 
 __all__ = ["Scheduler", "configure", "main"]
@@ -214,6 +216,7 @@ class Scheduler:
                 Informer(client, resource, storage_handler(self.cache, resource.plural))
                 for resource in STORAGE_RESOURCES
             )
+        self._setup_volume_binding(config)
         self.metrics.registry.register(InformerCollector(self._informer_requests))
         self.servers: list[HealthServer] = health_servers(
             self.metrics, serving or ServingOptions(), client
@@ -244,6 +247,22 @@ class Scheduler:
     def _informer_requests(self) -> list[tuple[str, int, int]]:
         """(resource, lists, watches) of each informer, for /metrics."""
         return [(i.resource.plural, i.state.lists, i.state.watches) for i in self.informers]
+
+    def _setup_volume_binding(self, config: SchedulerConfig) -> None:
+        """VolumeBinding's PreBind (sched/volume_prebind.py), when a profile runs it: the
+        volumes reserved for unbound WaitForFirstConsumer claims are then written and
+        waited for, and the encoder may place such pods (``bind_delayed``)."""
+        for profile in config.profiles:
+            if names.VOLUME_BINDING in profile.plugins.at("preBind"):
+                args = profile.args.get(names.VOLUME_BINDING)
+                timeout = (
+                    args.bind_timeout_seconds
+                    if isinstance(args, VolumeBindingArgs)
+                    else VolumeBindingArgs().bind_timeout_seconds
+                )
+                self.cycle.binding.add_pre_bind(VolumePreBind(self.cache, self.client, timeout))
+                self.cache.state.storage.bind_delayed = True
+                return
 
     def _setup_qos(self, config: SchedulerConfig) -> None:
         """QosAware's live table, when a profile enables it: fed by the pod handler and

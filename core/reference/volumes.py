@@ -13,10 +13,16 @@ the node's labels, as kube-scheduler v1.34's plugins do:
 * VolumeZone: claims, volumes and classes exist; a node with any zone or region label
   must hold, for each such label of the bound volumes, one of the listed zones.
 
+  Unbound WaitForFirstConsumer claims (when the caller binds them): per node, each claim
+  by increasing request takes the smallest free volume that fits (the size, mode,
+  selector, class, access mode rules are core/volumes.volume_fits_claim's, shared), else
+  its class must provision there (allowedTopologies).
+
 Out of the reference's scope (``PodInvalid``), as kubesalvo does not implement them yet
-and fails such pods with an error: unbound WaitForFirstConsumer claims, generic
-ephemeral and inline CSI volumes, in-tree disks, ReadWriteOncePod claims, drivers with a
-CSINode count, and resource claims (DynamicResources).
+and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
+claims with a selected node, CSIStorageCapacity, generic ephemeral and inline CSI
+volumes, in-tree disks, ReadWriteOncePod claims, drivers with a CSINode count, and
+resource claims (DynamicResources).
 """
 
 from __future__ import annotations
@@ -34,7 +40,13 @@ from kubesalvo.core.reference.framework import (
 )
 from kubesalvo.core.reference.selectors import node_selector_terms
 from kubesalvo.core.reference.snapshot import NodeInfo
-from kubesalvo.core.volumes import StorageObjects
+from kubesalvo.core.volumes import (
+    StorageObjects,
+    bound_to_claim,
+    claim_key,
+    storage_bytes,
+    volume_fits_claim,
+)
 
 __all__ = [
     "NodeVolumeLimits",
@@ -77,6 +89,14 @@ def _claims(pod: Pod) -> list[str]:
         for v in (pod.get("spec") or {}).get("volumes") or ()
         if v.get("persistentVolumeClaim") is not None
     ]
+
+
+def _request(claim: Mapping[str, Any]) -> int:
+    return storage_bytes(((claim.get("spec") or {}).get("resources") or {}).get("requests"))
+
+
+def _capacity(pv: Mapping[str, Any]) -> int:
+    return storage_bytes((pv.get("spec") or {}).get("capacity"))
 
 
 def _namespace(pod: Pod) -> str:
@@ -138,6 +158,7 @@ class VolumeBinding:
     def __init__(self, pod: Pod, storage: StorageObjects) -> None:
         self.storage = storage
         self.bound: list[Mapping[str, Any]] = []
+        self.delayed: list[Mapping[str, Any]] = []
         unbound_immediate = False
         claims = []
         for name in _claims(pod):
@@ -167,10 +188,26 @@ class VolumeBinding:
                 raise SchedulingError(f'VolumeBindingMode not set for StorageClass "{class_name}"')
             waits = (storage_class or {}).get("volumeBindingMode") == "WaitForFirstConsumer"
             if waits and not spec.get("volumeName"):
-                raise PodInvalid("unbound WaitForFirstConsumer claims: not modelled")
+                self.delayed.append(claim)
+                continue
             unbound_immediate = True
         if unbound_immediate:
             self._reject("pod has unbound immediate PersistentVolumeClaims")
+        if self.delayed:
+            self._check_delayed(storage)
+
+    def _check_delayed(self, storage: StorageObjects) -> None:
+        if not storage.bind_delayed:
+            raise PodInvalid("unbound WaitForFirstConsumer claims without a binder")
+        for claim in self.delayed:
+            annotations = (claim.get("metadata") or {}).get("annotations") or {}
+            if "volume.kubernetes.io/selected-node" in annotations:
+                raise PodInvalid("claims with a selected node are not modelled")
+            storage_class = storage.storage_class(_class_name(claim)) or {}
+            driver = storage.objects["csidrivers"].get(storage_class.get("provisioner") or "")
+            if driver is not None and (driver.get("spec") or {}).get("storageCapacity"):
+                raise PodInvalid("CSIStorageCapacity is not modelled by the reference")
+        self.delayed.sort(key=lambda c: _request(c))
 
     @staticmethod
     def _reject(message: str) -> None:
@@ -189,7 +226,61 @@ class VolumeBinding:
                 term.matches(labels_only) for term in node_selector_terms(required)
             ):
                 return Status.unresolvable("node(s) didn't match PersistentVolume's node affinity")
+        if self.delayed and self.delayed_choice(node) is None:
+            return Status.unresolvable("node(s) didn't find available persistent volumes to bind")
         return None
+
+    def delayed_choice(self, node: NodeInfo) -> dict[str, str] | None:
+        """findMatchingVolumes then checkVolumeProvisions on one node: each claim, by
+        increasing request, takes the smallest free volume that fits it and the node (one
+        prebound to it first), else its class must be able to provision there. Claim
+        "ns/name" -> the volume, or "" to provision; None when the node does not do."""
+        labels_only = {"metadata": {"labels": node.labels}}
+        taken: set[str] = set()
+        chosen: dict[str, str] = {}
+        for claim in self.delayed:
+            key = claim_key(claim)
+            fitting: list[Mapping[str, Any]] = []
+            for pv in self.storage.objects["persistentvolumes"].values():
+                name = pv["metadata"]["name"]
+                if name in taken:
+                    continue
+                if not volume_fits_claim(claim, pv, self.storage.assumed.get(name)):
+                    continue
+                required = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required")
+                if required is not None and not any(
+                    t.matches(labels_only) for t in node_selector_terms(required)
+                ):
+                    if bound_to_claim(pv, claim):
+                        fitting = []
+                        break  # the volume prebound to the claim is its only candidate
+                    continue
+                if bound_to_claim(pv, claim):
+                    fitting = [pv]
+                    break
+                fitting.append(pv)
+            if fitting:
+                best = min(fitting, key=lambda pv: (_capacity(pv), pv["metadata"]["name"]))
+                taken.add(best["metadata"]["name"])
+                chosen[key] = best["metadata"]["name"]
+                continue
+            if not self._provisions(claim, node):
+                return None
+            chosen[key] = ""
+        return chosen
+
+    def _provisions(self, claim: Mapping[str, Any], node: NodeInfo) -> bool:
+        storage_class = self.storage.storage_class(_class_name(claim)) or {}
+        if (storage_class.get("provisioner") or "") in ("", "kubernetes.io/no-provisioner"):
+            return False
+        terms = storage_class.get("allowedTopologies") or ()
+        return not terms or any(
+            all(
+                node.labels.get(r.get("key") or "") in (r.get("values") or ())
+                for r in term.get("matchLabelExpressions") or ()
+            )
+            for term in terms
+        )
 
 
 class VolumeZone:

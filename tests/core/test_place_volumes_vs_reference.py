@@ -18,6 +18,7 @@ from kubesalvo.core.place import plan
 from kubesalvo.core.plugins import registry
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
+from kubesalvo.core.reference.volumes import VolumeBinding
 from kubesalvo.core.volumes import CLAIMS, CLASSES, VOLUMES, StorageObjects
 from tests.helpers.reference import assert_same_outcomes, kernel_choices, state_of
 from tests.helpers.volumes import HOSTNAME, ZONE, claim, claim_volume, storage_class
@@ -114,3 +115,92 @@ def test_volume_filters_match_the_reference(scenario):
     expected = reference.place_burst(burst, choose=kernel_choices(result, burst))
     assert_same_outcomes(result, expected)
     assert [r.error for r in expected] == [bool(e) for e in result.errors]
+
+
+@st.composite
+def delayed_scenarios(draw):
+    """Unbound WaitForFirstConsumer claims competing for a few local volumes, or
+    provisioned where a class's topology allows."""
+    count = draw(st.integers(1, 5))
+    fleet = []
+    for i in range(count):
+        labels = {HOSTNAME: f"n{i}", ZONE: draw(st.sampled_from(ZONES))}
+        fleet.append(
+            {
+                "metadata": {"name": f"n{i}", "labels": labels},
+                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+            }
+        )
+    storage = StorageObjects()
+    storage.bind_delayed = True
+    storage.put(CLASSES, storage_class("local"))
+    zoned = storage_class("zoned", provisioner="csi.example.com")
+    zoned["allowedTopologies"] = [
+        {"matchLabelExpressions": [{"key": ZONE, "values": [draw(st.sampled_from(ZONES))]}]}
+    ]
+    storage.put(CLASSES, zoned)
+    for v in range(draw(st.integers(0, 6))):
+        spec = {
+            "capacity": {"storage": f"{draw(st.sampled_from((1, 2, 5, 10)))}Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local",
+        }
+        host = f"n{draw(st.integers(0, count))}"
+        expr = {"key": HOSTNAME, "operator": "In", "values": [host]}
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [expr]}]}}
+        labels = {"tier": draw(st.sampled_from(("gold", "silver")))}
+        pv = {"metadata": {"name": f"pv{v}", "labels": labels}, "spec": spec}
+        pv["status"] = {"phase": draw(st.sampled_from(("Available", "Available", "Released")))}
+        storage.put(VOLUMES, pv)
+    burst = []
+    for p in range(draw(st.integers(1, 6))):
+        used = []
+        for k in range(draw(st.integers(1, 2))):
+            name = f"c{p}-{k}"
+            extra = {}
+            if draw(st.integers(0, 3)) == 0:
+                extra["spec"] = {"selector": {"matchLabels": {"tier": "gold"}}}
+            class_name = draw(st.sampled_from(("local", "local", "zoned")))
+            size = f"{draw(st.sampled_from((1, 2, 5, 20)))}Gi"
+            storage.put(CLAIMS, claim(name, class_name=class_name, size=size, **extra))
+            used.append(name)
+        spec = {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            "volumes": [claim_volume(f"v{i}", c) for i, c in enumerate(used)],
+        }
+        burst.append(
+            {"metadata": {"name": f"p{p}", "namespace": "ns", "uid": f"p{p}"}, "spec": spec}
+        )
+    return fleet, storage, burst
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(delayed_scenarios())
+def test_delayed_claims_match_the_reference_and_no_volume_is_given_twice(scenario):
+    fleet, storage, burst = scenario
+    state = state_of(fleet)
+    state.storage = storage
+    reference = ReferenceScheduler(fleet)
+    reference.storage = storage.copy()
+    result = plan(state, burst)
+    check = kernel_choices(result, burst)
+    position = {f"ns/{p['metadata']['name']}": i for i, p in enumerate(burst)}
+
+    def choose(ref_result):
+        node = check(ref_result)
+        i = position[ref_result.pod]
+        # The volumes the reference's VolumeBinding picks on that node are the kernel's.
+        plugin = VolumeBinding(burst[i], reference.storage)
+        expected = plugin.delayed_choice(reference.snapshot.by_name[node])
+        assert dict(result.volume_bindings[i]) == expected
+        # The kernel's Reserve, replayed: the next pods see these volumes taken.
+        for claim_key, pv in result.volume_bindings[i]:
+            if pv:
+                reference.storage.assumed[pv] = claim_key
+        return node
+
+    expected = reference.place_burst(burst, choose=choose)
+    assert_same_outcomes(result, expected)
+    given_out = [pv for chosen in result.volume_bindings for _, pv in chosen if pv]
+    assert len(given_out) == len(set(given_out))
+    assert storage.assumed == {}  # plan() took its reservations back

@@ -1,0 +1,221 @@
+"""Unbound WaitForFirstConsumer claims with kube-scheduler v1.34 and ``kubesalvo run`` on
+one control plane (kube-controller-manager's PV controller finishing the bindings), each
+scheduler with its own schedulerName, claims and volumes:
+
+* ``static``: local volumes on nodes A (10Gi) and B (1Gi, too small), node C with the
+  most room and none: the pod goes to A and its claim ends bound to A's volume;
+* ``provisioned``: a class with a provisioner and allowedTopologies zone zb: the claim
+  gets ``volume.kubernetes.io/selected-node`` B, the test plays the provisioner (a volume
+  for the claim on that node), and the pod is bound only once the claim is;
+* ``none-fits``: a claim bigger than every volume of a class without provisioner stays
+  pending with the same text from both.
+
+Compared: the pod's node, the volume the claim is bound to, the selected node, and the
+PodScheduled=False texts.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+
+import pytest
+
+from kubesalvo.sched.cluster import start_kube_scheduler
+from tests.helpers.volumes import HOSTNAME, ZONE
+from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
+from tests.sched.test_run_volumes_upstream import POOL, _node
+
+pytestmark = pytest.mark.integration
+
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+
+
+def _class(name: str, provisioner: str, zone: str | None = None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    if zone:
+        obj["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE, "values": [zone]}]}]
+    return obj
+
+
+def _volume(name: str, class_name: str, node: str, size: str, claim: Any = None) -> dict:
+    term = {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [node]}]}
+    spec: dict[str, Any] = {
+        "capacity": {"storage": size},
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": class_name,
+        "local": {"path": f"/mnt/{name}"},
+        "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+    }
+    if claim is not None:
+        spec["claimRef"] = claim
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _claim(namespace: str, name: str, class_name: str, size: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}},
+            "storageClassName": class_name,
+        },
+    }
+
+
+def _pod(namespace: str, name: str, scheduler: str, pool: str, claim: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "schedulerName": scheduler,
+            "nodeSelector": {POOL: pool},
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+        },
+    }
+
+
+def test_wait_for_first_consumer_claims_are_bound_as_kube_scheduler_binds_them(
+    control_plane, namespace, tmp_path
+):
+    pool = secrets.token_hex(3)
+    a, b, c = (f"wffc-{pool}-{n}" for n in "abc")
+    nodes = [_node(a, pool, "za", "4"), _node(b, pool, "zb", "4"), _node(c, pool, "zc", "16")]
+    fast = f"fast-{pool}"
+    provisioner = f"example.com/{pool}"
+    classes = [_class(fast, provisioner, "zb")]
+    upstream_name = f"upstream-{pool}"
+    schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
+    volumes, claims, pods = [], [], []
+    for scheduler, who in schedulers.items():
+        # A class of local volumes per scheduler: neither takes the other's volumes.
+        local = f"local-{pool}-{who}"
+        classes.append(_class(local, "kubernetes.io/no-provisioner"))
+        volumes.append(_volume(f"{pool}-a-{who}", local, a, "10Gi"))
+        volumes.append(_volume(f"{pool}-b-{who}", local, b, "1Gi"))
+        claims.append(_claim(namespace, f"static-{who}", local, "5Gi"))
+        claims.append(_claim(namespace, f"provisioned-{who}", fast, "1Gi"))
+        claims.append(_claim(namespace, f"none-fits-{who}", local, "50Gi"))
+        for case in ("static", "provisioned", "none-fits"):
+            pods.append(_pod(namespace, f"{case}-{who}", scheduler, pool, f"{case}-{who}"))
+    control_plane.create(nodes)
+    control_plane.create(classes)
+    control_plane.create(volumes)
+    control_plane.create(claims)
+    claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
+
+    def available() -> bool:
+        found = list_objects(control_plane, "/api/v1/persistentvolumes")
+        ours = [v for v in found if v["metadata"]["name"].startswith(pool)]
+        return len(ours) == len(volumes) and all(
+            (v.get("status") or {}).get("phase") == "Available" for v in ours
+        )
+
+    deadline = time.monotonic() + 60
+    while not available():
+        assert time.monotonic() < deadline, "volumes never became Available"
+        time.sleep(0.5)
+    upstream = start_kube_scheduler(
+        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
+    )
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "wffc"
+    )
+    provisioned: set[str] = set()
+
+    def play_provisioner() -> None:
+        """A volume on the selected node for each claim of our class that asks for one."""
+        for claim in list_objects(control_plane, claims_path):
+            meta = claim["metadata"]
+            node = (meta.get("annotations") or {}).get(SELECTED_NODE)
+            if not node or meta["name"] in provisioned or claim["spec"]["storageClassName"] != fast:
+                continue
+            ref = {"namespace": namespace, "name": meta["name"], "uid": meta["uid"]}
+            volume = _volume(f"{pool}-pvc-{meta['uid']}", fast, node, "1Gi", ref)
+            control_plane.create([volume])
+            volumes.append(volume)
+            provisioned.add(meta["name"])
+
+    try:
+        process.wait_ready()
+        control_plane.create(pods)
+        path = f"/api/v1/namespaces/{namespace}/pods"
+
+        def outcomes() -> dict[str, str]:
+            found = {}
+            for pod in list_objects(control_plane, path):
+                name = pod["metadata"]["name"]
+                condition = pod_scheduled(pod) or {}
+                if (pod.get("spec") or {}).get("nodeName"):
+                    found[name] = "on " + pod["spec"]["nodeName"]
+                elif condition.get("status") == "False":
+                    found[name] = condition["message"]
+            return found
+
+        deadline = time.monotonic() + 120
+        while True:
+            play_provisioner()
+            seen = outcomes()
+            done = [
+                f"{case}-{who}" for case in ("static", "provisioned") for who in ("ours", "theirs")
+            ]
+            if all(seen.get(n, "").startswith("on ") for n in done) and len(seen) == len(pods):
+                break
+            assert time.monotonic() < deadline, f"outcomes so far: {seen}\n{process.tail()}"
+            time.sleep(1.0)
+        bound = {
+            c["metadata"]["name"]: (
+                c["spec"].get("volumeName", ""),
+                (c["metadata"].get("annotations") or {}).get(SELECTED_NODE, ""),
+                (c.get("status") or {}).get("phase"),
+            )
+            for c in list_objects(control_plane, claims_path)
+        }
+        print(json.dumps({"outcomes": seen, "claims": bound}, indent=1))
+        for case in ("static", "provisioned", "none-fits"):
+            ours, theirs = seen[f"{case}-ours"], seen[f"{case}-theirs"]
+            assert ours == theirs.replace("-theirs", "-ours"), case
+        assert seen["static-ours"] == f"on {a}" and seen["provisioned-ours"] == f"on {b}"
+        assert bound["static-ours"][0] == f"{pool}-a-ours"
+        assert bound["static-theirs"][0] == f"{pool}-a-theirs"
+        for who in ("ours", "theirs"):
+            assert bound[f"provisioned-{who}"][1] == b
+            assert bound[f"provisioned-{who}"][2] == "Bound"
+            # The static claim was matched, not provisioned: no node was selected for it.
+            assert bound[f"static-{who}"][1] == ""
+        assert "didn't find available persistent volumes to bind" in seen["none-fits-ours"]
+    finally:
+        process.kill()
+        upstream.stop()
+        delete_pods(control_plane, pods)
+
+        async def clean(client: Any) -> None:
+            for claim in claims:
+                await client.request("DELETE", f"{claims_path}/{claim['metadata']['name']}")
+            for volume in volumes:
+                name = volume["metadata"]["name"]
+                await client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
+            for obj in classes:
+                name = obj["metadata"]["name"]
+                await client.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{name}")
+            for node in nodes:
+                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
+
+        control_plane.call(clean)
