@@ -219,3 +219,96 @@ def test_wait_for_first_consumer_claims_are_bound_as_kube_scheduler_binds_them(
                 await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
 
         control_plane.call(clean)
+
+
+def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, namespace, tmp_path):
+    """Ten pods of each scheduler, each with its own WaitForFirstConsumer claim, for eight
+    local volumes (two per node): eight bound, each claim to a volume of its own on the
+    pod's node, two pending with the same text from both schedulers."""
+    pool = secrets.token_hex(3)
+    hosts = [f"race-{pool}-{i}" for i in range(4)]
+    nodes = [_node(h, pool, "za", "8") for h in hosts]
+    upstream_name = f"upstream-{pool}"
+    schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
+    classes, volumes, claims, pods = [], [], [], []
+    for scheduler, who in schedulers.items():
+        local = f"race-{pool}-{who}"
+        classes.append(_class(local, "kubernetes.io/no-provisioner"))
+        for i, host in enumerate(hosts):
+            for k in range(2):
+                volumes.append(_volume(f"{pool}-{who}-{i}-{k}", local, host, "1Gi"))
+        for p in range(10):
+            claims.append(_claim(namespace, f"data-{who}-{p}", local, "1Gi"))
+            pods.append(_pod(namespace, f"web-{who}-{p}", scheduler, pool, f"data-{who}-{p}"))
+    control_plane.create(nodes)
+    control_plane.create(classes)
+    control_plane.create(volumes)
+    control_plane.create(claims)
+    claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
+    deadline = time.monotonic() + 60
+    while not all(
+        (v.get("status") or {}).get("phase") == "Available"
+        for v in list_objects(control_plane, "/api/v1/persistentvolumes")
+        if v["metadata"]["name"].startswith(pool)
+    ):
+        assert time.monotonic() < deadline, "volumes never became Available"
+        time.sleep(0.5)
+    upstream = start_kube_scheduler(
+        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
+    )
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "race"
+    )
+    try:
+        process.wait_ready()
+        control_plane.create(pods)
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        deadline = time.monotonic() + 120
+        while True:
+            seen = {}
+            for pod in list_objects(control_plane, path):
+                condition = pod_scheduled(pod) or {}
+                if (pod.get("spec") or {}).get("nodeName"):
+                    seen[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
+                elif condition.get("status") == "False":
+                    seen[pod["metadata"]["name"]] = condition["message"]
+            if len(seen) == len(pods) and sum(v.startswith("on ") for v in seen.values()) >= 16:
+                break
+            assert time.monotonic() < deadline, f"outcomes so far: {seen}\n{process.tail()}"
+            time.sleep(1.0)
+        volume_node = {v["metadata"]["name"]: v["spec"]["nodeAffinity"] for v in volumes}
+        claimed = {
+            c["metadata"]["name"]: c["spec"].get("volumeName", "")
+            for c in list_objects(control_plane, claims_path)
+        }
+        for who in schedulers.values():
+            ours = {k: v for k, v in seen.items() if k.startswith(f"web-{who}-")}
+            placed = {k: v for k, v in ours.items() if v.startswith("on ")}
+            assert len(placed) == 8, (who, ours)
+            taken = [claimed[f"data-{who}-{k.rsplit('-', 1)[1]}"] for k in placed]
+            assert len(set(taken)) == 8 and all(taken), (who, taken)
+            for pod_name, volume in zip(placed, taken, strict=True):
+                node = placed[pod_name].removeprefix("on ")
+                term = volume_node[volume]["required"]["nodeSelectorTerms"][0]
+                assert term["matchExpressions"][0]["values"] == [node], (pod_name, volume)
+        pending = sorted(v for v in seen.values() if not v.startswith("on "))
+        assert len(pending) == 4 and len(set(pending)) == 1, pending
+        assert "4 node(s) didn't find available persistent volumes to bind" in pending[0]
+    finally:
+        process.kill()
+        upstream.stop()
+        delete_pods(control_plane, pods)
+
+        async def clean(client: Any) -> None:
+            for claim in claims:
+                await client.request("DELETE", f"{claims_path}/{claim['metadata']['name']}")
+            for volume in volumes:
+                name = volume["metadata"]["name"]
+                await client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
+            for obj in classes:
+                name = obj["metadata"]["name"]
+                await client.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{name}")
+            for node in nodes:
+                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
+
+        control_plane.call(clean)
