@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _typedefs, gang, volume_burst
+from kubesalvo.core import _typedefs, gang, volume_burst, volumes
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
 from kubesalvo.core.encode import Encoder, PortTable, StaticTables, is_scalar_column
@@ -422,7 +422,7 @@ def place_burst(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        if state.storage.bind_delayed:
+        if state.storage.objects[volumes.CLAIMS]:
             delayed = volume_burst.delayed_positions(pods, state.storage)
             if delayed:
                 return volume_burst.place_in_segments(
@@ -632,3 +632,6 @@ def _commit(
             info.affinity,
             resources,
         )
+        if info.spec.get("volumes"):  # the claims its pods use (VolumeRestrictions)
+            for key in keys[start:end]:
+                state.storage.use(key, info.namespace, info.spec)

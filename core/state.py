@@ -482,6 +482,8 @@ class ClusterState:
             return False
         meta = pod.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
+        if spec.get("volumes"):  # the claims it uses (VolumeRestrictions)
+            self.storage.use(key, namespace, spec)
         labels: Labels = tuple(sorted((meta.get("labels") or {}).items()))
         requests = {
             self.resource_column(res): amount
@@ -543,6 +545,8 @@ class ClusterState:
 
     def remove_pod_key(self, key: str) -> None:
         """Forget a pod, whether it counts on a row or is a ghost of an absent node."""
+        if self.storage.pod_claims:
+            self.storage.unuse(key)
         record = self.pods.get(key)
         if record is not None:
             self._count(key, record, -1)

@@ -35,7 +35,9 @@ __all__ = ["delayed_positions", "place_in_segments"]
 def delayed_positions(
     pods: Sequence[Mapping[str, Any]], storage: volumes.StorageObjects
 ) -> list[int]:
-    """Positions of the pods with an unbound claim of a WaitForFirstConsumer class."""
+    """Positions of the pods a later pod of the burst must see placed first: those with
+    an unbound claim of a WaitForFirstConsumer class (when the caller binds them) or a
+    ReadWriteOncePod claim (in use once placed)."""
     found = []
     for i, pod in enumerate(pods):
         spec = pod.get("spec") or {}
@@ -44,7 +46,12 @@ def delayed_positions(
         namespace = (pod.get("metadata") or {}).get("namespace") or "default"
         for _, name in volumes.claim_volumes(spec):
             claim = storage.claim(namespace, name)
-            if claim is None or volumes.is_fully_bound(claim):
+            if claim is None:
+                continue
+            if volumes.READ_WRITE_ONCE_POD in ((claim.get("spec") or {}).get("accessModes") or ()):
+                found.append(i)
+                break
+            if not storage.bind_delayed or volumes.is_fully_bound(claim):
                 continue
             if (claim.get("spec") or {}).get("volumeName"):
                 continue

@@ -47,6 +47,7 @@ ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 # The beta annotation that still wins over spec.storageClassName.
 ANN_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 
 # The kinds the holder keeps, as the informers name them.
 CLAIMS = "persistentvolumeclaims"
@@ -75,6 +76,11 @@ class StorageObjects:
     # Per placed pod (its key), what Reserve chose for its unbound delayed claims, until
     # its PreBind writes it: (claim "ns/name", volume name or "" to provision)
     reserved: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # Pods counted on nodes (bound, assumed or placed by a burst) that use each claim:
+    # claim "ns/name" -> pod keys, and pod key -> its claims (VolumeRestrictions' check
+    # of ReadWriteOncePod claims in use across the cluster)
+    claim_users: dict[str, set[str]] = field(default_factory=dict)
+    pod_claims: dict[str, list[str]] = field(default_factory=dict)
     # Whether the caller binds the claims it reserves (the runtime's VolumeBinding PreBind,
     # or an in-process simulation): without it, unbound delayed claims are not placed.
     bind_delayed: bool = False
@@ -107,8 +113,28 @@ class StorageObjects:
             version=self.version,
             assumed=dict(self.assumed),
             reserved=dict(self.reserved),
+            claim_users={claim: set(users) for claim, users in self.claim_users.items()},
+            pod_claims=dict(self.pod_claims),
             bind_delayed=self.bind_delayed,
         )
+
+    def use(self, pod_key: str, namespace: str, spec: Mapping[str, Any]) -> None:
+        """A pod counted on a node uses the claims of its spec."""
+        claims = [f"{namespace}/{name}" for _, name in claim_volumes(spec)]
+        if not claims:
+            return
+        self.unuse(pod_key)
+        self.pod_claims[pod_key] = claims
+        for claim in claims:
+            self.claim_users.setdefault(claim, set()).add(pod_key)
+
+    def unuse(self, pod_key: str) -> None:
+        for claim in self.pod_claims.pop(pod_key, ()):
+            users = self.claim_users.get(claim)
+            if users is not None:
+                users.discard(pod_key)
+                if not users:
+                    del self.claim_users[claim]
 
     def claim(self, namespace: str, name: str) -> Object | None:
         return self.objects[CLAIMS].get(f"{namespace}/{name}")

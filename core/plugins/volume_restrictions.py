@@ -5,10 +5,14 @@ claim of the pod, so a claim that does not exist rejects the pod on every node
 (``persistentvolumeclaim "x" not found``, UnschedulableAndUnresolvable) - it runs before
 VolumeBinding's and gives the text first.
 
-Not yet implemented, and never silently: a pod with a ReadWriteOncePod claim (upstream
-refuses it while another pod uses the claim) and a pod with an in-tree disk that can
-conflict on a node (gcePersistentDisk, awsElasticBlockStore, rbd, iscsi) fail their
-attempt with an error saying so, and stay pending.
+A ReadWriteOncePod claim that a pod counted on some node uses (bound, assumed, or placed
+earlier in the same burst: such pods cut the burst, core/volume_burst.py) fails the pod
+on every node (``node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod
+access mode already in-use by another pod``, Unschedulable).
+
+Not yet implemented, and never silently: a pod with an in-tree disk that can conflict on
+a node (gcePersistentDisk, awsElasticBlockStore, rbd, iscsi) fails its attempt with an
+error saying so, and stays pending.
 
 A class filter (``core/plugins/framework.py``), asked once per class with volumes.
 """
@@ -43,13 +47,9 @@ ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT = (
     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
     "already in-use by another pod"
 )
-READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+READ_WRITE_ONCE_POD = volumes.READ_WRITE_ONCE_POD
 # In-tree sources whose disks conflict between pods of one node.
 DISK_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
-NOT_YET_RWOP = (
-    "kubesalvo does not check ReadWriteOncePod claims yet (VolumeRestrictions): "
-    'persistentvolumeclaim "{}"'
-)
 NOT_YET_DISKS = (
     'kubesalvo does not check in-tree disk conflicts yet (VolumeRestrictions): volume "{}"'
 )
@@ -62,18 +62,21 @@ def filter_class(
     disk = next(
         (v for v in pod.spec.get("volumes") or () if any(s in v for s in DISK_SOURCES)), None
     )
-    shared_once = ""
+    in_use = False
     for _, name in volumes.claim_volumes(pod.spec):
         claim = storage.claim(pod.namespace, name)
         if claim is None:
             return ClassFilterResult(volumes.not_found("persistentvolumeclaim", name))
         modes = (claim.get("spec") or {}).get("accessModes") or ()
-        if READ_WRITE_ONCE_POD in modes and not shared_once:
-            shared_once = name
+        if READ_WRITE_ONCE_POD in modes and storage.claim_users.get(f"{pod.namespace}/{name}"):
+            in_use = True
     if disk is not None:
         return ClassFilterResult(error=NOT_YET_DISKS.format(disk.get("name")))
-    if shared_once:
-        return ClassFilterResult(error=NOT_YET_RWOP.format(shared_once))
+    if in_use:
+        # A pod on some node uses the claim: every node fails (Unschedulable: preempting
+        # that pod may help).
+        every = volumes.every_row(nodes)
+        return ClassFilterResult(failing=((ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT, every),))
     return None
 
 

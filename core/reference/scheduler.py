@@ -162,7 +162,7 @@ class ReferenceScheduler:
         if name == names.INTER_POD_AFFINITY:
             return InterPodAffinity(pod, self.snapshot)
         if name in _VOLUME_FILTERS:
-            return cast(FilterPlugin | None, volume_filter(name, pod, self.storage))
+            return cast(FilterPlugin | None, volume_filter(name, pod, self.storage, self.snapshot))
         if name == names.DYNAMIC_RESOURCES:
             return None  # admits every node for the pods in scope (see volumes.py)
         spec = registry.PLUGINS.get(name)

@@ -5,7 +5,8 @@ Each plugin is built once per pod (its constructor is the PreFilter: it raises
 PreFilterRejection or SchedulingError) and then asked about one node at a time, from
 the node's labels, as kube-scheduler v1.34's plugins do:
 
-* VolumeRestrictions: every persistentVolumeClaim of the pod must exist;
+* VolumeRestrictions: every persistentVolumeClaim of the pod must exist; a
+  ReadWriteOncePod claim another pod on a node uses fails every node;
 * NodeVolumeLimits: passes every node when no CSINode gives a count to the pod's drivers;
 * VolumeBinding: claims exist, are not lost or being deleted, none is an unbound
   Immediate (or prebound) one; a bound claim's volume must exist and its node affinity
@@ -21,8 +22,8 @@ the node's labels, as kube-scheduler v1.34's plugins do:
 Out of the reference's scope (``PodInvalid``), as kubesalvo does not implement them yet
 and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
 claims with a selected node, CSIStorageCapacity, generic ephemeral and inline CSI
-volumes, in-tree disks, ReadWriteOncePod claims, drivers with a CSINode count, and
-resource claims (DynamicResources).
+volumes, in-tree disks, drivers with a CSINode count, and resource claims
+(DynamicResources).
 """
 
 from __future__ import annotations
@@ -120,7 +121,12 @@ class _Skip:
 
 
 class VolumeRestrictions(_Skip):
-    def __init__(self, pod: Pod, storage: StorageObjects) -> None:
+    """A ReadWriteOncePod claim of the pod that another pod on some node uses fails every
+    node. The holders are looked up in the snapshot's nodes when the filter runs, so a
+    preemption dry run that takes a holder off its node sees the claim free."""
+
+    def __init__(self, pod: Pod, storage: StorageObjects, snapshot: Any) -> None:
+        once: set[str] = set()
         for name in _claims(pod):
             claim = storage.claim(_namespace(pod), name)
             if claim is None:
@@ -128,7 +134,23 @@ class VolumeRestrictions(_Skip):
                     names.VOLUME_RESTRICTIONS, f'persistentvolumeclaim "{name}" not found'
                 )
             if "ReadWriteOncePod" in ((claim.get("spec") or {}).get("accessModes") or ()):
-                raise PodInvalid("ReadWriteOncePod claims are not modelled by the reference")
+                once.add(name)
+        self.holders: list[tuple[NodeInfo, Pod]] = []
+        if once:
+            namespace = _namespace(pod)
+            for node in snapshot.nodes:
+                for other in node.pods:
+                    if _namespace(other) == namespace and once.intersection(_claims(other)):
+                        self.holders.append((node, other))
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        for holder_node, holder in self.holders:
+            if any(p is holder for p in holder_node.pods):
+                return Status.unschedulable(
+                    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod "
+                    "access mode already in-use by another pod"
+                )
+        return None
 
 
 class NodeVolumeLimits(_Skip):
@@ -339,17 +361,18 @@ class VolumeZone:
         return None
 
 
-_PLUGINS = {
-    names.VOLUME_RESTRICTIONS: VolumeRestrictions,
+_PLUGINS: dict[str, Any] = {
     names.NODE_VOLUME_LIMITS: NodeVolumeLimits,
     names.VOLUME_BINDING: VolumeBinding,
     names.VOLUME_ZONE: VolumeZone,
 }
 
 
-def volume_filter(name: str, pod: Pod, storage: StorageObjects) -> Any:
+def volume_filter(name: str, pod: Pod, storage: StorageObjects, snapshot: Any) -> Any:
     """The named volume filter for ``pod``'s cycle, or None for a pod without volumes
     (every volume plugin skips it)."""
     if not (pod.get("spec") or {}).get("volumes"):
         return None
+    if name == names.VOLUME_RESTRICTIONS:
+        return VolumeRestrictions(pod, storage, snapshot)
     return _PLUGINS[name](pod, storage)

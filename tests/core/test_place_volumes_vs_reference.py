@@ -25,7 +25,17 @@ from tests.helpers.volumes import HOSTNAME, ZONE, claim, claim_volume, storage_c
 
 ZONES = ("za", "zb", "zc")
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
-CLAIM_KINDS = ("bound", "dangling", "immediate", "prebound", "lost", "deleting", "missing")
+CLAIM_KINDS = (
+    "bound",
+    "dangling",
+    "immediate",
+    "prebound",
+    "lost",
+    "deleting",
+    "missing",
+    "rwop",
+    "rwop",
+)
 
 
 @st.composite
@@ -72,7 +82,7 @@ def scenarios(draw):
         storage.put(VOLUMES, {"metadata": {"name": f"pv{v}", "labels": labels}, "spec": spec})
         storage.put(CLAIMS, claim(f"c{v}", volume=f"pv{v}"))
         names.append(f"c{v}")
-    for kind in draw(st.lists(st.sampled_from(CLAIM_KINDS), max_size=3, unique=True)):
+    for kind in draw(st.lists(st.sampled_from(CLAIM_KINDS), max_size=4, unique=True)):
         if kind == "dangling":
             storage.put(CLAIMS, claim(kind, volume="gone"))
         elif kind == "immediate":
@@ -81,6 +91,9 @@ def scenarios(draw):
             storage.put(CLAIMS, claim(kind, volume="pv0", bound=False))
         elif kind == "lost":
             storage.put(CLAIMS, claim(kind, volume="pv0", status={"phase": "Lost"}))
+        elif kind == "rwop":
+            storage.put(VOLUMES, {"metadata": {"name": "nfs"}, "spec": {}})
+            storage.put(CLAIMS, claim(kind, volume="nfs", modes=("ReadWriteOncePod",)))
         elif kind == "deleting":
             deleting = {"deletionTimestamp": "2026-01-01T00:00:00Z"}
             storage.put(CLAIMS, claim(kind, volume="pv0", metadata=deleting))
@@ -100,17 +113,28 @@ def scenarios(draw):
         )
     left_out = draw(st.sampled_from((None, "VolumeZone", "VolumeRestrictions")))
     filters = tuple(f for f in registry.DEFAULT_FILTER_ORDER if f != left_out)
-    return fleet, storage, burst, Profile(filters=filters)
+    bound = []
+    if "rwop" in names and draw(st.booleans()):
+        # A pod on a node already holds the ReadWriteOncePod claim.
+        holder = {
+            "metadata": {"name": "holder", "namespace": "ns", "uid": "holder"},
+            "spec": {"nodeName": "n0", "containers": [{"name": "c"}]},
+        }
+        holder["spec"]["volumes"] = [claim_volume("v", "rwop")]
+        bound.append(holder)
+    return fleet, storage, burst, Profile(filters=filters), bound
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_volume_filters_match_the_reference(scenario):
-    fleet, storage, burst, profile = scenario
+    fleet, storage, burst, profile, bound = scenario
     state = state_of(fleet)
     state.storage = storage
+    for pod in bound:
+        state.add_pod(pod)
     result = plan(state, burst, profile)
-    reference = ReferenceScheduler(fleet, profile=profile)
+    reference = ReferenceScheduler(fleet, bound, profile=profile)
     reference.storage = storage
     expected = reference.place_burst(burst, choose=kernel_choices(result, burst))
     assert_same_outcomes(result, expected)

@@ -45,3 +45,15 @@ def test_no_node_holds_the_volume_so_every_dry_run_fails_on_it():
     assert decision.node is None
     assert decision.reason_counts == {vb.ERR_REASON_NODE_CONFLICT: 2}
     assert default_preemption.PREEMPTION_NOT_HELPFUL not in decision.message
+
+
+def test_a_read_write_once_pod_conflict_is_resolved_by_preempting_the_holder():
+    storage = StorageObjects()
+    storage.put(CLAIMS, claim("data", volume="pv", modes=("ReadWriteOncePod",)))
+    storage.put(VOLUMES, local_volume("pv"))
+    nodes = [node("n1"), node("n2")]
+    holder = pod("holder", 1, "1", "n1", volumes=[claim_volume("data", "data")])
+    pods = [holder, pod("other", 1, "1", "n1"), pod("bystander", 1, "1", "n2")]
+    decision = preempt(stateful("db", 10, "1"), nodes, pods, now=NOW, storage=storage)
+    assert decision.node == "n1"
+    assert victim_names(decision) == ["holder"]  # the other pod of n1 is not in the way

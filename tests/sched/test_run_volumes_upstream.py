@@ -207,3 +207,84 @@ def test_pods_with_volumes_get_the_same_nodes_and_texts_from_kubesalvo_and_kube_
                 await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
 
         control_plane.call(clean)
+
+
+def test_a_read_write_once_pod_claim_in_use_gets_the_same_text_from_both(
+    control_plane, namespace, tmp_path
+):
+    """A second pod of a ReadWriteOncePod claim a running pod holds stays pending with
+    kube-scheduler's text (and its preemption text: the holder has the same priority)."""
+    pool = secrets.token_hex(3)
+    nodes = [_node(f"rwop-{pool}-{n}", pool, "za", "4") for n in "ab"]
+    upstream_name = f"upstream-{pool}"
+    schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
+    claims, volumes, holders, seconds = [], [], [], []
+    for scheduler, who in schedulers.items():
+        name = f"once-{who}"
+        claim = _claim(namespace, name, f"{pool}-{name}")
+        claim["spec"]["accessModes"] = ["ReadWriteOncePod"]
+        volume = _volume(f"{pool}-{name}", (namespace, name), None, None)
+        volume["spec"]["accessModes"] = ["ReadWriteOncePod"]
+        claims.append(claim)
+        volumes.append(volume)
+        holders.append(_pod(namespace, f"holder-{who}", scheduler, pool, name, "1"))
+        seconds.append(_pod(namespace, f"second-{who}", scheduler, pool, name, "1"))
+    control_plane.create(nodes)
+    control_plane.create(volumes)
+    control_plane.create(claims)
+    claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
+    deadline = time.monotonic() + 60
+    while not all(
+        (c.get("status") or {}).get("phase") == "Bound"
+        for c in list_objects(control_plane, claims_path)
+        if c["metadata"]["name"].startswith("once-")
+    ):
+        assert time.monotonic() < deadline, "claims never bound"
+        time.sleep(0.5)
+    upstream = start_kube_scheduler(
+        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
+    )
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "rwop"
+    )
+    path = f"/api/v1/namespaces/{namespace}/pods"
+
+    def state() -> dict[str, str]:
+        found = {}
+        for pod in list_objects(control_plane, path):
+            condition = pod_scheduled(pod) or {}
+            if (pod.get("spec") or {}).get("nodeName"):
+                found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
+            elif condition.get("status") == "False":
+                found[pod["metadata"]["name"]] = condition["message"]
+        return found
+
+    try:
+        process.wait_ready()
+        control_plane.create(holders)
+        deadline = time.monotonic() + 60
+        while not all(state().get(f"holder-{w}", "").startswith("on ") for w in ("ours", "theirs")):
+            assert time.monotonic() < deadline, f"holders: {state()}\n{process.tail()}"
+            time.sleep(0.5)
+        control_plane.create(seconds)
+        deadline = time.monotonic() + 60
+        while not all(f"second-{w}" in (seen := state()) for w in ("ours", "theirs")):
+            assert time.monotonic() < deadline, f"outcomes: {state()}\n{process.tail()}"
+            time.sleep(0.5)
+        assert seen["second-ours"] == seen["second-theirs"]
+        assert "ReadWriteOncePod access mode already in-use" in seen["second-ours"]
+    finally:
+        process.kill()
+        upstream.stop()
+        delete_pods(control_plane, holders + seconds)
+
+        async def clean(client: Any) -> None:
+            for claim in claims:
+                await client.request("DELETE", f"{claims_path}/{claim['metadata']['name']}")
+            for volume in volumes:
+                name = volume["metadata"]["name"]
+                await client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
+            for node in nodes:
+                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
+
+        control_plane.call(clean)
