@@ -792,6 +792,10 @@ class Encoder:
             match &= self._requirement(req, field=True, by_name=by_name)
         return match
 
+    def node_names(self) -> Sequence[str | None]:
+        """Each row's node name (NodeTable.node_names)."""
+        return self.state.names[: self.state.rows]
+
     def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
         """Rows matching a node selector by their labels alone (NodeTable.labels_match)."""
         match = np.zeros(self.state.rows, dtype=bool)

@@ -632,6 +632,7 @@ def _commit(
             info.affinity,
             resources,
         )
-        if info.spec.get("volumes"):  # the claims its pods use (VolumeRestrictions)
-            for key in keys[start:end]:
-                state.storage.use(key, info.namespace, info.spec)
+        if info.spec.get("volumes"):  # the claims its pods use (the volume filters)
+            node_names = state.names
+            for key, row in zip(keys[start:end], rows[start:end], strict=True):
+                state.storage.use(key, info.namespace, info.spec, node_names[row] or "")

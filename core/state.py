@@ -482,8 +482,8 @@ class ClusterState:
             return False
         meta = pod.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
-        if spec.get("volumes"):  # the claims it uses (VolumeRestrictions)
-            self.storage.use(key, namespace, spec)
+        if spec.get("volumes"):  # the claims it uses (VolumeRestrictions, NodeVolumeLimits)
+            self.storage.use(key, namespace, spec, node_name)
         labels: Labels = tuple(sorted((meta.get("labels") or {}).items()))
         requests = {
             self.resource_column(res): amount

@@ -24,7 +24,7 @@ import numpy as np
 
 from kubesalvo.core import volumes
 from kubesalvo.core.encode import Encoder
-from kubesalvo.core.plugins import volume_binding
+from kubesalvo.core.plugins import node_volume_limits, volume_binding
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.results import PlacementResult
 from kubesalvo.core.state import ClusterState, pod_key
@@ -36,9 +36,11 @@ def delayed_positions(
     pods: Sequence[Mapping[str, Any]], storage: volumes.StorageObjects
 ) -> list[int]:
     """Positions of the pods a later pod of the burst must see placed first: those with
-    an unbound claim of a WaitForFirstConsumer class (when the caller binds them) or a
-    ReadWriteOncePod claim (in use once placed)."""
+    an unbound claim of a WaitForFirstConsumer class (when the caller binds them), a
+    ReadWriteOncePod claim (in use once placed) or a volume of a CSI driver a CSINode
+    limits (counted on its node once placed)."""
     found = []
+    limited = {d for per_node in node_volume_limits.limits(storage).values() for d in per_node}
     for i, pod in enumerate(pods):
         spec = pod.get("spec") or {}
         if not spec.get("volumes"):
@@ -49,6 +51,9 @@ def delayed_positions(
             if claim is None:
                 continue
             if volumes.READ_WRITE_ONCE_POD in ((claim.get("spec") or {}).get("accessModes") or ()):
+                found.append(i)
+                break
+            if limited and node_volume_limits.claim_volume_id(claim, storage)[0] in limited:
                 found.append(i)
                 break
             if not storage.bind_delayed or volumes.is_fully_bound(claim):

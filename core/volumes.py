@@ -81,6 +81,7 @@ class StorageObjects:
     # of ReadWriteOncePod claims in use across the cluster)
     claim_users: dict[str, set[str]] = field(default_factory=dict)
     pod_claims: dict[str, list[str]] = field(default_factory=dict)
+    pod_nodes: dict[str, str] = field(default_factory=dict)  # pod key -> its node's name
     # Whether the caller binds the claims it reserves (the runtime's VolumeBinding PreBind,
     # or an in-process simulation): without it, unbound delayed claims are not placed.
     bind_delayed: bool = False
@@ -115,20 +116,23 @@ class StorageObjects:
             reserved=dict(self.reserved),
             claim_users={claim: set(users) for claim, users in self.claim_users.items()},
             pod_claims=dict(self.pod_claims),
+            pod_nodes=dict(self.pod_nodes),
             bind_delayed=self.bind_delayed,
         )
 
-    def use(self, pod_key: str, namespace: str, spec: Mapping[str, Any]) -> None:
-        """A pod counted on a node uses the claims of its spec."""
+    def use(self, pod_key: str, namespace: str, spec: Mapping[str, Any], node: str) -> None:
+        """A pod counted on ``node`` uses the claims of its spec."""
         claims = [f"{namespace}/{name}" for _, name in claim_volumes(spec)]
         if not claims:
             return
         self.unuse(pod_key)
         self.pod_claims[pod_key] = claims
+        self.pod_nodes[pod_key] = node
         for claim in claims:
             self.claim_users.setdefault(claim, set()).add(pod_key)
 
     def unuse(self, pod_key: str) -> None:
+        self.pod_nodes.pop(pod_key, None)
         for claim in self.pod_claims.pop(pod_key, ()):
             users = self.claim_users.get(claim)
             if users is not None:

@@ -306,6 +306,10 @@ class NodeTable(Protocol):
         """Rows that carry label ``key``."""
         ...
 
+    def node_names(self) -> Sequence[str | None]:
+        """Each row's node name (None: a row without a node)."""
+        ...
+
     def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
         """Rows whose labels match a node selector (``nodeSelectorTerms``, ORed) when the
         node is known by its labels alone (a ``matchFields`` term sees an empty name), as

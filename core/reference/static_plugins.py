@@ -39,6 +39,9 @@ class _Nodes:
     def has_label(self, key: str) -> npt.NDArray[np.bool_]:
         return np.array([key in n.labels for n in self.nodes], dtype=bool)
 
+    def node_names(self) -> Sequence[str | None]:
+        return [n.name for n in self.nodes]
+
     def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
         terms = node_selector_terms(selector)
         return np.array(

@@ -7,7 +7,8 @@ the node's labels, as kube-scheduler v1.34's plugins do:
 
 * VolumeRestrictions: every persistentVolumeClaim of the pod must exist; a
   ReadWriteOncePod claim another pod on a node uses fails every node;
-* NodeVolumeLimits: passes every node when no CSINode gives a count to the pod's drivers;
+* NodeVolumeLimits: the pod's unique CSI volumes per driver, with those of the node's
+  pods, within the count the node's CSINode gives the driver;
 * VolumeBinding: claims exist, are not lost or being deleted, none is an unbound
   Immediate (or prebound) one; a bound claim's volume must exist and its node affinity
   match the node's labels (the first claim in the pod's order that fails decides);
@@ -22,8 +23,7 @@ the node's labels, as kube-scheduler v1.34's plugins do:
 Out of the reference's scope (``PodInvalid``), as kubesalvo does not implement them yet
 and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
 claims with a selected node, CSIStorageCapacity, generic ephemeral and inline CSI
-volumes, in-tree disks, drivers with a CSINode count, and resource claims
-(DynamicResources).
+volumes, in-tree disks and resource claims (DynamicResources).
 """
 
 from __future__ import annotations
@@ -154,24 +154,67 @@ class VolumeRestrictions(_Skip):
 
 
 class NodeVolumeLimits(_Skip):
+    """Per node: the pod's unique CSI volumes of each driver the node's CSINode limits,
+    with those of the pods already on the node (one volume shared counts once), must stay
+    within the count."""
+
     def __init__(self, pod: Pod, storage: StorageObjects) -> None:
-        limited = {
-            driver.get("name")
-            for csi_node in storage.csi_nodes()
-            for driver in (csi_node.get("spec") or {}).get("drivers") or ()
-            if (driver.get("allocatable") or {}).get("count") is not None
-        }
+        self.storage = storage
+        self.new = {}
         for name in _claims(pod):
             claim = storage.claim(_namespace(pod), name)
             if claim is None:
-                continue
-            pv = storage.volume((claim.get("spec") or {}).get("volumeName") or "")
-            if pv is not None:
-                driver = ((pv.get("spec") or {}).get("csi") or {}).get("driver")
-            else:
-                driver = (storage.storage_class(_class_name(claim)) or {}).get("provisioner")
-            if driver in limited:
-                raise PodInvalid("CSI volume counts are not modelled by the reference")
+                continue  # VolumeBinding's PreFilter rejects the pod (before any Filter)
+            driver, unique = self._volume(claim)
+            if driver:
+                self.new[unique] = driver
+
+    def _volume(self, claim: Mapping[str, Any]) -> tuple[str, str]:
+        spec = claim.get("spec") or {}
+        pv = self.storage.volume(spec.get("volumeName") or "")
+        if pv is not None:
+            csi = (pv.get("spec") or {}).get("csi") or {}
+            if csi.get("driver") and csi.get("volumeHandle"):
+                return csi["driver"], f"{csi['driver']}/{csi['volumeHandle']}"
+            return "", ""
+        storage_class = (
+            self.storage.storage_class(_class_name(claim)) if _class_name(claim) else None
+        )
+        if storage_class is None:
+            return "", ""
+        driver = storage_class.get("provisioner") or ""
+        meta = claim.get("metadata") or {}
+        return driver, f"{driver}/~unbound-{meta.get('namespace')}/{meta.get('name')}"
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        if not self.new:
+            return None
+        csi_node = self.storage.csi_node(node.name) or {}
+        limits = {
+            d.get("name"): d["allocatable"]["count"]
+            for d in (csi_node.get("spec") or {}).get("drivers") or ()
+            if (d.get("allocatable") or {}).get("count") is not None
+        }
+        if not limits:
+            return None
+        attached: dict[str, str] = {}
+        for other in node.pods:
+            for name in _claims(other):
+                claim = self.storage.claim(_namespace(other), name)
+                if claim is not None:
+                    driver, unique = self._volume(claim)
+                    if driver:
+                        attached[unique] = driver
+        new_counts: dict[str, int] = {}
+        for unique, driver in self.new.items():
+            if unique not in attached:
+                new_counts[driver] = new_counts.get(driver, 0) + 1
+        for driver, count in new_counts.items():
+            if driver in limits:
+                used = sum(1 for d in attached.values() if d == driver)
+                if used + count > limits[driver]:
+                    return Status.unschedulable("node(s) exceed max volume count")
+        return None
 
 
 class VolumeBinding:

@@ -143,7 +143,7 @@ class CSINodeDriver(_Api):
     name: str = ""
     node_id: str = msgspec.field(default="", name="nodeID")
     allocatable: VolumeNodeResources | None = None
-    topology_keys: list[str] = msgspec.field(default_factory=list)
+    topology_keys: list[str] | None = None  # the API writes null for none
 
 
 class CSINodeSpec(_Api):

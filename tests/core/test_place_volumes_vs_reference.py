@@ -19,12 +19,13 @@ from kubesalvo.core.plugins import registry
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.reference.volumes import VolumeBinding
-from kubesalvo.core.volumes import CLAIMS, CLASSES, VOLUMES, StorageObjects
+from kubesalvo.core.volumes import CLAIMS, CLASSES, CSI_NODES, VOLUMES, StorageObjects
 from tests.helpers.reference import assert_same_outcomes, kernel_choices, state_of
-from tests.helpers.volumes import HOSTNAME, ZONE, claim, claim_volume, storage_class
+from tests.helpers.volumes import HOSTNAME, ZONE, claim, claim_volume, csi_node, storage_class
 
 ZONES = ("za", "zb", "zc")
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+DRIVER = "csi.example.com"
 CLAIM_KINDS = (
     "bound",
     "dangling",
@@ -79,6 +80,8 @@ def scenarios(draw):
             labels[zone_label] = "__".join(
                 draw(st.lists(st.sampled_from(ZONES), min_size=1, max_size=2, unique=True))
             )
+        if draw(st.booleans()):
+            spec["csi"] = {"driver": DRIVER, "volumeHandle": f"h{v}"}
         storage.put(VOLUMES, {"metadata": {"name": f"pv{v}", "labels": labels}, "spec": spec})
         storage.put(CLAIMS, claim(f"c{v}", volume=f"pv{v}"))
         names.append(f"c{v}")
@@ -111,9 +114,27 @@ def scenarios(draw):
         burst.append(
             {"metadata": {"name": f"p{p}", "namespace": "ns", "uid": f"p{p}"}, "spec": spec}
         )
+    for i in range(count):
+        if draw(st.integers(0, 2)) == 0:
+            limit = draw(st.sampled_from((None, 0, 1, 2)))
+            storage.put(CSI_NODES, csi_node(f"n{i}", DRIVER, limit))
     left_out = draw(st.sampled_from((None, "VolumeZone", "VolumeRestrictions")))
     filters = tuple(f for f in registry.DEFAULT_FILTER_ORDER if f != left_out)
     bound = []
+    holds = draw(st.lists(st.sampled_from(names), max_size=2, unique=True)) if names else []
+    for v, held in enumerate(holds):
+        if held in ("missing", "rwop"):
+            continue
+        bound.append(
+            {
+                "metadata": {"name": f"b{v}", "namespace": "ns", "uid": f"b{v}"},
+                "spec": {
+                    "nodeName": f"n{draw(st.integers(0, count - 1))}",
+                    "containers": [{"name": "c"}],
+                    "volumes": [claim_volume("v", held)],
+                },
+            }
+        )
     if "rwop" in names and draw(st.booleans()):
         # A pod on a node already holds the ReadWriteOncePod claim.
         holder = {

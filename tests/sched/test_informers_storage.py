@@ -16,6 +16,7 @@ from kubesalvo.sched.informers import Informer
 from kubesalvo.sched.informers.storage import (
     PERSISTENTVOLUMECLAIMS,
     STORAGE_RESOURCES,
+    CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -138,3 +139,17 @@ async def test_every_storage_kind_lists_from_the_api_server(api):
     for resource in STORAGE_RESOURCES:
         response = await api.request("GET", resource.path, params={"limit": "1"})
         assert msgspec.json.decode(response.body)["kind"].endswith("List"), resource.plural
+
+
+def test_a_csinode_whose_driver_has_null_topology_keys_decodes():
+    # The API server writes topologyKeys: null for a driver without any (seen on v1.34).
+    raw = {
+        "metadata": {"name": "n1"},
+        "spec": {
+            "drivers": [
+                {"name": "d", "nodeID": "n1", "topologyKeys": None, "allocatable": {"count": 1}}
+            ]
+        },
+    }
+    node = msgspec.to_builtins(msgspec.json.decode(json.dumps(raw), type=CSINode))
+    assert node["spec"]["drivers"][0]["allocatable"] == {"count": 1}

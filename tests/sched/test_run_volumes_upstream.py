@@ -288,3 +288,106 @@ def test_a_read_write_once_pod_claim_in_use_gets_the_same_text_from_both(
                 await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
 
         control_plane.call(clean)
+
+
+def test_csi_volume_limits_keep_a_pod_off_a_node_that_allows_one_volume(
+    control_plane, namespace, tmp_path
+):
+    """A pod with two volumes of a CSI driver that node A's CSINode allows once (A has
+    the most room) goes to B, which allows two; a third pod with two more volumes fits
+    nowhere; the same nodes and text from kubesalvo and kube-scheduler (the test writes
+    the CSINodes, as a kubelet would)."""
+    pool = secrets.token_hex(3)
+    a, b = (f"csi-{pool}-{n}" for n in "ab")
+    driver = f"csi-{pool}.example.com"
+    nodes = [_node(a, pool, "za", "8"), _node(b, pool, "za", "4")]
+    csi_nodes = [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": name},
+            "spec": {"drivers": [{"name": driver, "nodeID": name, "allocatable": {"count": n}}]},
+        }
+        for name, n in ((a, 1), (b, 2))
+    ]
+    upstream_name = f"upstream-{pool}"
+    schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
+    claims, volumes, pods = [], [], []
+    for scheduler, who in schedulers.items():
+        for p in ("two", "more"):
+            names_ = []
+            for k in range(2):
+                name = f"{p}-{who}-{k}"
+                volume = _volume(f"{pool}-{name}", (namespace, name), None, None)
+                del volume["spec"]["hostPath"]
+                volume["spec"]["csi"] = {"driver": driver, "volumeHandle": f"{pool}-{name}"}
+                volumes.append(volume)
+                claims.append(_claim(namespace, name, f"{pool}-{name}"))
+                names_.append(name)
+            pod = _pod(namespace, f"{p}-{who}", scheduler, pool, names_[0], "1")
+            pod["spec"]["volumes"].append(
+                {"name": "more", "persistentVolumeClaim": {"claimName": names_[1]}}
+            )
+            pods.append(pod)
+    control_plane.create(nodes)
+    control_plane.create(csi_nodes)
+    control_plane.create(volumes)
+    control_plane.create(claims)
+    claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
+    deadline = time.monotonic() + 60
+    while not all(
+        (c.get("status") or {}).get("phase") == "Bound"
+        for c in list_objects(control_plane, claims_path)
+        if c["metadata"]["name"].startswith(("two-", "more-"))
+    ):
+        assert time.monotonic() < deadline, "claims never bound"
+        time.sleep(0.5)
+    upstream = start_kube_scheduler(
+        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
+    )
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "csi"
+    )
+    path = f"/api/v1/namespaces/{namespace}/pods"
+
+    def state() -> dict[str, str]:
+        found = {}
+        for pod in list_objects(control_plane, path):
+            condition = pod_scheduled(pod) or {}
+            if (pod.get("spec") or {}).get("nodeName"):
+                found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
+            elif condition.get("status") == "False":
+                found[pod["metadata"]["name"]] = condition["message"]
+        return found
+
+    try:
+        process.wait_ready()
+        control_plane.create([p for p in pods if p["metadata"]["name"].startswith("two-")])
+        deadline = time.monotonic() + 60
+        while not all(f"two-{w}" in state() for w in ("ours", "theirs")):
+            assert time.monotonic() < deadline, f"outcomes: {state()}\n{process.tail()}"
+            time.sleep(0.5)
+        control_plane.create([p for p in pods if p["metadata"]["name"].startswith("more-")])
+        deadline = time.monotonic() + 60
+        while not all(f"more-{w}" in (seen := state()) for w in ("ours", "theirs")):
+            assert time.monotonic() < deadline, f"outcomes: {state()}\n{process.tail()}"
+            time.sleep(0.5)
+        assert seen["two-ours"] == seen["two-theirs"] == f"on {b}", seen
+        assert seen["more-ours"] == seen["more-theirs"]
+        assert "2 node(s) exceed max volume count" in seen["more-ours"]
+    finally:
+        process.kill()
+        upstream.stop()
+        delete_pods(control_plane, pods)
+
+        async def clean(client: Any) -> None:
+            for claim in claims:
+                await client.request("DELETE", f"{claims_path}/{claim['metadata']['name']}")
+            for volume in volumes:
+                name = volume["metadata"]["name"]
+                await client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
+            for name in (a, b):
+                await client.request("DELETE", f"/apis/storage.k8s.io/v1/csinodes/{name}")
+                await client.request("DELETE", f"/api/v1/nodes/{name}")
+
+        control_plane.call(clean)
