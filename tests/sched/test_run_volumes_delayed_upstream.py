@@ -312,3 +312,128 @@ def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, nam
                 await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
 
         control_plane.call(clean)
+
+
+def test_a_stateful_set_with_volume_claim_templates_lands_on_its_volumes(
+    control_plane, namespace, tmp_path
+):
+    """A StatefulSet per scheduler (Parallel pod management, four replicas) whose
+    volumeClaimTemplates use a WaitForFirstConsumer class of local volumes, two per node
+    on two nodes (a third, roomier node has none): every pod of each ends on the node of
+    the volume its claim is bound to, and no volume serves two claims."""
+    pool = secrets.token_hex(3)
+    hosts = [f"sts-{pool}-{n}" for n in "abc"]
+    nodes = [_node(hosts[0], pool, "za", "4"), _node(hosts[1], pool, "za", "4")]
+    nodes.append(_node(hosts[2], pool, "za", "16"))
+    upstream_name = f"upstream-{pool}"
+    schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
+    classes, volumes, sets = [], [], []
+    for scheduler, who in schedulers.items():
+        local = f"sts-{pool}-{who}"
+        classes.append(_class(local, "kubernetes.io/no-provisioner"))
+        for host in hosts[:2]:
+            for k in range(2):
+                volumes.append(_volume(f"{pool}-{who}-{host[-1]}{k}", local, host, "1Gi"))
+        template = _pod(namespace, "x", scheduler, pool, "data")
+        template["spec"]["volumes"] = []
+        template["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+        sets.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"name": f"db-{who}", "namespace": namespace},
+                "spec": {
+                    "replicas": 4,
+                    "podManagementPolicy": "Parallel",
+                    "serviceName": f"db-{who}",
+                    "selector": {"matchLabels": {"app": f"db-{who}"}},
+                    "template": {
+                        "metadata": {"labels": {"app": f"db-{who}"}},
+                        "spec": template["spec"],
+                    },
+                    "volumeClaimTemplates": [
+                        {
+                            "metadata": {"name": "data"},
+                            "spec": {
+                                "accessModes": ["ReadWriteOnce"],
+                                "storageClassName": local,
+                                "resources": {"requests": {"storage": "1Gi"}},
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    control_plane.create(nodes)
+    control_plane.create(classes)
+    control_plane.create(volumes)
+    deadline = time.monotonic() + 60
+    while not all(
+        (v.get("status") or {}).get("phase") == "Available"
+        for v in list_objects(control_plane, "/api/v1/persistentvolumes")
+        if v["metadata"]["name"].startswith(pool)
+    ):
+        assert time.monotonic() < deadline, "volumes never became Available"
+        time.sleep(0.5)
+    upstream = start_kube_scheduler(
+        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
+    )
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "sts"
+    )
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
+    try:
+        process.wait_ready()
+        control_plane.create(sets)
+        deadline = time.monotonic() + 120
+        while True:
+            pods = [
+                p
+                for p in list_objects(control_plane, path)
+                if p["metadata"]["name"].startswith("db-")
+            ]
+            if len(pods) == 8 and all((p.get("spec") or {}).get("nodeName") for p in pods):
+                break
+            assert time.monotonic() < deadline, (
+                [(p["metadata"]["name"], p["spec"].get("nodeName")) for p in pods],
+                process.tail(),
+            )
+            time.sleep(1.0)
+        volume_host = {v["metadata"]["name"]: v["metadata"]["name"] for v in volumes}
+        claims = {
+            c["metadata"]["name"]: c["spec"].get("volumeName", "")
+            for c in list_objects(control_plane, claims_path)
+        }
+        for who in schedulers.values():
+            taken = []
+            for pod in pods:
+                name = pod["metadata"]["name"]
+                if not name.startswith(f"db-{who}-"):
+                    continue
+                volume = claims[f"data-{name}"]
+                assert volume in volume_host, (name, volume)
+                # The volume's name ends with its host's letter and an index.
+                assert pod["spec"]["nodeName"][-1] == volume[-2], (name, volume)
+                taken.append(volume)
+            assert len(taken) == 4 and len(set(taken)) == 4, (who, taken)
+    finally:
+        process.kill()
+        upstream.stop()
+
+        async def clean(client: Any) -> None:
+            for obj in sets:
+                name = obj["metadata"]["name"]
+                await client.request(
+                    "DELETE", f"/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}"
+                )
+            for volume in volumes:
+                name = volume["metadata"]["name"]
+                await client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
+            for obj in classes:
+                name = obj["metadata"]["name"]
+                await client.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{name}")
+            for node in nodes:
+                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
+
+        control_plane.call(clean)
