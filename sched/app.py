@@ -213,7 +213,11 @@ class Scheduler:
         # (sched/informers/storage.py); the cache hands them to the encoder.
         if any(VOLUME_PLUGINS.intersection(profile.core.filters) for profile in config.profiles):
             self.informers.extend(
-                Informer(client, resource, storage_handler(self.cache, resource.plural))
+                Informer(
+                    client,
+                    resource,
+                    storage_handler(self.cache, resource.plural, self.queue.on_event),
+                )
                 for resource in STORAGE_RESOURCES
             )
         self._setup_volume_binding(config)

@@ -17,6 +17,7 @@ import msgspec
 
 from kubesalvo.core import volumes
 from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.framework import ActionType, ClusterEvent, EventResource
 from kubesalvo.sched.informers.models import (
     LabelSelector,
     NodeSelector,
@@ -202,15 +203,46 @@ class StorageSink(Protocol):
     def delete_storage(self, kind: str, obj: Mapping[str, Any]) -> None: ...
 
 
-def storage_handler(sink: StorageSink, kind: str) -> Callable[[Change[Any]], None]:
-    """The informer handler of one storage kind: each new version converted once."""
+# Each kind's cluster event resource, and the labels upstream gives its events.
+_EVENT_RESOURCES = {
+    volumes.CLAIMS: EventResource.PERSISTENT_VOLUME_CLAIM,
+    volumes.VOLUMES: EventResource.PERSISTENT_VOLUME,
+    volumes.CLASSES: EventResource.STORAGE_CLASS,
+    volumes.CSI_NODES: EventResource.CSI_NODE,
+    volumes.CSI_DRIVERS: EventResource.CSI_DRIVER,
+    volumes.CAPACITIES: EventResource.CSI_STORAGE_CAPACITY,
+}
+_ACTIONS = {
+    ADDED: (ActionType.ADD, "Add"),
+    MODIFIED: (ActionType.UPDATE_OTHER, "Update"),
+    DELETED: (ActionType.DELETE, "Delete"),
+}
+EventSink = Callable[[ClusterEvent, Any, Any], Any]
+
+
+def storage_handler(
+    sink: StorageSink, kind: str, on_event: EventSink | None = None
+) -> Callable[[Change[Any]], None]:
+    """The informer handler of one storage kind: each new version converted once, and,
+    with ``on_event``, the cluster event handed on (the queue wakes the pods a volume
+    plugin rejected: a claim created, a volume freed, a class added)."""
+    resource = _EVENT_RESOURCES[kind]
 
     def handle(change: Change[Any]) -> None:
-        if change.obj is None:
+        if change.obj is None or change.type not in _ACTIONS:
             return
-        if change.type in (ADDED, MODIFIED):
-            sink.put_storage(kind, to_api_dict(change.obj))
-        elif change.type == DELETED:
-            sink.delete_storage(kind, to_api_dict(change.obj))
+        obj = to_api_dict(change.obj)
+        if change.type == DELETED:
+            sink.delete_storage(kind, obj)
+        else:
+            sink.put_storage(kind, obj)
+        if on_event is not None:
+            action, word = _ACTIONS[change.type]
+            old = to_api_dict(change.old) if change.old is not None else None
+            event = ClusterEvent(resource, action, f"{resource.value}{word}")
+            if change.type == DELETED:
+                on_event(event, obj, None)
+            else:
+                on_event(event, old, obj)
 
     return handle

@@ -153,3 +153,23 @@ def test_a_csinode_whose_driver_has_null_topology_keys_decodes():
     }
     node = msgspec.to_builtins(msgspec.json.decode(json.dumps(raw), type=CSINode))
     assert node["spec"]["drivers"][0]["allocatable"] == {"count": 1}
+
+
+def test_each_change_is_handed_on_as_a_cluster_event_after_the_state_has_it():
+    cache = SchedulerCache()
+    seen = []
+
+    def on_event(event, old, new):
+        seen.append((event.label, old is not None, new is not None))
+        assert cache.state.storage.claim("ns", "data") is (None if new is None else new)
+
+    handle = storage_handler(cache, volumes.CLAIMS, on_event)
+    claim = msgspec.json.decode(json.dumps(CLAIM), type=PersistentVolumeClaim)
+    handle(Change(ADDED, claim))
+    handle(Change(MODIFIED, claim, claim))
+    handle(Change(DELETED, claim))
+    assert seen == [
+        ("PersistentVolumeClaimAdd", False, True),
+        ("PersistentVolumeClaimUpdate", True, True),
+        ("PersistentVolumeClaimDelete", True, False),
+    ]

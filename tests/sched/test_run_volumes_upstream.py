@@ -391,3 +391,47 @@ def test_csi_volume_limits_keep_a_pod_off_a_node_that_allows_one_volume(
                 await client.request("DELETE", f"/api/v1/nodes/{name}")
 
         control_plane.call(clean)
+
+
+def test_a_pod_waiting_for_its_claim_is_scheduled_once_the_claim_appears(
+    control_plane, namespace, tmp_path
+):
+    """The claim's creation is a cluster event that wakes the pod VolumeRestrictions
+    rejected (kube-scheduler's queue does the same), long before the five minutes after
+    which every parked pod is retried anyway."""
+    pool = secrets.token_hex(3)
+    nodes = [_node(f"late-{pool}", pool, "za", "4")]
+    control_plane.create(nodes)
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "late"
+    )
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
+    volume = _volume(f"{pool}-late", (namespace, "late"), None, None)
+    pod = _pod(namespace, "late", "kubesalvo", pool, "late", "1")
+    try:
+        process.wait_ready()
+        control_plane.create([pod])
+        deadline = time.monotonic() + 30
+        while (pod_scheduled(_get(control_plane, path, "late")) or {}).get("status") != "False":
+            assert time.monotonic() < deadline, process.tail()
+            time.sleep(0.5)
+        control_plane.create([volume, _claim(namespace, "late", f"{pool}-late")])
+        deadline = time.monotonic() + 30
+        while not (_get(control_plane, path, "late").get("spec") or {}).get("nodeName"):
+            assert time.monotonic() < deadline, process.tail()
+            time.sleep(0.5)
+    finally:
+        process.kill()
+        delete_pods(control_plane, [pod])
+
+        async def clean(client: Any) -> None:
+            await client.request("DELETE", f"{claims_path}/late")
+            await client.request("DELETE", f"/api/v1/persistentvolumes/{pool}-late")
+            await client.request("DELETE", f"/api/v1/nodes/late-{pool}")
+
+        control_plane.call(clean)
+
+
+def _get(control_plane: Any, path: str, name: str) -> dict[str, Any]:
+    return next((p for p in list_objects(control_plane, path) if p["metadata"]["name"] == name), {})
