@@ -75,10 +75,6 @@ NOT_YET_DELAYED = (
     "kubesalvo does not bind WaitForFirstConsumer claims yet (VolumeBinding): "
     'persistentvolumeclaim "{}" is unbound'
 )
-NOT_YET_SELECTED = (
-    "kubesalvo does not schedule claims being provisioned for a node yet (VolumeBinding): "
-    'persistentvolumeclaim "{}" has a selected node'
-)
 NOT_YET_EPHEMERAL = (
     'kubesalvo does not schedule generic ephemeral volumes yet (VolumeBinding): volume "{}"'
 )
@@ -165,11 +161,12 @@ def _unsupported(delayed: list[volumes.Object], storage: volumes.StorageObjects)
     name = (delayed[0].get("metadata") or {}).get("name") or ""
     if not storage.bind_delayed:
         return NOT_YET_DELAYED.format(name)
-    for claim in delayed:
-        annotations = (claim.get("metadata") or {}).get("annotations") or {}
-        if volumes.ANN_SELECTED_NODE in annotations:
-            return NOT_YET_SELECTED.format((claim.get("metadata") or {}).get("name") or "")
     return ""
+
+
+def _selected_node(claim: volumes.Object) -> str | None:
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(volumes.ANN_SELECTED_NODE)
 
 
 def unbound_conflicts(
@@ -177,7 +174,32 @@ def unbound_conflicts(
 ) -> np.ndarray | str:
     """The rows where the unbound delayed claims can neither all be matched to distinct
     static volumes (each the smallest that fits, claims by increasing request) nor the
-    rest provisioned; or the error that ends the attempt."""
+    rest provisioned; or the error that ends the attempt. A claim that already names a
+    selected node (a provisioning asked for earlier) admits that node only, and is
+    provisioned there."""
+    selected = [c for c in delayed if _selected_node(c) is not None]
+    matching = [c for c in delayed if _selected_node(c) is None]
+    admitted = volumes.every_row(nodes)
+    if selected:
+        row_names = nodes.node_names()
+        for claim in selected:
+            wanted = _selected_node(claim)
+            admitted &= np.array([name == wanted for name in row_names], dtype=bool)
+            rows = volumes.provisioning_rows(nodes, claim, storage)
+            if isinstance(rows, str):
+                return rows
+            admitted &= rows
+    if not matching:
+        return ~admitted
+    conflicts = _matching_conflicts(nodes, matching, storage)
+    if isinstance(conflicts, str):
+        return conflicts
+    return conflicts | ~admitted
+
+
+def _matching_conflicts(
+    nodes: NodeTable, delayed: list[volumes.Object], storage: volumes.StorageObjects
+) -> np.ndarray | str:
     found = volumes.delayed_claims(nodes, delayed, storage)
     provision = []
     for claim in found.claims:
@@ -210,16 +232,20 @@ def reserve(
     "" to provision it there) for each unbound delayed claim, the volumes assumed in
     ``storage`` so that no later pod takes them."""
     delayed = []
+    out = []
     for _, name in volumes.claim_volumes(pod.spec):
         claim = storage.claim(pod.namespace, name)
         if claim is None or volumes.is_fully_bound(claim):
             continue
-        if not (claim.get("spec") or {}).get("volumeName"):
+        if (claim.get("spec") or {}).get("volumeName"):
+            continue
+        if _selected_node(claim) is not None:
+            out.append((volumes.claim_key(claim), ""))  # provisioned on its node
+        else:
             delayed.append(claim)
     if not delayed:
-        return []
+        return out
     found = volumes.delayed_claims(nodes, delayed, storage)
-    out = []
     for claim, pv in zip(found.claims, found.choose(row), strict=True):
         key = volumes.claim_key(claim)
         if pv is None:

@@ -22,7 +22,7 @@ the node's labels, as kube-scheduler v1.34's plugins do:
 
 Out of the reference's scope (``PodInvalid``), as kubesalvo does not implement them yet
 and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
-claims with a selected node, CSIStorageCapacity, generic ephemeral and inline CSI
+CSIStorageCapacity, generic ephemeral and inline CSI
 volumes, in-tree disks and resource claims (DynamicResources).
 """
 
@@ -265,9 +265,6 @@ class VolumeBinding:
         if not storage.bind_delayed:
             raise PodInvalid("unbound WaitForFirstConsumer claims without a binder")
         for claim in self.delayed:
-            annotations = (claim.get("metadata") or {}).get("annotations") or {}
-            if "volume.kubernetes.io/selected-node" in annotations:
-                raise PodInvalid("claims with a selected node are not modelled")
             storage_class = storage.storage_class(_class_name(claim)) or {}
             driver = storage.objects["csidrivers"].get(storage_class.get("provisioner") or "")
             if driver is not None and (driver.get("spec") or {}).get("storageCapacity"):
@@ -305,6 +302,14 @@ class VolumeBinding:
         chosen: dict[str, str] = {}
         for claim in self.delayed:
             key = claim_key(claim)
+            annotations = (claim.get("metadata") or {}).get("annotations") or {}
+            selected = annotations.get("volume.kubernetes.io/selected-node")
+            if selected is not None:
+                # Being provisioned for a node: that node only, provisioned there.
+                if selected != node.name or not self._provisions(claim, node):
+                    return None
+                chosen[key] = ""
+                continue
             fitting: list[Mapping[str, Any]] = []
             for pv in self.storage.objects["persistentvolumes"].values():
                 name = pv["metadata"]["name"]

@@ -19,7 +19,14 @@ from kubesalvo.core.plugins import registry
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.reference.volumes import VolumeBinding
-from kubesalvo.core.volumes import CLAIMS, CLASSES, CSI_NODES, VOLUMES, StorageObjects
+from kubesalvo.core.volumes import (
+    ANN_SELECTED_NODE,
+    CLAIMS,
+    CLASSES,
+    CSI_NODES,
+    VOLUMES,
+    StorageObjects,
+)
 from tests.helpers.reference import assert_same_outcomes, kernel_choices, state_of
 from tests.helpers.volumes import HOSTNAME, ZONE, claim, claim_volume, csi_node, storage_class
 
@@ -207,6 +214,10 @@ def delayed_scenarios(draw):
                 extra["spec"] = {"selector": {"matchLabels": {"tier": "gold"}}}
             class_name = draw(st.sampled_from(("local", "local", "zoned")))
             size = f"{draw(st.sampled_from((1, 2, 5, 20)))}Gi"
+            if draw(st.integers(0, 4)) == 0:
+                # A provisioning asked for earlier names its node.
+                selected = f"n{draw(st.integers(0, count))}"
+                extra["metadata"] = {"annotations": {ANN_SELECTED_NODE: selected}}
             storage.put(CLAIMS, claim(name, class_name=class_name, size=size, **extra))
             used.append(name)
         spec = {

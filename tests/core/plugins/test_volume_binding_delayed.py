@@ -141,3 +141,20 @@ def test_plan_takes_back_its_placements_and_assumptions():
     assert state.storage.assumed == {} and not state.pods
     again = plan(state, [pod("p1", "d1")])
     assert again.nodes == ["a"]
+
+
+def test_a_claim_with_a_selected_node_admits_that_node_only_and_is_provisioned_there():
+    selected = claim(
+        "d",
+        class_name="csi",
+        metadata={"annotations": {"volume.kubernetes.io/selected-node": "b"}},
+    )
+    classes = [storage_class("csi", provisioner="csi.example.com")]
+    state = cluster(NODES, [selected], classes=classes)
+    result = place_burst(state, [pod("p", "d")])
+    assert result.nodes == ["b"]
+    assert result.volume_bindings[0] == [("ns/d", "")]
+    gone = cluster([node("a"), node("c")], [selected], classes=classes)
+    assert place_burst(gone, [pod("p", "d")]).messages[0] == (
+        f"0/2 nodes are available: 2 {BIND_CONFLICT}."
+    )
