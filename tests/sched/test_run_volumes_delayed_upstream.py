@@ -437,3 +437,78 @@ def test_a_stateful_set_with_volume_claim_templates_lands_on_its_volumes(
                 await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
 
         control_plane.call(clean)
+
+
+def test_a_volume_never_provisioned_times_out_in_prebind_with_upstreams_text(
+    control_plane, namespace, tmp_path
+):
+    """bindTimeoutSeconds 2 and no provisioner at work: both schedulers write the selected
+    node, wait, give up with the same text and leave the pod unbound."""
+    pool = secrets.token_hex(3)
+    host = f"slow-{pool}"
+    nodes = [_node(host, pool, "za", "4")]
+    slow = f"slow-{pool}"
+    classes = [_class(slow, f"example.com/{pool}")]
+    upstream_name = f"upstream-{pool}"
+    schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
+    claims = [_claim(namespace, f"slow-{who}", slow, "1Gi") for who in schedulers.values()]
+    pods = [
+        _pod(namespace, f"slow-{who}", scheduler, pool, f"slow-{who}")
+        for scheduler, who in schedulers.items()
+    ]
+    args = [{"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 2}}]
+    control_plane.create(nodes)
+    control_plane.create(classes)
+    control_plane.create(claims)
+    upstream = start_kube_scheduler(
+        control_plane,
+        extra={"profiles": [{"schedulerName": upstream_name, "pluginConfig": args}]},
+        name=upstream_name,
+    )
+    ours = CONFIG.format(max_burst=100) + (
+        "profiles:\n- schedulerName: kubesalvo\n  pluginConfig:\n"
+        "  - name: VolumeBinding\n    args: {bindTimeoutSeconds: 2}\n"
+    )
+    process = SchedulerProcess(tmp_path, control_plane.kubeconfig, ours, "slow")
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
+    try:
+        process.wait_ready()
+        control_plane.create(pods)
+        deadline = time.monotonic() + 90
+        while True:
+            found = {
+                p["metadata"]["name"]: (pod_scheduled(p) or {}).get("message", "")
+                for p in list_objects(control_plane, path)
+                if p["metadata"]["name"].startswith("slow-")
+            }
+            if all("binding volumes" in found.get(f"slow-{w}", "") for w in ("ours", "theirs")):
+                break
+            assert time.monotonic() < deadline, (found, process.tail())
+            time.sleep(1.0)
+        assert found["slow-ours"] == found["slow-theirs"]
+        assert found["slow-ours"] == (
+            'running PreBind plugin "VolumeBinding": binding volumes: context deadline exceeded'
+        )
+        annotated = {
+            c["metadata"]["name"]: (c["metadata"].get("annotations") or {}).get(SELECTED_NODE)
+            for c in list_objects(control_plane, claims_path)
+        }
+        assert annotated["slow-ours"] == annotated["slow-theirs"] == host
+        assert all(
+            not (p.get("spec") or {}).get("nodeName")
+            for p in list_objects(control_plane, path)
+            if p["metadata"]["name"].startswith("slow-")
+        )
+    finally:
+        process.kill()
+        upstream.stop()
+        delete_pods(control_plane, pods)
+
+        async def clean(client: Any) -> None:
+            for claim in claims:
+                await client.request("DELETE", f"{claims_path}/{claim['metadata']['name']}")
+            await client.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{slow}")
+            await client.request("DELETE", f"/api/v1/nodes/{host}")
+
+        control_plane.call(clean)
