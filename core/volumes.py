@@ -340,34 +340,79 @@ def delayed_claims(nodes: Any, claims: list[Object], storage: StorageObjects) ->
     return DelayedClaims(ordered, candidates, masks)
 
 
-def provisioning_rows(
+def provisioning(
     nodes: Any, claim: Object, storage: StorageObjects
-) -> npt.NDArray[np.bool_] | str:
-    """The rows where the claim's class may provision a volume for it (allowedTopologies),
-    or the error text when that cannot be decided (no class; a driver that asks for
-    storage capacity, which kubesalvo does not check yet)."""
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]] | str:
+    """checkVolumeProvisions for one claim over a NodeTable's rows: (the rows where its
+    class may provision it - a provisioner, allowedTopologies -, the rows with enough
+    storage for it - CSIStorageCapacity, when the provisioner's CSIDriver asks for it);
+    or the error that ends the attempt (no class, a class that does not exist)."""
     name = claim_class(claim)
-    storage_class = storage.storage_class(name)
     if not name:
         return f'no class for claim "{claim_key(claim)}"'
+    storage_class = storage.storage_class(name)
     if storage_class is None:
         return f'failed to find storage class "{name}"'
+    every = every_row(nodes)
     provisioner = storage_class.get("provisioner") or ""
     if provisioner in ("", NOT_SUPPORTED_PROVISIONER):
-        return np.zeros_like(every_row(nodes))
-    driver = storage.objects[CSI_DRIVERS].get(provisioner)
-    if driver is not None and (driver.get("spec") or {}).get("storageCapacity"):
-        return (
-            "kubesalvo does not check CSIStorageCapacity yet (VolumeBinding): "
-            f'CSI driver "{provisioner}" asks for it'
-        )
+        return np.zeros_like(every), every
+    allowed = every
     terms = storage_class.get("allowedTopologies") or ()
-    if not terms:
-        return every_row(nodes)
-    rows = np.zeros_like(every_row(nodes))
-    for term in terms:
-        match = every_row(nodes)
-        for requirement in term.get("matchLabelExpressions") or ():
-            match &= nodes.label_in(requirement.get("key") or "", requirement.get("values") or ())
-        rows |= match
+    if terms:
+        allowed = np.zeros_like(every)
+        for term in terms:
+            match = every_row(nodes)
+            for requirement in term.get("matchLabelExpressions") or ():
+                match &= nodes.label_in(
+                    requirement.get("key") or "", requirement.get("values") or ()
+                )
+            allowed |= match
+    return allowed, _enough_capacity(nodes, claim, name, provisioner, storage)
+
+
+def _enough_capacity(
+    nodes: Any, claim: Object, class_name: str, provisioner: str, storage: StorageObjects
+) -> npt.NDArray[np.bool_]:
+    """hasEnoughCapacity per row: a CSIStorageCapacity of the class whose node topology
+    selects the node and whose maximumVolumeSize (else capacity) holds the request."""
+    every = every_row(nodes)
+    requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    if "storage" not in requests:
+        return every
+    driver = storage.objects[CSI_DRIVERS].get(provisioner)
+    if driver is None or not (driver.get("spec") or {}).get("storageCapacity"):
+        return every
+    size = storage_bytes(requests)
+    enough = np.zeros_like(every)
+    for capacity in storage.objects[CAPACITIES].values():
+        if capacity.get("storageClassName") != class_name:
+            continue
+        limit = capacity.get("maximumVolumeSize") or capacity.get("capacity")
+        if limit is None or storage_bytes({"storage": limit}) < size:
+            continue
+        enough |= selector_rows(nodes, capacity.get("nodeTopology"))
+    return enough
+
+
+def selector_rows(nodes: Any, raw: Mapping[str, Any] | None) -> npt.NDArray[np.bool_]:
+    """The rows whose labels a LabelSelector selects (none for a missing or invalid one)."""
+    every = every_row(nodes)
+    if raw is None:
+        return np.zeros_like(every)
+    selector, error = parse_selector(raw)
+    if error is not None or selector is None:
+        return np.zeros_like(every)
+    rows = every
+    for key, op, values in selector:
+        if op == "In":
+            rows = rows & nodes.label_in(key, values)
+        elif op == "NotIn":
+            rows = rows & ~nodes.label_in(key, values)
+        elif op == "Exists":
+            rows = rows & nodes.has_label(key)
+        elif op == "DoesNotExist":
+            rows = rows & ~nodes.has_label(key)
+        else:
+            return np.zeros_like(every)
     return rows

@@ -11,15 +11,25 @@ What kubesalvo implements (kube-scheduler v1.34's texts and codes):
   that does not exist fails every node (``node(s) unavailable due to one or more pvc(s) bound to
   non-existent pv(s)``).
 
-Not yet implemented, and never silently: a claim of a WaitForFirstConsumer class that is
-still unbound (static PV matching, provisioning, Reserve, PreBind) and generic ephemeral
-volumes fail the pod's attempt with an error saying so, so such a pod stays pending
-instead of being bound where its volume cannot follow. Its Score needs the
-StorageCapacityScoring feature (off in v1.34), so it always adds 0.
+* Filter, for unbound claims of a WaitForFirstConsumer class (when the caller binds what
+  Reserve chooses, ``StorageObjects.bind_delayed``; else the attempt fails with an error
+  saying so): per node, claims by increasing request each take the smallest free static
+  volume that fits them (class, size, volume and access modes, selector, node affinity);
+  the rest must be provisionable there (a provisioner, allowedTopologies:
+  ``node(s) didn't find available persistent volumes to bind``; CSIStorageCapacity when
+  the CSIDriver asks for it: ``node(s) did not have enough free storage``); a claim that
+  names a selected node admits that node only;
+* Reserve (:func:`reserve`, run by core/volume_burst.py for each placed pod): the chosen
+  volumes are assumed so that no later pod takes them; PreBind and Unreserve are the
+  runtime's (sched/volume_prebind.py).
+
+Not yet implemented, and never silently: generic ephemeral volumes fail the pod's
+attempt with an error saying so. Its Score needs the StorageCapacityScoring feature (off
+in v1.34), so it always adds 0.
 
 The filter is a class filter (``core/plugins/framework.py``): :func:`filter_class` runs
 once per class of pods and burst, for classes with volumes only, and answers with node
-masks built from the bound volumes' node affinity.
+masks.
 """
 
 from __future__ import annotations
@@ -148,12 +158,16 @@ def filter_class(
     unsupported = _unsupported(delayed, storage)
     if unsupported:
         return ClassFilterResult(error=unsupported)
-    no_match = unbound_conflicts(nodes, delayed, storage)
-    if isinstance(no_match, str):
-        return ClassFilterResult(error=no_match)
+    codes = unbound_codes(nodes, delayed, storage)
+    if isinstance(codes, str):
+        return ClassFilterResult(error=codes)
     # A row failing a bound claim counts under that reason (one reason per row here;
     # upstream would list both on a row failing both).
-    return ClassFilterResult(failing=(*failing, (ERR_REASON_BIND_CONFLICT, no_match)))
+    unbound = (
+        (ERR_REASON_BIND_CONFLICT, codes == _BIND),
+        (ERR_REASON_NOT_ENOUGH_SPACE, codes == _SPACE),
+    )
+    return ClassFilterResult(failing=(*failing, *unbound))
 
 
 def _unsupported(delayed: list[volumes.Object], storage: volumes.StorageObjects) -> str:
@@ -169,60 +183,75 @@ def _selected_node(claim: volumes.Object) -> str | None:
     return annotations.get(volumes.ANN_SELECTED_NODE)
 
 
-def unbound_conflicts(
+# Per row, how the unbound delayed claims fare (upstream reports one of the two reasons).
+_OK, _BIND, _SPACE = 0, 1, 2
+
+
+def unbound_codes(
     nodes: NodeTable, delayed: list[volumes.Object], storage: volumes.StorageObjects
 ) -> np.ndarray | str:
-    """The rows where the unbound delayed claims can neither all be matched to distinct
-    static volumes (each the smallest that fits, claims by increasing request) nor the
-    rest provisioned; or the error that ends the attempt. A claim that already names a
-    selected node (a provisioning asked for earlier) admits that node only, and is
-    provisioned there."""
+    """Per row: 0 when the unbound delayed claims can all be matched to distinct static
+    volumes (each the smallest that fits, claims by increasing request) or provisioned,
+    1 (no volume to bind) or 2 (not enough free storage) as the first claim to provision
+    that fails there says; or the error that ends the attempt. A claim that already
+    names a selected node (a provisioning asked for earlier) admits that node only, and
+    is provisioned there, before the others."""
     selected = [c for c in delayed if _selected_node(c) is not None]
     matching = [c for c in delayed if _selected_node(c) is None]
-    admitted = volumes.every_row(nodes)
+    codes = np.zeros(len(volumes.every_row(nodes)), dtype=np.int8)
+    to_provision = []
     if selected:
         row_names = nodes.node_names()
         for claim in selected:
             wanted = _selected_node(claim)
-            admitted &= np.array([name == wanted for name in row_names], dtype=bool)
-            rows = volumes.provisioning_rows(nodes, claim, storage)
-            if isinstance(rows, str):
-                return rows
-            admitted &= rows
-    if not matching:
-        return ~admitted
-    conflicts = _matching_conflicts(nodes, matching, storage)
-    if isinstance(conflicts, str):
-        return conflicts
-    return conflicts | ~admitted
+            elsewhere = ~np.array([name == wanted for name in row_names], dtype=bool)
+            codes[elsewhere & (codes == _OK)] = _BIND
+            code = _provision_code(nodes, claim, storage)
+            if isinstance(code, str):
+                return code
+            to_provision.append(code)
+    first = _first_failing(to_provision, len(codes))
+    if matching:
+        found = volumes.delayed_claims(nodes, matching, storage)
+        claim_codes = []
+        for claim in found.claims:
+            code = _provision_code(nodes, claim, storage)
+            if isinstance(code, str):
+                return code
+            claim_codes.append(code)
+        reached = np.zeros(len(codes), dtype=bool)
+        for masks in found.masks:
+            for mask in masks:
+                reached |= mask
+        if len(found.claims) == 1:
+            unmatched = _first_failing(claim_codes, len(codes))
+            unmatched[reached] = _OK  # a volume on the row takes the claim
+        else:
+            unmatched = _first_failing(claim_codes, len(codes))
+            for row in np.flatnonzero(reached).tolist():
+                left = [i for i, pv in enumerate(found.choose(row)) if pv is None]
+                unmatched[row] = next(
+                    (claim_codes[i][row] for i in left if claim_codes[i][row]), _OK
+                )
+        first = np.where(first == _OK, unmatched, first)
+    return np.where(codes == _OK, first, codes)
 
 
-def _matching_conflicts(
-    nodes: NodeTable, delayed: list[volumes.Object], storage: volumes.StorageObjects
+def _provision_code(
+    nodes: NodeTable, claim: volumes.Object, storage: volumes.StorageObjects
 ) -> np.ndarray | str:
-    found = volumes.delayed_claims(nodes, delayed, storage)
-    provision = []
-    for claim in found.claims:
-        rows = volumes.provisioning_rows(nodes, claim, storage)
-        if isinstance(rows, str):
-            return rows
-        provision.append(rows)
-    if len(found.claims) == 1:
-        matched = np.zeros_like(provision[0])
-        for mask in found.masks[0]:
-            matched |= mask
-        return ~(matched | provision[0])
-    # Several claims: rows no candidate reaches need every claim provisioned; the others
-    # are matched claim by claim on the row, as upstream's findMatchingVolumes does.
-    reached = np.zeros_like(provision[0])
-    for masks in found.masks:
-        for mask in masks:
-            reached |= mask
-    ok = np.logical_and.reduce(provision) & ~reached
-    for row in np.flatnonzero(reached).tolist():
-        chosen = found.choose(row)
-        ok[row] = all(pv is not None or provision[i][row] for i, pv in enumerate(chosen))
-    return ~ok
+    found = volumes.provisioning(nodes, claim, storage)
+    if isinstance(found, str):
+        return found
+    allowed, enough = found
+    return np.where(~allowed, _BIND, np.where(~enough, _SPACE, _OK)).astype(np.int8)
+
+
+def _first_failing(codes: list[np.ndarray], rows: int) -> np.ndarray:
+    out = np.zeros(rows, dtype=np.int8)
+    for code in codes:
+        out = np.where(out == _OK, code, out)
+    return out
 
 
 def reserve(

@@ -22,7 +22,7 @@ the node's labels, as kube-scheduler v1.34's plugins do:
 
 Out of the reference's scope (``PodInvalid``), as kubesalvo does not implement them yet
 and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
-CSIStorageCapacity, generic ephemeral and inline CSI
+generic ephemeral and inline CSI
 volumes, in-tree disks and resource claims (DynamicResources).
 """
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubesalvo.core.label_selectors import parse_selector, selector_matches
 from kubesalvo.core.plugins import names
 from kubesalvo.core.reference.framework import (
     Pod,
@@ -264,11 +265,6 @@ class VolumeBinding:
     def _check_delayed(self, storage: StorageObjects) -> None:
         if not storage.bind_delayed:
             raise PodInvalid("unbound WaitForFirstConsumer claims without a binder")
-        for claim in self.delayed:
-            storage_class = storage.storage_class(_class_name(claim)) or {}
-            driver = storage.objects["csidrivers"].get(storage_class.get("provisioner") or "")
-            if driver is not None and (driver.get("spec") or {}).get("storageCapacity"):
-                raise PodInvalid("CSIStorageCapacity is not modelled by the reference")
         self.delayed.sort(key=lambda c: _request(c))
 
     @staticmethod
@@ -288,27 +284,40 @@ class VolumeBinding:
                 term.matches(labels_only) for term in node_selector_terms(required)
             ):
                 return Status.unresolvable("node(s) didn't match PersistentVolume's node affinity")
-        if self.delayed and self.delayed_choice(node) is None:
-            return Status.unresolvable("node(s) didn't find available persistent volumes to bind")
+        if self.delayed:
+            _, reason = self.delayed_outcome(node)
+            if reason:
+                return Status.unresolvable(reason)
         return None
 
     def delayed_choice(self, node: NodeInfo) -> dict[str, str] | None:
-        """findMatchingVolumes then checkVolumeProvisions on one node: each claim, by
-        increasing request, takes the smallest free volume that fits it and the node (one
-        prebound to it first), else its class must be able to provision there. Claim
-        "ns/name" -> the volume, or "" to provision; None when the node does not do."""
+        """Claim "ns/name" -> the volume chosen on ``node``, or "" to provision it there;
+        None when the node does not do."""
+        chosen, reason = self.delayed_outcome(node)
+        return None if reason else chosen
+
+    def delayed_outcome(self, node: NodeInfo) -> tuple[dict[str, str], str]:
+        """FindPodVolumes for the unbound delayed claims on one node: a claim that names a
+        selected node fails every other node; the others, by increasing request, each take
+        the smallest free volume that fits them and the node (one prebound to the claim
+        first); then the claims to provision (the selected ones, then those left), in
+        order, until one cannot be (no provisioner or topology: no volume to bind; too
+        little CSIStorageCapacity: not enough storage). The choice, and the reason ("")."""
+        bind = "node(s) didn't find available persistent volumes to bind"
         labels_only = {"metadata": {"labels": node.labels}}
         taken: set[str] = set()
         chosen: dict[str, str] = {}
+        to_provision: list[Mapping[str, Any]] = []
         for claim in self.delayed:
-            key = claim_key(claim)
             annotations = (claim.get("metadata") or {}).get("annotations") or {}
             selected = annotations.get("volume.kubernetes.io/selected-node")
             if selected is not None:
-                # Being provisioned for a node: that node only, provisioned there.
-                if selected != node.name or not self._provisions(claim, node):
-                    return None
-                chosen[key] = ""
+                if selected != node.name:
+                    return {}, bind
+                to_provision.append(claim)
+        for claim in self.delayed:
+            annotations = (claim.get("metadata") or {}).get("annotations") or {}
+            if "volume.kubernetes.io/selected-node" in annotations:
                 continue
             fitting: list[Mapping[str, Any]] = []
             for pv in self.storage.objects["persistentvolumes"].values():
@@ -332,25 +341,46 @@ class VolumeBinding:
             if fitting:
                 best = min(fitting, key=lambda pv: (_capacity(pv), pv["metadata"]["name"]))
                 taken.add(best["metadata"]["name"])
-                chosen[key] = best["metadata"]["name"]
-                continue
-            if not self._provisions(claim, node):
-                return None
-            chosen[key] = ""
-        return chosen
+                chosen[claim_key(claim)] = best["metadata"]["name"]
+            else:
+                to_provision.append(claim)
+        for claim in to_provision:
+            reason = self._provision_reason(claim, node)
+            if reason:
+                return {}, reason
+            chosen[claim_key(claim)] = ""
+        return chosen, ""
 
-    def _provisions(self, claim: Mapping[str, Any], node: NodeInfo) -> bool:
-        storage_class = self.storage.storage_class(_class_name(claim)) or {}
-        if (storage_class.get("provisioner") or "") in ("", "kubernetes.io/no-provisioner"):
-            return False
+    def _provision_reason(self, claim: Mapping[str, Any], node: NodeInfo) -> str:
+        class_name = _class_name(claim)
+        storage_class = self.storage.storage_class(class_name) or {}
+        provisioner = storage_class.get("provisioner") or ""
+        if provisioner in ("", "kubernetes.io/no-provisioner"):
+            return "node(s) didn't find available persistent volumes to bind"
         terms = storage_class.get("allowedTopologies") or ()
-        return not terms or any(
+        if terms and not any(
             all(
                 node.labels.get(r.get("key") or "") in (r.get("values") or ())
                 for r in term.get("matchLabelExpressions") or ()
             )
             for term in terms
-        )
+        ):
+            return "node(s) didn't find available persistent volumes to bind"
+        requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+        driver = self.storage.objects["csidrivers"].get(provisioner)
+        if "storage" not in requests or not (driver or {}).get("spec", {}).get("storageCapacity"):
+            return ""
+        size = storage_bytes(requests)
+        for capacity in self.storage.objects["csistoragecapacities"].values():
+            limit = capacity.get("maximumVolumeSize") or capacity.get("capacity")
+            if capacity.get("storageClassName") != class_name or limit is None:
+                continue
+            if storage_bytes({"storage": limit}) < size:
+                continue
+            selector, error = parse_selector(capacity.get("nodeTopology"))
+            if error is None and selector is not None and selector_matches(selector, node.labels):
+                return ""
+        return "node(s) did not have enough free storage"
 
 
 class VolumeZone:

@@ -21,8 +21,10 @@ from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.reference.volumes import VolumeBinding
 from kubesalvo.core.volumes import (
     ANN_SELECTED_NODE,
+    CAPACITIES,
     CLAIMS,
     CLASSES,
+    CSI_DRIVERS,
     CSI_NODES,
     VOLUMES,
     StorageObjects,
@@ -187,10 +189,23 @@ def delayed_scenarios(draw):
     storage.bind_delayed = True
     storage.put(CLASSES, storage_class("local"))
     zoned = storage_class("zoned", provisioner="csi.example.com")
-    zoned["allowedTopologies"] = [
-        {"matchLabelExpressions": [{"key": ZONE, "values": [draw(st.sampled_from(ZONES))]}]}
-    ]
+    if draw(st.booleans()):
+        zoned["allowedTopologies"] = [
+            {"matchLabelExpressions": [{"key": ZONE, "values": [draw(st.sampled_from(ZONES))]}]}
+        ]
     storage.put(CLASSES, zoned)
+    if draw(st.booleans()):
+        # The driver asks for storage capacity: some zones have room for some sizes.
+        driver = {"metadata": {"name": "csi.example.com"}, "spec": {"storageCapacity": True}}
+        storage.put(CSI_DRIVERS, driver)
+        for z in draw(st.lists(st.sampled_from(ZONES), unique=True)):
+            room = {
+                "metadata": {"name": f"cap-{z}", "namespace": "kube-system"},
+                "storageClassName": "zoned",
+                "nodeTopology": {"matchLabels": {ZONE: z}},
+                "capacity": f"{draw(st.sampled_from((1, 4, 50)))}Gi",
+            }
+            storage.put(CAPACITIES, room)
     for v in range(draw(st.integers(0, 6))):
         spec = {
             "capacity": {"storage": f"{draw(st.sampled_from((1, 2, 5, 10)))}Gi"},

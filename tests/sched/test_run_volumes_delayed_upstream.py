@@ -512,3 +512,95 @@ def test_a_volume_never_provisioned_times_out_in_prebind_with_upstreams_text(
             await client.request("DELETE", f"/api/v1/nodes/{host}")
 
         control_plane.call(clean)
+
+
+def test_storage_capacity_too_small_on_some_nodes_keeps_provisioning_off_them(
+    control_plane, namespace, tmp_path
+):
+    """A CSI driver that asks for storage capacity, CSIStorageCapacity objects (written by
+    the test, as the driver would) with room for the claim in zone zb only, the roomiest
+    node in za: both schedulers select the zb node; a claim too big for every zone stays
+    pending with the same text from both."""
+    pool = secrets.token_hex(3)
+    a, b = f"cap-{pool}-a", f"cap-{pool}-b"
+    nodes = [_node(a, pool, "za", "16"), _node(b, pool, "zb", "4")]
+    provisioner = f"cap-{pool}.example.com"
+    fast = f"cap-{pool}"
+    classes = [_class(fast, provisioner)]
+    driver = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIDriver",
+        "metadata": {"name": provisioner},
+        "spec": {"storageCapacity": True, "attachRequired": False},
+    }
+    capacities = [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIStorageCapacity",
+            "metadata": {"name": f"{pool}-{zone}", "namespace": namespace},
+            "storageClassName": fast,
+            "nodeTopology": {"matchLabels": {ZONE: zone}},
+            "capacity": size,
+        }
+        for zone, size in (("za", "1Gi"), ("zb", "10Gi"))
+    ]
+    upstream_name = f"upstream-{pool}"
+    schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
+    claims, pods = [], []
+    for scheduler, who in schedulers.items():
+        for case, size in (("fits", "5Gi"), ("too-big", "50Gi")):
+            claims.append(_claim(namespace, f"{case}-{who}", fast, size))
+            pods.append(_pod(namespace, f"{case}-{who}", scheduler, pool, f"{case}-{who}"))
+    control_plane.create(nodes)
+    control_plane.create([*classes, driver, *capacities])
+    control_plane.create(claims)
+    upstream = start_kube_scheduler(
+        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
+    )
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "cap"
+    )
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
+    try:
+        process.wait_ready()
+        control_plane.create(pods)
+        deadline = time.monotonic() + 90
+        while True:
+            annotated = {
+                c["metadata"]["name"]: (c["metadata"].get("annotations") or {}).get(SELECTED_NODE)
+                for c in list_objects(control_plane, claims_path)
+            }
+            found = {
+                p["metadata"]["name"]: (pod_scheduled(p) or {}).get("message", "")
+                for p in list_objects(control_plane, path)
+            }
+            if all(annotated.get(f"fits-{w}") for w in ("ours", "theirs")) and all(
+                found.get(f"too-big-{w}") for w in ("ours", "theirs")
+            ):
+                break
+            assert time.monotonic() < deadline, (annotated, found, process.tail())
+            time.sleep(1.0)
+        assert annotated["fits-ours"] == annotated["fits-theirs"] == b
+        assert found["too-big-ours"] == found["too-big-theirs"]
+        assert "2 node(s) did not have enough free storage" in found["too-big-ours"]
+    finally:
+        process.kill()
+        upstream.stop()
+        delete_pods(control_plane, pods)
+
+        async def clean(client: Any) -> None:
+            for claim in claims:
+                await client.request("DELETE", f"{claims_path}/{claim['metadata']['name']}")
+            storage = "/apis/storage.k8s.io/v1"
+            for obj in capacities:
+                name = obj["metadata"]["name"]
+                await client.request(
+                    "DELETE", f"{storage}/namespaces/{namespace}/csistoragecapacities/{name}"
+                )
+            await client.request("DELETE", f"{storage}/csidrivers/{provisioner}")
+            await client.request("DELETE", f"{storage}/storageclasses/{fast}")
+            for node in nodes:
+                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
+
+        control_plane.call(clean)

@@ -5,7 +5,7 @@ get one volume (Reserve assumes each pod's volumes before the next pod is filter
 
 from kubesalvo.core.place import place_burst, plan
 from kubesalvo.core.state import ClusterState
-from kubesalvo.core.volumes import CLAIMS, CLASSES, CSI_DRIVERS, VOLUMES
+from kubesalvo.core.volumes import CAPACITIES, CLAIMS, CLASSES, CSI_DRIVERS, VOLUMES
 from tests.helpers.volumes import ZONE, claim, claim_volume, local_volume, storage_class
 
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -121,16 +121,40 @@ def test_a_provisioner_class_provisions_where_its_topology_allows():
     assert result.volume_bindings[0] == [("ns/d", "")]  # to provision on b
 
 
-def test_a_driver_asking_for_storage_capacity_keeps_the_pod_pending_with_an_error():
+def capacity(name, class_name, zone, size, maximum=None):
+    obj = {
+        "metadata": {"name": name, "namespace": "kube-system"},
+        "storageClassName": class_name,
+        "nodeTopology": {"matchLabels": {ZONE: zone}},
+        "capacity": size,
+    }
+    if maximum:
+        obj["maximumVolumeSize"] = maximum
+    return obj
+
+
+def test_a_driver_asking_for_storage_capacity_provisions_only_where_there_is_room():
     driver = {"metadata": {"name": "csi.example.com"}, "spec": {"storageCapacity": True}}
+    nodes = [node("a", cpu="16", zone="za"), node("b", zone="zb"), node("c", zone="zc")]
     state = cluster(
-        NODES,
-        [claim("d", class_name="csi")],
+        nodes,
+        [claim("d", class_name="csi", size="5Gi")],
         classes=[storage_class("csi", provisioner="csi.example.com")],
         drivers=[driver],
     )
+    for obj in (
+        capacity("za", "csi", "za", "100Gi", maximum="1Gi"),  # no volume above 1Gi there
+        capacity("zb", "csi", "zb", "10Gi"),
+        capacity("other", "other", "zc", "100Gi"),  # another class's
+    ):
+        state.storage.put(CAPACITIES, obj)
     result = place_burst(state, [pod("p", "d")])
-    assert result.nodes == [None] and "CSIStorageCapacity" in result.errors[0]
+    assert result.nodes == ["b"] and result.volume_bindings[0] == [("ns/d", "")]
+    state.storage.put(CAPACITIES, capacity("zb", "csi", "zb", "1Gi"))
+    full = place_burst(state, [pod("q", "d")])
+    assert full.messages[0] == (
+        "0/3 nodes are available: 3 node(s) did not have enough free storage."
+    )
 
 
 def test_plan_takes_back_its_placements_and_assumptions():
