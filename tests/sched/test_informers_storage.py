@@ -47,11 +47,10 @@ CLAIM = {
 def test_a_claim_keeps_what_the_filters_read_and_an_empty_class_name_stays_empty():
     claim = msgspec.json.decode(json.dumps(CLAIM), type=PersistentVolumeClaim)
     seen = []
-    storage_handler(type("Sink", (), {"put_storage": lambda _, *a: seen.append(a)})(), "x")(
-        Change(ADDED, claim)
-    )
+    sink = type("Sink", (), {"put_storage": lambda _, *a: seen.append(a)})()
+    storage_handler(sink, volumes.CLAIMS)(Change(ADDED, claim))
     ((kind, obj),) = seen
-    assert kind == "x"
+    assert kind == volumes.CLAIMS
     assert obj["spec"]["storageClassName"] == ""  # no class, not "the default class"
     assert obj["spec"]["volumeName"] == "pv-1" and obj["status"] == {"phase": "Bound"}
     assert "managedFields" not in obj["metadata"] and volumes.is_fully_bound(obj)

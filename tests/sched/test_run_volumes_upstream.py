@@ -299,21 +299,28 @@ def test_csi_volume_limits_keep_a_pod_off_a_node_that_allows_one_volume(
     the CSINodes, as a kubelet would)."""
     pool = secrets.token_hex(3)
     a, b = (f"csi-{pool}-{n}" for n in "ab")
-    driver = f"csi-{pool}.example.com"
     nodes = [_node(a, pool, "za", "8"), _node(b, pool, "za", "4")]
+    upstream_name = f"upstream-{pool}"
+    schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
+    # A driver per scheduler, so that neither's volumes count against the other's.
+    drivers = {who: f"csi-{pool}-{who}.example.com" for who in schedulers.values()}
     csi_nodes = [
         {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "CSINode",
             "metadata": {"name": name},
-            "spec": {"drivers": [{"name": driver, "nodeID": name, "allocatable": {"count": n}}]},
+            "spec": {
+                "drivers": [
+                    {"name": driver, "nodeID": name, "allocatable": {"count": n}}
+                    for driver in drivers.values()
+                ]
+            },
         }
         for name, n in ((a, 1), (b, 2))
     ]
-    upstream_name = f"upstream-{pool}"
-    schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
     claims, volumes, pods = [], [], []
     for scheduler, who in schedulers.items():
+        driver = drivers[who]
         for p in ("two", "more"):
             names_ = []
             for k in range(2):
