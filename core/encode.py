@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.core import _codes
+from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.label_selectors import (
     Selector,
     parse_selector,
@@ -38,6 +39,7 @@ from kubesalvo.core.label_selectors import (
     spread_constraint_error,
 )
 from kubesalvo.core.plugins import (
+    dynamic_resources,
     framework,
     inter_pod_affinity,
     names,
@@ -85,7 +87,12 @@ _INT = re.compile(r"^[+-]?[0-9]+$")
 _ENCODE = msgspec.json.Encoder(order="deterministic")
 _NONE_KEY = _ENCODE.encode(None)
 _EMPTY_LIST_KEY = _ENCODE.encode([])
-_PREFILTERS = (names.NODE_AFFINITY, names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
+_PREFILTERS = (
+    names.NODE_AFFINITY,
+    names.POD_TOPOLOGY_SPREAD,
+    names.INTER_POD_AFFINITY,
+    names.DYNAMIC_RESOURCES,
+)
 # The sub-signature each static table is deduplicated by.
 _SUB_KEYS = {
     "static": operator.attrgetter("static_key"),
@@ -178,9 +185,14 @@ class Encoder:
     (``state.version``), so consecutive chunks and bursts reuse them.
     """
 
-    def __init__(self, state: ClusterState, profile: Profile) -> None:
+    def __init__(
+        self, state: ClusterState, profile: Profile, devices: PodDevices | None = None
+    ) -> None:
         self.state = state
         self.profile = profile
+        # DynamicResources' state for the one pod with resource claims being placed
+        # (core/dra/pod.py); None: a pod with claims is rejected (NOT_ALLOCATED).
+        self.devices = devices
         self.weights = profile.score_weights
         self.filters = set(profile.filters)
         self._version = -1
@@ -392,11 +404,17 @@ class Encoder:
             info.image_key = info.key  # so may a static score (the fixed row)
         if info.error:  # a quantity no int64 holds (_class_info)
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
+        if self.devices is not None and spec.get("resourceClaims"):
+            info.static_key = info.key + b"/devices"  # the one pod's own Filter answer
         pod_affinity = info.affinity
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
         if self._prefilters and (
-            required is not None or spread_invalid or pod_affinity is not None or info.class_filters
+            required is not None
+            or spread_invalid
+            or pod_affinity is not None
+            or info.class_filters
+            or spec.get("resourceClaims")
         ):
             self._prefilter(info, required)
         if (spread_invalid or info.affinity_error is not None) and not (
@@ -428,7 +446,8 @@ class Encoder:
     def _prefilter(self, info: ClassInfo, required: Mapping[str, Any] | None) -> None:
         """What ends the class's attempt before any node is tried, the first filter's
         PreFilter in the profile's order deciding (as the reference's PreFilter run):
-        NodeAffinity's name conflict or InterPodAffinity's invalid selector (a rejection,
+        NodeAffinity's name conflict, InterPodAffinity's invalid selector or
+        DynamicResources' claims, which kubesalvo does not allocate (a rejection,
         ``prefilter_message``), or PodTopologySpread's invalid selector in a
         DoNotSchedule constraint (an error, ``error``). Every row is then narrowed (see
         ``_static_reason``), so the kernel places none of the class's pods."""
@@ -454,6 +473,18 @@ class Encoder:
                     info.prefilter_plugin = name
                 elif answer.error:
                     info.error = answer.error
+            elif name == names.DYNAMIC_RESOURCES and info.spec.get("resourceClaims"):
+                devices = self.devices
+                if devices is None:
+                    # Binding the pod without allocating its claims would put it on a
+                    # node whose devices it cannot use: it waits instead.
+                    info.prefilter_message = dynamic_resources.NOT_ALLOCATED
+                    info.prefilter_plugin = name
+                elif devices.rejection:
+                    info.prefilter_message = devices.rejection
+                    info.prefilter_plugin = name
+                elif devices.error:
+                    info.error = devices.error
             if info.prefilter_message or info.error:
                 # All its rows are narrowed whatever the nodes: one static row serves all.
                 info.static_key = b"prefilter"
@@ -622,9 +653,19 @@ class Encoder:
                 static_filter, args, code = self.extensions[name]
                 reject(~static_filter(args, self, info), code)
             elif name in info.class_filters:
-                codes = self.class_filters[name][3]
+                reason_codes = self.class_filters[name][3]
                 for reason, failing in info.class_filters[name].failing:
-                    reject(failing, codes[reason])
+                    reject(failing, reason_codes[reason])
+            elif name == names.DYNAMIC_RESOURCES and self.devices is not None:
+                if spec.get("resourceClaims"):
+                    codes = self.devices.filter_rows(state.names, todo, self._row_labels)
+                    if self.devices.error:  # a Filter error ends the attempt
+                        info.error = self.devices.error
+                        out[todo] = R_NARROWED
+                        return out
+                    reject(codes == _codes.DRA_ALLOCATE, _codes.DRA_ALLOCATE)
+                    reject(codes == _codes.DRA_UNAVAILABLE, _codes.DRA_UNAVAILABLE)
+                    reject(codes == _codes.DRA_TIMEOUT, _codes.DRA_TIMEOUT)
             elif name == names.NODE_AFFINITY:
                 added = self.profile.node_affinity.added_affinity
                 added_required = (added or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -703,6 +744,18 @@ class Encoder:
             if row is not None:
                 keep[row] = True
         return keep
+
+    def _row_labels(self, row: int) -> dict[str, str]:
+        """One row's labels (DynamicResources' node selectors, for few rows)."""
+        state = self.state
+        labels: dict[str, str] = {}
+        for key, column in state.label_columns.items():
+            vid = int(column[row])
+            if vid >= 0:
+                value = state.label_values[key][vid]
+                if value is not None:
+                    labels[key] = value
+        return labels
 
     # ---------------------------------------------------------- node selectors
     def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:

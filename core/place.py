@@ -4,7 +4,8 @@
 together, at the position of its first member), every node considered, and assumes the
 placements in ``state``; ``plan`` does the same without touching ``state`` (simulate,
 explain, what-if). Inputs are validated and converted once here; the kernel then runs
-over the whole burst without the GIL.
+over the whole burst without the GIL. Ties between equally scored nodes are drawn from
+``ties`` (core/ties.py), a stream started afresh from DEFAULT_SEED when none is given.
 
 A burst is cut into chunks of at most a few thousand distinct classes so that the
 per-class static tables (classes x nodes) stay within a fixed memory budget; the kernel
@@ -16,6 +17,7 @@ core/results.py turns the kernel's outputs into outcomes.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import time
@@ -30,6 +32,7 @@ import numpy.typing as npt
 from kubesalvo.core import _typedefs, gang, volume_burst, volumes
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
+from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.encode import Encoder, PortTable, StaticTables, is_scalar_column
 from kubesalvo.core.operands import (
     ClassColumns,
@@ -44,6 +47,7 @@ from kubesalvo.core.reasons import ReasonTable
 from kubesalvo.core.results import PlacementResult, Results
 from kubesalvo.core.spread import ChunkLayout, SpreadEncoder
 from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
+from kubesalvo.core.ties import TieBreak
 
 __all__ = ["PlacementResult", "place_burst", "plan"]
 
@@ -62,10 +66,19 @@ def plan(
     *,
     workloads: Sequence[Mapping[str, Any]] = (),
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
+    devices: PodDevices | None = None,
+    ties: TieBreak | None = None,
 ) -> PlacementResult:
     """Place ``pods`` as ``place_burst`` would, without changing ``state``."""
     return place_burst(
-        state, pods, profile, commit=False, workloads=workloads, gang_needed=gang_needed
+        state,
+        pods,
+        profile,
+        commit=False,
+        workloads=workloads,
+        gang_needed=gang_needed,
+        devices=devices,
+        ties=ties,
     )
 
 
@@ -114,6 +127,7 @@ def _kernel(
     ports: PortTable,
     port_rows: list[int],
     spread: SpreadEncoder,
+    ties: TieBreak,
 ) -> tuple[BurstKernel, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The kernel, and its copies of the requested and non-zero requested columns (which
     it updates with every placement it keeps)."""
@@ -163,6 +177,7 @@ def _kernel(
         ),
         dom,
         ndom,
+        ties.state,
     )
     return kernel, requested, nonzero
 
@@ -267,6 +282,7 @@ def _chunk_operands(
             out.reasons[start:end],
             out.rolled[start:end],
             out.error[start:end],
+            out.ties[start:end],
         ),
         # only classes with several pods in the chunk cache anything (see _place.pyx)
         min(int(np.count_nonzero(per_class > 1)), slot_budget),
@@ -401,8 +417,14 @@ def place_burst(
     commit: bool = True,
     workloads: Sequence[Mapping[str, Any]] = (),
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
+    devices: PodDevices | None = None,
+    ties: TieBreak | None = None,
 ) -> PlacementResult:
     """Place ``pods`` in queue order; with ``commit`` assume each placement in ``state``.
+
+    ``ties``: the random stream a pod's node is drawn from among the nodes sharing its
+    best total, as kube-scheduler's selectHost draws (advanced by the burst); None starts
+    one from DEFAULT_SEED, so that a call without it is reproducible.
 
     ``gang_needed``: per pod group, how many of its pods in this burst must be placed for
     any to be (its minimum less its members already bound; 0 or less: no constraint);
@@ -416,7 +438,13 @@ def place_burst(
     without scoring, when it passes every filter there (kube-scheduler's
     evaluateNominatedNode: the room its preemption freed); otherwise it is placed as
     any other pod.
+
+    ``devices``: DynamicResources' state (``core.dra.pod.prefilter``) of the one pod with
+    resource claims placed by this call (``pods`` is then that pod alone); without it a
+    pod with claims is rejected.
     """
+    if devices is not None and len(pods) != 1:
+        raise ValueError("a pod with resource claims is placed alone")
     # The burst allocates many small objects that all live until it ends: cyclic GC
     # passes over them find nothing to free and cost several percent of the burst.
     was_enabled = gc.isenabled()
@@ -426,10 +454,24 @@ def place_burst(
             delayed = volume_burst.delayed_positions(pods, state.storage)
             if delayed:
                 return volume_burst.place_in_segments(
-                    _place_burst, state, pods, profile, delayed, commit, workloads, gang_needed
+                    functools.partial(_place_burst, devices=devices, ties=ties or TieBreak()),
+                    state,
+                    pods,
+                    profile,
+                    delayed,
+                    commit,
+                    workloads,
+                    gang_needed,
                 )
         return _place_burst(
-            state, pods, profile, commit=commit, workloads=workloads, gang_needed=gang_needed
+            state,
+            pods,
+            profile,
+            commit=commit,
+            workloads=workloads,
+            gang_needed=gang_needed,
+            devices=devices,
+            ties=ties or TieBreak(),
         )
     finally:
         if was_enabled:
@@ -444,6 +486,8 @@ def _place_burst(
     commit: bool,
     workloads: Sequence[Mapping[str, Any]],
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
+    devices: PodDevices | None = None,
+    ties: TieBreak,
 ) -> PlacementResult:
     profile = profile or Profile.default()
     began = time.perf_counter()
@@ -451,7 +495,7 @@ def _place_burst(
     refused = gang.malformed_groups(pods) if any(keys) else {}
     order, gang_min, gang_last, minimums = _queue_order(pods, keys, gang_needed, refused)
     ordered = [pods[i] for i in order]
-    encoder = Encoder(state, profile)
+    encoder = Encoder(state, profile, devices)
     class_of = encoder.classify(ordered, complete=False)  # completed chunk by chunk
     classes = encoder.classes
     # Resource columns and port keys of the whole burst exist before the kernel copies.
@@ -492,7 +536,9 @@ def _place_burst(
     c_score_error = np.zeros(len(classes), dtype=np.uint8)  # set as the classes complete
     spread = SpreadEncoder(encoder, workloads)
     spread.prepare(range(len(classes)))
-    kernel, kernel_requested, kernel_nonzero = _kernel(state, profile, ports, port_rows, spread)
+    kernel, kernel_requested, kernel_nonzero = _kernel(
+        state, profile, ports, port_rows, spread, ties
+    )
 
     n = len(ordered)
     out_node = np.full(n, -1, dtype=_typedefs.NODE)
@@ -501,11 +547,14 @@ def _place_burst(
     out_reasons = np.zeros((n, nreasons), dtype=np.int32)
     out_gang = np.full(n, -1, dtype=_typedefs.NODE)
     out_error = np.zeros(n, dtype=np.uint8)
+    out_ties = np.zeros(n, dtype=np.int32)
     p_gang_min = np.array(gang_min, dtype=np.int32)
     p_gang_last = np.array(gang_last, dtype=np.uint8)
     p_nominated = np.full(n, -1, dtype=np.int32)  # set chunk by chunk (operands)
-    slot_budget = max(4, _SLOT_BYTES // (40 * max(1, state.rows)))
-    outputs = Outputs(out_node, out_score, out_reasons, out_gang, out_error)
+    # per slot and row: s_feas, s_local, s_perm, s_iperm and s_tree (16 bytes per node:
+    # its maximum and how many leaves hold it, 2 x leaves nodes)
+    slot_budget = max(4, _SLOT_BYTES // (56 * max(1, state.rows)))
+    outputs = Outputs(out_node, out_score, out_reasons, out_gang, out_error, out_ties)
     columns_all = ClassColumns(c_req_all, c_nz_all, c_nz_add_all, c_score_error)
     pod_columns = PodColumns(class_of, p_gang_min, p_gang_last, p_nominated)
 

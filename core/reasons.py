@@ -15,6 +15,7 @@ from typing import Any
 
 from kubesalvo.core import _codes
 from kubesalvo.core.plugins import (
+    dynamic_resources,
     framework,
     inter_pod_affinity,
     names,
@@ -57,6 +58,9 @@ FIXED_REASONS: dict[int, tuple[str, str]] = {
         names.INTER_POD_AFFINITY,
         inter_pod_affinity.ERR_REASON_EXISTING_ANTI_AFFINITY,
     ),
+    _codes.DRA_ALLOCATE: (names.DYNAMIC_RESOURCES, dynamic_resources.CANNOT_ALLOCATE),
+    _codes.DRA_UNAVAILABLE: (names.DYNAMIC_RESOURCES, dynamic_resources.NOT_AVAILABLE_ON_NODE),
+    _codes.DRA_TIMEOUT: (names.DYNAMIC_RESOURCES, dynamic_resources.TIMED_OUT),
 }
 
 

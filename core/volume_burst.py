@@ -149,6 +149,7 @@ def _joined(parts: list[PlacementResult], bindings: list[list[tuple[str, str]]])
         errors=[e for r in parts for e in r.errors],
         rolled_back=np.concatenate([r.rolled_back for r in parts]),
         tentative=[t for r in parts for t in r.tentative],
+        ties=[t for r in parts for t in r.ties],
         num_nodes=parts[0].num_nodes,
         classes=sum(r.classes for r in parts),
         kernel_seconds=sum(r.kernel_seconds for r in parts),

@@ -45,14 +45,17 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.plugins import group_priority, names
+from kubesalvo.core.plugins.framework import ActionType, ClusterEvent, EventResource, event_label
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import QosAwareArgs
 from kubesalvo.core.plugins.volume_binding import VolumeBindingArgs
 from kubesalvo.sched.cache import SchedulerCache
-from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
+from kubesalvo.sched.client import ApiClient, ApiError, CredentialsError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
+from kubesalvo.sched.devices import DeviceBook
 from kubesalvo.sched.events import WARNING, EventRecorder, ObjectRef, RecorderSettings
 from kubesalvo.sched.gangs import write_statuses
 from kubesalvo.sched.informers import (
@@ -77,6 +80,7 @@ from kubesalvo.sched.informers.models import (
     PodDisruptionBudget,
     Workload,
 )
+from kubesalvo.sched.informers.resources import DRA_RESOURCES, dra_objects
 from kubesalvo.sched.informers.storage import STORAGE_RESOURCES, VOLUME_PLUGINS, storage_handler
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
@@ -85,13 +89,18 @@ from kubesalvo.sched.memory import (
     collect_young_less_often,
     freeze_startup_heap,
 )
-from kubesalvo.sched.metrics import InformerCollector, SchedulerMetrics
+from kubesalvo.sched.metrics import (
+    InformerCollector,
+    SchedulerMetrics,
+    UnschedulablePodsCollector,
+)
 from kubesalvo.sched.qos import OWNER_KINDS, QosCollector, QosTable
 from kubesalvo.sched.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
     NODE_ADD,
     NODE_DELETE,
+    QueueName,
     SchedulingQueue,
     node_update_events,
     pod_key,
@@ -106,6 +115,12 @@ from kubesalvo.sched.web import WebView
 
 __all__ = ["Scheduler", "configure", "main"]
 
+# The event resource of each DRA informer (DRA_RESOURCES' order).
+_DRA_EVENTS = (
+    EventResource.DEVICE_CLASS,
+    EventResource.RESOURCE_CLAIM,
+    EventResource.RESOURCE_SLICE,
+)
 log = logging.getLogger("kubesalvo")
 
 EXIT_CONFIG = 2
@@ -130,6 +145,7 @@ class Scheduler:
         serving: ServingOptions | None = None,
         debug_port: int = 10000,
         identity: str | None = None,
+        tie_seed: int | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -167,6 +183,11 @@ class Scheduler:
                 on_stopped_leading=lambda: self._leadership(False),
                 metrics=self.metrics,
             )
+        # DynamicResources' reservations and PreBind, reading the informers below.
+        self.dra_enabled = any(
+            names.DYNAMIC_RESOURCES in p.plugins.at("filter") for p in config.profiles
+        )
+        self.devices = DeviceBook(client, self.dra_objects) if self.dra_enabled else None
         self.cycle = BurstCycle(
             config,
             self.cache,
@@ -175,9 +196,10 @@ class Scheduler:
             recorder=self.recorder,
             metrics=self.metrics,
             is_leader=self.is_leader,
-            settings=CycleSettings.from_config(config),
+            settings=CycleSettings.from_config(config, tie_seed),
             cluster=self._cluster_objects,
             workloads=self._workloads_of,
+            devices=self.devices,
         )
         # API traffic under client-go's metric names (kubernetes-mixin charts them).
         client.on_request = functools.partial(
@@ -221,7 +243,18 @@ class Scheduler:
                 for resource in STORAGE_RESOURCES
             )
         self._setup_volume_binding(config)
+        # DeviceClasses, ResourceClaims, ResourceSlices, for DynamicResources' filter.
+        self.dra_informers: list[Informer[Any]] = []
+        self._dra_snapshot: DraObjects | None = None
+        if self.dra_enabled:
+            self.dra_informers = [
+                Informer(client, resource, self._dra_handler(kind))
+                for resource, kind in zip(DRA_RESOURCES, _DRA_EVENTS, strict=True)
+            ]
+            self.informers.extend(self.dra_informers)
+            self.queue.claims_missing = self._claims_missing
         self.metrics.registry.register(InformerCollector(self._informer_requests))
+        self.metrics.registry.register(UnschedulablePodsCollector(self._queued_rejectors))
         self.servers: list[HealthServer] = health_servers(
             self.metrics, serving or ServingOptions(), client
         )
@@ -229,13 +262,19 @@ class Scheduler:
             for informer in self.informers:
                 name = f"informer-sync-{informer.resource.plural}"
                 server.add_readiness_check(name, self._synced_check(informer))
+            if self.elector is not None:
+                # Not ready while the API server refuses the Lease (a Role for another
+                # namespace): it would loop on 403 and never schedule.
+                server.add_readiness_check("leader-election", self._lease_not_refused)
         # PodGroups (scheduler-plugins' CRD), when the API server serves them (run()).
         self.pod_groups: Informer[podgroups.PodGroup] | None = None
         self._status_task: asyncio.Task[None] | None = None
         # Pods already warned about a groupPriority label that is not an integer.
         self._priority_warned: set[str] = set()
         self._group_priority = any(p.queue_sort == names.GROUP_PRIORITY for p in config.profiles)
-        self.debug = DebugServer(debug_port)
+        self.debug = DebugServer(debug_port, profiling=config.enable_profiling)
+        # --debug-port 0 turns the pages off (as --secure-port 0 does the secure port).
+        self.debug_enabled = debug_port != 0
         self.debug.add_page("/debug/queue", self._debug_queue)
         self.debug.add_page("/debug/explain", self._debug_explain)
         self.web = WebView(self)
@@ -247,6 +286,14 @@ class Scheduler:
         self.qos: QosTable | None = None
         self._setup_qos(config)
         self._stop = asyncio.Event()
+
+    def _queued_rejectors(self) -> list[tuple[str, frozenset[str]]]:
+        """(scheduler name, rejecting or gating plugins) of each queued pod, for /metrics."""
+        return [
+            (qp.scheduler_name, qp.rejectors | ({qp.gating_plugin} - {""}))
+            for _, where, qp in self.queue.listing()
+            if where is not QueueName.IN_FLIGHT
+        ]
 
     def _informer_requests(self) -> list[tuple[str, int, int]]:
         """(resource, lists, watches) of each informer, for /metrics."""
@@ -320,6 +367,59 @@ class Scheduler:
             assumed=assumed,
             storage=self.cache.state.storage.copy(),
         )
+
+    def _lease_not_refused(self) -> bool:
+        return self.elector is None or not self.elector.refusal
+
+    def _dra_handler(self, resource: EventResource) -> Callable[[Change[Any]], None]:
+        """Cluster events of a DRA informer for the queue (DynamicResources registered
+        adds and updates of classes, claims and slices)."""
+
+        def handle(change: Change[Any]) -> None:
+            self._dra_snapshot = None  # rebuilt at the next pod with claims
+            if change.obj is None:
+                return
+            if change.type == ADDED:
+                action = ActionType.ADD
+            elif change.type == DELETED:
+                action = ActionType.DELETE
+            else:
+                action = ActionType.UPDATE_OTHER
+            event = ClusterEvent(resource, action, event_label(resource, action))
+            self.queue.on_event(event, change.old, change.obj)
+            if resource is EventResource.RESOURCE_CLAIM and action is ActionType.ADD:
+                self.queue.release_gated(names.DYNAMIC_RESOURCES)
+
+        return handle
+
+    def _claims_missing(self, pod: Pod) -> bool:
+        """DynamicResources' PreEnqueue: a claim of the pod is not made yet (its template's
+        claim not named in the pod's status) or not in the claims informer."""
+        claims = self.dra_informers[1].store
+        made = {
+            s.get("name"): s.get("resourceClaimName") for s in pod.status.resource_claim_statuses
+        }
+        for entry in pod.spec.resource_claims:
+            name = entry.get("resourceClaimName")
+            if not name:
+                if entry.get("name") not in made:
+                    return True
+                name = made[entry.get("name")]
+                if not name:
+                    continue  # the controller made none for it: nothing to wait for
+            if f"{pod.metadata.namespace}/{name}" not in claims:
+                return True
+        return False
+
+    def dra_objects(self) -> DraObjects:
+        """The DRA objects as the informers hold them now (empty without DynamicResources)."""
+        if not self.dra_informers:
+            return DraObjects()
+        # Converted once per change of the objects, not once per pod with claims.
+        if self._dra_snapshot is None:
+            classes, claims, slices = (list(i.store.values()) for i in self.dra_informers)
+            self._dra_snapshot = dra_objects(classes, claims, slices)
+        return self._dra_snapshot
 
     def _synced_check(self, informer: Informer[Any]) -> Callable[[], bool]:
         # A workload informer dropped for want of RBAC (see _check_workload_access) does
@@ -563,7 +663,7 @@ class Scheduler:
         """Start everything, schedule until ``stop()``, then shut down cleanly."""
         for line in self.config.describe():
             log.info("config %s", line)
-        for server in (*self.servers, self.debug):
+        for server in (*self.servers, *([self.debug] if self.debug_enabled else [])):
             try:
                 await server.start()
             except OSError as error:
@@ -571,12 +671,16 @@ class Scheduler:
                 raise ServeError(
                     f"cannot listen on {server.host}:{server.port}: {error.strerror or error}"
                 ) from error
-        log.info(
-            "serving health/metrics on %s, debug pages on %s (the web view: %s/ui/)",
-            ", ".join(server.url for server in self.servers) or "no port",
-            self.debug.url,
-            self.debug.url,
-        )
+        servers = ", ".join(server.url for server in self.servers) or "no port"
+        if self.debug_enabled:
+            log.info(
+                "serving health/metrics on %s, debug pages on %s (the web view: %s/ui/)",
+                servers,
+                self.debug.url,
+                self.debug.url,
+            )
+        else:
+            log.info("serving health/metrics on %s, debug pages on no port", servers)
         self.recorder.start()
         self.gc_pauses.start()
         collect_young_less_often()
@@ -672,7 +776,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--kubeconfig",
-        help="kubeconfig file (default: clientConnection.kubeconfig, else in-cluster credentials)",
+        help="kubeconfig file (default: clientConnection.kubeconfig, else $KUBECONFIG, "
+        "~/.kube/config, in-cluster credentials)",
     )
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, metavar="N")
     parser.add_argument("--log-format", choices=("json", "text"), default="text")
@@ -682,9 +787,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "under this folder instead of / (default: $KUBESALVO_INCLUSTER_ROOT)",
     )
     parser.add_argument(
-        "--debug-port", type=int, default=10000, help="loopback port of /debug pages"
+        "--debug-port",
+        type=_port,
+        default=10000,
+        help="loopback port of /debug pages (0 turns them off; default %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help="seed of the random choice among equally scored nodes, to replay a run "
+        "(default: from the clock, logged at start)",
     )
     add_flags(parser)
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0-65535)")
+    return value
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
 
 
 def main(args: argparse.Namespace) -> int:
@@ -695,13 +824,17 @@ def main(args: argparse.Namespace) -> int:
     except (ConfigError, OptionsError) as error:
         print(f"kubesalvo run: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    kubeconfig = args.kubeconfig or config.client_connection.kubeconfig or None
+    origin = "--kubeconfig" if args.kubeconfig else "clientConnection.kubeconfig"
     try:
-        credentials = load_credentials(kubeconfig, incluster_root=args.incluster_root)
-    except Exception as error:
-        where = kubeconfig or "in-cluster service account"
-        print(f"kubesalvo run: cannot load credentials ({where}): {error}", file=sys.stderr)
+        credentials = load_credentials(
+            args.kubeconfig or config.client_connection.kubeconfig or None,
+            incluster_root=args.incluster_root,
+            kubeconfig_origin=origin,
+        )
+    except CredentialsError as error:
+        print(f"kubesalvo run: cannot load credentials from {error}", file=sys.stderr)
         return EXIT_CREDENTIALS
+    log.info("credentials from %s", credentials.source)
     if credentials.namespace:
         log.info("in-cluster credentials of a service account in %s", credentials.namespace)
     try:
@@ -728,6 +861,7 @@ async def _serve(
             client,
             serving=serving,
             debug_port=args.debug_port,
+            tie_seed=args.seed,
         )
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import importlib.util
 import sys
 from collections.abc import Sequence
@@ -50,12 +51,21 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's, as pip recorded it)."""
+    try:
+        return importlib.metadata.version("kubesalvo")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only ``command``'s module is imported to declare its arguments."""
     parser = argparse.ArgumentParser(
         prog="kubesalvo",
         description="A Kubernetes scheduler that places whole bursts of pods in compiled kernels.",
     )
+    parser.add_argument("--version", action="version", version=f"kubesalvo {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         child = sub.add_parser(name, help=help_text, description=help_text)

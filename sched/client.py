@@ -1,7 +1,8 @@
 """The API client: aiohttp requests to the API server with kubeconfig or in-cluster credentials.
 
-Credentials come from the official ``kubernetes`` package's loaders (kubeconfig contexts,
-exec and OIDC plugins, in-cluster service-account tokens); every request then goes through
+Credentials are looked for in kubectl's order (``kubeconfig.choose_kubeconfig``) and loaded
+by the official ``kubernetes`` package's loaders (kubeconfig contexts, exec and OIDC
+plugins, in-cluster service-account tokens); every request then goes through
 aiohttp, because the official client's generated models are far too slow for the hot path.
 Rotated tokens (in-cluster projected tokens, exec plugins) are picked up by calling the
 loader's refresh hook periodically and after a 401.
@@ -27,6 +28,8 @@ from typing import Any
 
 import aiohttp
 import msgspec
+
+from kubesalvo.sched.kubeconfig import KubeconfigChoice, choose_kubeconfig, first_current_context
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +151,8 @@ class Credentials:
     refresh: Callable[[], str | None] | None = None
     # The pod's namespace, with in-cluster credentials (None from a kubeconfig).
     namespace: str | None = None
+    # Where these came from (files and what chose them), for the start-up log.
+    source: str = ""
 
     def ssl_context(self) -> ssl.SSLContext | bool:
         if not self.server.startswith("https"):
@@ -175,24 +180,48 @@ def service_account_dir(root: str | None = None) -> Path:
     return Path(base) / SERVICE_ACCOUNT_DIR
 
 
+class CredentialsError(Exception):
+    """The credentials could not be loaded; the message says from where and why."""
+
+
 def load_credentials(
-    kubeconfig: str | None = None, context: str | None = None, incluster_root: str | None = None
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    incluster_root: str | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    kubeconfig_origin: str = "--kubeconfig",
 ) -> Credentials:
-    """Credentials from a kubeconfig file, or the pod's service account when none is given.
+    """Credentials in kubectl's order: ``kubeconfig``, else $KUBECONFIG's files (merged,
+    first wins), else ~/.kube/config, else the pod's service account (see ``kubeconfig``).
 
     In-cluster: the API server from KUBERNETES_SERVICE_HOST/PORT, the token (re-read every
     minute, as projected tokens rotate), CA and namespace from the service-account folder.
+    Any failure is raised as ``CredentialsError`` naming the source that was tried.
     """
+    choice = choose_kubeconfig(kubeconfig, environ, kubeconfig_origin)
+    try:
+        return _load(choice, context, incluster_root)
+    except Exception as error:
+        raise CredentialsError(f"{choice.describe()}: {error}") from error
+
+
+def _load(choice: KubeconfigChoice, context: str | None, incluster_root: str | None) -> Credentials:
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.config.incluster_config import InClusterConfigLoader
 
     configuration = k8s_client.Configuration()
     namespace = None
-    if kubeconfig:
+    if not choice.in_cluster:
+        for path in choice.files:
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"{path} does not exist")
         k8s_config.load_kube_config(
-            config_file=kubeconfig,
-            context=context,
+            # The package merges a $PATH-like list itself, each file's relative paths
+            # resolved against its own folder; only current-context needs help.
+            config_file=os.pathsep.join(choice.files),
+            context=context or first_current_context(choice.files),
             client_configuration=configuration,
             persist_config=False,
         )
@@ -222,6 +251,7 @@ def load_credentials(
         token=_bearer(configuration),
         refresh=refresh,
         namespace=namespace,
+        source=choice.describe(),
     )
 
 

@@ -8,6 +8,11 @@ The leader renews every ``retry_period``; if no renewal has succeeded for
 ``renew_deadline`` it stops leading at once (``on_stopped_leading``) rather than risk two
 leaders binding. Writes are optimistic: an update carries the resourceVersion read, so of
 two candidates racing for an expired Lease only one succeeds (the other gets 409).
+
+A Lease request the API server refuses (401, 403: the Role grants another namespace or
+name) would otherwise loop quietly every ``retry_period``: ``refusal`` says why while the
+last read or write was refused (the scheduler's /readyz fails on it), and the first
+refusal of each kind is logged as an error naming what the account needs.
 """
 
 from __future__ import annotations
@@ -138,10 +143,37 @@ class LeaderElector:
         self._observed: Lease | None = None
         self._observed_at = 0.0
         self._task: asyncio.Task[None] | None = None
+        # Why the last read / write of the Lease was refused; "" once one succeeds.
+        self._refused = {"read": "", "write": ""}
 
     @property
     def is_leader(self) -> bool:
         return self.leading.is_set()
+
+    @property
+    def refusal(self) -> str:
+        """Why the Lease cannot be read or written now ("" when it can)."""
+        return self._refused["read"] or self._refused["write"]
+
+    def _note(self, kind: str, error: ApiError | None) -> None:
+        if error is None or error.status not in (401, 403):
+            if error is None:
+                self._refused[kind] = ""
+            return
+        s = self.settings
+        reason = f"{error.status} {error.reason}: {error.message}"
+        if not self._refused[kind]:
+            log.error(
+                "lease %s/%s: %s refused (%s); the account needs get, create and update on "
+                "leases in %s (set leaderElection.resourceNamespace/resourceName to the Lease "
+                "its Role grants)",
+                s.namespace,
+                s.name,
+                kind,
+                reason,
+                s.namespace,
+            )
+        self._refused[kind] = reason
 
     @property
     def _path(self) -> str:
@@ -234,11 +266,13 @@ class LeaderElector:
             current = await self._get()
         except ApiError as error:
             log.warning("lease %s: read failed: %s", s.name, error)
+            self._note("read", error)
             return False
         except Exception as error:
             if not is_transient(error):
                 raise
             return False
+        self._note("read", None)
         if current is None:
             lease = Lease(
                 metadata=LeaseMeta(name=s.name, namespace=s.namespace),
@@ -299,11 +333,13 @@ class LeaderElector:
         except ApiError as error:
             # 409: someone else wrote first (optimistic concurrency); try next period.
             log.debug("lease %s: %s failed: %s", self.settings.name, method, error)
+            self._note("write", error)
             return False
         except Exception as error:
             if not is_transient(error):
                 raise
             return False
+        self._note("write", None)
         self._observe(_lease_decoder.decode(response.body))
         return True
 
@@ -360,10 +396,17 @@ class ElectionThread:
         self._task: asyncio.Task[None] | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        self._elector: LeaderElector | None = None
 
     @property
     def is_leader(self) -> bool:
         return self._leading.is_set()
+
+    @property
+    def refusal(self) -> str:
+        """Why the Lease is refused now ("" when it is not): see ``LeaderElector``."""
+        elector = self._elector
+        return elector.refusal if elector is not None else ""
 
     def start(self) -> None:
         """Start campaigning (from the scheduler's running loop)."""
@@ -404,6 +447,7 @@ class ElectionThread:
             on_stopped_leading=self._stopped,
             metrics=self._metrics,
         )
+        self._elector = elector
         self._task = asyncio.current_task()
         self._ready.set()
         try:

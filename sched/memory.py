@@ -7,6 +7,11 @@ alive when the informers synced are frozen out of its passes and only counted), 
 when the process runs with ``PYTHONTRACEMALLOC=N`` (or ``python -X tracemalloc=N``), the
 source lines holding the most memory. Comparing two readings taken minutes apart shows
 what grows.
+
+A reading walks the whole heap, which takes seconds on a large cluster's scheduler: the
+debug server computes it in a worker thread (the event loop keeps binding and renewing
+its Lease meanwhile, the thread giving up the GIL every switch interval), one at a time,
+and the count by type stops after ``WALK_BUDGET_SECONDS`` (``countComplete`` says so).
 """
 
 from __future__ import annotations
@@ -95,12 +100,41 @@ class CollectorPauses:
             gc.callbacks.remove(self)
 
 
-def memory_report(top: int = 25) -> dict[str, Any]:
-    """The reading (JSON-ready); ``top`` bounds each list."""
+# How long one reading may spend counting objects by type; past it the counts cover the
+# objects walked so far.
+WALK_BUDGET_SECONDS = 5.0
+# Objects counted between two looks at the clock.
+_WALK_STRIDE = 10_000
+
+
+def _count_by_type(
+    objects: list[object], budget: float, clock: Callable[[], float]
+) -> tuple[Counter[str], int]:
+    """Counts by type name of the first objects walked within ``budget`` seconds, and how
+    many were counted."""
+    by_type: Counter[str] = Counter()
+    deadline = clock() + budget
+    counted = 0
+    while counted < len(objects):
+        chunk = objects[counted : counted + _WALK_STRIDE]
+        by_type.update(_type_name(o) for o in chunk)
+        counted += len(chunk)
+        if clock() >= deadline:
+            break
+    return by_type, counted
+
+
+def memory_report(
+    top: int = 25,
+    budget: float = WALK_BUDGET_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, Any]:
+    """The reading (JSON-ready); ``top`` bounds each list, ``budget`` the seconds spent
+    counting objects by type."""
     top = max(1, min(top, 500))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
     objects = gc.get_objects()
-    by_type = Counter(_type_name(o) for o in objects)
+    by_type, counted = _count_by_type(objects, budget, clock)
     report: dict[str, Any] = {
         "rssBytes": _resident_bytes(),
         "peakRssBytes": peak if sys.platform != "darwin" else peak // 1024,
@@ -109,6 +143,8 @@ def memory_report(top: int = 25) -> dict[str, Any]:
         "trackedObjects": len(objects),
         # alive at the startup freeze (freeze_startup_heap): not in the counts by type
         "frozenObjects": gc.get_freeze_count(),
+        "countedObjects": counted,
+        "countComplete": counted == len(objects),
         "objectsByType": [{"type": name, "count": n} for name, n in by_type.most_common(top)],
     }
     del objects

@@ -23,7 +23,7 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 SCHEDULED = "scheduled"
@@ -219,3 +219,33 @@ class InformerCollector(Collector):
             watches.add_metric([resource], watched)
         yield lists
         yield watches
+
+
+class UnschedulablePodsCollector(Collector):
+    """``scheduler_unschedulable_pods{plugin, profile}``, read from the queue at each scrape.
+
+    As kube-scheduler counts it: each queued pod (not one being scheduled now) counts once
+    for every plugin that rejected it in its last attempt or that gates it (PreEnqueue),
+    under its scheduler name. Upstream keeps the gauge by increments and decrements; the
+    same figure is counted here from the queue itself, so it cannot drift. One difference
+    follows: kube-scheduler (v1.34) decrements only when it pops a pod, so a pod deleted
+    while it waits stays in its gauge; here it leaves the count.
+    """
+
+    def __init__(self, queued: Callable[[], Iterable[tuple[str, Iterable[str]]]]) -> None:
+        self.queued = queued  # (scheduler name, plugins) of each queued pod
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "scheduler_unschedulable_pods",
+            "Pods waiting in the queue by a plugin that rejected or gates them, and profile; "
+            "a pod counts once under each such plugin.",
+            labels=["plugin", "profile"],
+        )
+        counts: dict[tuple[str, str], int] = {}
+        for profile, plugins in self.queued():
+            for plugin in plugins:
+                counts[(plugin, profile)] = counts.get((plugin, profile), 0) + 1
+        for (plugin, profile), count in sorted(counts.items()):
+            family.add_metric([plugin, profile], count)
+        yield family

@@ -10,13 +10,16 @@ servers a scheduler runs.
 
 ``DebugServer`` is a second server bound to 127.0.0.1 to which other parts add pages
 (``/debug/queue``, ``/debug/explain``); it serves ``/debug/memory`` itself (see
-``memory``). It is separate so that those pages are never exposed on the metrics port.
+``memory``), whose heap walk runs in a worker thread, one at a time, so that it never
+stalls the event loop. It is separate so that those pages are never exposed on the
+metrics port.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from aiohttp import web
@@ -35,12 +38,16 @@ class _Server:
         port: int,
         tls: ssl.SSLContext | None = None,
         middlewares: Iterable[Any] = (),
+        background: Iterable[Callable[[], Coroutine[Any, Any, None]]] = (),
     ) -> None:
         self.host = host
         self.port = port
         self.tls = tls
         self.app = web.Application(middlewares=list(middlewares))
         self._runner: web.AppRunner | None = None
+        # Run while the server listens (a certificate watch), cancelled when it stops.
+        self._background = list(background)
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         self._runner = web.AppRunner(self.app, access_log=None)
@@ -53,8 +60,12 @@ class _Server:
             sockets = getattr(server, "sockets", None) or []
             if sockets:
                 self.port = sockets[0].getsockname()[1]
+        self._tasks = [asyncio.create_task(run()) for run in self._background]
 
     async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -76,8 +87,9 @@ class HealthServer(_Server):
         port: int = 0,
         tls: ssl.SSLContext | None = None,
         middlewares: Iterable[Any] = (),
+        background: Iterable[Callable[[], Coroutine[Any, Any, None]]] = (),
     ) -> None:
-        super().__init__(host, port, tls, middlewares)
+        super().__init__(host, port, tls, middlewares, background)
         self.metrics = metrics
         self.readiness: dict[str, Check] = {}
         self.app.router.add_get("/healthz", self._alive)
@@ -119,16 +131,21 @@ def _passes(check: Check) -> bool:
 class DebugServer(_Server):
     """Debug pages, on loopback only."""
 
-    def __init__(self, port: int = 10000) -> None:
+    def __init__(self, port: int = 10000, profiling: bool = True) -> None:
         super().__init__("127.0.0.1", port)
-        self.add_page("/debug/memory", self._memory)
+        # enableProfiling: false leaves the heap page out, as it does /debug/pprof upstream.
+        if profiling:
+            self.add_page("/debug/memory", self._memory)
+        self._walking = asyncio.Lock()
 
     async def _memory(self, request: web.Request) -> web.Response:
         try:
             top = int(request.query.get("top", "25"))
         except ValueError:
             return web.json_response({"error": "top: an integer is accepted"}, status=400)
-        return web.json_response(memory_report(top))
+        async with self._walking:
+            reading = await asyncio.to_thread(memory_report, top)
+        return web.json_response(reading)
 
     def add_page(self, path: str, handler: Route) -> None:
         self.app.router.add_get(path, handler)

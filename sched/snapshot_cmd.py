@@ -25,7 +25,13 @@ import msgspec
 
 from kubesalvo.core.snapshot import Snapshot, from_objects
 from kubesalvo.sched import snapshot
-from kubesalvo.sched.client import ApiClient, ApiError, Credentials, load_credentials
+from kubesalvo.sched.client import (
+    ApiClient,
+    ApiError,
+    Credentials,
+    CredentialsError,
+    load_credentials,
+)
 from kubesalvo.sched.informers.models import object_list, to_api_dict
 from kubesalvo.sched.informers.storage import STORAGE_RESOURCES
 from kubesalvo.sched.informers.watch import Resource
@@ -135,7 +141,10 @@ async def take(client: ApiClient) -> Snapshot:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="snapshot file")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster credentials)")
+    parser.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster credentials)",
+    )
 
 
 async def _take(credentials: Credentials) -> Snapshot:
@@ -146,9 +155,8 @@ async def _take(credentials: Credentials) -> Snapshot:
 def main(args: argparse.Namespace) -> int:
     try:
         credentials = load_credentials(args.kubeconfig)
-    except Exception as error:
-        where = args.kubeconfig or "in-cluster service account"
-        print(f"kubesalvo snapshot: cannot load credentials ({where}): {error}", file=sys.stderr)
+    except CredentialsError as error:
+        print(f"kubesalvo snapshot: cannot load credentials from {error}", file=sys.stderr)
         return 1
     try:
         taken = asyncio.run(_take(credentials))

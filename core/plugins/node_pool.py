@@ -1,6 +1,6 @@
 """NodePool (kubesalvo): nodes labelled with a pool take only that pool's pods.
 
-The example of the README's "Writing a plugin". A node labelled ``kubesalvo.io/pool:
+The example of "Writing a plugin" (docs/plugins.md). A node labelled ``kubesalvo.io/pool:
 <name>`` (the label key is the ``label`` arg) takes only pods carrying the same label and
 value, and a pod carrying the label goes only to nodes of its pool; nodes and pods
 without the label ignore each other's pools. It gives dedicated node pools without a

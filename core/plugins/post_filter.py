@@ -26,8 +26,9 @@ def post_filter_text(
 
     DynamicResources (in the default profile before DefaultPreemption since
     DynamicResourceAllocation went GA) answers "no new claims to deallocate" for a pod
-    without resource claims; for a pod with claims it would try to deallocate one, which
-    kubesalvo does not model, so it adds nothing here. ``preemption`` is
+    without resource claims in its state (none, or its PreFilter rejected it), and "still
+    not schedulable" for one with claims: upstream would deallocate an allocated claim
+    unavailable on the nodes that nobody else holds, which kubesalvo does not do. ``preemption`` is
     DefaultPreemption's message ("" when it chose a node, None when it did not run for
     the pod). ``dynamic_resources_state`` False: its PreFilter never ran (see
     CYCLE_STATE_NOT_FOUND).
@@ -36,8 +37,12 @@ def post_filter_text(
     for plugin in post_filters:
         if plugin == dynamic_resources.NAME and not dynamic_resources_state:
             return CYCLE_STATE_NOT_FOUND
-        if plugin == dynamic_resources.NAME and not has_claims:
-            reasons.append(dynamic_resources.NO_NEW_CLAIMS_TO_DEALLOCATE)
+        if plugin == dynamic_resources.NAME:
+            reasons.append(
+                dynamic_resources.STILL_NOT_SCHEDULABLE
+                if has_claims
+                else dynamic_resources.NO_NEW_CLAIMS_TO_DEALLOCATE
+            )
         elif plugin == default_preemption.NAME and preemption is not None:
             if not preemption:
                 return ""

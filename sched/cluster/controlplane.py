@@ -55,6 +55,8 @@ CONTROLLERS = (
     "persistentvolumeclaim-protection-controller",
     "pod-garbage-collector-controller",
     "replicaset-controller",
+    # makes a pod's ResourceClaims from its templates (DynamicResources waits for them)
+    "resourceclaim-controller",
     "resourcequota-controller",
     "root-ca-certificate-publisher-controller",
     "serviceaccount-controller",

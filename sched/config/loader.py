@@ -53,6 +53,8 @@ _TOP_FIELDS = (
     "delayCacheUntilActive",
     "kubesalvo",
 )
+# kube-scheduler's default (apis/config/v1/defaults.go); the only value kubesalvo accepts.
+DEFAULT_PARALLELISM = 16
 _NOT_SCORED_NOTE = (
     "{path} is accepted and ignored: kubesalvo scores every feasible node, "
     "whatever the cluster size"
@@ -120,10 +122,20 @@ def _decode(d: Decoder, raw: Any, source: str) -> SchedulerConfig | None:
         d.fail("kind", ErrorKind.UNSUPPORTED, kind, accepted=(KIND,))
 
     notes: list[str] = []
-    parallelism = f.integer("parallelism", 16)
+    parallelism = f.integer("parallelism", DEFAULT_PARALLELISM)
     assert parallelism is not None
     if parallelism <= 0:
         d.invalid("parallelism", parallelism, "should be an integer value greater than zero")
+    elif parallelism != DEFAULT_PARALLELISM:
+        d.fail(
+            "parallelism",
+            ErrorKind.UNSUPPORTED,
+            parallelism,
+            detail="kubesalvo filters and scores a whole burst in one compiled pass on one "
+            "worker thread; there are no goroutines to size: remove the field or set "
+            f"{DEFAULT_PARALLELISM}",
+            accepted=(str(DEFAULT_PARALLELISM),),
+        )
     percentage = _percentage(d, f, notes)
     initial = f.integer("podInitialBackoffSeconds", 1, INT64_MAX)
     maximum = f.integer("podMaxBackoffSeconds", 10, INT64_MAX)
@@ -143,8 +155,28 @@ def _decode(d: Decoder, raw: Any, source: str) -> SchedulerConfig | None:
             detail="kubesalvo does not call scheduler extenders; its own plugins and "
             "`kubesalvo extender` (which serves the extender protocol) replace them",
         )
+    # Honoured: enableProfiling serves /debug/memory (kubesalvo's /debug/pprof/heap).
     profiling = f.flag("enableProfiling", True)
     contention = f.flag("enableContentionProfiling", bool(profiling))
+    if f.raw("enableContentionProfiling") is True:
+        d.fail(
+            "enableContentionProfiling",
+            ErrorKind.UNSUPPORTED,
+            True,
+            detail="kubesalvo has no contention (block) profiler, which is Go's: remove the "
+            "field or set false",
+            accepted=("false",),
+        )
+    delay_cache = bool(f.flag("delayCacheUntilActive", False))
+    if delay_cache:
+        d.fail(
+            "delayCacheUntilActive",
+            ErrorKind.UNSUPPORTED,
+            True,
+            detail="kubesalvo keeps its informers and queue warm on a standby so that a "
+            "takeover schedules at once: remove the field or set false",
+            accepted=("false",),
+        )
     # Read in the order a file usually lists them, so that errors come out that way.
     client_connection = _client_connection(d, f, notes)
     leader_election = _leader_election(d, f)
@@ -158,7 +190,7 @@ def _decode(d: Decoder, raw: Any, source: str) -> SchedulerConfig | None:
         percentage_of_nodes_to_score=percentage,
         pod_initial_backoff_seconds=initial,
         pod_max_backoff_seconds=maximum,
-        delay_cache_until_active=bool(f.flag("delayCacheUntilActive", False)),
+        delay_cache_until_active=delay_cache,
         enable_profiling=bool(profiling),
         enable_contention_profiling=bool(contention),
         kubesalvo=options,

@@ -13,13 +13,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesalvo.core import gang
+from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.place import PlacementResult, place_burst
-from kubesalvo.core.plugins import coscheduling, framework, names, post_filter
+from kubesalvo.core.plugins import (
+    coscheduling,
+    default_preemption,
+    framework,
+    names,
+    post_filter,
+)
+from kubesalvo.core.plugins.dynamic_resources import DynamicResourcesArgs
 from kubesalvo.core.preemption import (
     PreemptionArgs,
     PreemptionDecision,
 )
 from kubesalvo.core.reservations import Reservation, place_reserving, segments
+from kubesalvo.core.ties import TieBreak
 from kubesalvo.sched import metrics as m
 from kubesalvo.sched.binder import BinderSettings
 from kubesalvo.sched.cache import SchedulerCache
@@ -37,6 +46,7 @@ from kubesalvo.sched.cycle.report import (
     report_failure,
     with_postfilter,
 )
+from kubesalvo.sched.devices import DeviceBook
 from kubesalvo.sched.events import EventRecorder
 from kubesalvo.sched.gangs import GangBook
 from kubesalvo.sched.informers import to_api_dict
@@ -62,12 +72,16 @@ class CycleSettings:
     remembered_attempts: int = 50_000
     # Recent bursts kept for the web view (each a few numbers).
     remembered_bursts: int = 100
+    # The seed of the stream ties between equally scored nodes are drawn from (None: from
+    # the clock at start, as kube-scheduler's random choice differs run to run).
+    tie_seed: int | None = None
 
     @classmethod
-    def from_config(cls, config: SchedulerConfig) -> CycleSettings:
+    def from_config(cls, config: SchedulerConfig, tie_seed: int | None = None) -> CycleSettings:
         return cls(
             max_burst_pods=config.kubesalvo.max_burst_pods,
             gathering_window=config.kubesalvo.burst_gathering_window_seconds,
+            tie_seed=tie_seed,
         )
 
 
@@ -83,6 +97,7 @@ class Attempt:
     reason_counts: dict[str, int] = field(default_factory=dict)
     score: int = 0
     burst_size: int = 0
+    ties: int = 0  # nodes that shared the best total score, the node drawn among them
     at: float = field(default_factory=time.time)
     # What DefaultPreemption last decided for it, when it ran (for the web view's pod page).
     preemption: dict[str, Any] | None = None
@@ -118,8 +133,11 @@ class BurstCycle:
         cluster: Callable[[], ClusterObjects] | None = None,
         workloads: Callable[[set[str]], Sequence[Mapping[str, Any]]] | None = None,
         gangs: GangBook | None = None,
+        devices: DeviceBook | None = None,
     ) -> None:
         self.config = config
+        # DynamicResources' reservations and PreBind (None: pods with claims stay pending).
+        self.devices = devices
         # Coscheduling's runtime half: which gangs of a burst may be tried at all.
         self.gangs = gangs or GangBook(queue, cache.is_assumed)
         # The Services, ReplicationControllers, ReplicaSets and StatefulSets of the given
@@ -135,10 +153,18 @@ class BurstCycle:
         self.metrics = metrics
         self.is_leader = is_leader
         self.settings = settings or CycleSettings.from_config(config)
+        seed = self.settings.tie_seed
+        if seed is None:
+            seed = time.time_ns() & ((1 << 63) - 1)
+        # One stream for every burst of the run; its seed is logged to replay a run.
+        self.ties = TieBreak(seed)
+        log.info("ties between equally scored nodes drawn with seed %d", seed)
         self.binding = BindingCycle(
             client, binder_settings, cache, queue, recorder, metrics, is_leader
         )
         self.binder = self.binding.binder
+        if devices is not None:
+            self.binding.add_pre_bind(devices)
         self._wakeup = asyncio.Event()
         self._leading = asyncio.Event()
         self.attempts: collections.OrderedDict[str, Attempt] = collections.OrderedDict()
@@ -273,8 +299,23 @@ class BurstCycle:
                     preemption.min_candidate_nodes_percentage,
                     preemption.min_candidate_nodes_absolute,
                 )
+            claiming: list[QueuedPod] = []
+            if self.devices is not None and names.DYNAMIC_RESOURCES in profile.core.filters:
+                # A pod with claims is placed alone, after the others (core/dra/pod.py).
+                # A gang member is not: placed alone it would escape its gang's minimum,
+                # so it stays in the burst, where its claims keep it pending.
+                claiming = [
+                    qp
+                    for qp in pods
+                    if qp.pod.spec.resource_claims and gang.group_of(to_api_dict(qp.pod)) is None
+                ]
+                if claiming:
+                    alone = {qp.key for qp in claiming}
+                    pods = [qp for qp in pods if qp.key not in alone]
             for start in range(0, len(pods), limit):
                 await self._place(name, profile.core, pods[start : start + limit], args)
+            for qp in claiming:
+                await self._place(name, profile.core, [qp], args, with_devices=True)
 
     async def _place(
         self,
@@ -282,6 +323,7 @@ class BurstCycle:
         profile: Any,
         pods: list[QueuedPod],
         preemption: PreemptionArgs | None = None,
+        with_devices: bool = False,
     ) -> None:
         objects = [to_api_dict(qp.pod) for qp in pods]
         pods, objects, gang_needed = self._admit_gangs(profile_name, pods, objects)
@@ -295,7 +337,20 @@ class BurstCycle:
         with self.cache.frozen() as state:
             reservations = self._reservations(state, nominated)
             result: PlacementResult
-            if reservations:
+            devices: PodDevices | None = None
+            if with_devices and self.devices is not None:
+                # Nominated pods' reservations are not kept for a pod with claims.
+                devices = self.devices.prefilter(objects[0], self._filter_timeout(profile_name))
+                result = await asyncio.to_thread(
+                    place_burst,
+                    state,
+                    objects,
+                    profile,
+                    workloads=workloads,
+                    devices=devices,
+                    ties=self.ties,
+                )
+            elif reservations:
                 plan = segments(
                     [qp.priority for qp in pods],
                     reservations,
@@ -311,6 +366,7 @@ class BurstCycle:
                     reservations,
                     workloads,
                     gang_needed,
+                    self.ties,
                 )
             else:
                 result = await asyncio.to_thread(
@@ -320,12 +376,15 @@ class BurstCycle:
                     profile,
                     workloads=workloads,
                     gang_needed=gang_needed,
+                    ties=self.ties,
                 )
             # Recorded before the deferred watch changes are applied on leaving the block,
             # so a confirmation among them finds its assumption.
             for qp, node in zip(pods, result.nodes, strict=True):
                 if node is not None:
                     self.cache.assumed(qp.key, node)
+                    if devices is not None and self.devices is not None:
+                        self.devices.reserve(qp.pod.metadata.uid, devices, node)
         self.bursts += 1
         self.kernel_seconds += result.kernel_seconds
         self.recent_bursts.append(
@@ -362,6 +421,20 @@ class BurstCycle:
             elif result.rolled_back[i]:
                 # Its gang missed its minimum: no PostFilter plugin answers for it.
                 self._unschedulable(qp, profile_name, result, i, elapsed)
+            elif devices is not None and preemption is not None:
+                # kubesalvo's preemption dry run cannot see devices: a pod with claims
+                # does not preempt (its DynamicResources failures are unresolvable).
+                text = self._post_filter_text(
+                    profile_name,
+                    qp,
+                    default_preemption.preemption_message(
+                        result.num_nodes,
+                        {default_preemption.PREEMPTION_NOT_HELPFUL: result.num_nodes},
+                    ),
+                    result,
+                    i,
+                )
+                self._unschedulable(qp, profile_name, result, i, elapsed, text)
             elif preemption is not None and not self._ends_before_preemption(
                 profile_name, result, i
             ):
@@ -586,10 +659,20 @@ class BurstCycle:
             return preemption or ""
         return post_filter.post_filter_text(
             profile.plugins.at("postFilter"),
-            has_claims=bool(qp.pod.spec.resource_claims),
+            # A pod DynamicResources' PreFilter rejected has no claims in its state.
+            has_claims=bool(qp.pod.spec.resource_claims)
+            and result.prefilter_rejector[i] != names.DYNAMIC_RESOURCES,
             preemption=preemption,
             dynamic_resources_state=not no_dynamic_resources_state(profile, result, i),
         )
+
+    def _filter_timeout(self, profile_name: str) -> float:
+        """DynamicResources' filterTimeout in the profile (its default when not set)."""
+        profile = self.config.profile(profile_name)
+        args = profile.args.get(names.DYNAMIC_RESOURCES) if profile is not None else None
+        if not isinstance(args, DynamicResourcesArgs):
+            args = DynamicResourcesArgs()
+        return args.filter_timeout_seconds
 
     def _ends_before_preemption(self, profile_name: str, result: PlacementResult, i: int) -> bool:
         profile = self.config.profile(profile_name)
@@ -647,6 +730,7 @@ class BurstCycle:
             reason_counts=dict(result.reason_counts[i]),
             score=int(result.scores[i]),
             burst_size=size,
+            ties=result.ties[i],
         )
         # A preemptor placed after its victims left still shows whom it evicted.
         previous = self.attempts.get(qp.name)

@@ -12,7 +12,7 @@ informer feed calls for every change it sees - never from the filter or prioriti
 calls, since kube-scheduler sends an extender only the pods it is interested in
 (``managedResources``) and an agent must not assume it saw every pod.
 
-The five things an agent writes (see README "Writing an agent"): its ``name``, typed
+The five things an agent writes (see "Writing an agent" in docs/extender.md): its ``name``, typed
 ``Args`` with validation, ``filter``, ``score``, and the hooks that feed its own arrays
 (``on_node``, ``on_node_removed``, ``on_pod``, ``on_bound``); ``start``/``stop`` run any
 background work it needs (the safe agent polls metrics.k8s.io).

@@ -2,9 +2,11 @@
 
 Exit codes: 0 after SIGINT or SIGTERM (requests in flight finish first), 2 for a
 configuration (or a policy rules file) that is refused, with the field path and why on
-stderr, 1 when ``--kubeconfig`` cannot be loaded. Without ``--kubeconfig`` it uses
-in-cluster credentials when it runs in a pod, and otherwise runs without an API server
-(see ``service``).
+stderr, or for TLS flags that would leave /bind and /preempt open (see ``guard``), 1 when
+the credentials cannot be loaded or the address cannot be listened on (one line, no
+traceback). It looks for them in kubectl's order
+(``--kubeconfig``, $KUBECONFIG, ~/.kube/config, the pod's service account); when none of
+them is there it runs without an API server (see ``service``).
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import sys
 from typing import Any
 
-from kubesalvo.sched.client import ApiClient, Credentials, load_credentials
+from kubesalvo.sched.client import ApiClient, Credentials, CredentialsError, load_credentials
 from kubesalvo.sched.extender.config import ConfigError, ExtenderConfig, load_config
+from kubesalvo.sched.extender.guard import GuardError, ServingGuard
 from kubesalvo.sched.extender.service import Extender
+from kubesalvo.sched.kubeconfig import choose_kubeconfig
 from kubesalvo.sched.memory import collect_young_less_often, freeze_startup_heap
 
 __all__ = ["configure", "main"]
@@ -28,6 +33,7 @@ log = logging.getLogger("kubesalvo.extender")
 
 EXIT_CONFIG = 2
 EXIT_CREDENTIALS = 1
+EXIT_SERVE = 1
 DEFAULT_LISTEN = "127.0.0.1:8888"
 
 
@@ -42,7 +48,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="ExtenderConfiguration file (default: congestion, safe)")
     parser.add_argument(
         "--kubeconfig",
-        help="kubeconfig file (default: in-cluster credentials, else no API server)",
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster "
+        "credentials, else no API server)",
     )
     parser.add_argument(
         "--listen",
@@ -51,17 +58,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help=f"address to serve on (default {DEFAULT_LISTEN}; port 0 picks a free one)",
     )
+    parser.add_argument(
+        "--tls-cert-file",
+        help="serve HTTPS with this certificate (PEM; reloaded when the file changes)",
+    )
+    parser.add_argument("--tls-private-key-file", help="the key of --tls-cert-file (PEM)")
+    parser.add_argument(
+        "--client-ca-file",
+        help="/bind and /preempt need a client certificate signed by this CA (PEM), as "
+        "kube-scheduler sends with tlsConfig.certFile/keyFile; required to listen beyond "
+        "loopback",
+    )
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, metavar="N")
     parser.add_argument("--log-format", choices=("json", "text"), default="text")
 
 
 def _credentials(kubeconfig: str | None) -> Credentials | None:
-    if kubeconfig is not None:
-        return load_credentials(kubeconfig)
     try:
-        return load_credentials(None)
-    except Exception:
-        return None
+        return load_credentials(kubeconfig)
+    except CredentialsError:
+        # Only the last resort may be missing: outside a pod, no API server at all.
+        if choose_kubeconfig(kubeconfig).in_cluster:
+            return None
+        raise
 
 
 def main(args: argparse.Namespace) -> int:
@@ -73,24 +92,39 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"kubesalvo extender: {error}", file=sys.stderr)
         return EXIT_CONFIG
+    guard = ServingGuard(args.tls_cert_file, args.tls_private_key_file, args.client_ca_file)
+    try:
+        guard.check(args.listen[0])
+    except GuardError as error:
+        print(f"kubesalvo extender: {error}", file=sys.stderr)
+        return EXIT_CONFIG
     try:
         credentials = _credentials(args.kubeconfig)
-    except Exception as error:
-        print(f"kubesalvo extender: cannot load {args.kubeconfig}: {error}", file=sys.stderr)
+    except CredentialsError as error:
+        print(f"kubesalvo extender: cannot load credentials from {error}", file=sys.stderr)
         return EXIT_CREDENTIALS
     with contextlib.suppress(ImportError):
         import uvloop
 
         uvloop.install()
-    asyncio.run(_serve(config, credentials, args.listen))
+    try:
+        asyncio.run(_serve(config, credentials, args.listen, guard))
+    except (OSError, ssl.SSLError) as error:
+        host, port = args.listen
+        reason = error.strerror or str(error) if isinstance(error, OSError) else str(error)
+        print(f"kubesalvo extender: cannot serve on {host}:{port}: {reason}", file=sys.stderr)
+        return EXIT_SERVE
     return 0
 
 
-async def _serve(config: ExtenderConfig, credentials: Credentials | None, listen: Any) -> None:
+async def _serve(
+    config: ExtenderConfig, credentials: Credentials | None, listen: Any, guard: ServingGuard
+) -> None:
     host, port = listen
     client = ApiClient(credentials, qps=500, burst=1000) if credentials is not None else None
     try:
-        extender = Extender(config, client, host, port)
+        extender = Extender(config, client, host, port, guard)
+        await extender.start()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError):

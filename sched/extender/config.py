@@ -4,7 +4,7 @@
 
     apiVersion: kubesalvo.io/v1alpha1
     kind: ExtenderConfiguration
-    maxRequestBytes: 67108864        # larger bodies are refused (400)
+    maxRequestBytes: 4194304         # larger bodies are refused (400)
     agents:
       - name: congestion             # one of the agents in AGENTS
         weight: 2                    # its share of /filter and /prioritize's combined score
@@ -32,7 +32,10 @@ __all__ = ["ConfigError", "ConfiguredAgent", "ExtenderConfig", "load_config"]
 
 API_VERSION = "kubesalvo.io/v1alpha1"
 KIND = "ExtenderConfiguration"
-DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
+# A names-only request (nodeCacheCapable: true) for 5,000 nodes is about 100 KiB; full
+# Node objects (nodeCacheCapable: false) are 5-20 KiB each, so large clusters sending them
+# need a larger maxRequestBytes. Anything past the limit is refused before it is read.
+DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 DEFAULT_AGENTS = ("congestion", "safe")
 
 

@@ -10,6 +10,9 @@ Routes (all POST, JSON in and out, kube-scheduler's wire format, see ``wire``):
 * GET ``/healthz`` (the process answers), ``/readyz`` (the watches have synced) and
   ``/metrics``.
 
+``/bind`` and ``/preempt`` (also per agent) answer 403 to a caller ``guard`` does not
+allow (see ``guard``: a client certificate when a client CA is configured).
+
 A body that is not valid JSON, misses a required field, has a wrong type or is larger
 than ``maxRequestBytes`` gets HTTP 400 with ``{"error": "..."}`` and one log line. An
 agent that fails turns into the answer's ``Error`` (filter, bind) or is left out
@@ -31,6 +34,7 @@ from kubesalvo.sched.extender import combine, wire
 from kubesalvo.sched.extender.agent import PodInfo
 from kubesalvo.sched.extender.config import ConfiguredAgent, ExtenderConfig
 from kubesalvo.sched.extender.feed import NodeFeed
+from kubesalvo.sched.extender.guard import ServingGuard
 from kubesalvo.sched.extender.metrics import ALL_AGENTS, CONTENT_TYPE, ExtenderMetrics
 from kubesalvo.sched.extender.names import Listing, NamesCache
 from kubesalvo.sched.informers.models import Pod
@@ -70,8 +74,10 @@ class ExtenderApp:
         pod_lookup: PodLookup | None = None,
         ready: Callable[[], bool] = lambda: True,
         metrics: ExtenderMetrics | None = None,
+        guard: ServingGuard | None = None,
     ) -> None:
         self.config = config
+        self.guard = guard or ServingGuard()
         self.feed = feed
         self.names = NamesCache(feed)
         self.client = client
@@ -110,6 +116,17 @@ class ExtenderApp:
             began = time.perf_counter()
             code = "200"
             try:
+                if not self.guard.allows(request, verb):
+                    code = "403"
+                    log.warning(
+                        "refused %s request to %s from %s: no verified client certificate",
+                        verb,
+                        request.path,
+                        request.remote,
+                    )
+                    return _json_error(
+                        403, f"{verb} needs a client certificate signed by --client-ca-file"
+                    )
                 try:
                     body = await request.read()
                 except web.HTTPRequestEntityTooLarge:

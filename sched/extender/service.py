@@ -18,6 +18,7 @@ from aiohttp import web
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.extender.config import ExtenderConfig
 from kubesalvo.sched.extender.feed import NodeFeed
+from kubesalvo.sched.extender.guard import ServingGuard
 from kubesalvo.sched.extender.metrics import ExtenderMetrics
 from kubesalvo.sched.extender.server import ExtenderApp
 from kubesalvo.sched.informers import NODES, PODS, Informer, WatchSettings, wait_synced
@@ -39,8 +40,10 @@ class Extender:
         client: ApiClient | None,
         host: str = "127.0.0.1",
         port: int = 8888,
+        guard: ServingGuard | None = None,
     ) -> None:
         self.config = config
+        self.guard = guard or ServingGuard()
         self.client = client
         self.host = host
         self.port = port
@@ -64,8 +67,10 @@ class Extender:
             pod_lookup=self._pod,
             ready=self._synced,
             metrics=self.metrics,
+            guard=self.guard,
         )
         self._runner: web.AppRunner | None = None
+        self._reload: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 
     def _pod(self, namespace: str, name: str) -> Pod | None:
@@ -80,13 +85,25 @@ class Extender:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.guard.https else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"
 
     async def start(self) -> None:
+        """Listen, then start the watches and agents; ``OSError`` when the address cannot
+        be listened on (nothing is left running then)."""
+        tls = self.guard.tls()
         self._runner = web.AppRunner(self.web.app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=tls[0] if tls else None)
+        try:
+            await site.start()
+        except OSError:
+            await self._runner.cleanup()
+            self._runner = None
+            raise
+        if tls is not None:
+            self._reload = asyncio.create_task(tls[1].watch(), name="extender-certificate")
         if self.port == 0:
             sockets = getattr(site._server, "sockets", None) or []
             if sockets:
@@ -119,6 +136,9 @@ class Extender:
         self._stop.set()
 
     async def shutdown(self) -> None:
+        if self._reload is not None:
+            self._reload.cancel()
+            self._reload = None
         if self._runner is not None:
             await self._runner.cleanup()  # stops listening, lets requests in flight end
             self._runner = None

@@ -1,8 +1,9 @@
 """``kubesalvo image-reporter --node NAME [--interval 30s]``: the node agent's command.
 
 Exit codes: 0 after SIGINT or SIGTERM; 2 for a wrong flag (no node name, an interval
-that is not a positive Go duration); 1 when the credentials (``--kubeconfig``, else the
-pod's service account) cannot be loaded. With ``--once`` it lists and writes once and
+that is not a positive Go duration); 1 when the credentials (kubectl's order:
+``--kubeconfig``, $KUBECONFIG, ~/.kube/config, else the pod's service account) cannot be
+loaded. With ``--once`` it lists and writes once and
 exits 0 if the annotation is now current, 1 if listing or patching failed. A failing
 crictl or API server never ends the loop: see ``agent``.
 """
@@ -18,7 +19,7 @@ import signal
 import sys
 
 from kubesalvo.core.plugins.image_locality import MAX_ANNOTATION_BYTES, ReportedImage
-from kubesalvo.sched.client import ApiClient, Credentials, load_credentials
+from kubesalvo.sched.client import ApiClient, Credentials, CredentialsError, load_credentials
 from kubesalvo.sched.config.decode import parse_duration
 from kubesalvo.sched.image_reporter.agent import ImageReporter, Outcome
 from kubesalvo.sched.image_reporter.crictl import list_images
@@ -79,7 +80,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"(default {MAX_ANNOTATION_BYTES})",
     )
     parser.add_argument("--once", action="store_true", help="list and write once, then exit")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster credentials)")
+    parser.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster credentials)",
+    )
     parser.add_argument(
         "--incluster-root",
         help="without a kubeconfig, read the service account under this folder instead of /",
@@ -100,12 +104,8 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_FLAGS
     try:
         credentials = load_credentials(args.kubeconfig, incluster_root=args.incluster_root)
-    except Exception as error:
-        where = args.kubeconfig or "in-cluster service account"
-        print(
-            f"kubesalvo image-reporter: cannot load credentials ({where}): {error}",
-            file=sys.stderr,
-        )
+    except CredentialsError as error:
+        print(f"kubesalvo image-reporter: cannot load credentials from {error}", file=sys.stderr)
         return EXIT_CREDENTIALS
     return asyncio.run(_serve(args, credentials))
 

@@ -215,6 +215,8 @@ class PodStatus(_Api):
     conditions: list[PodCondition] = []
     container_statuses: list[ContainerStatus] = []
     init_container_statuses: list[ContainerStatus] = []
+    # the ResourceClaims kube-controller-manager made from the pod's claim templates
+    resource_claim_statuses: list[dict[str, Any]] = []
 
 
 class Pod(_Api):

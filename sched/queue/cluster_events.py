@@ -110,6 +110,9 @@ def pod_update_events(old: Any, new: Any) -> list[ClusterEvent]:
         action |= A.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
     if old.spec.tolerations != new.spec.tolerations:
         action |= A.UPDATE_POD_TOLERATION
+    if old.status.resource_claim_statuses != new.status.resource_claim_statuses:
+        # the resourceclaim controller made (and named) a claim of the pod's templates
+        action |= A.UPDATE_POD_GENERATED_RESOURCE_CLAIM
     if not action and (
         old.spec != new.spec or old.metadata.annotations != new.metadata.annotations
     ):

@@ -4,7 +4,8 @@ kube-scheduler's plugins pair each registered event with a hint function that lo
 the old and new object and answers Queue or Skip, so that (say) a node too small for the
 pod does not wake it. These are kubesalvo's versions of the hints of the filters whose
 events are frequent: NodeResourcesFit, NodeAffinity, TaintToleration, NodeUnschedulable,
-InterPodAffinity and PodTopologySpread (every bind is a pod event for the last two).
+InterPodAffinity and PodTopologySpread (every bind is a pod event for the last two), and
+DynamicResources (every claim a PreBind writes is a claim event).
 They reuse the plain-Python filter logic of ``kubesalvo.core.reference`` on the
 API-shaped dicts of the informers' objects.
 
@@ -25,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from kubesalvo.core.dra.pod import claim_change_helps
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
 from kubesalvo.core.reference.framework import (
@@ -308,6 +310,25 @@ def pod_topology_spread_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) 
     return changed is None or _has_keys(cs, changed)
 
 
+def dynamic_resources_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
+    """A claim event helps when the claim is the pod's own and was made or changed
+    status, or when any claim got deallocated (``core.dra.pod.claim_change_helps``); a
+    pod event only for the pod itself (its claim named in its status). Class, slice and
+    node events may bring devices: they always help."""
+    if event.resource is EventResource.RESOURCE_CLAIM:
+        return claim_change_helps(
+            _api(pod),
+            None if old is None else _to_api(old),
+            None if new is None else _to_api(new),
+        )
+    if event.resource is EventResource.POD:
+        other = new if new is not None else old
+        return other is None or _api(other).get("metadata", {}).get("uid") == _api(pod).get(
+            "metadata", {}
+        ).get("uid")
+    return True
+
+
 def coscheduling_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
     """A gang waiting for members, or rolled back, is helped by a pod event only when the
     pod is one of its own members (bound by someone, or relabelled into the gang); room
@@ -330,4 +351,5 @@ DEFAULT_HINTS: dict[str, HintFn] = {
     names.INTER_POD_AFFINITY: inter_pod_affinity_hint,
     names.POD_TOPOLOGY_SPREAD: pod_topology_spread_hint,
     names.COSCHEDULING: coscheduling_hint,
+    names.DYNAMIC_RESOURCES: dynamic_resources_hint,
 }

@@ -11,8 +11,9 @@
   hint (``hints``) does not rule out, moves them back (to backoffQ if still backing off,
   else activeQ), or until they have waited ``podMaxInUnschedulablePodsDuration`` (5
   minutes by default).
-* **gated** pods (non-empty ``spec.schedulingGates`` with the SchedulingGates plugin on)
-  wait outside the other queues until an update removes their gates.
+* **gated** pods (non-empty ``spec.schedulingGates`` with the SchedulingGates plugin on,
+  or a resource claim not made yet with DynamicResources on) wait outside the other
+  queues until an update removes their gates or the claim appears (``release_gated``).
 * **in flight**: pods handed out by :meth:`pop_burst` until :meth:`done` or
   :meth:`add_unschedulable`. Events that arrive meanwhile are remembered, so that a pod
   that fails is retried at once if something happened during its attempt that could
@@ -223,6 +224,9 @@ class SchedulingQueue:
         self._groups: dict[bytes, dict[str, None]] = {}
         self._groups_by_plugin: dict[str, set[bytes]] = {}
         self._gated: dict[str, QueuedPod] = {}
+        # DynamicResources' PreEnqueue: whether a claim of the pod does not exist yet
+        # (set by the runtime, which watches the claims; None: never held back for it).
+        self.claims_missing: Callable[[Any], bool] | None = None
         self._in_flight: dict[str, _InFlight] = {}
         self._log: list[_LoggedEvent] = []
         self._log_base = 0  # the absolute index of self._log[0]
@@ -696,12 +700,28 @@ class SchedulingQueue:
     def _gate(self, qp: QueuedPod) -> str:
         """The first PreEnqueue plugin of the pod's profile that holds it back, or ""."""
         plugins = self._pre_enqueue.get(qp.scheduler_name, self._default_pre_enqueue)
-        # Of kube-scheduler's PreEnqueue plugins only SchedulingGates applies here:
-        # DynamicResources waits for claims and DefaultPreemption for async preemption,
-        # neither of which kubesalvo has.
+        # SchedulingGates, and DynamicResources (a claim of the pod is not there yet);
+        # DefaultPreemption's waits for async preemption, which kubesalvo does not have.
         if names.SCHEDULING_GATES in plugins and qp.pod.spec.scheduling_gates:
             return names.SCHEDULING_GATES
+        if (
+            qp.pod.spec.resource_claims
+            and self.claims_missing is not None
+            and names.DYNAMIC_RESOURCES in plugins
+            and self.claims_missing(qp.pod)
+        ):
+            return names.DYNAMIC_RESOURCES
         return ""
+
+    def release_gated(self, plugin: str) -> int:
+        """Check again the pods ``plugin`` holds back (something they waited for may have
+        come); returns how many moved to activeQ."""
+        moved = 0
+        for key in [k for k, qp in self._gated.items() if qp.gating_plugin == plugin]:
+            qp = self._gated.pop(key)
+            del self._where[key]
+            moved += self._to_active(qp)
+        return moved
 
     def _to_active(self, qp: QueuedPod) -> bool:
         gate = self._gate(qp)

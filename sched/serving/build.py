@@ -10,7 +10,7 @@ from __future__ import annotations
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.metrics import SchedulerMetrics
 from kubesalvo.sched.server import HealthServer
-from kubesalvo.sched.serving.certs import server_context
+from kubesalvo.sched.serving.certs import serving_tls
 from kubesalvo.sched.serving.delegated import DelegatedAuth, auth_middleware
 from kubesalvo.sched.serving.options import ServingOptions
 
@@ -20,7 +20,7 @@ def health_servers(
 ) -> list[HealthServer]:
     servers = []
     if options.secure_port:
-        tls, _ = server_context(
+        tls, files = serving_tls(
             options.tls_cert_file, options.tls_private_key_file, options.bind_address
         )
         auth = DelegatedAuth(client, options.always_allow_paths)
@@ -31,6 +31,8 @@ def health_servers(
                 options.secure_port,
                 tls=tls,
                 middlewares=[auth_middleware(auth)],
+                # A rotated certificate is served without a restart.
+                background=[files.watch] if files is not None else [],
             )
         )
     if options.insecure_port:

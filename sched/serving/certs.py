@@ -4,7 +4,8 @@ Like kube-scheduler without ``--tls-cert-file``, a fresh self-signed certificate
 at start for ``localhost``, the host name, the loopback addresses and the bind address.
 Python's ``ssl`` loads certificates only from files, so the generated pair is written to
 a private temporary folder (``$TMPDIR``: an emptyDir in the manifests, whose root file
-system is read-only), loaded, and removed at once: the key never stays on disk.
+system is read-only), loaded, and removed at once: the key never stays on disk. Given
+files are reloaded when they change (``serving_tls``, see ``reload``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import socket
 import ssl
 import tempfile
 from pathlib import Path
+
+from kubesalvo.sched.serving.reload import CertificateFiles
 
 _VALIDITY = datetime.timedelta(days=365)
 
@@ -61,6 +64,19 @@ def self_signed_pair(bind_address: str) -> tuple[bytes, bytes]:
         serialization.NoEncryption(),
     )
     return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def serving_tls(
+    cert_file: str | None, key_file: str | None, bind_address: str
+) -> tuple[ssl.SSLContext, CertificateFiles | None]:
+    """The serving context, and the given files to watch for rotation (None when the
+    certificate was generated)."""
+    if not (cert_file and key_file):
+        context, _ = server_context(None, None, bind_address)
+        return context, None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context, CertificateFiles(context, cert_file, key_file)
 
 
 def server_context(

@@ -12,25 +12,32 @@ made is 500, as upstream answers.
 
 The always-allowed paths (``/healthz``, ``/livez``, ``/readyz`` by default, like
 ``--authorization-always-allow-paths``) skip both checks, so probes work without a token
-and even while the API server is unreachable. Answers are cached for ``cache_ttl`` seconds
-(upstream's default webhook cache is 10s for both), so a scrape every 15s costs at most
-two small requests to the API server.
+and even while the API server is unreachable. Answers, refusals included, are cached for
+``cache_ttl`` seconds in LRUs of ``CACHE_ENTRIES`` (upstream's delegated caches keep both
+for 10s), so a scrape every 15s costs at most two small requests to the API server.
+
+Anyone who reaches the port can send a new random token with every request, and each one
+is a cache miss. So the reviews go through a token bucket of their own (``REVIEW_QPS``/
+``REVIEW_BURST``, the limits upstream gives its delegated authentication and authorization
+clients), apart from the scheduler's limiter so that a scrape never waits behind a burst
+of binds, and concurrent requests with the same token or question share one review.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import msgspec
 from aiohttp import web
 
-from kubesalvo.sched.client import ApiClient, status_body
+from kubesalvo.sched.client import ApiClient, TokenBucket, status_body
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +48,10 @@ UNAUTHENTICATED = "system:unauthenticated"
 ALWAYS_ALLOW_PATHS = ("/healthz", "/livez", "/readyz")
 CACHE_TTL_SECONDS = 10.0
 CACHE_ENTRIES = 1024
+# kube-apiserver's DelegatingAuthenticationOptions/DelegatingAuthorizationOptions give their
+# review clients 200 QPS and a burst of 400.
+REVIEW_QPS = 200.0
+REVIEW_BURST = 400
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -97,8 +108,12 @@ class DelegatedAuth:
         always_allow: Collection[str] = ALWAYS_ALLOW_PATHS,
         cache_ttl: float = CACHE_TTL_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        limiter: TokenBucket | None = None,
     ) -> None:
         self.client = client
+        self.limiter = limiter or TokenBucket(REVIEW_QPS, REVIEW_BURST)
+        # Reviews under way, by cache key: a second asker awaits the first one's answer.
+        self._pending: dict[Any, asyncio.Future[Any]] = {}
         self.always_allow = frozenset(always_allow)
         # A refused token is cached too: (None,) tells it apart from a miss.
         self._tokens: _TtlCache[str, tuple[User | None]] = _TtlCache(cache_ttl, clock=clock)
@@ -123,12 +138,37 @@ class DelegatedAuth:
         key = hashlib.sha256(token.encode()).hexdigest()
         cached = self._tokens.get(key)
         if cached is None:
-            cached = (await self._review_token(token),)
-            self._tokens.put(key, cached)
+            cached = await self._once(("token", key), self._reviewed_token(key, token))
         user = cached[0]
         if user is None:
             raise Unauthenticated("the token was not accepted")
         return user
+
+    async def _once(self, key: Any, review: Coroutine[Any, Any, V]) -> V:
+        """``review``'s answer, shared with every caller asking under ``key`` meanwhile."""
+        pending = self._pending.get(key)
+        if pending is not None:
+            review.close()  # not needed: the first asker's review answers this one too
+            shared: V = await asyncio.shield(pending)
+            return shared
+        future: asyncio.Future[V] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            answer = await review
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved: no "never retrieved" warning without waiters
+            raise
+        else:
+            future.set_result(answer)
+            return answer
+        finally:
+            del self._pending[key]
+
+    async def _reviewed_token(self, key: str, token: str) -> tuple[User | None]:
+        answer = (await self._review_token(token),)
+        self._tokens.put(key, answer)
+        return answer
 
     async def _review_token(self, token: str) -> User | None:
         review = {
@@ -160,6 +200,10 @@ class DelegatedAuth:
         cached = self._decisions.get(key)
         if cached is not None:
             return cached
+        return await self._once(("access", key), self._reviewed_access(key))
+
+    async def _reviewed_access(self, key: tuple[User, str, str]) -> tuple[bool, str]:
+        user, path, verb = key
         review: dict[str, Any] = {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SubjectAccessReview",
@@ -184,8 +228,9 @@ class DelegatedAuth:
         return decision
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        # Not rate limited: a scrape must not wait behind a burst of binds, and the caches
-        # bound how often this runs.
+        # Limited by the reviews' own bucket, not the scheduler's: a scrape must not wait
+        # behind a burst of binds.
+        await self.limiter.acquire()
         response = await self.client.request(
             "POST", path, body=msgspec.json.encode(body), rate_limited=False, timeout=10.0
         )

@@ -24,6 +24,9 @@ def test_codes_are_distinct_and_below_the_resource_codes():
         _codes.IPA_AFFINITY,
         _codes.IPA_ANTI,
         _codes.IPA_EXISTING,
+        _codes.DRA_ALLOCATE,
+        _codes.DRA_UNAVAILABLE,
+        _codes.DRA_TIMEOUT,
         *range(_codes.EXTENSION_FIRST, _codes.EXTENSION_LAST + 1),
     ]
     assert len(set(codes)) == len(codes)

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesalvo.core.quantity import value
 from kubesalvo.sched.cluster import processes
 from kubesalvo.sched.config import load_config
 from tests.helpers.deploy import DEPLOY, find, kubectl, render
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.integration
 VARIANTS = {
     "default": DEPLOY,
     "base": DEPLOY / "base",
+    "servicemonitor": DEPLOY / "overlays" / "servicemonitor",
     "ha": DEPLOY / "overlays" / "ha",
     "extender": DEPLOY / "overlays" / "extender",
     "image-reporter": DEPLOY / "overlays" / "image-reporter",
@@ -68,19 +70,19 @@ def servicemonitor_crd(control_plane) -> None:
     kubectl(
         control_plane, "apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", str(crd)
     )
-    # Polled rather than `kubectl wait`: a CRD read before the API server wrote its first
-    # status has no conditions at all, and kubectl wait then fails at once.
-    established = '{.status.conditions[?(@.type=="Established")].status}'
-    deadline = time.monotonic() + 60
-    while (
-        kubectl(
-            control_plane,
-            "get",
-            "crd/servicemonitors.monitoring.coreos.com",
-            f"-o=jsonpath={established}",
+
+    # Polled rather than `kubectl wait`, and read as JSON rather than with a jsonpath
+    # filter: a CRD read before the API server wrote its first status has no conditions
+    # at all (null), on which both fail at once.
+    def established() -> bool:
+        crd = json.loads(
+            kubectl(control_plane, "get", "crd/servicemonitors.monitoring.coreos.com", "-o=json")
         )
-        != "True"
-    ):
+        conditions = crd.get("status", {}).get("conditions") or []
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+    deadline = time.monotonic() + 60
+    while not established():
         assert time.monotonic() < deadline, "the ServiceMonitor CRD is not Established in 60 s"
         time.sleep(0.5)
 
@@ -200,10 +202,30 @@ def test_the_default_install_holds_what_the_issue_lists(rendered):
         ("Deployment", "kubesalvo"),
         ("PodDisruptionBudget", "kubesalvo"),
         ("Service", "kubesalvo-metrics"),
-        ("ServiceMonitor", "kubesalvo"),
     ]:
         assert expected in kinds, expected
     assert any(k == "ConfigMap" and n.startswith("kubesalvo-config-") for k, n in kinds)
+
+
+def test_the_default_install_needs_no_custom_resource_definition(control_plane, rendered):
+    """`kubectl apply -k deploy/` on a bare cluster: every kind it holds is one the API
+    server serves by itself (the groups of installed CRDs, such as the ServiceMonitor's,
+    which tests here install, do not count)."""
+    crds = json.loads(kubectl(control_plane, "get", "crd", "-o=json"))["items"]
+    custom = {crd["spec"]["group"] for crd in crds}
+    served = set(kubectl(control_plane, "api-versions").split())
+    for obj in rendered["default"]:
+        group = obj["apiVersion"].rpartition("/")[0]
+        assert obj["apiVersion"] in served and group not in custom, (obj["kind"], obj["apiVersion"])
+
+
+def test_the_servicemonitor_is_opt_in(rendered):
+    monitors = [o for o in rendered["servicemonitor"] if o["kind"] == "ServiceMonitor"]
+    assert [m["metadata"]["name"] for m in monitors] == ["kubesalvo"]
+    assert not any(o["kind"] == "ServiceMonitor" for o in rendered["default"])
+    # Everything else is the default install's.
+    others = [o for o in rendered["servicemonitor"] if o["kind"] != "ServiceMonitor"]
+    assert others == rendered["default"]
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -241,6 +263,11 @@ def test_scheduler_pods_are_critical_spread_and_probed(rendered, variant):
     assert terms[0]["labelSelector"]["matchLabels"] == labels
     assert pod["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"] == labels
     serving = pod["containers"][0]
+    if variant != "extender":  # kube-scheduler's own container there
+        startup = serving["startupProbe"]
+        assert startup["httpGet"]["path"] == "/livez"
+        assert startup["periodSeconds"] * startup["failureThreshold"] >= 60
+        assert "initialDelaySeconds" not in serving["livenessProbe"]
     assert serving["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert serving["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert serving["livenessProbe"]["httpGet"]["scheme"] == "HTTPS"
@@ -260,6 +287,88 @@ def test_ha_runs_two_replicas_on_different_nodes_under_leader_election(rendered,
     named = [r for r in lease_role["rules"] if r.get("resourceNames")]
     assert named[0]["resourceNames"] == [config.leader_election.resource_name]
     assert lease_role["metadata"]["namespace"] == config.leader_election.resource_namespace
+
+
+# The scheduler's peak resident memory placing bursts onto 5,000 nodes (bench/RESULTS.md:
+# 690-760 MiB); its pod asks for at least that.
+MEASURED_PEAK = 760 * 2**20
+
+
+@pytest.mark.parametrize("variant", ["default", "ha"])
+def test_the_memory_request_covers_the_measured_peak(rendered, variant):
+    container = find(rendered[variant], "Deployment", "kubesalvo")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    requests, limits = container["resources"]["requests"], container["resources"]["limits"]
+    assert value(requests["memory"]) >= MEASURED_PEAK
+    assert value(limits["memory"]) >= value(requests["memory"])
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_rollout_with_required_anti_affinity_needs_no_extra_node(rendered, variant):
+    """With one replica per node required, a surge pod finds no node on a cluster of as
+    many nodes as replicas and the rollout stalls: such a Deployment replaces pods in
+    place (maxSurge 0, maxUnavailable 1 or more)."""
+    for deployment in (o for o in rendered[variant] if o["kind"] == "Deployment"):
+        anti = deployment["spec"]["template"]["spec"].get("affinity", {}).get("podAntiAffinity")
+        if not (anti or {}).get("requiredDuringSchedulingIgnoredDuringExecution"):
+            continue
+        rolling = deployment["spec"]["strategy"]["rollingUpdate"]
+        assert rolling["maxSurge"] == 0 and rolling["maxUnavailable"] >= 1, (variant, rolling)
+
+
+def test_ingress_to_the_scheduler_pods_is_their_https_port_only(rendered):
+    objects = rendered["default"]
+    policy = find(objects, "NetworkPolicy", "kubesalvo-scheduler")
+    deployment = find(objects, "Deployment", "kubesalvo")
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert "from" not in rule  # Prometheus may sit in any namespace
+    service = find(objects, "Service", "kubesalvo-metrics")
+    assert rule["ports"] == [
+        {"port": port["targetPort"], "protocol": "TCP"} for port in service["spec"]["ports"]
+    ]
+
+
+def test_the_namespace_enforces_the_restricted_pod_security_level(rendered):
+    labels = find(rendered["default"], "Namespace", "kubesalvo")["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted", mode
+    reporter = find(rendered["image-reporter"], "Namespace", "kubesalvo")["metadata"]["labels"]
+    assert reporter["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert reporter["pod-security.kubernetes.io/warn"] == "restricted"
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_pod_is_admitted_by_its_namespaces_pod_security_level(
+    control_plane, rendered, variant
+):
+    """The API server's own PodSecurity admission: each workload's pod, created (dry run)
+    in a namespace labelled as the variant's, is admitted; a root pod is refused there
+    unless the level is privileged."""
+    labels = find(rendered[variant], "Namespace", "kubesalvo")["metadata"]["labels"]
+    name = f"psa-{variant}-{time.monotonic_ns() % 10**9}"
+    apply(control_plane, [{"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": name, "labels": labels}}])  # fmt: skip
+    try:
+        for workload in workloads(rendered[variant]):
+            template = workload["spec"]["template"]
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": workload["metadata"]["name"], "namespace": name,
+                                "labels": template["metadata"]["labels"]},
+                   "spec": template["spec"]}  # fmt: skip
+            out = apply(control_plane, [pod], "--dry-run=server")
+            assert "created" in out or "serverside-applied" in out, out
+        root = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "root", "namespace": name},
+                "spec": {"containers": [{"name": "c", "image": "busybox",
+                                         "securityContext": {"runAsUser": 0}}]}}  # fmt: skip
+        if labels["pod-security.kubernetes.io/enforce"] != "privileged":
+            with pytest.raises(AssertionError, match="violates PodSecurity"):
+                apply(control_plane, [root], "--dry-run=server")
+    finally:
+        kubectl(control_plane, "delete", "namespace", name, "--wait=false")
 
 
 def load_scheduler_config(objects: list[dict[str, Any]], tmp_path: Path) -> Any:
@@ -437,7 +546,7 @@ def test_the_image_reporters_container_runs_the_command_as_built(rendered):
 
 
 def test_service_servicemonitor_and_scrape_config_agree_on_names_and_ports(rendered):
-    objects = rendered["default"]
+    objects = rendered["servicemonitor"]
     service = find(objects, "Service", "kubesalvo-metrics")
     deployment = find(objects, "Deployment", "kubesalvo")
     monitor = find(objects, "ServiceMonitor", "kubesalvo")

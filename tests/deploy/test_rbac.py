@@ -5,7 +5,8 @@ holds exactly the rules of deploy/base's ClusterRole ``kubesalvo:scheduler`` and
 ``kubesalvo:leader-election`` (as kubectl renders them), and does its whole job: it
 becomes leader, binds a pod, writes the PodScheduled=False condition and the
 FailedScheduling event of a pod that fits nowhere, preempts a lower-priority pod, spreads
-by default without warnings, reads a PodGroup and writes its status, and serves /metrics
+by default without warnings, reads a PodGroup and writes its status, allocates a pod's
+resource claim, and serves /metrics
 over HTTPS to a token allowed to read it. Then each rule is removed in turn and the run
 shows what breaks without it, so that no rule is spare; a rule added to the manifests
 without a case here fails the test.
@@ -26,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import devices as dra
 from tests.helpers.deploy import (
     DEPLOY,
     bind_rules,
@@ -80,6 +82,7 @@ class Run:
     process: SchedulerProcess
     secure_port: int
     reader_token: str
+    cluster_objects: list[dict[str, Any]]  # DeviceClasses and ResourceSlices, deleted after
 
     # reading the scheduler -----------------------------------------------------------------
 
@@ -118,6 +121,22 @@ class Run:
         pod = pool_pod(self.namespace, name, self.pool, cpu, priority)
         pod["metadata"]["labels"] = labels or {}
         self.control_plane.create([pod])
+
+    def gpu_pod(self, name: str) -> None:
+        """A pod claiming one device of a driver publishing 2 on the pool's node."""
+        driver = dra.Driver(f"{self.pool}.example.com", gpus=2)
+        self.cluster_objects += [driver.device_class("gpu"), driver.slice(f"{self.pool}-0", "a100")]
+        self.control_plane.create(self.cluster_objects[-2:])
+        spec = dra.claim_spec(dra.request("gpu", f"gpu.{driver.name}"))
+        pod = pool_pod(self.namespace, name, self.pool)
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": name}]
+        self.control_plane.create([dra.claim(self.namespace, name, spec)])
+        self.control_plane.create([pod])
+
+    def claim_status(self, name: str) -> dict[str, Any]:
+        path = f"{dra.PATH}/namespaces/{self.namespace}/resourceclaims/{name}"
+        claim: dict[str, Any] = self.control_plane.call(lambda c: c.request("GET", path))
+        return claim.get("status") or {}
 
     def pod_group_member(self, name: str) -> None:
         """A PodGroup of one member, and the member."""
@@ -231,6 +250,7 @@ def run_with(control_plane, namespace, tmp_path, manifest_rules) -> Iterator[Any
     account, `prometheus`, may get /metrics."""
     roles: list[str] = []
     processes: list[SchedulerProcess] = []
+    cluster_objects: list[dict[str, Any]] = []
     objects = render(control_plane, DEPLOY / "base")
     reader_rules = find(objects, "ClusterRole", "kubesalvo:metrics-reader")["rules"]
 
@@ -251,7 +271,7 @@ def run_with(control_plane, namespace, tmp_path, manifest_rules) -> Iterator[Any
             args=("--bind-address", "127.0.0.1", "--secure-port", str(secure_port)),
         )
         processes.append(process)
-        run = Run(control_plane, namespace, pool, process, secure_port, reader)
+        run = Run(control_plane, namespace, pool, process, secure_port, reader, cluster_objects)
         run.wait("the health port", lambda: _answers(process))
         return run
 
@@ -262,6 +282,12 @@ def run_with(control_plane, namespace, tmp_path, manifest_rules) -> Iterator[Any
             process.kill()
         for role in roles:
             delete_cluster_rbac(control_plane, role)
+        for obj in cluster_objects:
+            plural = {"DeviceClass": "deviceclasses", "ResourceSlice": "resourceslices"}[
+                obj["kind"]
+            ]
+            path = f"{dra.PATH}/{plural}/{obj['metadata']['name']}"
+            control_plane.call(lambda c, path=path: c.request("DELETE", path))
 
 
 def _answers(process: SchedulerProcess) -> bool:
@@ -301,6 +327,9 @@ def test_kubesalvo_run_with_the_service_accounts_token_does_its_whole_job(
     run.wait("PodGroup status", lambda: run.pod_group_status().get("scheduled") == 1)
     run.stateful("stateful")
     run.wait("stateful bound with its volume", lambda: run.node_of("stateful") != "", timeout=60)
+    run.gpu_pod("gpu")
+    run.wait("gpu bound", lambda: run.node_of("gpu") != "")
+    assert run.claim_status("gpu")["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
     assert run.https("/metrics", run.reader_token) == 200
     assert run.https("/metrics", None) == 403
     assert run.https("/readyz", None) == 200
@@ -327,6 +356,9 @@ def no_default_spreading(run: Run) -> None:
 def never_leader(run: Run) -> None:
     run.create("fits")
     run.wait("a refused lease call", lambda: run.log_has(r"lease kubesalvo: .*403"))
+    # Not ready while the Lease is refused, and the log says what the account needs.
+    run.wait("readiness failing", lambda: "[-]leader-election failed" in run.readyz())
+    assert run.log_has(r"refused \(403 Forbidden.*the account needs get, create and update")
     time.sleep(3)  # three retry periods: still not the leader
     assert run.metric("leader_election_master_status", name=LEASE) == 0
     assert run.node_of("fits") == ""
@@ -404,6 +436,15 @@ def no_pod_group_status(run: Run) -> None:
     assert run.pod_group_status() == {}
 
 
+def no_claim_writes(run: Run) -> None:
+    run.gpu_pod("gpu")
+    # (the log is JSON: the plugin's name is quoted with backslashes)
+    refused = r"bind of .*/gpu to .* failed: running PreBind plugin .{1,3}DynamicResources.*403"
+    run.wait("the refused PreBind", lambda: run.log_has(refused))
+    assert run.node_of("gpu") == ""
+    assert "allocation" not in run.claim_status("gpu")
+
+
 CLUSTER_RULES: dict[str, Callable[[Run], None]] = {
     "core/nodes:list,watch": informer_never_syncs("nodes"),
     "core/namespaces:list,watch": informer_never_syncs("namespaces"),
@@ -422,6 +463,11 @@ CLUSTER_RULES: dict[str, Callable[[Run], None]] = {
         informer_never_syncs("storageclasses")
     ),
     "core/persistentvolumes,persistentvolumeclaims:patch": no_volume_binding,
+    "resource.k8s.io/deviceclasses,resourceclaims,resourceslices:list,watch": (
+        informer_never_syncs("resourceclaims")
+    ),
+    "resource.k8s.io/resourceclaims:get,update": no_claim_writes,
+    "resource.k8s.io/resourceclaims/status:update,patch": no_claim_writes,
     "authentication.k8s.io/tokenreviews:create": no_token_review,
     "authorization.k8s.io/subjectaccessreviews:create": no_access_review,
     "scheduling.x-k8s.io/podgroups:list,watch": no_pod_groups,

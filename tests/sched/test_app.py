@@ -342,8 +342,11 @@ def test_a_bad_config_file_is_refused_with_exit_2_and_its_field_path(tmp_path, b
     assert done.stdout == ""
 
 
-def test_without_a_kubeconfig_outside_a_cluster_run_says_so_and_exits_1():
+def test_without_a_kubeconfig_outside_a_cluster_run_says_so_and_exits_1(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    # Nothing in kubectl's order either: no $KUBECONFIG, no ~/.kube/config.
+    env.pop("KUBECONFIG", None)
+    env["HOME"] = str(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "kubesalvo.sched.cli", "run"],
         capture_output=True,
@@ -352,7 +355,7 @@ def test_without_a_kubeconfig_outside_a_cluster_run_says_so_and_exits_1():
         env=env,
     )
     assert done.returncode == 1
-    assert "cannot load credentials (in-cluster service account)" in done.stderr
+    assert "cannot load credentials from in-cluster service account" in done.stderr
 
 
 def test_2000_mixed_pods_onto_500_nodes_are_bound_once_and_feasibly(

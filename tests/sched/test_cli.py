@@ -34,3 +34,17 @@ def test_unknown_subcommand_is_an_error():
         assert exit_.code == 2
     else:
         raise AssertionError("an unknown subcommand must exit with code 2")
+
+
+def test_version_prints_the_installed_version_and_exits_0():
+    import importlib.metadata
+
+    done = subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"kubesalvo {importlib.metadata.version('kubesalvo')}"

@@ -307,15 +307,18 @@ def test_client_connection_and_backoff_values() -> None:
         clientConnection: {kubeconfig: /etc/kube.conf, qps: 250.5, burst: 500}
         podInitialBackoffSeconds: 2
         podMaxBackoffSeconds: 60
-        parallelism: 4
-        delayCacheUntilActive: true
+        parallelism: 16
+        delayCacheUntilActive: false
+        enableProfiling: false
+        enableContentionProfiling: false
         """
     )
     cc = config.client_connection
     assert (cc.kubeconfig, cc.qps, cc.burst) == ("/etc/kube.conf", 250.5, 500)
     assert (config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds) == (2, 60)
-    assert config.parallelism == 4
-    assert config.delay_cache_until_active is True
+    assert config.parallelism == 16
+    assert config.delay_cache_until_active is False
+    assert (config.enable_profiling, config.enable_contention_profiling) == (False, False)
 
 
 def test_kubesalvo_block() -> None:

@@ -223,6 +223,10 @@ def test_document_must_be_an_object() -> None:
             "greater than zero",
         ),
         ("extenders: [{urlPrefix: http://x}]\n", "extenders", "does not call scheduler extenders"),
+        # Fields kube-scheduler acts on and kubesalvo cannot: refused, never ignored.
+        ("parallelism: 32\n", "parallelism", "one compiled pass"),
+        ("delayCacheUntilActive: true\n", "delayCacheUntilActive", "keeps its informers"),
+        ("enableContentionProfiling: true\n", "enableContentionProfiling", "no contention"),
     ],
 )
 def test_bad_values(body: str, path: str, fragment: str) -> None:

@@ -147,6 +147,11 @@ RULES = [
         "resources": ["poddisruptionbudgets"],
         "verbs": ["get", "list", "watch"],
     },
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["deviceclasses", "resourceclaims", "resourceslices"],
+        "verbs": ["get", "list", "watch"],
+    },
 ]
 
 

@@ -9,6 +9,7 @@ import time
 import msgspec
 import pytest
 
+from kubesalvo.sched.client import ApiClient, Credentials
 from kubesalvo.sched.leader import (
     ElectionThread,
     LeaderElectionSettings,
@@ -18,6 +19,7 @@ from kubesalvo.sched.leader import (
     next_try_in,
 )
 from kubesalvo.sched.metrics import SchedulerMetrics
+from tests.helpers.deploy import bind_rules, delete_cluster_rbac, service_account_token
 
 
 def test_an_unheld_lease_may_be_taken():
@@ -244,3 +246,42 @@ async def test_the_election_thread_renews_while_the_schedulers_loop_is_busy(
         await eventually(lambda: ("stopped", "on-loop") in on_loop, what="stepping down")
     finally:
         await same.stop()
+
+
+LEASE_RULES = [
+    {
+        "apiGroups": ["coordination.k8s.io"],
+        "resources": ["leases"],
+        "verbs": ["get", "create", "update"],
+    }
+]
+
+
+@pytest.mark.integration
+async def test_a_refused_lease_is_reported_until_the_account_may_use_it(
+    control_plane, namespace, caplog
+):
+    """A Role for another namespace: the elector says why (readiness fails on it) and logs
+    the refusal once; once the account may use the Lease, it leads and the refusal clears."""
+    token = service_account_token(control_plane, namespace, "elector")
+    credentials = Credentials(
+        server=control_plane.server, ca_file=str(control_plane.ca_file), token=token
+    )
+    async with ApiClient(credentials, qps=0) as client:
+        candidate = elector(client, namespace, "me", [])
+        for _ in range(3):
+            assert not await candidate._try_acquire_or_renew()
+        assert candidate.refusal.startswith("403 Forbidden")
+        assert 'leases.coordination.k8s.io "kubesalvo" is forbidden' in candidate.refusal
+        refused = [r for r in caplog.records if "read refused" in r.getMessage()]
+        assert len(refused) == 1 and f"leases in {namespace}" in refused[0].getMessage()
+
+        role = bind_rules(control_plane, namespace, "elector", [], LEASE_RULES)
+        try:
+            deadline = time.monotonic() + 30
+            while not await candidate._try_acquire_or_renew():
+                assert time.monotonic() < deadline, candidate.refusal
+                await asyncio.sleep(0.3)
+        finally:
+            delete_cluster_rbac(control_plane, role)
+        assert candidate.refusal == ""

@@ -90,3 +90,25 @@ def test_informer_requests_are_read_at_each_scrape():
         ("kubesalvo_informer_watches_total", "pods"): 7.0,
         ("kubesalvo_informer_watches_total", "nodes"): 1.0,
     }
+
+
+def test_unschedulable_pods_count_each_queued_pod_once_per_plugin_and_profile():
+    from kubesalvo.sched.metrics import UnschedulablePodsCollector
+
+    metrics = SchedulerMetrics()
+    queued = [
+        ("kubesalvo", {"NodeAffinity", "TaintToleration"}),
+        ("kubesalvo", {"NodeAffinity"}),
+        ("other", {"NodeAffinity"}),
+        ("kubesalvo", set()),  # waiting, no plugin to blame (a failed bind)
+    ]
+    metrics.registry.register(UnschedulablePodsCollector(lambda: queued))
+    (family,) = [f for f in text_string_to_metric_families(metrics.render().decode())
+                 if f.name == "scheduler_unschedulable_pods"]  # fmt: skip
+    assert family.type == "gauge"
+    values = {(s.labels["plugin"], s.labels["profile"]): s.value for s in family.samples}
+    assert values == {
+        ("NodeAffinity", "kubesalvo"): 2,
+        ("TaintToleration", "kubesalvo"): 1,
+        ("NodeAffinity", "other"): 1,
+    }

@@ -297,3 +297,22 @@ def test_pods_round_trip_through_msgspec_unchanged() -> None:
     q.add(pod)
     (qp,) = q.pop_burst(1)
     assert qp.pod is pod and msgspec.json.encode(qp.pod) == before
+
+
+def test_dynamic_resources_holds_a_pod_back_until_its_claims_exist() -> None:
+    # kube-scheduler's default profile has DynamicResources at preEnqueue.
+    config = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+    (profile,) = parse_config(config).profiles
+    assert "DynamicResources" in profile.pre_enqueue
+    q, _ = make_queue(pre_enqueue={"kubesalvo": profile.pre_enqueue})
+    missing = {"uid-a"}
+    q.claims_missing = lambda pod: pod.metadata.uid in missing
+    with_claim = make_pod("a")
+    with_claim.spec.resource_claims = [{"name": "gpu", "resourceClaimName": "one-gpu"}]
+    q.add(with_claim)
+    q.add(make_pod("b"))  # without claims: never asked about
+    assert q.where("uid-a") is QueueName.GATED and q.where("uid-b") is QueueName.ACTIVE
+    assert q.release_gated("DynamicResources") == 0  # still missing: held again
+    missing.clear()
+    assert q.release_gated("DynamicResources") == 1
+    assert q.where("uid-a") is QueueName.ACTIVE

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesalvo.sched.informers import models
+from kubesalvo.sched.informers.resources import ResourceClaim
 from kubesalvo.sched.queue import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -14,6 +15,7 @@ from kubesalvo.sched.queue import (
     QueueName,
 )
 from kubesalvo.sched.queue.hints import (
+    dynamic_resources_hint,
     fit_hint,
     inter_pod_affinity_hint,
     node_affinity_hint,
@@ -260,3 +262,47 @@ def test_pod_topology_spread_queues_for_nodes_with_its_topology_keys() -> None:
 
 def test_pod_topology_spread_without_own_constraints_always_queues() -> None:
     assert pod_topology_spread_hint(pod(), NODE_ADD, None, node())
+
+
+CLAIM_ADD = ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD)
+CLAIM_UPDATE = ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.UPDATE_OTHER)
+
+
+def resource_claim(name: str, allocated: bool = False) -> ResourceClaim:
+    status = {"allocation": {"devices": {"results": []}}} if allocated else {}
+    return ResourceClaim(
+        metadata=models.ObjectMeta(name=name, namespace="default", uid=f"uid-{name}"),
+        spec={"devices": {"requests": []}},
+        status=status,
+    )
+
+
+def claiming_pod() -> models.Pod:
+    made = pod()
+    made.spec.resource_claims = [{"name": "gpu", "resourceClaimName": "mine"}]
+    return made
+
+
+def test_dynamic_resources_queues_for_its_own_claims_changes_only() -> None:
+    p = claiming_pod()
+    assert dynamic_resources_hint(p, CLAIM_ADD, None, resource_claim("mine"))
+    assert not dynamic_resources_hint(p, CLAIM_ADD, None, resource_claim("other"))
+    allocated = resource_claim("mine", allocated=True)
+    assert dynamic_resources_hint(p, CLAIM_UPDATE, resource_claim("mine"), allocated)
+    # metadata only (a finalizer added): the status is as before
+    assert not dynamic_resources_hint(p, CLAIM_UPDATE, allocated, resource_claim("mine", True))
+
+
+def test_dynamic_resources_queues_when_any_claim_is_deallocated() -> None:
+    freed = (resource_claim("other", allocated=True), resource_claim("other"))
+    assert dynamic_resources_hint(claiming_pod(), CLAIM_UPDATE, *freed)
+
+
+def test_a_parked_pod_with_claims_wakes_for_its_claim_not_for_others() -> None:
+    q, _ = make_queue()
+    q.add(claiming_pod())
+    (qp,) = q.pop_burst(1)
+    q.add_unschedulable(qp, ["DynamicResources"])
+    assert q.on_event(CLAIM_UPDATE, resource_claim("x", True), resource_claim("x", True)) == 0
+    assert q.where("uid-p") is QueueName.UNSCHEDULABLE
+    assert q.on_event(CLAIM_UPDATE, resource_claim("mine"), resource_claim("mine", True)) == 1

@@ -1,4 +1,4 @@
-"""NodePool and NodeLabelPreference, the README's example plugins (a static filter and a
+"""NodePool and NodeLabelPreference, the example plugins of docs/plugins.md (a static filter and a
 static score), in ``kubesalvo run`` on the real control plane.
 
 The test's own three tainted nodes: "gpu" in pool gpu, "plain-0" and "plain-1" in no
@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from kubesalvo.sched.cluster.api import ApiError
 from tests.sched.test_app import (
     CONFIG,
     SchedulerProcess,
@@ -111,9 +112,18 @@ class Nodes:
         path = f"/api/v1/nodes/{self.node_name(short)}"
 
         async def relabel(client: Any) -> None:
-            node = await client.request("GET", path)
-            node["metadata"]["labels"][key] = pool
-            await client.request("PUT", path, node)
+            # kwok writes the node's status meanwhile: a replace of a stale read is refused
+            # (409), so read again and retry.
+            for _ in range(20):
+                node = await client.request("GET", path)
+                node["metadata"]["labels"][key] = pool
+                try:
+                    await client.request("PUT", path, node)
+                    return
+                except ApiError as error:
+                    if error.status != 409:
+                        raise
+            raise AssertionError(f"{path}: still conflicting after 20 replaces")
 
         self.control_plane.call(relabel)
 

@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 import tracemalloc
 
 import aiohttp
@@ -124,6 +125,51 @@ async def test_the_memory_page_names_the_source_lines_when_tracing():
     here = f"{__file__}:"
     assert any(row["where"].startswith(here) and row["bytes"] >= 2**20
                for row in reading["traced"]["lines"])  # fmt: skip
+
+
+async def test_the_memory_page_walks_the_heap_off_the_event_loop(monkeypatch):
+    """The walk takes seconds on a big heap: it runs in a worker thread, one at a time,
+    so the event loop (binds, the Lease renewal) keeps running meanwhile."""
+    from kubesalvo.sched import server as server_module
+
+    walkers: list[int] = []
+    real = server_module.memory_report
+
+    def recording(top: int) -> dict:
+        walkers.append(threading.get_ident())
+        return real(top)
+
+    monkeypatch.setattr(server_module, "memory_report", recording)
+    debug = DebugServer(port=0)
+    await debug.start()
+    try:
+        answers = await asyncio.gather(*(get(debug.url + "/debug/memory?top=3") for _ in range(2)))
+    finally:
+        await debug.stop()
+    assert [status for status, _ in answers] == [200, 200]
+    assert len(walkers) == 2
+    assert threading.get_ident() not in walkers
+
+
+def test_the_heap_walk_stops_counting_at_its_time_budget():
+    kept = [Retained() for _ in range(30_000)]
+    reading = memory_report(top=5, budget=0.0)
+    assert not reading["countComplete"]
+    assert 0 < reading["countedObjects"] < reading["trackedObjects"]
+    assert sum(row["count"] for row in reading["objectsByType"]) <= reading["countedObjects"]
+    whole = memory_report(top=5)
+    assert whole["countComplete"] and whole["countedObjects"] == whole["trackedObjects"]
+    assert whole["trackedObjects"] >= len(kept)
+
+
+async def test_without_profiling_the_memory_page_is_not_served():
+    debug = DebugServer(port=0, profiling=False)
+    await debug.start()
+    try:
+        status, _ = await get(debug.url + "/debug/memory")
+    finally:
+        await debug.stop()
+    assert status == 404
 
 
 async def test_a_bad_top_on_the_memory_page_is_a_400_with_a_json_error():

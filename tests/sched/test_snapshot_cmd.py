@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import subprocess
 import sys
@@ -103,6 +104,31 @@ def test_snapshot_without_credentials_fails_with_a_message(tmp_path):
     assert done.returncode == 1
     assert "cannot load credentials" in done.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_snapshot_finds_credentials_in_the_kubeconfig_variable_first_file_winning(
+    control_plane, tmp_path
+):
+    """No --kubeconfig: $KUBECONFIG's files, merged as kubectl merges them, as on a laptop."""
+    real = yaml.safe_load(control_plane.kubeconfig.read_text())
+    # The second file is the control plane's with a token the server rejects; the first
+    # file names the same user with the real token, so only a first-wins merge succeeds.
+    (user,) = real["users"]
+    stale = {**real, "users": [{"name": user["name"], "user": {"token": "not-a-token"}}]}
+    (tmp_path / "stale").write_text(yaml.safe_dump(stale))
+    (tmp_path / "first").write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [user]})
+    )
+    listed = [tmp_path / "missing", tmp_path / "first", tmp_path / "stale"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    env.update(KUBECONFIG=os.pathsep.join(map(str, listed)), HOME=str(tmp_path))
+    out = tmp_path / "cluster.snapshot"
+    done = subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "snapshot", "-o", str(out)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert snapshot.load(out).source == str(control_plane.server)
 
 
 # --- workloads -----------------------------------------------------------------------------

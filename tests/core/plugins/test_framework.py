@@ -169,7 +169,9 @@ def test_post_filter_text_without_dynamic_resources_or_for_a_pod_with_claims():
     refused = "preemption: not eligible due to preemptionPolicy=Never."
     assert post_filter.post_filter_text((names.DEFAULT_PREEMPTION,), preemption=refused) == refused
     both = (names.DYNAMIC_RESOURCES, names.DEFAULT_PREEMPTION)
-    assert post_filter.post_filter_text(both, has_claims=True, preemption=refused) == refused
+    assert post_filter.post_filter_text(both, has_claims=True, preemption=refused) == (
+        f"{dynamic_resources.STILL_NOT_SCHEDULABLE}, {refused}"
+    )
     assert post_filter.post_filter_text(()) == ""
 
 

@@ -148,8 +148,12 @@ def test_wrong_flags_exit_2(flags: list[str], said: str) -> None:
 
 
 def test_without_credentials_it_exits_1(tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "KUBESALVO_INCLUSTER_ROOT": str(tmp_path)}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "KUBESALVO_INCLUSTER_ROOT": str(tmp_path),
+        "HOME": str(tmp_path),
+    }
     code, err = finish(reporter("--node", "n", env=env))
     assert code == 1, err
-    assert "cannot load credentials (in-cluster service account)" in err
+    assert "cannot load credentials from in-cluster service account" in err
     assert "Traceback" not in err

@@ -43,7 +43,8 @@ podInitialBackoffSeconds: 1
 podMaxBackoffSeconds: 10
 delayCacheUntilActive: false
 enableProfiling: true
-enableContentionProfiling: true
+# true is refused: kubesalvo has no contention profiler.
+enableContentionProfiling: false
 clientConnection:
   kubeconfig: ""
   acceptContentTypes: application/json

@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kubesalvo.sched.client import ApiClient, TokenBucket
 from kubesalvo.sched.metrics import SchedulerMetrics
 from kubesalvo.sched.server import HealthServer
 from kubesalvo.sched.serving.certs import server_context
@@ -177,3 +178,28 @@ async def test_a_refused_token_is_not_reviewed_again_within_the_ttl(api):
     with pytest.raises(Unauthenticated):
         await auth.authenticate("Bearer bogus")
     assert auth.posts == 2
+
+
+@pytest.mark.integration
+async def test_concurrent_requests_with_one_unknown_token_share_one_review(api):
+    auth = CountingAuth(api)
+    outcomes = await asyncio.gather(
+        *(auth.authenticate("Bearer shared-bogus") for _ in range(20)), return_exceptions=True
+    )
+    assert all(isinstance(o, Unauthenticated) for o in outcomes), outcomes
+    assert auth.posts == 1
+
+
+@pytest.mark.integration
+async def test_reviews_take_tokens_from_their_own_limiter_not_the_schedulers(credentials):
+    reviews = TokenBucket(qps=1, burst=100, clock=FakeClock())
+    async with ApiClient(credentials, qps=1, burst=1000) as client:
+        auth = CountingAuth(client, limiter=reviews)
+        for n in range(3):
+            with pytest.raises(Unauthenticated):
+                await auth.authenticate(f"Bearer random-{n}")
+        assert auth.posts == 3
+        # Three tokens taken from the reviews' bucket (its clock stands still) ...
+        assert reviews._tokens == pytest.approx(100 - 3)
+        # ... and none from the scheduler's, still full.
+        assert client.limiter._tokens == 1000

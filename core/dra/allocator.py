@@ -1,0 +1,482 @@
+"""The structured-parameters allocator: devices for a pod's unallocated claims on one node.
+
+As kube-scheduler's (k8s.io/dynamic-resource-allocation/structured, v1.34 with its
+default features): the claims are taken in order, each claim's requests in order, and
+each device a request needs is searched among the pools reachable from the node - pools
+then slices then devices, in the order they were published - skipping devices already
+allocated (claims' status.allocation, and what earlier pods of the burst hold), devices
+that fail the class's or the request's CEL selectors, and those that would break a
+``matchAttribute`` constraint; on a dead end it backtracks. The first full solution is
+taken. ``allocationMode: All`` takes every matching device of the node's pools and fails
+on an incomplete pool. Claim and class errors (an unknown constraint, a CEL error) raise
+:class:`AllocationError` with upstream's wording: the pod's attempt ends with an error.
+
+Not modelled, each a feature that is off by default in v1.34: partitionable devices
+(devices consuming counters are never allocated), device taints, binding conditions
+(devices with them are never allocated), consumable capacity.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesalvo.core.dra.nodes import allocation_node_selector, slice_targets
+from kubesalvo.core.dra.objects import DraObjects, Pool
+from kubesalvo.core.dra.selectors import SelectorError, Selectors, device_view
+
+__all__ = [
+    "AllocationError",
+    "AllocationTimeout",
+    "Allocator",
+    "DeviceId",
+    "allocated_devices",
+    "claim_key",
+]
+
+DeviceId = tuple[str, str, str]  # driver, pool, device
+Obj = Mapping[str, Any]
+# AllocationResultsMaxSize: the most devices one claim's allocation may hold.
+MAX_RESULTS = 32
+_ALL = "All"
+_EXACT = "ExactCount"
+
+
+class AllocationError(Exception):
+    """The claims cannot be allocated anywhere as they stand (a claim or class error)."""
+
+
+class AllocationTimeout(Exception):
+    """The search on one node ran past its deadline (DynamicResourcesArgs.filterTimeout)."""
+
+
+def claim_key(claim: Obj) -> str:
+    meta = claim.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def allocated_devices(claims: Iterable[Obj]) -> set[DeviceId]:
+    """The devices the claims' allocations hold (admin access holds none)."""
+    held: set[DeviceId] = set()
+    for claim in claims:
+        allocation = (claim.get("status") or {}).get("allocation") or {}
+        for result in (allocation.get("devices") or {}).get("results") or ():
+            if not result.get("adminAccess"):
+                held.add(
+                    (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
+                )
+    return held
+
+
+@dataclass
+class _Candidate:
+    id: DeviceId
+    device: Obj
+    slice_spec: Obj
+
+
+@dataclass
+class _Request:
+    name: str
+    exactly: Obj
+    class_: Obj
+    count: int
+    all_devices: list[_Candidate] = field(default_factory=list)
+
+    @property
+    def admin(self) -> bool:
+        return bool(self.exactly.get("adminAccess"))
+
+
+@dataclass
+class _MatchAttribute:
+    requests: frozenset[str]
+    attribute: str
+    value: Any = None
+    devices: int = 0
+
+    def applies(self, request: str) -> bool:
+        return not self.requests or request in self.requests
+
+    def add(self, request: str, candidate: _Candidate) -> bool:
+        if not self.applies(request):
+            return True
+        value = _attribute(candidate, self.attribute)
+        if value is None:
+            return False
+        if self.devices and value != self.value:
+            return False
+        if not self.devices:
+            self.value = value
+        self.devices += 1
+        return True
+
+    def remove(self, request: str) -> None:
+        if self.applies(request):
+            self.devices -= 1
+
+
+def _attribute(candidate: _Candidate, qualified: str) -> tuple[str, Any] | None:
+    """A device's attribute by fully qualified name (the driver's own attributes may be
+    published without their domain), as (kind, value) so 1 and "1" differ."""
+    attributes = candidate.device.get("attributes") or {}
+    value = attributes.get(qualified)
+    if value is None:
+        domain, _, name = qualified.partition("/")
+        if domain != candidate.id[0]:
+            return None
+        value = attributes.get(name)
+    if value is None:
+        return None
+    for kind in ("string", "int", "bool", "version"):
+        if kind in value:
+            return kind, value[kind]
+    return None
+
+
+class Allocator:
+    """Allocation against one snapshot of slices, classes and held devices.
+
+    ``held``: devices no new allocation may take (allocated claims, and the devices that
+    earlier pods of the burst reserved). One instance serves every node a pod is tried
+    on; matches of a device against a request are remembered across nodes.
+    """
+
+    def __init__(self, objects: DraObjects, selectors: Selectors, held: set[DeviceId]) -> None:
+        self.objects = objects
+        self.selectors = selectors
+        self.held = held
+        self._matches: dict[tuple[DeviceId, str, int, int], bool] = {}
+
+    def _index(self) -> None:
+        # Slices by the node they are local to; the others (allNodes, nodeSelector) are
+        # checked against each node. Per-device node selection (partitionable devices,
+        # off by default in v1.34) is not modelled: such slices serve no node.
+        self._local: dict[str, list[tuple[Pool, Obj]]] = {}
+        self._shared: list[tuple[Pool, Obj]] = []
+        for pool in self.objects.pools.values():
+            for slice_ in pool.slices:
+                spec = slice_.get("spec") or {}
+                if spec.get("perDeviceNodeSelection"):
+                    continue
+                if spec.get("nodeName"):
+                    self._local.setdefault(spec["nodeName"], []).append((pool, slice_))
+                else:
+                    self._shared.append((pool, slice_))
+
+    def needs_labels(self) -> bool:
+        """Whether some slice selects nodes by label (else ``labels`` may be empty)."""
+        if not hasattr(self, "_shared"):
+            self._index()
+        return any((s.get("spec") or {}).get("nodeSelector") for _, s in self._shared)
+
+    def pools_for(self, node: str, labels: Mapping[str, str]) -> list[tuple[Pool, list[Obj]]]:
+        """Each pool with the slices of its newest generation reachable from the node, in
+        the order the pools were published."""
+        if not hasattr(self, "_shared"):
+            self._index()
+        by_pool: dict[tuple[str, str], tuple[Pool, list[Obj]]] = {}
+        for pool, slice_ in self._local.get(node, ()):
+            by_pool.setdefault((pool.driver, pool.name), (pool, []))[1].append(slice_)
+        for pool, slice_ in self._shared:
+            if slice_targets(slice_.get("spec") or {}, node, labels):
+                by_pool.setdefault((pool.driver, pool.name), (pool, []))[1].append(slice_)
+        return list(by_pool.values())
+
+    def allocate(
+        self,
+        claims: Sequence[Obj],
+        node: str,
+        labels: Mapping[str, str],
+        deadline: float | None = None,
+    ) -> list[dict[str, Any]] | None:
+        """One allocation result per claim (API shape), or None when the node cannot
+        hold them all; AllocationError when the claims cannot be allocated anywhere,
+        AllocationTimeout when ``time.monotonic()`` passes ``deadline`` first."""
+        pools = self.pools_for(node, labels)
+        plan = _Search(self, claims, pools, deadline)
+        if not plan.solve():
+            return None
+        return plan.results()
+
+    def selectable(
+        self, key: tuple[int, int], request: _Request, candidate: _Candidate, claim: Obj
+    ) -> bool:
+        """The class's selectors, then the request's (errors as kube-scheduler words them)."""
+        cache_key = (candidate.id, request.name, *key)
+        known = self._matches.get(cache_key)
+        if known is not None:
+            return known
+        device = candidate.device
+        if device.get("bindingConditions") or device.get("consumesCounters"):
+            self._matches[cache_key] = False
+            return False
+        view = device_view(candidate.id[0], device)
+        driver, pool, name = candidate.id
+        where = f"{driver}/{pool}/{name}"
+        class_name = (request.class_.get("metadata") or {}).get("name", "")
+        for i, selector in enumerate((request.class_.get("spec") or {}).get("selectors") or ()):
+            if not self._match(selector, view, f"class {class_name}", i, where):
+                self._matches[cache_key] = False
+                return False
+        for i, selector in enumerate(request.exactly.get("selectors") or ()):
+            if not self._match(selector, view, f"claim {claim_key(claim)}", i, where):
+                self._matches[cache_key] = False
+                return False
+        self._matches[cache_key] = True
+        return True
+
+    def _match(
+        self, selector: Obj, view: Mapping[str, Any], owner: str, i: int, where: str
+    ) -> bool:
+        expression = (selector.get("cel") or {}).get("expression")
+        if expression is None:
+            raise AllocationError(
+                f"{owner}, selector #{i}: CEL expression empty (unsupported selector type?)"
+            )
+        error = self.selectors.compile_error(expression)
+        if error is not None:
+            raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {error}")
+        try:
+            return self.selectors.matches(expression, view)
+        except SelectorError as exc:
+            raise AllocationError(
+                f"{owner}: selector #{i} on device {where}: CEL runtime error: {exc}"
+            ) from exc
+
+
+class _Search:
+    """One allocation attempt on one node (the recursion of upstream's allocateOne)."""
+
+    def __init__(
+        self,
+        alloc: Allocator,
+        claims: Sequence[Obj],
+        pools: list[tuple[Pool, list[Obj]]],
+        deadline: float | None = None,
+    ) -> None:
+        self.alloc = alloc
+        self.deadline = deadline
+        self.claims = claims
+        self.pools = pools
+        self.requests: list[list[_Request]] = []
+        self.constraints: list[list[_MatchAttribute]] = []
+        self.taken: dict[DeviceId, set[int]] = {}
+        self.chosen: list[list[tuple[str, _Candidate, bool]]] = [[] for _ in claims]
+        classes = alloc.objects.classes
+        for ci, claim in enumerate(claims):
+            devices = (claim.get("spec") or {}).get("devices") or {}
+            requests: list[_Request] = []
+            total = 0
+            for ri, raw in enumerate(devices.get("requests") or ()):
+                name = raw.get("name", "")
+                exactly = raw.get("exactly")
+                if exactly is None:
+                    # firstAvailable (DRAPrioritizedList, beta in v1.34) is not modelled.
+                    raise AllocationError(
+                        f"claim {claim_key(claim)}, request {name}: firstAvailable "
+                        "(prioritized list) is not supported by kubesalvo"
+                    )
+                class_name = exactly.get("deviceClassName") or ""
+                if not class_name:
+                    raise AllocationError(
+                        f"claim {claim_key(claim)}, request {name}: missing device class name "
+                        "(unsupported request type?)"
+                    )
+                class_ = classes.get(class_name)
+                if class_ is None:
+                    raise AllocationError(
+                        f"claim {claim_key(claim)}, request {name}: could not retrieve device "
+                        f'class {class_name}: deviceclass.resource.k8s.io "{class_name}" not found'
+                    )
+                for i, selector in enumerate(exactly.get("selectors") or ()):
+                    if (selector.get("cel") or {}).get("expression") is None:
+                        raise AllocationError(
+                            f"claim {claim_key(claim)}, request {name}, selector #{i}: CEL "
+                            "expression empty (unsupported selector type?)"
+                        )
+                mode = exactly.get("allocationMode") or _EXACT
+                request = _Request(name, exactly, class_, 0)
+                if mode == _EXACT:
+                    request.count = int(exactly.get("count") or 1)
+                elif mode == _ALL:
+                    request.all_devices = self._all_devices(ci, ri, request, claim)
+                    request.count = len(request.all_devices)
+                else:
+                    raise AllocationError(
+                        f"claim {claim_key(claim)}, request {name}: unsupported count mode {mode}"
+                    )
+                total += request.count
+                requests.append(request)
+            if total > MAX_RESULTS:
+                raise AllocationError(
+                    f"claim {claim_key(claim)}: number of requested devices {total} exceeds "
+                    f"the claim limit of {MAX_RESULTS}"
+                )
+            constraints: list[_MatchAttribute] = []
+            for i, raw in enumerate(devices.get("constraints") or ()):
+                attribute = raw.get("matchAttribute")
+                if not attribute:
+                    raise AllocationError(
+                        f"claim {claim_key(claim)}, constraint #{i}: empty constraint "
+                        "(unsupported constraint type?)"
+                    )
+                constraints.append(_MatchAttribute(frozenset(raw.get("requests") or ()), attribute))
+            self.requests.append(requests)
+            self.constraints.append(constraints)
+
+    def _candidates(self) -> Iterable[_Candidate]:
+        for pool, slices in self.pools:
+            if not pool.complete:
+                continue
+            for slice_ in slices:
+                spec = slice_.get("spec") or {}
+                for device in spec.get("devices") or ():
+                    yield _Candidate((pool.driver, pool.name, device.get("name", "")), device, spec)
+
+    def _all_devices(self, ci: int, ri: int, request: _Request, claim: Obj) -> list[_Candidate]:
+        found: list[_Candidate] = []
+        for pool, slices in self.pools:
+            if not pool.complete:
+                raise AllocationError(
+                    f"claim {claim_key(claim)}, request {request.name}: asks for all devices, "
+                    f"but resource pool {pool.driver}/{pool.name} is currently being updated"
+                )
+            for slice_ in slices:
+                spec = slice_.get("spec") or {}
+                for device in spec.get("devices") or ():
+                    candidate = _Candidate(
+                        (pool.driver, pool.name, device.get("name", "")), device, spec
+                    )
+                    if self.alloc.selectable((ci, ri), request, candidate, claim):
+                        found.append(candidate)
+        return found
+
+    def _in_use(self, device: DeviceId, ci: int, admin: bool) -> bool:
+        if admin:
+            return ci in self.taken.get(device, ())
+        return device in self.alloc.held or bool(self.taken.get(device))
+
+    def _take(self, ci: int, request: _Request, candidate: _Candidate, must: bool) -> bool:
+        if self._in_use(candidate.id, ci, request.admin):
+            return False
+        added: list[_MatchAttribute] = []
+        for constraint in self.constraints[ci]:
+            if not constraint.add(request.name, candidate):
+                for done in added:
+                    done.remove(request.name)
+                if must:
+                    raise AllocationError(
+                        f"claim {claim_key(self.claims[ci])}, request {request.name}: cannot add "
+                        f"device {'/'.join(candidate.id)} because a claim constraint would not "
+                        "be satisfied"
+                    )
+                return False
+            added.append(constraint)
+        self.taken.setdefault(candidate.id, set()).add(ci)
+        self.chosen[ci].append((request.name, candidate, request.admin))
+        return True
+
+    def _release(self, ci: int, request: _Request, candidate: _Candidate) -> None:
+        for constraint in self.constraints[ci]:
+            constraint.remove(request.name)
+        self.taken[candidate.id].discard(ci)
+        self.chosen[ci].pop()
+
+    def solve(self) -> bool:
+        return self._one(0, 0, 0)
+
+    def _one(self, ci: int, ri: int, di: int) -> bool:
+        # As upstream's allocateOne checks its context at every step.
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimeout
+        if ci >= len(self.claims):
+            return True
+        requests = self.requests[ci]
+        if ri >= len(requests):
+            return self._one(ci + 1, 0, 0)
+        request = requests[ri]
+        if request.all_devices or request.exactly.get("allocationMode") == _ALL:
+            if not request.all_devices:
+                return False  # All needs at least one device
+            if di >= request.count:
+                return self._one(ci, ri + 1, 0)
+            candidate = request.all_devices[di]
+            if not self._take(ci, request, candidate, must=True):
+                return False
+            if self._one(ci, ri, di + 1):
+                return True
+            self._release(ci, request, candidate)
+            return False
+        if di >= request.count:
+            return self._one(ci, ri + 1, 0)
+        claim = self.claims[ci]
+        for candidate in self._candidates():
+            if self._in_use(candidate.id, ci, request.admin):
+                continue
+            if not self.alloc.selectable((ci, ri), request, candidate, claim):
+                continue
+            if not self._take(ci, request, candidate, must=False):
+                continue
+            if self._one(ci, ri, di + 1):
+                return True
+            self._release(ci, request, candidate)
+        return False
+
+    def results(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for ci, claim in enumerate(self.claims):
+            results: list[dict[str, Any]] = []
+            for request, candidate, admin in self.chosen[ci]:
+                entry: dict[str, Any] = {
+                    "request": request,
+                    "driver": candidate.id[0],
+                    "pool": candidate.id[1],
+                    "device": candidate.id[2],
+                }
+                if admin:
+                    entry["adminAccess"] = True
+                results.append(entry)
+            allocation: dict[str, Any] = {"devices": {"results": results}}
+            config = self._config(ci, claim)
+            if config:
+                allocation["devices"]["config"] = config
+            try:
+                selector = allocation_node_selector([c.slice_spec for _, c, _ in self.chosen[ci]])
+            except ValueError as exc:
+                raise AllocationError(
+                    f"create NodeSelector for claim {claim_key(claim)}: {exc}"
+                ) from exc
+            if selector is not None:
+                allocation["nodeSelector"] = selector
+            out.append(allocation)
+        return out
+
+    def _config(self, ci: int, claim: Obj) -> list[dict[str, Any]]:
+        """Each class's config once (with the requests using the class), then the claim's
+        own; a config naming every request names none ("all")."""
+        config: list[dict[str, Any]] = []
+        by_class: dict[str, list[dict[str, Any]]] = {}
+        for request in self.requests[ci]:
+            name = (request.class_.get("metadata") or {}).get("name", "")
+            if name in by_class:
+                for entry in by_class[name]:
+                    entry["requests"].append(request.name)
+                continue
+            entries = [
+                {"source": "FromClass", "requests": [request.name], **c}
+                for c in (request.class_.get("spec") or {}).get("config") or ()
+            ]
+            by_class[name] = entries
+            config.extend(entries)
+        names = [r.name for r in self.requests[ci]]
+        for c in ((claim.get("spec") or {}).get("devices") or {}).get("config") or ():
+            wanted = c.get("requests") or []
+            if not wanted or any(n in wanted for n in names):
+                config.append({"source": "FromClaim", **c})
+        for entry in config:
+            if len(entry.get("requests") or ()) == len(names):
+                entry.pop("requests", None)
+        return config

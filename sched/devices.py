@@ -1,0 +1,188 @@
+"""DynamicResources' runtime half: the devices a burst reserved, and PreBind.
+
+A pod with resource claims is placed alone (``core.dra.pod``), after the burst's other
+pods. What it reserved - its claims' new allocations and the devices they take - is kept
+here until the claims informer shows the allocations written: every later pod sees those
+devices as held, and a claim whose allocation is reserved but not written makes another
+pod sharing it wait ("in the process of being allocated"), as kube-scheduler's in-flight
+allocations do.
+
+PreBind (``BindingCycle.add_pre_bind``) writes, claim by claim and before the binding
+POST, what kube-scheduler writes: the delete-protection finalizer, then the status with
+the allocation and the pod added to ``reservedFor`` (a claim allocated already only gets
+the pod added). A conflict re-reads the claim and tries again; a claim allocated by
+someone else meanwhile fails the PreBind. Unreserve forgets the reservation and takes the
+pod out of the ``reservedFor`` it was written into, so that kube-controller-manager's
+claim controller may deallocate the claim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from kubesalvo.core.dra.allocator import DeviceId, allocated_devices
+from kubesalvo.core.dra.objects import DraObjects
+from kubesalvo.core.dra.pod import PodDevices, Reserved, prefilter
+from kubesalvo.core.dra.selectors import Selectors
+from kubesalvo.core.plugins import dynamic_resources
+from kubesalvo.sched.client import ApiClient, ApiError
+from kubesalvo.sched.queue import QueuedPod
+
+__all__ = ["FINALIZER", "DeviceBook"]
+
+log = logging.getLogger(__name__)
+
+FINALIZER = "resource.kubernetes.io/delete-protection"
+_CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{}/resourceclaims/{}"
+_CONFLICT_RETRIES = 5
+
+
+class DeviceBook:
+    """Reservations by pod uid, PreBind and Unreserve (a PreBindPlugin)."""
+
+    name = dynamic_resources.NAME
+
+    def __init__(self, client: ApiClient, objects: Callable[[], DraObjects]) -> None:
+        self.client = client
+        self.objects = objects
+        self.selectors = Selectors()
+        self._reserved: dict[str, Reserved] = {}
+        # The pods whose PreBind wrote their claims: their reservations end once the
+        # informer shows the allocations (before, a reservation is kept whatever it holds).
+        self._written: set[str] = set()
+        self._allocated: set[DeviceId] = set()
+        self._allocated_of: DraObjects | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- the burst's side ------------------------------------------------------------
+
+    def prefilter(self, pod: dict[str, Any], timeout: float = 0.0) -> PodDevices:
+        """DynamicResources' PreFilter for ``pod`` against the informers' objects and
+        what earlier pods reserved (``timeout``: the profile's filterTimeout)."""
+        objects = self.objects()
+        held, pending = self._held(objects)
+        return prefilter(pod, objects, self.selectors, held, pending, timeout)
+
+    def reserve(self, uid: str, devices: PodDevices, node: str) -> None:
+        self._reserved[uid] = devices.reserve(node)
+        self._written.discard(uid)
+
+    def _held(self, objects: DraObjects) -> tuple[set[DeviceId], set[str]]:
+        """Devices of allocated claims and of reservations not yet written, and the uids
+        of the claims those reservations will allocate. Reservations whose allocations
+        the informer shows are dropped."""
+        if objects is not self._allocated_of:  # once per snapshot of the claims
+            self._allocated = allocated_devices(objects.claims.values())
+            self._allocated_of = objects
+        held = set(self._allocated)
+        pending: set[str] = set()
+        for uid, reserved in list(self._reserved.items()):
+            waiting = False
+            for claim, allocation in reserved.claims:
+                if allocation is None:
+                    continue
+                meta = claim.get("metadata") or {}
+                now = objects.claims.get((meta.get("namespace", ""), meta.get("name", "")))
+                written = now is not None and (now.get("status") or {}).get("allocation")
+                if not written:
+                    waiting = True
+                    pending.add(meta.get("uid", ""))
+            if waiting:
+                held |= reserved.devices
+            elif uid in self._written:
+                del self._reserved[uid]
+                self._written.discard(uid)
+        return held, pending
+
+    # --- PreBind ---------------------------------------------------------------------
+
+    def wants(self, qp: QueuedPod, node: str) -> bool:
+        reserved = self._reserved.get(qp.pod.metadata.uid)
+        return reserved is not None and reserved.node == node
+
+    async def pre_bind(self, qp: QueuedPod, node: str) -> None:
+        meta = qp.pod.metadata
+        reserved = self._reserved.get(meta.uid)
+        if reserved is None or reserved.node != node:
+            raise RuntimeError(f"no reservation of pod {meta.namespace}/{meta.name} on {node}")
+        for claim, allocation in reserved.claims:
+            await self._bind_claim(claim, allocation, meta.name, meta.uid)
+        self._written.add(meta.uid)
+
+    async def _bind_claim(
+        self, claim: dict[str, Any] | Any, allocation: dict[str, Any] | None, pod: str, uid: str
+    ) -> None:
+        meta = claim.get("metadata") or {}
+        path = _CLAIMS.format(meta.get("namespace", ""), meta.get("name", ""))
+        for attempt in range(_CONFLICT_RETRIES):
+            current = msgspec.json.decode((await self.client.request("GET", path)).body)
+            if (current.get("metadata") or {}).get("uid") != meta.get("uid"):
+                raise RuntimeError(f"claim {meta.get('name')} got deleted in the meantime")
+            status = current.setdefault("status", {})
+            reserved = status.get("reservedFor") or []
+            if any(r.get("uid") == uid for r in reserved):
+                return
+            try:
+                if allocation is not None:
+                    if status.get("allocation"):
+                        raise RuntimeError(
+                            f"claim {meta.get('name')} got allocated elsewhere in the meantime"
+                        )
+                    finalizers = current["metadata"].setdefault("finalizers", [])
+                    if FINALIZER not in finalizers:
+                        finalizers.append(FINALIZER)
+                        answer = await self.client.request(
+                            "PUT", path, body=msgspec.json.encode(current)
+                        )
+                        current = msgspec.json.decode(answer.body)
+                        status = current.setdefault("status", {})
+                    status["allocation"] = allocation
+                status["reservedFor"] = [
+                    *(status.get("reservedFor") or []),
+                    {"resource": "pods", "name": pod, "uid": uid},
+                ]
+                await self.client.request(
+                    "PUT", f"{path}/status", body=msgspec.json.encode(current)
+                )
+                return
+            except ApiError as error:
+                if error.status != 409 or attempt == _CONFLICT_RETRIES - 1:
+                    raise
+        raise RuntimeError(f"claim {meta.get('name')}: too many conflicts")
+
+    # --- Unreserve -------------------------------------------------------------------
+
+    def unreserve(self, qp: QueuedPod, node: str) -> None:
+        reserved = self._reserved.pop(qp.pod.metadata.uid, None)
+        self._written.discard(qp.pod.metadata.uid)
+        if reserved is None:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._unreserve(reserved, qp.pod.metadata.uid)
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _unreserve(self, reserved: Reserved, uid: str) -> None:
+        for claim, _ in reserved.claims:
+            meta = claim.get("metadata") or {}
+            path = _CLAIMS.format(meta.get("namespace", ""), meta.get("name", ""))
+            patch = {
+                "metadata": {"uid": meta.get("uid", "")},
+                "status": {"reservedFor": [{"$patch": "delete", "uid": uid}]},
+            }
+            try:
+                await self.client.request(
+                    "PATCH",
+                    f"{path}/status",
+                    body=msgspec.json.encode(patch),
+                    content_type="application/strategic-merge-patch+json",
+                )
+            except ApiError as error:
+                if error.status != 404:
+                    log.warning("unreserve of claim %s failed: %s", meta.get("name"), error)
