@@ -11,9 +11,13 @@ The rule in between, decided from the arrivals the queue reports (its ``on_activ
 - never longer than ``window`` (``burstGatheringWindow``) after the cycle found work, and
   not at all once a full burst (``maxBurstPods``) is ready.
 
-``quiet`` is a fifth of the window (2 ms of the default 10 ms): pods arriving faster than
-500 per second wait for each other, slower ones go one by one. Pure logic on the times it
-is given, so that tests decide with a fake clock.
+``quiet`` is the window itself (``QUIET_SHARE``): pods arriving faster than one per window
+(100/s at the default 10 ms) gather as they did under a fixed window, slower ones go one by
+one without waiting. A shorter quiet gap was tried (a fifth, a half of the window): a surge
+of pod creations reaches the scheduler in chunks of watch events a few milliseconds apart,
+so it ended gatherings early and doubled the bursts of 500 pods created at once (figures
+in bench/RESULTS.md, issue 33). Pure logic on the times it is given, so that tests decide
+with a fake clock.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 __all__ = ["QUIET_SHARE", "Gathering"]
 
 # The quiet gap that ends a gathering, as a share of the window.
-QUIET_SHARE = 0.2
+QUIET_SHARE = 1.0
 
 
 @dataclass
