@@ -1,12 +1,14 @@
 # Declarations of the burst placement kernel (core/_place.pyx); the layout is described there.
 from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
 cimport cython
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint64_t
 
 cdef extern from "_scan.h" nogil:
     ctypedef struct ks_hot:
         int64_t a0, a1, r0, r1, z0, z1
         double inv0, inv1
+    ctypedef struct ks_res:
+        int64_t best, row, ties
     ctypedef struct ks_soft:
         const int32_t* dom
         const int32_t* counter
@@ -30,6 +32,13 @@ cdef struct KernelSettings:
     bint spread_on             #   PodTopologySpread,
     bint ipa_on                #   InterPodAffinity
     Py_ssize_t max_constraints # the most spread constraints a class of the burst has
+
+# A reservoir over groups of tree positions that share a score (_consider_group).
+cdef struct TiePick:
+    ks_res res                 # best: the best total so far; ties: the rows holding it
+    int64_t m                  # the chosen group's best total without the shared score
+    int64_t count              # its positions holding m
+    Py_ssize_t lo, hi          # its tree positions [lo, hi); lo -1 while none is chosen
 
 @cython.final
 cdef class BurstKernel:
@@ -61,6 +70,9 @@ cdef class BurstKernel:
     cdef int64_t w_spread                    # PodTopologySpread score weight (0 = disabled)
     cdef bint ipa_on                         # InterPodAffinity filter enabled
     cdef int64_t w_ipa                       # InterPodAffinity score weight (0 = disabled)
+    # ---- ties
+    cdef uint64_t[::1] ties                  # 1: the random stream's state, owned by core/ties.py
+    cdef uint64_t rng                        # the state while a chunk runs (ks_next in _scan.h)
     # ---- topology (whole burst)
     cdef const int32_t[:, ::1] dom           # topology keys x rows: domain id, -1 = the node lacks the key
     cdef const int32_t[::1] ndom             # per topology key: number of domain ids
@@ -167,6 +179,7 @@ cdef class BurstKernel:
     cdef score_t[::1] out_score              # pod -> total weighted score of the chosen row
     cdef int32_t[:, ::1] out_reasons         # pods x reason codes: nodes rejecting the pod per reason
     cdef uint8_t[::1] out_error              # pod -> 1 when c_score_error failed its attempt
+    cdef int32_t[::1] out_ties               # pod -> rows sharing the chosen row's total (1: no tie)
     cdef node_t[::1] out_rolled              # pod -> row it held before its gang was rolled back, else -1
     # ---- per-class caches (slots), valid within one chunk
     cdef Py_ssize_t nslots, leaves           # slots; leaves of each max-tree (power of two >= rows)
@@ -176,10 +189,12 @@ cdef class BurstKernel:
     cdef int32_t[::1] class_slot             # class -> slot, -1 = none
     cdef uint8_t[:, ::1] s_feas              # slots x rows: passes every filter
     cdef int64_t[:, ::1] s_local             # slots x rows: weighted resource + fixed scores
-    cdef int64_t[:, ::1] s_tree              # slots x 2*leaves: max-tree of totals, -1 = infeasible
+    cdef int64_t[:, ::1] s_tree              # slots x 4*leaves: max-tree of totals, node i at
+                                             #   [2i] (its maximum, -1 = infeasible) and [2i + 1]
+                                             #   (leaves under it holding the maximum, among
+                                             #   which ties are drawn; a leaf: 1)
     cdef int64_t[::1] s_max_taint            # slot -> max untolerated PreferNoSchedule count over feasible rows
     cdef int64_t[::1] s_max_aff              # slot -> max preferred node affinity score over feasible rows
-    cdef int64_t[::1] s_cursor               # slot -> tree position after the last chosen one (ties)
     cdef int32_t[:, ::1] s_perm              # slots x rows: row -> position in the slot's tree
     cdef int32_t[:, ::1] s_iperm             # slots x leaves: position -> row (-1 = padding)
     cdef int32_t[:, ::1] s_gstart            # slots x (MAX_ZONES + 2): first position of each zone
@@ -241,6 +256,11 @@ cdef class BurstKernel:
     cdef inline int64_t _total(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil
+    cdef int64_t _tree_range(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi,
+                             int64_t* count) noexcept nogil
+    cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
+    cdef Py_ssize_t _tree_pick(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi,
+                               int64_t target, int64_t k) noexcept nogil
     cdef Py_ssize_t _tree_first(self, Py_ssize_t s, Py_ssize_t lo, int64_t target) noexcept nogil
     cdef bint _maxima(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef void _refresh_totals(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
@@ -260,7 +280,8 @@ cdef class BurstKernel:
                                bint ipa_filter) noexcept nogil
     cdef void _terms(self, Py_ssize_t c, bint* hard, bint* soft, bint* hard_empty,
                      bint* soft_empty, bint* ipa_filter, bint* ipa_score) noexcept nogil
-    cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
+    cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score,
+                                  int64_t* ties) noexcept nogil
     cdef inline int64_t _ipa_raw(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef Py_ssize_t _group_key(self, Py_ssize_t c) noexcept nogil
     cdef inline bint _special(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
@@ -271,19 +292,23 @@ cdef class BurstKernel:
     cdef void _group_row(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef inline int64_t _norm_terms(self, int64_t tv, int64_t mt, int64_t av,
                                     int64_t ma) noexcept nogil
-    cdef Py_ssize_t _place_grouped(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
-    cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil
+    cdef Py_ssize_t _place_grouped(self, Py_ssize_t s, Py_ssize_t c, int64_t* score,
+                                   int64_t* ties) noexcept nogil
     cdef void _consider_group(self, Py_ssize_t s, Py_ssize_t gs, Py_ssize_t ge, int64_t m,
-                              int64_t cand, Py_ssize_t cursor, int64_t* best,
-                              Py_ssize_t* best_pos, Py_ssize_t* best_dist) noexcept nogil
+                              int64_t cand, TiePick* pick) noexcept nogil
+    cdef Py_ssize_t _pick_group(self, Py_ssize_t s, TiePick* pick, int64_t* score,
+                                int64_t* ties) noexcept nogil
     cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
-    cdef Py_ssize_t _place_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
-    cdef Py_ssize_t _place_single(self, Py_ssize_t c, int64_t* score) noexcept nogil
+    cdef Py_ssize_t _place_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score,
+                                int64_t* ties) noexcept nogil
+    cdef Py_ssize_t _place_single(self, Py_ssize_t c, int64_t* score,
+                                  int64_t* ties) noexcept nogil
     cdef void _host_zone_rows(self, Py_ssize_t c, Py_ssize_t* jh, Py_ssize_t* jz) noexcept nogil
     cdef void _host_zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef Py_ssize_t _h_after(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi, int32_t h) noexcept nogil
     cdef void _host_move(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil
-    cdef Py_ssize_t _place_host_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil
+    cdef Py_ssize_t _place_host_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score,
+                                     int64_t* ties) noexcept nogil
     cdef void _prepare_filters(self, Py_ssize_t c, bint* spread, bint* ipa) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
     cdef Py_ssize_t _count_feasible(self, Py_ssize_t c, Py_ssize_t limit) noexcept nogil

@@ -28,6 +28,7 @@ class BurstKernel:
         scoring: ScoringColumns,
         dom: npt.NDArray[Any],
         ndom: npt.NDArray[Any],
+        ties: npt.NDArray[Any],
     ) -> None: ...
     def load_chunk(
         self,

@@ -37,8 +37,12 @@
 #   acount) are kept across the pods of a class and follow the log (_topo_sync), counted
 #   afresh only when another class needed them in between.
 #
-# Ties between equally scored rows go to the first one at or after the row following the
-# class's previous choice (cyclically), so identical pods on identical nodes spread out.
+# Ties: as kube-scheduler's selectHost, a pod goes to a row drawn uniformly among the rows
+# sharing the best total, from the kernel's random stream (ks_next in _scan.h; the state
+# comes from and goes back to core/ties.py). Scans keep a reservoir over the ties they meet
+# (ks_offer); the max-trees keep, per node, how many leaves hold its maximum (s_tree), so
+# the k-th tied leaf of a range is found by descent (_tree_pick); paths that compare groups
+# of rows weigh each group by its tied rows (_consider_group). out_ties: the tied rows.
 # cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 
 import numpy as np
@@ -46,7 +50,7 @@ import numpy as np
 from libc.math cimport fabs, log, sqrt, round as c_round
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint64_t
 
 from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
 
@@ -60,12 +64,18 @@ cdef extern from "_scan.h" nogil:
     void ks_soft_empty(const int32_t* rows, int64_t nf, const int32_t* const* keys,
                        const int64_t* skews, int64_t nk, int require_all, int64_t* rawsp,
                        int64_t* hi, int64_t* lo)
-    int64_t ks_best_row(const int32_t* rows, int64_t nf, int64_t first, const int64_t* loc,
+    int64_t ks_best_row(const int32_t* rows, int64_t nf, const int64_t* loc,
                         int loc_by_pos, const int16_t* taints, const int64_t* tsc,
                         int64_t w_taint, int64_t mt, const int32_t* aff, int64_t w_aff,
                         int64_t ma, const int64_t* rawsp, int64_t w_spread, int64_t hi,
                         int64_t lo, const int64_t* rawipa, int64_t w_ipa, int64_t ihi,
-                        int64_t ilo, int64_t* score)
+                        int64_t ilo, uint64_t* state, int64_t* score, int64_t* ties)
+    int64_t ks_below(uint64_t* state, int64_t n)
+    void ks_res_init(ks_res* r)
+    void ks_offer(ks_res* r, int64_t t, int64_t n, uint64_t* state)
+    int ks_offer_group(ks_res* r, int64_t t, int64_t w, uint64_t* state)
+    void ks_tree_build(int64_t* t, int64_t leaves, int64_t used)
+    void ks_tree_set(int64_t* t, int64_t leaves, int64_t pos, int64_t v)
     ctypedef struct ks_single:
         const int32_t* srows
         int64_t ns
@@ -167,10 +177,15 @@ cdef inline bint _taint_table(int64_t* table, int64_t w_taint, int64_t mt) noexc
 cdef class BurstKernel:
 
     def __init__(self, alloc, req, nzreq, port_use, KernelSettings settings, scoring, dom,
-                 ndom):
+                 ndom, uint64_t[::1] ties):
         """``settings``: the profile's scalars (KernelSettings in _place.pxd); ``scoring``:
         the resource-score columns (core/place.py's ScoringColumns: sc_cols, sc_weight,
-        shape_util, shape_score, bal_cols, col_scalar, col_fit_check)."""
+        shape_util, shape_score, bal_cols, col_scalar, col_fit_check); ``ties``: the state
+        of the random stream ties are drawn from (one uint64, core/ties.py), read at each
+        run and written back after it."""
+        if ties.shape[0] < 1:
+            raise ValueError("ties: the random stream's state is one uint64")
+        self.ties = ties
         cdef int strategy = settings.strategy
         cdef Py_ssize_t max_constraints = settings.max_constraints
         sc_cols, sc_weight = scoring.sc_cols, scoring.sc_weight
@@ -309,7 +324,7 @@ cdef class BurstKernel:
         p_class, p_gang_min = pods.p_class, pods.p_gang_min
         p_gang_last, p_nominated = pods.p_gang_last, pods.p_nominated
         out_node, out_score, out_reasons = out.node, out.score, out.reasons
-        out_rolled, out_error = out.rolled, out.error
+        out_rolled, out_error, out_ties = out.rolled, out.error, out.ties
         self.nclasses = c_req.shape[0]
         self.c_req = c_req
         checked = (np.asarray(c_req) > 0) & (np.asarray(self.col_fit_check) > 0)[None, :]
@@ -376,6 +391,7 @@ cdef class BurstKernel:
         self.out_reasons = out_reasons
         self.out_rolled = out_rolled
         self.out_error = out_error
+        self.out_ties = out_ties
         nslots = max(1, nslots)
         self.nslots = nslots
         self.slot_class = np.full(nslots, -1, dtype=np.int32)
@@ -384,10 +400,11 @@ cdef class BurstKernel:
         self.class_slot = np.full(self.nclasses, -1, dtype=np.int32)
         self.s_feas = np.zeros((nslots, self.rows), dtype=np.uint8)
         self.s_local = np.zeros((nslots, self.rows), dtype=np.int64)
-        self.s_tree = np.full((nslots, 2 * self.leaves), NEG, dtype=np.int64)
+        tree = np.full((nslots, 2 * self.leaves, 2), NEG, dtype=np.int64)
+        tree[:, :, 1] = 1  # (maximum, leaves holding it) per node
+        self.s_tree = tree.reshape(nslots, 4 * self.leaves)
         self.s_max_taint = np.zeros(nslots, dtype=np.int64)
         self.s_max_aff = np.zeros(nslots, dtype=np.int64)
-        self.s_cursor = np.zeros(nslots, dtype=np.int64)
         self.s_perm = np.zeros((nslots, self.rows), dtype=np.int32)
         self.s_iperm = np.full((nslots, self.leaves), -1, dtype=np.int32)
         self.s_gstart = np.zeros((nslots, MAX_ZONES + 2), dtype=np.int32)
@@ -417,8 +434,10 @@ cdef class BurstKernel:
 
     def run(self):
         """Place the loaded chunk; the GIL is released for the whole burst."""
+        self.rng = self.ties[0]
         with nogil:
             self._run()
+        self.ties[0] = self.rng
 
     # ------------------------------------------------------------------ per node terms
     cdef inline bint _fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
@@ -758,38 +777,108 @@ cdef class BurstKernel:
         return t
 
     # -------------------------------------------------------------------- the max-tree
+    # (node i: the maximum below it at s_tree[s, 2i], how many leaves hold it at [2i + 1];
+    # the loops are _scan.h's)
     cdef void _tree_set(self, Py_ssize_t s, Py_ssize_t n, int64_t v) noexcept nogil:
-        cdef Py_ssize_t i = n + self.leaves
-        cdef int64_t a, b
-        self.s_tree[s, i] = v
-        i >>= 1
-        while i >= 1:
-            a = self.s_tree[s, 2 * i]
-            b = self.s_tree[s, 2 * i + 1]
-            self.s_tree[s, i] = a if a >= b else b
-            i >>= 1
+        ks_tree_set(&self.s_tree[s, 0], self.leaves, n, v)
 
     cdef void _tree_build(self, Py_ssize_t s) noexcept nogil:
-        cdef Py_ssize_t i
-        cdef int64_t a, b
-        for i in range(self.leaves - 1, 0, -1):
-            a = self.s_tree[s, 2 * i]
-            b = self.s_tree[s, 2 * i + 1]
-            self.s_tree[s, i] = a if a >= b else b
+        ks_tree_build(&self.s_tree[s, 0], self.leaves, self.rows)
+
+    cdef int64_t _tree_range(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi,
+                             int64_t* count) noexcept nogil:
+        """The largest total among tree positions [lo, hi) (NEG for none) and, in count,
+        how many positions hold it."""
+        cdef const int64_t* t = &self.s_tree[s, 0]
+        cdef int64_t best = NEG, k = 0, v
+        cdef Py_ssize_t l = lo + self.leaves, r = hi + self.leaves
+        while l < r:
+            if l & 1:
+                v = t[2 * l]
+                if v > best:
+                    best = v
+                    k = t[2 * l + 1]
+                elif v == best:
+                    k += t[2 * l + 1]
+                l += 1
+            if r & 1:
+                r -= 1
+                v = t[2 * r]
+                if v > best:
+                    best = v
+                    k = t[2 * r + 1]
+                elif v == best:
+                    k += t[2 * r + 1]
+            l >>= 1
+            r >>= 1
+        count[0] = k
+        return best
+
+    cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+        """The largest total among tree positions [lo, hi) (NEG for none), without
+        _tree_range's count."""
+        cdef const int64_t* t = &self.s_tree[s, 0]
+        cdef int64_t best = NEG
+        cdef Py_ssize_t l = lo + self.leaves, r = hi + self.leaves
+        while l < r:
+            if l & 1:
+                best = t[2 * l] if t[2 * l] > best else best
+                l += 1
+            if r & 1:
+                r -= 1
+                best = t[2 * r] if t[2 * r] > best else best
+            l >>= 1
+            r >>= 1
+        return best
+
+    cdef Py_ssize_t _tree_pick(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi,
+                               int64_t target, int64_t k) noexcept nogil:
+        """The k-th (from 0, left to right) of the tree positions in [lo, hi) holding
+        target, the range's largest total (_tree_range counts them): the range's canonical
+        nodes in order, then a descent by the children's counts."""
+        cdef const int64_t* t = &self.s_tree[s, 0]
+        cdef Py_ssize_t l = lo + self.leaves, r = hi + self.leaves, nl = 0, nr = 0, j, i = 0
+        cdef Py_ssize_t nodes[128]
+        while l < r:
+            if l & 1:
+                nodes[nl] = l
+                nl += 1
+                l += 1
+            if r & 1:
+                r -= 1
+                nodes[64 + nr] = r
+                nr += 1
+            l >>= 1
+            r >>= 1
+        for j in range(nl + nr):  # the left nodes in order, then the right ones reversed
+            i = nodes[j] if j < nl else nodes[64 + nr - 1 - (j - nl)]
+            if t[2 * i] == target:
+                if k < t[2 * i + 1]:
+                    break
+                k -= t[2 * i + 1]
+        while i < self.leaves:
+            i *= 2
+            if t[2 * i] == target:
+                if k < t[2 * i + 1]:
+                    continue
+                k -= t[2 * i + 1]
+            i += 1
+        return i - self.leaves
 
     cdef Py_ssize_t _tree_first(self, Py_ssize_t s, Py_ssize_t lo, int64_t target) noexcept nogil:
         """The first row >= lo whose total is >= target, or -1."""
+        cdef const int64_t* t = &self.s_tree[s, 0]
         cdef Py_ssize_t i = lo + self.leaves
         if lo >= self.leaves:
             return -1
-        while self.s_tree[s, i] < target:
+        while t[2 * i] < target:
             while i & 1:
                 i >>= 1
                 if i <= 1:
                     return -1
             i += 1
         while i < self.leaves:
-            i = 2 * i if self.s_tree[s, 2 * i] >= target else 2 * i + 1
+            i = 2 * i if t[4 * i] >= target else 2 * i + 1
         return i - self.leaves
 
     # ------------------------------------------------------------------- class caches
@@ -818,7 +907,7 @@ cdef class BurstKernel:
     cdef void _refresh_totals(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
         cdef Py_ssize_t n
         for n in range(self.rows):
-            self.s_tree[s, self.s_perm[s, n] + self.leaves] = \
+            self.s_tree[s, 2 * (self.s_perm[s, n] + self.leaves)] = \
                 self._total(s, c, n) if self.s_feas[s, n] else NEG
         self._tree_build(s)
 
@@ -932,7 +1021,6 @@ cdef class BurstKernel:
                 self.class_slot[self.slot_class[s]] = -1
             self.slot_class[s] = c
             self.class_slot[c] = s
-            self.s_cursor[s] = 0
             self._rebuild(s, c)
         self.slot_used[s] = p
         return s
@@ -1044,7 +1132,7 @@ cdef class BurstKernel:
 
     cdef void _run(self) noexcept nogil:
         cdef Py_ssize_t p, c, s, n, q, pos, run_start = 0, placed = 0
-        cdef int64_t best
+        cdef int64_t best, ties
         for p in range(self.npods):
             c = self.p_class[p]
             if p == 0 or self.p_gang_min[p] == 0 or self.p_gang_min[p - 1] == 0 \
@@ -1052,6 +1140,7 @@ cdef class BurstKernel:
                 run_start = p
                 placed = 0
             self.c_left[c] -= 1
+            ties = 1
             if self.p_nominated[p] >= 0 and self._nominated_fits(c, self.p_nominated[p]):
                 # kube-scheduler tries a pod's nominated node first and takes it, unscored,
                 # when it passes every filter (the room its preemption freed).
@@ -1068,26 +1157,25 @@ cdef class BurstKernel:
                 # The class's only pod in the chunk: fused passes, no cache to build.
                 s = -1
                 if self._domain(c) or self.c_mode[c] == 3:
-                    n = self._place_spread(-1, c, &best)
+                    n = self._place_spread(-1, c, &best, &ties)
                 else:
-                    n = self._place_single(c, &best)
+                    n = self._place_single(c, &best, &ties)
             else:
                 s = self._slot(c, p)
                 if self._domain(c):
-                    n = self._place_spread(s, c, &best)
+                    n = self._place_spread(s, c, &best, &ties)
                 elif self.c_mode[c] == 1:
-                    n = self._place_zone(s, c, &best)
+                    n = self._place_zone(s, c, &best, &ties)
                 elif self.c_mode[c] == 3:
-                    n = self._place_host_zone(s, c, &best)
+                    n = self._place_host_zone(s, c, &best, &ties)
                 else:
-                    best = self.s_tree[s, 1]
+                    best = self.s_tree[s, 2]  # the root's maximum
                     n = -1
                     if best >= 0:
-                        pos = self._tree_first(s, self.s_cursor[s], best)
-                        if pos < 0:
-                            pos = self._tree_first(s, 0, best)
-                        self.s_cursor[s] = pos + 1
-                        n = pos  # positions are rows outside the zone fast path
+                        ties = self.s_tree[s, 3]
+                        # positions are rows outside the zone fast path
+                        n = self._tree_pick(s, 0, self.leaves, best,
+                                            ks_below(&self.rng, ties) if ties > 1 else 0)
             if n < 0:
                 self.out_node[p] = -1
                 if not self.out_error[p]:
@@ -1095,8 +1183,7 @@ cdef class BurstKernel:
             else:
                 self.out_node[p] = <node_t>n
                 self.out_score[p] = best
-                if s >= 0 and self._domain(c):
-                    self.s_cursor[s] = n + 1
+                self.out_ties[p] = <int32_t>ties
                 self._apply(c, n, 1)
                 placed += 1
             if self.p_gang_min[p] > 0 and self.p_gang_last[p] and placed < self.p_gang_min[p]:
@@ -1390,7 +1477,8 @@ cdef class BurstKernel:
             ipa_filter[0] = ipa_filter[0] and self.ipa_on
             ipa_score[0] = ipa_score[0] and self.w_ipa != 0 and self.ipa_topology
 
-    cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
+    cdef Py_ssize_t _place_spread(self, Py_ssize_t s, Py_ssize_t c, int64_t* score,
+                                  int64_t* ties) noexcept nogil:
         """Pick the row for a pod with spread constraints, in a few passes over the rows
         (a grouped slot's pods: _place_grouped, without them).
 
@@ -1400,10 +1488,10 @@ cdef class BurstKernel:
         in the chunk) the static filters, fit and local scores are computed in the first
         pass instead of read from a slot, as a fresh slot would hold them."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1], n, d, key, i
-        cdef Py_ssize_t nf = 0, counted = 0, start, i1, lo_i, hi_i, mid
+        cdef Py_ssize_t nf = 0, counted = 0, i1
         if s >= 0 and self.s_grouped[s]:
             self.grouped_pods += 1
-            return self._place_grouped(s, c, score)
+            return self._place_grouped(s, c, score, ties)
         cdef int64_t tsc[TAINT_TABLE]
         cdef bint ttab
         cdef bint hard = False, soft = False, all_keys, ipa_filter = False, ipa_score = False
@@ -1472,23 +1560,15 @@ cdef class BurstKernel:
                 if ifirst or v < ilo:
                     ilo = v
                 ifirst = False
-        # Totals over the feasible rows; ties go to the first row at or after the cursor.
-        start = 0 if single else self.s_cursor[s]
-        lo_i = 0
-        hi_i = nf
-        while lo_i < hi_i:  # the first feasible row >= start (nf: none, wrap to the first)
-            mid = (lo_i + hi_i) >> 1
-            if self.frows[mid] < start:
-                lo_i = mid + 1
-            else:
-                hi_i = mid
+        # Totals over the feasible rows; ties drawn uniformly.
         ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
-        return ks_best_row(&self.frows[0], nf, lo_i,
+        return ks_best_row(&self.frows[0], nf,
                            &self.rawloc[0] if single else &self.s_local[s, 0], single,
                            &taints[0], tsc if ttab else NULL, self.w_taint, mt,
                            &aff[0], self.w_aff, ma,
                            &self.rawsp[0] if soft else NULL, self.w_spread, hi, lo,
-                           &self.rawipa[0] if ipa_score else NULL, self.w_ipa, ihi, ilo, score)
+                           &self.rawipa[0] if ipa_score else NULL, self.w_ipa, ihi, ilo,
+                           &self.rng, score, ties)
 
     cdef inline int64_t _ipa_raw(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """InterPodAffinity's raw score of class c on row n: its scoring terms' weights times
@@ -1581,7 +1661,8 @@ cdef class BurstKernel:
             now = self.s_feas[s, n] and not (self.s_special[s, n] & 1)
             if now:
                 self.s_gfz[s, self.s_rowgrp[s, n]] += 1
-            self.s_tree[s, self.s_perm[s, n] + self.leaves] = self.s_local[s, n] if now else NEG
+            self.s_tree[s, 2 * (self.s_perm[s, n] + self.leaves)] = \
+                self.s_local[s, n] if now else NEG
         self._tree_build(s)
         self.s_grouped[s] = 1
 
@@ -1706,7 +1787,8 @@ cdef class BurstKernel:
             self.s_special[s, n] &= 2
         self._tree_set(s, self.s_perm[s, n], self.s_local[s, n] if now else NEG)
 
-    cdef Py_ssize_t _place_grouped(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
+    cdef Py_ssize_t _place_grouped(self, Py_ssize_t s, Py_ssize_t c, int64_t* score,
+                                   int64_t* ties) noexcept nogil:
         """_place_spread's choice for a grouped slot (_group_layout), without a pass over
         the rows.
 
@@ -1715,26 +1797,28 @@ cdef class BurstKernel:
         stands for them all; the special rows are filtered and scored one by one. The
         normalisations need the largest taint count and affinity score, the feasible rows'
         count (the hostname weight), the zones holding one (the zone weight) and the range
-        of raw scores, all over the groups and special rows. Ties go to the first row at or
-        after the cursor in row order, as in _place_spread: within a group, the first row
-        of its best local score from the cursor."""
+        of raw scores, all over the groups and special rows. Ties are drawn uniformly over
+        the rows: a group weighs as many as its rows of its best local score, one of which
+        is drawn when the group is (_tree_pick)."""
         cdef Py_ssize_t j, j0 = self.c_k_off[c], j1 = self.c_k_off[c + 1]
         cdef Py_ssize_t key = self._group_key(c), nd, g, gs, ge, pos, n, d, i, k, z
         cdef Py_ssize_t ng = self.s_ng[s]
-        cdef Py_ssize_t nf = 0, nfs = 0, zones = 0, nk = 0, best_n = -1, best_dist = 0, dist
-        cdef Py_ssize_t cursor = self.s_cursor[s], lo_p, hi_p, mid
+        cdef Py_ssize_t nf = 0, nfs = 0, zones = 0, nk = 0, best_n = -1, best_g = -1
         cdef bint hard = False, soft = False, ipa_filter = False, ipa_score = False
         cdef bint hard_empty = False, soft_empty = False, flat, zone_soft = False
-        cdef int64_t hi = 0, lo = -1, ihi = 0, ilo = 0, t, v, best = NEG, mt = 0, ma = 0
+        cdef int64_t hi = 0, lo = -1, ihi = 0, ilo = 0, t, v, mt = 0, ma = 0
+        cdef ks_res res
         cdef bint ifirst = True
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
         cdef int64_t rep[MAX_GROUPS]
         cdef int64_t gmax[MAX_GROUPS]
+        cdef int64_t gcnt[MAX_GROUPS]
         cdef int64_t graw[MAX_GROUPS]
         cdef int64_t gipa[MAX_GROUPS]
         cdef uint8_t zhas[MAX_ZONES + 1]
         nd = self.ndom[key] if key >= 0 else 0
+        ks_res_init(&res)
         self._terms(c, &hard, &soft, &hard_empty, &soft_empty, &ipa_filter, &ipa_score)
         for j in range(j0, j1):
             if not self.k_hard[j] and not self.k_host[j]:
@@ -1748,7 +1832,7 @@ cdef class BurstKernel:
                 continue
             gs = self.s_ggs[s, g]
             ge = self.s_ggs[s, g + 1]
-            gmax[g] = self._tree_max(s, gs, ge)
+            gmax[g] = self._tree_range(s, gs, ge, &gcnt[g])
             n = self.s_iperm[s, self._tree_first(s, gs, gmax[g])]
             if self._narrowed(c, n, hard, hard_empty, ipa_filter):
                 continue
@@ -1832,32 +1916,9 @@ cdef class BurstKernel:
                 t += self.w_spread * ks_spread_norm(graw[g], flat, hi, lo)
             if ipa_score and ihi > ilo:
                 t += self.w_ipa * ks_ipa_norm(gipa[g], ihi, ilo)
-            if t < best:
-                continue
-            # the group's first row of local score gmax at or after the cursor, else its first
-            gs = self.s_ggs[s, g]
-            ge = self.s_ggs[s, g + 1]
-            lo_p = gs
-            hi_p = ge
-            while lo_p < hi_p:  # rows ascend within a group
-                mid = (lo_p + hi_p) >> 1
-                if self.s_iperm[s, mid] < cursor:
-                    lo_p = mid + 1
-                else:
-                    hi_p = mid
-            pos = -1
-            if lo_p < ge:
-                pos = self._tree_first(s, lo_p, gmax[g])
-                if pos >= ge:
-                    pos = -1
-            if pos < 0:
-                pos = self._tree_first(s, gs, gmax[g])
-            n = self.s_iperm[s, pos]
-            dist = n - cursor if n >= cursor else n - cursor + self.rows
-            if t > best or dist < best_dist:
-                best = t
-                best_n = n
-                best_dist = dist
+            # a reservoir over rows: the group stands for its gcnt[g] tied rows
+            if ks_offer_group(&res, t, gcnt[g], &self.rng):
+                best_g = g
         for i in range(nfs):
             n = self.frows[i]
             t = self.s_local[s, n] + self._norm_terms(taints[n], mt, aff[n], ma)
@@ -1865,14 +1926,16 @@ cdef class BurstKernel:
                 t += self.w_spread * ks_spread_norm(self.rawsp[n], flat, hi, lo)
             if ipa_score and ihi > ilo:
                 t += self.w_ipa * ks_ipa_norm(self.rawipa[n], ihi, ilo)
-            if t < best:
-                continue
-            dist = n - cursor if n >= cursor else n - cursor + self.rows
-            if t > best or dist < best_dist:
-                best = t
+            if ks_offer_group(&res, t, 1, &self.rng):
+                best_g = -1
                 best_n = n
-                best_dist = dist
-        score[0] = best
+        if best_g >= 0:  # one of the group's rows of its best local score
+            pos = self._tree_pick(s, self.s_ggs[s, best_g], self.s_ggs[s, best_g + 1],
+                                  gmax[best_g],
+                                  ks_below(&self.rng, gcnt[best_g]) if gcnt[best_g] > 1 else 0)
+            best_n = self.s_iperm[s, pos]
+        score[0] = res.best
+        ties[0] = res.ties
         return best_n
 
     cdef inline int64_t _norm_terms(self, int64_t tv, int64_t mt, int64_t av, int64_t ma) noexcept nogil:
@@ -1923,44 +1986,37 @@ cdef class BurstKernel:
         return 0
 
     # ------------------------------------------------ one soft zone constraint, fast
-    cdef int64_t _tree_max(self, Py_ssize_t s, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
-        """The largest total among tree positions [lo, hi)."""
-        cdef int64_t best = NEG
-        cdef Py_ssize_t l = lo + self.leaves, r = hi + self.leaves
-        while l < r:
-            if l & 1:
-                if self.s_tree[s, l] > best:
-                    best = self.s_tree[s, l]
-                l += 1
-            if r & 1:
-                r -= 1
-                if self.s_tree[s, r] > best:
-                    best = self.s_tree[s, r]
-            l >>= 1
-            r >>= 1
-        return best
-
     cdef void _consider_group(self, Py_ssize_t s, Py_ssize_t gs, Py_ssize_t ge, int64_t m,
-                              int64_t cand, Py_ssize_t cursor, int64_t* best,
-                              Py_ssize_t* best_pos, Py_ssize_t* best_dist) noexcept nogil:
-        """Tree positions [gs, ge) share a spread score; m is their best total without it
-        and cand with it. Take the group's first row of total m at or after the cursor
-        (wrapping within the group) when cand beats the best so far, or ties it nearer
-        the cursor (ties spread identical pods as the plain max-tree does)."""
-        cdef Py_ssize_t pos = -1, dist
-        if cand < best[0]:
+                              int64_t cand, TiePick* pick) noexcept nogil:
+        """Tree positions [gs, ge) share a score besides their own totals: m is their best
+        total, cand with the shared score. A weighted reservoir over the groups: the group
+        is taken when cand beats the best so far, or ties it with probability (its
+        positions holding m) / the rows tied so far (_pick_group then draws one of its
+        rows), so that each tied row is as likely (ks_offer_group). Those positions are
+        counted only for a group that can be taken."""
+        cdef int64_t count
+        if cand < pick.res.best:
             return
-        if cursor < ge:
-            pos = self._tree_first(s, cursor if cursor > gs else gs, m)
-            if pos >= ge:
-                pos = -1
-        if pos < 0:
-            pos = self._tree_first(s, gs, m)
-        dist = pos - cursor if pos >= cursor else pos - cursor + self.leaves
-        if cand > best[0] or dist < best_dist[0]:
-            best[0] = cand
-            best_pos[0] = pos
-            best_dist[0] = dist
+        self._tree_range(s, gs, ge, &count)
+        if not ks_offer_group(&pick.res, cand, count, &self.rng):
+            return
+        pick.m = m
+        pick.count = count
+        pick.lo = gs
+        pick.hi = ge
+
+    cdef Py_ssize_t _pick_group(self, Py_ssize_t s, TiePick* pick, int64_t* score,
+                                int64_t* ties) noexcept nogil:
+        """The row _consider_group's reservoir chose: one of its group's positions holding
+        m, drawn uniformly; -1 when no group was considered."""
+        cdef Py_ssize_t pos
+        if pick.lo < 0:
+            return -1
+        pos = self._tree_pick(s, pick.lo, pick.hi, pick.m,
+                              ks_below(&self.rng, pick.count) if pick.count > 1 else 0)
+        score[0] = pick.res.best
+        ties[0] = pick.res.ties
+        return self.s_iperm[s, pos]
 
     cdef void _zone_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
         """Order the slot's tree by zone and count feasible rows and matching pods per zone."""
@@ -1992,15 +2048,18 @@ cdef class BurstKernel:
             self.s_perm[s, n] = <int32_t>pos
             self.s_iperm[s, pos] = <int32_t>n
 
-    cdef Py_ssize_t _place_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
+    cdef Py_ssize_t _place_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score,
+                                int64_t* ties) noexcept nogil:
         """Best row for a class whose only spread term is one soft constraint on a zone-like
         key: per zone, the best total without spread plus the zone's spread score."""
         cdef Py_ssize_t j = self.c_k_off[c], key = self.k_key[j], nd = self.ndom[key]
-        cdef Py_ssize_t g, zones = 0, gs, ge, best_pos = -1, best_dist = 0
-        cdef Py_ssize_t cursor = self.s_cursor[s]
-        cdef int64_t hi = 0, lo = -1, raw, m, best = NEG, sc
+        cdef Py_ssize_t g, zones = 0, gs, ge
+        cdef int64_t hi = 0, lo = -1, raw, m, sc
         cdef double weight
         cdef int64_t raws[MAX_ZONES]
+        cdef TiePick pick
+        ks_res_init(&pick.res)
+        pick.lo = -1
         for g in range(nd):
             if self.s_fz[s, g] > 0:
                 zones += 1
@@ -2027,13 +2086,8 @@ cdef class BurstKernel:
                 sc = MAX_SCORE
             else:
                 sc = MAX_SCORE * (hi + lo - raws[g]) // hi
-            self._consider_group(s, gs, ge, m, m + self.w_spread * sc, cursor, &best,
-                                 &best_pos, &best_dist)
-        if best_pos < 0:
-            return -1
-        self.s_cursor[s] = best_pos + 1
-        score[0] = best
-        return self.s_iperm[s, best_pos]
+            self._consider_group(s, gs, ge, m, m + self.w_spread * sc, &pick)
+        return self._pick_group(s, &pick, score, ties)
 
     # ----------------------------- soft hostname and zone constraints (System defaults), fast
     cdef void _host_zone_rows(self, Py_ssize_t c, Py_ssize_t* jh, Py_ssize_t* jz) noexcept nogil:
@@ -2131,24 +2185,28 @@ cdef class BurstKernel:
             self.s_iperm[s, p] = <int32_t>m
             self.s_perm[s, n] = <int32_t>t
             self.s_perm[s, m] = <int32_t>p
-            vp = self.s_tree[s, p + self.leaves]
-            vt = self.s_tree[s, t + self.leaves]
+            vp = self.s_tree[s, 2 * (p + self.leaves)]
+            vt = self.s_tree[s, 2 * (t + self.leaves)]
             self._tree_set(s, p, vt)
             self._tree_set(s, t, vp)
         self.s_h[s, t] = h + sign
 
-    cdef Py_ssize_t _place_host_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score) noexcept nogil:
+    cdef Py_ssize_t _place_host_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score,
+                                     int64_t* ties) noexcept nogil:
         """Best row for a class whose spread terms are a soft hostname constraint and a
         soft zone-like one over the same pods, every node having both keys (c_mode 3): per
         (zone, count) group, its best total without spread plus the group's spread score.
 
         The groups' raw scores are ks_soft_scores' for their rows: the hostname weight
         counts the feasible rows, the zone weight the zones with a feasible row."""
-        cdef Py_ssize_t jh, jz, key, nd, g, gs, ge, b, e, best_pos = -1
-        cdef Py_ssize_t counted = 0, zones = 0, best_dist = 0, cursor = self.s_cursor[s]
-        cdef int64_t hi = 0, lo = -1, raw, m, sc, best = NEG
+        cdef Py_ssize_t jh, jz, key, nd, g, gs, ge, b, e
+        cdef Py_ssize_t counted = 0, zones = 0
+        cdef int64_t hi = 0, lo = -1, raw, m, sc
         cdef double wh, wz
         cdef int pass_
+        cdef TiePick pick
+        ks_res_init(&pick.res)
+        pick.lo = -1
         self._host_zone_rows(c, &jh, &jz)
         key = self.k_key[jz]
         nd = self.ndom[key]
@@ -2179,23 +2237,18 @@ cdef class BurstKernel:
                                 lo = raw
                         else:
                             sc = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - raw) // hi
-                            self._consider_group(s, b, e, m, m + self.w_spread * sc, cursor,
-                                                 &best, &best_pos, &best_dist)
+                            self._consider_group(s, b, e, m, m + self.w_spread * sc, &pick)
                     b = e
-        if best_pos < 0:
-            return -1
-        self.s_cursor[s] = best_pos + 1
-        score[0] = best
-        return self.s_iperm[s, best_pos]
+        return self._pick_group(s, &pick, score, ties)
 
     # ------------------------------------------------------- a class's only pod, fused
-    cdef Py_ssize_t _place_single(self, Py_ssize_t c, int64_t* score) noexcept nogil:
+    cdef Py_ssize_t _place_single(self, Py_ssize_t c, int64_t* score,
+                                  int64_t* ties) noexcept nogil:
         """Best row for the only pod of a max-tree or zone class (c_mode 0 or 1) in the chunk.
 
         Building the class's cache (slot, max-tree, zone layout) costs several passes and
-        would be used once; two passes over the rows give the same choice: the best total,
-        ties to the first row in the order the cache would have used (rows; for the zone
-        path, rows grouped by zone, rows without the key last), as with a fresh cursor."""
+        would be used once; two passes over the rows find the same best total, the ties
+        drawn uniformly as the cache would (not the same draw: the order differs)."""
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
         cdef bint zone = self.c_mode[c] == 1
@@ -2205,8 +2258,9 @@ cdef class BurstKernel:
         cdef bint track_aff = self.w_aff != 0 and self.aff_any[self.c_aff[c]]
         cdef int64_t tsc[TAINT_TABLE]
         cdef bint ttab
-        cdef Py_ssize_t best_n = -1, best_g = 0, feasible = 0
-        cdef int64_t mt = 0, ma = 0, t, best = NEG, hi = 0, lo = -1, raw
+        cdef Py_ssize_t feasible = 0
+        cdef int64_t mt = 0, ma = 0, t, hi = 0, lo = -1, raw
+        cdef ks_res pick
         cdef double weight
         cdef int64_t fz[MAX_ZONES + 1]
         cdef int64_t zc[MAX_ZONES + 1]
@@ -2221,9 +2275,9 @@ cdef class BurstKernel:
             if feasible == 0:
                 return -1
             ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
-            return ks_best_row(&self.frows[0], feasible, 0, &self.rawloc[0], True, &taints[0],
+            return ks_best_row(&self.frows[0], feasible, &self.rawloc[0], True, &taints[0],
                                tsc if ttab else NULL, self.w_taint, mt, &aff[0], self.w_aff, ma,
-                               NULL, 0, 0, 0, NULL, 0, 0, 0, score)
+                               NULL, 0, 0, 0, NULL, 0, 0, 0, &self.rng, score, ties)
         # The zone path: the zone's spread score joins each row's total.
         feasible = self._scan(c, False, False, False, False, False, &mt, &ma, &hi, &lo)
         feasible = -feasible - 1 if feasible < 0 else feasible
@@ -2266,6 +2320,7 @@ cdef class BurstKernel:
                 zscore[g] = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - zc[g]) // hi
         zscore[nd] = 0
         ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
+        ks_res_init(&pick)
         for i in range(feasible):
             n = self.frows[i]
             t = self.rawloc[i]
@@ -2278,9 +2333,7 @@ cdef class BurstKernel:
             d = self.dom[key, n]
             g = d if d >= 0 else nd
             t += self.w_spread * zscore[g]
-            if t > best or (t == best and g < best_g):
-                best = t
-                best_n = n
-                best_g = g
-        score[0] = best
-        return best_n
+            ks_offer(&pick, t, n, &self.rng)
+        score[0] = pick.best
+        ties[0] = pick.ties
+        return pick.row

@@ -179,27 +179,174 @@ static inline int64_t ks_ipa_norm(int64_t r, int64_t ihi, int64_t ilo)
     return (int64_t)(100.0 * ((double)(r - ilo) / (double)(ihi - ilo)));
 }
 
-/* The best row of rows[0..nf) for one pod: the largest total, ties to the first in the
- * order that starts at position first and wraps around. A row's total is its local score
- * (loc[i] by position when loc_by_pos, else loc[n]) plus the normalised scores:
- * TaintToleration (tsc[count] when the table is given, else computed; mt the largest
- * count), NodeAffinity's preferred terms (ma the largest sum), PodTopologySpread's soft
+/* The kernel's random stream for ties (kube-scheduler's selectHost picks uniformly among
+ * the nodes sharing the best total): splitmix64, one 64-bit state the Python side seeds
+ * and keeps across bursts (core/ties.py). */
+static inline uint64_t ks_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* A uniform integer in [0, n), n >= 1: Lemire's multiply-shift, the few biased products
+ * redrawn, so exactly uniform. */
+static inline int64_t ks_below(uint64_t *state, int64_t n)
+{
+    uint64_t un = (uint64_t)n, x = ks_next(state);
+    unsigned __int128 m = (unsigned __int128)x * un;
+    if ((uint64_t)m < un) {
+        uint64_t floor = -un % un;
+        while ((uint64_t)m < floor) {
+            x = ks_next(state);
+            m = (unsigned __int128)x * un;
+        }
+    }
+    return (int64_t)(m >> 64);
+}
+
+/* Reservoir sampling of one row among the ties met in a scan, without a draw per tie:
+ * after i ties the next one to replace the pick is the m-th with P(m > j) = i / j (j >= i),
+ * which floor(i / u) + 1 gives for u uniform in (0, 1). Returns that index (> i), capped
+ * far beyond any row count. */
+static inline int64_t ks_skip(uint64_t *state, int64_t i)
+{
+    double u = ((double)(ks_next(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    double m = (double)i / u;
+    return m >= 4.0e18 ? (int64_t)4e18 : (int64_t)m + 1;
+}
+
+/* A scan's reservoir over the rows of the best total so far. */
+typedef struct {
+    int64_t best;   /* the best total so far (-1 before any row) */
+    int64_t row;    /* the row picked among those holding it */
+    int64_t ties;   /* how many hold it */
+    int64_t next;   /* the tie (by count) that may replace the pick next */
+    int drawn;      /* next was drawn (else it is 2, the first tie, where the draw is made:
+                       a scan without ties draws nothing) */
+} ks_res;
+
+static inline void ks_res_init(ks_res *r)
+{
+    r->best = -1;
+    r->row = -1;
+    r->ties = 0;
+    r->next = 2;
+    r->drawn = 0;
+}
+
+/* One more row n of total t. The tie count moves without a branch (ties are common and
+ * mixed with lower totals); only the rare tie that reaches next branches. */
+static inline void ks_offer(ks_res *r, int64_t t, int64_t n, uint64_t *state)
+{
+    if (t > r->best) {
+        r->best = t;
+        r->row = n;
+        r->ties = 1;
+        r->next = 2;
+        r->drawn = 0;
+        return;
+    }
+    r->ties += t == r->best;
+    if (r->ties == r->next) {  /* only this row can have raised the count to next */
+        if (!r->drawn) {
+            r->drawn = 1;
+            r->next = ks_skip(state, 1);
+            if (r->next != 2)
+                return;
+        }
+        r->row = n;
+        r->next = ks_skip(state, r->ties);
+    }
+}
+
+/* One more group of w rows of total t (w >= 1) in a reservoir over rows: the group is
+ * picked with probability w / the rows tied so far, so that each tied row is as likely
+ * (the caller then draws one of its rows). Returns 1 when it is picked. As ks_offer, by
+ * skips: after a pick at cumulative weight S, the next pick is the group whose cumulative
+ * weight reaches floor(S / u) + 1 (ks_skip), drawn at the first tie; so a run of ties
+ * draws O(log) times, not once per group. */
+static inline int ks_offer_group(ks_res *r, int64_t t, int64_t w, uint64_t *state)
+{
+    if (t > r->best) {
+        r->best = t;
+        r->ties = w;
+        r->next = w + 1;
+        r->drawn = 0;
+        return 1;
+    }
+    if (t < r->best)
+        return 0;
+    int64_t before = r->ties;
+    r->ties += w;
+    if (r->ties < r->next)
+        return 0;
+    if (!r->drawn) {
+        r->drawn = 1;
+        r->next = ks_skip(state, before);
+        if (r->ties < r->next)
+            return 0;
+    }
+    r->next = ks_skip(state, r->ties);
+    return 1;
+}
+
+/* Node i of a max-tree from its two children. A node is two int64 at t[2i] (the maximum
+ * below it) and t[2i + 1] (how many leaves hold it), so that a node's children share a
+ * cache line. */
+static inline void ks_tree_node(int64_t *restrict t, int64_t i)
+{
+    const int64_t *k = t + 4 * i; /* children 2i and 2i + 1 */
+    int64_t a = k[0], b = k[2];
+    int64_t m = a >= b ? a : b;
+    t[2 * i] = m;
+    t[2 * i + 1] = (a == m ? k[1] : 0) + (b == m ? k[3] : 0);
+}
+
+/* The inner nodes of a max-tree of the given leaves (a power of two) over the first used
+ * leaves, level by level. The leaves beyond used are padding, -1 for good (a class's
+ * rows take positions below used), and so are the nodes above padding alone: they are
+ * left as they are (their counts are never read: no pick targets -1). */
+static void ks_tree_build(int64_t *restrict t, int64_t leaves, int64_t used)
+{
+    for (int64_t lo = leaves >> 1, span = 2; lo >= 1; lo >>= 1, span <<= 1) {
+        int64_t hi = lo + (used + span - 1) / span;
+        for (int64_t i = lo; i < hi; i++)
+            ks_tree_node(t, i);
+    }
+}
+
+/* Leaf pos of the max-tree takes value v; its ancestors follow. */
+static inline void ks_tree_set(int64_t *restrict t, int64_t leaves, int64_t pos, int64_t v)
+{
+    int64_t i = pos + leaves;
+    t[2 * i] = v;
+    for (i >>= 1; i >= 1; i >>= 1)
+        ks_tree_node(t, i);
+}
+
+/* The best row of rows[0..nf) for one pod: the largest total, ties picked uniformly (the
+ * reservoir of ks_offer, drawing from *state). A row's total is its local score (loc[i]
+ * by position when loc_by_pos, else loc[n]) plus the normalised scores: TaintToleration
+ * (tsc[count] when the table is given, else computed; mt the largest count),
+ * NodeAffinity's preferred terms (ma the largest sum), PodTopologySpread's soft
  * constraints (when rawsp is given: raw hi..lo reversed onto 0..100, 0 for rawsp -1),
  * InterPodAffinity's preferred terms (when rawipa is given and ihi > ilo). *score gets
- * the total; returns the row, -1 when nf is 0. */
-static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf, int64_t first,
+ * the total, *ties the rows holding it; returns the row, -1 when nf is 0. */
+static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
                            const int64_t *restrict loc, int loc_by_pos,
                            const int16_t *restrict taints, const int64_t *tsc,
                            int64_t w_taint, int64_t mt,
                            const int32_t *restrict aff, int64_t w_aff, int64_t ma,
                            const int64_t *restrict rawsp, int64_t w_spread, int64_t hi, int64_t lo,
                            const int64_t *restrict rawipa, int64_t w_ipa, int64_t ihi, int64_t ilo,
-                           int64_t *score)
+                           uint64_t *state, int64_t *score, int64_t *ties)
 {
-    int64_t best = -1, best_n = -1;
+    ks_res r;
     int flat = hi == 0 || hi == lo; /* every counted row scores 100 for spread */
-    for (int64_t k = 0; k < nf; k++) {
-        int64_t i = first + k < nf ? first + k : first + k - nf;
+    ks_res_init(&r);
+    for (int64_t i = 0; i < nf; i++) {
         int64_t n = rows[i];
         int64_t t = loc[loc_by_pos ? i : n];
         if (tsc)
@@ -212,13 +359,11 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf, int64_t fir
             t += w_spread * ks_spread_norm(rawsp[n], flat, hi, lo);
         if (rawipa && ihi > ilo)
             t += w_ipa * ks_ipa_norm(rawipa[n], ihi, ilo);
-        if (t > best) {
-            best = t;
-            best_n = n;
-        }
+        ks_offer(&r, t, n, state);
     }
-    *score = best;
-    return best_n;
+    *score = r.best;
+    *ties = r.ties;
+    return r.row;
 }
 
 /* One pod's first pass over the rows of its static filters (a class's only pod in a

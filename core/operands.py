@@ -107,3 +107,4 @@ class Outputs:
     reasons: npt.NDArray[np.int32]  # pods x codes: nodes failing with each reason code
     rolled: npt.NDArray[np.int32]  # for a pod rolled back with its gang, the row it had
     error: npt.NDArray[np.uint8]  # 1: its attempt failed with the class's PreScore error
+    ties: npt.NDArray[np.int32]  # rows sharing the chosen row's best total (1: no tie)

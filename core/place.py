@@ -4,7 +4,8 @@
 together, at the position of its first member), every node considered, and assumes the
 placements in ``state``; ``plan`` does the same without touching ``state`` (simulate,
 explain, what-if). Inputs are validated and converted once here; the kernel then runs
-over the whole burst without the GIL.
+over the whole burst without the GIL. Ties between equally scored nodes are drawn from
+``ties`` (core/ties.py), a stream started afresh from DEFAULT_SEED when none is given.
 
 A burst is cut into chunks of at most a few thousand distinct classes so that the
 per-class static tables (classes x nodes) stay within a fixed memory budget; the kernel
@@ -45,6 +46,7 @@ from kubesalvo.core.reasons import ReasonTable
 from kubesalvo.core.results import PlacementResult, Results
 from kubesalvo.core.spread import ChunkLayout, SpreadEncoder
 from kubesalvo.core.state import POD_COLUMN, ClusterState, pod_key
+from kubesalvo.core.ties import TieBreak
 
 __all__ = ["PlacementResult", "place_burst", "plan"]
 
@@ -64,6 +66,7 @@ def plan(
     workloads: Sequence[Mapping[str, Any]] = (),
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
     devices: PodDevices | None = None,
+    ties: TieBreak | None = None,
 ) -> PlacementResult:
     """Place ``pods`` as ``place_burst`` would, without changing ``state``."""
     return place_burst(
@@ -74,6 +77,7 @@ def plan(
         workloads=workloads,
         gang_needed=gang_needed,
         devices=devices,
+        ties=ties,
     )
 
 
@@ -122,6 +126,7 @@ def _kernel(
     ports: PortTable,
     port_rows: list[int],
     spread: SpreadEncoder,
+    ties: TieBreak,
 ) -> tuple[BurstKernel, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """The kernel, and its copies of the requested and non-zero requested columns (which
     it updates with every placement it keeps)."""
@@ -171,6 +176,7 @@ def _kernel(
         ),
         dom,
         ndom,
+        ties.state,
     )
     return kernel, requested, nonzero
 
@@ -275,6 +281,7 @@ def _chunk_operands(
             out.reasons[start:end],
             out.rolled[start:end],
             out.error[start:end],
+            out.ties[start:end],
         ),
         # only classes with several pods in the chunk cache anything (see _place.pyx)
         min(int(np.count_nonzero(per_class > 1)), slot_budget),
@@ -410,8 +417,13 @@ def place_burst(
     workloads: Sequence[Mapping[str, Any]] = (),
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
     devices: PodDevices | None = None,
+    ties: TieBreak | None = None,
 ) -> PlacementResult:
     """Place ``pods`` in queue order; with ``commit`` assume each placement in ``state``.
+
+    ``ties``: the random stream a pod's node is drawn from among the nodes sharing its
+    best total, as kube-scheduler's selectHost draws (advanced by the burst); None starts
+    one from DEFAULT_SEED, so that a call without it is reproducible.
 
     ``gang_needed``: per pod group, how many of its pods in this burst must be placed for
     any to be (its minimum less its members already bound; 0 or less: no constraint);
@@ -445,6 +457,7 @@ def place_burst(
             workloads=workloads,
             gang_needed=gang_needed,
             devices=devices,
+            ties=ties or TieBreak(),
         )
     finally:
         if was_enabled:
@@ -460,6 +473,7 @@ def _place_burst(
     workloads: Sequence[Mapping[str, Any]],
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
     devices: PodDevices | None = None,
+    ties: TieBreak,
 ) -> PlacementResult:
     profile = profile or Profile.default()
     began = time.perf_counter()
@@ -508,7 +522,9 @@ def _place_burst(
     c_score_error = np.zeros(len(classes), dtype=np.uint8)  # set as the classes complete
     spread = SpreadEncoder(encoder, workloads)
     spread.prepare(range(len(classes)))
-    kernel, kernel_requested, kernel_nonzero = _kernel(state, profile, ports, port_rows, spread)
+    kernel, kernel_requested, kernel_nonzero = _kernel(
+        state, profile, ports, port_rows, spread, ties
+    )
 
     n = len(ordered)
     out_node = np.full(n, -1, dtype=_typedefs.NODE)
@@ -517,11 +533,14 @@ def _place_burst(
     out_reasons = np.zeros((n, nreasons), dtype=np.int32)
     out_gang = np.full(n, -1, dtype=_typedefs.NODE)
     out_error = np.zeros(n, dtype=np.uint8)
+    out_ties = np.zeros(n, dtype=np.int32)
     p_gang_min = np.array(gang_min, dtype=np.int32)
     p_gang_last = np.array(gang_last, dtype=np.uint8)
     p_nominated = np.full(n, -1, dtype=np.int32)  # set chunk by chunk (operands)
-    slot_budget = max(4, _SLOT_BYTES // (40 * max(1, state.rows)))
-    outputs = Outputs(out_node, out_score, out_reasons, out_gang, out_error)
+    # per slot and row: s_feas, s_local, s_perm, s_iperm and s_tree (16 bytes per node:
+    # its maximum and how many leaves hold it, 2 x leaves nodes)
+    slot_budget = max(4, _SLOT_BYTES // (56 * max(1, state.rows)))
+    outputs = Outputs(out_node, out_score, out_reasons, out_gang, out_error, out_ties)
     columns_all = ClassColumns(c_req_all, c_nz_all, c_nz_add_all, c_score_error)
     pod_columns = PodColumns(class_of, p_gang_min, p_gang_last, p_nominated)
 

@@ -20,6 +20,7 @@ import numpy as np
 from kubesalvo.core import gang
 from kubesalvo.core.place import PlacementResult, place_burst
 from kubesalvo.core.profile import Profile
+from kubesalvo.core.ties import TieBreak
 
 __all__ = ["Reservation", "Segment", "merged", "place_reserving", "segments"]
 
@@ -98,10 +99,13 @@ def place_reserving(
     reservations: Sequence[Reservation],
     workloads: Sequence[Mapping[str, Any]] = (),
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
+    ties: TieBreak | None = None,
 ) -> PlacementResult:
     """``place_burst`` segment by segment, each with its reservations assumed in ``state``
-    (worker thread, cache frozen). The reservations are taken off again whatever happens:
-    they are never bound, reported or left in the state."""
+    (worker thread, cache frozen), the segments drawing their ties from one stream. The
+    reservations are taken off again whatever happens: they are never bound, reported or
+    left in the state."""
+    ties = ties or TieBreak()
     held = 0
     results: list[PlacementResult] = []
     try:
@@ -120,6 +124,7 @@ def place_reserving(
                     profile,
                     workloads=workloads,
                     gang_needed=gang_needed,
+                    ties=ties,
                 )
             )
     finally:
@@ -136,6 +141,7 @@ def merged(results: list[PlacementResult]) -> PlacementResult:
         nodes=[node for r in results for node in r.nodes],
         rows=np.concatenate([r.rows for r in results]),
         scores=np.concatenate([r.scores for r in results]),
+        ties=[count for r in results for count in r.ties],
         reason_counts=[counts for r in results for counts in r.reason_counts],
         rejectors=[plugins for r in results for plugins in r.rejectors],
         prefilter_rejector=[plugin for r in results for plugin in r.prefilter_rejector],

@@ -31,6 +31,9 @@ class PlacementResult:
     nodes: list[str | None]  # node name, None when not placed
     rows: npt.NDArray[np.int32]  # ClusterState row, -1 when not placed
     scores: npt.NDArray[np.int64]  # total weighted score of the chosen node
+    # per placed pod, the nodes that shared that best total, the chosen one among them
+    # drawn at random as kube-scheduler does (1: no tie; 0 when not placed)
+    ties: list[int]
     reason_counts: list[dict[str, int]]  # per unplaced pod: nodes per reason ({} if placed)
     # per unplaced pod, the plugins that rejected it (from the reason codes; empty when
     # placed, failed with an error or rolled back with its gang): the queue parks it with
@@ -88,6 +91,7 @@ class Results:
         self.rolled = np.zeros(n, dtype=bool)
         self.tentative: list[str | None] = [None] * n
         self.row_list, self.score_list = [-1] * n, [0] * n
+        self.tie_list = [0] * n
         # per gang, its pods the kernel rolled back; the messages of those that end there
         # (not refused) count the whole gang, in ``result``
         self.rolled_per_gang: dict[gang.GroupKey, int] = {}
@@ -102,10 +106,11 @@ class Results:
             self.refused,
         )
         node_names, messages, names = self.node_names, self.messages, self.state.names
-        row_list, score_list = self.row_list, self.score_list
+        row_list, score_list, tie_list = self.row_list, self.score_list, self.tie_list
         out = self.out
         # Python lists: this loop runs once per pod, and indexing numpy arrays is slower.
         node_of, score_of = out.node[start:end].tolist(), out.score[start:end].tolist()
+        ties_of = out.ties[start:end].tolist()
         rolled_of = out.rolled[start:end].tolist()
         for rolled_pos in np.flatnonzero(out.rolled[start:end] >= 0).tolist():
             gang_key = gang_keys[start + rolled_pos]
@@ -120,6 +125,7 @@ class Results:
             if refusal is None and row >= 0:
                 row_list[i] = row
                 score_list[i] = score_of[pos - start]
+                tie_list[i] = ties_of[pos - start]
                 node = names[row]
                 assert node is not None  # the kernel picks rows that hold a node
                 node_names[i] = node
@@ -180,6 +186,7 @@ class Results:
             nodes=self.node_names,
             rows=np.array(self.row_list, dtype=np.int32),
             scores=np.array(self.score_list, dtype=np.int64),
+            ties=self.tie_list,
             reason_counts=self.counts,
             rejectors=self.rejectors,
             prefilter_rejector=self.prefilter_rejector,

@@ -142,6 +142,7 @@ class Scheduler:
         serving: ServingOptions | None = None,
         debug_port: int = 10000,
         identity: str | None = None,
+        tie_seed: int | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -192,7 +193,7 @@ class Scheduler:
             recorder=self.recorder,
             metrics=self.metrics,
             is_leader=self.is_leader,
-            settings=CycleSettings.from_config(config),
+            settings=CycleSettings.from_config(config, tie_seed),
             cluster=self._cluster_objects,
             workloads=self._workloads_of,
             devices=self.devices,
@@ -759,6 +760,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=10000,
         help="loopback port of /debug pages (0 turns them off; default %(default)s)",
     )
+    parser.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help="seed of the random choice among equally scored nodes, to replay a run "
+        "(default: from the clock, logged at start)",
+    )
     add_flags(parser)
 
 
@@ -766,6 +774,13 @@ def _port(text: str) -> int:
     value = int(text)
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{value} is not a port (0-65535)")
+    return value
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
     return value
 
 
@@ -814,6 +829,7 @@ async def _serve(
             client,
             serving=serving,
             debug_port=args.debug_port,
+            tie_seed=args.seed,
         )
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -6,7 +6,9 @@ The scheduler's debug server answers ``/debug/explain?pod=NAMESPACE/NAME`` with 
   nodes per failure reason (exactly what the burst kernel reported), and where it waits
   in the queue;
 * for a **placed** pod, its node and the top nodes with each score plugin's weighted
-  score. The burst kernel returns only each pod's total, so the per-plugin breakdown is
+  score, and whether its node was drawn at random among several nodes sharing the best
+  total score (``lastAttempt.tiedNodes``: how many; kube-scheduler draws the same way).
+  The burst kernel returns only each pod's total, so the per-plugin breakdown is
   computed by ``kubesalvo.core.reference`` (kube-scheduler's plugins written plainly) for
   that one pod against the cluster as it is now, the pod itself left out. The answer says
   so (``scoresFrom``): the cluster has moved since the burst, so the reference's choice
@@ -133,6 +135,7 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
             "message": attempt.message,
             "burstSize": attempt.burst_size,
             "score": attempt.score,
+            "tiedNodes": attempt.ties,
             "at": attempt.at,
         }
     if not pod.spec.node_name and not scheduler.cache.is_assumed(pod.metadata.uid):
@@ -210,6 +213,9 @@ def render(answer: Mapping[str, Any]) -> str:
                 lines.append(f"  {count:>5}  {reason}")
     elif answer.get("status") == "placed":
         lines.append(f"  node: {answer.get('node')}")
+        tie = tie_line(answer.get("lastAttempt") or {})
+        if tie:
+            lines.append(f"  {tie}")
         top = answer.get("topNodes") or []
         if top:
             plugins = sorted({p for entry in top for p in entry["plugins"]})
@@ -227,6 +233,20 @@ def render(answer: Mapping[str, Any]) -> str:
     else:
         lines.append(f"  {answer.get('message', answer.get('error', ''))}")
     return "\n".join(lines)
+
+
+def tie_line(attempt: Mapping[str, Any]) -> str:
+    """What the last attempt says of a tie: the node drawn among how many ("" when the
+    attempt placed nowhere or is not known)."""
+    tied = attempt.get("tiedNodes") or 0
+    if not attempt.get("node") or tied < 1:
+        return ""
+    if tied == 1:
+        return f"no tie: the only node with the best total score ({attempt.get('score')})"
+    return (
+        f"tie: drawn at random among {tied} nodes with the best total score "
+        f"({attempt.get('score')}), as kube-scheduler draws"
+    )
 
 
 def main(args: argparse.Namespace) -> int:

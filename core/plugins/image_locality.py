@@ -20,7 +20,9 @@ from one of two reports, whichever is newer (:func:`node_images`):
 ``lastHeartbeatTime`` of the node's conditions (the kubelet writes its image list in the
 same status update; a list without any heartbeat counts as older). A report that is empty
 counts as absent; an annotation that does not parse is ignored (the reporter never writes
-one). Equal times keep the kubelet's list.
+one). Equal times keep the kubelet's list. The reporter's clock is not trusted past ours: an
+``at`` still in the future when the scheduler first sees the value counts as that moment,
+so a skewed or lying reporter cannot outrank the kubelet's later reports for good.
 """
 
 from __future__ import annotations
@@ -168,9 +170,28 @@ def _decoded(text: str) -> tuple[datetime, tuple[Mapping[str, Any], ...]] | None
     return report.at, tuple(image.as_status() for image in report.images)
 
 
-def node_images(node: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+# When each annotation value dated in the future was first seen (``node_images``). Bounded:
+# past the bound the oldest is forgotten (seen again, it counts from then).
+_FUTURE_SEEN: dict[str, datetime] = {}
+_FUTURE_SEEN_MAX = 4096
+
+
+def _seen_at(text: str, at: datetime, now: datetime) -> datetime:
+    """``at``, but no later than when ``text`` was first seen dated in the future."""
+    seen = _FUTURE_SEEN.get(text)
+    if seen is None and at > now:
+        if len(_FUTURE_SEEN) >= _FUTURE_SEEN_MAX:
+            del _FUTURE_SEEN[next(iter(_FUTURE_SEEN))]
+        seen = _FUTURE_SEEN[text] = now
+    return at if seen is None else min(at, seen)
+
+
+def node_images(
+    node: Mapping[str, Any], now: datetime | None = None
+) -> Sequence[Mapping[str, Any]]:
     """The node's images as ``status.images`` entries, from the newer of its two reports
-    (read-only: the annotation's entries are shared between calls)."""
+    (read-only: the annotation's entries are shared between calls). ``now`` (default: the
+    clock) caps the annotation's time (see the module docstring)."""
     status = node.get("status") or {}
     reported: Sequence[Mapping[str, Any]] = status.get("images") or ()
     text = ((node.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
@@ -180,6 +201,7 @@ def node_images(node: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     if decoded is None or not decoded[1]:
         return reported
     at, images = decoded
+    at = _seen_at(text, at, now or datetime.now(UTC))
     if reported:
         kubelet_at = _status_time(status)
         if kubelet_at is not None and kubelet_at >= at:

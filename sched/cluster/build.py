@@ -307,3 +307,49 @@ def _run(step: Step, progress: Progress | None) -> None:
         raise BuildError(explain_failure(step, done.stdout + done.stderr))
     if progress:
         progress(step.title, time.monotonic() - started)
+
+
+# helm renders, lints and installs deploy/chart in the tests. It is one `go install` of a
+# pinned release (its module has no replace directives, so no module of ours is needed),
+# cached in a folder of its own keyed by that release.
+HELM_MODULE = "helm.sh/helm/v4"
+HELM_VERSION = "v4.3.1"
+
+
+def helm_binary(root: Path | None = None) -> Path:
+    """Where helm of ``HELM_VERSION`` lives (built or not)."""
+    return (root or cache_root()) / "bin" / f"helm-{HELM_VERSION}" / "helm"
+
+
+def helm_step(go: str, out: Path) -> Step:
+    """The ``go install`` that puts helm into ``out``. Helm reads its version from a linker
+    variable (``helm version`` says so); set it, as its release builds do."""
+    ldflags = f"-s -w -X {HELM_MODULE}/internal/version.version={HELM_VERSION}"
+    return Step(
+        f"helm {HELM_VERSION}",
+        [go, "install", "-ldflags", ldflags, f"{HELM_MODULE}/cmd/helm@{HELM_VERSION}"],
+        out,
+        {"GOFLAGS": "-buildvcs=false -trimpath", "GOBIN": str(out)},
+    )
+
+
+def build_helm(force: bool = False, progress: Progress | None = None) -> Path:
+    """Builds helm unless its cache folder holds it; returns the binary's path."""
+    target = helm_binary()
+    if target.is_file() and not force:
+        return target
+    go = find_go()
+    target.parent.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.parent.name}-", dir=target.parent.parent))
+    try:
+        _run(helm_step(go, staging), progress)
+        if target.parent.exists():
+            shutil.rmtree(target.parent)
+        try:
+            os.rename(staging, target.parent)
+        except OSError:
+            if not target.is_file():  # another build that finished first is as good
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target

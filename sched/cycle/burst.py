@@ -28,6 +28,7 @@ from kubesalvo.core.preemption import (
     PreemptionDecision,
 )
 from kubesalvo.core.reservations import Reservation, place_reserving, segments
+from kubesalvo.core.ties import TieBreak
 from kubesalvo.sched import metrics as m
 from kubesalvo.sched.binder import BinderSettings
 from kubesalvo.sched.cache import SchedulerCache
@@ -72,12 +73,16 @@ class CycleSettings:
     remembered_attempts: int = 50_000
     # Recent bursts kept for the web view (each a few numbers).
     remembered_bursts: int = 100
+    # The seed of the stream ties between equally scored nodes are drawn from (None: from
+    # the clock at start, as kube-scheduler's random choice differs run to run).
+    tie_seed: int | None = None
 
     @classmethod
-    def from_config(cls, config: SchedulerConfig) -> CycleSettings:
+    def from_config(cls, config: SchedulerConfig, tie_seed: int | None = None) -> CycleSettings:
         return cls(
             max_burst_pods=config.kubesalvo.max_burst_pods,
             gathering_window=config.kubesalvo.burst_gathering_window_seconds,
+            tie_seed=tie_seed,
         )
 
 
@@ -93,6 +98,7 @@ class Attempt:
     reason_counts: dict[str, int] = field(default_factory=dict)
     score: int = 0
     burst_size: int = 0
+    ties: int = 0  # nodes that shared the best total score, the node drawn among them
     at: float = field(default_factory=time.time)
     # What DefaultPreemption last decided for it, when it ran (for the web view's pod page).
     preemption: dict[str, Any] | None = None
@@ -148,6 +154,12 @@ class BurstCycle:
         self.metrics = metrics
         self.is_leader = is_leader
         self.settings = settings or CycleSettings.from_config(config)
+        seed = self.settings.tie_seed
+        if seed is None:
+            seed = time.time_ns() & ((1 << 63) - 1)
+        # One stream for every burst of the run; its seed is logged to replay a run.
+        self.ties = TieBreak(seed)
+        log.info("ties between equally scored nodes drawn with seed %d", seed)
         self.binding = BindingCycle(
             client, binder_settings, cache, queue, recorder, metrics, is_leader
         )
@@ -348,7 +360,13 @@ class BurstCycle:
                 # Nominated pods' reservations are not kept for a pod with claims.
                 devices = self.devices.prefilter(objects[0], self._filter_timeout(profile_name))
                 result = await asyncio.to_thread(
-                    place_burst, state, objects, profile, workloads=workloads, devices=devices
+                    place_burst,
+                    state,
+                    objects,
+                    profile,
+                    workloads=workloads,
+                    devices=devices,
+                    ties=self.ties,
                 )
             elif reservations:
                 plan = segments(
@@ -366,6 +384,7 @@ class BurstCycle:
                     reservations,
                     workloads,
                     gang_needed,
+                    self.ties,
                 )
             else:
                 result = await asyncio.to_thread(
@@ -375,6 +394,7 @@ class BurstCycle:
                     profile,
                     workloads=workloads,
                     gang_needed=gang_needed,
+                    ties=self.ties,
                 )
             # Recorded before the deferred watch changes are applied on leaving the block,
             # so a confirmation among them finds its assumption.
@@ -733,6 +753,7 @@ class BurstCycle:
             reason_counts=dict(result.reason_counts[i]),
             score=int(result.scores[i]),
             burst_size=size,
+            ties=result.ties[i],
         )
         # A preemptor placed after its victims left still shows whom it evicted.
         previous = self.attempts.get(qp.name)

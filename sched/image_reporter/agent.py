@@ -52,6 +52,12 @@ class Outcome(Enum):
 
 
 def _patch_hint(error: ApiError, node: str) -> str:
+    if error.status == 403 and "ValidatingAdmissionPolicy" in error.message:
+        # RBAC allowed it; the overlay's admission policy did not.
+        return (
+            f" (the admission policy allows only node {node}'s own {ANNOTATION} annotation,"
+            " with a token bound to a pod on that node: --node must be spec.nodeName)"
+        )
     if error.status == 403:
         return " (its service account needs `patch` on nodes: deploy/overlays/image-reporter)"
     if error.status == 404:

@@ -79,7 +79,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="--workload replicasets: its pods are owned by ReplicaSets, as a Deployment's "
         "are, so kube-scheduler's default spreading applies to them (default: on)",
     )
-    parser.add_argument("--seed", type=_count(0), help="seed of the generated cluster")
+    parser.add_argument(
+        "--seed",
+        type=_count(0),
+        help="seed of the generated cluster and of the random choice among equally scored "
+        "nodes (default: the scenario's; with --snapshot it seeds that choice only, 0 "
+        "when not given)",
+    )
     parser.add_argument(
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration (its first profile is used)"
     )
@@ -165,6 +171,7 @@ def main(args: argparse.Namespace) -> int:
             profile,
             source=cluster.source,
             generate_seconds=cluster.generate_seconds,
+            seed=cluster.seed,
         )
         if args.save_placed:
             _save(args.save_placed, placed_snapshot(cluster.snapshot, summary))

@@ -7,7 +7,9 @@ placement is assumed in the state as the runtime does before binding. Pods held 
 scheduling gates never reach a scheduler's active queue, so they stay out of the burst.
 The snapshot's workloads (Services, ReplicationControllers, ReplicaSets, StatefulSets)
 go to ``place_burst`` as ``kubesalvo run`` passes its informers' ones, so that pods
-without spread constraints of their own get the profile's default constraints.
+without spread constraints of their own get the profile's default constraints. Ties
+between equally scored nodes are drawn from a stream seeded with ``seed`` (the generated
+cluster's), so that one seed gives the same placements run after run.
 
 Timings: ``seconds`` is the wall time of the placement call (encoding, the kernel and
 assuming the placements), ``kernel_seconds`` the compiled part alone, ``cpu_seconds`` the
@@ -34,6 +36,7 @@ from kubesalvo.core.profile import Profile
 from kubesalvo.core.resources import pod_requests
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.state import ClusterState
+from kubesalvo.core.ties import TieBreak
 from kubesalvo.sched.simulate.source import SimulateError
 
 __all__ = [
@@ -213,9 +216,10 @@ def _place(
     burst: list[dict[str, Any]],
     profile: Profile,
     workloads: list[dict[str, Any]],
+    seed: int,
 ) -> PlacementResult:
     try:
-        return place_burst(state, burst, profile, workloads=workloads)
+        return place_burst(state, burst, profile, workloads=workloads, ties=TieBreak(seed))
     except _MALFORMED as error:
         # Name the pod whose requests cannot be read; anything else is not bad input.
         for pod in burst:
@@ -267,9 +271,15 @@ def peak_rss_bytes() -> int:
 
 
 def simulate(
-    snapshot: Snapshot, profile: Profile, *, source: str = "", generate_seconds: float = 0.0
+    snapshot: Snapshot,
+    profile: Profile,
+    *,
+    source: str = "",
+    generate_seconds: float = 0.0,
+    seed: int = 0,
 ) -> Summary:
-    """Place ``snapshot``'s pending pods on its nodes and summarise the outcome."""
+    """Place ``snapshot``'s pending pods on its nodes and summarise the outcome; ties
+    between equally scored nodes are drawn from a stream seeded with ``seed``."""
     rss_before = _rss()
     began = time.perf_counter()
     state = load_state(snapshot)
@@ -283,7 +293,7 @@ def simulate(
 
     cpu0 = time.process_time()
     t0 = time.perf_counter()
-    result = _place(state, burst, profile, workloads)
+    result = _place(state, burst, profile, workloads, seed)
     seconds = time.perf_counter() - t0
     cpu_seconds = time.process_time() - cpu0
 

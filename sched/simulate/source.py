@@ -61,6 +61,9 @@ class Cluster:
     snapshot: Snapshot
     source: str  # for people: "synthetic scenario default seed 1", a file name
     generate_seconds: float  # generating or reading the snapshot
+    # the generated cluster's seed, or --seed with a snapshot (0 without): ties between
+    # equally scored nodes are drawn with it
+    seed: int = 0
 
 
 def _scenario(choice: ClusterChoice) -> Scenario:
@@ -94,7 +97,6 @@ def _check_snapshot_choice(choice: ClusterChoice) -> None:
         ("--nodes", choice.nodes),
         ("--pods", choice.pods),
         ("--classes", choice.classes),
-        ("--seed", choice.seed),
         ("--owners", choice.owners),
     ):
         if value is not None:
@@ -113,7 +115,8 @@ def build_cluster(choice: ClusterChoice) -> Cluster:
         source = f"snapshot {choice.snapshot_file}"
         if snapshot.source:
             source += f" ({snapshot.source})"
-        return Cluster(snapshot, source, time.perf_counter() - began)
+        seed = choice.seed or 0
+        return Cluster(snapshot, source, time.perf_counter() - began, seed)
     for flag, value in (("--classes", choice.classes), ("--owners", choice.owners)):
         if value is not None and choice.workload != "replicasets":
             raise SimulateError(f"{flag} applies to --workload replicasets only")
@@ -125,4 +128,4 @@ def build_cluster(choice: ClusterChoice) -> Cluster:
     source = f"synthetic scenario {scenario.name} seed {seed}"
     if owners:
         source += ", owned by ReplicaSets"
-    return Cluster(snapshot, source, time.perf_counter() - began)
+    return Cluster(snapshot, source, time.perf_counter() - began, seed)

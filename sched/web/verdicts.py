@@ -15,13 +15,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubesalvo.core.plugins.framework import Code
+from kubesalvo.core.plugins import node_affinity, node_name
+from kubesalvo.core.plugins.framework import Code, prefilter_narrowing_reason
 from kubesalvo.core.reference.framework import PodInvalid, Status
 from kubesalvo.core.reference.scheduler import ReferenceScheduler
 from kubesalvo.core.reference.snapshot import NodeInfo
 from kubesalvo.core.resources import pod_requests
 
 __all__ = ["CLOSEST_ROWS", "FEASIBLE_ROWS", "node_table"]
+
+# Reasons that say the pod itself rules the node out (its nodeName, nodeSelector or
+# required node affinity): such a node is never "close", whatever room it has.
+_RULED_OUT_BY_POD = frozenset(
+    {
+        node_affinity.ERR_REASON_NODE_AFFINITY,
+        node_name.ERR_REASON_NODE_NAME,
+        prefilter_narrowing_reason([node_affinity.NAME]),
+    }
+)
 
 # Enough rows to sort and compare; a table of 5,000 nodes helps nobody and costs the
 # browser. The counts of everything left out are given.
@@ -132,12 +143,15 @@ def _lacks(info: NodeInfo, request: Mapping[str, int]) -> list[str]:
 
 def _distance(status: Status, info: NodeInfo, request: Mapping[str, int]) -> tuple[Any, ...]:
     """How far a node is from taking the pod: nodes no preemption or change of load can
-    help come last, then by the number of reasons, then by the share of its allocatable
-    each missing resource amounts to (summed)."""
+    help come last, and last among them the nodes the pod's own spec rules out (in a
+    cluster of many pools, a pod's node selector leaves most nodes out: none of them is
+    close); then by the number of reasons, then by the share of its allocatable each
+    missing resource amounts to (summed)."""
     short = _shortfalls(info, request)
     share = sum(amount / max(info.allocatable.get(name, 0), 1) for name, amount in short.items())
     return (
         status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        any(reason in _RULED_OUT_BY_POD for reason in status.reasons),
         len(status.reasons),
         share,
         info.name,

@@ -25,6 +25,7 @@ from kubesalvo.core.plugins.node_resources_fit import (
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
+from kubesalvo.core.ties import TieBreak
 
 
 def node(name, cpu="4", memory="8Gi", pods="110", labels=None, taints=None, images=None, **extra):
@@ -121,10 +122,21 @@ def test_each_placement_is_seen_by_the_next_pod():
     assert result.messages[2] == "0/2 nodes are available: 2 Insufficient cpu."
 
 
-def test_identical_pods_on_identical_nodes_spread_instead_of_piling():
+def test_identical_pods_on_identical_nodes_are_drawn_among_all_of_them():
+    # Nothing tells the four nodes apart, before or after a placement: each pod is drawn
+    # among the four (kube-scheduler's selectHost), so the burst does not pile on one.
     state = cluster(*(node(f"n{i}") for i in range(4)))
-    result = plan(state, [pod(f"p{i}", cpu="0", memory="0") for i in range(4)])
-    assert sorted(result.nodes) == ["n0", "n1", "n2", "n3"]
+    pods = [pod(f"p{i}", cpu="0", memory="0") for i in range(4)]
+    used, spread = set(), 0
+    for seed in range(20):
+        result = plan(state, pods, ties=TieBreak(seed))
+        assert result.ties == [4, 4, 4, 4]
+        assert set(result.nodes) <= {"n0", "n1", "n2", "n3"}
+        spread += len(set(result.nodes)) >= 2
+        used |= set(result.nodes)
+    # every pod on one node has chance 1/64 of the draws: a seed or two at most
+    assert spread >= 18
+    assert used == {"n0", "n1", "n2", "n3"}
 
 
 def test_failure_counts_first_failing_filter_per_node_and_every_missing_resource():

@@ -242,10 +242,10 @@ def test_every_container_is_locked_down(rendered, variant):
             resources = container["resources"]
             assert set(resources["requests"]) == {"cpu", "memory"}, where
             assert set(resources["limits"]) == {"cpu", "memory"}, where
+            # Non-root, the image reporter too (it reaches the CRI socket by its group).
+            assert pod["securityContext"]["runAsNonRoot"] is True, where
+            assert pod["securityContext"]["runAsUser"] == 65532, where
             if workload["kind"] == "Deployment":
-                # Schedulers: non-root (the reporter needs root for the CRI socket).
-                assert pod["securityContext"]["runAsNonRoot"] is True, where
-                assert pod["securityContext"]["runAsUser"] == 65532, where
                 assert "livenessProbe" in container, where
 
 

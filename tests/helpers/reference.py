@@ -2,7 +2,9 @@
 
 The reference replays a burst in order and, for each pod, asks which of its best nodes
 the kernel took (``choose``); the kernel's choice must be among them with the same total
-score. Then every pod the kernel left out must fail in the reference the same way.
+score, and the kernel's count of tied nodes must be theirs (it draws among them, as
+kube-scheduler does). Then every pod the kernel left out must fail in the reference the
+same way.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def kernel_choices(
         assert result.nodes[i] in ref_result.best_nodes, (ref_result.pod, ref_result.best_nodes)
         if ref_result.score is not None:  # None: one node feasible and a PreScore erred
             assert result.scores[i] == ref_result.score, (ref_result.pod, ref_result.score)
+            assert result.ties[i] == len(ref_result.best_nodes), (
+                ref_result.pod,
+                result.ties[i],
+                sorted(ref_result.best_nodes),
+            )
         return result.nodes[i]
 
     return choose

@@ -129,6 +129,26 @@ def test_a_placed_answer_is_a_table_of_plugin_scores():
     assert any(line.split() == ["big", "150", "90", "60"] for line in text.splitlines())
 
 
+def test_a_placed_answer_says_whether_its_node_was_drawn_among_tied_nodes():
+    def answer(tied: int) -> dict:
+        return {
+            "pod": "ns/web",
+            "status": "placed",
+            "node": "n2",
+            "lastAttempt": {"node": "n2", "score": 100000, "tiedNodes": tied},
+            "scoresFrom": "the reference",
+        }
+
+    text = render(answer(3))
+    assert (
+        "  tie: drawn at random among 3 nodes with the best total score (100000), "
+        "as kube-scheduler draws"
+    ) in text.splitlines()
+    text = render(answer(1))
+    assert "  no tie: the only node with the best total score (100000)" in text.splitlines()
+    assert "tie" not in render({**answer(3), "lastAttempt": {}})
+
+
 def test_explain_without_a_scheduler_listening_fails_with_exit_1():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

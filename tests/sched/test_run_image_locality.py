@@ -5,8 +5,8 @@ The test's three kwok nodes report no ``status.images`` (kwok's never do); the i
 reporter, fed by a fake crictl per node, writes each node's annotation through the API.
 With ImageLocality the only score plugin (weight 1000, as such profiles are written), a
 pod goes to the one node whose runtime holds its image, and ``kubesalvo explain`` shows
-ImageLocality's part in that decision; once every node holds the image, a burst of pods
-spreads evenly over all three.
+ImageLocality's part in that decision; once every node holds the image, the nodes tie
+and each pod of a burst is drawn among the three, as kube-scheduler draws.
 
 The image is 1 TiB: kube-scheduler's formula scales a size by the share of *all* nodes
 that hold it, and the session's cluster holds other tests' nodes too, so only a huge
@@ -130,8 +130,9 @@ def test_a_pod_goes_where_the_reporter_saw_its_image_and_spreads_when_all_have_i
 ) -> None:
     holder = pool.nodes[1]
     pool.report({holder})
-    # Equal scores go round the nodes within a burst (the kernel's tie-break); a window
-    # wide enough takes the six replicas in one burst.
+    # Equal scores: each pod is drawn among the tied nodes (tests/sched/test_run_ties.py
+    # compares the draws with kube-scheduler's); a window wide enough takes the twelve
+    # replicas in one burst.
     config = CONFIG.format(max_burst=100).replace("burstGatheringWindow: 20ms", WINDOW)
     assert WINDOW in config
     process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config + ONLY_IMAGE_LOCALITY)
@@ -165,10 +166,12 @@ def test_a_pod_goes_where_the_reporter_saw_its_image_and_spreads_when_all_have_i
             return all(e["plugins"] == {"ImageLocality": 100 * WEIGHT} for e in answer["topNodes"])
 
         settled(process, 60, everywhere)
-        pool.create(*(f"replica-{i}" for i in range(6)))
-        settled(process, 120, lambda: all(pool.placed().values()) and len(pool.placed()) == 7)
+        pool.create(*(f"replica-{i}" for i in range(12)))
+        settled(process, 120, lambda: all(pool.placed().values()) and len(pool.placed()) == 13)
         placed = pool.placed()
         spread = Counter(node for name, node in placed.items() if name.startswith("replica-"))
-        assert spread == dict.fromkeys(pool.nodes, 2), spread
+        # all twelve on one node: probability 3 / 3**12 (1 in 177,147) of the draws
+        assert set(spread) <= set(pool.nodes) and len(spread) >= 2, spread
+        assert sum(spread.values()) == 12
     finally:
         process.kill()

@@ -22,6 +22,7 @@ from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import image_locality as reference
 from kubesalvo.core.reference.snapshot import Cache
 from kubesalvo.core.state import ClusterState
+from kubesalvo.core.ties import TieBreak
 
 MB = 1024 * 1024
 AT = datetime(2026, 11, 23, 23, 40, 5, tzinfo=UTC)
@@ -123,6 +124,29 @@ def test_the_newer_report_counts() -> None:
     assert node_images(broken) == kubelet
 
 
+def test_an_annotation_dated_in_the_future_counts_from_when_it_was_first_seen() -> None:
+    kubelet = [{"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 1}]
+    from_reporter = (APP.as_status(),)
+    future = AT + timedelta(days=365)  # a reporter whose clock is a year ahead
+    first_seen = AT
+    reported = node("a", [APP, PAUSE], at=future, status_images=kubelet)
+    # First seen at AT, against a kubelet report from before: the annotation is newer.
+    reported["status"]["conditions"] = [
+        {"type": "Ready", "lastHeartbeatTime": format_time(AT - timedelta(seconds=10))}
+    ]
+    assert node_images(reported, now=first_seen) == (APP.as_status(), PAUSE.as_status())
+    # The kubelet reports again a minute later: its list wins, as against an annotation
+    # written at AT, however much later it is asked.
+    later = AT + timedelta(minutes=1)
+    reported["status"]["conditions"][0]["lastHeartbeatTime"] = format_time(later)
+    for now in (later, later + timedelta(hours=1), future + timedelta(days=1)):
+        assert node_images(reported, now=now) == kubelet
+    # A time in the past is taken as written.
+    honest = node("b", [APP], at=AT - timedelta(minutes=5), status_images=kubelet,
+                  heartbeat=AT - timedelta(minutes=6))  # fmt: skip
+    assert node_images(honest, now=later) == from_reporter
+
+
 def test_the_kernel_scores_images_known_only_from_the_annotation() -> None:
     state = ClusterState()
     for n in (node("n0"), node("n1", [APP, PAUSE]), node("n2", [PAUSE])):
@@ -132,11 +156,33 @@ def test_the_kernel_scores_images_known_only_from_the_annotation() -> None:
 
 
 def test_pods_spread_when_every_node_has_the_image() -> None:
+    # ImageLocality alone scores the three nodes alike, placement after placement: each
+    # pod is drawn among the three, as kube-scheduler does (issue 30: not all on n0).
     state = ClusterState()
     for i in range(3):
         state.add_node(node(f"n{i}", [APP]))
+    used, spread = set(), 0
+    for seed in range(20):
+        result = plan(
+            state, [pod(f"p{i}") for i in range(6)], ONLY_IMAGE_LOCALITY, ties=TieBreak(seed)
+        )
+        assert result.ties == [3] * 6
+        assert set(result.nodes) <= {"n0", "n1", "n2"}
+        spread += len(set(result.nodes)) >= 2
+        used |= set(result.nodes)
+    # every pod on one node has chance 1/243 of the draws: a seed or two at most
+    assert spread >= 18
+    assert used == {"n0", "n1", "n2"}
+
+
+def test_pods_all_go_to_the_only_node_with_the_image() -> None:
+    state = ClusterState()
+    state.add_node(node("n0"))
+    state.add_node(node("n1", [APP]))
+    state.add_node(node("n2"))
     result = plan(state, [pod(f"p{i}") for i in range(6)], ONLY_IMAGE_LOCALITY)
-    assert sorted(result.nodes) == ["n0", "n0", "n1", "n1", "n2", "n2"]
+    assert result.nodes == ["n1"] * 6
+    assert result.ties == [1] * 6
 
 
 def test_an_update_of_the_annotation_moves_the_image() -> None:

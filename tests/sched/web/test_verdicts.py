@@ -108,3 +108,18 @@ def test_what_a_node_lacks_is_said_in_the_units_people_write():
     target["spec"]["containers"][0]["resources"]["requests"]["memory"] = "10Gi"
     table = node_table(target, [node("n", "8")], [], [], Profile.default())
     assert table["rows"][0]["lacks"] == ["cpu: 1000m short", "memory: 2Gi short"]
+
+
+def test_nodes_the_pods_own_selector_rules_out_come_after_every_other_node():
+    """In a cluster of many pools, the nodes outside the pod's pool are never its closest,
+    however much room they have: the too-small node of its own pool comes first."""
+    pool = {"kubesalvo.io/pool": "a"}
+    too_small = node("too-small", "1")
+    too_small["metadata"]["labels"].update(pool)
+    others = [node(f"other-{i}", "64") for i in range(30)]
+    target = pod("web", "3")
+    target["spec"]["nodeSelector"] = pool
+    table = node_table(target, [*others, too_small], [target], [], Profile.default())
+    rows = table["rows"]
+    assert rows[0]["node"] == "too-small" and rows[0]["lacks"] == ["cpu: 2000m short"]
+    assert all(row["node"].startswith("other-") for row in rows[1:])
