@@ -15,11 +15,11 @@ cdef enum:
     R_IPA_AFF = 10        # InterPodAffinity: required affinity not met (kernel)
     R_IPA_ANTI = 11       # InterPodAffinity: required anti-affinity not met (kernel)
     R_IPA_EXISTING = 12   # InterPodAffinity: an existing pod's anti-affinity (kernel)
-    R_EXT_FIRST = 13      # the profile's static filter plugins (core/plugins, static_filter),
-    R_EXT_LAST = 15       #   one code each in filter order, at most three
-    R_DRA_ALLOCATE = 16   # DynamicResources: the node cannot hold the pod's claims (static)
-    R_DRA_UNAVAILABLE = 17  # DynamicResources: an allocated claim is not usable here (static)
-    R_DRA_TIMEOUT = 18    # DynamicResources: the allocator ran out of filterTimeout (static)
-    R_FIXED = 19          # NodeResourcesFit: resource column r fails with code R_FIXED + r
+    R_EXT_FIRST = 13      # the profile's plugin filters (core/plugins: static_filter, one code
+    R_EXT_LAST = 31       #   each; class_filter, one per reason), in filter order, at most 19
+    R_DRA_ALLOCATE = 32   # DynamicResources: the node cannot hold the pod's claims (static)
+    R_DRA_UNAVAILABLE = 33  # DynamicResources: an allocated claim is not usable here (static)
+    R_DRA_TIMEOUT = 34    # DynamicResources: the allocator ran out of filterTimeout (static)
+    R_FIXED = 35          # NodeResourcesFit: resource column r fails with code R_FIXED + r
     R_ABSENT = 255        # a row without a node: counted nowhere
     POD_COL = 3           # ClusterState's pods column (allocatable/requested pod counts)

@@ -126,6 +126,9 @@ cdef class BurstKernel:
     cdef int32_t[:, ::1] static_counts       # S x reason codes: rows each static row rejects per
                                              #   code (R_ABSENT not counted), once static_done
     cdef uint8_t[::1] static_done            # S: 1 once static_counts holds the static row's counts
+                                             #   (2: and some rows fail with a late code)
+    cdef const uint8_t[::1] late_code        # per code: 1 when its plugin filters after NodePorts and
+                                             #   NodeResourcesFit (a row failing those too counts there)
     cdef const int32_t[::1] c_fixed          # class -> row of fixed
     cdef const int32_t[:, ::1] fixed         # F x rows: weighted scores that never change (ImageLocality)
     cdef const int32_t[::1] c_taint          # class -> row of taint_count
@@ -310,6 +313,7 @@ cdef class BurstKernel:
     cdef Py_ssize_t _place_host_zone(self, Py_ssize_t s, Py_ssize_t c, int64_t* score,
                                      int64_t* ties) noexcept nogil
     cdef void _prepare_filters(self, Py_ssize_t c, bint* spread, bint* ipa) noexcept nogil
+    cdef bint _count_ports_fit(self, Py_ssize_t p, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
     cdef Py_ssize_t _count_feasible(self, Py_ssize_t c, Py_ssize_t limit) noexcept nogil
     cdef bint _nominated_fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil

@@ -339,6 +339,7 @@ cdef class BurstKernel:
         )
         self.static_done = np.zeros(max(1, static_reason.shape[0]), dtype=np.uint8)
         self.static_reason = static_reason
+        self.late_code = tables.late_code
         self.static_off = static_off
         self.static_rows = static_rows
         self.c_fixed = c_fixed
@@ -1061,43 +1062,62 @@ cdef class BurstKernel:
         if ipa[0]:
             self._ipa_prepare(c)
 
+    cdef bint _count_ports_fit(self, Py_ssize_t p, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
+        """Count NodePorts' or NodeResourcesFit's rejection of row n for pod p, if any."""
+        cdef Py_ssize_t k, r
+        cdef bint port_clash, misfit
+        if self.ports_on:
+            port_clash = False
+            for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
+                if self.port_use[n, self.c_port_conf[k]] > 0:
+                    port_clash = True
+            if port_clash:
+                self.out_reasons[p, R_PORTS] += 1
+                return True
+        if self.fit_on:
+            misfit = False
+            for k in range(self.c_fit_off[c], self.c_fit_off[c + 1]):
+                r = self.c_fit_cols[k]  # the columns the class requests and Fit checks
+                if self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
+                    self.out_reasons[p, R_FIXED + r] += 1
+                    misfit = True
+            if misfit:
+                return True
+        return False
+
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil:
         """Count, per reason, the rows that reject pod p (first failing filter per row).
 
         The static filters' rejections are counted once per static row of the chunk
-        (static_counts); the rows passing them are checked one by one."""
-        cdef Py_ssize_t n, r, k, i, st = self.c_static[c]
+        (static_counts); the rows passing them are checked one by one. A row failing with
+        a late code (a plugin filter after NodePorts and NodeResourcesFit, such as the
+        volume filters) counts under those two first when they reject it too."""
+        cdef Py_ssize_t n, r, i, st = self.c_static[c]
         cdef const uint8_t[::1] static = self.static_reason[st]
-        cdef uint8_t code
-        cdef bint port_clash, misfit, spread, ipa
+        cdef uint8_t code, late = 0
+        cdef bint spread, ipa
         if not self.static_done[st]:
             for n in range(self.rows):
                 code = static[n]
                 if code and code != R_ABSENT:
-                    self.static_counts[st, code] += 1
-            self.static_done[st] = 1
+                    if self.late_code[code]:
+                        late = 1
+                    else:
+                        self.static_counts[st, code] += 1
+            self.static_done[st] = 1 + late
         for r in range(self.static_counts.shape[1]):
             self.out_reasons[p, r] += self.static_counts[st, r]
+        if self.static_done[st] == 2:
+            for n in range(self.rows):
+                code = static[n]
+                if code and code != R_ABSENT and self.late_code[code]:
+                    if not self._count_ports_fit(p, c, n):
+                        self.out_reasons[p, code] += 1
         self._prepare_filters(c, &spread, &ipa)
         for i in range(self.static_off[st], self.static_off[st + 1]):
             n = self.static_rows[i]
-            if self.ports_on:
-                port_clash = False
-                for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
-                    if self.port_use[n, self.c_port_conf[k]] > 0:
-                        port_clash = True
-                if port_clash:
-                    self.out_reasons[p, R_PORTS] += 1
-                    continue
-            if self.fit_on:
-                misfit = False
-                for k in range(self.c_fit_off[c], self.c_fit_off[c + 1]):
-                    r = self.c_fit_cols[k]  # the columns the class requests and Fit checks
-                    if self.req[n, r] + self.c_req[c, r] > self.alloc[n, r]:
-                        self.out_reasons[p, R_FIXED + r] += 1
-                        misfit = True
-                if misfit:
-                    continue
+            if self._count_ports_fit(p, c, n):
+                continue
             if spread:
                 code = self._spread_reason(c, n)
                 if code:

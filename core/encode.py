@@ -135,6 +135,9 @@ class ClassInfo:
     taint_key: bytes = b""
     aff_key: bytes = b""
     image_key: bytes = b""
+    # the answers of the profile's class filters (core/plugins, ``class_filter``) that
+    # have something to check for the class: plugin -> answer
+    class_filters: dict[str, framework.ClassFilterResult] = field(default_factory=dict)
     # False until Encoder.complete has set images, containers, spread_selectors,
     # spread_invalid, the *_key fields, affinity_error, prefilter_*, score_error
     complete: bool = True
@@ -154,6 +157,8 @@ class StaticTables:
     taint_count: npt.NDArray[np.int16]
     c_aff: npt.NDArray[np.int32]
     aff_score: npt.NDArray[np.int32]
+    # per reason code: 1 when its plugin filters after NodePorts and NodeResourcesFit
+    late_code: npt.NDArray[np.uint8]
 
 
 def tolerates(toleration: Mapping[str, Any], taint: tuple[str, str, str]) -> bool:
@@ -208,11 +213,40 @@ class Encoder:
         # The profile's static filter plugins (core/plugins, ``static_filter``): name ->
         # (function, args, reason code). Profile allows no more than there are codes.
         self.extensions: dict[str, tuple[framework.StaticFilter, Any, int]] = {}
+        # The profile's class filter plugins (``class_filter``: the volume filters): name ->
+        # (function, args, the spec field it reads, reason text -> code), and code ->
+        # (plugin, text) for the failure reports.
+        self.class_filters: dict[str, tuple[framework.ClassFilter, Any, str, dict[str, int]]] = {}
+        self.class_reasons: dict[int, tuple[str, str]] = {}
+        code = _codes.EXTENSION_FIRST
         for name in profile.filters:
-            static_filter = registry.PLUGINS[name].static_filter
-            if static_filter is not None:
-                code = _codes.EXTENSION_FIRST + len(self.extensions)
-                self.extensions[name] = (static_filter, profile.args_of(name), code)
+            spec = registry.PLUGINS[name]
+            if spec.static_filter is not None:
+                self.extensions[name] = (spec.static_filter, profile.args_of(name), code)
+                code += 1
+            elif spec.class_filter is not None:
+                codes: dict[str, int] = {}
+                for reason in spec.reasons:
+                    codes[reason] = code
+                    self.class_reasons[code] = (name, reason)
+                    code += 1
+                self.class_filters[name] = (
+                    spec.class_filter,
+                    profile.args_of(name),
+                    spec.class_filter_reads,
+                    codes,
+                )
+                self._prefilters.append(name)
+        order = {name: i for i, name in enumerate(profile.filters)}
+        self._prefilters.sort(key=order.__getitem__)
+        # A plugin filter after NodePorts and NodeResourcesFit (the volume filters, in
+        # kube-scheduler's order) is reported on a row only when those two pass it.
+        after = max(order.get(n, -1) for n in (names.NODE_PORTS, names.NODE_RESOURCES_FIT))
+        self.late_code = np.zeros(256, dtype=np.uint8)
+        for name, (_, _, code) in self.extensions.items():
+            self.late_code[code] = order[name] > after
+        for code, (name, _) in self.class_reasons.items():
+            self.late_code[code] = order[name] > after
         # The profile's static score plugins: (function, args, weight), added to ``fixed``.
         self.static_scores: list[tuple[framework.StaticScore, Any, int]] = []
         for name, weight in profile.scores:
@@ -364,6 +398,8 @@ class Encoder:
         if self.extensions:
             # A static filter plugin may read any part of the signature (labels, say).
             info.static_key = info.key
+        if self.class_filters:
+            self._class_filters(info)
         if self.static_scores:
             info.image_key = info.key  # so may a static score (the fixed row)
         if info.error:  # a quantity no int64 holds (_class_info)
@@ -377,6 +413,7 @@ class Encoder:
             required is not None
             or spread_invalid
             or pod_affinity is not None
+            or info.class_filters
             or spec.get("resourceClaims")
         ):
             self._prefilter(info, required)
@@ -384,6 +421,20 @@ class Encoder:
             info.error or info.prefilter_message  # the attempt ends before PreScore
         ):
             info.score_error = self._prescore_error(info)
+
+    def _class_filters(self, info: ClassInfo) -> None:
+        """Ask the profile's class filters about the class, those whose spec field it has
+        (a pod without volumes asks none). Their answers read the storage objects, which
+        differ from class to class: the class keeps a static row of its own."""
+        spec = info.spec
+        storage = self.state.storage
+        for name, (class_filter, args, reads, _) in self.class_filters.items():
+            if spec.get(reads):
+                answer = class_filter(args, self, info, storage)
+                if answer is not None:
+                    info.class_filters[name] = answer
+        if info.class_filters:
+            info.static_key = info.key
 
     def _image_name(self, image: str) -> str:
         """normalized_image_name, once per distinct image of the burst (they repeat)."""
@@ -415,6 +466,13 @@ class Encoder:
             elif name == names.INTER_POD_AFFINITY and info.affinity_error is not None:
                 info.prefilter_message = inter_pod_affinity.PARSING_POD + info.affinity_error
                 info.prefilter_plugin = name
+            elif name in info.class_filters:
+                answer = info.class_filters[name]
+                if answer.prefilter_message:
+                    info.prefilter_message = answer.prefilter_message
+                    info.prefilter_plugin = name
+                elif answer.error:
+                    info.error = answer.error
             elif name == names.DYNAMIC_RESOURCES and info.spec.get("resourceClaims"):
                 devices = self.devices
                 if devices is None:
@@ -546,6 +604,7 @@ class Encoder:
             taint_count=stack("taint", np.int16),
             c_aff=index["aff"],
             aff_score=stack("aff", np.int32),
+            late_code=self.late_code,
         )
 
     # ---------------------------------------------------------- static filters
@@ -593,6 +652,10 @@ class Encoder:
             elif name in self.extensions:
                 static_filter, args, code = self.extensions[name]
                 reject(~static_filter(args, self, info), code)
+            elif name in info.class_filters:
+                reason_codes = self.class_filters[name][3]
+                for reason, failing in info.class_filters[name].failing:
+                    reject(failing, reason_codes[reason])
             elif name == names.DYNAMIC_RESOURCES and self.devices is not None:
                 if spec.get("resourceClaims"):
                     codes = self.devices.filter_rows(state.names, todo, self._row_labels)
@@ -737,7 +800,9 @@ class Encoder:
         self._numeric[key] = result
         return result
 
-    def _requirement(self, req: Mapping[str, Any], field: bool) -> npt.NDArray[np.bool_]:
+    def _requirement(
+        self, req: Mapping[str, Any], field: bool, by_name: bool = True
+    ) -> npt.NDArray[np.bool_]:
         rows = self.state.rows
         key = req.get("key", "")
         op = req.get("operator")
@@ -746,6 +811,8 @@ class Encoder:
             # Only metadata.name is a node field a selector can use, with In / NotIn.
             if key != "metadata.name" or op not in ("In", "NotIn") or len(values) != 1:
                 return np.zeros(rows, dtype=bool)
+            if not by_name:  # a node known by its labels alone has no fields to match
+                return np.ones(rows, dtype=bool)
             match = np.zeros(rows, dtype=bool)
             row = self.state.row_of.get(values[0])
             if row is not None:
@@ -767,7 +834,7 @@ class Encoder:
             return valid & (numbers > bound if op == "Gt" else numbers < bound)
         return np.zeros(rows, dtype=bool)
 
-    def _term(self, term: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+    def _term(self, term: Mapping[str, Any], by_name: bool = True) -> npt.NDArray[np.bool_]:
         """A node selector term: its requirements ANDed; an empty term matches nothing."""
         exprs = term.get("matchExpressions") or ()
         fields = term.get("matchFields") or ()
@@ -775,7 +842,18 @@ class Encoder:
         for req in exprs:
             match &= self._requirement(req, field=False)
         for req in fields:
-            match &= self._requirement(req, field=True)
+            match &= self._requirement(req, field=True, by_name=by_name)
+        return match
+
+    def node_names(self) -> Sequence[str | None]:
+        """Each row's node name (NodeTable.node_names)."""
+        return self.state.names[: self.state.rows]
+
+    def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        """Rows matching a node selector by their labels alone (NodeTable.labels_match)."""
+        match = np.zeros(self.state.rows, dtype=bool)
+        for term in selector.get("nodeSelectorTerms") or ():
+            match |= self._term(term, by_name=False)
         return match
 
     def _node_selector(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:

@@ -17,6 +17,7 @@ core/results.py turns the kernel's outputs into outcomes.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import time
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _typedefs, gang
+from kubesalvo.core import _typedefs, gang, volume_burst, volumes
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
 from kubesalvo.core.dra.pod import PodDevices
@@ -449,6 +450,19 @@ def place_burst(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        if state.storage.objects[volumes.CLAIMS]:
+            delayed = volume_burst.delayed_positions(pods, state.storage)
+            if delayed:
+                return volume_burst.place_in_segments(
+                    functools.partial(_place_burst, devices=devices, ties=ties or TieBreak()),
+                    state,
+                    pods,
+                    profile,
+                    delayed,
+                    commit,
+                    workloads,
+                    gang_needed,
+                )
         return _place_burst(
             state,
             pods,
@@ -589,7 +603,7 @@ def _place_burst(
     if commit and _overlapped(chunks):
         spread.freeze_groups()  # later chunks count the state's pods as before the burst
     results = Results(
-        ReasonTable.for_columns(state.resource_names, encoder.extensions),
+        ReasonTable.for_columns(state.resource_names, encoder.extensions, encoder.class_reasons),
         state,
         ordered,
         order,
@@ -667,3 +681,7 @@ def _commit(
             info.affinity,
             resources,
         )
+        if info.spec.get("volumes"):  # the claims its pods use (the volume filters)
+            node_names = state.names
+            for key, row in zip(keys[start:end], rows[start:end], strict=True):
+                state.storage.use(key, info.namespace, info.spec, node_names[row] or "")

@@ -76,6 +76,7 @@ from kubesalvo.core.resources import (
     pod_nonzero_requests,
     pod_requests,
 )
+from kubesalvo.core.volumes import StorageObjects
 
 __all__ = [
     "NOT_ELIGIBLE_NEVER",
@@ -533,6 +534,7 @@ class Preemptor:
         namespaces: Iterable[Mapping[str, Any]] = (),
         workloads: Iterable[Mapping[str, Any]] = (),
         args: PreemptionArgs | None = None,
+        storage: StorageObjects | None = None,
     ) -> None:
         pods = list(pods)
         self.args = args or PreemptionArgs()
@@ -540,6 +542,8 @@ class Preemptor:
         namespaces, workloads = list(namespaces), list(workloads)
         self.ref = ReferenceScheduler((), (), namespaces, profile, workloads)
         self.ref.snapshot = _snapshot(nodes, pods, namespaces, workloads)
+        if storage is not None:  # the volume filters' objects (their dry run reads them)
+            self.ref.storage = storage
         self.nominated: dict[str, list[Pod]] = {}
         for pod in pods:
             spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -747,9 +751,17 @@ def preempt(
     args: PreemptionArgs | None = None,
     offset: int = 0,
     now: float | None = None,
+    storage: StorageObjects | None = None,
 ) -> PreemptionDecision:
     """Decide preemption for one pod that fit no node (see :class:`Preemptor`)."""
     preemptor = Preemptor(
-        nodes, pods, pdbs, profile, namespaces=namespaces, workloads=workloads, args=args
+        nodes,
+        pods,
+        pdbs,
+        profile,
+        namespaces=namespaces,
+        workloads=workloads,
+        args=args,
+        storage=storage,
     )
     return preemptor.preempt(pod, offset=offset, now=now)

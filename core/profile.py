@@ -64,10 +64,17 @@ class Profile:
         if len(set(self.filters)) != len(self.filters):
             raise ProfileError("plugins.filter.enabled", "Duplicate plugin")
         static = [n for n in self.filters if registry.PLUGINS[n].static_filter is not None]
-        if len(static) > _MAX_STATIC_FILTERS:
+        # Each static filter takes one reason code, each class filter one per reason.
+        codes = len(static) + sum(
+            len(registry.PLUGINS[n].reasons)
+            for n in self.filters
+            if registry.PLUGINS[n].class_filter is not None
+        )
+        if codes > _MAX_EXTENSION_CODES:
             raise ProfileError(
                 "plugins.filter.enabled",
-                f"at most {_MAX_STATIC_FILTERS} static filter plugins at once, got {static}",
+                f"the plugin filters need {codes} reason codes, at most "
+                f"{_MAX_EXTENSION_CODES} are free; static filter plugins: {static}",
             )
         total = 0
         seen: set[str] = set()
@@ -125,8 +132,8 @@ class Profile:
         return dict(self.scores)
 
 
-# Static filter plugins get codes R_EXT_FIRST..R_EXT_LAST (core/_codes.pxd).
-_MAX_STATIC_FILTERS = _codes.EXTENSION_LAST - _codes.EXTENSION_FIRST + 1
+# Plugin filters get codes R_EXT_FIRST..R_EXT_LAST (core/_codes.pxd).
+_MAX_EXTENSION_CODES = _codes.EXTENSION_LAST - _codes.EXTENSION_FIRST + 1
 # The args the kernels read: plugin -> Profile field.
 _ARGS_FIELDS = {
     names.NODE_RESOURCES_FIT: "fit",

@@ -76,11 +76,16 @@ class ReasonTable:
         cls,
         resource_names: Sequence[str],
         extensions: Mapping[str, tuple[Any, Any, int]] | None = None,
+        class_reasons: Mapping[int, tuple[str, str]] | None = None,
     ) -> ReasonTable:
         """The fixed codes, NodeResourcesFit's (one per resource column) and those of the
-        profile's static filter plugins (``Encoder.extensions``: name -> (..., code))."""
+        profile's static filter plugins (``Encoder.extensions``: name -> (..., code)) and
+        class filter plugins (``Encoder.class_reasons``: code -> (plugin, text))."""
         texts = {code: text for code, (_, text) in FIXED_REASONS.items()}
         plugins = {code: plugin for code, (plugin, _) in FIXED_REASONS.items()}
+        for code, (plugin, text) in (class_reasons or {}).items():
+            texts[code] = text
+            plugins[code] = plugin
         for name, (_, _, code) in (extensions or {}).items():
             (texts[code],) = registry.PLUGINS[name].reasons
             plugins[code] = name

@@ -55,6 +55,10 @@ class PlacementResult:
     # on a worker thread while the kernel runs, so the two may add up to more than the
     # wall time
     encode_seconds: float
+    # per pod, what VolumeBinding's Reserve chose for its unbound delayed claims: (claim
+    # "ns/name", volume name, or "" to provision it on the node); empty when no pod of
+    # the burst has such claims
+    volume_bindings: list[list[tuple[str, str]]] = field(default_factory=list)
     placed: int = field(init=False)
 
     def __post_init__(self) -> None:

@@ -2,9 +2,9 @@
 
 A snapshot is one msgpack map::
 
-    {"format": "kubesalvo-snapshot", "version": 2, "created": "<RFC 3339 time>",
+    {"format": "kubesalvo-snapshot", "version": 3, "created": "<RFC 3339 time>",
      "source": "<free text>", "nodes": [...], "pods": [...], "namespaces": [...],
-     "priorityclasses": [...], "workloads": [...], "omitted": [...]}
+     "priorityclasses": [...], "workloads": [...], "omitted": [...], "storage": {...}}
 
 Objects keep the API server's JSON shape, cut down by ``strip`` to the fields a scheduler
 reads, so the same code reads a snapshot, a synthetic cluster and a live watch. Pods with a
@@ -18,6 +18,12 @@ PodTopologySpread's default constraints take their selector, and ``omitted``: th
 resources (``services``, ...) the recorder was not allowed to list, so that a reader
 knows the workloads are partial. A version 1 snapshot has neither: it reads as a cluster
 without workloads.
+
+Version 3 added ``storage``: the volume filters' objects by kind (PersistentVolumeClaims,
+PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities, as the
+storage informers decode them), and pods keep their claim and disk volumes, so what-if
+answers hold for stateful pods; ``omitted`` may name those kinds too. Older snapshots read
+as clusters without storage objects.
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ from typing import Any
 import msgpack
 
 from kubesalvo.core.plugins.image_locality import ANNOTATION as IMAGES_ANNOTATION
+from kubesalvo.core.volumes import KINDS as STORAGE_KINDS
+from kubesalvo.core.volumes import NAMESPACED
 
 FORMAT = "kubesalvo-snapshot"
-VERSION = 2
+VERSION = 3
 KINDS = ("nodes", "pods", "namespaces", "priorityclasses", "workloads")
-# The sections each version holds besides the header.
-_SECTIONS = {1: KINDS[:4], 2: (*KINDS, "omitted")}
+# The sections each version holds besides the header (3: the volume filters' objects).
+_SECTIONS = {1: KINDS[:4], 2: (*KINDS, "omitted"), 3: (*KINDS, "omitted", "storage")}
 # Each workload kind with its apiVersion, whether its selector is a plain map (Service,
 # ReplicationController) or a LabelSelector, and its resource name in the API.
 WORKLOAD_KINDS: dict[str, tuple[str, bool, str]] = {
@@ -64,6 +72,9 @@ class Snapshot:
     # Resources whose objects are missing because the recorder could not list them
     # ("services", "replicasets", ...): the workloads above are then partial.
     omitted: list[str] = field(default_factory=list)
+    # The volume filters' objects by kind (core/volumes.KINDS: persistentvolumeclaims,
+    # persistentvolumes, storageclasses, csinodes, csidrivers, csistoragecapacities).
+    storage: dict[str, list[Object]] = field(default_factory=dict)
     # RFC 3339; ``dumps`` stamps the current time when empty.
     created: str = ""
     # Where it came from, for people: "synthetic scenario default seed 1", a server URL.
@@ -92,6 +103,7 @@ def dumps(snapshot: Snapshot) -> bytes:
         "priorityclasses": snapshot.priorityclasses,
         "workloads": snapshot.workloads,
         "omitted": snapshot.omitted,
+        "storage": snapshot.storage,
     }
     return msgpack.packb(document, use_bin_type=True)
 
@@ -182,9 +194,25 @@ def _check_workloads(document: dict[str, Any]) -> list[Object]:
     return workloads
 
 
+def _check_storage(document: dict[str, Any]) -> dict[str, list[Object]]:
+    storage = document.get("storage", {})
+    if not isinstance(storage, dict):
+        raise SnapshotError(f"storage: expected a map, got {type(storage).__name__}")
+    out: dict[str, list[Object]] = {}
+    for kind, objects in storage.items():
+        if kind not in STORAGE_KINDS:
+            raise SnapshotError(
+                f"storage.{kind}: unknown kind; accepted: {', '.join(STORAGE_KINDS)}"
+            )
+        out[kind] = _check_objects(
+            {f"storage.{kind}": objects}, f"storage.{kind}", namespaced=kind in NAMESPACED
+        )
+    return out
+
+
 def _check_omitted(document: dict[str, Any]) -> list[str]:
     omitted = document.get("omitted", [])
-    accepted = [resource for _, _, resource in WORKLOAD_KINDS.values()]
+    accepted = [resource for _, _, resource in WORKLOAD_KINDS.values()] + list(STORAGE_KINDS)
     if not isinstance(omitted, list):
         raise SnapshotError(f"omitted: expected a list, got {type(omitted).__name__}")
     for index, resource in enumerate(omitted):
@@ -238,6 +266,7 @@ def loads(data: bytes) -> Snapshot:
         priorityclasses=_check_objects(document, "priorityclasses", namespaced=False),
         workloads=_check_workloads(document),
         omitted=_check_omitted(document),
+        storage=_check_storage(document),
         created=document.get("created", ""),
         source=document.get("source", ""),
     )
@@ -254,6 +283,10 @@ _POD_SPEC = (
     "overhead", "resources", "hostNetwork", "runtimeClassName", "restartPolicy",
 )  # fmt: skip
 _CONTAINER = ("name", "image", "resources", "ports", "restartPolicy")
+_VOLUME = (
+    "name", "persistentVolumeClaim", "ephemeral", "csi", "gcePersistentDisk",
+    "awsElasticBlockStore", "rbd", "iscsi",
+)  # fmt: skip
 
 
 def strip_pod(pod: Object) -> Object:
@@ -270,6 +303,11 @@ def strip_pod(pod: Object) -> Object:
     for key in ("containers", "initContainers"):
         if source_spec.get(key):
             spec[key] = [_pick(c, _CONTAINER) for c in source_spec[key]]
+    volumes = [
+        _pick(v, _VOLUME) for v in source_spec.get("volumes") or () if set(v) & set(_VOLUME[1:])
+    ]
+    if volumes:  # the volume filters read claims and disks; other sources are left out
+        spec["volumes"] = volumes
     result: Object = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
     status = _pick(pod.get("status", {}), ("phase", "nominatedNodeName"))
     if status:
@@ -357,6 +395,7 @@ def from_objects(
     priorityclasses: list[Object] | None = None,
     workloads: list[Object] | None = None,
     *,
+    storage: dict[str, list[Object]] | None = None,
     omitted: list[str] | None = None,
     created: str = "",
     source: str = "",
@@ -373,6 +412,7 @@ def from_objects(
         priorityclasses=[strip_priority_class(pc) for pc in priorityclasses or []],
         workloads=[strip_workload(w) for w in workloads or []],
         omitted=list(omitted or []),
+        storage=dict(storage or {}),
         created=created,
         source=source,
     )

@@ -62,6 +62,7 @@ from kubesalvo.core.resources import (
     pod_nonzero_requests,
     pod_requests,
 )
+from kubesalvo.core.volumes import StorageObjects
 
 __all__ = ["ClusterState", "PodRecord", "normalized_image_name", "pod_key"]
 
@@ -170,6 +171,8 @@ class ClusterState:
         self._free_groups: list[int] = []
         self.affinity_pods_on_row: list[int] = []  # pods carrying pod (anti-)affinity
         self.namespace_labels: dict[str, dict[str, str]] = {}
+        # PVCs, PVs, StorageClasses and CSI objects, for the volume filters (core/volumes.py)
+        self.storage = StorageObjects()
 
     # ----------------------------------------------------------------- sizing helpers
     @property
@@ -479,6 +482,8 @@ class ClusterState:
             return False
         meta = pod.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
+        if spec.get("volumes"):  # the claims it uses (VolumeRestrictions, NodeVolumeLimits)
+            self.storage.use(key, namespace, spec, node_name)
         labels: Labels = tuple(sorted((meta.get("labels") or {}).items()))
         requests = {
             self.resource_column(res): amount
@@ -540,6 +545,8 @@ class ClusterState:
 
     def remove_pod_key(self, key: str) -> None:
         """Forget a pod, whether it counts on a row or is a ghost of an absent node."""
+        if self.storage.pod_claims:
+            self.storage.unuse(key)
         record = self.pods.get(key)
         if record is not None:
             self._count(key, record, -1)

@@ -50,6 +50,7 @@ from kubesalvo.core.plugins import group_priority, names
 from kubesalvo.core.plugins.framework import ActionType, ClusterEvent, EventResource, event_label
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import QosAwareArgs
+from kubesalvo.core.plugins.volume_binding import VolumeBindingArgs
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, ApiError, CredentialsError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
@@ -80,6 +81,7 @@ from kubesalvo.sched.informers.models import (
     Workload,
 )
 from kubesalvo.sched.informers.resources import DRA_RESOURCES, dra_objects
+from kubesalvo.sched.informers.storage import STORAGE_RESOURCES, VOLUME_PLUGINS, storage_handler
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
 from kubesalvo.sched.memory import (
@@ -108,6 +110,7 @@ from kubesalvo.sched.server import DebugServer, HealthServer
 from kubesalvo.sched.serving import ServingOptions, add_flags, options_from_args
 from kubesalvo.sched.serving.build import health_servers
 from kubesalvo.sched.serving.options import OptionsError
+from kubesalvo.sched.volume_prebind import VolumePreBind
 from kubesalvo.sched.web import WebView
 
 __all__ = ["Scheduler", "configure", "main"]
@@ -228,6 +231,18 @@ class Scheduler:
                 )
                 self.workload_informers.append(informer)
             self.informers.extend(self.workload_informers)
+        # Claims, volumes, classes and CSI objects, when a profile runs a volume plugin
+        # (sched/informers/storage.py); the cache hands them to the encoder.
+        if any(VOLUME_PLUGINS.intersection(profile.core.filters) for profile in config.profiles):
+            self.informers.extend(
+                Informer(
+                    client,
+                    resource,
+                    storage_handler(self.cache, resource.plural, self.queue.on_event),
+                )
+                for resource in STORAGE_RESOURCES
+            )
+        self._setup_volume_binding(config)
         # DeviceClasses, ResourceClaims, ResourceSlices, for DynamicResources' filter.
         self.dra_informers: list[Informer[Any]] = []
         self._dra_snapshot: DraObjects | None = None
@@ -284,6 +299,22 @@ class Scheduler:
         """(resource, lists, watches) of each informer, for /metrics."""
         return [(i.resource.plural, i.state.lists, i.state.watches) for i in self.informers]
 
+    def _setup_volume_binding(self, config: SchedulerConfig) -> None:
+        """VolumeBinding's PreBind (sched/volume_prebind.py), when a profile runs it: the
+        volumes reserved for unbound WaitForFirstConsumer claims are then written and
+        waited for, and the encoder may place such pods (``bind_delayed``)."""
+        for profile in config.profiles:
+            if names.VOLUME_BINDING in profile.plugins.at("preBind"):
+                args = profile.args.get(names.VOLUME_BINDING)
+                timeout = (
+                    args.bind_timeout_seconds
+                    if isinstance(args, VolumeBindingArgs)
+                    else VolumeBindingArgs().bind_timeout_seconds
+                )
+                self.cycle.binding.add_pre_bind(VolumePreBind(self.cache, self.client, timeout))
+                self.cache.state.storage.bind_delayed = True
+                return
+
     def _setup_qos(self, config: SchedulerConfig) -> None:
         """QosAware's live table, when a profile enables it: fed by the pod handler and
         the binding cycle, read by the queue's order, /debug/qos and /metrics."""
@@ -334,6 +365,7 @@ class Scheduler:
             pdbs=list(self.pdbs.store.values()) if self.pdbs is not None else [],
             namespaces=list(self.namespaces.store.values()),
             assumed=assumed,
+            storage=self.cache.state.storage.copy(),
         )
 
     def _lease_not_refused(self) -> bool:

@@ -222,6 +222,17 @@ class SchedulerCache:
         self._assumed.pop(key, None)
         self.state.remove_pod_key(key)
 
+    def run_unfrozen(self, change: Callable[[], object]) -> None:
+        """Run ``change`` now, or once the running burst is done."""
+        self._do(change)
+
+    def put_storage(self, kind: str, obj: Object) -> None:
+        """A storage object (core/volumes.py KINDS) was added or changed."""
+        self._do(lambda: self.state.storage.put(kind, obj))
+
+    def delete_storage(self, kind: str, obj: Object) -> None:
+        self._do(lambda: self.state.storage.delete(kind, obj))
+
     # --- the cycle and the binder -----------------------------------------------------
 
     def assumed(self, key: str, node: str) -> None:

@@ -59,16 +59,19 @@ def plugin_scores(
     profile: Any,
     top: int = TOP_NODES,
     workloads: Sequence[Mapping[str, Any]] = (),
+    storage: Any = None,
 ) -> dict[str, Any]:
     """The reference's filter and score of ``pod``: the top nodes with per-plugin scores.
     ``workloads`` (Services and controllers) give default spreading its selectors, as the
-    burst had them."""
+    burst had them; ``storage`` (core/volumes.StorageObjects) the volume filters' objects."""
     from kubesalvo.core.reference.scheduler import ReferenceScheduler
 
     uid = (pod.get("metadata") or {}).get("uid")
     others = [p for p in pods if (p.get("metadata") or {}).get("uid") != uid]
     unbound = {**pod, "spec": {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}}
     reference = ReferenceScheduler(nodes, others, namespaces, profile, workloads)
+    if storage is not None:
+        reference.storage = storage
     outcome = reference.evaluate(unbound)
     scores = reference.scores_for(unbound, outcome.feasible)
     ranked = sorted(scores.items(), key=lambda item: (-sum(item[1].values()), item[0]))
@@ -162,8 +165,17 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
         scheduler.workloads.in_namespaces({namespace}) if scheduler.workloads is not None else []
     )
     # The reference is plain Python: keep the event loop free while it runs.
+    storage = scheduler.cache.state.storage.copy()
     breakdown = await asyncio.to_thread(
-        plugin_scores, to_api_dict(pod), nodes, pods, namespaces, core, TOP_NODES, workloads
+        plugin_scores,
+        to_api_dict(pod),
+        nodes,
+        pods,
+        namespaces,
+        core,
+        TOP_NODES,
+        workloads,
+        storage,
     )
     answer.update(breakdown)
     answer["scoresFrom"] = SCORES_FROM

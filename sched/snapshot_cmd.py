@@ -1,8 +1,9 @@
 """``kubesalvo snapshot -o FILE``: record a live cluster for ``kubesalvo simulate --snapshot``.
 
-Lists nodes, pods, namespaces and PriorityClasses, and the Services,
+Lists nodes, pods, namespaces and PriorityClasses, the Services,
 ReplicationControllers, ReplicaSets and StatefulSets whose selectors give pods their
-default spread constraints (paginated, read-only: nothing in the cluster changes), cuts
+default spread constraints, and the volume filters' objects (claims, volumes, classes,
+CSI nodes, drivers and capacities) (paginated, read-only: nothing in the cluster changes), cuts
 each object down to what scheduling reads (``kubesalvo.core.snapshot``) and writes the
 msgpack file atomically (``kubesalvo.sched.snapshot``). Finished pods are left out; bound
 pods are the running load and unbound ones the pending burst, so ``simulate`` answers
@@ -32,6 +33,7 @@ from kubesalvo.sched.client import (
     load_credentials,
 )
 from kubesalvo.sched.informers.models import object_list, to_api_dict
+from kubesalvo.sched.informers.storage import STORAGE_RESOURCES
 from kubesalvo.sched.informers.watch import Resource
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS
 
@@ -79,6 +81,19 @@ async def list_workloads(client: ApiClient, resource: Resource[Any], kind: str) 
         params = {"limit": str(PAGE_SIZE), "continue": page.metadata.continue_}
 
 
+async def list_decoded(client: ApiClient, resource: Resource[Any]) -> list[dict[str, Any]]:
+    """Every object of a resource, page by page, cut down as its informer decodes it."""
+    decoder = msgspec.json.Decoder(object_list(resource.type))
+    items: list[dict[str, Any]] = []
+    params = {"limit": str(PAGE_SIZE)}
+    while True:
+        page = decoder.decode((await client.request("GET", resource.path, params=params)).body)
+        items.extend(to_api_dict(item) for item in page.items)
+        if not page.metadata.continue_:
+            return items
+        params = {"limit": str(PAGE_SIZE), "continue": page.metadata.continue_}
+
+
 async def take(client: ApiClient) -> Snapshot:
     """A snapshot of the cluster ``client`` talks to; a workload resource it may not list
     is warned about on stderr and named in ``Snapshot.omitted``."""
@@ -98,12 +113,27 @@ async def take(client: ApiClient) -> Snapshot:
                 f"in simulate misses their selectors",
                 file=sys.stderr,
             )
+    storage: dict[str, list[dict[str, Any]]] = {}
+    for resource in STORAGE_RESOURCES:
+        try:
+            storage[resource.plural] = await list_decoded(client, resource)
+        except ApiError as error:
+            if error.status != FORBIDDEN:
+                raise
+            omitted.append(resource.plural)
+            print(
+                f"kubesalvo snapshot: warning: cannot list {resource.plural} ({error}); "
+                f"the snapshot is recorded without them, so simulate places pods with "
+                f"volumes without them",
+                file=sys.stderr,
+            )
     return from_objects(
         listed["nodes"],
         listed["pods"],
         listed["namespaces"],
         listed["priorityclasses"],
         workloads,
+        storage=storage,
         omitted=omitted,
         source=client.server,
     )
@@ -138,7 +168,8 @@ def main(args: argparse.Namespace) -> int:
     line = (
         f"{args.output}: {len(taken.nodes)} nodes, {len(taken.pods) - pending} bound pods, "
         f"{pending} pending pods, {len(taken.namespaces)} namespaces, "
-        f"{len(taken.workloads)} workloads"
+        f"{len(taken.workloads)} workloads, "
+        f"{sum(len(objects) for objects in taken.storage.values())} storage objects"
     )
     if taken.omitted:
         line += f" (without {', '.join(taken.omitted)}: forbidden)"

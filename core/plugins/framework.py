@@ -38,6 +38,8 @@ __all__ = [
     "UNSCHEDULABLE_TIMEOUT",
     "ActionType",
     "ArgsError",
+    "ClassFilter",
+    "ClassFilterResult",
     "ClusterEvent",
     "Code",
     "ErrorKind",
@@ -304,6 +306,16 @@ class NodeTable(Protocol):
         """Rows that carry label ``key``."""
         ...
 
+    def node_names(self) -> Sequence[str | None]:
+        """Each row's node name (None: a row without a node)."""
+        ...
+
+    def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        """Rows whose labels match a node selector (``nodeSelectorTerms``, ORed) when the
+        node is known by its labels alone (a ``matchFields`` term sees an empty name), as
+        a PersistentVolume's node affinity is checked upstream."""
+        ...
+
 
 class PodClass(Protocol):
     """What the pods of one equivalence class share (``core.encode.ClassInfo``)."""
@@ -323,6 +335,29 @@ StaticFilter = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.bool_]]
 StaticScore = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.integer[Any]]]
 
 
+@dataclass(frozen=True)
+class ClassFilterResult:
+    """What a class filter's PreFilter and Filter say for one class of pods.
+
+    ``prefilter_message``: the PreFilter rejects the pod before any node is tried
+    (UnschedulableAndUnresolvable, the message replacing the node counts); ``error``: the
+    attempt fails with this error; else ``failing``: per reason text of the plugin, in the
+    order its Filter checks them, the rows failing with it (a row counts under the first
+    reason that holds it; one Filter status per node, as upstream returns one).
+    """
+
+    prefilter_message: str = ""
+    error: str = ""
+    failing: tuple[tuple[str, npt.NDArray[np.bool_]], ...] = ()
+
+
+# A class filter: (its args, the nodes, a class of pods, the cluster's objects it reads)
+# -> its answer, or None when the plugin has nothing to check for the class (upstream's
+# PreFilter Skip). Called once per class and burst, and only for classes whose spec holds
+# the field the plugin names (``class_filter_reads``): other pods pay nothing.
+ClassFilter = Callable[[Any, NodeTable, PodClass, Any], "ClassFilterResult | None"]
+
+
 # --- the registry's entry ---------------------------------------------------------------
 
 
@@ -340,6 +375,10 @@ class PluginSpec:
     node's labels and the pod's signature. The same functions, run over one pod's nodes,
     are what the reference (the tests' oracle), preemption's dry run and ``explain``
     evaluate (``core/reference/static_plugins.py``).
+    ``class_filter``: for a filter that also reads cluster objects (the volume filters read
+    the storage objects of ``ClusterState.storage``) and may reject at PreFilter, the
+    function the encoder calls for classes whose spec holds ``class_filter_reads``; each of
+    its ``reasons`` gets a reason code.
     """
 
     name: str
@@ -348,11 +387,15 @@ class PluginSpec:
     reasons: Mapping[str, Code] = field(default_factory=dict)
     events: tuple[ClusterEvent, ...] = ()
     static_filter: StaticFilter | None = None
+    class_filter: ClassFilter | None = None
+    class_filter_reads: str = ""
     static_score: StaticScore | None = None
 
     def __post_init__(self) -> None:
         if self.static_filter is not None and len(self.reasons) != 1:
             raise ValueError(f"static filter {self.name} needs exactly one reason text")
+        if self.class_filter is not None and not self.class_filter_reads:
+            raise ValueError(f"class filter {self.name} must name the spec field it reads")
         if self.static_score is not None and SCORE not in self.points:
             raise ValueError(f"static score {self.name} must implement the score point")
 

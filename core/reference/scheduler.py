@@ -23,7 +23,7 @@ import copy
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from kubesalvo.core import gang
 from kubesalvo.core.plugins import coscheduling, framework, names, registry
@@ -55,18 +55,18 @@ from kubesalvo.core.reference.pod_topology_spread import PodTopologySpread
 from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot, namespace_of, pod_key
 from kubesalvo.core.reference.static_plugins import StaticFilter, static_scores
 from kubesalvo.core.reference.taint_toleration import TaintToleration
-from kubesalvo.core.reference.volumes import check_in_scope
+from kubesalvo.core.reference.volumes import check_in_scope, volume_filter
+from kubesalvo.core.volumes import StorageObjects
 
 __all__ = ["FilterOutcome", "ReferenceScheduler", "ScheduleResult"]
 
-# Filters whose only effect, on the pods in the reference's scope, is to admit every node.
+# The volume filters (core/reference/volumes.py: they read ``storage``).
 _VOLUME_FILTERS = frozenset(
     {
         names.VOLUME_RESTRICTIONS,
         names.NODE_VOLUME_LIMITS,
         names.VOLUME_BINDING,
         names.VOLUME_ZONE,
-        names.DYNAMIC_RESOURCES,
     }
 )
 
@@ -128,6 +128,8 @@ class ReferenceScheduler:
     ) -> None:
         self.profile = profile or Profile.default()
         self.snapshot = Snapshot.build(nodes, pods, namespaces, workloads)
+        # PVCs, PVs, classes and CSI objects the volume filters read (set by the caller)
+        self.storage = StorageObjects()
 
     @classmethod
     def from_snapshot(
@@ -160,6 +162,8 @@ class ReferenceScheduler:
         if name == names.INTER_POD_AFFINITY:
             return InterPodAffinity(pod, self.snapshot)
         if name in _VOLUME_FILTERS:
+            return cast(FilterPlugin | None, volume_filter(name, pod, self.storage, self.snapshot))
+        if name == names.DYNAMIC_RESOURCES:
             return None  # admits every node for the pods in scope (see volumes.py)
         spec = registry.PLUGINS.get(name)
         if spec is not None and spec.static_filter is not None:

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from kubesalvo.core.plugins.framework import PluginSpec
 from kubesalvo.core.reference.framework import Pod, Status
+from kubesalvo.core.reference.selectors import node_selector_terms
 from kubesalvo.core.reference.snapshot import NodeInfo, namespace_of
 
 __all__ = ["StaticFilter", "static_scores"]
@@ -37,6 +38,16 @@ class _Nodes:
 
     def has_label(self, key: str) -> npt.NDArray[np.bool_]:
         return np.array([key in n.labels for n in self.nodes], dtype=bool)
+
+    def node_names(self) -> Sequence[str | None]:
+        return [n.name for n in self.nodes]
+
+    def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        terms = node_selector_terms(selector)
+        return np.array(
+            [any(t.matches({"metadata": {"labels": n.labels}}) for t in terms) for n in self.nodes],
+            dtype=bool,
+        )
 
 
 @dataclass

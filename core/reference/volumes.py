@@ -1,33 +1,78 @@
-"""The scope of the reference: pods without the volumes and claims it does not model.
+"""The volume filters, written for clarity: the oracle the property tests hold the
+encoder's class filters (core/plugins/volume_*.py, node_volume_limits.py) to.
 
-kube-scheduler's volume filters (VolumeRestrictions, NodeVolumeLimits, VolumeBinding,
-VolumeZone) and DynamicResources only act on pods with persistent volume claims,
-generic ephemeral volumes, CSI or cloud-disk volumes, or resource claims; on every
-other pod they admit every node. The reference does not model PersistentVolumes,
-StorageClasses, CSINodes or ResourceSlices, so it refuses such pods instead of
-guessing.
+Each plugin is built once per pod (its constructor is the PreFilter: it raises
+PreFilterRejection or SchedulingError) and then asked about one node at a time, from
+the node's labels, as kube-scheduler v1.34's plugins do:
+
+* VolumeRestrictions: every persistentVolumeClaim of the pod must exist; a
+  ReadWriteOncePod claim another pod on a node uses fails every node;
+* NodeVolumeLimits: the pod's unique CSI volumes per driver, with those of the node's
+  pods, within the count the node's CSINode gives the driver;
+* VolumeBinding: claims exist, are not lost or being deleted, none is an unbound
+  Immediate (or prebound) one; a bound claim's volume must exist and its node affinity
+  match the node's labels (the first claim in the pod's order that fails decides);
+* VolumeZone: claims, volumes and classes exist; a node with any zone or region label
+  must hold, for each such label of the bound volumes, one of the listed zones.
+
+  Unbound WaitForFirstConsumer claims (when the caller binds them): per node, each claim
+  by increasing request takes the smallest free volume that fits (the size, mode,
+  selector, class, access mode rules are core/volumes.volume_fits_claim's, shared), else
+  its class must provision there (allowedTopologies).
+
+Out of the reference's scope (``PodInvalid``), as kubesalvo does not implement them yet
+and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
+generic ephemeral and inline CSI
+volumes, in-tree disks and resource claims (DynamicResources).
 """
 
 from __future__ import annotations
 
-from kubesalvo.core.reference.framework import Pod, PodInvalid
+from collections.abc import Mapping
+from typing import Any
 
-# Volume sources one of those filters inspects.
-UNMODELLED_VOLUME_SOURCES = frozenset(
-    {
-        "persistentVolumeClaim",
-        "ephemeral",
-        "csi",
-        "gcePersistentDisk",
-        "awsElasticBlockStore",
-        "rbd",
-        "iscsi",
-    }
+from kubesalvo.core.label_selectors import parse_selector, selector_matches
+from kubesalvo.core.plugins import names
+from kubesalvo.core.reference.framework import (
+    Pod,
+    PodInvalid,
+    PreFilterRejection,
+    SchedulingError,
+    Status,
 )
+from kubesalvo.core.reference.selectors import node_selector_terms
+from kubesalvo.core.reference.snapshot import NodeInfo
+from kubesalvo.core.volumes import (
+    StorageObjects,
+    bound_to_claim,
+    claim_key,
+    storage_bytes,
+    volume_fits_claim,
+)
+
+__all__ = [
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeRestrictions",
+    "VolumeZone",
+    "check_in_scope",
+    "volume_filter",
+]
+
+# Volume sources the reference does not model.
+UNMODELLED_VOLUME_SOURCES = frozenset(
+    {"ephemeral", "csi", "gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi"}
+)
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+ZONE_LABELS = (BETA_ZONE, BETA_REGION, ZONE, REGION)
+GA_LABEL = {BETA_ZONE: ZONE, BETA_REGION: REGION}
 
 
 def check_in_scope(pod: Pod) -> None:
-    """Raise PodInvalid for a pod the volume or DynamicResources filters would inspect."""
+    """Raise PodInvalid for volumes and resource claims the reference does not model."""
     spec = pod.get("spec") or {}
     for volume in spec.get("volumes") or ():
         kinds = UNMODELLED_VOLUME_SOURCES.intersection(volume)
@@ -38,3 +83,374 @@ def check_in_scope(pod: Pod) -> None:
             )
     if spec.get("resourceClaims"):
         raise PodInvalid("resource claims (DynamicResources) are not modelled by the reference")
+
+
+def _claims(pod: Pod) -> list[str]:
+    return [
+        (v["persistentVolumeClaim"].get("claimName") or "")
+        for v in (pod.get("spec") or {}).get("volumes") or ()
+        if v.get("persistentVolumeClaim") is not None
+    ]
+
+
+def _request(claim: Mapping[str, Any]) -> int:
+    return storage_bytes(((claim.get("spec") or {}).get("resources") or {}).get("requests"))
+
+
+def _capacity(pv: Mapping[str, Any]) -> int:
+    return storage_bytes((pv.get("spec") or {}).get("capacity"))
+
+
+def _namespace(pod: Pod) -> str:
+    return (pod.get("metadata") or {}).get("namespace") or "default"
+
+
+def _class_name(claim: Mapping[str, Any]) -> str:
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    if "volume.beta.kubernetes.io/storage-class" in annotations:
+        return str(annotations["volume.beta.kubernetes.io/storage-class"])
+    return str((claim.get("spec") or {}).get("storageClassName") or "")
+
+
+class _Skip:
+    """A plugin with nothing to check for the pod (its PreFilter returned Skip)."""
+
+    node_names: frozenset[str] | None = None
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        return None
+
+
+class VolumeRestrictions(_Skip):
+    """A ReadWriteOncePod claim of the pod that another pod on some node uses fails every
+    node. The holders are looked up in the snapshot's nodes when the filter runs, so a
+    preemption dry run that takes a holder off its node sees the claim free."""
+
+    def __init__(self, pod: Pod, storage: StorageObjects, snapshot: Any) -> None:
+        once: set[str] = set()
+        for name in _claims(pod):
+            claim = storage.claim(_namespace(pod), name)
+            if claim is None:
+                raise PreFilterRejection(
+                    names.VOLUME_RESTRICTIONS, f'persistentvolumeclaim "{name}" not found'
+                )
+            if "ReadWriteOncePod" in ((claim.get("spec") or {}).get("accessModes") or ()):
+                once.add(name)
+        self.holders: list[tuple[NodeInfo, Pod]] = []
+        if once:
+            namespace = _namespace(pod)
+            for node in snapshot.nodes:
+                for other in node.pods:
+                    if _namespace(other) == namespace and once.intersection(_claims(other)):
+                        self.holders.append((node, other))
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        for holder_node, holder in self.holders:
+            if any(p is holder for p in holder_node.pods):
+                return Status.unschedulable(
+                    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod "
+                    "access mode already in-use by another pod"
+                )
+        return None
+
+
+class NodeVolumeLimits(_Skip):
+    """Per node: the pod's unique CSI volumes of each driver the node's CSINode limits,
+    with those of the pods already on the node (one volume shared counts once), must stay
+    within the count."""
+
+    def __init__(self, pod: Pod, storage: StorageObjects) -> None:
+        self.storage = storage
+        self.new = {}
+        for name in _claims(pod):
+            claim = storage.claim(_namespace(pod), name)
+            if claim is None:
+                continue  # VolumeBinding's PreFilter rejects the pod (before any Filter)
+            driver, unique = self._volume(claim)
+            if driver:
+                self.new[unique] = driver
+
+    def _volume(self, claim: Mapping[str, Any]) -> tuple[str, str]:
+        spec = claim.get("spec") or {}
+        pv = self.storage.volume(spec.get("volumeName") or "")
+        if pv is not None:
+            csi = (pv.get("spec") or {}).get("csi") or {}
+            if csi.get("driver") and csi.get("volumeHandle"):
+                return csi["driver"], f"{csi['driver']}/{csi['volumeHandle']}"
+            return "", ""
+        storage_class = (
+            self.storage.storage_class(_class_name(claim)) if _class_name(claim) else None
+        )
+        if storage_class is None:
+            return "", ""
+        driver = storage_class.get("provisioner") or ""
+        meta = claim.get("metadata") or {}
+        return driver, f"{driver}/~unbound-{meta.get('namespace')}/{meta.get('name')}"
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        if not self.new:
+            return None
+        csi_node = self.storage.csi_node(node.name) or {}
+        limits = {
+            d.get("name"): d["allocatable"]["count"]
+            for d in (csi_node.get("spec") or {}).get("drivers") or ()
+            if (d.get("allocatable") or {}).get("count") is not None
+        }
+        if not limits:
+            return None
+        attached: dict[str, str] = {}
+        for other in node.pods:
+            for name in _claims(other):
+                claim = self.storage.claim(_namespace(other), name)
+                if claim is not None:
+                    driver, unique = self._volume(claim)
+                    if driver:
+                        attached[unique] = driver
+        new_counts: dict[str, int] = {}
+        for unique, driver in self.new.items():
+            if unique not in attached:
+                new_counts[driver] = new_counts.get(driver, 0) + 1
+        for driver, count in new_counts.items():
+            if driver in limits:
+                used = sum(1 for d in attached.values() if d == driver)
+                if used + count > limits[driver]:
+                    return Status.unschedulable("node(s) exceed max volume count")
+        return None
+
+
+class VolumeBinding:
+    node_names: frozenset[str] | None = None
+
+    def __init__(self, pod: Pod, storage: StorageObjects) -> None:
+        self.storage = storage
+        self.bound: list[Mapping[str, Any]] = []
+        self.delayed: list[Mapping[str, Any]] = []
+        unbound_immediate = False
+        claims = []
+        for name in _claims(pod):
+            claim = storage.claim(_namespace(pod), name)
+            if claim is None:
+                self._reject(f'persistentvolumeclaim "{name}" not found')
+            assert claim is not None
+            spec, meta = claim.get("spec") or {}, claim.get("metadata") or {}
+            if (claim.get("status") or {}).get("phase") == "Lost":
+                self._reject(
+                    f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume '
+                    f'"{spec.get("volumeName") or ""}"'
+                )
+            if meta.get("deletionTimestamp"):
+                self._reject(f'persistentvolumeclaim "{name}" is being deleted')
+            claims.append(claim)
+        for claim in claims:
+            spec, meta = claim.get("spec") or {}, claim.get("metadata") or {}
+            if spec.get("volumeName") and "pv.kubernetes.io/bind-completed" in (
+                meta.get("annotations") or {}
+            ):
+                self.bound.append(claim)
+                continue
+            class_name = _class_name(claim)
+            storage_class = storage.storage_class(class_name) if class_name else None
+            if storage_class is not None and storage_class.get("volumeBindingMode") is None:
+                raise SchedulingError(f'VolumeBindingMode not set for StorageClass "{class_name}"')
+            waits = (storage_class or {}).get("volumeBindingMode") == "WaitForFirstConsumer"
+            if waits and not spec.get("volumeName"):
+                self.delayed.append(claim)
+                continue
+            unbound_immediate = True
+        if unbound_immediate:
+            self._reject("pod has unbound immediate PersistentVolumeClaims")
+        if self.delayed:
+            self._check_delayed(storage)
+
+    def _check_delayed(self, storage: StorageObjects) -> None:
+        if not storage.bind_delayed:
+            raise PodInvalid("unbound WaitForFirstConsumer claims without a binder")
+        self.delayed.sort(key=lambda c: _request(c))
+
+    @staticmethod
+    def _reject(message: str) -> None:
+        raise PreFilterRejection(names.VOLUME_BINDING, message)
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        labels_only = {"metadata": {"labels": node.labels}}
+        for claim in self.bound:
+            pv = self.storage.volume((claim.get("spec") or {}).get("volumeName") or "")
+            if pv is None:
+                return Status.unresolvable(
+                    "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+                )
+            required = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required")
+            if required is not None and not any(
+                term.matches(labels_only) for term in node_selector_terms(required)
+            ):
+                return Status.unresolvable("node(s) didn't match PersistentVolume's node affinity")
+        if self.delayed:
+            _, reason = self.delayed_outcome(node)
+            if reason:
+                return Status.unresolvable(reason)
+        return None
+
+    def delayed_choice(self, node: NodeInfo) -> dict[str, str] | None:
+        """Claim "ns/name" -> the volume chosen on ``node``, or "" to provision it there;
+        None when the node does not do."""
+        chosen, reason = self.delayed_outcome(node)
+        return None if reason else chosen
+
+    def delayed_outcome(self, node: NodeInfo) -> tuple[dict[str, str], str]:
+        """FindPodVolumes for the unbound delayed claims on one node: a claim that names a
+        selected node fails every other node; the others, by increasing request, each take
+        the smallest free volume that fits them and the node (one prebound to the claim
+        first); then the claims to provision (the selected ones, then those left), in
+        order, until one cannot be (no provisioner or topology: no volume to bind; too
+        little CSIStorageCapacity: not enough storage). The choice, and the reason ("")."""
+        bind = "node(s) didn't find available persistent volumes to bind"
+        labels_only = {"metadata": {"labels": node.labels}}
+        taken: set[str] = set()
+        chosen: dict[str, str] = {}
+        to_provision: list[Mapping[str, Any]] = []
+        for claim in self.delayed:
+            annotations = (claim.get("metadata") or {}).get("annotations") or {}
+            selected = annotations.get("volume.kubernetes.io/selected-node")
+            if selected is not None:
+                if selected != node.name:
+                    return {}, bind
+                to_provision.append(claim)
+        for claim in self.delayed:
+            annotations = (claim.get("metadata") or {}).get("annotations") or {}
+            if "volume.kubernetes.io/selected-node" in annotations:
+                continue
+            fitting: list[Mapping[str, Any]] = []
+            for pv in self.storage.objects["persistentvolumes"].values():
+                name = pv["metadata"]["name"]
+                if name in taken:
+                    continue
+                if not volume_fits_claim(claim, pv, self.storage.assumed.get(name)):
+                    continue
+                required = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required")
+                if required is not None and not any(
+                    t.matches(labels_only) for t in node_selector_terms(required)
+                ):
+                    if bound_to_claim(pv, claim):
+                        fitting = []
+                        break  # the volume prebound to the claim is its only candidate
+                    continue
+                if bound_to_claim(pv, claim):
+                    fitting = [pv]
+                    break
+                fitting.append(pv)
+            if fitting:
+                best = min(fitting, key=lambda pv: (_capacity(pv), pv["metadata"]["name"]))
+                taken.add(best["metadata"]["name"])
+                chosen[claim_key(claim)] = best["metadata"]["name"]
+            else:
+                to_provision.append(claim)
+        for claim in to_provision:
+            reason = self._provision_reason(claim, node)
+            if reason:
+                return {}, reason
+            chosen[claim_key(claim)] = ""
+        return chosen, ""
+
+    def _provision_reason(self, claim: Mapping[str, Any], node: NodeInfo) -> str:
+        class_name = _class_name(claim)
+        storage_class = self.storage.storage_class(class_name) or {}
+        provisioner = storage_class.get("provisioner") or ""
+        if provisioner in ("", "kubernetes.io/no-provisioner"):
+            return "node(s) didn't find available persistent volumes to bind"
+        terms = storage_class.get("allowedTopologies") or ()
+        if terms and not any(
+            all(
+                node.labels.get(r.get("key") or "") in (r.get("values") or ())
+                for r in term.get("matchLabelExpressions") or ()
+            )
+            for term in terms
+        ):
+            return "node(s) didn't find available persistent volumes to bind"
+        requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+        driver = self.storage.objects["csidrivers"].get(provisioner)
+        if "storage" not in requests or not (driver or {}).get("spec", {}).get("storageCapacity"):
+            return ""
+        size = storage_bytes(requests)
+        for capacity in self.storage.objects["csistoragecapacities"].values():
+            limit = capacity.get("maximumVolumeSize") or capacity.get("capacity")
+            if capacity.get("storageClassName") != class_name or limit is None:
+                continue
+            if storage_bytes({"storage": limit}) < size:
+                continue
+            selector, error = parse_selector(capacity.get("nodeTopology"))
+            if error is None and selector is not None and selector_matches(selector, node.labels):
+                return ""
+        return "node(s) did not have enough free storage"
+
+
+class VolumeZone:
+    node_names: frozenset[str] | None = None
+
+    def __init__(self, pod: Pod, storage: StorageObjects) -> None:
+        self.zones: list[tuple[str, set[str]]] = []
+        for name in _claims(pod):
+            self._volume_zones(pod, name, storage)
+
+    @staticmethod
+    def _reject(message: str) -> None:
+        raise PreFilterRejection(names.VOLUME_ZONE, message)
+
+    def _volume_zones(self, pod: Pod, name: str, storage: StorageObjects) -> None:
+        if not name:
+            self._reject("PersistentVolumeClaim had no name")
+        claim = storage.claim(_namespace(pod), name)
+        if claim is None:
+            self._reject(f'persistentvolumeclaim "{name}" not found')
+        assert claim is not None
+        pv_name = (claim.get("spec") or {}).get("volumeName") or ""
+        if not pv_name:
+            class_name = _class_name(claim)
+            if not class_name:
+                self._reject("PersistentVolumeClaim had no pv name and storageClass name")
+            storage_class = storage.storage_class(class_name)
+            if storage_class is None:
+                self._reject(f'storageclass.storage.k8s.io "{class_name}" not found')
+            assert storage_class is not None
+            mode = storage_class.get("volumeBindingMode")
+            if mode is None:
+                self._reject(f'VolumeBindingMode not set for StorageClass "{class_name}"')
+            if mode != "WaitForFirstConsumer":
+                self._reject("PersistentVolume had no name")
+            return
+        pv = storage.volume(pv_name)
+        if pv is None:
+            self._reject(f'persistentvolume "{pv_name}" not found')
+        assert pv is not None
+        labels = (pv.get("metadata") or {}).get("labels") or {}
+        for key in ZONE_LABELS:
+            if key in labels:
+                zones = {z.strip() for z in labels[key].split("__")}
+                if "" not in zones:
+                    self.zones.append((key, zones))
+
+    def filter(self, node: NodeInfo) -> Status | None:
+        if not any(key in node.labels for key in ZONE_LABELS):
+            return None
+        for key, zones in self.zones:
+            # The node's own label decides when it has it; else the GA one.
+            value = node.labels.get(key, node.labels.get(GA_LABEL.get(key, key)))
+            if value is None or value not in zones:
+                return Status.unresolvable("node(s) had no available volume zone")
+        return None
+
+
+_PLUGINS: dict[str, Any] = {
+    names.NODE_VOLUME_LIMITS: NodeVolumeLimits,
+    names.VOLUME_BINDING: VolumeBinding,
+    names.VOLUME_ZONE: VolumeZone,
+}
+
+
+def volume_filter(name: str, pod: Pod, storage: StorageObjects, snapshot: Any) -> Any:
+    """The named volume filter for ``pod``'s cycle, or None for a pod without volumes
+    (every volume plugin skips it)."""
+    if not (pod.get("spec") or {}).get("volumes"):
+        return None
+    if name == names.VOLUME_RESTRICTIONS:
+        return VolumeRestrictions(pod, storage, snapshot)
+    return _PLUGINS[name](pod, storage)

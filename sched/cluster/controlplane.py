@@ -35,8 +35,10 @@ SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 POD_CIDR = "10.128.0.0/9"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 # Controllers that act on API objects alone (the HPA controller reads metrics.k8s.io,
-# served when the plane runs metrics-server). Node lifecycle, IPAM, routes, cloud and
-# volume controllers need real nodes or a cloud and are left out.
+# served when the plane runs metrics-server), and the persistent-volume ones a real
+# cluster runs beside its scheduler: the binder (claims to PVs; it provisions nothing,
+# a test plays the provisioner), attach-detach, and PV and PVC protection. Node
+# lifecycle, IPAM, routes and cloud controllers need real nodes or a cloud and are left out.
 CONTROLLERS = (
     "clusterrole-aggregation-controller",
     "cronjob-controller",
@@ -47,6 +49,10 @@ CONTROLLERS = (
     "horizontal-pod-autoscaler-controller",
     "job-controller",
     "namespace-controller",
+    "persistentvolume-attach-detach-controller",
+    "persistentvolume-binder-controller",
+    "persistentvolume-protection-controller",
+    "persistentvolumeclaim-protection-controller",
     "pod-garbage-collector-controller",
     "replicaset-controller",
     # makes a pod's ResourceClaims from its templates (DynamicResources waits for them)

@@ -34,6 +34,7 @@ from kubesalvo.core.preemption import (
     Preemptor,
 )
 from kubesalvo.core.profile import Profile
+from kubesalvo.core.volumes import StorageObjects
 from kubesalvo.sched.config import ProfileConfig
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.queue import QueuedPod
@@ -62,6 +63,8 @@ class ClusterObjects:
     pdbs: list[Any] = field(default_factory=list)
     namespaces: list[Any] = field(default_factory=list)
     assumed: dict[str, str] = field(default_factory=dict)
+    # the volume filters' objects (a copy: the decision runs in a worker thread)
+    storage: StorageObjects | None = None
 
 
 class ApiDicts:
@@ -126,6 +129,7 @@ def _preemptor(
         profile,
         namespaces=[to_api_dict(ns) for ns in objects.namespaces],
         args=args,
+        storage=objects.storage,
     )
 
 

@@ -195,6 +195,12 @@ def load_state(snapshot: Snapshot) -> ClusterState:
     for namespace in snapshot.namespaces:
         meta = namespace.get("metadata") or {}
         state.set_namespace(meta["name"], meta.get("labels") or {})
+    for kind, objects in snapshot.storage.items():
+        for obj in objects:
+            state.storage.put(kind, obj)
+    # The simulation binds what VolumeBinding reserves, in-process: WaitForFirstConsumer
+    # claims are matched and provisioned as the scheduler would.
+    state.storage.bind_delayed = True
     for index, pod in enumerate(snapshot.pods):
         if not (pod.get("spec") or {}).get("nodeName"):
             continue

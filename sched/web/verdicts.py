@@ -48,12 +48,16 @@ def node_table(
     profile: Any,
     chosen: str | None = None,
     workloads: Sequence[Mapping[str, Any]] = (),
+    storage: Any = None,
 ) -> dict[str, Any]:
-    """The node table of ``pod`` (see the module docstring); ``chosen``: its node."""
+    """The node table of ``pod`` (see the module docstring); ``chosen``: its node;
+    ``storage`` (core/volumes.StorageObjects): what the volume filters read."""
     uid = (pod.get("metadata") or {}).get("uid")
     others = [p for p in pods if (p.get("metadata") or {}).get("uid") != uid]
     unbound = {**pod, "spec": {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}}
     reference = ReferenceScheduler(nodes, others, namespaces, profile, workloads)
+    if storage is not None:
+        reference.storage = storage
     try:
         outcome = reference.evaluate(unbound)
         scores = reference.scores_for(unbound, outcome.feasible)

@@ -155,8 +155,9 @@ class WebView:
         known = scheduler.workloads
         workloads = known.in_namespaces({namespace}) if known is not None else []
         chosen = answer.get("node") if answer.get("status") == "placed" else None
+        storage = scheduler.cache.state.storage.copy()  # the volume filters' objects
         answer["nodeTable"] = await asyncio.to_thread(
-            _node_table, pod, nodes, pods, namespaces, profile.core, chosen, workloads
+            _node_table, pod, nodes, pods, namespaces, profile.core, chosen, workloads, storage
         )
         return answer
 
@@ -185,6 +186,7 @@ def _node_table(
     profile: Any,
     chosen: str | None,
     workloads: Any,
+    storage: Any = None,
 ) -> dict[str, Any]:
     """``node_table`` of the informers' objects (run in a worker thread)."""
     return node_table(
@@ -195,4 +197,5 @@ def _node_table(
         profile,
         chosen,
         workloads,
+        storage,
     )

@@ -7,7 +7,7 @@ import msgpack
 import pytest
 
 from kubesalvo.core import snapshot
-from kubesalvo.core.snapshot import Snapshot, SnapshotError, dumps, loads
+from kubesalvo.core.snapshot import Snapshot, SnapshotError, dumps, from_objects, loads
 from kubesalvo.core.synthetic import (
     make_nodes,
     make_pods,
@@ -83,15 +83,17 @@ def test_dumps_stamps_the_creation_time_when_missing():
 def test_header_names_the_format_and_version():
     document = msgpack.unpackb(dumps(Snapshot(nodes=[], pods=[])))
     assert document["format"] == "kubesalvo-snapshot"
-    assert document["version"] == 2
+    assert document["version"] == 3
     assert document["workloads"] == [] and document["omitted"] == []
+    assert document["storage"] == {}
 
 
 def pack(document: dict) -> bytes:
     return msgpack.packb(document, use_bin_type=True)
 
 
-HEADER = {"format": "kubesalvo-snapshot", "version": 2}
+HEADER = {"format": "kubesalvo-snapshot", "version": 3}
+V2 = {"format": "kubesalvo-snapshot", "version": 2}
 V1 = {"format": "kubesalvo-snapshot", "version": 1}
 
 
@@ -114,9 +116,9 @@ def selector(value) -> dict:
         (dumps(Snapshot(nodes=[], pods=[]))[:-3], "msgpack could not decode it"),
         (pack([1, 2, 3]), "no format: 'kubesalvo-snapshot' field"),
         (pack({"format": "other"}), "no format: 'kubesalvo-snapshot' field"),
-        (pack({**HEADER, "version": 3}), "version: snapshot version 3 is newer than"),
+        (pack({**HEADER, "version": 4}), "version: snapshot version 4 is newer than"),
         (pack({**HEADER, "version": "1"}), "version: expected an integer"),
-        (pack({**HEADER, "version": 0}), "version: expected 1 to 2"),
+        (pack({**HEADER, "version": 0}), "version: expected 1 to 3"),
         (pack({**HEADER, "nodes": {}}), "nodes: expected a list"),
         (pack({**HEADER, "pods": [[]]}), r"pods\[0\]: expected a map"),
         (pack({**HEADER, "nodes": [{"metadata": {"name": "a"}}, {}]}), r"nodes\[1\].metadata"),
@@ -125,7 +127,14 @@ def selector(value) -> dict:
             pack({**HEADER, "namespaces": [{"metadata": {"name": 3}}]}),
             r"namespaces\[0\].metadata.name",
         ),
-        (pack({**HEADER, "services": []}), "services: unknown field in a version 2 snapshot"),
+        (pack({**HEADER, "services": []}), "services: unknown field in a version 3 snapshot"),
+        (pack({**V2, "storage": {}}), "storage: unknown field in a version 2 snapshot"),
+        (pack({**HEADER, "storage": []}), "storage: expected a map"),
+        (pack({**HEADER, "storage": {"secrets": []}}), "storage.secrets: unknown kind"),
+        (
+            pack({**HEADER, "storage": {"persistentvolumeclaims": [{"metadata": {"name": "c"}}]}}),
+            r"storage.persistentvolumeclaims\[0\].metadata.namespace",
+        ),
         (pack({**HEADER, "created": 5}), "created: expected a string"),
         # Sections version 1 did not have are refused in a file that says it is version 1.
         (pack({**V1, "workloads": []}), "workloads: unknown field in a version 1 snapshot"),
@@ -348,3 +357,27 @@ def test_synthetic_objects_survive_stripping_unchanged_where_it_matters():
             assert stripped["spec"].get(key) == pod["spec"].get(key)
     for pc in priority_class_objects():
         assert snapshot.strip(pc)["value"] == pc["value"]
+
+
+def test_storage_objects_and_pod_volumes_survive_a_round_trip():
+    claim = {"metadata": {"name": "data", "namespace": "ns"}, "spec": {"volumeName": "pv"}}
+    volume = {"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "1Gi"}}}
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {
+            "containers": [{"name": "c"}],
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+                {"name": "cfg", "configMap": {"name": "x"}},
+            ],
+        },
+    }
+    taken = from_objects(
+        [], [pod], storage={"persistentvolumeclaims": [claim], "persistentvolumes": [volume]}
+    )
+    restored = loads(dumps(taken))
+    assert restored.storage == {"persistentvolumeclaims": [claim], "persistentvolumes": [volume]}
+    # The claim's volume is kept, the configMap (no filter reads it) is not.
+    assert restored.pods[0]["spec"]["volumes"] == [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
+    ]

@@ -143,6 +143,49 @@ class Run:
         self.control_plane.create([pod_group(self.namespace, "gang", minMember=1)])
         self.create(name, labels={"scheduling.x-k8s.io/pod-group": "gang"})
 
+    def stateful(self, name: str) -> None:
+        """A pod whose claim waits for its first consumer, and a free local volume for it
+        on the pool's node."""
+        node = f"{self.pool}-0"
+        storage_class = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": f"local-{self.pool}"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+        term = {
+            "matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+            ]
+        }
+        volume = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"pv-{self.pool}"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": f"local-{self.pool}",
+                "local": {"path": "/mnt/data"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+            },
+        }
+        claim = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": f"local-{self.pool}",
+            },
+        }
+        self.control_plane.create([storage_class, volume, claim], exist_ok=True)
+        pod = pool_pod(self.namespace, name, self.pool)
+        pod["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
+        self.control_plane.create([pod])
+
     def pod_group_status(self) -> dict[str, Any]:
         return pod_group_status(self.control_plane, self.namespace, "gang")
 
@@ -282,6 +325,8 @@ def test_kubesalvo_run_with_the_service_accounts_token_does_its_whole_job(
     run.pod_group_member("member")
     run.wait("member bound", lambda: run.node_of("member") != "")
     run.wait("PodGroup status", lambda: run.pod_group_status().get("scheduled") == 1)
+    run.stateful("stateful")
+    run.wait("stateful bound with its volume", lambda: run.node_of("stateful") != "", timeout=60)
     run.gpu_pod("gpu")
     run.wait("gpu bound", lambda: run.node_of("gpu") != "")
     assert run.claim_status("gpu")["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
@@ -355,6 +400,17 @@ def no_preemption(run: Run) -> None:
     assert run.node_of("preemptor") == ""
 
 
+def no_volume_binding(run: Run) -> None:
+    run.stateful("stateful")
+
+    def refused() -> bool:
+        events = run.failed_scheduling_events("stateful")
+        return any('PreBind plugin "VolumeBinding"' in e.get("note", "") for e in events)
+
+    run.wait("VolumeBinding's PreBind refused", refused, timeout=60)
+    assert run.node_of("stateful") == ""
+
+
 def no_token_review(run: Run) -> None:
     assert run.https("/metrics", run.reader_token) == 401
     assert run.log_has("TokenReview failed: 403")
@@ -400,6 +456,13 @@ CLUSTER_RULES: dict[str, Callable[[Run], None]] = {
     "policy/poddisruptionbudgets:list,watch": informer_never_syncs("poddisruptionbudgets"),
     "core/services,replicationcontrollers:list,watch": no_default_spreading,
     "apps/replicasets,statefulsets:list,watch": no_default_spreading,
+    "core/persistentvolumeclaims,persistentvolumes:list,watch": informer_never_syncs(
+        "persistentvolumeclaims"
+    ),
+    "storage.k8s.io/storageclasses,csinodes,csidrivers,csistoragecapacities:list,watch": (
+        informer_never_syncs("storageclasses")
+    ),
+    "core/persistentvolumes,persistentvolumeclaims:patch": no_volume_binding,
     "resource.k8s.io/deviceclasses,resourceclaims,resourceslices:list,watch": (
         informer_never_syncs("resourceclaims")
     ),

@@ -110,10 +110,18 @@ class Setup:
         path = f"{dra.PATH}/namespaces/{self.namespace}/resourceclaims"
         return {c["metadata"]["name"]: c for c in list_objects(self.control_plane, path)}
 
-    def wait(self, what: str, done: Callable[[], bool], timeout: float = 180) -> None:
+    def wait(
+        self,
+        what: str,
+        done: Callable[[], bool],
+        timeout: float = 180,
+        state: Callable[[], Any] | None = None,
+    ) -> None:
         deadline = time.monotonic() + timeout
         while not done():
-            assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
+            assert time.monotonic() < deadline, f"not within {timeout}s: {what}" + (
+                f"; now {state()}" if state else ""
+            )
             assert self.process.process.poll() is None, self.process.tail()
             time.sleep(1.0)
 
@@ -293,15 +301,28 @@ def test_a_burst_of_100_pods_for_80_gpus_binds_80_and_never_one_device_twice(
     }
     delete_pods(control_plane, [p for side in SIDES for p in gone[side]])
 
-    def refilled() -> bool:
+    def bound_and_listed() -> dict[str, tuple[int, int]]:
         now = s.listed()
-        return all(
-            sum(1 for n, p in now.items() if n.endswith(f"-{side}") and p["spec"].get("nodeName"))
-            == 80
-            and sum(1 for n in now if n.endswith(f"-{side}")) == 95
+        return {
+            side: (
+                sum(
+                    1
+                    for n, p in now.items()
+                    if n.endswith(f"-{side}") and p["spec"].get("nodeName")
+                ),
+                sum(1 for n in now if n.endswith(f"-{side}")),
+            )
             for side in SIDES
-        )
+        }
 
-    s.wait("the freed GPUs taken by 5 waiting pods on each side", refilled, timeout=300)
+    def refilled() -> bool:
+        return all(counts == (80, 95) for counts in bound_and_listed().values())
+
+    s.wait(
+        "the freed GPUs taken by 5 waiting pods on each side",
+        refilled,
+        timeout=300,
+        state=bound_and_listed,
+    )
     pods, claims = s.listed(), s.claims()
     assert dra.check_allocations(pods.values(), claims, s.slices, s.node_objects()) == []

@@ -242,6 +242,10 @@ RULES = [
                                       "replicationcontrollers"], "verbs": ["list"]},
     {"apiGroups": ["scheduling.k8s.io"], "resources": ["priorityclasses"], "verbs": ["list"]},
     {"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["list"]},
+    {"apiGroups": [""], "resources": ["persistentvolumeclaims", "persistentvolumes"],
+     "verbs": ["list"]},
+    {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes", "csidrivers",
+                                                    "csistoragecapacities"], "verbs": ["list"]},
 ]  # fmt: skip
 
 

@@ -110,9 +110,12 @@ def test_gangs_are_per_namespace():
 
 def test_pods_with_unmodelled_volumes_or_claims_are_refused():
     ref = ReferenceScheduler([node("a")])
+    with_ephemeral = pod(volumes=[{"name": "data", "ephemeral": {"volumeClaimTemplate": {}}}])
+    with pytest.raises(PodInvalid, match="ephemeral"):
+        ref.schedule(with_ephemeral)
+    # A claim is modelled (core/reference/volumes.py): a missing one is a PreFilter reject.
     with_pvc = pod(volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}])
-    with pytest.raises(PodInvalid, match="persistentVolumeClaim"):
-        ref.schedule(with_pvc)
+    assert ref.schedule(with_pvc).message.endswith('persistentvolumeclaim "d" not found.')
     with pytest.raises(PodInvalid, match="resource claims"):
         ref.schedule(pod(resourceClaims=[{"name": "gpu"}]))
     config_only = pod(volumes=[{"name": "cfg", "configMap": {"name": "c"}}])
