@@ -29,6 +29,7 @@ import enum
 import logging
 import random
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -55,6 +56,10 @@ class BindResult:
     node: str
     attempts: int
     error: BaseException | None = None
+    # perf_counter when the POST that settled the bind was sent, and when it was answered
+    # (0.0: no POST was answered); the bind stage of the latency histograms.
+    sent: float = 0.0
+    answered: float = 0.0
 
 
 Callback = Callable[[BindResult], None]
@@ -177,6 +182,7 @@ class Binder:
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
         attempts = 0
         failures = 0
+        sent = answered = 0.0
         outcome = BindOutcome.FAILED
         error: BaseException | None = None
         try:
@@ -188,10 +194,12 @@ class Binder:
                         error = RuntimeError("not the leader")
                         break
                     attempts += 1
+                    sent = time.perf_counter()
                     try:
                         await self.client.request(
                             "POST", path, body=body, timeout=self.settings.request_timeout
                         )
+                        answered = time.perf_counter()
                         outcome, error = BindOutcome.BOUND, None
                         break
                     except ApiError as api_error:
@@ -226,7 +234,7 @@ class Binder:
             if prepare is None or attempts:
                 raise
             error = failed
-        result = BindResult(outcome, namespace, name, uid, node, attempts, error)
+        result = BindResult(outcome, namespace, name, uid, node, attempts, error, sent, answered)
         self.counts[outcome] += 1
         if self.metrics is not None:
             self.metrics.binds.labels(result=outcome.value).inc()

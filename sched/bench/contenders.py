@@ -277,7 +277,9 @@ def metrics_file(log: Path, name: str) -> Path:
 
 def _scraping_first(stop: Callable[[], None], url: str, out: Path) -> Callable[[], None]:
     """``stop``, after saving the scheduler's /metrics to ``out``: its histograms (queue to
-    bound, attempt, request durations) say where a run's latency went."""
+    bound, attempt, request durations) say where a run's latency went. An earlier run's
+    file goes at once, so that a failed scrape leaves none rather than a stale one."""
+    out.unlink(missing_ok=True)
 
     def scrape_and_stop() -> None:
         try:

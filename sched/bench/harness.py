@@ -38,7 +38,15 @@ from typing import Any
 
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.synthetic import Scenario
-from kubesalvo.sched.bench import apitraffic, contenders, feasibility, hpa, openloop, rollout
+from kubesalvo.sched.bench import (
+    apitraffic,
+    contenders,
+    feasibility,
+    hpa,
+    openloop,
+    rollout,
+    stages,
+)
 from kubesalvo.sched.bench.podwatch import (
     BindWatch,
     Created,
@@ -400,6 +408,7 @@ def _run_one(
 
     delete_seconds = cp.call(delete, options.create_concurrency + 4)
     run = _result(name, total, measured, usage, contender, checked, delete_seconds, mode)
+    run.stages = stages.read_stages(contenders.metrics_file(contender.log, contender.name))
     run.created_through = rollout.describe(plan) if plan is not None else {"bare_pods": total}
     if rate:
         run.offered_rate = rate
@@ -417,6 +426,8 @@ def _stop(contender: contenders.Contender, options: Options) -> None:
         metrics = contenders.metrics_file(contender.log, contender.name)
         if metrics.exists():
             shutil.copyfile(metrics, options.logs / metrics.name)
+        else:  # not a run's figures under another run's name
+            (options.logs / metrics.name).unlink(missing_ok=True)
         saved = options.logs / contender.log.name
         shutil.copyfile(contender.log, saved)
         contender.log = saved

@@ -1,7 +1,8 @@
 """A benchmark's results for people and programs: a rich table, a JSON file, a plot.
 
 The table puts the contenders side by side (throughput, latency, CPU seconds of the
-scheduler and of the control plane, memory, the placement check) and says under it which
+scheduler and of the control plane, memory, the placement check, where kubesalvo's time
+went by stage, from the /metrics it left) and says under it which
 server settings were used and how busy the machine was. ``results.json`` holds everything,
 with every pod's bind time; ``results.md`` is the table in Markdown (for RESULTS.md);
 ``bound-over-time.png`` plots bound pods against time since the first creation, one line
@@ -23,6 +24,7 @@ from rich.table import Table
 
 from kubesalvo.sched.bench.contenders import EXTENDER
 from kubesalvo.sched.bench.results import BenchResult, RunResult, summary
+from kubesalvo.sched.bench.stages import BURSTS, WHOLE
 from kubesalvo.sched.bench.usage import MACHINE
 
 JSON_FILE = "results.json"
@@ -142,6 +144,7 @@ def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
         ("scheduler start (informers synced)", [f"{r.startup_seconds:.1f}s" for r in result.runs])
     )
     rows.append(("placements", [_check(r) for r in result.runs]))
+    rows += _stage_rows(result)
     rows += _traffic_rows(result)
     others = ["kube_scheduler", "raw_bind"]
     if any(run.scheduler == "raw-bind-events" for run in result.runs):
@@ -159,6 +162,43 @@ def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
             pps, p99 = ratios.get("pods_per_second"), ratios.get("p99_seconds")
             cells.append(f"{pps or 0:.2f} / {p99 or 0:.2f}" if ratios else "")
         rows.append((f"vs {other.replace('_', '-')}: pods/s / p99", cells))
+    return rows
+
+
+# The stage rows' labels, in the order a pod meets the stages (bench.stages).
+STAGE_LABELS = {
+    "queue_wait": "queue wait (per pod)",
+    "gathering": "gathering window (per burst)",
+    "encode": "encode (per burst)",
+    "kernel": "kernel (per burst)",
+    "assume": "assume (per burst)",
+    "bind": "bind POST in flight (per pod)",
+    WHOLE: "creation event → bind POST (per pod)",
+}
+
+
+def _stage_rows(result: BenchResult) -> list[tuple[str, list[str]]]:
+    """Where kubesalvo's time went (its saved /metrics, bench.stages): the bursts and
+    their mean size, then each stage's mean; "-" for a run without the figures."""
+    runs = result.runs
+    if not any(r.stages for r in runs):
+        return []
+
+    def bursts(r: RunResult) -> str:
+        figures = r.stages.get(BURSTS)
+        if not figures or not figures["count"]:
+            return "-"
+        return f"{figures['count']:,.0f} ({figures['sum'] / figures['count']:.1f} pods)"
+
+    def mean(r: RunResult, stage: str) -> str:
+        figures = r.stages.get(stage)
+        if not figures or not figures["count"]:
+            return "-"
+        return f"{figures['sum'] / figures['count'] * 1000:.1f} ms"
+
+    rows = [("bursts (mean size)", [bursts(r) for r in runs])]
+    for stage, label in STAGE_LABELS.items():
+        rows.append((f"mean {label}", [mean(r, stage) for r in runs]))
     return rows
 
 

@@ -67,6 +67,8 @@ class RunResult:
     # What the API server served over the window, per bound pod: requests by "VERB
     # resource" and watch events sent by resource (bench.apitraffic).
     api_traffic: dict[str, float] = field(default_factory=dict)
+    # kubesalvo's latency stages from its saved /metrics (bench.stages): stage -> count, sum.
+    stages: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def pending(self) -> int:

@@ -67,8 +67,9 @@ class KubesalvoOptions:
     """The top-level ``kubesalvo:`` block: settings of kubesalvo's burst cycle and queue.
 
     ``maxBurstPods``: the most pods placed in one kernel call.
-    ``burstGatheringWindow``: how long the cycle waits, after the first pod is ready, for
-    more pods to join the burst (a duration such as "10ms").
+    ``burstGatheringWindow``: the longest the cycle waits, after the first pod is ready, for
+    more pods to join the burst (a duration such as "10ms"); it waits only while pods keep
+    arriving close together (sched/cycle/gathering.py).
     ``podMaxInUnschedulablePodsDuration``: after this long an unschedulable pod is retried
     even if no cluster event suggested it (kube-scheduler's flag of the same name; 5m).
     """

@@ -6,8 +6,9 @@ placed pods to the binding cycle; ``binding`` binds them and settles each bind (
 forget, or report a refusal); ``post_filter`` decides preemption for the pods that fit
 nowhere and which PostFilter plugins run; ``report`` is the one failure handler.
 
-One task runs the loop. When the queue has ready pods it waits a short gathering window
-(``burstGatheringWindow``) so that pods created together land in one burst, pops every ready
+One task runs the loop. When the queue has ready pods it may wait for company (``gathering``:
+while pods keep arriving close together, at most ``burstGatheringWindow``; a lone pod does
+not wait) so that pods created together land in one burst, pops every ready
 pod (at most ``maxBurstPods`` per profile), and per profile runs ``place_burst`` in a worker
 thread (``asyncio.to_thread``; the kernel releases the GIL), so the event loop keeps reading
 watches and sending the binds of earlier bursts meanwhile. The cache is frozen while the

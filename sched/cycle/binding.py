@@ -136,10 +136,16 @@ class BindingCycle:
         if self.recorder is not None:
             self.recorder.scheduled(ref(qp), result.node)
         if self.metrics is not None:
-            self.metrics.observe_attempt(
-                m.SCHEDULED, binding.profile, time.perf_counter() - binding.started
-            )
+            now = time.perf_counter()
+            self.metrics.observe_attempt(m.SCHEDULED, binding.profile, now - binding.started)
             first = qp.initial_attempt_timestamp
+            if result.answered and first is not None:
+                # The queue's clock is not perf_counter: the POST's moment is found back
+                # through the time passed since.
+                posted = self.queue.clock.now() - (now - result.sent)
+                self.metrics.observe_bind_post(
+                    binding.profile, result.answered - result.sent, max(0.0, posted - first)
+                )
             if first is not None:
                 self.metrics.observe_scheduled_pod(qp.attempts, self.queue.clock.now() - first)
 

@@ -35,6 +35,7 @@ from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.config import SchedulerConfig
 from kubesalvo.sched.cycle.binding import BindingCycle
+from kubesalvo.sched.cycle.gathering import Gathering
 from kubesalvo.sched.cycle.post_filter import (
     ClusterObjects,
     PreemptionJob,
@@ -181,7 +182,9 @@ class BurstCycle:
         self._preemption_ready = asyncio.Event()
         self._preemption_task: asyncio.Task[None] | None = None
         self._preempting: set[str] = set()
-        queue.on_active = self._wakeup.set
+        # How long to wait for company once work is found (sched/cycle/gathering.py).
+        self.gathering = Gathering.for_window(self.settings.gathering_window)
+        queue.on_active = self._arrived
         if is_leader():
             self._leading.set()
 
@@ -236,10 +239,20 @@ class BurstCycle:
                 break
             if not self.is_leader():
                 continue
-            if self.settings.gathering_window > 0:
-                await asyncio.sleep(self.settings.gathering_window)
             profiles = max(1, len(self.config.profiles))
-            burst = self.queue.pop_burst(self.settings.max_burst_pods * profiles)
+            limit = self.settings.max_burst_pods * profiles
+            found = time.monotonic()
+            while True:
+                ready = self.queue.pending_counts()["active"]
+                delay = self.gathering.wait(time.monotonic(), found, ready, limit)
+                if delay <= 0:
+                    break
+                await asyncio.sleep(delay)
+            burst = self.queue.pop_burst(limit)
+            if burst and self.metrics is not None:
+                self.metrics.observe_stage(m.STAGE_GATHERING, time.monotonic() - found)
+                popped = self.queue.clock.now()
+                self.metrics.observe_queue_waits(popped - qp.active_since for qp in burst)
             if burst:
                 try:
                     await self.schedule(burst)
@@ -251,6 +264,11 @@ class BurstCycle:
                         pending = qp.key in self.binding or qp.key in self._preempting
                         if in_flight and not pending:
                             self.queue.add_unschedulable(qp)
+
+    def _arrived(self) -> None:
+        """The queue has pods ready: note when (for the gathering) and wake the loop."""
+        self.gathering.arrived(time.monotonic())
+        self._wakeup.set()
 
     async def _wait_for_work(self) -> None:
         while not self._stopping:
@@ -380,11 +398,13 @@ class BurstCycle:
                 )
             # Recorded before the deferred watch changes are applied on leaving the block,
             # so a confirmation among them finds its assumption.
+            assuming = time.perf_counter()
             for qp, node in zip(pods, result.nodes, strict=True):
                 if node is not None:
                     self.cache.assumed(qp.key, node)
                     if devices is not None and self.devices is not None:
                         self.devices.reserve(qp.pod.metadata.uid, devices, node)
+            assumed = time.perf_counter() - assuming
         self.bursts += 1
         self.kernel_seconds += result.kernel_seconds
         self.recent_bursts.append(
@@ -399,6 +419,9 @@ class BurstCycle:
         )
         if self.metrics is not None:
             self.metrics.observe_burst(len(pods), result.kernel_seconds)
+            self.metrics.observe_stage(m.STAGE_ENCODE, result.encode_seconds)
+            self.metrics.observe_stage(m.STAGE_KERNEL, result.kernel_seconds)
+            self.metrics.observe_stage(m.STAGE_ASSUME, assumed)
         log.debug(
             "burst: %d pods, %d placed, %d classes, kernel %.4fs, encode %.4fs",
             len(pods),

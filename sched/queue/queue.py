@@ -131,6 +131,9 @@ class QueuedPod:
     timestamp: float
     # When the pod first became ready to schedule (for the end-to-end SLI).
     initial_attempt_timestamp: float | None = None
+    # When it last became ready to pop (activeQ, or a backoff it may leave early), for
+    # the queue_wait stage of the latency histograms.
+    active_since: float = 0.0
     attempts: int = 0
     unschedulable_count: int = 0
     consecutive_errors: int = 0
@@ -731,8 +734,9 @@ class SchedulingQueue:
             self._gated[qp.key] = qp
             return False
         qp.gating_plugin = ""
+        qp.active_since = self.clock.now()
         if qp.initial_attempt_timestamp is None:
-            qp.initial_attempt_timestamp = self.clock.now()
+            qp.initial_attempt_timestamp = qp.active_since
         self._push_active(qp)
         if self.on_active is not None:
             self.on_active()
@@ -760,8 +764,10 @@ class SchedulingQueue:
         heapq.heappush(heap, (expiration, self._sort_key(qp), seq, qp.key))
         self._where[qp.key] = QueueName.BACKOFF
         self._backoff_pods[qp.key] = (seq, qp)
-        if self._pop_from_backoff and qp.rejectors and self.on_active is not None:
-            self.on_active()
+        if self._pop_from_backoff and qp.rejectors:
+            qp.active_since = self.clock.now()
+            if self.on_active is not None:
+                self.on_active()
         return QueueName.BACKOFF
 
     def _remove_backoff(self, key: str) -> QueuedPod:

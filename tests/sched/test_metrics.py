@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubesalvo.sched.metrics import InformerCollector, SchedulerMetrics, exponential_buckets
@@ -112,3 +113,29 @@ def test_unschedulable_pods_count_each_queued_pod_once_per_plugin_and_profile():
         ("TaintToleration", "kubesalvo"): 1,
         ("NodeAffinity", "other"): 1,
     }
+
+
+def test_latency_stages_and_the_bind_use_their_own_histograms():
+    metrics = SchedulerMetrics()
+    metrics.observe_queue_waits([0.001, 0.003])
+    metrics.observe_stage("kernel", 0.0005)
+    metrics.observe_bind_post("default", in_flight=0.004, since_event=0.02)
+    found = families(metrics)
+    counts = {
+        s.labels["stage"]: s.value
+        for s in found["kubesalvo_stage_duration_seconds"].samples
+        if s.name.endswith("_count")
+    }
+    assert counts == {"queue_wait": 2.0, "kernel": 1.0, "bind": 1.0}
+    bind = [
+        s
+        for s in found["scheduler_framework_extension_point_duration_seconds"].samples
+        if s.name.endswith("_bucket")
+    ]
+    # kube-scheduler's labels and buckets: 0.1 ms doubling twelve times, then +Inf.
+    assert {
+        (s.labels["extension_point"], s.labels["status"], s.labels["profile"]) for s in bind
+    } == {("Bind", "Success", "default")}
+    assert bind[0].labels["le"] == "0.0001" and len(bind) == 13
+    whole = found["kubesalvo_pod_event_to_bind_seconds"].samples
+    assert [s.value for s in whole if s.name.endswith("_sum")] == [pytest.approx(0.02)]

@@ -179,6 +179,23 @@ def test_kubesalvos_metrics_are_saved_when_it_stops(bench: tuple[BenchResult, Pa
     assert _bound_at_first_attempt(out / "logs") == 200  # every pod of tiny.yaml
 
 
+def test_the_report_shows_where_kubesalvos_time_went_by_stage(
+    bench: tuple[BenchResult, Path, Path],
+) -> None:
+    result, _, _ = bench
+    (mine,) = [run for run in result.runs if run.scheduler == contenders.KUBESALVO]
+    # Every pod of tiny.yaml once in each per-pod stage and in the whole.
+    for stage in ("queue_wait", "bind", "event_to_bind"):
+        assert mine.stages[stage]["count"] == 200, stage
+    assert mine.stages["bursts"]["sum"] == 200  # pods placed, over all bursts
+    for stage in ("gathering", "encode", "kernel", "assume"):
+        assert mine.stages[stage]["count"] == mine.stages["bursts"]["count"], stage
+    assert all(not run.stages for run in result.runs if run is not mine)
+    text = report.markdown(result)
+    assert "| mean creation event → bind POST (per pod) |" in text
+    assert "| mean kernel (per burst) |" in text
+
+
 def test_scheduler_cpus_keep_each_scheduler_apart_from_the_control_plane(
     backlog: tuple[BenchResult, Path],
 ) -> None:
