@@ -75,7 +75,9 @@ class DeviceBook:
     def _held(self, objects: DraObjects) -> tuple[set[DeviceId], set[str]]:
         """Devices of allocated claims and of reservations not yet written, and the uids
         of the claims those reservations will allocate. Reservations whose allocations
-        the informer shows are dropped."""
+        the informer shows are dropped, and so are those whose claims it no longer has
+        once PreBind wrote them: the pod went, the claim controller deleted its claim,
+        and the devices are free again (kept, they would be held for good)."""
         if objects is not self._allocated_of:  # once per snapshot of the claims
             self._allocated = allocated_devices(objects.claims.values())
             self._allocated_of = objects
@@ -88,6 +90,8 @@ class DeviceBook:
                     continue
                 meta = claim.get("metadata") or {}
                 now = objects.claims.get((meta.get("namespace", ""), meta.get("name", "")))
+                if now is None and uid in self._written:
+                    continue  # written, then deleted: nothing of it is held any more
                 written = now is not None and (now.get("status") or {}).get("allocation")
                 if not written:
                     waiting = True
