@@ -267,26 +267,39 @@ def build(
     if is_complete(final) and not force:
         return final
     go = find_go()
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{versions.key}-", dir=final.parent))
-    try:
+
+    def fill(staging: Path) -> None:
         with _module_copy() as module:
-            steps = build_steps(go, module, staging, versions, module / inside)
-            for step in steps:
+            for step in build_steps(go, module, staging, versions, module / inside):
                 _run(step, progress)
         _copy_stages(go, staging, versions)
         (staging / "versions").write_text(versions.key + "\n")
-        if final.exists() and (force or not is_complete(final)):
-            shutil.rmtree(final)
+
+    install_folder(final, fill, is_complete)
+    return final
+
+
+def install_folder(
+    folder: Path, fill: Callable[[Path], None], complete: Callable[[Path], bool]
+) -> None:
+    """Fill a staging folder beside ``folder`` (``fill(staging)``), then rename it into
+    place: a reader sees the old folder or the whole new one, never a part of one. When
+    another build (a second test session) renamed its folder there first, a ``complete``
+    one is kept. Every cached build (the control plane, helm, metrics-server, the tests'
+    PromQL checker) installs so."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        fill(staging)
+        if folder.exists():
+            shutil.rmtree(folder)
         try:
-            os.rename(staging, final)
+            os.rename(staging, folder)
         except OSError:
-            # Another build (a second test session) finished first: keep its result.
-            if not is_complete(final):
+            if not complete(folder):
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return final
 
 
 def _run(step: Step, progress: Progress | None) -> None:
@@ -339,17 +352,9 @@ def build_helm(force: bool = False, progress: Progress | None = None) -> Path:
     if target.is_file() and not force:
         return target
     go = find_go()
-    target.parent.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.parent.name}-", dir=target.parent.parent))
-    try:
-        _run(helm_step(go, staging), progress)
-        if target.parent.exists():
-            shutil.rmtree(target.parent)
-        try:
-            os.rename(staging, target.parent)
-        except OSError:
-            if not target.is_file():  # another build that finished first is as good
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    install_folder(
+        target.parent,
+        lambda staging: _run(helm_step(go, staging), progress),
+        lambda folder: (folder / target.name).is_file(),
+    )
     return target

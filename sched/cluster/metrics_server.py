@@ -28,6 +28,7 @@ from kubesalvo.sched.cluster.build import (
     cache_root,
     explain_failure,
     find_go,
+    install_folder,
     module_version,
     source_dir,
 )
@@ -57,9 +58,8 @@ def build(force: bool = False) -> Path:
     if target.is_file() and not force:
         return target
     go = find_go()
-    target.parent.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.parent.name}-", dir=target.parent.parent))
-    try:
+
+    def fill(staging: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="kubesalvo-go-") as tmp:
             module = Path(tmp) / "metrics-server"
             shutil.copytree(module_dir(), module)
@@ -75,15 +75,8 @@ def build(force: bool = False) -> Path:
             )
             if done.returncode != 0:
                 raise BuildError(explain_failure(step, done.stdout + done.stderr))
-        if target.parent.exists():
-            shutil.rmtree(target.parent)
-        try:
-            os.rename(staging, target.parent)
-        except OSError:
-            if not target.is_file():  # another build that finished first is as good
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    install_folder(target.parent, fill, lambda folder: (folder / target.name).is_file())
     return target
 
 

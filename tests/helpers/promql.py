@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,9 +36,8 @@ def checker() -> Path:
         if os.environ.get("CI") == "true":
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
-    target.parent.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.parent.name}-", dir=target.parent.parent))
-    try:
+
+    def fill(staging: Path) -> None:
         step = build.Step(
             "promql-check",
             [build.find_go(), "build", "-o", str(staging / target.name), "."],
@@ -52,15 +50,8 @@ def checker() -> Path:
         )  # fmt: skip
         if done.returncode != 0:
             pytest.fail(build.explain_failure(step, done.stdout + done.stderr), pytrace=False)
-        if target.parent.exists():
-            shutil.rmtree(target.parent)
-        try:
-            os.rename(staging, target.parent)
-        except OSError:
-            if not target.is_file():  # another build that finished first is as good
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    build.install_folder(target.parent, fill, lambda folder: (folder / target.name).is_file())
     return target
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,43 @@ def test_release_of_a_binary_folder_comes_from_its_key() -> None:
     assert build.release_of(build.bin_dir(versions)) == "v1.37.2"
     with pytest.raises(build.BuildError, match="not a binary folder"):
         build.release_of(Path("/tmp/elsewhere"))
+
+
+def test_a_cached_build_replaces_its_folder_whole_or_not_at_all(tmp_path: Path) -> None:
+    folder = tmp_path / "bin" / "tool-v1"
+    folder.mkdir(parents=True)
+    (folder / "old").write_text("old")
+
+    def broken(staging: Path) -> None:
+        (staging / "tool").write_text("half")
+        raise build.BuildError("compile failed")
+
+    with pytest.raises(build.BuildError):
+        build.install_folder(folder, broken, lambda f: (f / "tool").is_file())
+    assert sorted(p.name for p in folder.iterdir()) == ["old"]
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["tool-v1"]  # no staging left
+
+    build.install_folder(folder, lambda s: (s / "tool").write_text("new"), lambda f: True)
+    assert sorted(p.name for p in folder.iterdir()) == ["tool"]
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["tool-v1"]
+
+
+def test_a_cached_build_keeps_a_complete_folder_another_build_put_there_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "bin" / "tool-v1"
+    real_rename = os.rename
+
+    def raced(src: str, dst: str) -> None:
+        Path(dst).mkdir()  # the other session's rename landed between ours and rmtree
+        (Path(dst) / "tool").write_text("theirs")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(build.os, "rename", raced)
+    build.install_folder(folder, lambda s: (s / "tool").write_text("ours"), lambda f: True)
+    assert (folder / "tool").read_text() == "theirs"
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["tool-v1"]
+    with pytest.raises(OSError):
+        build.install_folder(
+            tmp_path / "bin" / "other", lambda s: (s / "tool").write_text("x"), lambda f: False
+        )
