@@ -156,6 +156,21 @@ class ApiClient:
                 return None
             raise
 
+    async def delete(self, obj: Mapping[str, Any]) -> bool:
+        """Deletes ``obj`` (found by its apiVersion, kind, namespace and name); False when
+        it was gone already."""
+        resource = await self.resource(obj["apiVersion"], obj["kind"])
+        meta = obj.get("metadata", {})
+        try:
+            await self.request(
+                "DELETE", f"{resource.collection(meta.get('namespace'))}/{meta['name']}"
+            )
+        except ApiError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
     async def create_all(self, objects: Iterable[Mapping[str, Any]], exist_ok: bool = False) -> int:
         """Creates every object, ``concurrency`` at a time; returns how many were created.
 

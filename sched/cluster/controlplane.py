@@ -167,6 +167,16 @@ class ControlPlane:
         items = list(objects)
         return self.call(lambda client: client.create_all(items, exist_ok))
 
+    def delete(self, objects: Iterable[Mapping[str, Any]]) -> int:
+        """Deletes API objects of any kinds, in order (those gone already are skipped);
+        returns how many were deleted."""
+        items = list(objects)
+
+        async def delete_all(client: ApiClient) -> int:
+            return sum([await client.delete(obj) for obj in items])
+
+        return self.call(delete_all)
+
     def add_nodes(self, count: int, seed: int = 0, timeout: float = 300.0) -> list[Object]:
         """Creates ``count`` synthetic nodes (kept if they exist) and waits until all are
         Ready; returns them."""

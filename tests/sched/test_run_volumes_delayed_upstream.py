@@ -206,19 +206,7 @@ def test_wait_for_first_consumer_claims_are_bound_as_kube_scheduler_binds_them(
         upstream.stop()
         delete_pods(control_plane, pods)
 
-        async def clean(client: Any) -> None:
-            for claim in claims:
-                await client.request("DELETE", f"{claims_path}/{claim['metadata']['name']}")
-            for volume in volumes:
-                name = volume["metadata"]["name"]
-                await client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
-            for obj in classes:
-                name = obj["metadata"]["name"]
-                await client.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{name}")
-            for node in nodes:
-                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
-
-        control_plane.call(clean)
+        control_plane.delete([*claims, *classes, *nodes, *volumes])
 
 
 def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, namespace, tmp_path):
@@ -299,19 +287,7 @@ def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, nam
         upstream.stop()
         delete_pods(control_plane, pods)
 
-        async def clean(client: Any) -> None:
-            for claim in claims:
-                await client.request("DELETE", f"{claims_path}/{claim['metadata']['name']}")
-            for volume in volumes:
-                name = volume["metadata"]["name"]
-                await client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
-            for obj in classes:
-                name = obj["metadata"]["name"]
-                await client.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{name}")
-            for node in nodes:
-                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
-
-        control_plane.call(clean)
+        control_plane.delete([*claims, *classes, *nodes, *volumes])
 
 
 def test_a_stateful_set_with_volume_claim_templates_lands_on_its_volumes(
@@ -421,22 +397,7 @@ def test_a_stateful_set_with_volume_claim_templates_lands_on_its_volumes(
         process.kill()
         upstream.stop()
 
-        async def clean(client: Any) -> None:
-            for obj in sets:
-                name = obj["metadata"]["name"]
-                await client.request(
-                    "DELETE", f"/apis/apps/v1/namespaces/{namespace}/statefulsets/{name}"
-                )
-            for volume in volumes:
-                name = volume["metadata"]["name"]
-                await client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
-            for obj in classes:
-                name = obj["metadata"]["name"]
-                await client.request("DELETE", f"/apis/storage.k8s.io/v1/storageclasses/{name}")
-            for node in nodes:
-                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
-
-        control_plane.call(clean)
+        control_plane.delete([*sets, *classes, *nodes, *volumes])
 
 
 def test_a_volume_never_provisioned_times_out_in_prebind_with_upstreams_text(

@@ -197,16 +197,7 @@ def test_pods_with_volumes_get_the_same_nodes_and_texts_from_kubesalvo_and_kube_
         upstream.stop()
         delete_pods(control_plane, pods)
 
-        async def clean(client: Any) -> None:
-            for claim in claims:
-                await client.request("DELETE", f"{claims_path}/{claim['metadata']['name']}")
-            for volume in volumes:
-                name = volume["metadata"]["name"]
-                await client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
-            for node in nodes:
-                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
-
-        control_plane.call(clean)
+        control_plane.delete([*claims, *nodes, *volumes])
 
 
 def test_a_read_write_once_pod_claim_in_use_gets_the_same_text_from_both(
@@ -278,16 +269,7 @@ def test_a_read_write_once_pod_claim_in_use_gets_the_same_text_from_both(
         upstream.stop()
         delete_pods(control_plane, holders + seconds)
 
-        async def clean(client: Any) -> None:
-            for claim in claims:
-                await client.request("DELETE", f"{claims_path}/{claim['metadata']['name']}")
-            for volume in volumes:
-                name = volume["metadata"]["name"]
-                await client.request("DELETE", f"/api/v1/persistentvolumes/{name}")
-            for node in nodes:
-                await client.request("DELETE", f"/api/v1/nodes/{node['metadata']['name']}")
-
-        control_plane.call(clean)
+        control_plane.delete([*claims, *nodes, *volumes])
 
 
 def test_csi_volume_limits_keep_a_pod_off_a_node_that_allows_one_volume(
