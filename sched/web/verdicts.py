@@ -15,24 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubesalvo.core.plugins import node_affinity, node_name
-from kubesalvo.core.plugins.framework import Code, prefilter_narrowing_reason
+from kubesalvo.core.plugins.framework import Code
 from kubesalvo.core.reference.framework import PodInvalid, Status
+from kubesalvo.core.reference.node_affinity import RequiredNodeAffinity
 from kubesalvo.core.reference.scheduler import ReferenceScheduler
 from kubesalvo.core.reference.snapshot import NodeInfo
 from kubesalvo.core.resources import pod_requests
 
 __all__ = ["CLOSEST_ROWS", "FEASIBLE_ROWS", "node_table"]
-
-# Reasons that say the pod itself rules the node out (its nodeName, nodeSelector or
-# required node affinity): such a node is never "close", whatever room it has.
-_RULED_OUT_BY_POD = frozenset(
-    {
-        node_affinity.ERR_REASON_NODE_AFFINITY,
-        node_name.ERR_REASON_NODE_NAME,
-        prefilter_narrowing_reason([node_affinity.NAME]),
-    }
-)
 
 # Enough rows to sort and compare; a table of 5,000 nodes helps nobody and costs the
 # browser. The counts of everything left out are given.
@@ -70,9 +60,15 @@ def node_table(
         rows.append(_feasible_row(chosen, scores[chosen], chosen))
     request = pod_requests(unbound)
     infeasible = [(name, status) for name, status in outcome.statuses.items() if status is not None]
+    # The pod's own nodeSelector and required node affinity, asked of every node whatever
+    # filter rejected it first (a taint, say, comes before NodeAffinity).
+    selected = RequiredNodeAffinity(unbound).matches
+    by_name = reference.snapshot.by_name
     closest = sorted(
         infeasible,
-        key=lambda item: _distance(item[1], reference.snapshot.by_name[item[0]], request),
+        key=lambda item: _distance(
+            item[1], by_name[item[0]], request, not selected(by_name[item[0]])
+        ),
     )
     shown = closest[:CLOSEST_ROWS]
     if chosen is not None and chosen not in scores and all(n != chosen for n, _ in shown):
@@ -145,17 +141,19 @@ def _lacks(info: NodeInfo, request: Mapping[str, int]) -> list[str]:
     return out
 
 
-def _distance(status: Status, info: NodeInfo, request: Mapping[str, int]) -> tuple[Any, ...]:
+def _distance(
+    status: Status, info: NodeInfo, request: Mapping[str, int], ruled_out: bool
+) -> tuple[Any, ...]:
     """How far a node is from taking the pod: nodes no preemption or change of load can
-    help come last, and last among them the nodes the pod's own spec rules out (in a
-    cluster of many pools, a pod's node selector leaves most nodes out: none of them is
-    close); then by the number of reasons, then by the share of its allocatable each
-    missing resource amounts to (summed)."""
+    help come last, and last among them the nodes the pod's own selector rules out
+    (``ruled_out``: in a cluster of many pools, a pod's node selector leaves most nodes
+    out, none of them close); then by the number of reasons, then by the share of its
+    allocatable each missing resource amounts to (summed)."""
     short = _shortfalls(info, request)
     share = sum(amount / max(info.allocatable.get(name, 0), 1) for name, amount in short.items())
     return (
         status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-        any(reason in _RULED_OUT_BY_POD for reason in status.reasons),
+        ruled_out,
         len(status.reasons),
         share,
         info.name,

@@ -116,7 +116,9 @@ def test_nodes_the_pods_own_selector_rules_out_come_after_every_other_node():
     pool = {"kubesalvo.io/pool": "a"}
     too_small = node("too-small", "1")
     too_small["metadata"]["labels"].update(pool)
-    others = [node(f"other-{i}", "64") for i in range(30)]
+    # other pools' nodes, rejected first by their taint (TaintToleration runs before
+    # NodeAffinity), or by the pod's selector
+    others = [node(f"other-{i}", "64", TAINT if i % 2 else None) for i in range(30)]
     target = pod("web", "3")
     target["spec"]["nodeSelector"] = pool
     table = node_table(target, [*others, too_small], [target], [], Profile.default())
