@@ -152,6 +152,16 @@ RULES = [
         "resources": ["deviceclasses", "resourceclaims", "resourceslices"],
         "verbs": ["get", "list", "watch"],
     },
+    {
+        "apiGroups": [""],
+        "resources": ["persistentvolumeclaims", "persistentvolumes"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {
+        "apiGroups": ["storage.k8s.io"],
+        "resources": ["storageclasses", "csinodes", "csidrivers", "csistoragecapacities"],
+        "verbs": ["get", "list", "watch"],
+    },
 ]
 
 

@@ -94,9 +94,13 @@ def test_unschedulable_pods_by_plugin_match_kube_scheduler(control_plane, namesp
     upstream = start_kube_scheduler(
         control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
     )
-    ours = SchedulerProcess(tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100))
+    # A schedulerName of its own: on the suite's shared control plane other tests leave
+    # pods pending for "kubesalvo", which this process would count too.
+    ours_name = f"kubesalvo-{secrets.token_hex(3)}"
+    config = CONFIG.format(max_burst=100) + f"profiles:\n- schedulerName: {ours_name}\n"
+    ours = SchedulerProcess(tmp_path, control_plane.kubeconfig, config)
     pool = f"none-{secrets.token_hex(3)}"
-    created = pods(namespace, "kubesalvo", pool) + pods(namespace, upstream_name, pool)
+    created = pods(namespace, ours_name, pool) + pods(namespace, upstream_name, pool)
     try:
         ours.wait_ready()
         control_plane.create(created)
@@ -104,7 +108,7 @@ def test_unschedulable_pods_by_plugin_match_kube_scheduler(control_plane, namesp
 
         def readings() -> tuple[dict[str, float], dict[str, float]]:
             mine = by_plugin(
-                ours.get(f"http://127.0.0.1:{ours.metrics_port}/metrics")[1].decode(), "kubesalvo"
+                ours.get(f"http://127.0.0.1:{ours.metrics_port}/metrics")[1].decode(), ours_name
             )
             theirs = by_plugin(
                 upstream_metrics(upstream.metrics_url, control_plane.token), upstream_name

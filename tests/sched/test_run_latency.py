@@ -30,7 +30,9 @@ pytestmark = pytest.mark.integration
 WINDOW = 0.2
 SURGE = 500
 NODES = 10
-PROFILE = "kubesalvo"  # the one profile of tests/sched/test_app.py's CONFIG
+# The test's own schedulerName: on the suite's shared control plane other tests leave pods
+# pending for "kubesalvo", which this process would bind and count too.
+PROFILE = f"kubesalvo-latency-{secrets.token_hex(3)}"
 STAGES = ("queue_wait", "gathering", "encode", "kernel", "assume", "bind")
 
 
@@ -94,7 +96,7 @@ def test_a_lone_pod_does_not_wait_and_a_surge_is_placed_in_few_bursts_with_stage
     control_plane.create(nodes)
     config = CONFIG.format(max_burst=1000).replace(
         "burstGatheringWindow: 20ms", f"burstGatheringWindow: {WINDOW * 1000:.0f}ms"
-    )
+    ) + f"profiles:\n- schedulerName: {PROFILE}\n"
     process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, "latency")
     try:
         process.wait_ready()
