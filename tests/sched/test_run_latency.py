@@ -94,9 +94,12 @@ def test_a_lone_pod_does_not_wait_and_a_surge_is_placed_in_few_bursts_with_stage
         for i in range(NODES)
     ]
     control_plane.create(nodes)
-    config = CONFIG.format(max_burst=1000).replace(
-        "burstGatheringWindow: 20ms", f"burstGatheringWindow: {WINDOW * 1000:.0f}ms"
-    ) + f"profiles:\n- schedulerName: {PROFILE}\n"
+    config = (
+        CONFIG.format(max_burst=1000).replace(
+            "burstGatheringWindow: 20ms", f"burstGatheringWindow: {WINDOW * 1000:.0f}ms"
+        )
+        + f"profiles:\n- schedulerName: {PROFILE}\n"
+    )
     process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, "latency")
     try:
         process.wait_ready()
