@@ -36,6 +36,7 @@ import pytest
 
 from kubesalvo.core.synthetic import make_pods, namespace_objects, priority_class_objects
 from kubesalvo.sched.client import load_credentials
+from kubesalvo.sched.cluster.processes import free_ports
 from kubesalvo.sched.faultproxy import FaultProxy
 from tests.helpers.feasibility import placement_problems
 
@@ -97,17 +98,29 @@ class SchedulerProcess:
         self.config = folder / f"{name}.yaml"
         self.config.write_text(config)
         self.log = folder / f"{name}.log"
-        self.metrics_port = free_port()
-        self.debug_port = free_port()
+        self._kubeconfig = kubeconfig
+        self._args = args
+        self._env = env
+        self._start()
+
+    def _start(self) -> None:
+        # Two distinct ports, none of those the caller's args name (a port free when
+        # chosen may still be taken before the process binds it: see wait_ready).
+        taken = {a for a in self._args if a.isdigit()}
+        while True:
+            self.metrics_port, self.debug_port = free_ports(2)
+            if not {str(self.metrics_port), str(self.debug_port)} & taken:
+                break
         argv = [
             sys.executable, "-m", "kubesalvo.sched.cli", "run", "--config", str(self.config),
-            *(["--kubeconfig", str(kubeconfig)] if kubeconfig is not None else []),
+            *(["--kubeconfig", str(self._kubeconfig)] if self._kubeconfig is not None else []),
             "--secure-port", "0", "--insecure-port", str(self.metrics_port),
-            "--debug-port", str(self.debug_port), "--log-format", "json", "-v", "4", *args,
+            "--debug-port", str(self.debug_port), "--log-format", "json", "-v", "4",
+            *self._args,
         ]  # fmt: skip
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+                argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(self._env or {})}
             )
 
     def get(self, url: str) -> tuple[int, bytes]:
@@ -119,8 +132,15 @@ class SchedulerProcess:
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
+        restarts = 0
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                # Another process took one of its ports between the choice and the bind:
+                # start again on fresh ports (the suite's processes race for them).
+                if "address already in use" in self.tail() and restarts < 3:
+                    restarts += 1
+                    self._start()
+                    continue
                 pytest.fail(f"scheduler exited {self.process.returncode}:\n{self.tail()}")
             try:
                 if self.get(f"http://127.0.0.1:{self.metrics_port}/readyz")[0] == 200:
