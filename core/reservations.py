@@ -15,14 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from kubesalvo.core import gang
 from kubesalvo.core.place import PlacementResult, place_burst
 from kubesalvo.core.profile import Profile
+from kubesalvo.core.results import merged
 from kubesalvo.core.ties import TieBreak
 
-__all__ = ["Reservation", "Segment", "merged", "place_reserving", "segments"]
+__all__ = ["Reservation", "Segment", "place_reserving", "segments"]
 
 
 @dataclass(frozen=True)
@@ -131,26 +130,3 @@ def place_reserving(
         for reservation in reservations[:held]:
             state.remove_pod_key(reservation.key)
     return merged(results)
-
-
-def merged(results: list[PlacementResult]) -> PlacementResult:
-    """The segments' results as one, in the burst's order."""
-    if len(results) == 1:
-        return results[0]
-    return PlacementResult(
-        nodes=[node for r in results for node in r.nodes],
-        rows=np.concatenate([r.rows for r in results]),
-        scores=np.concatenate([r.scores for r in results]),
-        ties=[count for r in results for count in r.ties],
-        reason_counts=[counts for r in results for counts in r.reason_counts],
-        rejectors=[plugins for r in results for plugins in r.rejectors],
-        prefilter_rejector=[plugin for r in results for plugin in r.prefilter_rejector],
-        messages=[message for r in results for message in r.messages],
-        errors=[error for r in results for error in r.errors],
-        rolled_back=np.concatenate([r.rolled_back for r in results]),
-        tentative=[node for r in results for node in r.tentative],
-        num_nodes=results[-1].num_nodes,
-        classes=sum(r.classes for r in results),
-        kernel_seconds=sum(r.kernel_seconds for r in results),
-        encode_seconds=sum(r.encode_seconds for r in results),
-    )

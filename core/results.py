@@ -21,7 +21,7 @@ from kubesalvo.core.plugins import coscheduling, framework
 from kubesalvo.core.reasons import ReasonTable
 from kubesalvo.core.state import ClusterState
 
-__all__ = ["PlacementResult", "Results"]
+__all__ = ["PlacementResult", "Results", "merged"]
 
 
 @dataclass
@@ -221,3 +221,27 @@ def _gang_rejectors(
         i = order[pos]
         if key is not None and rolled[i]:
             rejectors[i] = failed[key] | {coscheduling.NAME}
+
+
+def merged(results: list[PlacementResult]) -> PlacementResult:
+    """Results of consecutive segments of one burst as one, in the burst's order
+    (core/reservations.py and core/volume_burst.py place a burst in segments)."""
+    if len(results) == 1:
+        return results[0]
+    return PlacementResult(
+        nodes=[node for r in results for node in r.nodes],
+        rows=np.concatenate([r.rows for r in results]),
+        scores=np.concatenate([r.scores for r in results]),
+        ties=[count for r in results for count in r.ties],
+        reason_counts=[counts for r in results for counts in r.reason_counts],
+        rejectors=[plugins for r in results for plugins in r.rejectors],
+        prefilter_rejector=[plugin for r in results for plugin in r.prefilter_rejector],
+        messages=[message for r in results for message in r.messages],
+        errors=[error for r in results for error in r.errors],
+        rolled_back=np.concatenate([r.rolled_back for r in results]),
+        tentative=[node for r in results for node in r.tentative],
+        num_nodes=results[-1].num_nodes,
+        classes=sum(r.classes for r in results),
+        kernel_seconds=sum(r.kernel_seconds for r in results),
+        encode_seconds=sum(r.encode_seconds for r in results),
+    )

@@ -16,17 +16,16 @@ the volumes they assumed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from kubesalvo.core import volumes
 from kubesalvo.core.encode import Encoder
 from kubesalvo.core.plugins import node_volume_limits, volume_binding
 from kubesalvo.core.profile import Profile
-from kubesalvo.core.results import PlacementResult
+from kubesalvo.core.results import PlacementResult, merged
 from kubesalvo.core.state import ClusterState, pod_key
 
 __all__ = ["delayed_positions", "place_in_segments"]
@@ -137,22 +136,5 @@ def place_in_segments(
 
 
 def _joined(parts: list[PlacementResult], bindings: list[list[tuple[str, str]]]) -> PlacementResult:
-    """One result of the segments' results, in the pods' order."""
-    return PlacementResult(
-        nodes=[n for r in parts for n in r.nodes],
-        rows=np.concatenate([r.rows for r in parts]),
-        scores=np.concatenate([r.scores for r in parts]),
-        reason_counts=[c for r in parts for c in r.reason_counts],
-        rejectors=[x for r in parts for x in r.rejectors],
-        prefilter_rejector=[x for r in parts for x in r.prefilter_rejector],
-        messages=[m for r in parts for m in r.messages],
-        errors=[e for r in parts for e in r.errors],
-        rolled_back=np.concatenate([r.rolled_back for r in parts]),
-        tentative=[t for r in parts for t in r.tentative],
-        ties=[t for r in parts for t in r.ties],
-        num_nodes=parts[0].num_nodes,
-        classes=sum(r.classes for r in parts),
-        kernel_seconds=sum(r.kernel_seconds for r in parts),
-        encode_seconds=sum(r.encode_seconds for r in parts),
-        volume_bindings=bindings,
-    )
+    """One result of the segments' results, in the pods' order, with the volumes chosen."""
+    return dataclasses.replace(merged(parts), volume_bindings=bindings)
