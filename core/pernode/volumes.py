@@ -32,16 +32,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubesalvo.core.label_selectors import parse_selector, selector_matches
-from kubesalvo.core.plugins import names
-from kubesalvo.core.reference.framework import (
+from kubesalvo.core.pernode.framework import (
     Pod,
     PodInvalid,
     PreFilterRejection,
     SchedulingError,
     Status,
 )
-from kubesalvo.core.reference.selectors import node_selector_terms
-from kubesalvo.core.reference.snapshot import NodeInfo
+from kubesalvo.core.pernode.selectors import node_selector_terms
+from kubesalvo.core.pernode.snapshot import NodeInfo
+from kubesalvo.core.plugins import names
 from kubesalvo.core.volumes import (
     StorageObjects,
     bound_to_claim,

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesalvo.core.pernode.framework import Pod, Status
+from kubesalvo.core.pernode.selectors import node_selector_terms
+from kubesalvo.core.pernode.snapshot import NodeInfo, namespace_of
 from kubesalvo.core.plugins.framework import PluginSpec
-from kubesalvo.core.reference.framework import Pod, Status
-from kubesalvo.core.reference.selectors import node_selector_terms
-from kubesalvo.core.reference.snapshot import NodeInfo, namespace_of
 
 __all__ = ["StaticFilter", "static_scores"]
 

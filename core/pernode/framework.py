@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins.framework import MAX_NODE_SCORE, Code
-from kubesalvo.core.reference.snapshot import NodeInfo
 
 __all__ = [
     "FilterPlugin",
