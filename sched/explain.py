@@ -34,10 +34,10 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kubesalvo.core.gang import min_available
+from kubesalvo.core.plugins.coscheduling.gang import gang_of, min_available
+from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import go_duration
 from kubesalvo.sched.informers import to_api_dict
-from kubesalvo.sched.queue.members import gang_of
 
 if TYPE_CHECKING:
     from kubesalvo.sched.app import Scheduler
@@ -116,7 +116,7 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
         answer["status"] = "unknown"
         answer["message"] = "no such pod in the scheduler's cache (finished or deleted?)"
         return answer
-    qos = getattr(scheduler, "qos", None)
+    qos = scheduler.plugins.live.get(QOS_AWARE)
     found = qos.controller_of(namespace, name) if qos is not None else None
     if found is not None:
         controller, totals = found

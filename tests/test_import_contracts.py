@@ -9,6 +9,7 @@ and its __init__ imports nothing).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -52,3 +53,15 @@ def test_the_oracle_contract_has_no_exceptions() -> None:
     contract = _oracle_contract()
     assert "ignore_imports" not in contract
     assert ORACLE not in contract["source_modules"]  # type: ignore[operator]
+
+
+def test_only_core_place_still_imports_the_gangs_old_address() -> None:
+    # core/gang.py re-exports Coscheduling's gang module for core/place.py alone.
+    pattern = re.compile(r"from kubesalvo\.core import [^\n]*\bgang\b|kubesalvo\.core\.gang\b")
+    importers = sorted(
+        path.relative_to(ROOT).as_posix()
+        for folder in ("core", "sched", "tests", "bench")
+        for path in (ROOT / folder).rglob("*.py")
+        if pattern.search(path.read_text()) and path.name != "test_import_contracts.py"
+    )
+    assert importers == ["core/place.py"]

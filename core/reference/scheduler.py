@@ -6,9 +6,9 @@ plugins written one pod and one node at a time); this adds what only the tests n
 4. Select: any node with the highest total (kube-scheduler picks one at random).
 
 ``place_burst`` places pods in order, assuming each placement before the next pod,
-and handles gangs (see core/gang.py) all-or-nothing: when it meets the first pod of a
-group it places all of the group's pods of the burst, in their order, one after the
-other; if fewer than the group's minimum fit, it takes them all back before going on.
+and handles gangs (see core/plugins/coscheduling/gang.py) all-or-nothing: when it meets
+the first pod of a group it places all of the group's pods of the burst, in their order,
+one after the other; if fewer than the group's minimum fit, it takes them all back before going on.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesalvo.core import gang
 from kubesalvo.core.pernode.evaluator import FilterOutcome, PodEvaluator
 from kubesalvo.core.pernode.framework import Pod, SchedulingError
 from kubesalvo.core.pernode.snapshot import namespace_of, pod_key
 from kubesalvo.core.plugins import coscheduling, framework
+from kubesalvo.core.plugins.coscheduling import gang
 
 __all__ = ["FilterOutcome", "ReferenceScheduler", "ScheduleResult"]
 

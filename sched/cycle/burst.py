@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesalvo.core import gang
 from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.place import PlacementResult, place_burst
 from kubesalvo.core.plugins import (
@@ -22,6 +21,7 @@ from kubesalvo.core.plugins import (
     names,
     post_filter,
 )
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.plugins.dynamic_resources import DynamicResourcesArgs
 from kubesalvo.core.preemption import (
     PreemptionArgs,

@@ -40,10 +40,10 @@ from kubesalvo.core.pernode.pod_topology_spread import Constraint, constraints
 from kubesalvo.core.pernode.selectors import NOTHING, InvalidSelector
 from kubesalvo.core.pernode.snapshot import NodeInfo, labels_of, namespace_of
 from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.coscheduling.gang import gang_of
 from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
 from kubesalvo.core.resources import pod_requests
 from kubesalvo.sched.queue.cluster_events import ClusterEvent, EventResource, HintFn
-from kubesalvo.sched.queue.members import gang_of
 
 __all__ = ["DEFAULT_HINTS"]
 

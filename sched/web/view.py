@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.sched.explain import explain_pod
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.web.overview import QosHistory, overview
@@ -172,7 +173,7 @@ class WebView:
 
     async def _sample_forever(self) -> None:
         while True:
-            table = getattr(self.scheduler, "qos", None)
+            table = self.scheduler.plugins.live.get(QOS_AWARE)
             if table is not None:
                 self.history.sample(table.json_rows())
             await asyncio.sleep(QOS_SAMPLE_PERIOD)

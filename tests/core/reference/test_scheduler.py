@@ -2,8 +2,8 @@
 
 import pytest
 
-from kubesalvo.core.gang import GroupKey
 from kubesalvo.core.plugins import coscheduling
+from kubesalvo.core.plugins.coscheduling.gang import GroupKey
 from kubesalvo.core.reference import PodInvalid, ReferenceScheduler
 
 from .builders import node, pod
