@@ -1,8 +1,9 @@
-"""The gangs' old address, kept only for ``core/place.py``: Coscheduling's group reading lives
-in ``core/plugins/coscheduling/gang.py``.
+"""The gangs' old address, kept for three modules only: Coscheduling's group reading lives in
+``core/plugins/coscheduling/gang.py``.
 
-``core/place.py`` belongs to this session's kernel work and imports ``core.gang``; once it
-imports the plugin's module this file goes. Nothing else may import it (tests check).
+``core/place.py``, ``core/volume_burst.py`` and ``core/volume_slots.py`` are other work's
+files this session and import ``core.gang``; once they import the plugin's module this file
+goes. Nothing else may import it (tests/test_import_contracts.py checks).
 """
 
 from kubesalvo.core.plugins.coscheduling.gang import *  # noqa: F403
