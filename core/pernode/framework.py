@@ -1,4 +1,4 @@
-"""What every reference plugin shares: statuses, the plugin shapes, score helpers.
+"""What every per-node plugin shares: statuses, the plugin shapes, score helpers.
 
 A filter plugin is a class built once per scheduling cycle (its constructor is the
 PreFilter step: it reads the pod and the whole snapshot) whose ``filter(node)``
