@@ -8,9 +8,9 @@ profiles, and runs the ``BurstCycle``. When a profile has PodTopologySpread defa
 constraints (System defaulting has), it also watches Services, ReplicationControllers,
 ReplicaSets and StatefulSets, whose selectors give pods without constraints of their own
 the default ones (``informers.workloads``); without RBAC to list them it logs one warning
-and runs without default spreading. The plugins' runtime halves (QosAware, the gangs'
-PodGroups, GroupPriority's warnings: ``plugin_runtimes.INSTALLS``) add their watches, pod
-hooks, pages and tasks through a ``PluginHandle``. With ``leaderElection.leaderElect``
+and runs without default spreading. These two watches, and the other plugins' runtime
+halves (QosAware, the gangs' PodGroups, GroupPriority's warnings), are installed from
+``plugin_runtimes.INSTALLS`` through a ``PluginHandle``. With ``leaderElection.leaderElect``
 only the holder of the Lease binds: a standby keeps its informers and queue warm and takes
 over when the Lease is free; a leader that cannot renew stops binding at once.
 
@@ -51,8 +51,9 @@ from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import ActionType, ClusterEvent, EventResource, event_label
 from kubesalvo.core.plugins.volume_binding import VolumeBindingArgs
+from kubesalvo.sched import default_spread, disruption_budgets
 from kubesalvo.sched.cache import SchedulerCache
-from kubesalvo.sched.client import ApiClient, ApiError, CredentialsError, load_credentials
+from kubesalvo.sched.client import ApiClient, CredentialsError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
 from kubesalvo.sched.devices import DeviceBook
@@ -62,7 +63,6 @@ from kubesalvo.sched.informers import (
     DELETED,
     NAMESPACES,
     NODES,
-    PODDISRUPTIONBUDGETS,
     PODS,
     SYNCED,
     Change,
@@ -74,12 +74,9 @@ from kubesalvo.sched.informers.models import (
     Namespace,
     Node,
     Pod,
-    PodDisruptionBudget,
-    Workload,
 )
 from kubesalvo.sched.informers.resources import DRA_RESOURCES, dra_objects
 from kubesalvo.sched.informers.storage import STORAGE_RESOURCES, VOLUME_PLUGINS, storage_handler
-from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
 from kubesalvo.sched.memory import (
     CollectorPauses,
@@ -196,7 +193,7 @@ class Scheduler:
             is_leader=self.is_leader,
             settings=CycleSettings.from_config(config, tie_seed),
             cluster=self._cluster_objects,
-            workloads=self._workloads_of,
+            workloads=self.workloads_of,
             devices=self.devices,
         )
         # API traffic under client-go's metric names (kubernetes-mixin charts them).
@@ -210,25 +207,7 @@ class Scheduler:
         self.pods: Informer[Pod] = Informer(
             client, PODS, self._on_pod, WatchSettings(field_selector=ACTIVE_PODS)
         )
-        # Only their store is read (by preemption decisions); no handler needed.
-        self.pdbs: Informer[PodDisruptionBudget] | None = None
-        if any(profile.preemption is not None for profile in config.profiles):
-            self.pdbs = Informer(client, PODDISRUPTIONBUDGETS)
         self.informers: list[Informer[Any]] = [self.nodes, self.namespaces, self.pods]
-        if self.pdbs is not None:
-            self.informers.append(self.pdbs)
-        # Services and controllers, for PodTopologySpread's default constraints; only
-        # when a profile has some (System defaulting has them unless turned off).
-        self.workloads: Workloads | None = None
-        self.workload_informers: list[Informer[Workload]] = []
-        if any(profile.core.spread.effective_constraints for profile in config.profiles):
-            self.workloads = Workloads()
-            for resource, kind in WORKLOAD_KINDS:
-                informer: Informer[Workload] = Informer(
-                    client, resource, self.workloads.handler(kind)
-                )
-                self.workload_informers.append(informer)
-            self.informers.extend(self.workload_informers)
         # Claims, volumes, classes and CSI objects, when a profile runs a volume plugin
         # (sched/informers/storage.py); the cache hands them to the encoder.
         if any(VOLUME_PLUGINS.intersection(profile.core.filters) for profile in config.profiles):
@@ -275,9 +254,10 @@ class Scheduler:
             for server in self.servers:
                 if server.tls is not None:
                     self.web.add_to(server.app)
-        # The plugins' runtime halves (QosAware's table, the gangs' PodGroups, ...): their
-        # watches, pod hooks, pages and tasks, registered through the handle. They come
-        # after the readiness checks above: a plugin's watch does not hold readiness.
+        # The plugins' runtime halves (default spreading's workloads, preemption's PDBs,
+        # QosAware's table, the gangs' PodGroups, ...): their watches, pod hooks, pages and
+        # tasks, registered through the handle; only watches asked with ready=True hold
+        # readiness back.
         self.plugins = PluginHandle(
             client=client,
             config=config,
@@ -294,6 +274,10 @@ class Scheduler:
         )
         for install in INSTALLS:
             install(self.plugins)
+        for server in self.servers:
+            for informer in self.plugins.gates:
+                name = f"informer-sync-{informer.resource.plural}"
+                server.add_readiness_check(name, self._synced_check(informer))
         binding = self.cycle.binding
         if self.plugins.bind_started:
             binding.on_bind_started = self.plugins.bind_start
@@ -348,7 +332,7 @@ class Scheduler:
         return ClusterObjects(
             nodes=list(self.nodes.store.values()),
             pods=pods,
-            pdbs=list(self.pdbs.store.values()) if self.pdbs is not None else [],
+            pdbs=disruption_budgets.budgets(self.plugins),
             namespaces=list(self.namespaces.store.values()),
             assumed=assumed,
             storage=self.cache.state.storage.copy(),
@@ -408,47 +392,13 @@ class Scheduler:
         return self._dra_snapshot
 
     def _synced_check(self, informer: Informer[Any]) -> Callable[[], bool]:
-        # A workload informer dropped for want of RBAC (see _check_workload_access) does
-        # not hold readiness back.
+        # A plugin's watch dropped for want of RBAC (say, default spreading's workloads)
+        # does not hold readiness back.
         return lambda: informer.synced.is_set() or informer not in self.informers
 
-    def _workloads_of(self, namespaces: set[str]) -> list[dict[str, Any]]:
+    def workloads_of(self, namespaces: set[str]) -> list[dict[str, Any]]:
         """The workloads a burst's pods (of these namespaces) may belong to."""
-        if self.workloads is None:
-            return []
-        return self.workloads.in_namespaces(namespaces)
-
-    async def _check_workload_access(self) -> None:
-        """Without list access to every workload kind, run without default spreading.
-
-        A partial set would give pods wrong default selectors, and an informer that is
-        refused would keep the scheduler from ever being ready: one warning, then none
-        of the four informers runs.
-        """
-        if not self.workload_informers:
-            return
-        forbidden = []
-        for informer in self.workload_informers:
-            try:
-                await self.client.request("GET", informer.resource.path, params={"limit": "1"})
-            except ApiError as error:
-                if error.status in (401, 403):
-                    forbidden.append(informer.resource.plural)
-            except Exception:
-                # Transient trouble: the informers retry on their own.
-                log.debug("probing %s failed", informer.resource.plural, exc_info=True)
-        if not forbidden:
-            return
-        log.warning(
-            "cannot list %s (RBAC): PodTopologySpread default constraints are off; grant "
-            "list and watch on services, replicationcontrollers, replicasets and "
-            "statefulsets to spread pods without constraints of their own",
-            ", ".join(forbidden),
-        )
-        # In place: the plugin handle appends its watches to this same list.
-        self.informers[:] = [i for i in self.informers if i not in self.workload_informers]
-        self.workload_informers = []
-        self.workloads = None
+        return default_spread.workloads_of(self.plugins, namespaces)
 
     # --- informer handlers (event loop; quick) ------------------------------------------
 
@@ -575,7 +525,6 @@ class Scheduler:
         self.recorder.start()
         self.gc_pauses.start()
         collect_young_less_often()
-        await self._check_workload_access()
         await self.plugins.start()
         self.plugins.start_background()
         for informer in self.informers:

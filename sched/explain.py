@@ -161,9 +161,7 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
     nodes = [to_api_dict(n) for n in scheduler.nodes.store.values()]
     pods = [to_api_dict(p) for p in scheduler.pods.store.values() if p.spec.node_name]
     namespaces = [to_api_dict(ns) for ns in scheduler.namespaces.store.values()]
-    workloads = (
-        scheduler.workloads.in_namespaces({namespace}) if scheduler.workloads is not None else []
-    )
+    workloads = scheduler.workloads_of({namespace})
     # The per-node evaluator is plain Python: keep the event loop free while it runs.
     storage = scheduler.cache.state.storage.copy()
     breakdown = await asyncio.to_thread(

@@ -6,9 +6,10 @@ in ``sched``, with an ``install(handle)`` function (``sched/plugin_runtimes.py``
 them). ``install`` looks at the configuration, and when its plugin is enabled, registers
 what it needs through the handle:
 
-* ``watch(resource, handler)``: an informer, started with the runtime's own; it does not
-  hold readiness back (a plugin's objects are extra knowledge, not a precondition).
-  ``unwatch`` drops one again (say, when RBAC refuses it at start);
+* ``watch(resource, handler, ready=False)``: an informer, started with the runtime's own;
+  with ``ready`` its first sync holds readiness back (/readyz ``informer-sync-<plural>``),
+  as for objects a decision must not go without. ``unwatch`` drops one again (say, when
+  RBAC refuses it at start), and then it holds nothing back;
 * ``on_pod(hook)``: called with every change of the pod informer, before the runtime
   files the pod (cache, queue), in the order the halves were installed;
 * ``before_start(step)``: awaited at start, in order, before the informers start (probing
@@ -65,6 +66,7 @@ class PluginHandle:
     scheduler_names: frozenset[str]
     add_page: Callable[[str, Page], None]
     live: dict[str, Any] = field(default_factory=dict)
+    gates: list[Informer[Any]] = field(default_factory=list)  # watches holding readiness
     pod_hooks: list[PodHook] = field(default_factory=list)
     start_steps: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     bind_started: list[BindHook] = field(default_factory=list)
@@ -76,10 +78,16 @@ class PluginHandle:
     # --- what a plugin's half registers --------------------------------------------------
 
     def watch(
-        self, resource: Resource[Any], handler: Callable[[Change[Any]], None] | None = None
+        self,
+        resource: Resource[Any],
+        handler: Callable[[Change[Any]], None] | None = None,
+        *,
+        ready: bool = False,
     ) -> Informer[Any]:
         informer: Informer[Any] = Informer(self.client, resource, handler)
         self.informers.append(informer)
+        if ready:
+            self.gates.append(informer)
         return informer
 
     def unwatch(self, informer: Informer[Any]) -> None:

@@ -153,8 +153,7 @@ class WebView:
         nodes = list(scheduler.nodes.store.values())
         pods = [p for p in scheduler.pods.store.values() if p.spec.node_name]
         namespaces = list(scheduler.namespaces.store.values())
-        known = scheduler.workloads
-        workloads = known.in_namespaces({namespace}) if known is not None else []
+        workloads = scheduler.workloads_of({namespace})
         chosen = answer.get("node") if answer.get("status") == "placed" else None
         storage = scheduler.cache.state.storage.copy()  # the volume filters' objects
         answer["nodeTable"] = await asyncio.to_thread(

@@ -44,6 +44,13 @@ def test_a_watch_joins_the_runtimes_informers_and_unwatch_drops_it() -> None:
     assert informers == ["nodes-of-the-runtime"]
 
 
+def test_a_watch_asked_ready_holds_readiness_and_the_others_do_not() -> None:
+    h = handle()
+    gate = h.watch(NODES, ready=True)
+    extra = h.watch(NODES)
+    assert h.gates == [gate] and extra in h.informers
+
+
 def test_bind_hooks_and_pages_reach_every_registration() -> None:
     pages: dict[str, Any] = {}
     h = handle(pages=pages)
