@@ -172,6 +172,8 @@ STAGE_LABELS = {
     "encode": "encode (per burst)",
     "kernel": "kernel (per burst)",
     "assume": "assume (per burst)",
+    "placing": "popped → binds handed over (per burst)",
+    "bind_wait": "bind handed over → POST sent (per pod)",
     "bind": "bind POST in flight (per pod)",
     WHOLE: "creation event → bind POST (per pod)",
 }

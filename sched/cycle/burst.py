@@ -258,8 +258,11 @@ class BurstCycle:
                 popped = self.queue.clock.now()
                 self.metrics.observe_queue_waits(popped - qp.active_since for qp in burst)
             if burst:
+                popped_at = time.perf_counter()
                 try:
                     await self.schedule(burst)
+                    if self.metrics is not None:
+                        self.metrics.observe_stage(m.STAGE_PLACING, time.perf_counter() - popped_at)
                 except Exception:
                     log.exception("burst of %d pods failed", len(burst))
                     self.cache.drop_unrecorded([qp.key for qp in burst])
