@@ -11,9 +11,7 @@ while pods keep arriving close together, at most ``burstGatheringWindow``; a lon
 not wait) so that pods created together land in one burst, pops every ready
 pod (at most ``maxBurstPods`` per profile), and per profile runs ``place_burst`` in a worker
 thread (``asyncio.to_thread``; the kernel releases the GIL), so the event loop keeps reading
-watches and sending the binds of earlier bursts meanwhile. A small burst (at most
-``CycleSettings.inline_cells`` pods x nodes) is placed on the loop itself: its millisecond
-of Python would wait longer for the GIL in a thread than it takes. The cache is frozen while the
+watches and sending the binds of earlier bursts meanwhile. The cache is frozen while the
 kernel runs (see ``cache``); the placements are committed into the state by the kernel
 and recorded as assumed before any other change is applied. Each placed pod's bind is
 handed to the binder at once and the loop goes on to the next burst without waiting.

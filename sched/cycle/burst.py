@@ -8,7 +8,7 @@ import collections
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,13 +77,6 @@ class CycleSettings:
     # The seed of the stream ties between equally scored nodes are drawn from (None: from
     # the clock at start, as kube-scheduler's random choice differs run to run).
     tie_seed: int | None = None
-    # A burst of at most this many pods x nodes is placed on the event loop itself, not
-    # in a worker thread (0: always in a thread). A small burst's placement is about a
-    # millisecond of Python; in a thread it waits for the GIL behind the event loop (up
-    # to the 5 ms switch interval at each handover) and the loop waits for its result,
-    # so under a steady stream of small bursts the hand-off cost more than the work.
-    # 100,000: a 20-pod burst on 5,000 nodes, 100 pods on 1,000.
-    inline_cells: int = 100_000
 
     @classmethod
     def from_config(cls, config: SchedulerConfig, tie_seed: int | None = None) -> CycleSettings:
@@ -373,14 +366,13 @@ class BurstCycle:
             workloads = self.workloads({qp.pod.metadata.namespace for qp in pods})
         began = time.perf_counter()
         with self.cache.frozen() as state:
-            run = self._runner(len(pods), state.node_count)
             reservations = self._reservations(state, nominated)
             result: PlacementResult
             devices: PodDevices | None = None
             if with_devices and self.devices is not None:
                 # Nominated pods' reservations are not kept for a pod with claims.
                 devices = self.devices.prefilter(objects[0], self._filter_timeout(profile_name))
-                result = await run(
+                result = await asyncio.to_thread(
                     place_burst,
                     state,
                     objects,
@@ -396,7 +388,7 @@ class BurstCycle:
                     by_priority=self.config.profiles[0].queue_sort == names.PRIORITY_SORT,
                     groups=[gang.group_of(obj) for obj in objects],
                 )
-                result = await run(
+                result = await asyncio.to_thread(
                     place_reserving,
                     state,
                     objects,
@@ -408,7 +400,7 @@ class BurstCycle:
                     self.ties,
                 )
             else:
-                result = await run(
+                result = await asyncio.to_thread(
                     place_burst,
                     state,
                     objects,
@@ -490,17 +482,6 @@ class BurstCycle:
             assert preemption is not None
             job = PreemptionJob(profile_name, profile, pods, result, failed, preemption, began)
             self._enqueue_preemption(job)
-
-    def _runner(self, pods: int, nodes: int) -> Callable[..., Awaitable[Any]]:
-        """How to run a placement of ``pods`` pods over ``nodes`` nodes: in a worker thread,
-        or, when small (``CycleSettings.inline_cells``), at once on the event loop."""
-        if pods * nodes > self.settings.inline_cells:
-            return asyncio.to_thread
-
-        async def inline(work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-            return work(*args, **kwargs)
-
-        return inline
 
     def _admit_gangs(
         self, profile_name: str, pods: list[QueuedPod], objects: list[dict[str, Any]]
