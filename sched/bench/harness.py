@@ -47,6 +47,7 @@ from kubesalvo.sched.bench import (
     rollout,
     stages,
 )
+from kubesalvo.sched.bench import volumes as bench_volumes
 from kubesalvo.sched.bench.podwatch import (
     BindWatch,
     Created,
@@ -320,9 +321,17 @@ def _run_one(
     selector = f"{RUN_LABEL}={run_id}"
     through = options.create
     plan: rollout.Rollout | None = None
+    storage: bench_volumes.RunStorage | None = None
     if through == PODS:
-        pods = burst(generate(scenario, name), run_id)
+        cluster = generate(scenario, name)
+        pods = burst(cluster, run_id)
         total = len(pods)
+        storage = bench_volumes.for_run(cluster, pods, run_id)
+        if storage is not None:  # before the clock, as an administrator's volumes are
+            made = storage
+            say(f"{name}: creating {len(made.volumes)} volumes and {len(made.claims)} claims")
+            seconds = cp.call(lambda client: bench_volumes.create(client, made, options.timeout))
+            say(f"{name}: every volume Available after {seconds:.1f}s")
     else:
         plan = rollout.plan(scenario, name, run_id)
         pods, total = plan.pods, plan.total
@@ -388,6 +397,13 @@ def _run_one(
     say(f"{name}: checking the placements")
     keys = sorted(measured.created.answered)
     report = cp.call(lambda client: _check(client, set(keys)))
+    if storage is not None and name not in (contenders.RAW_BIND, contenders.RAW_BIND_EVENTS):
+        held = storage
+        claims = cp.call(lambda client: bench_volumes.check(client, held))
+        for violation in claims.violations:
+            report.add(violation)
+        report.violation_count += claims.violation_count - len(claims.violations)
+        report.claims_checked = claims.claims_checked
     checked: dict[str, Any] = {"checked": True, "ok": report.ok, **vars(report)}
     if name in (contenders.RAW_BIND, contenders.RAW_BIND_EVENTS):
         # It ignores every constraint: only the server's counts are of interest.
@@ -404,6 +420,8 @@ def _run_one(
         if plan is not None:
             await rollout.delete_controllers(client, plan)
         await delete_burst(client, keys, selector, options.create_concurrency, options.timeout)
+        if storage is not None:
+            await bench_volumes.delete(client, storage, options.create_concurrency)
         return time.monotonic() - began
 
     delete_seconds = cp.call(delete, options.create_concurrency + 4)
