@@ -326,6 +326,13 @@ static inline void ks_tree_set(int64_t *restrict t, int64_t leaves, int64_t pos,
         ks_tree_node(t, i);
 }
 
+/* One of the cnt >= 1 tied rows tb[0..cnt) (in static row order): tb[ks_below(cnt)], no
+ * draw for a single row. */
+static inline int64_t ks_pick_tied(const int32_t *tb, int64_t cnt, uint64_t *state)
+{
+    return tb[cnt > 1 ? ks_below(state, cnt) : 0];
+}
+
 /* The best row of rows[0..nf) for one pod: the largest total, ties picked uniformly (the
  * reservoir of ks_offer, drawing from *state). A row's total is its local score (loc[i]
  * by position when loc_by_pos, else loc[n]) plus the normalised scores: TaintToleration
@@ -333,7 +340,11 @@ static inline void ks_tree_set(int64_t *restrict t, int64_t leaves, int64_t pos,
  * NodeAffinity's preferred terms (ma the largest sum), PodTopologySpread's soft
  * constraints (when rawsp is given: raw hi..lo reversed onto 0..100, 0 for rawsp -1),
  * InterPodAffinity's preferred terms (when rawipa is given and ihi > ilo). *score gets
- * the total, *ties the rows holding it; returns the row, -1 when nf is 0. */
+ * the total, *ties the rows holding it; returns the row, -1 when nf is 0.
+ *
+ * The pick is one draw: ks_below(ties) indexes the tied rows in the order of rows (tb,
+ * nf + 1 slots, collects them), and nothing is drawn without a tie. A search that visits
+ * rows in another order (ks_pick_tied) reproduces it from the same tied set. */
 static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
                            const int64_t *restrict loc, int loc_by_pos,
                            const int16_t *restrict taints, const int64_t *tsc,
@@ -341,11 +352,11 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
                            const int32_t *restrict aff, int64_t w_aff, int64_t ma,
                            const int64_t *restrict rawsp, int64_t w_spread, int64_t hi, int64_t lo,
                            const int64_t *restrict rawipa, int64_t w_ipa, int64_t ihi, int64_t ilo,
-                           uint64_t *state, int64_t *score, int64_t *ties)
+                           int32_t *restrict tb, uint64_t *state, int64_t *score,
+                           int64_t *ties)
 {
-    ks_res r;
+    int64_t best = -1, cnt = 0;
     int flat = hi == 0 || hi == lo; /* every counted row scores 100 for spread */
-    ks_res_init(&r);
     for (int64_t i = 0; i < nf; i++) {
         int64_t n = rows[i];
         int64_t t = loc[loc_by_pos ? i : n];
@@ -359,11 +370,16 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
             t += w_spread * ks_spread_norm(rawsp[n], flat, hi, lo);
         if (rawipa && ihi > ilo)
             t += w_ipa * ks_ipa_norm(rawipa[n], ihi, ilo);
-        ks_offer(&r, t, n, state);
+        if (t > best) {
+            best = t;
+            cnt = 0;
+        }
+        tb[cnt] = (int32_t)n; /* kept only when it ties (a lower total is overwritten) */
+        cnt += t == best;
     }
-    *score = r.best;
-    *ties = r.ties;
-    return r.row;
+    *score = best;
+    *ties = cnt;
+    return cnt == 0 ? -1 : ks_pick_tied(tb, cnt, state);
 }
 
 /* One pod's first pass over the rows of its static filters (a class's only pod in a
@@ -456,6 +472,104 @@ static int64_t ks_single_scan(ks_single *q)
         nf += k;
     }
     return nf;
+}
+
+/* Whether row n passes ks_single_scan's filters for q's pod (the same comparisons, one
+ * row): the bounded search (ks_levels) filters the rows it visits with it. */
+static inline int ks_fits(const ks_single *q, int32_t n)
+{
+    const int64_t never = INT64_MAX / 4;
+    int64_t qc = q->chk_cpu ? q->req_cpu : -never, qm = q->chk_mem ? q->req_mem : -never;
+    int64_t qp = q->chk_pods ? q->req_pods : -never;
+    const ks_hot *h = q->hot + n;
+    int fits = (h->r0 + qc <= h->a0) & (h->r1 + qm <= h->a1) & (qp <= q->podfree[n]);
+    for (int64_t j = 0; j < q->nhk; j++)
+        fits &= q->hkeys[j][n] >= 0;
+    if (fits && q->nx) {
+        const int64_t *a = q->alloc + (int64_t)n * q->nres;
+        const int64_t *r = q->req + (int64_t)n * q->nres;
+        for (int64_t j = 0; j < q->nx; j++) {
+            int32_t col = q->xcols[j];
+            fits &= r[col] + q->creq[col] <= a[col];
+        }
+    }
+    return fits;
+}
+
+/* The rows by free-capacity level, for a search of a class's only pod that visits the
+ * rows best bound first. A row's level is (la(cpu) + la(memory)) >> 1 of ks_local_block
+ * with nothing of the pod added: adding the pod's non-zero requests only lowers each
+ * la, so the pod's local score on the row is at most
+ *
+ *   max fixed + w_fit * level + w_bal * 100
+ *
+ * (balanced is at most 100). A row whose operands ks_local_block does not take exactly
+ * (an allocatable of 0, values near 2**52) is put at level 100, where it is always
+ * visited. Each level is a doubly linked list of rows (order within a level is free: the
+ * search orders the tied rows it keeps), moved in O(1) when a row's requests change. */
+#define KS_LEVELS 101
+
+typedef struct {
+    int32_t *next, *prev; /* per row; -1 ends a list */
+    uint8_t *level;       /* per row */
+    int32_t head[KS_LEVELS];
+} ks_levels;
+
+static inline int64_t ks_level_of(const ks_hot *h)
+{
+    const int64_t big = ((int64_t)1 << 52) / 100;
+    if (h->a0 <= 0 || h->a1 <= 0 || h->a0 >= big || h->a1 >= big || h->z0 < 0 || h->z1 < 0)
+        return KS_LEVELS - 1;
+    int64_t l0 = h->z0 > h->a0 ? 0 : (h->a0 - h->z0) * 100 / h->a0;
+    int64_t l1 = h->z1 > h->a1 ? 0 : (h->a1 - h->z1) * 100 / h->a1;
+    return (l0 + l1) >> 1;
+}
+
+static inline void ks_levels_insert(ks_levels *b, int32_t n, int64_t l)
+{
+    b->level[n] = (uint8_t)l;
+    b->prev[n] = -1;
+    b->next[n] = b->head[l];
+    if (b->head[l] >= 0)
+        b->prev[b->head[l]] = n;
+    b->head[l] = n;
+}
+
+static void ks_levels_build(ks_levels *b, const ks_hot *hot, int64_t rows)
+{
+    for (int64_t l = 0; l < KS_LEVELS; l++)
+        b->head[l] = -1;
+    for (int64_t n = rows - 1; n >= 0; n--)
+        ks_levels_insert(b, (int32_t)n, ks_level_of(hot + n));
+}
+
+/* Row n's requests changed: it moves to its new level. */
+static inline void ks_levels_move(ks_levels *b, const ks_hot *hot, int32_t n)
+{
+    int64_t l = ks_level_of(hot + n), old = b->level[n];
+    if (l == old)
+        return;
+    if (b->prev[n] >= 0)
+        b->next[b->prev[n]] = b->next[n];
+    else
+        b->head[old] = b->next[n];
+    if (b->next[n] >= 0)
+        b->prev[b->next[n]] = b->prev[n];
+    ks_levels_insert(b, n, l);
+}
+
+/* The rows of level l that are in the static set (member NULL: every row) and pass q's
+ * filters, into out; returns how many. *seen counts the rows of the level. */
+static int64_t ks_level_rows(const ks_levels *b, int64_t l, const uint8_t *member,
+                             const ks_single *q, int32_t *out, int64_t *seen)
+{
+    int64_t k = 0, m = 0;
+    for (int32_t n = b->head[l]; n >= 0; n = b->next[n], m++) {
+        out[k] = n;
+        k += (member == NULL || member[n]) && ks_fits(q, n);
+    }
+    *seen += m;
+    return k;
 }
 
 /* One soft PodTopologySpread constraint of a pod, for ks_soft_scores. */
