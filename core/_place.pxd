@@ -38,7 +38,9 @@ cdef extern from "_scan.h" nogil:
     ctypedef struct ks_levels:
         int32_t* next
         int32_t* prev
-        uint8_t* level
+        int32_t* cell
+        int32_t* head
+        int64_t nshapes
     ctypedef struct ks_res:
         int64_t best, row, ties
     ctypedef struct ks_soft:
@@ -143,9 +145,10 @@ cdef class BurstKernel:
     cdef uint8_t[::1] redo                   # scratch, per position of frows: recompute exactly
     cdef int32_t[::1] tiebuf                 # scratch, rows + 1: the rows tied for the best total
     # ---- the bounded search of a class's only pod (_single_bounded)
-    cdef ks_levels levels                    # the rows by free-capacity level (_scan.h)
+    cdef ks_levels levels                    # the rows by shape and free-capacity level (_scan.h)
     cdef int32_t[::1] lv_next, lv_prev       # its lists' links, per row
-    cdef uint8_t[::1] lv_level               # its level per row
+    cdef int32_t[::1] lv_cell                # its cell per row
+    cdef int32_t[::1] lv_head                # its cells' first rows
     cdef bint lv_built                       # levels is built and follows _apply
     cdef readonly int64_t bounded_pods       # pods placed by _single_bounded (for tests)
     cdef readonly int64_t bounded_rows       # rows its searches visited (for tests)

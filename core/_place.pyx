@@ -81,10 +81,12 @@ cdef extern from "_scan.h" nogil:
     int64_t ks_single_scan(ks_single* q)
     int ks_fits(const ks_single* q, int32_t n)
     enum: KS_LEVELS
+    enum: KS_SHAPES
     void ks_levels_build(ks_levels* b, const ks_hot* hot, int64_t rows)
     void ks_levels_move(ks_levels* b, const ks_hot* hot, int32_t n)
-    int64_t ks_level_rows(const ks_levels* b, int64_t l, const uint8_t* member,
-                          const ks_single* q, int32_t* out, int64_t* seen)
+    int64_t ks_cell_fit(const ks_levels* b, int64_t sh, int64_t l, int64_t nz0, int64_t nz1)
+    int64_t ks_cell_rows(const ks_levels* b, int64_t c, const uint8_t* member,
+                         const ks_single* q, int32_t* out, int64_t* seen)
     int64_t ks_host_zone_raw(int64_t h, double wh, int64_t skew_h, int64_t zc, double wz,
                              int64_t skew_z)
     int64_t ks_soft_raw(int32_t n, const ks_soft* k, int64_t nk, const int64_t* dcount,
@@ -267,10 +269,12 @@ cdef class BurstKernel:
         self.tiebuf = np.zeros(self.rows + 1, dtype=np.int32)
         self.lv_next = np.zeros(max(1, self.rows), dtype=np.int32)
         self.lv_prev = np.zeros(max(1, self.rows), dtype=np.int32)
-        self.lv_level = np.zeros(max(1, self.rows), dtype=np.uint8)
+        self.lv_cell = np.zeros(max(1, self.rows), dtype=np.int32)
+        self.lv_head = np.zeros(KS_SHAPES * KS_LEVELS, dtype=np.int32)
         self.levels.next = &self.lv_next[0]
         self.levels.prev = &self.lv_prev[0]
-        self.levels.level = &self.lv_level[0]
+        self.levels.cell = &self.lv_cell[0]
+        self.levels.head = &self.lv_head[0]
         self.lv_built = False
         self.smask = np.zeros((SMASKS, max(1, self.rows)), dtype=np.uint8)
         self._hot_rows()
@@ -759,31 +763,52 @@ cdef class BurstKernel:
                                     int64_t* ties) noexcept nogil:
         """What _place_single's scan chooses for class c's only pod (c_mode 0, the default
         scores with equal weights, no normalised term that varies over the rows, no host
-        port taken), visiting the rows level by level (ks_levels, best level first) and
-        stopping at the first level whose bound (the largest fixed score + w_fit * level +
-        w_bal * 100 + the constant TaintToleration score) is below the best total found:
-        no row there can reach it. Every row holding the best total is visited (a level
-        whose bound equals it is searched), so the tied rows are the scan's; ordered by
-        row they give the scan's draw (ks_pick_tied)."""
+        port taken), visiting the rows cell by cell (ks_levels: per shape, its levels from
+        the top, the shape whose next cell has the highest bound first) and stopping when
+        no cell left has a bound (the largest fixed score + w_fit * ks_cell_fit + w_bal *
+        100 + the flat TaintToleration score) as high as the best total found: no row
+        there can reach it. Every row holding the best total is visited (a cell whose
+        bound equals it is searched), so the tied rows are the scan's; ordered by row
+        they give the scan's draw (ks_pick_tied)."""
         cdef ks_single q
         cdef const quantity_t* creq = &self.c_req[c, 0]
         cdef const quantity_t* cnz = &self.c_nz[c, 0]
         cdef const int32_t* fixed = &self.fixed[self.c_fixed[c], 0]
-        cdef int64_t fmax = self._fixed_max(self.c_fixed[c])
         cdef int64_t wb = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
-        cdef int64_t flat = self.w_taint * MAX_SCORE  # every row's, as mt is 0
-        cdef int64_t best = NEG, cnt = 0, t, lvl
-        cdef Py_ssize_t k, i
+        # every row's TaintToleration score, as mt is 0; the balanced score at most 100
+        cdef int64_t base = self._fixed_max(self.c_fixed[c]) + self.w_taint * MAX_SCORE \
+            + wb * MAX_SCORE
+        cdef int64_t flat = self.w_taint * MAX_SCORE
+        cdef int64_t best = NEG, cnt = 0, t, top, cand
+        cdef Py_ssize_t k, i, sh, pick
         cdef int32_t* rows = &self.frows[0]
+        cdef int64_t level[KS_SHAPES]   # per shape: its next level to visit (-1: done)
+        cdef int64_t bound[KS_SHAPES]   # per shape: the bound of that level's cell
         if not self.lv_built:
             ks_levels_build(&self.levels, self.hot, self.rows)
             self.lv_built = True
         self._query(c, &q)
         self.bounded_pods += 1
-        for lvl in range(KS_LEVELS - 1, -1, -1):
-            if best >= 0 and flat + fmax + self.w_fit * lvl + wb * MAX_SCORE < best:
+        for sh in range(KS_SHAPES):
+            level[sh] = KS_LEVELS - 1 if sh < self.levels.nshapes or sh == KS_SHAPES - 1 \
+                else -1
+            bound[sh] = base + self.w_fit * ks_cell_fit(&self.levels, sh, level[sh], cnz[0],
+                                                        cnz[1]) if level[sh] >= 0 else NEG
+        while True:
+            pick = -1
+            top = NEG
+            for sh in range(KS_SHAPES):
+                if level[sh] >= 0 and bound[sh] > top:
+                    top = bound[sh]
+                    pick = sh
+            if pick < 0 or top < best:
                 break
-            k = ks_level_rows(&self.levels, lvl, member, &q, rows, &self.bounded_rows)
+            k = ks_cell_rows(&self.levels, pick * KS_LEVELS + level[pick], member, &q, rows,
+                             &self.bounded_rows)
+            level[pick] -= 1
+            if level[pick] >= 0:
+                bound[pick] = base + self.w_fit * ks_cell_fit(&self.levels, pick, level[pick],
+                                                              cnz[0], cnz[1])
             if k == 0:
                 continue
             ks_local_rows(rows, k, self.hot, fixed, cnz[0], cnz[1], creq[0], creq[1],

@@ -496,75 +496,132 @@ static inline int ks_fits(const ks_single *q, int32_t n)
     return fits;
 }
 
-/* The rows by free-capacity level, for a search of a class's only pod that visits the
- * rows best bound first. A row's level is (la(cpu) + la(memory)) >> 1 of ks_local_block
- * with nothing of the pod added: adding the pod's non-zero requests only lowers each
- * la, so the pod's local score on the row is at most
+/* The rows by allocatable shape and free-capacity level, for a search of a class's only
+ * pod that visits the rows best bound first. A row's level is (lf(cpu) + lf(memory)) >> 1
+ * with lf = la of ks_local_block before the pod is added; its shape is its (cpu, memory)
+ * allocatable (the first KS_SHAPES - 1 met; later ones, and rows whose operands
+ * ks_local_block does not take exactly, share the last shape, at level 100, where the
+ * bound assumes nothing of the allocatable). Since floor(u - v) <= floor(u) - floor(v),
+ * a pod with non-zero requests p adds at most d = floor(100 * p / allocatable) less to
+ * each la of a row of a known shape, so its local score on a row of shape h and level L
+ * is at most
  *
- *   max fixed + w_fit * level + w_bal * 100
+ *   max fixed + w_fit * (max(S - d0 - d1, min(100, S) - min(d0, d1), 0) >> 1) + w_bal * 100
  *
- * (balanced is at most 100). A row whose operands ks_local_block does not take exactly
- * (an allocatable of 0, values near 2**52) is put at level 100, where it is always
- * visited. Each level is a doubly linked list of rows (order within a level is free: the
- * search orders the tied rows it keeps), moved in O(1) when a row's requests change. */
+ * with S = 2L + 1 >= lf(cpu) + lf(memory) (ks_cell_bound; balanced is at most 100). Each
+ * (shape, level) cell is a doubly linked list of rows (the order within a cell is free:
+ * the search orders the tied rows it keeps), a row moving in O(1) when its requests
+ * change. */
 #define KS_LEVELS 101
+#define KS_SHAPES 64
 
 typedef struct {
-    int32_t *next, *prev; /* per row; -1 ends a list */
-    uint8_t *level;       /* per row */
-    int32_t head[KS_LEVELS];
+    int32_t *next, *prev, *cell; /* per row; -1 ends a list */
+    int32_t *head;               /* KS_SHAPES * KS_LEVELS: the first row of each cell */
+    int64_t sa0[KS_SHAPES], sa1[KS_SHAPES];
+    int64_t nshapes;             /* shapes met (the last, KS_SHAPES - 1, is the catch-all) */
 } ks_levels;
+
+static inline int ks_exact(const ks_hot *h)
+{
+    const int64_t big = ((int64_t)1 << 52) / 100;
+    return h->a0 > 0 && h->a1 > 0 && h->a0 < big && h->a1 < big && h->z0 >= 0 && h->z1 >= 0;
+}
 
 static inline int64_t ks_level_of(const ks_hot *h)
 {
-    const int64_t big = ((int64_t)1 << 52) / 100;
-    if (h->a0 <= 0 || h->a1 <= 0 || h->a0 >= big || h->a1 >= big || h->z0 < 0 || h->z1 < 0)
+    if (!ks_exact(h))
         return KS_LEVELS - 1;
     int64_t l0 = h->z0 > h->a0 ? 0 : (h->a0 - h->z0) * 100 / h->a0;
     int64_t l1 = h->z1 > h->a1 ? 0 : (h->a1 - h->z1) * 100 / h->a1;
     return (l0 + l1) >> 1;
 }
 
-static inline void ks_levels_insert(ks_levels *b, int32_t n, int64_t l)
+/* Row n's cell: its shape's (found or added) at its level, the catch-all's level 100
+ * when the shape is not known or the operands not exact. */
+static inline int32_t ks_cell_of(ks_levels *b, const ks_hot *h, int add)
 {
-    b->level[n] = (uint8_t)l;
+    int64_t sh = KS_SHAPES - 1;
+    if (ks_exact(h)) {
+        for (int64_t i = 0; i < b->nshapes; i++) {
+            if (b->sa0[i] == h->a0 && b->sa1[i] == h->a1) {
+                sh = i;
+                break;
+            }
+        }
+        if (sh == KS_SHAPES - 1 && add && b->nshapes < KS_SHAPES - 1) {
+            sh = b->nshapes++;
+            b->sa0[sh] = h->a0;
+            b->sa1[sh] = h->a1;
+        }
+    }
+    return (int32_t)(sh * KS_LEVELS + (sh == KS_SHAPES - 1 ? KS_LEVELS - 1 : ks_level_of(h)));
+}
+
+static inline void ks_levels_insert(ks_levels *b, int32_t n, int32_t c)
+{
+    b->cell[n] = c;
     b->prev[n] = -1;
-    b->next[n] = b->head[l];
-    if (b->head[l] >= 0)
-        b->prev[b->head[l]] = n;
-    b->head[l] = n;
+    b->next[n] = b->head[c];
+    if (b->head[c] >= 0)
+        b->prev[b->head[c]] = n;
+    b->head[c] = n;
 }
 
 static void ks_levels_build(ks_levels *b, const ks_hot *hot, int64_t rows)
 {
-    for (int64_t l = 0; l < KS_LEVELS; l++)
-        b->head[l] = -1;
+    b->nshapes = 0;
+    for (int64_t c = 0; c < KS_SHAPES * KS_LEVELS; c++)
+        b->head[c] = -1;
     for (int64_t n = rows - 1; n >= 0; n--)
-        ks_levels_insert(b, (int32_t)n, ks_level_of(hot + n));
+        ks_levels_insert(b, (int32_t)n, ks_cell_of(b, hot + n, 1));
 }
 
-/* Row n's requests changed: it moves to its new level. */
+/* Row n's requests changed: it moves to its new cell (its shape is unchanged). */
 static inline void ks_levels_move(ks_levels *b, const ks_hot *hot, int32_t n)
 {
-    int64_t l = ks_level_of(hot + n), old = b->level[n];
-    if (l == old)
+    int32_t c = b->cell[n], sh = c / KS_LEVELS;
+    int32_t to = sh == KS_SHAPES - 1 ? c : (int32_t)(sh * KS_LEVELS + ks_level_of(hot + n));
+    if (to == c)
         return;
     if (b->prev[n] >= 0)
         b->next[b->prev[n]] = b->next[n];
     else
-        b->head[old] = b->next[n];
+        b->head[c] = b->next[n];
     if (b->next[n] >= 0)
         b->prev[b->next[n]] = b->prev[n];
-    ks_levels_insert(b, n, l);
+    ks_levels_insert(b, n, to);
 }
 
-/* The rows of level l that are in the static set (member NULL: every row) and pass q's
- * filters, into out; returns how many. *seen counts the rows of the level. */
-static int64_t ks_level_rows(const ks_levels *b, int64_t l, const uint8_t *member,
-                             const ks_single *q, int32_t *out, int64_t *seen)
+/* How much less than lf a pod's non-zero request p can leave la on allocatable a:
+ * floor(100 * p / a), 0 where that is not exact. */
+static inline int64_t ks_drop(int64_t p, int64_t a)
+{
+    return (p <= 0 || a <= 0 || p >= ((int64_t)1 << 52) / 100) ? 0 : p * 100 / a;
+}
+
+/* The bound of the fit term's ((la(cpu) + la(memory)) >> 1) for the rows of shape sh at
+ * level l, for a pod of non-zero requests nz0 / nz1 (the catch-all: l itself). */
+static inline int64_t ks_cell_fit(const ks_levels *b, int64_t sh, int64_t l, int64_t nz0,
+                                  int64_t nz1)
+{
+    if (sh == KS_SHAPES - 1)
+        return l;
+    int64_t d0 = ks_drop(nz0, b->sa0[sh]), d1 = ks_drop(nz1, b->sa1[sh]);
+    int64_t s = 2 * l + 1, m = s < 100 ? s : 100, dm = d0 < d1 ? d0 : d1;
+    int64_t v = s - d0 - d1;
+    v = m - dm > v ? m - dm : v;
+    v = v > 0 ? v : 0;
+    return v >> 1;
+}
+
+/* The rows of cell c that are in the static set (member NULL: every row) and pass q's
+ * filters, into out; returns how many. *seen counts the rows of the cell. */
+static int64_t ks_cell_rows(const ks_levels *b, int64_t c, const uint8_t *member,
+                            const ks_single *q, int32_t *out, int64_t *seen)
 {
     int64_t k = 0, m = 0;
-    for (int32_t n = b->head[l]; n >= 0; n = b->next[n], m++) {
+    for (int32_t n = b->head[c]; n >= 0; n = b->next[n], m++) {
         out[k] = n;
         k += (member == NULL || member[n]) && ks_fits(q, n);
     }
