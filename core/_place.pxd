@@ -40,6 +40,7 @@ cdef extern from "_scan.h" nogil:
         int32_t* prev
         int32_t* cell
         int32_t* head
+        int32_t* count
         int64_t nshapes
     ctypedef struct ks_res:
         int64_t best, row, ties
@@ -149,9 +150,11 @@ cdef class BurstKernel:
     cdef int32_t[::1] lv_next, lv_prev       # its lists' links, per row
     cdef int32_t[::1] lv_cell                # its cell per row
     cdef int32_t[::1] lv_head                # its cells' first rows
+    cdef int32_t[::1] lv_count               # its cells' row counts
     cdef bint lv_built                       # levels is built and follows _apply
     cdef readonly int64_t bounded_pods       # pods placed by _single_bounded (for tests)
     cdef readonly int64_t bounded_rows       # rows its searches visited (for tests)
+    cdef readonly int64_t bounded_gaveup     # searches given up for the scan (for tests)
     cdef uint8_t[:, ::1] smask               # SMASKS x rows: membership of a static row set
     cdef int32_t[::1] smask_of               # per static row set of the chunk: its smask row or -1
     cdef Py_ssize_t smask_used               # smask rows taken in this chunk

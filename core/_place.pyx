@@ -121,14 +121,21 @@ cdef int64_t NEG = -1
 # where it can, rather than scanning them all: both choose the same row from the same
 # draw; tests and the every-row-equal cost measurement force the full scan.
 cdef bint _bounded = True
+# It gives up for the scan past rows / _share rows (_single_bounded).
+cdef Py_ssize_t _share = 16
 
 
-def set_bounded_search(bint on):
+def set_bounded_search(bint on, Py_ssize_t share=16):
     """Turn the bounded search of a class's only pod on or off (for every kernel of the
-    process); returns the previous setting."""
-    global _bounded
-    cdef bint before = _bounded
+    process) and set the share of the rows past which it gives up for the scan (1: it
+    never gives up, as the tests that hold it to the scan want); returns the previous
+    (on, share)."""
+    global _bounded, _share
+    if share < 1:
+        raise ValueError(f"share must be 1 or more, not {share}")
+    before = (_bounded, _share)
     _bounded = on
+    _share = share
     return before
 
 
@@ -275,6 +282,8 @@ cdef class BurstKernel:
         self.levels.prev = &self.lv_prev[0]
         self.levels.cell = &self.lv_cell[0]
         self.levels.head = &self.lv_head[0]
+        self.lv_count = np.zeros(KS_SHAPES * KS_LEVELS, dtype=np.int32)
+        self.levels.count = &self.lv_count[0]
         self.lv_built = False
         self.smask = np.zeros((SMASKS, max(1, self.rows)), dtype=np.uint8)
         self._hot_rows()
@@ -769,7 +778,13 @@ cdef class BurstKernel:
         100 + the flat TaintToleration score) as high as the best total found: no row
         there can reach it. Every row holding the best total is visited (a cell whose
         bound equals it is searched), so the tied rows are the scan's; ordered by row
-        they give the scan's draw (ks_pick_tied)."""
+        they give the scan's draw (ks_pick_tied).
+
+        Visiting a row costs about three times what the scan pays for it (a list walk
+        instead of a vectorised pass), so the search gives up, before visiting the cell
+        that would take it past rows / _share rows (16), and returns -2 for the caller
+        to scan: it has drawn nothing yet, so the scan draws as it would have. Where
+        every row is equal the first cell holds them all and nothing is visited."""
         cdef ks_single q
         cdef const quantity_t* creq = &self.c_req[c, 0]
         cdef const quantity_t* cnz = &self.c_nz[c, 0]
@@ -779,7 +794,8 @@ cdef class BurstKernel:
         cdef int64_t base = self._fixed_max(self.c_fixed[c]) + self.w_taint * MAX_SCORE \
             + wb * MAX_SCORE
         cdef int64_t flat = self.w_taint * MAX_SCORE
-        cdef int64_t best = NEG, cnt = 0, t, top, cand
+        cdef int64_t best = NEG, cnt = 0, t, top, cell
+        cdef int64_t seen = 0, limit = self.rows // _share
         cdef Py_ssize_t k, i, sh, pick
         cdef int32_t* rows = &self.frows[0]
         cdef int64_t level[KS_SHAPES]   # per shape: its next level to visit (-1: done)
@@ -803,8 +819,12 @@ cdef class BurstKernel:
                     pick = sh
             if pick < 0 or top < best:
                 break
-            k = ks_cell_rows(&self.levels, pick * KS_LEVELS + level[pick], member, &q, rows,
-                             &self.bounded_rows)
+            cell = pick * KS_LEVELS + level[pick]
+            seen += self.lv_count[cell]
+            if seen > limit:
+                self.bounded_gaveup += 1
+                return -2
+            k = ks_cell_rows(&self.levels, cell, member, &q, rows, &self.bounded_rows)
             level[pick] -= 1
             if level[pick] >= 0:
                 bound[pick] = base + self.w_fit * ks_cell_fit(&self.levels, pick, level[pick],
@@ -2428,7 +2448,9 @@ cdef class BurstKernel:
                 and not (self.ports_on and self._ports_taken(c)):
             member = self._static_member(self.c_static[c], &usable)
             if usable:
-                return self._single_bounded(c, member, score, ties)
+                n = self._single_bounded(c, member, score, ties)
+                if n != -2:
+                    return n
         if not zone:
             feasible = self._scan(c, False, True, False, track_taints, track_aff, &mt, &ma,
                                   &hi, &lo)

@@ -518,6 +518,7 @@ static inline int ks_fits(const ks_single *q, int32_t n)
 typedef struct {
     int32_t *next, *prev, *cell; /* per row; -1 ends a list */
     int32_t *head;               /* KS_SHAPES * KS_LEVELS: the first row of each cell */
+    int32_t *count;              /* KS_SHAPES * KS_LEVELS: the rows of each cell */
     int64_t sa0[KS_SHAPES], sa1[KS_SHAPES];
     int64_t nshapes;             /* shapes met (the last, KS_SHAPES - 1, is the catch-all) */
 } ks_levels;
@@ -561,6 +562,7 @@ static inline int32_t ks_cell_of(ks_levels *b, const ks_hot *h, int add)
 static inline void ks_levels_insert(ks_levels *b, int32_t n, int32_t c)
 {
     b->cell[n] = c;
+    b->count[c]++;
     b->prev[n] = -1;
     b->next[n] = b->head[c];
     if (b->head[c] >= 0)
@@ -571,8 +573,10 @@ static inline void ks_levels_insert(ks_levels *b, int32_t n, int32_t c)
 static void ks_levels_build(ks_levels *b, const ks_hot *hot, int64_t rows)
 {
     b->nshapes = 0;
-    for (int64_t c = 0; c < KS_SHAPES * KS_LEVELS; c++)
+    for (int64_t c = 0; c < KS_SHAPES * KS_LEVELS; c++) {
         b->head[c] = -1;
+        b->count[c] = 0;
+    }
     for (int64_t n = rows - 1; n >= 0; n--)
         ks_levels_insert(b, (int32_t)n, ks_cell_of(b, hot + n, 1));
 }
@@ -590,6 +594,7 @@ static inline void ks_levels_move(ks_levels *b, const ks_hot *hot, int32_t n)
         b->head[c] = b->next[n];
     if (b->next[n] >= 0)
         b->prev[b->next[n]] = b->prev[n];
+    b->count[c]--;
     ks_levels_insert(b, n, to);
 }
 

@@ -6,7 +6,9 @@ reach the best total. Both must end with the same best total, the same tied rows
 same draw from the tie stream, so a burst placed both ways with one seed gives the same
 nodes, scores, tie counts and messages: on random clusters (sizes, shapes, taints,
 selectors, spreads, affinities, host ports, gangs) and on fleets of identical nodes where
-most placements are exact ties among many rows.
+most placements are exact ties among many rows. The search gives up for the scan where it
+would visit more than a share of the rows; the comparisons turn that off (share 1), and
+one test checks that giving up places as the scan does.
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ from tests.helpers.reference import state_of
 
 
 @contextmanager
-def bounded(on: bool) -> Iterator[None]:
-    before = _place.set_bounded_search(on)
+def bounded(on: bool, share: int = 1) -> Iterator[None]:
+    """The bounded search on or off; share 1: it never gives up for the scan, so that
+    each comparison holds the search itself to the scan."""
+    before = _place.set_bounded_search(on, share)
     try:
         yield
     finally:
-        _place.set_bounded_search(before)
+        _place.set_bounded_search(*before)
 
 
 @contextmanager
@@ -169,3 +173,19 @@ def test_synthetic_bursts_place_the_same_with_the_bounded_search(shape):
     # other paths, compared all the same
     assert searched > 0 or shape != "mixed"
     assert_same(full, pruned)
+
+
+def test_a_search_that_would_visit_most_rows_gives_up_for_the_scan():
+    """Every row equal (identical empty nodes): the first cell holds every row, so the
+    search (the default share) gives up before visiting any and the scan places the pod,
+    drawing as it always does."""
+    fleet = uniform_fleet(400)
+    burst = [single("p0", "500m", "1Gi"), single("p1", "1", "2Gi")]
+    with bounded(True, 16), recorded_kernels() as kernels:
+        pruned = plan(state_of(fleet), burst, ties=TieBreak(5))
+    assert kernels[0].bounded_gaveup == 2
+    assert kernels[0].bounded_rows == 0
+    with bounded(False):
+        full = plan(state_of(fleet), burst, ties=TieBreak(5))
+    assert_same(full, pruned)
+    assert pruned.ties[0] == 400
