@@ -223,6 +223,27 @@ def _gang_rejectors(
             rejectors[i] = failed[key] | {coscheduling.NAME}
 
 
+def head(result: PlacementResult, count: int) -> PlacementResult:
+    """The result of the first ``count`` pods alone (a segment cut short)."""
+    return PlacementResult(
+        nodes=result.nodes[:count],
+        rows=result.rows[:count],
+        scores=result.scores[:count],
+        ties=result.ties[:count],
+        reason_counts=result.reason_counts[:count],
+        rejectors=result.rejectors[:count],
+        prefilter_rejector=result.prefilter_rejector[:count],
+        messages=result.messages[:count],
+        errors=result.errors[:count],
+        rolled_back=result.rolled_back[:count],
+        tentative=result.tentative[:count],
+        num_nodes=result.num_nodes,
+        classes=result.classes,
+        kernel_seconds=result.kernel_seconds,
+        encode_seconds=result.encode_seconds,
+    )
+
+
 def merged(results: list[PlacementResult]) -> PlacementResult:
     """Results of consecutive segments of one burst as one, in the burst's order
     (core/reservations.py and core/volume_burst.py place a burst in segments)."""

@@ -49,6 +49,10 @@ ANN_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 
+# The resource column in which core/volume_slots.py counts a segment's free local volumes
+# per node (no node reports it; it is empty between segments).
+FREE_LOCAL_VOLUMES = "kubesalvo.io/free-local-volumes"
+
 # The kinds the holder keeps, as the informers name them.
 CLAIMS = "persistentvolumeclaims"
 VOLUMES = "persistentvolumes"
@@ -85,6 +89,10 @@ class StorageObjects:
     # Whether the caller binds the claims it reserves (the runtime's VolumeBinding PreBind,
     # or an in-process simulation): without it, unbound delayed claims are not placed.
     bind_delayed: bool = False
+    # Unbound delayed claims ("ns/name") whose free volumes a segment of a burst counts
+    # per node in a resource column (core/volume_burst.py): VolumeBinding's class filter
+    # leaves them to that column while the segment is placed.
+    counted: frozenset[str] = frozenset()
 
     @staticmethod
     def key(kind: str, obj: Object) -> str:
@@ -118,6 +126,7 @@ class StorageObjects:
             pod_claims=dict(self.pod_claims),
             pod_nodes=dict(self.pod_nodes),
             bind_delayed=self.bind_delayed,
+            counted=self.counted,
         )
 
     def use(self, pod_key: str, namespace: str, spec: Mapping[str, Any], node: str) -> None:
@@ -315,11 +324,14 @@ def delayed_claims(nodes: Any, claims: list[Object], storage: StorageObjects) ->
     every = every_row(nodes)
     candidates: list[list[Object]] = []
     masks: list[list[npt.NDArray[np.bool_]]] = []
+    assumed = storage.assumed
     for claim in ordered:
+        key = claim_key(claim)
         fitting = [
             pv
-            for pv in storage.objects[VOLUMES].values()
-            if volume_fits_claim(claim, pv, storage.assumed.get(pv["metadata"]["name"]))
+            for name, pv in storage.objects[VOLUMES].items()
+            # (a volume assumed for another claim fits no other: the cheap test first)
+            if assumed.get(name, key) == key and volume_fits_claim(claim, pv, assumed.get(name))
         ]
         # Smallest first; equal sizes by name (upstream takes whichever its cache lists first).
         fitting.sort(
