@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _typedefs, gang, volume_burst, volumes
+from kubesalvo.core import _typedefs, gang, in_tree_disks, volume_burst, volumes
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
 from kubesalvo.core.dra.pod import PodDevices
@@ -409,6 +409,16 @@ def _sharing_a_cpu(cpu: float, wall: float) -> bool:
     return cpu < 0.7 * wall
 
 
+def _has_disks(pods: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a pod of the burst mounts an in-tree disk (VolumeRestrictions compares
+    those of pods on one node: the burst is cut after each)."""
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        if spec.get("volumes") and in_tree_disks.disks(spec):
+            return True
+    return False
+
+
 def place_burst(
     state: ClusterState,
     pods: Sequence[Mapping[str, Any]],
@@ -450,7 +460,7 @@ def place_burst(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        if state.storage.objects[volumes.CLAIMS]:
+        if state.storage.objects[volumes.CLAIMS] or _has_disks(pods):
             delayed = volume_burst.delayed_positions(pods, state.storage)
             if delayed:
                 return volume_burst.place_in_segments(
