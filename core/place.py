@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _typedefs, gang, in_tree_disks, volume_burst, volumes
+from kubesalvo.core import _typedefs, gang, volume_burst, volumes
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
 from kubesalvo.core.dra.pod import PodDevices
@@ -409,14 +409,9 @@ def _sharing_a_cpu(cpu: float, wall: float) -> bool:
     return cpu < 0.7 * wall
 
 
-def _has_disks(pods: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether a pod of the burst mounts an in-tree disk (VolumeRestrictions compares
-    those of pods on one node: the burst is cut after each)."""
-    for pod in pods:
-        spec = pod.get("spec") or {}
-        if spec.get("volumes") and in_tree_disks.disks(spec):
-            return True
-    return False
+class _DisksInBurst(Exception):
+    """A burst placed whole turned out to hold pods with in-tree disks (the encoder saw
+    them while classing the pods, at no cost per pod): it is placed in segments."""
 
 
 def place_burst(
@@ -460,29 +455,31 @@ def place_burst(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        if state.storage.objects[volumes.CLAIMS] or _has_disks(pods):
+        segmented = functools.partial(
+            _place_burst, devices=devices, ties=ties or TieBreak(), segmented=True
+        )
+        if state.storage.objects[volumes.CLAIMS]:
             delayed = volume_burst.delayed_positions(pods, state.storage)
             if delayed:
                 return volume_burst.place_in_segments(
-                    functools.partial(_place_burst, devices=devices, ties=ties or TieBreak()),
-                    state,
-                    pods,
-                    profile,
-                    delayed,
-                    commit,
-                    workloads,
-                    gang_needed,
+                    segmented, state, pods, profile, delayed, commit, workloads, gang_needed
                 )
-        return _place_burst(
-            state,
-            pods,
-            profile,
-            commit=commit,
-            workloads=workloads,
-            gang_needed=gang_needed,
-            devices=devices,
-            ties=ties or TieBreak(),
-        )
+        try:
+            return _place_burst(
+                state,
+                pods,
+                profile,
+                commit=commit,
+                workloads=workloads,
+                gang_needed=gang_needed,
+                devices=devices,
+                ties=ties or TieBreak(),
+            )
+        except _DisksInBurst:
+            delayed = volume_burst.delayed_positions(pods, state.storage)
+            return volume_burst.place_in_segments(
+                segmented, state, pods, profile, delayed, commit, workloads, gang_needed
+            )
     finally:
         if was_enabled:
             gc.enable()
@@ -498,6 +495,7 @@ def _place_burst(
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
     devices: PodDevices | None = None,
     ties: TieBreak,
+    segmented: bool = False,
 ) -> PlacementResult:
     profile = profile or Profile.default()
     began = time.perf_counter()
@@ -507,6 +505,8 @@ def _place_burst(
     ordered = [pods[i] for i in order]
     encoder = Encoder(state, profile, devices)
     class_of = encoder.classify(ordered, complete=False)  # completed chunk by chunk
+    if encoder.has_disks and not segmented and len(pods) > 1:
+        raise _DisksInBurst  # nothing is committed yet
     classes = encoder.classes
     # Resource columns and port keys of the whole burst exist before the kernel copies.
     # (class, column, amount) of every request; registering columns may add some
