@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesalvo.core import gang, volume_slots, volumes
+from kubesalvo.core import gang, in_tree_disks, volume_slots, volumes
 from kubesalvo.core.encode import Encoder
 from kubesalvo.core.plugins import node_volume_limits, volume_binding
 from kubesalvo.core.profile import Profile
@@ -39,14 +39,17 @@ def delayed_positions(
     pods: Sequence[Mapping[str, Any]], storage: volumes.StorageObjects
 ) -> list[int]:
     """Positions of the pods a later pod of the burst must see placed first: those with
-    an unbound claim of a WaitForFirstConsumer class (when the caller binds them), a
-    ReadWriteOncePod claim (in use once placed) or a volume of a CSI driver a CSINode
-    limits (counted on its node once placed)."""
+    an in-tree disk (VolumeRestrictions), an unbound claim of a WaitForFirstConsumer
+    class (when the caller binds them), a ReadWriteOncePod claim (in use once placed) or
+    a volume of a CSI driver a CSINode limits (counted on its node once placed)."""
     found = []
     limited = {d for per_node in node_volume_limits.limits(storage).values() for d in per_node}
     for i, pod in enumerate(pods):
         spec = pod.get("spec") or {}
         if not spec.get("volumes"):
+            continue
+        if in_tree_disks.disks(spec):  # its disks may conflict with a later pod's
+            found.append(i)
             continue
         namespace = (pod.get("metadata") or {}).get("namespace") or "default"
         for _, name in volumes.claim_volumes(spec):

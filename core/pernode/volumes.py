@@ -24,7 +24,7 @@ the node's labels, as kube-scheduler v1.34's plugins do:
 Out of this package's scope (``PodInvalid``), as kubesalvo does not implement them yet
 and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
 generic ephemeral and inline CSI
-volumes, in-tree disks and resource claims (DynamicResources).
+volumes and resource claims (DynamicResources).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubesalvo.core import in_tree_disks
 from kubesalvo.core.label_selectors import parse_selector, selector_matches
 from kubesalvo.core.pernode.framework import (
     Pod,
@@ -61,9 +62,7 @@ __all__ = [
 ]
 
 # Volume sources the per-node filters do not model.
-UNMODELLED_VOLUME_SOURCES = frozenset(
-    {"ephemeral", "csi", "gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi"}
-)
+UNMODELLED_VOLUME_SOURCES = frozenset({"ephemeral", "csi"})
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 BETA_REGION = "failure-domain.beta.kubernetes.io/region"
 ZONE = "topology.kubernetes.io/zone"
@@ -125,11 +124,14 @@ class _Skip:
 
 
 class VolumeRestrictions(_Skip):
-    """A ReadWriteOncePod claim of the pod that another pod on some node uses fails every
-    node. The holders are looked up in the snapshot's nodes when the filter runs, so a
-    preemption dry run that takes a holder off its node sees the claim free."""
+    """A node where a pod mounts an in-tree disk of the pod in a conflicting way fails
+    (the rules of core/in_tree_disks.conflict, shared); then a ReadWriteOncePod claim of
+    the pod that another pod on some node uses fails every node. The holders are looked
+    up in the snapshot's nodes when the filter runs, so a preemption dry run that takes a
+    holder off its node sees the claim free."""
 
     def __init__(self, pod: Pod, storage: StorageObjects, snapshot: Any) -> None:
+        self.disks = in_tree_disks.disks(pod.get("spec") or {})
         once: set[str] = set()
         for name in _claims(pod):
             claim = storage.claim(_namespace(pod), name)
@@ -148,6 +150,10 @@ class VolumeRestrictions(_Skip):
                         self.holders.append((node, other))
 
     def filter(self, node: NodeInfo) -> Status | None:
+        for other in node.pods if self.disks else ():
+            mounted = in_tree_disks.disks(other.get("spec") or {})
+            if any(in_tree_disks.conflict(disk, mounted) for disk in self.disks):
+                return Status.unschedulable("node(s) had no available disk")
         for holder_node, holder in self.holders:
             if any(p is holder for p in holder_node.pods):
                 return Status.unschedulable(
