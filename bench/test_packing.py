@@ -67,6 +67,6 @@ def test_no_greedy_packing_beats_the_optimum_on_small_random_instances():
 def test_the_table_has_a_row_per_scenario_and_packing():
     bench = _packing_module()
     rows = bench.run(seeds=1, nodes=5, time_limit=10)
-    assert len(rows) == len(bench.MIXES) * len(bench.LOADS) * 3
+    assert len(rows) == len(bench.MIXES) * len(bench.LOADS) * 5
     assert all(r["nodes_vs_optimum_worst"] >= r["nodes_vs_optimum_mean"] > 0 for r in rows)
     assert bench.table(rows).count("\n") == len(rows) + 1

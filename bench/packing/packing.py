@@ -28,6 +28,7 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import lil_matrix
 
+from kubesalvo.core.packing import empty_least_filled
 from kubesalvo.core.place import plan
 from kubesalvo.core.plugins.node_resources_fit import (
     NodeResourcesFitArgs,
@@ -168,9 +169,15 @@ def profile(strategy: ScoringStrategyType) -> Profile:
 
 
 def greedy(
-    instance: Instance, chosen: Profile, order: Callable[[Sequence[int]], list[int]] | None = None
+    instance: Instance,
+    chosen: Profile,
+    order: Callable[[Sequence[int]], list[int]] | None = None,
+    then_empty: bool = False,
 ) -> Solution:
-    """The burst through ``plan`` (the production kernel) under ``chosen``."""
+    """The burst through ``plan`` (the production kernel) under ``chosen``; with
+    ``then_empty``, followed by core/packing.py's emptying of the least filled nodes
+    (resources only: the instances have no other constraint; the pod count per node
+    stays far below its limit of 110)."""
     state = ClusterState()
     for n, (cpu, memory) in enumerate(instance.nodes):
         state.add_node(_node(f"n{n:03d}", cpu, memory))
@@ -180,7 +187,23 @@ def greedy(
     pods = [_pod(i, *instance.pods[i]) for i in indices]
     result = plan(state, pods, chosen)
     used = len({name for name in result.nodes if name is not None})
-    return Solution(result.placed, used)
+    if not then_empty:
+        return Solution(result.placed, used)
+    # Rows are ClusterState rows, added in node order: row n is node n.
+    requests = np.array([instance.pods[i] for i in indices], dtype=np.int64)
+    capacity = np.array(instance.nodes, dtype=np.int64)
+    load = np.zeros_like(capacity)
+    placed = result.rows >= 0
+    np.add.at(load, result.rows[placed], requests[placed])
+    packed = empty_least_filled(
+        requests,
+        capacity - load,
+        result.rows.astype(np.int32),
+        np.ones((len(indices), len(capacity)), dtype=bool),
+        np.ones(len(indices), dtype=bool),
+        np.zeros(len(capacity), dtype=bool),
+    )
+    return Solution(result.placed, len(set(packed[packed >= 0].tolist())))
 
 
 def largest_first(instance: Instance) -> Callable[[Sequence[int]], list[int]]:
@@ -195,6 +218,8 @@ def strategies(instance: Instance) -> dict[str, Callable[[], Solution]]:
         "LeastAllocated": lambda: greedy(instance, least),
         "MostAllocated": lambda: greedy(instance, most),
         "MostAllocated, largest first": lambda: greedy(instance, most, largest_first(instance)),
+        "MostAllocated, then emptying": lambda: greedy(instance, most, then_empty=True),
+        "LeastAllocated, then emptying": lambda: greedy(instance, least, then_empty=True),
     }
 
 
