@@ -49,7 +49,7 @@ def delayed_positions(
         if not spec.get("volumes"):
             continue
         namespace = (pod.get("metadata") or {}).get("namespace") or "default"
-        for _, name in volumes.claim_volumes(spec):
+        for name, _ in volumes.pod_claims(spec):
             claim = storage.claim(namespace, name)
             if claim is None:
                 continue
