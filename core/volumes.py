@@ -133,8 +133,9 @@ class StorageObjects:
         )
 
     def use(self, pod_key: str, namespace: str, spec: Mapping[str, Any], node: str) -> None:
-        """A pod counted on ``node`` uses the claims of its spec."""
-        claims = [f"{namespace}/{name}" for _, name in claim_volumes(spec)]
+        """A pod counted on ``node`` uses the claims of its spec (generic ephemeral ones
+        too: NodeVolumeLimits counts them; no other pod can use them)."""
+        claims = [f"{namespace}/{name}" for name, _ in pod_claims(spec)]
         if not claims:
             return
         self.unuse(pod_key)
