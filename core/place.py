@@ -450,7 +450,7 @@ def place_burst(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        if state.storage.objects[volumes.CLAIMS]:
+        if state.storage.objects[volumes.CLAIMS] or volume_burst.has_disks(pods):
             delayed = volume_burst.delayed_positions(pods, state.storage)
             if delayed:
                 return volume_burst.place_in_segments(

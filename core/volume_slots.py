@@ -47,7 +47,7 @@ def countable_claim(
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     found = None
     for volume in spec.get("volumes") or ():
-        if volume.get("ephemeral") is not None:
+        if volume.get("ephemeral") is not None or any(s in volume for s in volumes.DISK_SOURCES):
             return None
         source = volume.get("persistentVolumeClaim")
         if source is None:

@@ -35,6 +35,7 @@ __all__ = [
     "delays_binding",
     "ephemeral_owner_error",
     "every_row",
+    "in_tree_disks",
     "is_fully_bound",
     "not_found",
     "pod_claims",
@@ -89,6 +90,9 @@ class StorageObjects:
     claim_users: dict[str, set[str]] = field(default_factory=dict)
     pod_claims: dict[str, list[str]] = field(default_factory=dict)
     pod_nodes: dict[str, str] = field(default_factory=dict)  # pod key -> its node's name
+    # Pod key -> its in-tree disk volumes (DISK_SOURCES), of the pods counted on nodes
+    # (VolumeRestrictions' disk conflicts on a node)
+    pod_disks: dict[str, list[Object]] = field(default_factory=dict)
     # Whether the caller binds the claims it reserves (the runtime's VolumeBinding PreBind,
     # or an in-process simulation): without it, unbound delayed claims are not placed.
     bind_delayed: bool = False
@@ -128,6 +132,7 @@ class StorageObjects:
             claim_users={claim: set(users) for claim, users in self.claim_users.items()},
             pod_claims=dict(self.pod_claims),
             pod_nodes=dict(self.pod_nodes),
+            pod_disks=dict(self.pod_disks),
             bind_delayed=self.bind_delayed,
             counted=self.counted,
         )
@@ -136,16 +141,22 @@ class StorageObjects:
         """A pod counted on ``node`` uses the claims of its spec (generic ephemeral ones
         too: NodeVolumeLimits counts them; no other pod can use them)."""
         claims = [f"{namespace}/{name}" for name, _ in pod_claims(spec)]
-        if not claims:
+        disks = in_tree_disks(spec)
+        if not claims and not disks:
             return
         self.unuse(pod_key)
-        self.pod_claims[pod_key] = claims
         self.pod_nodes[pod_key] = node
+        if disks:
+            self.pod_disks[pod_key] = disks
+        if not claims:
+            return
+        self.pod_claims[pod_key] = claims
         for claim in claims:
             self.claim_users.setdefault(claim, set()).add(pod_key)
 
     def unuse(self, pod_key: str) -> None:
         self.pod_nodes.pop(pod_key, None)
+        self.pod_disks.pop(pod_key, None)
         for claim in self.pod_claims.pop(pod_key, ()):
             users = self.claim_users.get(claim)
             if users is not None:
@@ -191,6 +202,15 @@ def claim_volumes(spec: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], str]
         if source is not None:
             found.append((volume, source.get("claimName") or ""))
     return found
+
+
+# In-tree volume sources whose disks may conflict between the pods of one node.
+DISK_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
+
+
+def in_tree_disks(spec: Mapping[str, Any]) -> list[Object]:
+    """The pod's volumes of an in-tree disk source that can conflict on a node."""
+    return [v for v in spec.get("volumes") or () if any(s in v for s in DISK_SOURCES)]
 
 
 def resolve_ephemeral(pod: dict[str, Any]) -> dict[str, Any]:

@@ -57,3 +57,20 @@ def test_a_read_write_once_pod_conflict_is_resolved_by_preempting_the_holder():
     decision = preempt(stateful("db", 10, "1"), nodes, pods, now=NOW, storage=storage)
     assert decision.node == "n1"
     assert victim_names(decision) == ["holder"]  # the other pod of n1 is not in the way
+
+
+def test_an_in_tree_disk_conflict_is_resolved_by_preempting_the_pod_holding_the_disk():
+    disk = [{"name": "disk", "gcePersistentDisk": {"pdName": "pd-1"}}]
+    nodes = [node("n1")]
+    pods = [pod("holder", 1, "1", "n1", volumes=disk), pod("other", 1, "1", "n1")]
+    decision = preempt(pod("db", 10, "1", volumes=disk), nodes, pods, now=NOW)
+    assert decision.node == "n1"
+    assert victim_names(decision) == ["holder"]  # the other pod of n1 is not in the way
+
+
+def test_an_in_tree_disk_held_at_the_same_priority_finds_no_victims():
+    disk = [{"name": "disk", "gcePersistentDisk": {"pdName": "pd-1"}}]
+    pods = [pod("holder", 10, "1", "n1", volumes=disk)]
+    decision = preempt(pod("db", 10, "1", volumes=disk), [node("n1")], pods, now=NOW)
+    assert decision.node is None
+    assert decision.reason_counts == {default_preemption.NO_PREEMPTION_VICTIMS: 1}
