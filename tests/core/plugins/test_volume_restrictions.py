@@ -144,3 +144,12 @@ def test_a_read_write_once_claim_and_other_volumes_pass():
     state = state_with(claim("d", volume="pv"))
     empty_dir = {"name": "scratch", "emptyDir": {}}
     assert place_burst(state, [pod(claim_volume("v", "d"), empty_dir)]).nodes == ["a"]
+
+
+def test_a_disk_is_free_again_once_its_holder_is_gone():
+    state = state_with()
+    holder = disk_pod("holder", GCE[0], node="a", **GCE[1])
+    state.add_pod(holder)
+    assert place_burst(state, [disk_pod("p", GCE[0], **GCE[1])]).nodes == [None]
+    state.remove_pod(holder)
+    assert place_burst(state, [disk_pod("p", GCE[0], **GCE[1])]).nodes == ["a"]
