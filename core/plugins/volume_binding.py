@@ -28,7 +28,8 @@ names them when the pod is read): a missing one waits for the ephemeral-volume c
 (``waiting for ephemeral volume controller to create the persistentvolumeclaim "x"``), one
 the pod does not control is refused (``PVC ns/x was not created for pod ns/p (pod is not
 owner)``), both UnschedulableAndUnresolvable in PreFilter. Its Score needs the
-StorageCapacityScoring feature (off in v1.34), so it always adds 0.
+StorageCapacityScoring feature (off in v1.34), so it always adds 0; v1.37 turns the
+feature on by default, and kubesalvo does not score by capacity yet.
 
 The filter is a class filter (``core/plugins/framework.py``): :func:`filter_class` runs
 once per class of pods and burst, for classes with volumes only, and answers with node
