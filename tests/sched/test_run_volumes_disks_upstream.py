@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 def _pod(
     namespace: str, name: str, scheduler: str, pool: str, disks: list[dict], node: str = ""
 ) -> dict[str, Any]:
-    requests = {"cpu": "1", "memory": "1Gi"}
+    requests = {"cpu": "1"}  # cpu alone: every score falls with the node's cpu share
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
         "nodeSelector": {POOL: pool},
@@ -56,7 +56,8 @@ def test_in_tree_disk_conflicts_give_the_same_nodes_and_texts_from_both(
 ):
     pool = secrets.token_hex(3)
     a, b, c = (f"disk-{pool}-{x}" for x in "abc")
-    nodes = [_node(a, pool, "za", "4"), _node(b, pool, "za", "8"), _node(c, pool, "za", "16")]
+    # Far apart, so that no two nodes tie for any pod (ties are drawn at random).
+    nodes = [_node(a, pool, "za", "4"), _node(b, pool, "za", "16"), _node(c, pool, "za", "64")]
     upstream_name = f"upstream-{pool}"
     schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
     holders, pods = [], []
