@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesalvo.core import gang, volume_slots, volumes
+from kubesalvo.core import gang, in_tree_disks, volume_slots, volumes
 from kubesalvo.core.encode import Encoder
 from kubesalvo.core.plugins import coscheduling, node_volume_limits, volume_binding
 from kubesalvo.core.plugins.framework import fit_error_message
@@ -29,38 +29,27 @@ from kubesalvo.core.profile import Profile
 from kubesalvo.core.results import PlacementResult, head, merged
 from kubesalvo.core.state import ClusterState, pod_key
 
-__all__ = ["COUNT_ALIKE", "delayed_positions", "has_disks", "place_in_segments"]
+__all__ = ["COUNT_ALIKE", "delayed_positions", "place_in_segments"]
 
 # Runs of alike claiming pods are placed as one segment, their free volumes counted per
 # node (core/volume_slots.py); the tests turn it off to compare with one segment per pod.
 COUNT_ALIKE = True
 
 
-def has_disks(pods: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether a pod of the burst has an in-tree disk (it cuts the burst even where no
-    claim exists); one dict lookup per pod without volumes."""
-    for pod in pods:
-        spec = pod.get("spec") or {}
-        if spec.get("volumes") and volumes.in_tree_disks(spec):
-            return True
-    return False
-
-
 def delayed_positions(
     pods: Sequence[Mapping[str, Any]], storage: volumes.StorageObjects
 ) -> list[int]:
     """Positions of the pods a later pod of the burst must see placed first: those with
-    an in-tree disk (VolumeRestrictions' conflicts on a node), an unbound claim of a
-    WaitForFirstConsumer class (when the caller binds them), a ReadWriteOncePod claim
-    (in use once placed) or a volume of a CSI driver a CSINode limits (counted on its
-    node once placed)."""
+    an in-tree disk (VolumeRestrictions), an unbound claim of a WaitForFirstConsumer
+    class (when the caller binds them), a ReadWriteOncePod claim (in use once placed) or
+    a volume of a CSI driver a CSINode limits (counted on its node once placed)."""
     found = []
     limited = {d for per_node in node_volume_limits.limits(storage).values() for d in per_node}
     for i, pod in enumerate(pods):
         spec = pod.get("spec") or {}
         if not spec.get("volumes"):
             continue
-        if volumes.in_tree_disks(spec):  # counted on its node once placed
+        if in_tree_disks.disks(spec):  # its disks may conflict with a later pod's
             found.append(i)
             continue
         namespace = (pod.get("metadata") or {}).get("namespace") or "default"

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesalvo.core import gang, volumes
+from kubesalvo.core import gang, in_tree_disks, volumes
 from kubesalvo.core.plugins import node_volume_limits
 from kubesalvo.core.plugins.framework import NodeTable
 
@@ -47,8 +47,10 @@ def countable_claim(
     namespace = (pod.get("metadata") or {}).get("namespace") or "default"
     found = None
     for volume in spec.get("volumes") or ():
-        if volume.get("ephemeral") is not None or any(s in volume for s in volumes.DISK_SOURCES):
+        if volume.get("ephemeral") is not None:
             return None
+        if any(source in volume for source in in_tree_disks.SOURCES):
+            return None  # its disk may conflict with an earlier pod of the run
         source = volume.get("persistentVolumeClaim")
         if source is None:
             continue

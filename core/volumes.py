@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesalvo.core import in_tree_disks
 from kubesalvo.core.label_selectors import parse_selector, selector_matches
 from kubesalvo.core.quantity import parse_quantity
 
@@ -35,7 +36,6 @@ __all__ = [
     "delays_binding",
     "ephemeral_owner_error",
     "every_row",
-    "in_tree_disks",
     "is_fully_bound",
     "not_found",
     "pod_claims",
@@ -90,9 +90,10 @@ class StorageObjects:
     claim_users: dict[str, set[str]] = field(default_factory=dict)
     pod_claims: dict[str, list[str]] = field(default_factory=dict)
     pod_nodes: dict[str, str] = field(default_factory=dict)  # pod key -> its node's name
-    # Pod key -> its in-tree disk volumes (DISK_SOURCES), of the pods counted on nodes
-    # (VolumeRestrictions' disk conflicts on a node)
-    pod_disks: dict[str, list[Object]] = field(default_factory=dict)
+    # In-tree disks of the pods counted on each node (VolumeRestrictions' disk conflicts):
+    # node name -> pod key -> its disk volumes, and pod key -> its node's name
+    node_disks: dict[str, dict[str, list[Object]]] = field(default_factory=dict)
+    disk_nodes: dict[str, str] = field(default_factory=dict)
     # Whether the caller binds the claims it reserves (the runtime's VolumeBinding PreBind,
     # or an in-process simulation): without it, unbound delayed claims are not placed.
     bind_delayed: bool = False
@@ -132,31 +133,39 @@ class StorageObjects:
             claim_users={claim: set(users) for claim, users in self.claim_users.items()},
             pod_claims=dict(self.pod_claims),
             pod_nodes=dict(self.pod_nodes),
-            pod_disks=dict(self.pod_disks),
+            node_disks={node: dict(pods) for node, pods in self.node_disks.items()},
+            disk_nodes=dict(self.disk_nodes),
             bind_delayed=self.bind_delayed,
             counted=self.counted,
         )
 
     def use(self, pod_key: str, namespace: str, spec: Mapping[str, Any], node: str) -> None:
-        """A pod counted on ``node`` uses the claims of its spec (generic ephemeral ones
-        too: NodeVolumeLimits counts them; no other pod can use them)."""
+        """A pod counted on ``node`` uses the claims (generic ephemeral ones too:
+        NodeVolumeLimits counts them, no other pod can use them) and in-tree disks of its
+        spec."""
         claims = [f"{namespace}/{name}" for name, _ in pod_claims(spec)]
-        disks = in_tree_disks(spec)
+        disks = in_tree_disks.disks(spec)
         if not claims and not disks:
             return
         self.unuse(pod_key)
-        self.pod_nodes[pod_key] = node
         if disks:
-            self.pod_disks[pod_key] = disks
+            self.node_disks.setdefault(node, {})[pod_key] = disks
+            self.disk_nodes[pod_key] = node
         if not claims:
             return
         self.pod_claims[pod_key] = claims
+        self.pod_nodes[pod_key] = node
         for claim in claims:
             self.claim_users.setdefault(claim, set()).add(pod_key)
 
     def unuse(self, pod_key: str) -> None:
+        node = self.disk_nodes.pop(pod_key, None)
+        if node is not None:
+            on_node = self.node_disks[node]
+            del on_node[pod_key]
+            if not on_node:
+                del self.node_disks[node]
         self.pod_nodes.pop(pod_key, None)
-        self.pod_disks.pop(pod_key, None)
         for claim in self.pod_claims.pop(pod_key, ()):
             users = self.claim_users.get(claim)
             if users is not None:
@@ -202,15 +211,6 @@ def claim_volumes(spec: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], str]
         if source is not None:
             found.append((volume, source.get("claimName") or ""))
     return found
-
-
-# In-tree volume sources whose disks may conflict between the pods of one node.
-DISK_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
-
-
-def in_tree_disks(spec: Mapping[str, Any]) -> list[Object]:
-    """The pod's volumes of an in-tree disk source that can conflict on a node."""
-    return [v for v in spec.get("volumes") or () if any(s in v for s in DISK_SOURCES)]
 
 
 def resolve_ephemeral(pod: dict[str, Any]) -> dict[str, Any]:

@@ -59,18 +59,13 @@ def test_a_read_write_once_pod_conflict_is_resolved_by_preempting_the_holder():
     assert victim_names(decision) == ["holder"]  # the other pod of n1 is not in the way
 
 
-def test_an_in_tree_disk_conflict_is_resolved_by_preempting_the_pod_holding_the_disk():
-    disk = [{"name": "disk", "gcePersistentDisk": {"pdName": "pd-1"}}]
-    nodes = [node("n1")]
-    pods = [pod("holder", 1, "1", "n1", volumes=disk), pod("other", 1, "1", "n1")]
+def test_an_in_tree_disk_conflict_is_resolved_by_preempting_the_pod_that_mounts_it():
+    # Both nodes have room; on each a lower-priority pod writes the GCE disk the pod
+    # wants. n2's mounter is the cheaper victim (priority 1 against 3).
+    disk = [{"name": "d", "gcePersistentDisk": {"pdName": "pd-1"}}]
+    nodes = [node("n1"), node("n2")]
+    pods = [pod("dear", 3, "1", "n1", volumes=disk), pod("cheap", 1, "1", "n2", volumes=disk)]
+    pods.append(pod("bystander", 1, "1", "n2"))
     decision = preempt(pod("db", 10, "1", volumes=disk), nodes, pods, now=NOW)
-    assert decision.node == "n1"
-    assert victim_names(decision) == ["holder"]  # the other pod of n1 is not in the way
-
-
-def test_an_in_tree_disk_held_at_the_same_priority_finds_no_victims():
-    disk = [{"name": "disk", "gcePersistentDisk": {"pdName": "pd-1"}}]
-    pods = [pod("holder", 10, "1", "n1", volumes=disk)]
-    decision = preempt(pod("db", 10, "1", volumes=disk), [node("n1")], pods, now=NOW)
-    assert decision.node is None
-    assert decision.reason_counts == {default_preemption.NO_PREEMPTION_VICTIMS: 1}
+    assert decision.node == "n2"
+    assert victim_names(decision) == ["cheap"]  # the bystander is not in the way

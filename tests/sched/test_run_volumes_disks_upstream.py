@@ -1,13 +1,11 @@
-"""VolumeRestrictions' in-tree disk conflicts with kube-scheduler v1.34 and ``kubesalvo
-run`` on one control plane, each scheduler with its own schedulerName and disks (an
-in-tree volume in a pod spec needs no driver to be scheduled). Pods holding the disks
-are put on nodes by nodeName; node C has the most room, B the next:
+"""Pods with in-tree disks (GCE PD, AWS EBS, iSCSI, RBD) sent to kube-scheduler v1.34 and
+to ``kubesalvo run`` on one control plane: VolumeRestrictions' disk conflicts give the
+same nodes and the same PodScheduled=False text from both.
 
-* ``gce-ro``: a GCE PD that C's holder mounts read-only, mounted read-only: C;
-* ``gce-rw``: the same PD read-write: C conflicts, B;
-* ``ebs``: an EBS volume C's holder has, even read-only: B;
-* ``iscsi``: an iSCSI disk a holder on every node mounts read-write: pending, with the
-  same text from both.
+Pods holding the disks are bound to the two nodes by name (kwok runs them); each
+scheduler then places pods whose disks conflict with the holders' or not, under
+upstream's read-only rules. Each scheduler's disks carry its own suffix, so neither's
+pods conflict with the other's. In-tree volumes need no driver to be scheduled.
 """
 
 from __future__ import annotations
@@ -25,29 +23,49 @@ from tests.sched.test_run_volumes_upstream import POOL, _node
 pytestmark = pytest.mark.integration
 
 
-def _pod(
-    namespace: str, name: str, scheduler: str, pool: str, disks: list[dict], node: str = ""
-) -> dict[str, Any]:
-    requests = {"cpu": "1"}  # cpu alone: every score falls with the node's cpu share
-    spec: dict[str, Any] = {
-        "schedulerName": scheduler,
-        "nodeSelector": {POOL: pool},
-        "containers": [
-            {
-                "name": "c",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": requests},
-            }
-        ],
-        "volumes": [{"name": f"d{i}", **disk} for i, disk in enumerate(disks)],
+def _pod(namespace: str, name: str, scheduler: str, pool: str, volumes: list[dict]) -> dict:
+    container = {
+        "name": "c",
+        "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": {"cpu": "100m"}},
     }
-    if node:
-        spec["nodeName"] = node
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
+        "spec": {
+            "schedulerName": scheduler,
+            "nodeSelector": {POOL: pool},
+            "containers": [container],
+            "volumes": volumes,
+        },
+    }
+
+
+def _disks(tag: str) -> dict[str, Any]:
+    """Builders of one scheduler's disks by kind: (read_only) -> a volume."""
+    return {
+        "gce": lambda ro, pd="x": {
+            "name": f"gce-{pd}",
+            "gcePersistentDisk": {"pdName": f"{tag}-{pd}", "readOnly": ro},
+        },
+        "ebs": lambda ro: {
+            "name": "ebs",
+            "awsElasticBlockStore": {"volumeID": f"vol-{tag}", "readOnly": ro},
+        },
+        "iscsi": lambda ro: {
+            "name": "iscsi",
+            "iscsi": {
+                "targetPortal": "127.0.0.1:3260",
+                "iqn": f"iqn.2026-01.io.kubesalvo:{tag}",
+                "lun": 0,
+                "readOnly": ro,
+            },
+        },
+        "rbd": lambda ro, monitors=("m1", "m2"): {
+            "name": "rbd",
+            "rbd": {"monitors": list(monitors), "image": f"img-{tag}", "readOnly": ro},
+        },
     }
 
 
@@ -55,92 +73,81 @@ def test_in_tree_disk_conflicts_give_the_same_nodes_and_texts_from_both(
     control_plane, namespace, tmp_path
 ):
     pool = secrets.token_hex(3)
-    a, b, c = (f"disk-{pool}-{x}" for x in "abc")
-    # Far apart, so that no two nodes tie for any pod (ties are drawn at random).
-    nodes = [_node(a, pool, "za", "4"), _node(b, pool, "za", "16"), _node(c, pool, "za", "64")]
+    a, b = (f"disk-{pool}-{n}" for n in "ab")
+    # A has the most room: a pod goes there unless its disk conflicts with A's holder.
+    nodes = [_node(a, pool, "za", "8"), _node(b, pool, "za", "4")]
     upstream_name = f"upstream-{pool}"
     schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
     holders, pods = [], []
     for scheduler, who in schedulers.items():
-        pd = {"pdName": f"pd-{pool}-{who}", "fsType": "ext4"}
-        ebs = {"volumeID": f"vol-{pool}-{who}", "fsType": "ext4"}
-        iscsi = {"targetPortal": "10.0.0.1:3260", "iqn": f"iqn.2026-11.io.example:{who}", "lun": 0}
-        holders.append(
-            _pod(
-                namespace,
-                f"holder-c-{who}",
-                scheduler,
-                pool,
-                [
-                    {"gcePersistentDisk": {**pd, "readOnly": True}},
-                    {"awsElasticBlockStore": {**ebs, "readOnly": True}},
-                ],
-                node=c,
-            )
-        )
-        for n in (a, b, c):
-            holders.append(
-                _pod(
-                    namespace, f"holder-{n[-1]}-iscsi-{who}", scheduler, pool, [{"iscsi": iscsi}], n
-                )
-            )
-        pods.append(
-            _pod(
-                namespace,
-                f"gce-ro-{who}",
-                scheduler,
-                pool,
-                [{"gcePersistentDisk": {**pd, "readOnly": True}}],
-            )
-        )
-        pods.append(_pod(namespace, f"gce-rw-{who}", scheduler, pool, [{"gcePersistentDisk": pd}]))
-        pods.append(
-            _pod(
-                namespace,
-                f"ebs-{who}",
-                scheduler,
-                pool,
-                [{"awsElasticBlockStore": {**ebs, "readOnly": True}}],
-            )
-        )
-        pods.append(_pod(namespace, f"iscsi-{who}", scheduler, pool, [{"iscsi": iscsi}]))
+        d = _disks(f"{pool}-{who}")
+        on_a = [d["gce"](True), d["gce"](False, "y"), d["gce"](False, "z")]
+        on_a += [d["ebs"](True), d["iscsi"](False), d["rbd"](True)]
+        for node, volumes in ((a, on_a), (b, [d["gce"](False, "z")])):
+            holder = _pod(namespace, f"holder-{node[-1]}-{who}", scheduler, pool, volumes)
+            holder["spec"]["nodeName"] = node
+            holders.append(holder)
+        for case, volume in (
+            ("gce-readers", d["gce"](True)),  # both read-only: no conflict
+            ("gce-writer", d["gce"](True, "y")),  # A's holder writes y
+            ("ebs", d["ebs"](True)),  # EBS conflicts even read-only
+            ("iscsi", d["iscsi"](True)),  # A's holder writes the target
+            ("rbd", d["rbd"](False, ("m2", "m3"))),  # a monitor in common, one writer
+            ("rbd-apart", d["rbd"](False, ("m4",))),  # no monitor in common
+            ("nowhere", d["gce"](False, "z")),  # both nodes write z
+        ):
+            pods.append(_pod(namespace, f"{case}-{who}", scheduler, pool, [volume]))
     control_plane.create(nodes)
-    control_plane.create(holders)
     upstream = start_kube_scheduler(
         control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
     )
     process = SchedulerProcess(
         tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "disks"
     )
+    path = f"/api/v1/namespaces/{namespace}/pods"
+
+    def outcomes() -> dict[str, str]:
+        found = {}
+        for pod in list_objects(control_plane, path):
+            condition = pod_scheduled(pod) or {}
+            if (pod.get("spec") or {}).get("nodeName"):
+                found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
+            elif condition.get("status") == "False":
+                found[pod["metadata"]["name"]] = condition["message"]
+        return found
+
+    def ready(node: dict[str, Any]) -> bool:
+        conditions = (node.get("status") or {}).get("conditions") or ()
+        ok = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        return ok and not (node.get("spec") or {}).get("taints")
+
     try:
         process.wait_ready()
+        # kwok marks the nodes Ready; until then the node controller may taint them, and
+        # a scheduler that saw a taint would choose otherwise.
+        deadline = time.monotonic() + 60
+        while not all(
+            ready(n)
+            for n in list_objects(control_plane, "/api/v1/nodes")
+            if n["metadata"]["name"] in (a, b)
+        ):
+            assert time.monotonic() < deadline, "nodes never ready"
+            time.sleep(0.5)
+        control_plane.create(holders)
         control_plane.create(pods)
-        path = f"/api/v1/namespaces/{namespace}/pods"
-        wanted = {p["metadata"]["name"] for p in pods}
         deadline = time.monotonic() + 120
-        while True:
-            seen = {}
-            for pod in list_objects(control_plane, path):
-                name = pod["metadata"]["name"]
-                condition = pod_scheduled(pod) or {}
-                if name not in wanted:
-                    continue
-                if (pod.get("spec") or {}).get("nodeName"):
-                    seen[name] = "on " + pod["spec"]["nodeName"]
-                elif condition.get("status") == "False":
-                    seen[name] = condition["message"]
-            if len(seen) == len(wanted):
-                break
+        while len(seen := outcomes()) < len(holders) + len(pods):
             assert time.monotonic() < deadline, f"outcomes so far: {seen}\n{process.tail()}"
             time.sleep(1.0)
-        for case in ("gce-ro", "gce-rw", "ebs", "iscsi"):
-            ours, theirs = seen[f"{case}-ours"], seen[f"{case}-theirs"]
-            assert ours == theirs.replace("-theirs", "-ours"), (case, ours, theirs)
-        assert seen["gce-ro-ours"] == f"on {c}"
-        assert seen["gce-rw-ours"] == seen["ebs-ours"] == f"on {b}"
-        assert "3 node(s) had no available disk" in seen["iscsi-ours"]
+        cases = {p["metadata"]["name"].rsplit("-", 1)[0] for p in pods}
+        for case in sorted(cases):
+            assert seen[f"{case}-ours"] == seen[f"{case}-theirs"], (case, seen)
+        assert seen["gce-readers-ours"] == seen["rbd-apart-ours"] == f"on {a}", seen
+        for case in ("gce-writer", "ebs", "iscsi", "rbd"):
+            assert seen[f"{case}-ours"] == f"on {b}", (case, seen)
+        assert "2 node(s) had no available disk" in seen["nowhere-ours"]
     finally:
         process.kill()
         upstream.stop()
-        delete_pods(control_plane, [*pods, *holders])
+        delete_pods(control_plane, holders + pods)
         control_plane.delete(nodes)

@@ -1,9 +1,7 @@
-"""VolumeRestrictions through the encoder: its PreFilter reads every claim first; a
-ReadWriteOncePod claim in use fails every node; an in-tree disk another pod of the node
-holds fails that node, with upstream's read-only rules per disk kind."""
+"""VolumeRestrictions through the encoder: its PreFilter reads every claim first; claims
+in ReadWriteOncePod use and in-tree disks that conflict on a node fail the pod."""
 
 from kubesalvo.core.place import place_burst, plan
-from kubesalvo.core.plugins import volume_restrictions as vr
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.volumes import CLAIMS, VOLUMES
 from tests.helpers.volumes import claim, claim_volume, local_volume
@@ -63,93 +61,97 @@ def test_two_pods_of_one_burst_never_share_a_read_write_once_pod_claim():
     assert planned.nodes == ["a", None, None]
 
 
+DISK_TEXT = "0/2 nodes are available: 2 node(s) had no available disk."
+
+
 def two_nodes():
     state = state_with()
     state.add_node(
         {
             "metadata": {"name": "b", "labels": {"kubernetes.io/hostname": "b"}},
-            "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "110"}},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
         }
     )
     return state
 
 
-def disk_pod(name, source, node=None, **fields):
-    obj = named(name, {"name": "disk", source: fields})
-    if node:
-        obj["spec"]["nodeName"] = node
-    return obj
+def on_node(state, name, node, *volumes):
+    holder = named(name, *volumes)
+    holder["spec"]["nodeName"] = node
+    state.add_pod(holder)
+    return holder
 
 
-GCE = ("gcePersistentDisk", {"pdName": "pd-1"})
-EBS = ("awsElasticBlockStore", {"volumeID": "vol-1"})
-ISCSI = ("iscsi", {"iqn": "iqn.2026-11.io.example:disk", "lun": 0, "targetPortal": "t:3260"})
-RBD = ("rbd", {"monitors": ["m1", "m2"], "image": "img", "pool": "rbd"})
+def gce(pd, read_only=False):
+    return {"name": "disk", "gcePersistentDisk": {"pdName": pd, "readOnly": read_only}}
 
 
-def conflicts(one, other):
-    """Whether a pod with disk ``one`` is kept off node a, where a pod holds ``other``."""
-    state = state_with()
-    state.add_pod(disk_pod("holder", other[0], node="a", **other[1]))
-    result = place_burst(state, [disk_pod("p", one[0], **one[1])])
-    if result.nodes == ["a"]:
-        return False
-    assert result.messages[0] == "0/1 nodes are available: 1 node(s) had no available disk."
+def test_a_gce_disk_mounted_on_a_node_keeps_a_second_writer_off_that_node():
+    state = two_nodes()
+    holder = on_node(state, "holder", "a", gce("pd-1"))
+    result = place_burst(state, [named("second", gce("pd-1"))])
+    assert result.nodes == ["b"]
+    on_node(state, "other", "b", gce("pd-1", read_only=True))
+    result = place_burst(state, [named("second", gce("pd-1", read_only=True))])
+    assert result.nodes == [None]  # read-only beside a writer on a, beside a reader on b...
+    assert result.messages[0] == DISK_TEXT
     assert result.rejectors[0] == {"VolumeRestrictions"}
-    return True
+    state.remove_pod(holder)  # ...is fine once only readers are left
+    assert place_burst(state, [named("second", gce("pd-1", read_only=True))]).nodes[0] in "ab"
 
 
-def read_only(kind):
-    return (kind[0], {**kind[1], "readOnly": True})
-
-
-def test_the_same_disk_on_a_node_conflicts_unless_every_mount_is_read_only():
-    for kind in (GCE, ISCSI, RBD):
-        assert conflicts(kind, kind), kind[0]
-        assert conflicts(read_only(kind), kind), kind[0]
-        assert not conflicts(read_only(kind), read_only(kind)), kind[0]
+def test_another_gce_disk_does_not_conflict():
+    state = two_nodes()
+    on_node(state, "holder", "a", gce("pd-1"))
+    on_node(state, "other", "b", gce("pd-1"))
+    assert place_burst(state, [named("second", gce("pd-2"))]).nodes[0] in ("a", "b")
 
 
 def test_an_ebs_volume_conflicts_even_read_only():
-    assert conflicts(read_only(EBS), read_only(EBS))
-
-
-def test_other_disks_do_not_conflict():
-    assert not conflicts(("gcePersistentDisk", {"pdName": "pd-2"}), GCE)
-    assert not conflicts(("awsElasticBlockStore", {"volumeID": "vol-2"}), EBS)
-    assert not conflicts(("iscsi", {**ISCSI[1], "iqn": "iqn.other"}), ISCSI)
-    assert not conflicts(GCE, EBS)
-
-
-def test_rbd_images_are_the_same_with_one_monitor_in_common_and_the_default_pool():
-    assert conflicts(("rbd", {"monitors": ["m2", "m3"], "image": "img"}), RBD)
-    assert not conflicts(("rbd", {"monitors": ["m3"], "image": "img", "pool": "rbd"}), RBD)
-    assert not conflicts(("rbd", {**RBD[1], "pool": "other"}), RBD)
-    assert not conflicts(("rbd", {**RBD[1], "image": "other"}), RBD)
-
-
-def test_two_pods_of_one_burst_with_one_disk_go_to_different_nodes():
+    ebs = {"name": "ebs", "awsElasticBlockStore": {"volumeID": "vol-1", "readOnly": True}}
     state = two_nodes()
-    burst = [disk_pod(f"p{i}", GCE[0], **GCE[1]) for i in range(3)]
+    on_node(state, "holder", "a", ebs)
+    assert place_burst(state, [named("second", ebs)]).nodes == ["b"]
+
+
+def test_iscsi_targets_conflict_by_iqn_unless_both_read_only():
+    def iscsi(iqn, read_only):
+        source = {"targetPortal": "127.0.0.1:3260", "iqn": iqn, "lun": 0, "readOnly": read_only}
+        return {"name": "iscsi", "iscsi": source}
+
+    state = two_nodes()
+    on_node(state, "holder", "a", iscsi("iqn.2026-01.io:t", True))
+    assert place_burst(state, [named("w", iscsi("iqn.2026-01.io:t", False))]).nodes == ["b"]
+    readers = place_burst(state, [named("r", iscsi("iqn.2026-01.io:t", True))], commit=False)
+    assert readers.nodes[0] in ("a", "b")
+
+
+def test_rbd_images_conflict_on_an_overlapping_monitor_same_pool_and_image():
+    def rbd(monitors, image, pool=None):
+        source = {"monitors": list(monitors), "image": image}
+        if pool is not None:
+            source["pool"] = pool
+        return {"name": "rbd", "rbd": source}
+
+    state = two_nodes()
+    on_node(state, "holder", "a", rbd(["m1", "m2"], "img"))
+    # the default pool is "rbd", as the API server fills it in
+    assert place_burst(state, [named("s", rbd(["m2"], "img", "rbd"))], commit=False).nodes == ["b"]
+    other_monitor = place_burst(state, [named("s", rbd(["m3"], "img"))], commit=False)
+    other_pool = place_burst(state, [named("s", rbd(["m1"], "img", "p2"))], commit=False)
+    assert {other_monitor.nodes[0], other_pool.nodes[0]} <= {"a", "b"}
+
+
+def test_pods_of_one_burst_never_mount_one_disk_on_one_node():
+    state = state_with()  # one node
+    burst = [named(f"p{i}", gce("pd-1")) for i in range(3)]
     result = place_burst(state, burst)
-    assert sorted(result.nodes[:2]) == ["a", "b"]
-    assert result.nodes[2] is None
-    assert result.messages[2] == "0/2 nodes are available: 2 node(s) had no available disk."
-    assert vr.disks_conflict(
-        {"gcePersistentDisk": {"pdName": "x"}}, {"gcePersistentDisk": {"pdName": "x"}}
-    )
+    assert result.nodes == ["a", None, None]
+    assert result.messages[1] == "0/1 nodes are available: 1 node(s) had no available disk."
+    assert plan(state_with(), burst).nodes == ["a", None, None]
 
 
 def test_a_read_write_once_claim_and_other_volumes_pass():
     state = state_with(claim("d", volume="pv"))
     empty_dir = {"name": "scratch", "emptyDir": {}}
     assert place_burst(state, [pod(claim_volume("v", "d"), empty_dir)]).nodes == ["a"]
-
-
-def test_a_disk_is_free_again_once_its_holder_is_gone():
-    state = state_with()
-    holder = disk_pod("holder", GCE[0], node="a", **GCE[1])
-    state.add_pod(holder)
-    assert place_burst(state, [disk_pod("p", GCE[0], **GCE[1])]).nodes == [None]
-    state.remove_pod(holder)
-    assert place_burst(state, [disk_pod("p", GCE[0], **GCE[1])]).nodes == ["a"]

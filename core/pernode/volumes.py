@@ -1,13 +1,13 @@
-"""The volume filters, written for clarity: the oracle the property tests hold the
-encoder's class filters (core/plugins/volume_*.py, node_volume_limits.py) to.
+"""The volume filters for one pod, node by node, written for clarity: what preemption's dry
+run and ``explain`` ask, and what the property tests hold the encoder's class filters
+(core/plugins/volume_*.py, node_volume_limits.py) to.
 
 Each plugin is built once per pod (its constructor is the PreFilter: it raises
 PreFilterRejection or SchedulingError) and then asked about one node at a time, from
 the node's labels, as kube-scheduler v1.34's plugins do:
 
-* VolumeRestrictions: every persistentVolumeClaim of the pod must exist; a node where
-  another pod mounts one of the pod's in-tree disks in a way that conflicts fails first;
-  a ReadWriteOncePod claim another pod on a node uses fails every node;
+* VolumeRestrictions: every persistentVolumeClaim of the pod must exist; a
+  ReadWriteOncePod claim another pod on a node uses fails every node;
 * NodeVolumeLimits: the pod's unique CSI volumes per driver, with those of the node's
   pods, within the count the node's CSINode gives the driver;
 * VolumeBinding: claims exist, are not lost or being deleted, none is an unbound
@@ -21,9 +21,10 @@ the node's labels, as kube-scheduler v1.34's plugins do:
   selector, class, access mode rules are core/volumes.volume_fits_claim's, shared), else
   its class must provision there (allowedTopologies).
 
-Out of the reference's scope (``PodInvalid``), as kubesalvo does not implement them yet
+Out of this package's scope (``PodInvalid``), as kubesalvo does not implement them yet
 and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
-generic ephemeral and inline CSI volumes, and resource claims (DynamicResources).
+generic ephemeral and inline CSI
+volumes and resource claims (DynamicResources).
 """
 
 from __future__ import annotations
@@ -31,17 +32,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubesalvo.core import in_tree_disks
 from kubesalvo.core.label_selectors import parse_selector, selector_matches
-from kubesalvo.core.plugins import names
-from kubesalvo.core.reference.framework import (
+from kubesalvo.core.pernode.framework import (
     Pod,
     PodInvalid,
     PreFilterRejection,
     SchedulingError,
     Status,
 )
-from kubesalvo.core.reference.selectors import node_selector_terms
-from kubesalvo.core.reference.snapshot import NodeInfo
+from kubesalvo.core.pernode.selectors import node_selector_terms
+from kubesalvo.core.pernode.snapshot import NodeInfo
+from kubesalvo.core.plugins import names
 from kubesalvo.core.volumes import (
     StorageObjects,
     bound_to_claim,
@@ -59,9 +61,8 @@ __all__ = [
     "volume_filter",
 ]
 
-# Volume sources the reference does not model.
+# Volume sources the per-node filters do not model.
 UNMODELLED_VOLUME_SOURCES = frozenset({"ephemeral", "csi"})
-DISK_KINDS = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 BETA_REGION = "failure-domain.beta.kubernetes.io/region"
 ZONE = "topology.kubernetes.io/zone"
@@ -71,17 +72,19 @@ GA_LABEL = {BETA_ZONE: ZONE, BETA_REGION: REGION}
 
 
 def check_in_scope(pod: Pod) -> None:
-    """Raise PodInvalid for volumes and resource claims the reference does not model."""
+    """Raise PodInvalid for volumes and claims the per-node filters do not model."""
     spec = pod.get("spec") or {}
     for volume in spec.get("volumes") or ():
         kinds = UNMODELLED_VOLUME_SOURCES.intersection(volume)
         if kinds:
             kind = sorted(kinds)[0]
             raise PodInvalid(
-                f"volume {volume.get('name')!r} uses {kind}: not modelled by the reference"
+                f"volume {volume.get('name')!r} uses {kind}: not modelled by the per-node filters"
             )
     if spec.get("resourceClaims"):
-        raise PodInvalid("resource claims (DynamicResources) are not modelled by the reference")
+        raise PodInvalid(
+            "resource claims (DynamicResources) are not modelled by the per-node filters"
+        )
 
 
 def _claims(pod: Pod) -> list[str]:
@@ -120,40 +123,15 @@ class _Skip:
         return None
 
 
-def _same_disk(kind: str, mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
-    """Whether two mounts of one in-tree disk kind cannot share a node."""
-    both_read_only = bool(mine.get("readOnly")) and bool(theirs.get("readOnly"))
-    if kind == "awsElasticBlockStore":
-        return mine.get("volumeID") == theirs.get("volumeID")  # read-only or not
-    if kind == "gcePersistentDisk":
-        return mine.get("pdName") == theirs.get("pdName") and not both_read_only
-    if kind == "iscsi":
-        return mine.get("iqn") == theirs.get("iqn") and not both_read_only
-    # rbd: the same image of the same pool, seen through a monitor both list
-    common_monitor = bool(set(mine.get("monitors") or ()) & set(theirs.get("monitors") or ()))
-    same_pool = (mine.get("pool") or "rbd") == (theirs.get("pool") or "rbd")
-    same_image = mine.get("image") == theirs.get("image")
-    return common_monitor and same_pool and same_image and not both_read_only
-
-
-def _disks(pod: Pod) -> list[tuple[str, Mapping[str, Any]]]:
-    found = []
-    for volume in (pod.get("spec") or {}).get("volumes") or ():
-        for kind in DISK_KINDS:
-            if volume.get(kind) is not None:
-                found.append((kind, volume[kind]))
-    return found
-
-
 class VolumeRestrictions(_Skip):
-    """A node where another pod mounts one of the pod's in-tree disks in a way that
-    conflicts fails (``node(s) had no available disk``); a ReadWriteOncePod claim of the
-    pod that another pod on some node uses fails every node. Both are looked up in the
-    snapshot's nodes when the filter runs, so a preemption dry run that takes a holder off
-    its node sees the disk or claim free."""
+    """A node where a pod mounts an in-tree disk of the pod in a conflicting way fails
+    (the rules of core/in_tree_disks.conflict, shared); then a ReadWriteOncePod claim of
+    the pod that another pod on some node uses fails every node. The holders are looked
+    up in the snapshot's nodes when the filter runs, so a preemption dry run that takes a
+    holder off its node sees the claim free."""
 
     def __init__(self, pod: Pod, storage: StorageObjects, snapshot: Any) -> None:
-        self.disks = _disks(pod)
+        self.disks = in_tree_disks.disks(pod.get("spec") or {})
         once: set[str] = set()
         for name in _claims(pod):
             claim = storage.claim(_namespace(pod), name)
@@ -172,11 +150,10 @@ class VolumeRestrictions(_Skip):
                         self.holders.append((node, other))
 
     def filter(self, node: NodeInfo) -> Status | None:
-        if self.disks:
-            for other in node.pods:
-                for kind, theirs in _disks(other):
-                    if any(k == kind and _same_disk(kind, mine, theirs) for k, mine in self.disks):
-                        return Status.unschedulable("node(s) had no available disk")
+        for other in node.pods if self.disks else ():
+            mounted = in_tree_disks.disks(other.get("spec") or {})
+            if any(in_tree_disks.conflict(disk, mounted) for disk in self.disks):
+                return Status.unschedulable("node(s) had no available disk")
         for holder_node, holder in self.holders:
             if any(p is holder for p in holder_node.pods):
                 return Status.unschedulable(
