@@ -23,7 +23,8 @@ from typing import Any
 
 from kubesalvo.core import gang, in_tree_disks, volume_slots, volumes
 from kubesalvo.core.encode import Encoder
-from kubesalvo.core.plugins import node_volume_limits, volume_binding
+from kubesalvo.core.plugins import coscheduling, node_volume_limits, volume_binding
+from kubesalvo.core.plugins.framework import fit_error_message
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.results import PlacementResult, head, merged
 from kubesalvo.core.state import ClusterState, pod_key
@@ -52,7 +53,7 @@ def delayed_positions(
             found.append(i)
             continue
         namespace = (pod.get("metadata") or {}).get("namespace") or "default"
-        for _, name in volumes.claim_volumes(spec):
+        for name, _ in volumes.pod_claims(spec):
             claim = storage.claim(namespace, name)
             if claim is None:
                 continue
@@ -96,8 +97,14 @@ def place_in_segments(
 ) -> PlacementResult:
     """``place`` (core/place.py's burst) over segments ending at each delayed pod, or at
     the last of a run of delayed pods whose free volumes are counted per node
-    (``core/volume_slots.py``)."""
-    run = _Segments(place, state, profile or Profile.default(), workloads, gang_needed)
+    (``core/volume_slots.py``).
+
+    A gang may span segments: each segment places its members one by one (its minimum
+    relaxed to 0), and once every segment is placed, a gang with fewer members placed
+    than its minimum is taken back whole (its volumes unassumed), as one burst would."""
+    minimums = _gang_minimums(pods, gang_needed)
+    relaxed = {key: 0 for key in minimums} if minimums else gang_needed
+    run = _Segments(place, state, profile or Profile.default(), workloads, relaxed)
     limited = {
         d for per_node in node_volume_limits.limits(state.storage).values() for d in per_node
     }
@@ -154,6 +161,9 @@ def place_in_segments(
                     alone = cut
                 else:
                     exhausted.add(signature)
+        result = _joined(run.parts, [[] for _ in pods])
+        if minimums:
+            _take_back_short_gangs(state, pods, run, result, minimums)
     finally:
         if not commit:
             for key in run.placed_keys:
@@ -166,7 +176,60 @@ def place_in_segments(
     if commit:  # for the runtime's PreBind (sched/volume_prebind.py)
         for index, chosen in run.bindings.items():
             state.storage.reserved[pod_key(pods[index])] = chosen
-    return _joined(run.parts, bindings)
+    return dataclasses.replace(result, volume_bindings=bindings)
+
+
+def _gang_minimums(
+    pods: Sequence[Mapping[str, Any]], gang_needed: Mapping[gang.GroupKey, int] | None
+) -> dict[gang.GroupKey, int]:
+    """Each group of the burst and the members it needs placed (the runtime's count
+    when it gives one); empty for a burst without gangs."""
+    if not any(gang.group_of(pod) for pod in pods):
+        return {}
+    minimums = gang.group_minimums(pods)
+    if gang_needed:
+        minimums.update((k, n) for k, n in gang_needed.items() if k in minimums)
+    return minimums
+
+
+def _take_back_short_gangs(
+    state: ClusterState,
+    pods: Sequence[Mapping[str, Any]],
+    run: _Segments,
+    result: PlacementResult,
+    minimums: Mapping[gang.GroupKey, int],
+) -> None:
+    """Take back, from the state and ``result``, every member of a gang that placed fewer
+    members than its minimum over the segments; their volumes are unassumed."""
+    members: dict[gang.GroupKey, list[int]] = {}
+    for i, pod in enumerate(pods):
+        key = gang.group_of(pod)
+        if key is not None:
+            members.setdefault(key, []).append(i)
+    for key, indices in members.items():
+        placed = [i for i in indices if result.nodes[i] is not None]
+        minimum = minimums.get(key, 0)
+        if not placed or len(placed) >= minimum:
+            continue
+        failed = frozenset().union(*(result.rejectors[i] for i in indices))
+        reason = coscheduling.gang_reason(str(key), len(placed), minimum)
+        for i in placed:
+            pod_id = pod_key(pods[i])
+            state.remove_pod_key(pod_id)
+            if pod_id in run.placed_keys:
+                run.placed_keys.remove(pod_id)
+            for _, pv in run.bindings.pop(i, ()):
+                if pv:
+                    state.storage.assumed.pop(pv, None)
+            result.tentative[i] = result.nodes[i]
+            result.nodes[i] = None
+            result.rows[i] = -1
+            result.scores[i] = 0
+            result.ties[i] = 0
+            result.rolled_back[i] = True
+            result.rejectors[i] = failed | {coscheduling.NAME}
+            result.messages[i] = fit_error_message(result.num_nodes, {}, prefilter_message=reason)
+        result.placed = int((result.rows >= 0).sum())
 
 
 class _Segments:

@@ -34,9 +34,12 @@ __all__ = [
     "claim_class",
     "claim_volumes",
     "delays_binding",
+    "ephemeral_owner_error",
     "every_row",
     "is_fully_bound",
     "not_found",
+    "pod_claims",
+    "resolve_ephemeral",
 ]
 
 Object = Mapping[str, Any]
@@ -137,8 +140,10 @@ class StorageObjects:
         )
 
     def use(self, pod_key: str, namespace: str, spec: Mapping[str, Any], node: str) -> None:
-        """A pod counted on ``node`` uses the claims and in-tree disks of its spec."""
-        claims = [f"{namespace}/{name}" for _, name in claim_volumes(spec)]
+        """A pod counted on ``node`` uses the claims (generic ephemeral ones too:
+        NodeVolumeLimits counts them, no other pod can use them) and in-tree disks of its
+        spec."""
+        claims = [f"{namespace}/{name}" for name, _ in pod_claims(spec)]
         disks = in_tree_disks.disks(spec)
         if not claims and not disks:
             return
@@ -206,6 +211,66 @@ def claim_volumes(spec: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], str]
         if source is not None:
             found.append((volume, source.get("claimName") or ""))
     return found
+
+
+def resolve_ephemeral(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod with each generic ephemeral volume naming its claim, ``<pod>-<volume>``
+    (the claim the ephemeral-volume controller makes for it), and the pod that must own
+    it: ``ephemeral`` becomes ``{"claimName", "podName", "podUID"}`` (the template is of no
+    use to a scheduler). A class of pods is keyed by its spec, so pods with such volumes
+    form classes of their own. Pods without them are returned as they are."""
+    spec = pod.get("spec") or {}
+    found = spec.get("volumes") or ()
+    if not any(v.get("ephemeral") is not None for v in found):
+        return pod
+    meta = pod.get("metadata") or {}
+    name = meta.get("name") or ""
+    resolved = []
+    for volume in found:
+        source = volume.get("ephemeral")
+        if source is not None and "claimName" not in source:
+            source = {
+                "claimName": f"{name}-{volume.get('name') or ''}",
+                "podName": name,
+                "podUID": meta.get("uid") or "",
+            }
+            volume = {**volume, "ephemeral": source}
+        resolved.append(volume)
+    return {**pod, "spec": {**spec, "volumes": resolved}}
+
+
+def pod_claims(spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any] | None]]:
+    """VolumeBinding's claims of a pod, in spec order: (claim name, None) for a
+    persistentVolumeClaim volume, (claim name, the resolved ephemeral source) for a
+    generic ephemeral volume (see :func:`resolve_ephemeral`; one not resolved names no
+    claim and is left out)."""
+    found: list[tuple[str, Mapping[str, Any] | None]] = []
+    for volume in spec.get("volumes") or ():
+        source = volume.get("persistentVolumeClaim")
+        if source is not None:
+            found.append((source.get("claimName") or "", None))
+            continue
+        ephemeral = volume.get("ephemeral")
+        if ephemeral is not None and "claimName" in ephemeral:
+            found.append((ephemeral["claimName"], ephemeral))
+    return found
+
+
+def ephemeral_owner_error(namespace: str, claim: Object, source: Mapping[str, Any]) -> str:
+    """component-helpers' VolumeIsForPod: "" when the pod controls the claim, else the
+    text saying the claim was not made for it."""
+    meta = claim.get("metadata") or {}
+    owned = any(
+        ref.get("controller") and ref.get("uid") == source.get("podUID")
+        for ref in meta.get("ownerReferences") or ()
+    )
+    claim_namespace = meta.get("namespace") or ""
+    if owned and claim_namespace == namespace:
+        return ""
+    return (
+        f"PVC {claim_namespace}/{meta.get('name') or ''} was not created for pod "
+        f"{namespace}/{source.get('podName') or ''} (pod is not owner)"
+    )
 
 
 def claim_class(claim: Object) -> str:

@@ -84,7 +84,7 @@ def filter_class(
 ) -> ClassFilterResult | None:
     """Filter for one class: the rows where a limited driver's count would be exceeded
     (None: no claim, or no node limits a driver of the pod's volumes)."""
-    claims = volumes.claim_volumes(pod.spec)
+    claims = volumes.pod_claims(pod.spec)  # generic ephemeral volumes count too
     if not claims:
         return None
     limited = limits(storage)
@@ -92,7 +92,7 @@ def filter_class(
         return None
     drivers = {driver for per_node in limited.values() for driver in per_node}
     new: dict[str, str] = {}  # unique name -> driver
-    for _, name in claims:
+    for name, _ in claims:
         claim = storage.claim(pod.namespace, name)
         if claim is None:
             # Upstream's Filter would fail every node naming the lookup; the PreFilters of

@@ -23,9 +23,13 @@ What kubesalvo implements (kube-scheduler v1.34's texts and codes):
   volumes are assumed so that no later pod takes them; PreBind and Unreserve are the
   runtime's (sched/volume_prebind.py).
 
-Not yet implemented, and never silently: generic ephemeral volumes fail the pod's
-attempt with an error saying so. Its Score needs the StorageCapacityScoring feature (off
-in v1.34), so it always adds 0.
+Generic ephemeral volumes count as claims ``<pod>-<volume>`` (``volumes.resolve_ephemeral``
+names them when the pod is read): a missing one waits for the ephemeral-volume controller
+(``waiting for ephemeral volume controller to create the persistentvolumeclaim "x"``), one
+the pod does not control is refused (``PVC ns/x was not created for pod ns/p (pod is not
+owner)``), both UnschedulableAndUnresolvable in PreFilter. Its Score needs the
+StorageCapacityScoring feature (off in v1.34), so it always adds 0; v1.37 turns the
+feature on by default, and kubesalvo does not score by capacity yet.
 
 The filter is a class filter (``core/plugins/framework.py``): :func:`filter_class` runs
 once per class of pods and burst, for classes with volumes only, and answers with node
@@ -85,8 +89,12 @@ NOT_YET_DELAYED = (
     "kubesalvo does not bind WaitForFirstConsumer claims yet (VolumeBinding): "
     'persistentvolumeclaim "{}" is unbound'
 )
-NOT_YET_EPHEMERAL = (
-    'kubesalvo does not schedule generic ephemeral volumes yet (VolumeBinding): volume "{}"'
+WAITING_EPHEMERAL = (
+    'waiting for ephemeral volume controller to create the persistentvolumeclaim "{}"'
+)
+# A pod handed to core without resolve_ephemeral: its claim's name is unknown.
+UNRESOLVED_EPHEMERAL = (
+    'generic ephemeral volume "{}" names no claim: the pod was read without its name'
 )
 
 
@@ -116,14 +124,14 @@ def filter_class(
     """PreFilter and Filter for one class of pods (None: it has no claim, PreFilter Skip)."""
     claims = []
     for volume in pod.spec.get("volumes") or ():
-        source = volume.get("persistentVolumeClaim")
-        if source is None:
-            if volume.get("ephemeral") is not None:
-                return ClassFilterResult(error=NOT_YET_EPHEMERAL.format(volume.get("name")))
-            continue
-        name = source.get("claimName") or ""
+        if volume.get("ephemeral") is not None and "claimName" not in volume["ephemeral"]:
+            # only a pod read without its name (resolve_ephemeral) has one so
+            return ClassFilterResult(error=UNRESOLVED_EPHEMERAL.format(volume.get("name")))
+    for name, ephemeral in volumes.pod_claims(pod.spec):
         claim = storage.claim(pod.namespace, name)
         if claim is None:
+            if ephemeral is not None:  # normal just after the pod is made
+                return ClassFilterResult(WAITING_EPHEMERAL.format(name))
             return ClassFilterResult(volumes.not_found("persistentvolumeclaim", name))
         if (claim.get("status") or {}).get("phase") == "Lost":
             pv_name = (claim.get("spec") or {}).get("volumeName") or ""
@@ -132,6 +140,10 @@ def filter_class(
             )
         if (claim.get("metadata") or {}).get("deletionTimestamp"):
             return ClassFilterResult(f'persistentvolumeclaim "{name}" is being deleted')
+        if ephemeral is not None:
+            not_owned = volumes.ephemeral_owner_error(pod.namespace, claim, ephemeral)
+            if not_owned:
+                return ClassFilterResult(not_owned)
         claims.append(claim)
     if not claims:
         return None
@@ -264,7 +276,7 @@ def reserve(
     ``storage`` so that no later pod takes them."""
     delayed = []
     out = []
-    for _, name in volumes.claim_volumes(pod.spec):
+    for name, _ in volumes.pod_claims(pod.spec):
         claim = storage.claim(pod.namespace, name)
         if claim is None or volumes.is_fully_bound(claim):
             continue

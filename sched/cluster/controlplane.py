@@ -37,7 +37,7 @@ SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 # Controllers that act on API objects alone (the HPA controller reads metrics.k8s.io,
 # served when the plane runs metrics-server), and the persistent-volume ones a real
 # cluster runs beside its scheduler: the binder (claims to PVs; it provisions nothing,
-# a test plays the provisioner), attach-detach, and PV and PVC protection. Node
+# a test plays the provisioner), attach-detach, PV and PVC protection, ephemeral volumes. Node
 # lifecycle, IPAM, routes and cloud controllers need real nodes or a cloud and are left out.
 CONTROLLERS = (
     "clusterrole-aggregation-controller",
@@ -45,6 +45,8 @@ CONTROLLERS = (
     "daemonset-controller",
     "deployment-controller",
     "disruption-controller",
+    # makes the claim <pod>-<volume> of a generic ephemeral volume (VolumeBinding waits for it)
+    "ephemeral-volume-controller",
     "garbage-collector-controller",
     "horizontal-pod-autoscaler-controller",
     "job-controller",

@@ -19,6 +19,8 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from kubesalvo.core.volumes import resolve_ephemeral
+
 
 class _Api(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """Base: camelCase names as in the API, unknown fields ignored, defaults omitted.
@@ -383,4 +385,6 @@ def to_api_dict(obj: msgspec.Struct) -> dict[str, Any]:
     the Struct, far less than decoding the API's full JSON into dicts would.
     """
     result: dict[str, Any] = msgspec.to_builtins(obj)
+    if isinstance(obj, Pod) and any(v.ephemeral is not None for v in obj.spec.volumes):
+        return resolve_ephemeral(result)  # their claims are named by the pod's
     return result

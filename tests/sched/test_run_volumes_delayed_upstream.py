@@ -31,6 +31,9 @@ from tests.sched.test_run_volumes_upstream import POOL, _node
 pytestmark = pytest.mark.integration
 
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
+# The burst of issue 25: 50 pods for 40 local volumes, two on each of 20 nodes.
+RACE_NODES, RACE_PODS = 20, 50
+RACE_VOLUMES = 2 * RACE_NODES
 
 
 def _class(name: str, provisioner: str, zone: str | None = None) -> dict[str, Any]:
@@ -210,11 +213,11 @@ def test_wait_for_first_consumer_claims_are_bound_as_kube_scheduler_binds_them(
 
 
 def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, namespace, tmp_path):
-    """Ten pods of each scheduler, each with its own WaitForFirstConsumer claim, for eight
-    local volumes (two per node): eight bound, each claim to a volume of its own on the
-    pod's node, two pending with the same text from both schedulers."""
+    """Fifty pods of each scheduler, each with its own WaitForFirstConsumer claim, for forty
+    local volumes (two on each of twenty nodes): forty bound, each claim to a volume of its
+    own on the pod's node, ten pending with the same text from both schedulers."""
     pool = secrets.token_hex(3)
-    hosts = [f"race-{pool}-{i}" for i in range(4)]
+    hosts = [f"race-{pool}-{i}" for i in range(RACE_NODES)]
     nodes = [_node(h, pool, "za", "8") for h in hosts]
     upstream_name = f"upstream-{pool}"
     schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
@@ -225,7 +228,7 @@ def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, nam
         for i, host in enumerate(hosts):
             for k in range(2):
                 volumes.append(_volume(f"{pool}-{who}-{i}-{k}", local, host, "1Gi"))
-        for p in range(10):
+        for p in range(RACE_PODS):
             claims.append(_claim(namespace, f"data-{who}-{p}", local, "1Gi"))
             pods.append(_pod(namespace, f"web-{who}-{p}", scheduler, pool, f"data-{who}-{p}"))
     control_plane.create(nodes)
@@ -260,7 +263,8 @@ def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, nam
                     seen[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
                 elif condition.get("status") == "False":
                     seen[pod["metadata"]["name"]] = condition["message"]
-            if len(seen) == len(pods) and sum(v.startswith("on ") for v in seen.values()) >= 16:
+            placed_count = sum(v.startswith("on ") for v in seen.values())
+            if len(seen) == len(pods) and placed_count >= 2 * RACE_VOLUMES:
                 break
             assert time.monotonic() < deadline, f"outcomes so far: {seen}\n{process.tail()}"
             time.sleep(1.0)
@@ -272,16 +276,17 @@ def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, nam
         for who in schedulers.values():
             ours = {k: v for k, v in seen.items() if k.startswith(f"web-{who}-")}
             placed = {k: v for k, v in ours.items() if v.startswith("on ")}
-            assert len(placed) == 8, (who, ours)
+            assert len(placed) == RACE_VOLUMES, (who, ours)
             taken = [claimed[f"data-{who}-{k.rsplit('-', 1)[1]}"] for k in placed]
-            assert len(set(taken)) == 8 and all(taken), (who, taken)
+            assert len(set(taken)) == RACE_VOLUMES and all(taken), (who, taken)
             for pod_name, volume in zip(placed, taken, strict=True):
                 node = placed[pod_name].removeprefix("on ")
                 term = volume_node[volume]["required"]["nodeSelectorTerms"][0]
                 assert term["matchExpressions"][0]["values"] == [node], (pod_name, volume)
         pending = sorted(v for v in seen.values() if not v.startswith("on "))
-        assert len(pending) == 4 and len(set(pending)) == 1, pending
-        assert "4 node(s) didn't find available persistent volumes to bind" in pending[0]
+        assert len(pending) == 2 * (RACE_PODS - RACE_VOLUMES), pending
+        assert len(set(pending)) == 1, sorted(set(pending))
+        assert f"{RACE_NODES} node(s) didn't find available persistent volumes" in pending[0]
     finally:
         process.kill()
         upstream.stop()

@@ -4,7 +4,7 @@ the pods already on the node and of those placed earlier in the burst; no count,
 from kubesalvo.core.place import place_burst
 from kubesalvo.core.plugins.node_volume_limits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED
 from kubesalvo.core.state import ClusterState
-from kubesalvo.core.volumes import CLAIMS, CLASSES, CSI_NODES, VOLUMES
+from kubesalvo.core.volumes import CLAIMS, CLASSES, CSI_NODES, VOLUMES, resolve_ephemeral
 from tests.helpers.volumes import claim, claim_volume, csi_node, local_volume, storage_class
 
 DRIVER = "csi.example.com"
@@ -63,3 +63,35 @@ def test_pods_placed_earlier_in_the_burst_count():
     state = cluster(csi_node("a", DRIVER, 1), csi_node("b", DRIVER, 1))
     result = place_burst(state, [pod(f"p{i}", f"d{i}") for i in range(3)])
     assert sorted(n or "-" for n in result.nodes) == ["-", "a", "b"]
+
+
+def ephemeral_pod(name, node=None):
+    """A pod with a generic ephemeral volume, its claim ``<name>-scratch`` bound to a CSI
+    volume (as the controller and the binder leave it)."""
+    spec = {
+        "containers": [{"name": "c"}],
+        "volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    return resolve_ephemeral(
+        {"metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": spec}
+    )
+
+
+def owned(state, pod_name, pv):
+    owner = {"kind": "Pod", "name": pod_name, "uid": pod_name, "controller": True}
+    state.storage.put(
+        CLAIMS, claim(f"{pod_name}-scratch", volume=pv, metadata={"ownerReferences": [owner]})
+    )
+
+
+def test_generic_ephemeral_volumes_count_as_upstream_counts_them():
+    state = cluster(csi_node("a", DRIVER, 1), csi_node("b", DRIVER, 0))
+    owned(state, "there", "pv0")
+    owned(state, "p", "pv1")
+    state.add_pod(ephemeral_pod("there", node="a"))
+    # a holds its one volume already, b allows none: no room for p's ephemeral volume
+    full = place_burst(state, [ephemeral_pod("p")])
+    assert full.nodes == [None]
+    assert full.messages[0] == f"0/2 nodes are available: 2 {ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED}."
