@@ -109,6 +109,7 @@ from kubesalvo.sched.queue import (
 from kubesalvo.sched.server import DebugServer, HealthServer
 from kubesalvo.sched.serving import ServingOptions, add_flags, options_from_args
 from kubesalvo.sched.serving.build import health_servers
+from kubesalvo.sched.serving.configz import add_configz
 from kubesalvo.sched.serving.options import OptionsError
 from kubesalvo.sched.volume_prebind import VolumePreBind
 from kubesalvo.sched.web import WebView
@@ -259,6 +260,9 @@ class Scheduler:
             self.metrics, serving or ServingOptions(), client
         )
         for server in self.servers:
+            if server.tls is not None:
+                # As kube-scheduler: on the secure port only, behind its authorization.
+                add_configz(server.app, config)
             for informer in self.informers:
                 name = f"informer-sync-{informer.resource.plural}"
                 server.add_readiness_check(name, self._synced_check(informer))
