@@ -6,6 +6,10 @@
 - Fully heterogeneous burst: 10,000 distinct pods on 5,000 nodes, >= 10,000 placements/s.
 - Per-pod algorithm time at 5,000 nodes (the default mixed burst), beside kube-scheduler's
   ~2 ms per pod while scoring only 10% of the nodes.
+- Stateful burst: 8,000 pods, each with its own unbound WaitForFirstConsumer claim, on
+  5,000 nodes with two local PVs each (issue 25), against the same burst placed one
+  segment per claiming pod (what came before the per-node count of free volumes, measured
+  in the same run on the burst's first pods).
 - ClusterState memory for 5,000 nodes and 150,000 running pods, < 200 MB.
 - 50,000 nodes x 100,000 pods: time and peak memory (``slow``; ``-m "not slow"`` leaves it out).
 
@@ -26,6 +30,7 @@ import tracemalloc
 
 import pytest
 
+from kubesalvo.core import volume_burst
 from kubesalvo.core.place import PlacementResult, plan
 from kubesalvo.core.synthetic import scenario_from_yaml
 from kubesalvo.sched.simulate.run import load_state
@@ -141,6 +146,39 @@ def test_per_pod_algorithm_time_mixed_burst_5000_nodes(
         "µs",
         "",
         f"reference {reference * 1e3:,.0f} ms/pod cpu: x{reference / per_pod_cpu:,.0f}",
+    )
+
+
+# Claiming pods the one-segment-per-pod baseline places (about 0.25 s a pod at 5,000 nodes).
+STATEFUL_BASELINE_PODS = 20
+
+
+def test_stateful_burst_8000_pods_local_volumes_5000_nodes(
+    benchmark, figures, clusters, monkeypatch
+):
+    data = clusters("stateful-5k")
+    timed = Timed()
+    benchmark.pedantic(timed, args=(data.state, data.burst), rounds=3, iterations=1)
+    result = timed.result
+    pods = len(data.burst)
+    assert result is not None and result.placed == pods
+    given_out = [pv for chosen in result.volume_bindings for _, pv in chosen if pv]
+    assert len(given_out) == len(set(given_out)) == pods
+    monkeypatch.setattr(volume_burst, "COUNT_ALIKE", False)
+    baseline = Timed()
+    baseline(data.state, data.burst[:STATEFUL_BASELINE_PODS])
+    assert baseline.result is not None and baseline.result.placed == STATEFUL_BASELINE_PODS
+    per_pod = timed.cpu / pods
+    per_pod_baseline = baseline.cpu / STATEFUL_BASELINE_PODS
+    figures.add("stateful 5k nodes: pods placed of 8,000", result.placed, "pods")
+    figures.add("stateful 5k nodes: per pod, end to end (wall)", timed.wall / pods * 1e6, "µs")
+    figures.add(
+        "stateful 5k nodes: per pod, end to end (cpu)",
+        per_pod * 1e6,
+        "µs",
+        "",
+        f"one segment per pod {per_pod_baseline * 1e6:,.0f} µs/pod cpu: "
+        f"x{per_pod_baseline / per_pod:,.1f}",
     )
 
 

@@ -30,7 +30,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _codes
+from kubesalvo.core import _codes, in_tree_disks
 from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.label_selectors import (
     Selector,
@@ -205,6 +205,9 @@ class Encoder:
         self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}  # selector -> matching rows
         self.classes: list[ClassInfo] = []
         self._class_of: dict[bytes, int] = {}
+        # Whether a class mounts an in-tree disk (VolumeRestrictions compares those of the
+        # pods of one node: core/place.py then places the burst in segments).
+        self.has_disks = False
         self._taint_keys: set[str] = set()
         self._taint_keys_version = -1
         self._image_names: dict[str, str] = {}
@@ -296,6 +299,8 @@ class Encoder:
         (once per pod of a burst of distinct pods), hence each field is read only once."""
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
+        if spec.get("volumes") and in_tree_disks.disks(spec):
+            self.has_disks = True
         affinity = spec.get("affinity") or None
         pod_affinity = None
         if affinity and (affinity.get("podAffinity") or affinity.get("podAntiAffinity")):

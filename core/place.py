@@ -409,6 +409,11 @@ def _sharing_a_cpu(cpu: float, wall: float) -> bool:
     return cpu < 0.7 * wall
 
 
+class _DisksInBurst(Exception):
+    """A burst placed whole turned out to hold pods with in-tree disks (the encoder saw
+    them while classing the pods, at no cost per pod): it is placed in segments."""
+
+
 def place_burst(
     state: ClusterState,
     pods: Sequence[Mapping[str, Any]],
@@ -450,29 +455,31 @@ def place_burst(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        segmented = functools.partial(
+            _place_burst, devices=devices, ties=ties or TieBreak(), segmented=True
+        )
         if state.storage.objects[volumes.CLAIMS]:
             delayed = volume_burst.delayed_positions(pods, state.storage)
             if delayed:
                 return volume_burst.place_in_segments(
-                    functools.partial(_place_burst, devices=devices, ties=ties or TieBreak()),
-                    state,
-                    pods,
-                    profile,
-                    delayed,
-                    commit,
-                    workloads,
-                    gang_needed,
+                    segmented, state, pods, profile, delayed, commit, workloads, gang_needed
                 )
-        return _place_burst(
-            state,
-            pods,
-            profile,
-            commit=commit,
-            workloads=workloads,
-            gang_needed=gang_needed,
-            devices=devices,
-            ties=ties or TieBreak(),
-        )
+        try:
+            return _place_burst(
+                state,
+                pods,
+                profile,
+                commit=commit,
+                workloads=workloads,
+                gang_needed=gang_needed,
+                devices=devices,
+                ties=ties or TieBreak(),
+            )
+        except _DisksInBurst:
+            delayed = volume_burst.delayed_positions(pods, state.storage)
+            return volume_burst.place_in_segments(
+                segmented, state, pods, profile, delayed, commit, workloads, gang_needed
+            )
     finally:
         if was_enabled:
             gc.enable()
@@ -488,6 +495,7 @@ def _place_burst(
     gang_needed: Mapping[gang.GroupKey, int] | None = None,
     devices: PodDevices | None = None,
     ties: TieBreak,
+    segmented: bool = False,
 ) -> PlacementResult:
     profile = profile or Profile.default()
     began = time.perf_counter()
@@ -497,6 +505,8 @@ def _place_burst(
     ordered = [pods[i] for i in order]
     encoder = Encoder(state, profile, devices)
     class_of = encoder.classify(ordered, complete=False)  # completed chunk by chunk
+    if encoder.has_disks and not segmented and len(pods) > 1:
+        raise _DisksInBurst  # nothing is committed yet
     classes = encoder.classes
     # Resource columns and port keys of the whole burst exist before the kernel copies.
     # (class, column, amount) of every request; registering columns may add some

@@ -27,7 +27,9 @@ from kubesalvo.core.plugins import (
     pod_topology_spread,
     registry,
     taint_toleration,
+    volume_binding,
 )
+from kubesalvo.core.volumes import FREE_LOCAL_VOLUMES
 
 __all__ = ["FIXED_REASONS", "ReasonTable"]
 
@@ -91,6 +93,10 @@ class ReasonTable:
             plugins[code] = name
         for column, name in enumerate(resource_names):
             code = _codes.FIRST_RESOURCE + column
+            if name == FREE_LOCAL_VOLUMES:  # core/volume_slots.py: VolumeBinding's count
+                texts[code] = volume_binding.ERR_REASON_BIND_CONFLICT
+                plugins[code] = names.VOLUME_BINDING
+                continue
             texts[code] = (
                 node_resources_fit.ERR_REASON_TOO_MANY_PODS
                 if column == _codes.POD_COLUMN

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import gang
 from kubesalvo.core.operands import Outputs
 from kubesalvo.core.plugins import coscheduling, framework
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.reasons import ReasonTable
 from kubesalvo.core.state import ClusterState
 
@@ -221,6 +221,27 @@ def _gang_rejectors(
         i = order[pos]
         if key is not None and rolled[i]:
             rejectors[i] = failed[key] | {coscheduling.NAME}
+
+
+def head(result: PlacementResult, count: int) -> PlacementResult:
+    """The result of the first ``count`` pods alone (a segment cut short)."""
+    return PlacementResult(
+        nodes=result.nodes[:count],
+        rows=result.rows[:count],
+        scores=result.scores[:count],
+        ties=result.ties[:count],
+        reason_counts=result.reason_counts[:count],
+        rejectors=result.rejectors[:count],
+        prefilter_rejector=result.prefilter_rejector[:count],
+        messages=result.messages[:count],
+        errors=result.errors[:count],
+        rolled_back=result.rolled_back[:count],
+        tentative=result.tentative[:count],
+        num_nodes=result.num_nodes,
+        classes=result.classes,
+        kernel_seconds=result.kernel_seconds,
+        encode_seconds=result.encode_seconds,
+    )
 
 
 def merged(results: list[PlacementResult]) -> PlacementResult:

@@ -545,7 +545,7 @@ class ClusterState:
 
     def remove_pod_key(self, key: str) -> None:
         """Forget a pod, whether it counts on a row or is a ghost of an absent node."""
-        if self.storage.pod_claims:
+        if self.storage.pod_claims or self.storage.disk_nodes:
             self.storage.unuse(key)
         record = self.pods.get(key)
         if record is not None:

@@ -21,28 +21,35 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesalvo.core import volumes
+from kubesalvo.core import gang, in_tree_disks, volume_slots, volumes
 from kubesalvo.core.encode import Encoder
 from kubesalvo.core.plugins import node_volume_limits, volume_binding
 from kubesalvo.core.profile import Profile
-from kubesalvo.core.results import PlacementResult, merged
+from kubesalvo.core.results import PlacementResult, head, merged
 from kubesalvo.core.state import ClusterState, pod_key
 
-__all__ = ["delayed_positions", "place_in_segments"]
+__all__ = ["COUNT_ALIKE", "delayed_positions", "place_in_segments"]
+
+# Runs of alike claiming pods are placed as one segment, their free volumes counted per
+# node (core/volume_slots.py); the tests turn it off to compare with one segment per pod.
+COUNT_ALIKE = True
 
 
 def delayed_positions(
     pods: Sequence[Mapping[str, Any]], storage: volumes.StorageObjects
 ) -> list[int]:
     """Positions of the pods a later pod of the burst must see placed first: those with
-    an unbound claim of a WaitForFirstConsumer class (when the caller binds them), a
-    ReadWriteOncePod claim (in use once placed) or a volume of a CSI driver a CSINode
-    limits (counted on its node once placed)."""
+    an in-tree disk (VolumeRestrictions), an unbound claim of a WaitForFirstConsumer
+    class (when the caller binds them), a ReadWriteOncePod claim (in use once placed) or
+    a volume of a CSI driver a CSINode limits (counted on its node once placed)."""
     found = []
     limited = {d for per_node in node_volume_limits.limits(storage).values() for d in per_node}
     for i, pod in enumerate(pods):
         spec = pod.get("spec") or {}
         if not spec.get("volumes"):
+            continue
+        if in_tree_disks.disks(spec):  # its disks may conflict with a later pod's
+            found.append(i)
             continue
         namespace = (pod.get("metadata") or {}).get("namespace") or "default"
         for _, name in volumes.claim_volumes(spec):
@@ -87,52 +94,197 @@ def place_in_segments(
     workloads: Sequence[Mapping[str, Any]],
     gang_needed: Any,
 ) -> PlacementResult:
-    """``place`` (core/place.py's burst) over segments ending at each delayed pod."""
-    profile = profile or Profile.default()
-    storage = state.storage
-    cuts = [i + 1 for i in delayed if i + 1 < len(pods)]
-    bounds = list(zip([0, *cuts], [*cuts, len(pods)], strict=True))
+    """``place`` (core/place.py's burst) over segments ending at each delayed pod, or at
+    the last of a run of delayed pods whose free volumes are counted per node
+    (``core/volume_slots.py``)."""
+    run = _Segments(place, state, profile or Profile.default(), workloads, gang_needed)
+    limited = {
+        d for per_node in node_volume_limits.limits(state.storage).values() for d in per_node
+    }
+    alike: dict[int, tuple[volumes.Object, volume_slots.Signature]] = {}
+    if COUNT_ALIKE and not any(gang.group_of(pod) for pod in pods):
+        for i in delayed:
+            found = volume_slots.countable_claim(pods[i], state.storage, limited)
+            if found is not None:
+                alike[i] = found
     delayed_set = set(delayed)
-    parts: list[PlacementResult] = []
-    bindings: list[list[tuple[str, str]]] = [[] for _ in pods]
-    assumed_here: list[str] = []
-    placed_keys: list[str] = []
+    exhausted: set[volume_slots.Signature] = set()
+    limit = len(pods)  # the most pods of a run counted together
     try:
-        for start, end in bounds:
-            segment = list(pods[start:end])
-            result = place(
-                state,
-                segment,
-                profile,
-                commit=True,
-                workloads=workloads,
-                gang_needed=gang_needed,
-            )
-            parts.append(result)
-            for offset, node in enumerate(result.nodes):
-                if node is None:
-                    continue
-                pod = segment[offset]
-                placed_keys.append(pod_key(pod))
-                if start + offset in delayed_set:
-                    meta = pod.get("metadata") or {}
-                    chosen = volume_binding.reserve(
-                        Encoder(state, profile),
-                        int(result.rows[offset]),
-                        _Pod(meta.get("namespace") or "default", pod.get("spec") or {}),
-                        storage,
-                    )
-                    bindings[start + offset] = chosen
-                    assumed_here.extend(pv for _, pv in chosen if pv)
-                    if commit:  # for the runtime's PreBind (sched/volume_prebind.py)
-                        storage.reserved[pod_key(pod)] = chosen
+        start = 0
+        position = 0  # into ``delayed``
+        alone = -1  # a delayed pod to place in a segment of its own (its run was cut there)
+        while start < len(pods):
+            while position < len(delayed) and delayed[position] < start:
+                position += 1
+            if position == len(delayed):
+                run.plain(pods, start, len(pods), delayed_set)
+                break
+            first = delayed[position]
+            group = [first]
+            signature = None
+            if first != alone and first in alike:
+                signature = alike[first][1]
+                most = len(pods) if signature in exhausted else limit
+                for later in delayed[position + 1 :]:
+                    if len(group) >= most or later not in alike or alike[later][1] != signature:
+                        break
+                    group.append(later)
+            if signature is not None and signature in exhausted:
+                # No volume is left for any of them: none takes one, and the kernel
+                # places the run as one segment, each pod with its own reasons.
+                run.plain(pods, start, group[-1] + 1, delayed_set)
+                start = group[-1] + 1
+                continue
+            if signature is None or len(group) == 1:
+                run.plain(pods, start, first + 1, delayed_set)
+                start = first + 1
+                continue
+            cut, left = run.counted(pods, start, group, [alike[i][0] for i in group])
+            if cut is None:
+                start = group[-1] + 1
+                limit = 2 * limit
+            else:
+                # A run cut short is placed again from its first pod left: the next runs
+                # start small and double while they succeed, so that many pods left
+                # without a volume they can use cost one short run each.
+                limit = max(1, 2 * sum(1 for i in group if i < cut))
+                start = cut
+                if left:
+                    alone = cut
+                else:
+                    exhausted.add(signature)
     finally:
         if not commit:
-            for key in placed_keys:
+            for key in run.placed_keys:
                 state.remove_pod_key(key)
-            for pv in assumed_here:
-                storage.assumed.pop(pv, None)
-    return _joined(parts, bindings)
+            for pv in run.assumed_here:
+                state.storage.assumed.pop(pv, None)
+    bindings: list[list[tuple[str, str]]] = [[] for _ in pods]
+    for index, chosen in run.bindings.items():
+        bindings[index] = chosen
+    if commit:  # for the runtime's PreBind (sched/volume_prebind.py)
+        for index, chosen in run.bindings.items():
+            state.storage.reserved[pod_key(pods[index])] = chosen
+    return _joined(run.parts, bindings)
+
+
+class _Segments:
+    """The segments placed so far: their results, and what their Reserve chose."""
+
+    def __init__(
+        self,
+        place: Callable[..., PlacementResult],
+        state: ClusterState,
+        profile: Profile,
+        workloads: Sequence[Mapping[str, Any]],
+        gang_needed: Any,
+    ) -> None:
+        self._place = place
+        self.state = state
+        self.profile = profile
+        self.workloads = workloads
+        self.gang_needed = gang_needed
+        self.parts: list[PlacementResult] = []
+        self.bindings: dict[int, list[tuple[str, str]]] = {}
+        self.assumed_here: list[str] = []
+        self.placed_keys: list[str] = []
+        self._rows: volume_slots.RowCache = {}
+
+    def _placed(self, segment: Sequence[Mapping[str, Any]]) -> PlacementResult:
+        return self._place(
+            self.state,
+            segment,
+            self.profile,
+            commit=True,
+            workloads=self.workloads,
+            gang_needed=self.gang_needed,
+        )
+
+    def plain(
+        self, pods: Sequence[Mapping[str, Any]], start: int, end: int, delayed: set[int]
+    ) -> None:
+        """Pods [start, end), the delayed one among them last, each claim matched by
+        VolumeBinding's own Reserve."""
+        segment = list(pods[start:end])
+        result = self._placed(segment)
+        self.parts.append(result)
+        storage = self.state.storage
+        for offset, node in enumerate(result.nodes):
+            if node is None:
+                continue
+            pod = segment[offset]
+            self.placed_keys.append(pod_key(pod))
+            if start + offset in delayed:
+                meta = pod.get("metadata") or {}
+                chosen = volume_binding.reserve(
+                    Encoder(self.state, self.profile),
+                    int(result.rows[offset]),
+                    _Pod(meta.get("namespace") or "default", pod.get("spec") or {}),
+                    storage,
+                )
+                self.bindings[start + offset] = chosen
+                self.assumed_here.extend(pv for _, pv in chosen if pv)
+
+    def counted(
+        self,
+        pods: Sequence[Mapping[str, Any]],
+        start: int,
+        group: list[int],
+        claims: list[volumes.Object],
+    ) -> tuple[int | None, int]:
+        """Pods [start, group[-1]] as one segment, the free volumes of the alike claims of
+        ``group`` counted per node. Returns (None when every pod of the group was placed,
+        otherwise the position of the first that was not: the pods from there on are
+        taken back, that pod to be placed again alone, for upstream's reasons; the free
+        volumes left)."""
+        state, storage = self.state, self.state.storage
+        end = group[-1] + 1
+        nodes = Encoder(state, self.profile)
+        free = volume_slots.free_volumes(nodes, claims, storage, self._rows)
+        if free is None:  # not countable after all: the first pod alone, then on
+            self.plain(pods, start, group[0] + 1, set(group))
+            return group[0] + 1, 1
+        column = state.resource_column(volume_slots.COLUMN)
+        state.allocatable[:, column] = 0
+        state.requested[:, column] = 0
+        for row, listed in free.items():
+            state.allocatable[row, column] = len(listed)
+        members = set(group)
+        segment = [
+            volume_slots.with_request(pod) if start + k in members else pod
+            for k, pod in enumerate(pods[start:end])
+        ]
+        storage.counted = frozenset(volumes.claim_key(c) for c in claims)
+        try:
+            result = self._placed(segment)
+        finally:
+            storage.counted = frozenset()
+        failed = next((i for i in group if result.rows[i - start] < 0), None)
+        keep = end - start if failed is None else failed - start
+        for offset in range(keep, end - start):  # taken back, placed again later
+            if result.rows[offset] >= 0:
+                state.remove_pod_key(pod_key(segment[offset]))
+        claim_of = dict(zip(group, claims, strict=True))
+        for offset in range(keep):
+            if result.rows[offset] < 0:
+                continue
+            key = pod_key(segment[offset])
+            self.placed_keys.append(key)
+            record = state.pod_record(key)
+            if record is not None:
+                record.requests.pop(column, None)
+            claim = claim_of.get(start + offset)
+            if claim is not None:
+                pv = free[int(result.rows[offset])].pop(0)
+                name, claim_key = pv["metadata"]["name"], volumes.claim_key(claim)
+                storage.assumed[name] = claim_key
+                self.assumed_here.append(name)
+                self.bindings[start + offset] = [(claim_key, name)]
+        state.allocatable[:, column] = 0
+        state.requested[:, column] = 0
+        self.parts.append(head(result, keep) if keep < end - start else result)
+        return failed, sum(len(listed) for listed in free.values())
 
 
 def _joined(parts: list[PlacementResult], bindings: list[list[tuple[str, str]]]) -> PlacementResult:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesalvo.core import in_tree_disks
 from kubesalvo.core.label_selectors import parse_selector, selector_matches
 from kubesalvo.core.quantity import parse_quantity
 
@@ -48,6 +49,10 @@ ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+
+# The resource column in which core/volume_slots.py counts a segment's free local volumes
+# per node (no node reports it; it is empty between segments).
+FREE_LOCAL_VOLUMES = "kubesalvo.io/free-local-volumes"
 
 # The kinds the holder keeps, as the informers name them.
 CLAIMS = "persistentvolumeclaims"
@@ -82,9 +87,17 @@ class StorageObjects:
     claim_users: dict[str, set[str]] = field(default_factory=dict)
     pod_claims: dict[str, list[str]] = field(default_factory=dict)
     pod_nodes: dict[str, str] = field(default_factory=dict)  # pod key -> its node's name
+    # In-tree disks of the pods counted on each node (VolumeRestrictions' disk conflicts):
+    # node name -> pod key -> its disk volumes, and pod key -> its node's name
+    node_disks: dict[str, dict[str, list[Object]]] = field(default_factory=dict)
+    disk_nodes: dict[str, str] = field(default_factory=dict)
     # Whether the caller binds the claims it reserves (the runtime's VolumeBinding PreBind,
     # or an in-process simulation): without it, unbound delayed claims are not placed.
     bind_delayed: bool = False
+    # Unbound delayed claims ("ns/name") whose free volumes a segment of a burst counts
+    # per node in a resource column (core/volume_burst.py): VolumeBinding's class filter
+    # leaves them to that column while the segment is placed.
+    counted: frozenset[str] = frozenset()
 
     @staticmethod
     def key(kind: str, obj: Object) -> str:
@@ -117,21 +130,36 @@ class StorageObjects:
             claim_users={claim: set(users) for claim, users in self.claim_users.items()},
             pod_claims=dict(self.pod_claims),
             pod_nodes=dict(self.pod_nodes),
+            node_disks={node: dict(pods) for node, pods in self.node_disks.items()},
+            disk_nodes=dict(self.disk_nodes),
             bind_delayed=self.bind_delayed,
+            counted=self.counted,
         )
 
     def use(self, pod_key: str, namespace: str, spec: Mapping[str, Any], node: str) -> None:
-        """A pod counted on ``node`` uses the claims of its spec."""
+        """A pod counted on ``node`` uses the claims and in-tree disks of its spec."""
         claims = [f"{namespace}/{name}" for _, name in claim_volumes(spec)]
-        if not claims:
+        disks = in_tree_disks.disks(spec)
+        if not claims and not disks:
             return
         self.unuse(pod_key)
+        if disks:
+            self.node_disks.setdefault(node, {})[pod_key] = disks
+            self.disk_nodes[pod_key] = node
+        if not claims:
+            return
         self.pod_claims[pod_key] = claims
         self.pod_nodes[pod_key] = node
         for claim in claims:
             self.claim_users.setdefault(claim, set()).add(pod_key)
 
     def unuse(self, pod_key: str) -> None:
+        node = self.disk_nodes.pop(pod_key, None)
+        if node is not None:
+            on_node = self.node_disks[node]
+            del on_node[pod_key]
+            if not on_node:
+                del self.node_disks[node]
         self.pod_nodes.pop(pod_key, None)
         for claim in self.pod_claims.pop(pod_key, ()):
             users = self.claim_users.get(claim)
@@ -315,11 +343,14 @@ def delayed_claims(nodes: Any, claims: list[Object], storage: StorageObjects) ->
     every = every_row(nodes)
     candidates: list[list[Object]] = []
     masks: list[list[npt.NDArray[np.bool_]]] = []
+    assumed = storage.assumed
     for claim in ordered:
+        key = claim_key(claim)
         fitting = [
             pv
-            for pv in storage.objects[VOLUMES].values()
-            if volume_fits_claim(claim, pv, storage.assumed.get(pv["metadata"]["name"]))
+            for name, pv in storage.objects[VOLUMES].items()
+            # (a volume assumed for another claim fits no other: the cheap test first)
+            if assumed.get(name, key) == key and volume_fits_claim(claim, pv, assumed.get(name))
         ]
         # Smallest first; equal sizes by name (upstream takes whichever its cache lists first).
         fitting.sort(

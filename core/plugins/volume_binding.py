@@ -153,6 +153,8 @@ def filter_class(
     if immediate:
         return ClassFilterResult(UNBOUND_IMMEDIATE)
     failing = _bound_claims(nodes, bound, storage)
+    if storage.counted:  # a column of the segment counts their free volumes per node
+        delayed = [c for c in delayed if volumes.claim_key(c) not in storage.counted]
     if not delayed:
         return ClassFilterResult(failing=failing)
     unsupported = _unsupported(delayed, storage)

@@ -10,16 +10,20 @@ earlier in the same burst: such pods cut the burst, core/volume_burst.py) fails 
 on every node (``node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod
 access mode already in-use by another pod``, Unschedulable).
 
-Not yet implemented, and never silently: a pod with an in-tree disk that can conflict on
-a node (gcePersistentDisk, awsElasticBlockStore, rbd, iscsi) fails its attempt with an
-error saying so, and stays pending.
+A pod with an in-tree disk (gcePersistentDisk, awsElasticBlockStore, rbd, iscsi) fails
+the nodes where a pod counted there mounts the same disk, unless both mount it read-only
+(``core/in_tree_disks.py``; ``node(s) had no available disk``, Unschedulable, checked
+before the ReadWriteOncePod claims as upstream's Filter does). Pods of a burst with such
+disks cut the burst (core/volume_burst.py), so a later pod sees them on their nodes.
 
 A class filter (``core/plugins/framework.py``), asked once per class with volumes.
 """
 
 from __future__ import annotations
 
-from kubesalvo.core import volumes
+import numpy as np
+
+from kubesalvo.core import in_tree_disks, volumes
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     FILTER,
@@ -48,20 +52,12 @@ ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT = (
     "already in-use by another pod"
 )
 READ_WRITE_ONCE_POD = volumes.READ_WRITE_ONCE_POD
-# In-tree sources whose disks conflict between pods of one node.
-DISK_SOURCES = ("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi")
-NOT_YET_DISKS = (
-    'kubesalvo does not check in-tree disk conflicts yet (VolumeRestrictions): volume "{}"'
-)
 
 
 def filter_class(
     args: object, nodes: NodeTable, pod: PodClass, storage: volumes.StorageObjects
 ) -> ClassFilterResult | None:
-    """PreFilter for one class (None: nothing to restrict, Skip)."""
-    disk = next(
-        (v for v in pod.spec.get("volumes") or () if any(s in v for s in DISK_SOURCES)), None
-    )
+    """PreFilter and Filter for one class (None: nothing to restrict, Skip)."""
     in_use = False
     for _, name in volumes.claim_volumes(pod.spec):
         claim = storage.claim(pod.namespace, name)
@@ -70,14 +66,34 @@ def filter_class(
         modes = (claim.get("spec") or {}).get("accessModes") or ()
         if READ_WRITE_ONCE_POD in modes and storage.claim_users.get(f"{pod.namespace}/{name}"):
             in_use = True
-    if disk is not None:
-        return ClassFilterResult(error=NOT_YET_DISKS.format(disk.get("name")))
+    failing: list[tuple[str, np.ndarray]] = []
+    disks = in_tree_disks.disks(pod.spec) if storage.node_disks else []
+    if disks:
+        conflicting = _conflicting_rows(nodes, disks, storage.node_disks)
+        if conflicting.any():
+            failing.append((ERR_REASON_DISK_CONFLICT, conflicting))
     if in_use:
         # A pod on some node uses the claim: every node fails (Unschedulable: preempting
         # that pod may help).
-        every = volumes.every_row(nodes)
-        return ClassFilterResult(failing=((ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT, every),))
-    return None
+        failing.append((ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT, volumes.every_row(nodes)))
+    return ClassFilterResult(failing=tuple(failing)) if failing else None
+
+
+def _conflicting_rows(
+    nodes: NodeTable,
+    disks: list[volumes.Object],
+    node_disks: dict[str, dict[str, list[volumes.Object]]],
+) -> np.ndarray:
+    """Rows whose node counts a pod mounting one of ``disks`` in a conflicting way."""
+    names = nodes.node_names()
+    rows = np.zeros(len(names), dtype=np.bool_)
+    for row, name in enumerate(names):
+        on_node = node_disks.get(name) if name is not None else None
+        if on_node and any(
+            in_tree_disks.conflict(disk, others) for disk in disks for others in on_node.values()
+        ):
+            rows[row] = True
+    return rows
 
 
 EVENTS = (

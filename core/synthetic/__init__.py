@@ -8,6 +8,7 @@ no I/O and is deterministic for a seed.
 - ``nodes``: ``make_nodes``, the fleet.
 - ``pods``, ``terms``, ``recipes``: pod classes and the constraints they carry.
 - ``workloads``: ``make_pods``/``make_batch``, the named burst shapes.
+- ``stateful``: pods with a claim each on local PVs, and those storage objects.
 - ``controllers``: the ReplicaSets and Jobs that would own a burst on a real cluster.
 - ``existing``: running load, placed on the nodes before the burst.
 - ``scenario``: a fleet plus workloads, from YAML (``bench/workloads/``), to a ``Snapshot``.
@@ -17,6 +18,8 @@ from kubesalvo.core.synthetic.nodes import DEFAULT_FLEET, Fleet, make_nodes
 from kubesalvo.core.synthetic.pods import namespace_objects, priority_class_objects
 from kubesalvo.core.synthetic.scenario import (
     DEFAULT_SCENARIO,
+    STATEFUL,
+    WORKLOAD_SHAPES,
     FleetSpec,
     Scenario,
     ScenarioError,
@@ -30,6 +33,8 @@ __all__ = [
     "DEFAULT_FLEET",
     "DEFAULT_SCENARIO",
     "SHAPES",
+    "STATEFUL",
+    "WORKLOAD_SHAPES",
     "Fleet",
     "FleetSpec",
     "Scenario",

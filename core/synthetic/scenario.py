@@ -12,11 +12,15 @@
       cordonedFraction: 0.005                    # optional
       pools: {general: 10, gpu: 1}               # optional: relative weights of default pools
     workloads:
-      - shape: mixed        # replicasets | distinct | mixed | gangs
+      - shape: mixed        # replicasets | distinct | mixed | gangs | stateful
         pods: 20000
         classes: 10         # replicasets only
         name: burst         # optional: prefix of pod names and app labels
         bound: false        # true: already running (placed by ``existing.place``)
+        pvsPerNode: 2       # stateful only: local PVs on each node
+
+A ``stateful`` workload also brings its StorageClass, local PVs and one claim per pod into
+the snapshot's ``storage`` (``core.synthetic.stateful``); it is always pending.
 
 ``parse_scenario`` takes the YAML-loaded mapping and refuses an unknown field, a wrong type
 or a bad value with ``ScenarioError`` naming the field path (``workloads[1].pods``).
@@ -45,7 +49,12 @@ from kubesalvo.core.synthetic.catalog import DEFAULT_POOLS
 from kubesalvo.core.synthetic.controllers import REPLICA_SET_WORKLOADS, replica_set
 from kubesalvo.core.synthetic.nodes import Fleet, apportion, make_nodes
 from kubesalvo.core.synthetic.pods import namespace_objects, priority_class_objects
+from kubesalvo.core.synthetic.stateful import make_stateful
 from kubesalvo.core.synthetic.workloads import SHAPES, Batch, make_batch
+
+# Beside the pod-class shapes: ``stateful``, pods with a claim each on local PVs (2 a node).
+STATEFUL = "stateful"
+WORKLOAD_SHAPES = (*SHAPES, STATEFUL)
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -87,6 +96,7 @@ class WorkloadSpec:
     classes: int = 10
     name: str = ""
     bound: bool = False
+    pvs_per_node: int = 2  # stateful only
 
 
 @dataclass(frozen=True)
@@ -142,7 +152,23 @@ class Scenario:
         bound: list[dict[str, Any]] = []
         pending: list[dict[str, Any]] = []
         workloads: list[dict[str, Any]] = []
+        storage: dict[str, list[dict[str, Any]]] = {}
         for index, workload in enumerate(self.workloads):
+            if workload.shape == STATEFUL:
+                pods, objects = make_stateful(
+                    workload.pods,
+                    nodes,
+                    scheduler_name=scheduler_name,
+                    prefix=self.prefix(index),
+                    pvs_per_node=workload.pvs_per_node,
+                )
+                pending.extend(pods)
+                for kind, listed in objects.items():
+                    known = {o["metadata"]["name"] for o in storage.get(kind, [])}
+                    storage.setdefault(kind, []).extend(
+                        o for o in listed if o["metadata"]["name"] not in known
+                    )
+                continue
             batch = make_batch(
                 workload.pods,
                 # Each workload draws from its own stream, so adding one changes no other.
@@ -166,6 +192,7 @@ class Scenario:
             namespaces=namespace_objects(),
             priorityclasses=priority_class_objects(),
             workloads=workloads,
+            storage=storage,
             source=f"synthetic scenario {self.name} seed {seed}",
         )
 
@@ -287,13 +314,15 @@ def _parse_fleet(value: Any, path: str) -> FleetSpec:
 
 
 def _parse_workload(value: Any, path: str) -> WorkloadSpec:
-    data = _mapping(value, path, ("shape", "pods", "classes", "name", "bound"))
+    data = _mapping(value, path, ("shape", "pods", "classes", "name", "bound", "pvsPerNode"))
     for key in ("shape", "pods"):
         if key not in data:
             raise ScenarioError(f"{path}.{key}: required field is missing")
     shape = data["shape"]
-    if not isinstance(shape, str) or shape not in SHAPES:
-        raise ScenarioError(f"{path}.shape: unknown shape {shape!r}; accepted: {', '.join(SHAPES)}")
+    if not isinstance(shape, str) or shape not in WORKLOAD_SHAPES:
+        raise ScenarioError(
+            f"{path}.shape: unknown shape {shape!r}; accepted: {', '.join(WORKLOAD_SHAPES)}"
+        )
     spec = WorkloadSpec(shape=shape, pods=_int(data["pods"], f"{path}.pods", 0))
     if "classes" in data:
         if shape != "replicasets":
@@ -305,6 +334,13 @@ def _parse_workload(value: Any, path: str) -> WorkloadSpec:
         if not isinstance(data["bound"], bool):
             raise ScenarioError(f"{path}.bound: expected true or false, got {data['bound']!r}")
         spec = dataclasses.replace(spec, bound=data["bound"])
+        if spec.bound and shape == STATEFUL:
+            raise ScenarioError(f"{path}.bound: a stateful workload is always pending")
+    if "pvsPerNode" in data:
+        if shape != STATEFUL:
+            raise ScenarioError(f"{path}.pvsPerNode: only the stateful shape has local PVs")
+        per_node = _int(data["pvsPerNode"], f"{path}.pvsPerNode", 0, 64)
+        spec = dataclasses.replace(spec, pvs_per_node=per_node)
     return spec
 
 
@@ -360,6 +396,8 @@ DEFAULT_SCENARIO = Scenario(
 
 __all__ = [
     "DEFAULT_SCENARIO",
+    "STATEFUL",
+    "WORKLOAD_SHAPES",
     "FleetSpec",
     "Scenario",
     "ScenarioError",

@@ -38,7 +38,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from kubesalvo.core.synthetic import ScenarioError
+from kubesalvo.core.synthetic import STATEFUL, ScenarioError
 from kubesalvo.sched.bench import contenders, harness, openloop, report
 from kubesalvo.sched.bench.workload import (
     HPA,
@@ -192,6 +192,11 @@ def main(args: argparse.Namespace) -> int:
             harness.split_cpus(scheduler_cpus)
         if args.fresh and (rates or settings.create == HPA):
             raise ValueError("--fresh applies to stream, backlog and --rate runs")
+        if settings.create != PODS and any(w.shape == STATEFUL for w in scenario.workloads):
+            raise ValueError(
+                f"{args.workload}: a stateful workload is created as bare pods and claims "
+                f"(create: {PODS}), not {settings.create}"
+            )
         if (rate or rates) and settings.create != PODS:
             raise ValueError(
                 f"--rate/--rates create bare pods open-loop; {args.workload} creates "
@@ -225,6 +230,7 @@ def main(args: argparse.Namespace) -> int:
         create=settings.create,
         lifetime=settings.lifetime,
         note=settings.note,
+        devices=settings.devices,
         hpa=(
             dataclasses.replace(settings.hpa, duration=args.duration)
             if settings.hpa is not None and args.duration is not None

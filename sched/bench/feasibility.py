@@ -39,6 +39,9 @@ class Feasibility:
     nodes_used: int = 0
     violations: list[str] = field(default_factory=list)
     violation_count: int = 0
+    # Claims of the run's bound pods whose binding was read back (a scenario with
+    # storage, sched/bench/volumes.py); their problems are among the violations.
+    claims_checked: int = 0
 
     @property
     def ok(self) -> bool:

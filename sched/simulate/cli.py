@@ -22,7 +22,7 @@ from kubesalvo.core.plugins.node_resources_fit import (
 )
 from kubesalvo.core.profile import Profile, ProfileError
 from kubesalvo.core.snapshot import SnapshotError
-from kubesalvo.core.synthetic import SHAPES, ScenarioError
+from kubesalvo.core.synthetic import WORKLOAD_SHAPES, ScenarioError
 from kubesalvo.sched import snapshot as snapshot_files
 from kubesalvo.sched.config import ConfigError, load_config
 from kubesalvo.sched.simulate.report import render, summary_json
@@ -59,9 +59,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     source.add_argument(
         "--workload",
-        choices=sorted(SHAPES),
+        choices=sorted(WORKLOAD_SHAPES),
         help="a burst of one shape on 5,000 nodes (replicasets and distinct: the speed "
-        "targets, 10,000 pods)",
+        "targets, 10,000 pods; stateful: 8,000 pods with a claim each on local PVs, two "
+        "a node)",
     )
     source.add_argument(
         "--snapshot",

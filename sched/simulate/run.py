@@ -303,7 +303,10 @@ def simulate(
     seconds = time.perf_counter() - t0
     cpu_seconds = time.process_time() - cpu0
 
-    _, requested_after = _usage(state)
+    # The burst may have added resource columns (a resource no node had, a segment's
+    # count of free local volumes): the columns before it had none of those.
+    allocatable, requested_after = _usage(state)
+    requested_before = np.pad(requested_before, (0, len(requested_after) - len(requested_before)))
     # kube-scheduler has no Ready filter (a NotReady node carries a taint instead), so a
     # node is schedulable unless cordoned.
     present = state.present[: state.rows].astype(bool)

@@ -15,7 +15,7 @@ from pathlib import Path
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.synthetic import (
     DEFAULT_SCENARIO,
-    SHAPES,
+    WORKLOAD_SHAPES,
     FleetSpec,
     Scenario,
     WorkloadSpec,
@@ -34,8 +34,15 @@ __all__ = [
 
 DEFAULT_NODES = 5000
 # Burst sizes of the speed targets for each shape (issue 3): ReplicaSet and fully
-# heterogeneous bursts of 10,000 pods, and the default mixed burst of 20,000.
-SHAPE_PODS = {"replicasets": 10_000, "distinct": 10_000, "mixed": 20_000, "gangs": 4_000}
+# heterogeneous bursts of 10,000 pods, and the default mixed burst of 20,000; a stateful
+# burst takes 80% of the local PVs (two a node).
+SHAPE_PODS = {
+    "replicasets": 10_000,
+    "distinct": 10_000,
+    "mixed": 20_000,
+    "gangs": 4_000,
+    "stateful": 8_000,
+}
 
 
 class SimulateError(ValueError):
@@ -76,8 +83,8 @@ def _scenario(choice: ClusterChoice) -> Scenario:
             raise SimulateError(f"{path}: cannot read scenario: {reason}") from error
         return scenario_from_yaml(text, str(path))
     if choice.workload is not None:
-        if choice.workload not in SHAPES:
-            accepted = ", ".join(SHAPES)
+        if choice.workload not in WORKLOAD_SHAPES:
+            accepted = ", ".join(WORKLOAD_SHAPES)
             raise SimulateError(
                 f"--workload: unknown shape {choice.workload!r}; accepted: {accepted}"
             )

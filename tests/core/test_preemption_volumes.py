@@ -57,3 +57,15 @@ def test_a_read_write_once_pod_conflict_is_resolved_by_preempting_the_holder():
     decision = preempt(stateful("db", 10, "1"), nodes, pods, now=NOW, storage=storage)
     assert decision.node == "n1"
     assert victim_names(decision) == ["holder"]  # the other pod of n1 is not in the way
+
+
+def test_an_in_tree_disk_conflict_is_resolved_by_preempting_the_pod_that_mounts_it():
+    # Both nodes have room; on each a lower-priority pod writes the GCE disk the pod
+    # wants. n2's mounter is the cheaper victim (priority 1 against 3).
+    disk = [{"name": "d", "gcePersistentDisk": {"pdName": "pd-1"}}]
+    nodes = [node("n1"), node("n2")]
+    pods = [pod("dear", 3, "1", "n1", volumes=disk), pod("cheap", 1, "1", "n2", volumes=disk)]
+    pods.append(pod("bystander", 1, "1", "n2"))
+    decision = preempt(pod("db", 10, "1", volumes=disk), nodes, pods, now=NOW)
+    assert decision.node == "n2"
+    assert victim_names(decision) == ["cheap"]  # the bystander is not in the way

@@ -129,7 +129,7 @@ def test_same_seed_draws_the_same_nodes_among_equal_scores_run_after_run(tmp_pat
     assert len(set(first.values())) > 10  # drawn over the nodes, not piled on the first
 
 
-@pytest.mark.parametrize("workload", ["replicasets", "mixed", "distinct", "gangs"])
+@pytest.mark.parametrize("workload", ["replicasets", "mixed", "distinct", "gangs", "stateful"])
 def test_each_workload_shape_places_feasibly(workload, tmp_path, capsys):
     summary = simulate_and_check(
         ["--workload", workload, "--nodes", "60", "--pods", "400"], tmp_path, capsys

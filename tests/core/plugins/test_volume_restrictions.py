@@ -1,8 +1,7 @@
-"""VolumeRestrictions through the encoder: its PreFilter reads every claim first; what it
-does not check yet (ReadWriteOncePod, in-tree disks) keeps the pod pending with an error."""
+"""VolumeRestrictions through the encoder: its PreFilter reads every claim first; claims
+in ReadWriteOncePod use and in-tree disks that conflict on a node fail the pod."""
 
 from kubesalvo.core.place import place_burst, plan
-from kubesalvo.core.plugins import volume_restrictions as vr
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.volumes import CLAIMS, VOLUMES
 from tests.helpers.volumes import claim, claim_volume, local_volume
@@ -62,10 +61,94 @@ def test_two_pods_of_one_burst_never_share_a_read_write_once_pod_claim():
     assert planned.nodes == ["a", None, None]
 
 
-def test_an_in_tree_disk_keeps_the_pod_pending_with_an_error():
-    disk = {"name": "disk", "gcePersistentDisk": {"pdName": "pd-1"}}
-    result = place_burst(state_with(), [pod(disk)])
-    assert result.errors[0] == vr.NOT_YET_DISKS.format("disk")
+DISK_TEXT = "0/2 nodes are available: 2 node(s) had no available disk."
+
+
+def two_nodes():
+    state = state_with()
+    state.add_node(
+        {
+            "metadata": {"name": "b", "labels": {"kubernetes.io/hostname": "b"}},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+        }
+    )
+    return state
+
+
+def on_node(state, name, node, *volumes):
+    holder = named(name, *volumes)
+    holder["spec"]["nodeName"] = node
+    state.add_pod(holder)
+    return holder
+
+
+def gce(pd, read_only=False):
+    return {"name": "disk", "gcePersistentDisk": {"pdName": pd, "readOnly": read_only}}
+
+
+def test_a_gce_disk_mounted_on_a_node_keeps_a_second_writer_off_that_node():
+    state = two_nodes()
+    holder = on_node(state, "holder", "a", gce("pd-1"))
+    result = place_burst(state, [named("second", gce("pd-1"))])
+    assert result.nodes == ["b"]
+    on_node(state, "other", "b", gce("pd-1", read_only=True))
+    result = place_burst(state, [named("second", gce("pd-1", read_only=True))])
+    assert result.nodes == [None]  # read-only beside a writer on a, beside a reader on b...
+    assert result.messages[0] == DISK_TEXT
+    assert result.rejectors[0] == {"VolumeRestrictions"}
+    state.remove_pod(holder)  # ...is fine once only readers are left
+    assert place_burst(state, [named("second", gce("pd-1", read_only=True))]).nodes[0] in "ab"
+
+
+def test_another_gce_disk_does_not_conflict():
+    state = two_nodes()
+    on_node(state, "holder", "a", gce("pd-1"))
+    on_node(state, "other", "b", gce("pd-1"))
+    assert place_burst(state, [named("second", gce("pd-2"))]).nodes[0] in ("a", "b")
+
+
+def test_an_ebs_volume_conflicts_even_read_only():
+    ebs = {"name": "ebs", "awsElasticBlockStore": {"volumeID": "vol-1", "readOnly": True}}
+    state = two_nodes()
+    on_node(state, "holder", "a", ebs)
+    assert place_burst(state, [named("second", ebs)]).nodes == ["b"]
+
+
+def test_iscsi_targets_conflict_by_iqn_unless_both_read_only():
+    def iscsi(iqn, read_only):
+        source = {"targetPortal": "127.0.0.1:3260", "iqn": iqn, "lun": 0, "readOnly": read_only}
+        return {"name": "iscsi", "iscsi": source}
+
+    state = two_nodes()
+    on_node(state, "holder", "a", iscsi("iqn.2026-01.io:t", True))
+    assert place_burst(state, [named("w", iscsi("iqn.2026-01.io:t", False))]).nodes == ["b"]
+    readers = place_burst(state, [named("r", iscsi("iqn.2026-01.io:t", True))], commit=False)
+    assert readers.nodes[0] in ("a", "b")
+
+
+def test_rbd_images_conflict_on_an_overlapping_monitor_same_pool_and_image():
+    def rbd(monitors, image, pool=None):
+        source = {"monitors": list(monitors), "image": image}
+        if pool is not None:
+            source["pool"] = pool
+        return {"name": "rbd", "rbd": source}
+
+    state = two_nodes()
+    on_node(state, "holder", "a", rbd(["m1", "m2"], "img"))
+    # the default pool is "rbd", as the API server fills it in
+    assert place_burst(state, [named("s", rbd(["m2"], "img", "rbd"))], commit=False).nodes == ["b"]
+    other_monitor = place_burst(state, [named("s", rbd(["m3"], "img"))], commit=False)
+    other_pool = place_burst(state, [named("s", rbd(["m1"], "img", "p2"))], commit=False)
+    assert {other_monitor.nodes[0], other_pool.nodes[0]} <= {"a", "b"}
+
+
+def test_pods_of_one_burst_never_mount_one_disk_on_one_node():
+    state = state_with()  # one node
+    burst = [named(f"p{i}", gce("pd-1")) for i in range(3)]
+    result = place_burst(state, burst)
+    assert result.nodes == ["a", None, None]
+    assert result.messages[1] == "0/1 nodes are available: 1 node(s) had no available disk."
+    assert plan(state_with(), burst).nodes == ["a", None, None]
 
 
 def test_a_read_write_once_claim_and_other_volumes_pass():

@@ -126,6 +126,18 @@ def test_every_field_is_read():
             r"workloads\[0\].replicas: unknown field; accepted: shape, pods, classes, name, bound",
         ),
         (
+            with_changes(workloads=[{"shape": "mixed", "pods": 1, "pvsPerNode": 2}]),
+            r"workloads\[0\].pvsPerNode: only the stateful shape has local PVs",
+        ),
+        (
+            with_changes(workloads=[{"shape": "stateful", "pods": 1, "pvsPerNode": -1}]),
+            r"workloads\[0\].pvsPerNode: expected an integer >= 0",
+        ),
+        (
+            with_changes(workloads=[{"shape": "stateful", "pods": 1, "bound": True}]),
+            r"workloads\[0\].bound: a stateful workload is always pending",
+        ),
+        (
             with_changes(
                 workloads=[
                     {"shape": "mixed", "pods": 1, "name": "a"},
@@ -271,3 +283,34 @@ def test_the_speed_target_files_have_the_promised_structure():
     distinct = scenario_from_yaml((WORKLOADS_DIR / "distinct-5k.yaml").read_text())
     assert distinct.fleet.nodes == 5000
     assert distinct.workloads == (WorkloadSpec("distinct", 10_000),)
+
+
+def test_a_stateful_workload_brings_its_class_volumes_and_one_claim_per_pod():
+    scenario = parse_scenario(
+        {
+            "name": "s",
+            "fleet": {"nodes": 4},
+            "workloads": [{"shape": "stateful", "pods": 5, "pvsPerNode": 3, "name": "db"}],
+        }
+    )
+    snapshot = scenario.generate()
+    pods = snapshot.pending_pods()
+    storage = snapshot.storage
+    assert [p["metadata"]["name"] for p in pods] == [f"db-db-{i}" for i in range(5)]
+    claims = {c["metadata"]["name"]: c for c in storage["persistentvolumeclaims"]}
+    for pod in pods:
+        (volume,) = pod["spec"]["volumes"]
+        name = volume["persistentVolumeClaim"]["claimName"]
+        assert name == f"data-{pod['metadata']['name']}"
+        assert claims[name]["metadata"]["namespace"] == pod["metadata"]["namespace"]
+    assert len(claims) == 5
+    assert len(storage["persistentvolumes"]) == 12  # 3 on each of 4 nodes
+    hosts = {
+        pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0][
+            "values"
+        ][0]
+        for pv in storage["persistentvolumes"]
+    }
+    assert hosts == {n["metadata"]["labels"]["kubernetes.io/hostname"] for n in snapshot.nodes}
+    (storage_class,) = storage["storageclasses"]
+    assert storage_class["volumeBindingMode"] == "WaitForFirstConsumer"

@@ -57,3 +57,17 @@ def test_scheduler_cpus_must_leave_the_control_plane_some(
     usable = ",".join(str(cpu) for cpu in sorted(os.sched_getaffinity(0)))
     assert main(["bench", f"--scheduler-cpus={usable}"]) == 2
     assert "leaves no CPU for the control plane" in capsys.readouterr().err
+
+
+def test_a_stateful_workload_is_created_as_bare_pods_only(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "stateful-deployments.yaml"
+    scenario.write_text(
+        "name: s\nfleet: {nodes: 2}\nworkloads: [{shape: stateful, pods: 2}]\n"
+        "bench: {create: deployments}\n"
+    )
+    assert main(["bench", f"--workload={scenario}"]) == 2
+    assert "a stateful workload is created as bare pods and claims (create: pods)" in (
+        capsys.readouterr().err
+    )

@@ -1,0 +1,153 @@
+"""Pods with in-tree disks (GCE PD, AWS EBS, iSCSI, RBD) sent to kube-scheduler v1.34 and
+to ``kubesalvo run`` on one control plane: VolumeRestrictions' disk conflicts give the
+same nodes and the same PodScheduled=False text from both.
+
+Pods holding the disks are bound to the two nodes by name (kwok runs them); each
+scheduler then places pods whose disks conflict with the holders' or not, under
+upstream's read-only rules. Each scheduler's disks carry its own suffix, so neither's
+pods conflict with the other's. In-tree volumes need no driver to be scheduled.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+import pytest
+
+from kubesalvo.sched.cluster import start_kube_scheduler
+from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
+from tests.sched.test_run_volumes_upstream import POOL, _node
+
+pytestmark = pytest.mark.integration
+
+
+def _pod(namespace: str, name: str, scheduler: str, pool: str, volumes: list[dict]) -> dict:
+    container = {
+        "name": "c",
+        "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": {"cpu": "100m"}},
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "schedulerName": scheduler,
+            "nodeSelector": {POOL: pool},
+            "containers": [container],
+            "volumes": volumes,
+        },
+    }
+
+
+def _disks(tag: str) -> dict[str, Any]:
+    """Builders of one scheduler's disks by kind: (read_only) -> a volume."""
+    return {
+        "gce": lambda ro, pd="x": {
+            "name": f"gce-{pd}",
+            "gcePersistentDisk": {"pdName": f"{tag}-{pd}", "readOnly": ro},
+        },
+        "ebs": lambda ro: {
+            "name": "ebs",
+            "awsElasticBlockStore": {"volumeID": f"vol-{tag}", "readOnly": ro},
+        },
+        "iscsi": lambda ro: {
+            "name": "iscsi",
+            "iscsi": {
+                "targetPortal": "127.0.0.1:3260",
+                "iqn": f"iqn.2026-01.io.kubesalvo:{tag}",
+                "lun": 0,
+                "readOnly": ro,
+            },
+        },
+        "rbd": lambda ro, monitors=("m1", "m2"): {
+            "name": "rbd",
+            "rbd": {"monitors": list(monitors), "image": f"img-{tag}", "readOnly": ro},
+        },
+    }
+
+
+def test_in_tree_disk_conflicts_give_the_same_nodes_and_texts_from_both(
+    control_plane, namespace, tmp_path
+):
+    pool = secrets.token_hex(3)
+    a, b = (f"disk-{pool}-{n}" for n in "ab")
+    # A has the most room: a pod goes there unless its disk conflicts with A's holder.
+    nodes = [_node(a, pool, "za", "8"), _node(b, pool, "za", "4")]
+    upstream_name = f"upstream-{pool}"
+    schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
+    holders, pods = [], []
+    for scheduler, who in schedulers.items():
+        d = _disks(f"{pool}-{who}")
+        on_a = [d["gce"](True), d["gce"](False, "y"), d["gce"](False, "z")]
+        on_a += [d["ebs"](True), d["iscsi"](False), d["rbd"](True)]
+        for node, volumes in ((a, on_a), (b, [d["gce"](False, "z")])):
+            holder = _pod(namespace, f"holder-{node[-1]}-{who}", scheduler, pool, volumes)
+            holder["spec"]["nodeName"] = node
+            holders.append(holder)
+        for case, volume in (
+            ("gce-readers", d["gce"](True)),  # both read-only: no conflict
+            ("gce-writer", d["gce"](True, "y")),  # A's holder writes y
+            ("ebs", d["ebs"](True)),  # EBS conflicts even read-only
+            ("iscsi", d["iscsi"](True)),  # A's holder writes the target
+            ("rbd", d["rbd"](False, ("m2", "m3"))),  # a monitor in common, one writer
+            ("rbd-apart", d["rbd"](False, ("m4",))),  # no monitor in common
+            ("nowhere", d["gce"](False, "z")),  # both nodes write z
+        ):
+            pods.append(_pod(namespace, f"{case}-{who}", scheduler, pool, [volume]))
+    control_plane.create(nodes)
+    upstream = start_kube_scheduler(
+        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
+    )
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "disks"
+    )
+    path = f"/api/v1/namespaces/{namespace}/pods"
+
+    def outcomes() -> dict[str, str]:
+        found = {}
+        for pod in list_objects(control_plane, path):
+            condition = pod_scheduled(pod) or {}
+            if (pod.get("spec") or {}).get("nodeName"):
+                found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
+            elif condition.get("status") == "False":
+                found[pod["metadata"]["name"]] = condition["message"]
+        return found
+
+    def ready(node: dict[str, Any]) -> bool:
+        conditions = (node.get("status") or {}).get("conditions") or ()
+        ok = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        return ok and not (node.get("spec") or {}).get("taints")
+
+    try:
+        process.wait_ready()
+        # kwok marks the nodes Ready; until then the node controller may taint them, and
+        # a scheduler that saw a taint would choose otherwise.
+        deadline = time.monotonic() + 60
+        while not all(
+            ready(n)
+            for n in list_objects(control_plane, "/api/v1/nodes")
+            if n["metadata"]["name"] in (a, b)
+        ):
+            assert time.monotonic() < deadline, "nodes never ready"
+            time.sleep(0.5)
+        control_plane.create(holders)
+        control_plane.create(pods)
+        deadline = time.monotonic() + 120
+        while len(seen := outcomes()) < len(holders) + len(pods):
+            assert time.monotonic() < deadline, f"outcomes so far: {seen}\n{process.tail()}"
+            time.sleep(1.0)
+        cases = {p["metadata"]["name"].rsplit("-", 1)[0] for p in pods}
+        for case in sorted(cases):
+            assert seen[f"{case}-ours"] == seen[f"{case}-theirs"], (case, seen)
+        assert seen["gce-readers-ours"] == seen["rbd-apart-ours"] == f"on {a}", seen
+        for case in ("gce-writer", "ebs", "iscsi", "rbd"):
+            assert seen[f"{case}-ours"] == f"on {b}", (case, seen)
+        assert "2 node(s) had no available disk" in seen["nowhere-ours"]
+    finally:
+        process.kill()
+        upstream.stop()
+        delete_pods(control_plane, holders + pods)
+        control_plane.delete(nodes)
