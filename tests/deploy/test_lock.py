@@ -3,7 +3,9 @@
 Every dependency of pyproject.toml is pinned there (``==``) at a version its specifier
 accepts, every pin carries hashes, and the lock installs into a fresh virtual environment
 with ``pip install --require-hashes`` (pip refuses a file whose hash is not listed, and any
-requirement left unpinned), after which ``pip check`` finds every dependency satisfied.
+requirement left unpinned), after which ``pip check`` finds every dependency satisfied;
+and pip finds a hashed CPython 3.12 manylinux wheel of every pin, what the image's Python
+installs.
 Not proven here: the image build itself (no Docker engine), and the build stage's own
 build requirements (setuptools, Cython, numpy for ``pip wheel``), which stay out of the
 runtime image.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import tomllib
 import venv
 from pathlib import Path
@@ -87,3 +90,33 @@ def test_the_dockerfile_installs_dependencies_only_from_the_lock():
     assert "/opt/kubesalvo/bin/pip install --require-hashes -r deploy/requirements.lock" in runs
     for run in runs:
         assert "--require-hashes" in run or "--no-deps" in run, run
+
+
+def test_the_lock_has_hashed_wheels_for_the_images_python(tmp_path):
+    # The image's Python (3.12 on Debian bookworm, glibc 2.36) may differ from the one
+    # running the tests: pip fetches what that interpreter would install, hashes checked.
+    platforms = [f"--platform={tag}_x86_64" for tag in ("manylinux2014", "manylinux_2_28")]
+    download = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--python-version",
+            "3.12",
+            *platforms,
+            "--only-binary=:all:",
+            "--require-hashes",
+            "-r",
+            str(LOCK),
+            "-d",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        timeout=900,
+    )
+    assert download.returncode == 0, download.stderr[-4000:]
+    assert len(list(tmp_path.glob("*.whl"))) == len(pins())
