@@ -41,7 +41,7 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -104,7 +104,9 @@ from kubesalvo.sched.queue import (
 from kubesalvo.sched.server import DebugServer, HealthServer
 from kubesalvo.sched.serving import ServingOptions, add_flags, options_from_args
 from kubesalvo.sched.serving.build import health_servers
+from kubesalvo.sched.serving.configz import add_configz
 from kubesalvo.sched.serving.options import OptionsError
+from kubesalvo.sched.serving.resources import add_resource_metrics
 from kubesalvo.sched.volume_prebind import VolumePreBind
 from kubesalvo.sched.web import WebView
 
@@ -236,6 +238,10 @@ class Scheduler:
             self.metrics, serving or ServingOptions(), client
         )
         for server in self.servers:
+            if server.tls is not None:
+                # As kube-scheduler: on the secure port only, behind its authorization.
+                add_configz(server.app, config)
+                add_resource_metrics(server.app, self._all_pods)
             for informer in self.informers:
                 name = f"informer-sync-{informer.resource.plural}"
                 server.add_readiness_check(name, self._synced_check(informer))
@@ -283,6 +289,9 @@ class Scheduler:
             binding.on_bind_started = self.plugins.bind_start
             binding.on_bind_ended = self.plugins.bind_end
         self._stop = asyncio.Event()
+
+    def _all_pods(self) -> Iterator[dict[str, Any]]:
+        return (to_api_dict(pod) for pod in self.pods.store.values())
 
     def _queued_rejectors(self) -> list[tuple[str, frozenset[str]]]:
         """(scheduler name, rejecting or gating plugins) of each queued pod, for /metrics."""

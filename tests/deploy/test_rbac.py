@@ -332,6 +332,9 @@ def test_kubesalvo_run_with_the_service_accounts_token_does_its_whole_job(
     assert run.claim_status("gpu")["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
     assert run.https("/metrics", run.reader_token) == 200
     assert run.https("/metrics", None) == 403
+    # The shipped metrics-reader role also lets Prometheus read the pod resource families.
+    assert run.https("/metrics/resources", run.reader_token) == 200
+    assert run.https("/configz", run.reader_token) == 403
     assert run.https("/readyz", None) == 200
     assert not run.log_has(r"\b403\b|Forbidden|cannot list")
 

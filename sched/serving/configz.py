@@ -1,0 +1,114 @@
+"""``/configz``: the effective configuration, in the shape kube-scheduler serves it.
+
+kube-scheduler answers ``/configz`` on its secure port (behind the port's delegated
+authentication and authorization, so RBAC's ``nonResourceURLs: ["/configz"]`` lets a
+caller in) with ``{"componentconfig": {...}}``: its internal configuration type encoded
+as JSON, which has Go's field names (``Parallelism``, ``LeaderElection``, ...) and
+durations written as Go writes them ("15s", "1m30s"). Tools that read upstream's page
+read this one: the same top-level fields, with the values kubesalvo runs with after
+defaulting. ``Kubesalvo`` adds kubesalvo's own settings (burst cycle and queue).
+
+Each profile gives its ``SchedulerName`` and ``PercentageOfNodesToScore``; its
+``Plugins`` and ``PluginConfig`` are not written here (kubesalvo keeps them resolved,
+not in upstream's enabled/disabled form), so those two keys are absent, not empty.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from kubesalvo.sched.config import SchedulerConfig
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+PATH = "/configz"
+
+
+def go_duration(seconds: float) -> str:
+    """``seconds`` as Go's time.Duration.String() writes it: "15s", "1m30s", "10ms"."""
+    if seconds == 0:
+        return "0s"
+    sign = "-" if seconds < 0 else ""
+    nanos = round(abs(seconds) * 1e9)
+    if nanos < 1_000_000_000:
+        # Below one second Go picks the largest unit that keeps an integer part.
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if nanos >= size:
+                return sign + _decimal(nanos, size) + unit
+    hours, rest = divmod(nanos, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    text = _decimal(rest, 1_000_000_000) + "s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{text}"
+    if minutes:
+        return f"{sign}{minutes}m{text}"
+    return sign + text
+
+
+def _decimal(value: int, size: int) -> str:
+    whole, fraction = divmod(value, size)
+    if not fraction:
+        return str(whole)
+    digits = str(fraction).rjust(len(str(size)) - 1, "0").rstrip("0")
+    return f"{whole}.{digits}"
+
+
+def componentconfig(config: SchedulerConfig) -> dict[str, Any]:
+    """The configuration as kube-scheduler's /configz lists it, under its Go field names."""
+    election = config.leader_election
+    client = config.client_connection
+    return {
+        "apiVersion": API_VERSION,
+        "Parallelism": config.parallelism,
+        "LeaderElection": {
+            "LeaderElect": election.leader_elect,
+            "LeaseDuration": go_duration(election.lease_duration_seconds),
+            "RenewDeadline": go_duration(election.renew_deadline_seconds),
+            "RetryPeriod": go_duration(election.retry_period_seconds),
+            "ResourceLock": election.resource_lock,
+            "ResourceName": election.resource_name,
+            "ResourceNamespace": election.resource_namespace,
+        },
+        "ClientConnection": {
+            "Kubeconfig": client.kubeconfig,
+            "AcceptContentTypes": client.accept_content_types,
+            "ContentType": client.content_type,
+            "QPS": client.qps,
+            "Burst": client.burst,
+        },
+        "EnableProfiling": config.enable_profiling,
+        "EnableContentionProfiling": config.enable_contention_profiling,
+        # Upstream defaults an unset value to 0 (adaptive), and writes it so.
+        "PercentageOfNodesToScore": config.percentage_of_nodes_to_score or 0,
+        "PodInitialBackoffSeconds": config.pod_initial_backoff_seconds,
+        "PodMaxBackoffSeconds": config.pod_max_backoff_seconds,
+        "Profiles": [
+            {
+                "SchedulerName": profile.scheduler_name,
+                "PercentageOfNodesToScore": profile.percentage_of_nodes_to_score,
+            }
+            for profile in config.profiles
+        ],
+        # kubesalvo has no HTTP extenders of its own (its extender serves kube-scheduler).
+        "Extenders": None,
+        "DelayCacheUntilActive": config.delay_cache_until_active,
+        "Kubesalvo": {
+            "MaxBurstPods": config.kubesalvo.max_burst_pods,
+            "BurstGatheringWindow": go_duration(config.kubesalvo.burst_gathering_window_seconds),
+            "PodMaxInUnschedulablePodsDuration": go_duration(
+                config.kubesalvo.pod_max_in_unschedulable_pods_seconds
+            ),
+        },
+    }
+
+
+def add_configz(app: web.Application, config: SchedulerConfig) -> None:
+    """Serve ``/configz`` from ``app`` (the secure port's, so its authorization applies)."""
+    body = json.dumps({"componentconfig": componentconfig(config)}).encode()
+
+    async def configz(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    app.router.add_get(PATH, configz)
