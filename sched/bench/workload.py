@@ -11,7 +11,8 @@ A scenario file may hold a ``bench`` section that only ``kubesalvo bench`` reads
 ``scale-up``, see ``rollout``; ``hpa``, see ``hpa``, with its ``hpa`` mapping), an
 open-loop ``rate`` and ``duration``, a ``lifetime`` after which each bound pod is
 deleted again (churn), and a ``note`` the results carry (e.g. that a scenario runs with
-the default profile until its plugins exist).
+the default profile until its plugins exist), and ``gpu`` (devices published on every node
+and claimed by every pod, see ``gpus``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from kubesalvo.core.synthetic import (
     scenario_from_yaml,
 )
 from kubesalvo.core.synthetic.nodes import apportion
+from kubesalvo.sched.bench.gpuspec import GpuSettings, GpuSettingsError
+from kubesalvo.sched.bench.gpuspec import parse as parse_gpu
 from kubesalvo.sched.bench.hpa import HpaSettings, HpaSettingsError
 from kubesalvo.sched.bench.hpa import parse as parse_hpa
 
@@ -57,7 +60,7 @@ DEPLOYMENTS = "deployments"
 SCALE_UP = "scale-up"
 HPA = "hpa"
 CREATE_MODES = (PODS, DEPLOYMENTS, SCALE_UP, HPA)
-_BENCH_FIELDS = ("create", "rate", "duration", "lifetime", "note", "hpa")
+_BENCH_FIELDS = ("create", "rate", "duration", "lifetime", "note", "hpa", "gpu")
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class BenchSettings:
     lifetime: float | None = None
     note: str = ""
     hpa: HpaSettings | None = None
+    gpu: GpuSettings | None = None
 
 
 def load_scenario(workload: str) -> Scenario:
@@ -140,7 +144,15 @@ def load_settings(workload: str) -> BenchSettings:
             autoscaling = parse_hpa(section.get("hpa"), f"{where}.hpa")
         except HpaSettingsError as error:
             raise WorkloadError(str(error)) from None
-    return BenchSettings(create=create, note=note.strip(), hpa=autoscaling, **numbers)
+    devices = None
+    if "gpu" in section:
+        if create != PODS:
+            raise WorkloadError(f"{where}.gpu: only with create: {PODS}")
+        try:
+            devices = parse_gpu(section["gpu"], f"{where}.gpu")
+        except GpuSettingsError as error:
+            raise WorkloadError(str(error)) from None
+    return BenchSettings(create=create, note=note.strip(), hpa=autoscaling, gpu=devices, **numbers)
 
 
 def _find(workload: str) -> Path | None:
