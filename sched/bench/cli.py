@@ -230,7 +230,6 @@ def main(args: argparse.Namespace) -> int:
         create=settings.create,
         lifetime=settings.lifetime,
         note=settings.note,
-        gpu=settings.gpu,
         hpa=(
             dataclasses.replace(settings.hpa, duration=args.duration)
             if settings.hpa is not None and args.duration is not None

@@ -39,11 +39,9 @@ class Feasibility:
     nodes_used: int = 0
     violations: list[str] = field(default_factory=list)
     violation_count: int = 0
-    # Claims of the run's bound pods whose binding or allocation was read back (a scenario
-    # with storage, sched/bench/volumes.py, or devices, sched/bench/gpus.py), and the
-    # devices allocated to them; their problems are among the violations.
+    # Claims of the run's bound pods whose binding was read back (a scenario with
+    # storage, sched/bench/volumes.py); their problems are among the violations.
     claims_checked: int = 0
-    devices_checked: int = 0
 
     @property
     def ok(self) -> bool:

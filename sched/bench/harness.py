@@ -47,9 +47,7 @@ from kubesalvo.sched.bench import (
     rollout,
     stages,
 )
-from kubesalvo.sched.bench import gpus as bench_gpus
 from kubesalvo.sched.bench import volumes as bench_volumes
-from kubesalvo.sched.bench.gpuspec import GpuSettings
 from kubesalvo.sched.bench.podwatch import (
     BindWatch,
     Created,
@@ -131,8 +129,6 @@ class Options:
     note: str = ""
     # The ``hpa`` scenario's Deployment, autoscaler and load (``create: hpa``).
     hpa: hpa.HpaSettings | None = None
-    # The ``gpu`` scenario's devices: published on every node, one claim a pod (bare pods).
-    gpu: GpuSettings | None = None
 
 
 def run(options: Options, say: Say) -> BenchResult:
@@ -326,7 +322,6 @@ def _run_one(
     through = options.create
     plan: rollout.Rollout | None = None
     storage: bench_volumes.RunStorage | None = None
-    devices: bench_gpus.RunDevices | None = None
     if through == PODS:
         cluster = generate(scenario, name)
         pods = burst(cluster, run_id)
@@ -337,11 +332,6 @@ def _run_one(
             say(f"{name}: creating {len(made.volumes)} volumes and {len(made.claims)} claims")
             seconds = cp.call(lambda client: bench_volumes.create(client, made, options.timeout))
             say(f"{name}: every volume Available after {seconds:.1f}s")
-        devices = bench_gpus.for_run(options.gpu, cluster, pods, run_id)
-        if devices is not None:  # before the clock, as a driver publishes its devices
-            published = devices
-            say(f"{name}: publishing {len(published.slices)} ResourceSlices of {published.driver}")
-            cp.call(lambda client: bench_gpus.create(client, published))
     else:
         plan = rollout.plan(scenario, name, run_id)
         pods, total = plan.pods, plan.total
@@ -414,14 +404,6 @@ def _run_one(
             report.add(violation)
         report.violation_count += claims.violation_count - len(claims.violations)
         report.claims_checked = claims.claims_checked
-    if devices is not None and name not in (contenders.RAW_BIND, contenders.RAW_BIND_EVENTS):
-        run_devices = devices
-        allocated = cp.call(lambda client: bench_gpus.check(client, run_devices))
-        for violation in allocated.violations:
-            report.add(violation)
-        report.violation_count += allocated.violation_count - len(allocated.violations)
-        report.claims_checked += allocated.claims_checked
-        report.devices_checked = allocated.devices_checked
     checked: dict[str, Any] = {"checked": True, "ok": report.ok, **vars(report)}
     if name in (contenders.RAW_BIND, contenders.RAW_BIND_EVENTS):
         # It ignores every constraint: only the server's counts are of interest.
@@ -440,8 +422,6 @@ def _run_one(
         await delete_burst(client, keys, selector, options.create_concurrency, options.timeout)
         if storage is not None:
             await bench_volumes.delete(client, storage, options.create_concurrency)
-        if devices is not None:
-            await bench_gpus.delete(client, devices, options.create_concurrency)
         return time.monotonic() - began
 
     delete_seconds = cp.call(delete, options.create_concurrency + 4)

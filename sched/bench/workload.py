@@ -11,8 +11,7 @@ A scenario file may hold a ``bench`` section that only ``kubesalvo bench`` reads
 ``scale-up``, see ``rollout``; ``hpa``, see ``hpa``, with its ``hpa`` mapping), an
 open-loop ``rate`` and ``duration``, a ``lifetime`` after which each bound pod is
 deleted again (churn), and a ``note`` the results carry (e.g. that a scenario runs with
-the default profile until its plugins exist), and ``gpu`` (devices published on every node
-and claimed by every pod, see ``gpus``).
+the default profile until its plugins exist).
 """
 
 from __future__ import annotations
@@ -34,8 +33,6 @@ from kubesalvo.core.synthetic import (
     scenario_from_yaml,
 )
 from kubesalvo.core.synthetic.nodes import apportion
-from kubesalvo.sched.bench.gpuspec import GpuSettings, GpuSettingsError
-from kubesalvo.sched.bench.gpuspec import parse as parse_gpu
 from kubesalvo.sched.bench.hpa import HpaSettings, HpaSettingsError
 from kubesalvo.sched.bench.hpa import parse as parse_hpa
 
@@ -60,7 +57,7 @@ DEPLOYMENTS = "deployments"
 SCALE_UP = "scale-up"
 HPA = "hpa"
 CREATE_MODES = (PODS, DEPLOYMENTS, SCALE_UP, HPA)
-_BENCH_FIELDS = ("create", "rate", "duration", "lifetime", "note", "hpa", "gpu")
+_BENCH_FIELDS = ("create", "rate", "duration", "lifetime", "note", "hpa")
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,6 @@ class BenchSettings:
     lifetime: float | None = None
     note: str = ""
     hpa: HpaSettings | None = None
-    gpu: GpuSettings | None = None
 
 
 def load_scenario(workload: str) -> Scenario:
@@ -144,15 +140,7 @@ def load_settings(workload: str) -> BenchSettings:
             autoscaling = parse_hpa(section.get("hpa"), f"{where}.hpa")
         except HpaSettingsError as error:
             raise WorkloadError(str(error)) from None
-    devices = None
-    if "gpu" in section:
-        if create != PODS:
-            raise WorkloadError(f"{where}.gpu: only with create: {PODS}")
-        try:
-            devices = parse_gpu(section["gpu"], f"{where}.gpu")
-        except GpuSettingsError as error:
-            raise WorkloadError(str(error)) from None
-    return BenchSettings(create=create, note=note.strip(), hpa=autoscaling, gpu=devices, **numbers)
+    return BenchSettings(create=create, note=note.strip(), hpa=autoscaling, **numbers)
 
 
 def _find(workload: str) -> Path | None:
