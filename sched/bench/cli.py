@@ -230,6 +230,7 @@ def main(args: argparse.Namespace) -> int:
         create=settings.create,
         lifetime=settings.lifetime,
         note=settings.note,
+        devices=settings.devices,
         hpa=(
             dataclasses.replace(settings.hpa, duration=args.duration)
             if settings.hpa is not None and args.duration is not None

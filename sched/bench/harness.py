@@ -47,7 +47,9 @@ from kubesalvo.sched.bench import (
     rollout,
     stages,
 )
+from kubesalvo.sched.bench import devices as bench_devices
 from kubesalvo.sched.bench import volumes as bench_volumes
+from kubesalvo.sched.bench.device_settings import DeviceSettings
 from kubesalvo.sched.bench.podwatch import (
     BindWatch,
     Created,
@@ -129,6 +131,8 @@ class Options:
     note: str = ""
     # The ``hpa`` scenario's Deployment, autoscaler and load (``create: hpa``).
     hpa: hpa.HpaSettings | None = None
+    # GPUs published per node and claimed per pod through DRA (``bench.devices``).
+    devices: DeviceSettings | None = None
 
 
 def run(options: Options, say: Say) -> BenchResult:
@@ -322,6 +326,7 @@ def _run_one(
     through = options.create
     plan: rollout.Rollout | None = None
     storage: bench_volumes.RunStorage | None = None
+    devices: bench_devices.RunDevices | None = None
     if through == PODS:
         cluster = generate(scenario, name)
         pods = burst(cluster, run_id)
@@ -332,6 +337,11 @@ def _run_one(
             say(f"{name}: creating {len(made.volumes)} volumes and {len(made.claims)} claims")
             seconds = cp.call(lambda client: bench_volumes.create(client, made, options.timeout))
             say(f"{name}: every volume Available after {seconds:.1f}s")
+        if options.devices is not None:
+            claimed = bench_devices.for_run(cluster, pods, run_id, options.devices)
+            devices = claimed
+            say(f"{name}: publishing {len(claimed.slices)} slices of GPUs")
+            cp.call(lambda client: bench_devices.create(client, claimed))
     else:
         plan = rollout.plan(scenario, name, run_id)
         pods, total = plan.pods, plan.total
@@ -404,6 +414,21 @@ def _run_one(
             report.add(violation)
         report.violation_count += claims.violation_count - len(claims.violations)
         report.claims_checked = claims.claims_checked
+    if (
+        devices is not None
+        and options.devices is not None
+        and name
+        not in (
+            contenders.RAW_BIND,
+            contenders.RAW_BIND_EVENTS,
+        )
+    ):
+        published, per_pod = devices, options.devices.gpus_per_pod
+        allocated = cp.call(lambda client: bench_devices.check(client, published, per_pod))
+        for violation in allocated.violations:
+            report.add(violation)
+        report.violation_count += allocated.violation_count - len(allocated.violations)
+        report.claims_checked += allocated.claims_checked
     checked: dict[str, Any] = {"checked": True, "ok": report.ok, **vars(report)}
     if name in (contenders.RAW_BIND, contenders.RAW_BIND_EVENTS):
         # It ignores every constraint: only the server's counts are of interest.
@@ -422,6 +447,8 @@ def _run_one(
         await delete_burst(client, keys, selector, options.create_concurrency, options.timeout)
         if storage is not None:
             await bench_volumes.delete(client, storage, options.create_concurrency)
+        if devices is not None:
+            await bench_devices.delete(client, devices, options.create_concurrency)
         return time.monotonic() - began
 
     delete_seconds = cp.call(delete, options.create_concurrency + 4)

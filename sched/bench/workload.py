@@ -33,6 +33,8 @@ from kubesalvo.core.synthetic import (
     scenario_from_yaml,
 )
 from kubesalvo.core.synthetic.nodes import apportion
+from kubesalvo.sched.bench.device_settings import DeviceSettings, DeviceSettingsError
+from kubesalvo.sched.bench.device_settings import parse as parse_devices
 from kubesalvo.sched.bench.hpa import HpaSettings, HpaSettingsError
 from kubesalvo.sched.bench.hpa import parse as parse_hpa
 
@@ -57,7 +59,7 @@ DEPLOYMENTS = "deployments"
 SCALE_UP = "scale-up"
 HPA = "hpa"
 CREATE_MODES = (PODS, DEPLOYMENTS, SCALE_UP, HPA)
-_BENCH_FIELDS = ("create", "rate", "duration", "lifetime", "note", "hpa")
+_BENCH_FIELDS = ("create", "rate", "duration", "lifetime", "note", "hpa", "devices")
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,8 @@ class BenchSettings:
     lifetime: float | None = None
     note: str = ""
     hpa: HpaSettings | None = None
+    # GPUs the burst's pods claim through DRA (``devices``), None without them.
+    devices: DeviceSettings | None = None
 
 
 def load_scenario(workload: str) -> Scenario:
@@ -140,7 +144,17 @@ def load_settings(workload: str) -> BenchSettings:
             autoscaling = parse_hpa(section.get("hpa"), f"{where}.hpa")
         except HpaSettingsError as error:
             raise WorkloadError(str(error)) from None
-    return BenchSettings(create=create, note=note.strip(), hpa=autoscaling, **numbers)
+    claimed = None
+    if "devices" in section:
+        if create != PODS:
+            raise WorkloadError(f"{where}.devices: only with create: {PODS}")
+        try:
+            claimed = parse_devices(section["devices"], f"{where}.devices")
+        except DeviceSettingsError as error:
+            raise WorkloadError(str(error)) from None
+    return BenchSettings(
+        create=create, note=note.strip(), hpa=autoscaling, devices=claimed, **numbers
+    )
 
 
 def _find(workload: str) -> Path | None:

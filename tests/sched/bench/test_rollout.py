@@ -53,6 +53,19 @@ def test_every_end_to_end_scenario_file_loads_with_its_settings() -> None:
         ("bench:\n  lifetime: yes\n", "bench.lifetime: expected a positive number"),
         ("bench:\n  speed: 3\n", "bench.speed: unknown field; accepted: create"),
         ("bench: [1]\n", "bench: expected a mapping"),
+        ("bench:\n  devices: 8\n", "bench.devices: expected a mapping, got int"),
+        (
+            "bench:\n  devices: {gpus: 8}\n",
+            "bench.devices.gpus: unknown field; accepted: gpusPerNode",
+        ),
+        (
+            "bench:\n  devices: {gpusPerPod: 0}\n",
+            "bench.devices.gpusPerPod: expected an integer from 1",
+        ),
+        (
+            "bench:\n  create: deployments\n  devices: {gpusPerPod: 1}\n",
+            "bench.devices: only with create: pods",
+        ),
     ],
 )
 def test_a_bad_bench_section_names_the_field(tmp_path: Path, section: str, message: str) -> None:
