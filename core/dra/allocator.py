@@ -19,13 +19,13 @@ Not modelled, each a feature that is off by default in v1.34: partitionable devi
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesalvo.core.dra.nodes import allocation_node_selector, slice_targets
 from kubesalvo.core.dra.objects import DraObjects, Pool
-from kubesalvo.core.dra.selectors import SelectorError, Selectors, device_view
+from kubesalvo.core.dra.selectors import SelectorError, Selectors
 
 __all__ = [
     "AllocationError",
@@ -195,11 +195,23 @@ class Allocator:
         """One allocation result per claim (API shape), or None when the node cannot
         hold them all; AllocationError when the claims cannot be allocated anywhere,
         AllocationTimeout when ``time.monotonic()`` passes ``deadline`` first."""
+        found = self.search(claims, node, labels, deadline)
+        return None if found is None else found()
+
+    def search(
+        self,
+        claims: Sequence[Obj],
+        node: str,
+        labels: Mapping[str, str],
+        deadline: float | None = None,
+    ) -> Callable[[], list[dict[str, Any]]] | None:
+        """``allocate``, with the results written out only when called: Filter finds an
+        allocation on every feasible node, Reserve wants one node's."""
         pools = self.pools_for(node, labels)
         plan = _Search(self, claims, pools, deadline)
         if not plan.solve():
             return None
-        return plan.results()
+        return plan.results
 
     def selectable(
         self, key: tuple[int, int], request: _Request, candidate: _Candidate, claim: Obj
@@ -213,23 +225,22 @@ class Allocator:
         if device.get("bindingConditions") or device.get("consumesCounters"):
             self._matches[cache_key] = False
             return False
-        view = device_view(candidate.id[0], device)
         driver, pool, name = candidate.id
         where = f"{driver}/{pool}/{name}"
         class_name = (request.class_.get("metadata") or {}).get("name", "")
         for i, selector in enumerate((request.class_.get("spec") or {}).get("selectors") or ()):
-            if not self._match(selector, view, f"class {class_name}", i, where):
+            if not self._match(selector, driver, device, f"class {class_name}", i, where):
                 self._matches[cache_key] = False
                 return False
         for i, selector in enumerate(request.exactly.get("selectors") or ()):
-            if not self._match(selector, view, f"claim {claim_key(claim)}", i, where):
+            if not self._match(selector, driver, device, f"claim {claim_key(claim)}", i, where):
                 self._matches[cache_key] = False
                 return False
         self._matches[cache_key] = True
         return True
 
     def _match(
-        self, selector: Obj, view: Mapping[str, Any], owner: str, i: int, where: str
+        self, selector: Obj, driver: str, device: Obj, owner: str, i: int, where: str
     ) -> bool:
         expression = (selector.get("cel") or {}).get("expression")
         if expression is None:
@@ -240,7 +251,7 @@ class Allocator:
         if error is not None:
             raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {error}")
         try:
-            return self.selectors.matches(expression, view)
+            return self.selectors.device_matches(expression, driver, device)
         except SelectorError as exc:
             raise AllocationError(
                 f"{owner}: selector #{i} on device {where}: CEL runtime error: {exc}"

@@ -67,8 +67,9 @@ class PodDevices:
     to_allocate: list[Obj] = field(default_factory=list)
     # per claim, where its allocation can be used (None: anywhere, or not allocated)
     available_on: list[Obj | None] = field(default_factory=list)
-    # per node the Filter passed, the allocation of ``to_allocate`` found there
-    allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # per node the Filter passed, the allocation of ``to_allocate`` found there (written
+    # out when called: only the chosen node's is)
+    allocations: dict[str, Callable[[], list[dict[str, Any]]]] = field(default_factory=dict)
     # the allocator's time limit per node, in seconds (DynamicResourcesArgs; 0: none)
     timeout: float = 0.0
 
@@ -93,7 +94,7 @@ class PodDevices:
             if self.allocator is not None:
                 deadline = time.monotonic() + self.timeout if self.timeout > 0 else None
                 try:
-                    found = self.allocator.allocate(self.to_allocate, name, node_labels, deadline)
+                    found = self.allocator.search(self.to_allocate, name, node_labels, deadline)
                 except AllocationTimeout:
                     codes[row] = _codes.DRA_TIMEOUT
                     continue
@@ -111,7 +112,8 @@ class PodDevices:
 
     def reserve(self, node: str) -> Reserved:
         """The allocations found on the chosen node, by claim, and the devices they take."""
-        found = iter(self.allocations.get(node, ()))
+        written = self.allocations.get(node)
+        found = iter(written() if written is not None else ())
         pending = {id(c) for c in self.to_allocate}
         claims: list[tuple[Obj, dict[str, Any] | None]] = []
         devices: set[DeviceId] = set()
