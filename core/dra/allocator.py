@@ -213,6 +213,63 @@ class Allocator:
             return None
         return plan.results
 
+    def count_only(self, claims: Sequence[Obj]) -> tuple[Obj, int] | None:
+        """The device class and the number of devices, when ``claims`` are one claim whose
+        requests all ask a count (ExactCount) of that one class with no selectors of their
+        own, no adminAccess and no constraints; else None. For such a claim the search
+        succeeds on a node exactly when the node has that many free devices the class
+        selects (any device serves any request, nothing ties two devices), so Filter may
+        count them instead of searching (``free_devices``)."""
+        if len(claims) != 1:
+            return None
+        devices = (claims[0].get("spec") or {}).get("devices") or {}
+        if devices.get("constraints"):
+            return None
+        class_name, total = None, 0
+        for raw in devices.get("requests") or ():
+            exactly = raw.get("exactly")
+            if exactly is None or exactly.get("selectors") or exactly.get("adminAccess"):
+                return None
+            if (exactly.get("allocationMode") or _EXACT) != _EXACT:
+                return None
+            name = exactly.get("deviceClassName") or ""
+            if not name or class_name not in (None, name):
+                return None
+            class_name = name
+            total += int(exactly.get("count") or 1)
+        class_ = self.objects.classes.get(class_name or "")
+        if class_ is None or total > MAX_RESULTS:
+            return None  # the search reports these as it does
+        return class_, total
+
+    def free_devices(self, class_: Obj, node: str, labels: Mapping[str, str]) -> int:
+        """How many devices of complete pools reachable from the node the class's
+        selectors select and nothing holds (as the search would find them free).
+        SelectorError when a selector fails on one: the caller searches instead, which
+        meets the failure only if it reaches that device."""
+        expressions = tuple(
+            (s.get("cel") or {}).get("expression")
+            for s in (class_.get("spec") or {}).get("selectors") or ()
+        )
+        if any(e is None for e in expressions):
+            raise SelectorError("a class selector without a CEL expression")
+        free: set[DeviceId] = set()
+        held = self.held
+        for pool, slices in self.pools_for(node, labels):
+            if not pool.complete:
+                continue
+            for slice_ in slices:
+                for name in self.selectors.selected_devices(
+                    expressions,  # type: ignore[arg-type]  # None refused above
+                    pool.driver,
+                    pool.name,
+                    slice_,
+                ):
+                    device_id = (pool.driver, pool.name, name)
+                    if device_id not in held:
+                        free.add(device_id)
+        return len(free)
+
     def selectable(
         self, key: tuple[int, int], request: _Request, candidate: _Candidate, claim: Obj
     ) -> bool:

@@ -40,6 +40,9 @@ class Selectors:
         # id is not reused while the entry lives, and checked by identity: a changed slice
         # is a new object (its devices new dicts), so a verdict never outlives its device.
         self._verdicts: dict[tuple[str, str, int], tuple[Mapping[str, Any], bool]] = {}
+        # (expressions, pool, id(slice)) -> (slice, names of the devices all select)
+        self._selected: dict[tuple[tuple[str, ...], str, str, int], tuple[Any, tuple[str, ...]]]
+        self._selected = {}
 
     def _compile(self, expression: str) -> Any:
         compiled = self._compiled.get(expression)
@@ -85,6 +88,28 @@ class Selectors:
             self._verdicts.clear()
         self._verdicts[key] = (device, verdict)
         return verdict
+
+    def selected_devices(
+        self, expressions: tuple[str, ...], driver: str, pool: str, slice_: Mapping[str, Any]
+    ) -> tuple[str, ...]:
+        """The names of the slice's devices that every expression selects, leaving out
+        devices with binding conditions or consumed counters (which the allocator does not
+        take); remembered while the slice object lives, as ``device_matches``."""
+        key = (expressions, driver, pool, id(slice_))
+        known = self._selected.get(key)
+        if known is not None and known[0] is slice_:
+            return known[1]
+        names = tuple(
+            device.get("name", "")
+            for device in (slice_.get("spec") or {}).get("devices") or ()
+            if not device.get("bindingConditions")
+            and not device.get("consumesCounters")
+            and all(self.device_matches(e, driver, device) for e in expressions)
+        )
+        if len(self._selected) >= _MAX_VERDICTS:
+            self._selected.clear()
+        self._selected[key] = (slice_, names)
+        return names
 
 
 def device_view(driver: str, device: Mapping[str, Any]) -> dict[str, Any]:
