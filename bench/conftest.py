@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from kubesalvo.core import gang
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference.scheduler import ReferenceScheduler
 from kubesalvo.core.snapshot import Snapshot

@@ -97,3 +97,17 @@ def test_kernel_against_reference(benchmark, shape):
         f"\n{shape}: reference {reference_seconds:.3f}s, kernel {kernel_seconds:.4f}s, "
         f"x{reference_seconds / kernel_seconds:.0f}"
     )
+
+
+@pytest.mark.parametrize("workload", ["mixed", "equal"])
+def test_the_bounded_search_ab_runs_small_and_places_as_the_scan(workload):
+    """bench/bounded_ab.py at a small scale (the lead runs it at 5,000 and 50,000 nodes on
+    the quiet machine): both paths place every pod alike; where every row is equal every
+    search gives up for the scan."""
+    from bench.bounded_ab import compare
+
+    out = compare(workload, 300, 200, 1)
+    assert out["same_placements"]
+    assert out["searches"] > 0
+    if workload == "equal":
+        assert out["searches_given_up"] == out["searches"]

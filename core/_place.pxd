@@ -7,6 +7,41 @@ cdef extern from "_scan.h" nogil:
     ctypedef struct ks_hot:
         int64_t a0, a1, r0, r1, z0, z1
         double inv0, inv1
+    ctypedef struct ks_single:
+        const int32_t* srows
+        int64_t ns
+        const ks_hot* hot
+        const int64_t* podfree
+        const int64_t* alloc
+        const int64_t* req
+        int64_t nres
+        const int64_t* creq
+        int64_t req_cpu, req_mem, req_pods, nz_cpu, nz_mem
+        int chk_cpu, chk_mem, chk_pods
+        const int32_t* xcols
+        int64_t nx
+        const int32_t* const* hkeys
+        int64_t nhk
+        const int32_t* fixed
+        int64_t w_fit, w_bal
+        const int16_t* taints
+        const int32_t* aff
+        const int32_t* const* skeys
+        const int64_t* skews
+        int64_t nsk
+        int require_all
+        int32_t* rows
+        int64_t* loc
+        uint8_t* redo
+        int64_t* rawsp
+        int64_t mt, ma, hi, lo
+    ctypedef struct ks_levels:
+        int32_t* next
+        int32_t* prev
+        int32_t* cell
+        int32_t* head
+        int32_t* count
+        int64_t nshapes
     ctypedef struct ks_res:
         int64_t best, row, ties
     ctypedef struct ks_soft:
@@ -109,6 +144,21 @@ cdef class BurstKernel:
     cdef int64_t[::1] podfree                # per row: allocatable minus requested pods
     cdef int32_t[::1] xcols                  # scratch: a class's fit columns besides cpu, memory, pods
     cdef uint8_t[::1] redo                   # scratch, per position of frows: recompute exactly
+    cdef int32_t[::1] tiebuf                 # scratch, rows + 1: the rows tied for the best total
+    # ---- the bounded search of a class's only pod (_single_bounded)
+    cdef ks_levels levels                    # the rows by shape and free-capacity level (_scan.h)
+    cdef int32_t[::1] lv_next, lv_prev       # its lists' links, per row
+    cdef int32_t[::1] lv_cell                # its cell per row
+    cdef int32_t[::1] lv_head                # its cells' first rows
+    cdef int32_t[::1] lv_count               # its cells' row counts
+    cdef bint lv_built                       # levels is built and follows _apply
+    cdef readonly int64_t bounded_pods       # pods placed by _single_bounded (for tests)
+    cdef readonly int64_t bounded_rows       # rows its searches visited (for tests)
+    cdef readonly int64_t bounded_gaveup     # searches given up for the scan (for tests)
+    cdef uint8_t[:, ::1] smask               # SMASKS x rows: membership of a static row set
+    cdef int32_t[::1] smask_of               # per static row set of the chunk: its smask row or -1
+    cdef Py_ssize_t smask_used               # smask rows taken in this chunk
+    cdef int64_t[::1] fixed_max              # per fixed-score row of the chunk: its maximum (-1 unknown)
     cdef int64_t[:, ::1] acount              # inter-pod rows of class t_owner x domains: counted pods
     cdef bint aff_empty                      # no pod anywhere matches all required affinity terms
     cdef bint ipa_topology                   # some scoring term matched a pod (else the plugin is skipped)
@@ -249,6 +299,11 @@ cdef class BurstKernel:
     cdef Py_ssize_t _scan(self, Py_ssize_t c, bint hard_keys, bint whole, bint soft_empty,
                           bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                           int64_t* hi, int64_t* lo) noexcept nogil
+    cdef void _query(self, Py_ssize_t c, ks_single* q) noexcept nogil
+    cdef const uint8_t* _static_member(self, Py_ssize_t st, bint* usable) noexcept nogil
+    cdef int64_t _fixed_max(self, Py_ssize_t f) noexcept nogil
+    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, int64_t* score,
+                                    int64_t* ties) noexcept nogil
     cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
                       bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                       int64_t* hi, int64_t* lo) noexcept nogil

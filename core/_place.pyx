@@ -48,7 +48,7 @@
 import numpy as np
 
 from libc.math cimport fabs, log, sqrt, round as c_round
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memset
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint64_t
 
@@ -69,42 +69,24 @@ cdef extern from "_scan.h" nogil:
                         int64_t w_taint, int64_t mt, const int32_t* aff, int64_t w_aff,
                         int64_t ma, const int64_t* rawsp, int64_t w_spread, int64_t hi,
                         int64_t lo, const int64_t* rawipa, int64_t w_ipa, int64_t ihi,
-                        int64_t ilo, uint64_t* state, int64_t* score, int64_t* ties)
+                        int64_t ilo, int32_t* tb, uint64_t* state, int64_t* score,
+                        int64_t* ties)
+    int64_t ks_pick_tied(const int32_t* tb, int64_t cnt, uint64_t* state)
     int64_t ks_below(uint64_t* state, int64_t n)
     void ks_res_init(ks_res* r)
     void ks_offer(ks_res* r, int64_t t, int64_t n, uint64_t* state)
     int ks_offer_group(ks_res* r, int64_t t, int64_t w, uint64_t* state)
     void ks_tree_build(int64_t* t, int64_t leaves, int64_t used)
     void ks_tree_set(int64_t* t, int64_t leaves, int64_t pos, int64_t v)
-    ctypedef struct ks_single:
-        const int32_t* srows
-        int64_t ns
-        const ks_hot* hot
-        const int64_t* podfree
-        const int64_t* alloc
-        const int64_t* req
-        int64_t nres
-        const int64_t* creq
-        int64_t req_cpu, req_mem, req_pods, nz_cpu, nz_mem
-        int chk_cpu, chk_mem, chk_pods
-        const int32_t* xcols
-        int64_t nx
-        const int32_t* const* hkeys
-        int64_t nhk
-        const int32_t* fixed
-        int64_t w_fit, w_bal
-        const int16_t* taints
-        const int32_t* aff
-        const int32_t* const* skeys
-        const int64_t* skews
-        int64_t nsk
-        int require_all
-        int32_t* rows
-        int64_t* loc
-        uint8_t* redo
-        int64_t* rawsp
-        int64_t mt, ma, hi, lo
     int64_t ks_single_scan(ks_single* q)
+    int ks_fits(const ks_single* q, int32_t n)
+    enum: KS_LEVELS
+    enum: KS_SHAPES
+    void ks_levels_build(ks_levels* b, const ks_hot* hot, int64_t rows)
+    void ks_levels_move(ks_levels* b, const ks_hot* hot, int32_t n)
+    int64_t ks_cell_fit(const ks_levels* b, int64_t sh, int64_t l, int64_t nz0, int64_t nz1)
+    int64_t ks_cell_rows(const ks_levels* b, int64_t c, const uint8_t* member,
+                         const ks_single* q, int32_t* out, int64_t* seen)
     int64_t ks_host_zone_raw(int64_t h, double wh, int64_t skew_h, int64_t zc, double wz,
                              int64_t skew_z)
     int64_t ks_soft_raw(int32_t n, const ks_soft* k, int64_t nk, const int64_t* dcount,
@@ -134,6 +116,33 @@ cdef enum:
 ZONE_LIMIT = MAX_ZONES
 
 cdef int64_t NEG = -1
+
+# Whether the only pod of a class searches its rows best bound first (_single_bounded)
+# where it can, rather than scanning them all: both choose the same row from the same
+# draw; tests and the every-row-equal cost measurement force the full scan.
+cdef bint _bounded = True
+# It gives up for the scan past rows / _share rows (_single_bounded).
+cdef Py_ssize_t _share = 16
+
+
+def set_bounded_search(bint on, Py_ssize_t share=16):
+    """Turn the bounded search of a class's only pod on or off (for every kernel of the
+    process) and set the share of the rows past which it gives up for the scan (1: it
+    never gives up, as the tests that hold it to the scan want); returns the previous
+    (on, share)."""
+    global _bounded, _share
+    if share < 1:
+        raise ValueError(f"share must be 1 or more, not {share}")
+    before = (_bounded, _share)
+    _bounded = on
+    _share = share
+    return before
+
+
+# How many static row sets of a chunk get a membership row for the bounded search (the
+# others scan): each costs a pass over the rows and a byte per row.
+cdef enum:
+    SMASKS = 8
 cdef int64_t MAX_INT32 = 2147483647
 
 
@@ -160,6 +169,12 @@ cdef inline int64_t _floor_div(int64_t x, int64_t a) noexcept nogil:
             q -= 1
         return q
     return x // a
+
+
+cdef int _cmp_row(const void* a, const void* b) noexcept nogil:
+    """qsort's order of rows (int32), ascending."""
+    cdef int32_t x = (<const int32_t*>a)[0], y = (<const int32_t*>b)[0]
+    return (x > y) - (x < y)
 
 
 cdef inline bint _taint_table(int64_t* table, int64_t w_taint, int64_t mt) noexcept nogil:
@@ -258,6 +273,19 @@ cdef class BurstKernel:
         self.rawipa = np.zeros(self.rows, dtype=np.int64)
         self.rawloc = np.zeros(self.rows, dtype=np.int64)
         self.redo = np.zeros(max(1, self.rows), dtype=np.uint8)
+        self.tiebuf = np.zeros(self.rows + 1, dtype=np.int32)
+        self.lv_next = np.zeros(max(1, self.rows), dtype=np.int32)
+        self.lv_prev = np.zeros(max(1, self.rows), dtype=np.int32)
+        self.lv_cell = np.zeros(max(1, self.rows), dtype=np.int32)
+        self.lv_head = np.zeros(KS_SHAPES * KS_LEVELS, dtype=np.int32)
+        self.levels.next = &self.lv_next[0]
+        self.levels.prev = &self.lv_prev[0]
+        self.levels.cell = &self.lv_cell[0]
+        self.levels.head = &self.lv_head[0]
+        self.lv_count = np.zeros(KS_SHAPES * KS_LEVELS, dtype=np.int32)
+        self.levels.count = &self.lv_count[0]
+        self.lv_built = False
+        self.smask = np.zeros((SMASKS, max(1, self.rows)), dtype=np.uint8)
         self._hot_rows()
         self.w_ipa = settings.w_ipa
         self.ipa_on = settings.ipa_on
@@ -344,6 +372,9 @@ cdef class BurstKernel:
         self.static_rows = static_rows
         self.c_fixed = c_fixed
         self.fixed = fixed
+        self.fixed_max = np.full(max(1, fixed.shape[0]), -1, dtype=np.int64)
+        self.smask_of = np.full(max(1, static_reason.shape[0]), -1, dtype=np.int32)
+        self.smask_used = 0
         self.c_taint = c_taint
         self.taint_count = taint_count
         self.taint_any = np.asarray(taint_count).any(axis=1).astype(np.uint8)
@@ -611,39 +642,12 @@ cdef class BurstKernel:
         cdef ks_single q
         cdef const quantity_t* creq = &self.c_req[c, 0]
         cdef const quantity_t* cnz = &self.c_nz[c, 0]
-        cdef const int32_t* fcols = &self.c_fit_cols[self.c_fit_off[c]]
-        cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
-        cdef Py_ssize_t i, n, k, nf, col
+        cdef Py_ssize_t i, n, k, nf
         cdef bint ports = self.ports_on and self._ports_taken(c)
         cdef bint vector = self._vector()
         if self.p_alloc == NULL:
             return 0
-        memset(&q, 0, sizeof(q))
-        q.srows = &self.static_rows[self.static_off[self.c_static[c]]]
-        q.ns = self.static_off[self.c_static[c] + 1] - self.static_off[self.c_static[c]]
-        q.hot = self.hot
-        q.podfree = &self.podfree[0]
-        q.alloc = self.p_alloc
-        q.req = self.p_req
-        q.nres = self.nres
-        q.creq = creq
-        q.req_cpu = creq[0]
-        q.req_mem = creq[1]
-        q.req_pods = creq[POD_COLUMN] if self.nres > POD_COLUMN else 0
-        q.nz_cpu = cnz[0]
-        q.nz_mem = cnz[1]
-        q.xcols = &self.xcols[0]
-        for k in range(nfc):
-            col = fcols[k]
-            if col == 0:
-                q.chk_cpu = 1
-            elif col == 1:
-                q.chk_mem = 1
-            elif col == POD_COLUMN:
-                q.chk_pods = 1
-            else:
-                self.xcols[q.nx] = <int32_t>col
-                q.nx += 1
+        self._query(c, &q)
         if hard_keys:
             q.nhk = self._key_rows(c, True)
             q.hkeys = self.kdom
@@ -696,6 +700,156 @@ cdef class BurstKernel:
             hi[0] = q.hi
             lo[0] = q.lo
         return nf
+
+    cdef void _query(self, Py_ssize_t c, ks_single* q) noexcept nogil:
+        """q's rows, state and class c's requests and checked fit columns (the filter part
+        of ks_single_scan's query, which ks_fits reads too); the rest zeroed."""
+        cdef const quantity_t* creq = &self.c_req[c, 0]
+        cdef const quantity_t* cnz = &self.c_nz[c, 0]
+        cdef const int32_t* fcols = &self.c_fit_cols[self.c_fit_off[c]]
+        cdef Py_ssize_t nfc = self.c_fit_off[c + 1] - self.c_fit_off[c] if self.fit_on else 0
+        cdef Py_ssize_t k, col
+        memset(q, 0, sizeof(ks_single))
+        q.srows = &self.static_rows[self.static_off[self.c_static[c]]]
+        q.ns = self.static_off[self.c_static[c] + 1] - self.static_off[self.c_static[c]]
+        q.hot = self.hot
+        q.podfree = &self.podfree[0]
+        q.alloc = self.p_alloc
+        q.req = self.p_req
+        q.nres = self.nres
+        q.creq = creq
+        q.req_cpu = creq[0]
+        q.req_mem = creq[1]
+        q.req_pods = creq[POD_COLUMN] if self.nres > POD_COLUMN else 0
+        q.nz_cpu = cnz[0]
+        q.nz_mem = cnz[1]
+        q.xcols = &self.xcols[0]
+        for k in range(nfc):
+            col = fcols[k]
+            if col == 0:
+                q.chk_cpu = 1
+            elif col == 1:
+                q.chk_mem = 1
+            elif col == POD_COLUMN:
+                q.chk_pods = 1
+            else:
+                self.xcols[q.nx] = <int32_t>col
+                q.nx += 1
+
+    cdef const uint8_t* _static_member(self, Py_ssize_t st, bint* usable) noexcept nogil:
+        """Membership of static row set st for the bounded search: NULL with usable when
+        it holds every row, a row of smask (built on first use) with usable, else usable
+        False (the chunk's SMASKS rows are taken)."""
+        cdef Py_ssize_t i, m
+        usable[0] = True
+        if self.static_off[st + 1] - self.static_off[st] == self.rows:
+            return NULL
+        m = self.smask_of[st]
+        if m < 0:
+            if self.smask_used == SMASKS:
+                usable[0] = False
+                return NULL
+            m = self.smask_used
+            self.smask_used += 1
+            self.smask_of[st] = <int32_t>m
+            memset(&self.smask[m, 0], 0, self.rows)
+            for i in range(self.static_off[st], self.static_off[st + 1]):
+                self.smask[m, self.static_rows[i]] = 1
+        return &self.smask[m, 0]
+
+    cdef int64_t _fixed_max(self, Py_ssize_t f) noexcept nogil:
+        """The largest fixed score of fixed-score row f over every row (at least 0),
+        computed once a chunk."""
+        cdef Py_ssize_t n
+        cdef int64_t m = 0
+        if self.fixed_max[f] < 0:
+            for n in range(self.rows):
+                m = self.fixed[f, n] if self.fixed[f, n] > m else m
+            self.fixed_max[f] = m
+        return self.fixed_max[f]
+
+    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, int64_t* score,
+                                    int64_t* ties) noexcept nogil:
+        """What _place_single's scan chooses for class c's only pod (c_mode 0, the default
+        scores with equal weights, no normalised term that varies over the rows, no host
+        port taken), visiting the rows cell by cell (ks_levels: per shape, its levels from
+        the top, the shape whose next cell has the highest bound first) and stopping when
+        no cell left has a bound (the largest fixed score + w_fit * ks_cell_fit + w_bal *
+        100 + the flat TaintToleration score) as high as the best total found: no row
+        there can reach it. Every row holding the best total is visited (a cell whose
+        bound equals it is searched), so the tied rows are the scan's; ordered by row
+        they give the scan's draw (ks_pick_tied).
+
+        Visiting a row costs about three times what the scan pays for it (a list walk
+        instead of a vectorised pass), so the search gives up, before visiting the cell
+        that would take it past rows / _share rows (16), and returns -2 for the caller
+        to scan: it has drawn nothing yet, so the scan draws as it would have. Where
+        every row is equal the first cell holds them all and nothing is visited."""
+        cdef ks_single q
+        cdef const quantity_t* creq = &self.c_req[c, 0]
+        cdef const quantity_t* cnz = &self.c_nz[c, 0]
+        cdef const int32_t* fixed = &self.fixed[self.c_fixed[c], 0]
+        cdef int64_t wb = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
+        # every row's TaintToleration score, as mt is 0; the balanced score at most 100
+        cdef int64_t base = self._fixed_max(self.c_fixed[c]) + self.w_taint * MAX_SCORE \
+            + wb * MAX_SCORE
+        cdef int64_t flat = self.w_taint * MAX_SCORE
+        cdef int64_t best = NEG, cnt = 0, t, top, cell
+        cdef int64_t seen = 0, limit = self.rows // _share
+        cdef Py_ssize_t k, i, sh, pick
+        cdef int32_t* rows = &self.frows[0]
+        cdef int64_t level[KS_SHAPES]   # per shape: its next level to visit (-1: done)
+        cdef int64_t bound[KS_SHAPES]   # per shape: the bound of that level's cell
+        if not self.lv_built:
+            ks_levels_build(&self.levels, self.hot, self.rows)
+            self.lv_built = True
+        self._query(c, &q)
+        self.bounded_pods += 1
+        for sh in range(KS_SHAPES):
+            level[sh] = KS_LEVELS - 1 if sh < self.levels.nshapes or sh == KS_SHAPES - 1 \
+                else -1
+            bound[sh] = base + self.w_fit * ks_cell_fit(&self.levels, sh, level[sh], cnz[0],
+                                                        cnz[1]) if level[sh] >= 0 else NEG
+        while True:
+            pick = -1
+            top = NEG
+            for sh in range(KS_SHAPES):
+                if level[sh] >= 0 and bound[sh] > top:
+                    top = bound[sh]
+                    pick = sh
+            if pick < 0 or top < best:
+                break
+            cell = pick * KS_LEVELS + level[pick]
+            seen += self.lv_count[cell]
+            if seen > limit:
+                self.bounded_gaveup += 1
+                return -2
+            k = ks_cell_rows(&self.levels, cell, member, &q, rows, &self.bounded_rows)
+            level[pick] -= 1
+            if level[pick] >= 0:
+                bound[pick] = base + self.w_fit * ks_cell_fit(&self.levels, pick, level[pick],
+                                                              cnz[0], cnz[1])
+            if k == 0:
+                continue
+            ks_local_rows(rows, k, self.hot, fixed, cnz[0], cnz[1], creq[0], creq[1],
+                          self.w_fit, wb, &self.rawloc[0], &self.redo[0])
+            for i in range(k):
+                t = self._local_fast(c, rows[i], creq, cnz, fixed) if self.redo[i] \
+                    else self.rawloc[i]
+                t += flat
+                if t > best:
+                    best = t
+                    cnt = 0
+                if t == best:
+                    self.tiebuf[cnt] = rows[i]
+                    cnt += 1
+        score[0] = best
+        ties[0] = cnt
+        if cnt == 0:
+            return -1
+        if cnt > 1:
+            qsort(&self.tiebuf[0], cnt, sizeof(int32_t), _cmp_row)
+        return ks_pick_tied(&self.tiebuf[0], cnt, &self.rng)
 
     cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
                       bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
@@ -1038,6 +1192,8 @@ cdef class BurstKernel:
             self.hot[n].r1 = self.req[n, 1]
             self.hot[n].z0 = self.nzreq[n, 0]
             self.hot[n].z1 = self.nzreq[n, 1]
+            if self.lv_built:
+                ks_levels_move(&self.levels, self.hot, <int32_t>n)
             if self.nres > POD_COLUMN:
                 self.podfree[n] = self.alloc[n, POD_COLUMN] - self.req[n, POD_COLUMN]
         for k in range(self.c_port_own_off[c], self.c_port_own_off[c + 1]):
@@ -1588,7 +1744,7 @@ cdef class BurstKernel:
                            &aff[0], self.w_aff, ma,
                            &self.rawsp[0] if soft else NULL, self.w_spread, hi, lo,
                            &self.rawipa[0] if ipa_score else NULL, self.w_ipa, ihi, ilo,
-                           &self.rng, score, ties)
+                           &self.tiebuf[0], &self.rng, score, ties)
 
     cdef inline int64_t _ipa_raw(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """InterPodAffinity's raw score of class c on row n: its scoring terms' weights times
@@ -2285,6 +2441,16 @@ cdef class BurstKernel:
         cdef int64_t fz[MAX_ZONES + 1]
         cdef int64_t zc[MAX_ZONES + 1]
         cdef int64_t zscore[MAX_ZONES + 1]
+        cdef const uint8_t* member
+        cdef bint usable
+        if not zone and _bounded and self.p_alloc != NULL and self._vector() \
+                and not track_taints and not track_aff \
+                and not (self.ports_on and self._ports_taken(c)):
+            member = self._static_member(self.c_static[c], &usable)
+            if usable:
+                n = self._single_bounded(c, member, score, ties)
+                if n != -2:
+                    return n
         if not zone:
             feasible = self._scan(c, False, True, False, track_taints, track_aff, &mt, &ma,
                                   &hi, &lo)
@@ -2297,7 +2463,8 @@ cdef class BurstKernel:
             ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
             return ks_best_row(&self.frows[0], feasible, &self.rawloc[0], True, &taints[0],
                                tsc if ttab else NULL, self.w_taint, mt, &aff[0], self.w_aff, ma,
-                               NULL, 0, 0, 0, NULL, 0, 0, 0, &self.rng, score, ties)
+                               NULL, 0, 0, 0, NULL, 0, 0, 0, &self.tiebuf[0], &self.rng, score,
+                               ties)
         # The zone path: the zone's spread score joins each row's total.
         feasible = self._scan(c, False, False, False, False, False, &mt, &ma, &hi, &lo)
         feasible = -feasible - 1 if feasible < 0 else feasible

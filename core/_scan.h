@@ -326,6 +326,13 @@ static inline void ks_tree_set(int64_t *restrict t, int64_t leaves, int64_t pos,
         ks_tree_node(t, i);
 }
 
+/* One of the cnt >= 1 tied rows tb[0..cnt) (in static row order): tb[ks_below(cnt)], no
+ * draw for a single row. */
+static inline int64_t ks_pick_tied(const int32_t *tb, int64_t cnt, uint64_t *state)
+{
+    return tb[cnt > 1 ? ks_below(state, cnt) : 0];
+}
+
 /* The best row of rows[0..nf) for one pod: the largest total, ties picked uniformly (the
  * reservoir of ks_offer, drawing from *state). A row's total is its local score (loc[i]
  * by position when loc_by_pos, else loc[n]) plus the normalised scores: TaintToleration
@@ -333,7 +340,11 @@ static inline void ks_tree_set(int64_t *restrict t, int64_t leaves, int64_t pos,
  * NodeAffinity's preferred terms (ma the largest sum), PodTopologySpread's soft
  * constraints (when rawsp is given: raw hi..lo reversed onto 0..100, 0 for rawsp -1),
  * InterPodAffinity's preferred terms (when rawipa is given and ihi > ilo). *score gets
- * the total, *ties the rows holding it; returns the row, -1 when nf is 0. */
+ * the total, *ties the rows holding it; returns the row, -1 when nf is 0.
+ *
+ * The pick is one draw: ks_below(ties) indexes the tied rows in the order of rows (tb,
+ * nf + 1 slots, collects them), and nothing is drawn without a tie. A search that visits
+ * rows in another order (ks_pick_tied) reproduces it from the same tied set. */
 static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
                            const int64_t *restrict loc, int loc_by_pos,
                            const int16_t *restrict taints, const int64_t *tsc,
@@ -341,11 +352,11 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
                            const int32_t *restrict aff, int64_t w_aff, int64_t ma,
                            const int64_t *restrict rawsp, int64_t w_spread, int64_t hi, int64_t lo,
                            const int64_t *restrict rawipa, int64_t w_ipa, int64_t ihi, int64_t ilo,
-                           uint64_t *state, int64_t *score, int64_t *ties)
+                           int32_t *restrict tb, uint64_t *state, int64_t *score,
+                           int64_t *ties)
 {
-    ks_res r;
+    int64_t best = -1, cnt = 0;
     int flat = hi == 0 || hi == lo; /* every counted row scores 100 for spread */
-    ks_res_init(&r);
     for (int64_t i = 0; i < nf; i++) {
         int64_t n = rows[i];
         int64_t t = loc[loc_by_pos ? i : n];
@@ -359,11 +370,16 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
             t += w_spread * ks_spread_norm(rawsp[n], flat, hi, lo);
         if (rawipa && ihi > ilo)
             t += w_ipa * ks_ipa_norm(rawipa[n], ihi, ilo);
-        ks_offer(&r, t, n, state);
+        if (t > best) {
+            best = t;
+            cnt = 0;
+        }
+        tb[cnt] = (int32_t)n; /* kept only when it ties (a lower total is overwritten) */
+        cnt += t == best;
     }
-    *score = r.best;
-    *ties = r.ties;
-    return r.row;
+    *score = best;
+    *ties = cnt;
+    return cnt == 0 ? -1 : ks_pick_tied(tb, cnt, state);
 }
 
 /* One pod's first pass over the rows of its static filters (a class's only pod in a
@@ -456,6 +472,166 @@ static int64_t ks_single_scan(ks_single *q)
         nf += k;
     }
     return nf;
+}
+
+/* Whether row n passes ks_single_scan's filters for q's pod (the same comparisons, one
+ * row): the bounded search (ks_levels) filters the rows it visits with it. */
+static inline int ks_fits(const ks_single *q, int32_t n)
+{
+    const int64_t never = INT64_MAX / 4;
+    int64_t qc = q->chk_cpu ? q->req_cpu : -never, qm = q->chk_mem ? q->req_mem : -never;
+    int64_t qp = q->chk_pods ? q->req_pods : -never;
+    const ks_hot *h = q->hot + n;
+    int fits = (h->r0 + qc <= h->a0) & (h->r1 + qm <= h->a1) & (qp <= q->podfree[n]);
+    for (int64_t j = 0; j < q->nhk; j++)
+        fits &= q->hkeys[j][n] >= 0;
+    if (fits && q->nx) {
+        const int64_t *a = q->alloc + (int64_t)n * q->nres;
+        const int64_t *r = q->req + (int64_t)n * q->nres;
+        for (int64_t j = 0; j < q->nx; j++) {
+            int32_t col = q->xcols[j];
+            fits &= r[col] + q->creq[col] <= a[col];
+        }
+    }
+    return fits;
+}
+
+/* The rows by allocatable shape and free-capacity level, for a search of a class's only
+ * pod that visits the rows best bound first. A row's level is (lf(cpu) + lf(memory)) >> 1
+ * with lf = la of ks_local_block before the pod is added; its shape is its (cpu, memory)
+ * allocatable (the first KS_SHAPES - 1 met; later ones, and rows whose operands
+ * ks_local_block does not take exactly, share the last shape, at level 100, where the
+ * bound assumes nothing of the allocatable). Since floor(u - v) <= floor(u) - floor(v),
+ * a pod with non-zero requests p adds at most d = floor(100 * p / allocatable) less to
+ * each la of a row of a known shape, so its local score on a row of shape h and level L
+ * is at most
+ *
+ *   max fixed + w_fit * (max(S - d0 - d1, min(100, S) - min(d0, d1), 0) >> 1) + w_bal * 100
+ *
+ * with S = 2L + 1 >= lf(cpu) + lf(memory) (ks_cell_bound; balanced is at most 100). Each
+ * (shape, level) cell is a doubly linked list of rows (the order within a cell is free:
+ * the search orders the tied rows it keeps), a row moving in O(1) when its requests
+ * change. */
+#define KS_LEVELS 101
+#define KS_SHAPES 64
+
+typedef struct {
+    int32_t *next, *prev, *cell; /* per row; -1 ends a list */
+    int32_t *head;               /* KS_SHAPES * KS_LEVELS: the first row of each cell */
+    int32_t *count;              /* KS_SHAPES * KS_LEVELS: the rows of each cell */
+    int64_t sa0[KS_SHAPES], sa1[KS_SHAPES];
+    int64_t nshapes;             /* shapes met (the last, KS_SHAPES - 1, is the catch-all) */
+} ks_levels;
+
+static inline int ks_exact(const ks_hot *h)
+{
+    const int64_t big = ((int64_t)1 << 52) / 100;
+    return h->a0 > 0 && h->a1 > 0 && h->a0 < big && h->a1 < big && h->z0 >= 0 && h->z1 >= 0;
+}
+
+static inline int64_t ks_level_of(const ks_hot *h)
+{
+    if (!ks_exact(h))
+        return KS_LEVELS - 1;
+    int64_t l0 = h->z0 > h->a0 ? 0 : (h->a0 - h->z0) * 100 / h->a0;
+    int64_t l1 = h->z1 > h->a1 ? 0 : (h->a1 - h->z1) * 100 / h->a1;
+    return (l0 + l1) >> 1;
+}
+
+/* Row n's cell: its shape's (found or added) at its level, the catch-all's level 100
+ * when the shape is not known or the operands not exact. */
+static inline int32_t ks_cell_of(ks_levels *b, const ks_hot *h, int add)
+{
+    int64_t sh = KS_SHAPES - 1;
+    if (ks_exact(h)) {
+        for (int64_t i = 0; i < b->nshapes; i++) {
+            if (b->sa0[i] == h->a0 && b->sa1[i] == h->a1) {
+                sh = i;
+                break;
+            }
+        }
+        if (sh == KS_SHAPES - 1 && add && b->nshapes < KS_SHAPES - 1) {
+            sh = b->nshapes++;
+            b->sa0[sh] = h->a0;
+            b->sa1[sh] = h->a1;
+        }
+    }
+    return (int32_t)(sh * KS_LEVELS + (sh == KS_SHAPES - 1 ? KS_LEVELS - 1 : ks_level_of(h)));
+}
+
+static inline void ks_levels_insert(ks_levels *b, int32_t n, int32_t c)
+{
+    b->cell[n] = c;
+    b->count[c]++;
+    b->prev[n] = -1;
+    b->next[n] = b->head[c];
+    if (b->head[c] >= 0)
+        b->prev[b->head[c]] = n;
+    b->head[c] = n;
+}
+
+static void ks_levels_build(ks_levels *b, const ks_hot *hot, int64_t rows)
+{
+    b->nshapes = 0;
+    for (int64_t c = 0; c < KS_SHAPES * KS_LEVELS; c++) {
+        b->head[c] = -1;
+        b->count[c] = 0;
+    }
+    for (int64_t n = rows - 1; n >= 0; n--)
+        ks_levels_insert(b, (int32_t)n, ks_cell_of(b, hot + n, 1));
+}
+
+/* Row n's requests changed: it moves to its new cell (its shape is unchanged). */
+static inline void ks_levels_move(ks_levels *b, const ks_hot *hot, int32_t n)
+{
+    int32_t c = b->cell[n], sh = c / KS_LEVELS;
+    int32_t to = sh == KS_SHAPES - 1 ? c : (int32_t)(sh * KS_LEVELS + ks_level_of(hot + n));
+    if (to == c)
+        return;
+    if (b->prev[n] >= 0)
+        b->next[b->prev[n]] = b->next[n];
+    else
+        b->head[c] = b->next[n];
+    if (b->next[n] >= 0)
+        b->prev[b->next[n]] = b->prev[n];
+    b->count[c]--;
+    ks_levels_insert(b, n, to);
+}
+
+/* How much less than lf a pod's non-zero request p can leave la on allocatable a:
+ * floor(100 * p / a), 0 where that is not exact. */
+static inline int64_t ks_drop(int64_t p, int64_t a)
+{
+    return (p <= 0 || a <= 0 || p >= ((int64_t)1 << 52) / 100) ? 0 : p * 100 / a;
+}
+
+/* The bound of the fit term's ((la(cpu) + la(memory)) >> 1) for the rows of shape sh at
+ * level l, for a pod of non-zero requests nz0 / nz1 (the catch-all: l itself). */
+static inline int64_t ks_cell_fit(const ks_levels *b, int64_t sh, int64_t l, int64_t nz0,
+                                  int64_t nz1)
+{
+    if (sh == KS_SHAPES - 1)
+        return l;
+    int64_t d0 = ks_drop(nz0, b->sa0[sh]), d1 = ks_drop(nz1, b->sa1[sh]);
+    int64_t s = 2 * l + 1, m = s < 100 ? s : 100, dm = d0 < d1 ? d0 : d1;
+    int64_t v = s - d0 - d1;
+    v = m - dm > v ? m - dm : v;
+    v = v > 0 ? v : 0;
+    return v >> 1;
+}
+
+/* The rows of cell c that are in the static set (member NULL: every row) and pass q's
+ * filters, into out; returns how many. *seen counts the rows of the cell. */
+static int64_t ks_cell_rows(const ks_levels *b, int64_t c, const uint8_t *member,
+                            const ks_single *q, int32_t *out, int64_t *seen)
+{
+    int64_t k = 0, m = 0;
+    for (int32_t n = b->head[c]; n >= 0; n = b->next[n], m++) {
+        out[k] = n;
+        k += (member == NULL || member[n]) && ks_fits(q, n);
+    }
+    *seen += m;
+    return k;
 }
 
 /* One soft PodTopologySpread constraint of a pod, for ks_soft_scores. */

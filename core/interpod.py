@@ -1,7 +1,7 @@
 """InterPodAffinity, encoded: each class's affinity rows over per-node pod counters.
 
 Rows of a class (kind, counter, topology key, weight), evaluated by the kernel over the
-domains of the key (the rules are kube-scheduler's, see core/reference/inter_pod_affinity):
+domains of the key (the rules are kube-scheduler's, see core/pernode/inter_pod_affinity):
 
 * AFFINITY: one per required affinity term; the counter counts pods matching *all* of
   the class's required affinity terms (upstream counts only those);

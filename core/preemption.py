@@ -31,11 +31,11 @@ The steps follow upstream's ``framework/preemption`` and ``plugins/defaultpreemp
    among the highest-priority victims, then the first candidate (violation-free ones come
    first, each group in the order tried).
 
-Feasibility on a node is decided by the plain-Python reference filters
-(``core/reference``): they give kube-scheduler's per-node status codes, which
-preemption needs and the burst kernel does not report, and they can be asked about one
-node after pods are taken off it. To keep that affordable the picture parses each pod
-template and node shape once, and the cluster-wide counts of PodTopologySpread and
+Feasibility on a node is decided by the per-node filters (``core/pernode``: the
+profile's filter plugins for one pod, node by node): they give kube-scheduler's per-node
+status codes, which preemption needs and the burst kernel does not report, and they can
+be asked about one node after pods are taken off it. To keep that affordable the picture
+parses each pod template and node shape once, and the cluster-wide counts of PodTopologySpread and
 InterPodAffinity are updated per node (minus the node's counts before, plus its counts
 now) instead of recounted. A decision costs one filter pass over every node plus a few
 filter runs on each node tried: about 1.5 s to build the picture and 1 s to decide for
@@ -62,14 +62,14 @@ from typing import Any
 
 import msgspec
 
+from kubesalvo.core.pernode.evaluator import PodEvaluator
+from kubesalvo.core.pernode.framework import FilterPlugin, PreFilterRejection, Status
+from kubesalvo.core.pernode.inter_pod_affinity import InterPodAffinity
+from kubesalvo.core.pernode.pod_topology_spread import PodTopologySpread
+from kubesalvo.core.pernode.selectors import InvalidSelector, label_selector
+from kubesalvo.core.pernode.snapshot import NodeInfo, Snapshot, labels_of
 from kubesalvo.core.plugins import default_preemption, framework
 from kubesalvo.core.profile import Profile
-from kubesalvo.core.reference import ReferenceScheduler, Status
-from kubesalvo.core.reference.framework import FilterPlugin, PreFilterRejection
-from kubesalvo.core.reference.inter_pod_affinity import InterPodAffinity
-from kubesalvo.core.reference.pod_topology_spread import PodTopologySpread
-from kubesalvo.core.reference.selectors import InvalidSelector, label_selector
-from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot, labels_of
 from kubesalvo.core.resources import (
     host_ports,
     node_allocatable,
@@ -307,7 +307,7 @@ class _Usages:
 
 @dataclass
 class _NodeInfo(NodeInfo):
-    """The reference's NodeInfo, adding and removing pods through ``_Usages`` (the same
+    """The per-node evaluator's NodeInfo, adding and removing pods through ``_Usages`` (the same
     bookkeeping as ``NodeInfo.add_pod``/``remove_pod``, without re-parsing quantities)."""
 
     usages: _Usages = field(default_factory=_Usages)
@@ -394,8 +394,8 @@ class _NodeFilters:
     the same plugin over a snapshot of that node alone.
     """
 
-    def __init__(self, ref: ReferenceScheduler, pod: Pod, anti_affinity_anywhere: bool) -> None:
-        self.ref = ref
+    def __init__(self, evaluator: PodEvaluator, pod: Pod, anti_affinity_anywhere: bool) -> None:
+        self.evaluator = evaluator
         self.pod = pod
         self.rejection: str | None = None
         self.names: list[str] = []
@@ -406,9 +406,9 @@ class _NodeFilters:
         self.dynamic: list[int] = []  # plugins whose counts follow the node's pods
         self.before: dict[str, dict[int, FilterPlugin]] = {}  # node -> its own counts
         try:
-            for name in ref.profile.filters:
-                # The reference's own plugin table keeps the two in step.
-                plugin = ref._filter_plugin(name, pod)
+            for name in evaluator.profile.filters:
+                # The evaluator's own plugin table keeps the two in step.
+                plugin = evaluator.filter_plugin(name, pod)
                 if plugin is None:
                     continue
                 if plugin.node_names is not None:
@@ -433,12 +433,14 @@ class _NodeFilters:
 
     def _local(self, index: int, node: NodeInfo) -> FilterPlugin:
         """Plugin ``index`` built over a snapshot holding ``node`` alone."""
-        alone = dataclasses.replace(self.ref.snapshot, nodes=[node], by_name={node.name: node})
+        alone = dataclasses.replace(
+            self.evaluator.snapshot, nodes=[node], by_name={node.name: node}
+        )
         plugin = self.cluster[index]
         if isinstance(plugin, InterPodAffinity):
             return InterPodAffinity(self.pod, alone)
         assert isinstance(plugin, PodTopologySpread)
-        return PodTopologySpread(self.pod, alone, self.ref.profile.spread)
+        return PodTopologySpread(self.pod, alone, self.evaluator.profile.spread)
 
     def focus(self, node: NodeInfo) -> None:
         """Remember the node's own counts before its pods change (once per node)."""
@@ -540,10 +542,10 @@ class Preemptor:
         self.args = args or PreemptionArgs()
         self.pdbs = list(pdbs)
         namespaces, workloads = list(namespaces), list(workloads)
-        self.ref = ReferenceScheduler((), (), namespaces, profile, workloads)
-        self.ref.snapshot = _snapshot(nodes, pods, namespaces, workloads)
+        self.evaluator = PodEvaluator((), (), namespaces, profile, workloads)
+        self.evaluator.snapshot = _snapshot(nodes, pods, namespaces, workloads)
         if storage is not None:  # the volume filters' objects (their dry run reads them)
-            self.ref.storage = storage
+            self.evaluator.storage = storage
         self.nominated: dict[str, list[Pod]] = {}
         for pod in pods:
             spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -554,7 +556,7 @@ class Preemptor:
 
     @property
     def num_nodes(self) -> int:
-        return len(self.ref.snapshot.nodes)
+        return len(self.evaluator.snapshot.nodes)
 
     def _nominated_on(self, node: str, pod: Pod) -> list[Pod]:
         """Nominated pods counted when filtering ``pod`` on ``node``: those of at least
@@ -578,7 +580,7 @@ class Preemptor:
         ):
             return ""
         priority = pod_priority(pod)
-        for other in self.ref.snapshot.by_name[nominated].pods:
+        for other in self.evaluator.snapshot.by_name[nominated].pods:
             if pod_priority(other) < priority and _terminating_by_preemption(other):
                 return NOT_ELIGIBLE_TERMINATING
         return ""
@@ -586,8 +588,8 @@ class Preemptor:
     def preempt(self, pod: Pod, *, offset: int = 0, now: float | None = None) -> PreemptionDecision:
         """Decide for ``pod``, which fit no node; see the module docstring for the rules."""
         now = time.time() if now is None else now
-        snapshot = self.ref.snapshot
-        filters = _NodeFilters(self.ref, pod, self.anti_affinity_anywhere)
+        snapshot = self.evaluator.snapshot
+        filters = _NodeFilters(self.evaluator, pod, self.anti_affinity_anywhere)
         # The statuses the failed cycle saw: nominated pods of at least the pod's priority
         # count on their node, as upstream's filters run with them.
         statuses = {
@@ -704,7 +706,7 @@ class Preemptor:
         cleared nominations dropped."""
         if decision.node is None:
             return
-        node = self.ref.snapshot.by_name[decision.node]
+        node = self.evaluator.snapshot.by_name[decision.node]
         for victim in decision.victims:
             if any(p is victim for p in node.pods):
                 node.remove_pod(victim)

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubesalvo.core import gang
 from kubesalvo.core.place import PlacementResult, place_burst
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.results import merged
 from kubesalvo.core.ties import TieBreak

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import gang
 from kubesalvo.core.operands import Outputs
 from kubesalvo.core.plugins import coscheduling, framework
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.reasons import ReasonTable
 from kubesalvo.core.state import ClusterState
 

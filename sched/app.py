@@ -8,9 +8,11 @@ profiles, and runs the ``BurstCycle``. When a profile has PodTopologySpread defa
 constraints (System defaulting has), it also watches Services, ReplicationControllers,
 ReplicaSets and StatefulSets, whose selectors give pods without constraints of their own
 the default ones (``informers.workloads``); without RBAC to list them it logs one warning
-and runs without default spreading. With ``leaderElection.leaderElect`` only the holder
-of the Lease binds: a standby keeps its informers and queue warm and takes over when the
-Lease is free; a leader that cannot renew stops binding at once.
+and runs without default spreading. These two watches, and the other plugins' runtime
+halves (QosAware, the gangs' PodGroups, GroupPriority's warnings), are installed from
+``plugin_runtimes.INSTALLS`` through a ``PluginHandle``. With ``leaderElection.leaderElect``
+only the holder of the Lease binds: a standby keeps its informers and queue warm and takes
+over when the Lease is free; a leader that cannot renew stops binding at once.
 
 /healthz, /livez, /readyz and /metrics are served as kube-scheduler serves them (HTTPS on
 10259 with delegated authentication and authorization for /metrics; a plain port only
@@ -46,43 +48,35 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from kubesalvo.core.dra.objects import DraObjects
-from kubesalvo.core.plugins import group_priority, names
+from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import ActionType, ClusterEvent, EventResource, event_label
-from kubesalvo.core.plugins.names import QOS_AWARE
-from kubesalvo.core.plugins.qos_aware import QosAwareArgs
 from kubesalvo.core.plugins.volume_binding import VolumeBindingArgs
+from kubesalvo.sched import default_spread, disruption_budgets
 from kubesalvo.sched.cache import SchedulerCache
-from kubesalvo.sched.client import ApiClient, ApiError, CredentialsError, load_credentials
+from kubesalvo.sched.client import ApiClient, CredentialsError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
 from kubesalvo.sched.devices import DeviceBook
-from kubesalvo.sched.events import WARNING, EventRecorder, ObjectRef, RecorderSettings
-from kubesalvo.sched.gangs import write_statuses
+from kubesalvo.sched.events import EventRecorder, RecorderSettings
 from kubesalvo.sched.informers import (
     ADDED,
     DELETED,
     NAMESPACES,
     NODES,
-    PODDISRUPTIONBUDGETS,
     PODS,
     SYNCED,
     Change,
     Informer,
     WatchSettings,
-    podgroups,
     to_api_dict,
 )
 from kubesalvo.sched.informers.models import (
     Namespace,
     Node,
-    Owned,
     Pod,
-    PodDisruptionBudget,
-    Workload,
 )
 from kubesalvo.sched.informers.resources import DRA_RESOURCES, DraConverter
 from kubesalvo.sched.informers.storage import STORAGE_RESOURCES, VOLUME_PLUGINS, storage_handler
-from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS, Workloads
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
 from kubesalvo.sched.memory import (
     CollectorPauses,
@@ -94,7 +88,8 @@ from kubesalvo.sched.metrics import (
     SchedulerMetrics,
     UnschedulablePodsCollector,
 )
-from kubesalvo.sched.qos import OWNER_KINDS, QosCollector, QosTable
+from kubesalvo.sched.plugin_handle import PluginHandle
+from kubesalvo.sched.plugin_runtimes import INSTALLS
 from kubesalvo.sched.queue import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -198,7 +193,7 @@ class Scheduler:
             is_leader=self.is_leader,
             settings=CycleSettings.from_config(config, tie_seed),
             cluster=self._cluster_objects,
-            workloads=self._workloads_of,
+            workloads=self.workloads_of,
             devices=self.devices,
         )
         # API traffic under client-go's metric names (kubernetes-mixin charts them).
@@ -212,25 +207,7 @@ class Scheduler:
         self.pods: Informer[Pod] = Informer(
             client, PODS, self._on_pod, WatchSettings(field_selector=ACTIVE_PODS)
         )
-        # Only their store is read (by preemption decisions); no handler needed.
-        self.pdbs: Informer[PodDisruptionBudget] | None = None
-        if any(profile.preemption is not None for profile in config.profiles):
-            self.pdbs = Informer(client, PODDISRUPTIONBUDGETS)
         self.informers: list[Informer[Any]] = [self.nodes, self.namespaces, self.pods]
-        if self.pdbs is not None:
-            self.informers.append(self.pdbs)
-        # Services and controllers, for PodTopologySpread's default constraints; only
-        # when a profile has some (System defaulting has them unless turned off).
-        self.workloads: Workloads | None = None
-        self.workload_informers: list[Informer[Workload]] = []
-        if any(profile.core.spread.effective_constraints for profile in config.profiles):
-            self.workloads = Workloads()
-            for resource, kind in WORKLOAD_KINDS:
-                informer: Informer[Workload] = Informer(
-                    client, resource, self.workloads.handler(kind)
-                )
-                self.workload_informers.append(informer)
-            self.informers.extend(self.workload_informers)
         # Claims, volumes, classes and CSI objects, when a profile runs a volume plugin
         # (sched/informers/storage.py); the cache hands them to the encoder.
         if any(VOLUME_PLUGINS.intersection(profile.core.filters) for profile in config.profiles):
@@ -267,12 +244,6 @@ class Scheduler:
                 # Not ready while the API server refuses the Lease (a Role for another
                 # namespace): it would loop on 403 and never schedule.
                 server.add_readiness_check("leader-election", self._lease_not_refused)
-        # PodGroups (scheduler-plugins' CRD), when the API server serves them (run()).
-        self.pod_groups: Informer[podgroups.PodGroup] | None = None
-        self._status_task: asyncio.Task[None] | None = None
-        # Pods already warned about a groupPriority label that is not an integer.
-        self._priority_warned: set[str] = set()
-        self._group_priority = any(p.queue_sort == names.GROUP_PRIORITY for p in config.profiles)
         self.debug = DebugServer(debug_port, profiling=config.enable_profiling)
         # --debug-port 0 turns the pages off (as --secure-port 0 does the secure port).
         self.debug_enabled = debug_port != 0
@@ -284,8 +255,34 @@ class Scheduler:
             for server in self.servers:
                 if server.tls is not None:
                     self.web.add_to(server.app)
-        self.qos: QosTable | None = None
-        self._setup_qos(config)
+        # The plugins' runtime halves (default spreading's workloads, preemption's PDBs,
+        # QosAware's table, the gangs' PodGroups, ...): their watches, pod hooks, pages and
+        # tasks, registered through the handle; only watches asked with ready=True hold
+        # readiness back.
+        self.plugins = PluginHandle(
+            client=client,
+            config=config,
+            queue=self.queue,
+            cache=self.cache,
+            recorder=self.recorder,
+            registry=self.metrics.registry,
+            informers=self.informers,
+            is_leader=self.is_leader,
+            scheduler_names=self.names,
+            add_page=self.debug.add_page,
+            # the cycle's own part of Coscheduling (its PreFilter), fed by the runtime half
+            live={names.COSCHEDULING: self.cycle.gangs},
+        )
+        for install in INSTALLS:
+            install(self.plugins)
+        for server in self.servers:
+            for informer in self.plugins.gates:
+                name = f"informer-sync-{informer.resource.plural}"
+                server.add_readiness_check(name, self._synced_check(informer))
+        binding = self.cycle.binding
+        if self.plugins.bind_started:
+            binding.on_bind_started = self.plugins.bind_start
+            binding.on_bind_ended = self.plugins.bind_end
         self._stop = asyncio.Event()
 
     def _queued_rejectors(self) -> list[tuple[str, frozenset[str]]]:
@@ -316,33 +313,6 @@ class Scheduler:
                 self.cache.state.storage.bind_delayed = True
                 return
 
-    def _setup_qos(self, config: SchedulerConfig) -> None:
-        """QosAware's live table, when a profile enables it: fed by the pod handler and
-        the binding cycle, read by the queue's order, /debug/qos and /metrics."""
-        points = ("queueSort", "preBind", "postBind")
-        profiles = [p for p in config.profiles if any(QOS_AWARE in p.plugins.at(x) for x in points)]
-        if not profiles:
-            return
-        args = profiles[0].args.get(QOS_AWARE)
-        self.qos = QosTable(
-            args if isinstance(args, QosAwareArgs) else QosAwareArgs(), recorder=self.recorder
-        )
-        if config.profiles[0].queue_sort == QOS_AWARE:
-            self.queue.key_factory = self.qos.sort_keys
-        binding = self.cycle.binding
-        binding.on_bind_started = self.qos.bind_started
-        binding.on_bind_ended = self.qos.bind_ended
-        self.metrics.registry.register(QosCollector(self.qos))
-        # ReplicaSets' and Jobs' owners (Deployments, CronJobs); not a readiness gate:
-        # until they list, a Deployment's pods are known by their ReplicaSet's name.
-        self.qos_informers: list[Informer[Owned]] = [
-            Informer(self.client, resource, self.qos.owner_handler(kind))
-            for resource, kind in OWNER_KINDS
-        ]
-        self.informers.extend(self.qos_informers)
-        self.debug.add_page("/debug/qos", self._debug_qos)
-        self.debug.add_page("/", self._debug_qos)
-
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader
 
@@ -363,7 +333,7 @@ class Scheduler:
         return ClusterObjects(
             nodes=list(self.nodes.store.values()),
             pods=pods,
-            pdbs=list(self.pdbs.store.values()) if self.pdbs is not None else [],
+            pdbs=disruption_budgets.budgets(self.plugins),
             namespaces=list(self.namespaces.store.values()),
             assumed=assumed,
             storage=self.cache.state.storage.copy(),
@@ -423,66 +393,13 @@ class Scheduler:
         return self._dra_snapshot
 
     def _synced_check(self, informer: Informer[Any]) -> Callable[[], bool]:
-        # A workload informer dropped for want of RBAC (see _check_workload_access) does
-        # not hold readiness back.
+        # A plugin's watch dropped for want of RBAC (say, default spreading's workloads)
+        # does not hold readiness back.
         return lambda: informer.synced.is_set() or informer not in self.informers
 
-    def _workloads_of(self, namespaces: set[str]) -> list[dict[str, Any]]:
+    def workloads_of(self, namespaces: set[str]) -> list[dict[str, Any]]:
         """The workloads a burst's pods (of these namespaces) may belong to."""
-        if self.workloads is None:
-            return []
-        return self.workloads.in_namespaces(namespaces)
-
-    async def _check_workload_access(self) -> None:
-        """Without list access to every workload kind, run without default spreading.
-
-        A partial set would give pods wrong default selectors, and an informer that is
-        refused would keep the scheduler from ever being ready: one warning, then none
-        of the four informers runs.
-        """
-        if not self.workload_informers:
-            return
-        forbidden = []
-        for informer in self.workload_informers:
-            try:
-                await self.client.request("GET", informer.resource.path, params={"limit": "1"})
-            except ApiError as error:
-                if error.status in (401, 403):
-                    forbidden.append(informer.resource.plural)
-            except Exception:
-                # Transient trouble: the informers retry on their own.
-                log.debug("probing %s failed", informer.resource.plural, exc_info=True)
-        if not forbidden:
-            return
-        log.warning(
-            "cannot list %s (RBAC): PodTopologySpread default constraints are off; grant "
-            "list and watch on services, replicationcontrollers, replicasets and "
-            "statefulsets to spread pods without constraints of their own",
-            ", ".join(forbidden),
-        )
-        self.informers = [i for i in self.informers if i not in self.workload_informers]
-        self.workload_informers = []
-        self.workloads = None
-
-    async def _check_owner_access(self) -> None:
-        """QosAware without list access to ReplicaSets or Jobs: one warning, and pods are
-        filed by what their own objects say (a Deployment's by its ReplicaSet's name)."""
-        for informer in list(getattr(self, "qos_informers", ())):
-            try:
-                await self.client.request("GET", informer.resource.path, params={"limit": "1"})
-            except ApiError as error:
-                if error.status not in (401, 403):
-                    continue
-                log.warning(
-                    "QosAware: cannot list %s (RBAC): their pods' %s is not resolved; grant "
-                    "list and watch on replicasets and jobs",
-                    informer.resource.plural,
-                    "CronJob" if informer.resource.plural == "jobs" else "Deployment",
-                )
-                self.informers.remove(informer)
-                self.qos_informers.remove(informer)
-            except Exception:
-                log.debug("probing %s failed", informer.resource.plural, exc_info=True)
+        return default_spread.workloads_of(self.plugins, namespaces)
 
     # --- informer handlers (event loop; quick) ------------------------------------------
 
@@ -516,14 +433,8 @@ class Scheduler:
             return
         key = pod_key(pod)
         old = change.old
-        if self.qos is not None and pod.spec.scheduler_name in self.names:
-            if change.type == DELETED:
-                self.qos.forget(pod.metadata.namespace, pod.metadata.name, pod.metadata.uid)
-            else:
-                self.qos.observe(pod)
-        self.cycle.gangs.pod_changed(key, None if change.type == DELETED else pod)
+        self.plugins.pod_changed(change)
         if change.type == DELETED:
-            self._priority_warned.discard(key)
             if pod.spec.node_name or self.cache.is_assumed(key):
                 self.cache.remove_pod(to_api_dict(pod))
             if pod.spec.node_name:
@@ -548,74 +459,10 @@ class Scheduler:
             return
         if self.cache.is_assumed(key):
             return  # our bind is in flight; the watch has not caught up with it yet
-        if self._group_priority:
-            self._check_group_priority(key, pod)
         if change.type == ADDED or old is None:
             self.queue.add(pod)
         else:
             self.queue.update(old, pod)
-
-    def _check_group_priority(self, key: str, pod: Pod) -> None:
-        """One Warning event per pod whose groupPriority label is not an integer."""
-        if key in self._priority_warned:
-            return
-        _, valid = group_priority.group_priority(pod.metadata.labels)
-        if valid:
-            return
-        self._priority_warned.add(key)
-        meta = pod.metadata
-        value = meta.labels.get(group_priority.GROUP_PRIORITY_LABEL, "")
-        self.recorder.event(
-            ObjectRef(meta.namespace, meta.name, meta.uid),
-            WARNING,
-            "InvalidGroupPriority",
-            "Scheduling",
-            group_priority.invalid_priority_note(value),
-            controller=pod.spec.scheduler_name,
-        )
-
-    def _on_pod_group(self, change: Change[podgroups.PodGroup]) -> None:
-        obj = change.obj
-        if change.type == SYNCED or obj is None:
-            return
-        meta = obj.metadata
-        body = None if change.type == DELETED else to_api_dict(obj)
-        self.cycle.gangs.pod_group_changed(body, meta.namespace, meta.name)
-
-    async def _watch_pod_groups(self) -> None:
-        """Watch PodGroups when the CRD is installed (asked once, at start)."""
-        try:
-            served = await podgroups.served(self.client)
-        except ApiError as error:
-            if error.status in (401, 403):
-                log.warning(
-                    "cannot list podgroups (RBAC): gangs go by their labels only; grant list "
-                    "and watch on podgroups and patch on podgroups/status "
-                    "(scheduling.x-k8s.io) to use PodGroup objects"
-                )
-            else:
-                log.warning("cannot tell whether PodGroups are served (%s): labels only", error)
-            return
-        except Exception as error:
-            log.warning("cannot tell whether PodGroups are served (%s): labels only", error)
-            return
-        if not served:
-            log.info("no PodGroup CRD (scheduling.x-k8s.io/v1alpha1): gangs by labels only")
-            return
-        self.cycle.gangs.watching_pod_groups = True
-        self.pod_groups = Informer(self.client, podgroups.PODGROUPS, self._on_pod_group)
-        self.informers.append(self.pod_groups)
-        self._status_task = asyncio.create_task(self._write_pod_group_statuses())
-
-    async def _write_pod_group_statuses(self) -> None:
-        """Keep PodGroup statuses current, while leading (about once a second)."""
-        while True:
-            await asyncio.sleep(1.0)
-            if self.is_leader():
-                try:
-                    await write_statuses(self.cycle.gangs, self.client)
-                except Exception:
-                    log.exception("writing PodGroup statuses failed")
 
     # --- debug pages --------------------------------------------------------------------
 
@@ -641,12 +488,6 @@ class Scheduler:
             "pods": listing,
         }
         return web.json_response(body)
-
-    async def _debug_qos(self, request: web.Request) -> web.Response:
-        assert self.qos is not None
-        if request.query.get("format") == "json":
-            return web.json_response({"controllers": self.qos.json_rows()})
-        return web.Response(text=self.qos.text())
 
     async def _debug_explain(self, request: web.Request) -> web.Response:
         from kubesalvo.sched.explain import explain_pod
@@ -685,9 +526,8 @@ class Scheduler:
         self.recorder.start()
         self.gc_pauses.start()
         collect_young_less_often()
-        await self._check_workload_access()
-        await self._check_owner_access()
-        await self._watch_pod_groups()
+        await self.plugins.start()
+        self.plugins.start_background()
         for informer in self.informers:
             informer.start()
         waiting: asyncio.Future[Any] = asyncio.create_task(self._stop.wait())
@@ -719,10 +559,7 @@ class Scheduler:
         in_flight = self.cycle.binds_in_flight
         await self.cycle.stop()
         log.info("drained %d binds in flight in %.2fs", in_flight, time.monotonic() - began)
-        if self._status_task is not None:
-            self._status_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._status_task
+        await self.plugins.stop_background()
         await self.recorder.stop()
         if self.elector is not None:
             await self.elector.stop()

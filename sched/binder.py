@@ -60,6 +60,9 @@ class BindResult:
     # (0.0: no POST was answered); the bind stage of the latency histograms.
     sent: float = 0.0
     answered: float = 0.0
+    # perf_counter when the cycle handed the bind over (the bind_wait stage lasts until
+    # ``sent``: a free slot, the client's limiter, the event loop's turn).
+    handed: float = 0.0
 
 
 Callback = Callable[[BindResult], None]
@@ -157,7 +160,8 @@ class Binder:
     def bind(
         self, namespace: str, name: str, uid: str, node: str, prepare: Prepare | None = None
     ) -> asyncio.Task[BindResult]:
-        task = asyncio.create_task(self._bind(namespace, name, uid, node, prepare))
+        handed = time.perf_counter()
+        task = asyncio.create_task(self._bind(namespace, name, uid, node, prepare, handed))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
@@ -176,7 +180,13 @@ class Binder:
             await asyncio.wait(tasks)
 
     async def _bind(
-        self, namespace: str, name: str, uid: str, node: str, prepare: Prepare | None
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        node: str,
+        prepare: Prepare | None,
+        handed: float = 0.0,
     ) -> BindResult:
         body = binding_body(namespace, name, uid, node)
         path = f"/api/v1/namespaces/{namespace}/pods/{name}/binding"
@@ -234,7 +244,9 @@ class Binder:
             if prepare is None or attempts:
                 raise
             error = failed
-        result = BindResult(outcome, namespace, name, uid, node, attempts, error, sent, answered)
+        result = BindResult(
+            outcome, namespace, name, uid, node, attempts, error, sent, answered, handed
+        )
         self.counts[outcome] += 1
         if self.metrics is not None:
             self.metrics.binds.labels(result=outcome.value).inc()

@@ -25,6 +25,7 @@ key the queue uses, so a pod is counted at most once whatever order events come 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -111,6 +112,11 @@ class SchedulerCache:
         self.assumed_ttl = assumed_ttl
         self._clock = clock
         self._assumed: dict[str, Assumed] = {}
+        # (deadline, key) of every deadline set, earliest first: ``expire`` runs before
+        # every burst and looks only at the deadlines past, not at every assumed pod (a
+        # scan of thousands of binds in flight per burst under a steady stream). An entry
+        # whose pod was confirmed or given a new deadline meanwhile is skipped.
+        self._deadlines: list[tuple[float, str]] = []
         self._frozen = False
         self._deferred: list[Callable[[], object]] = []
         self.expired = 0
@@ -258,6 +264,7 @@ class SchedulerCache:
         entry = self._assumed.get(key)
         if entry is not None:
             entry.deadline = self._clock() + self.assumed_ttl
+            heapq.heappush(self._deadlines, (entry.deadline, key))
 
     def forget(self, key: str) -> None:
         """The bind failed or is moot: undo the assumption (never a confirmed pod)."""
@@ -285,11 +292,14 @@ class SchedulerCache:
         """Forget assumed pods whose bind finished ``assumed_ttl`` ago without a
         confirmation; returns how many."""
         now = self._clock()
-        stale = [
-            key
-            for key, entry in self._assumed.items()
-            if entry.deadline is not None and entry.deadline <= now
-        ]
+        stale = []
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][0] <= now:
+            deadline, key = heapq.heappop(deadlines)
+            entry = self._assumed.get(key)
+            if entry is not None and entry.deadline == deadline:
+                stale.append(key)
+        stale = list(dict.fromkeys(stale))  # a key pushed twice with one deadline
         for key in stale:
             log.warning("assumed pod %s expired: its binding was never seen", key)
             self.forget(key)

@@ -9,9 +9,9 @@ The scheduler's debug server answers ``/debug/explain?pod=NAMESPACE/NAME`` with 
   score, and whether its node was drawn at random among several nodes sharing the best
   total score (``lastAttempt.tiedNodes``: how many; kube-scheduler draws the same way).
   The burst kernel returns only each pod's total, so the per-plugin breakdown is
-  computed by ``kubesalvo.core.reference`` (kube-scheduler's plugins written plainly) for
+  computed by ``kubesalvo.core.pernode`` (kube-scheduler's plugins written plainly) for
   that one pod against the cluster as it is now, the pod itself left out. The answer says
-  so (``scoresFrom``): the cluster has moved since the burst, so the reference's choice
+  so (``scoresFrom``): the cluster has moved since the burst, so the per-node choice
   may differ from the node the pod got.
 
 A member of a gang (``podGroup`` or ``scheduling.x-k8s.io/pod-group``) also gets ``gang``:
@@ -34,10 +34,10 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kubesalvo.core.gang import min_available
+from kubesalvo.core.plugins.coscheduling.gang import gang_of, min_available
+from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import go_duration
 from kubesalvo.sched.informers import to_api_dict
-from kubesalvo.sched.queue.members import gang_of
 
 if TYPE_CHECKING:
     from kubesalvo.sched.app import Scheduler
@@ -46,7 +46,7 @@ __all__ = ["configure", "explain_pod", "main", "plugin_scores"]
 
 TOP_NODES = 5
 SCORES_FROM = (
-    "kubesalvo.core.reference, for this pod alone against the current cluster "
+    "kubesalvo.core.pernode, for this pod alone against the current cluster "
     "(the burst kernel reports only each pod's total score)"
 )
 
@@ -61,19 +61,19 @@ def plugin_scores(
     workloads: Sequence[Mapping[str, Any]] = (),
     storage: Any = None,
 ) -> dict[str, Any]:
-    """The reference's filter and score of ``pod``: the top nodes with per-plugin scores.
+    """The per-node filter and score of ``pod``: the top nodes with per-plugin scores.
     ``workloads`` (Services and controllers) give default spreading its selectors, as the
     burst had them; ``storage`` (core/volumes.StorageObjects) the volume filters' objects."""
-    from kubesalvo.core.reference.scheduler import ReferenceScheduler
+    from kubesalvo.core.pernode.evaluator import PodEvaluator
 
     uid = (pod.get("metadata") or {}).get("uid")
     others = [p for p in pods if (p.get("metadata") or {}).get("uid") != uid]
     unbound = {**pod, "spec": {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}}
-    reference = ReferenceScheduler(nodes, others, namespaces, profile, workloads)
+    evaluator = PodEvaluator(nodes, others, namespaces, profile, workloads)
     if storage is not None:
-        reference.storage = storage
-    outcome = reference.evaluate(unbound)
-    scores = reference.scores_for(unbound, outcome.feasible)
+        evaluator.storage = storage
+    outcome = evaluator.evaluate(unbound)
+    scores = evaluator.scores_for(unbound, outcome.feasible)
     ranked = sorted(scores.items(), key=lambda item: (-sum(item[1].values()), item[0]))
     return {
         "feasibleNodes": len(outcome.feasible),
@@ -116,7 +116,7 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
         answer["status"] = "unknown"
         answer["message"] = "no such pod in the scheduler's cache (finished or deleted?)"
         return answer
-    qos = getattr(scheduler, "qos", None)
+    qos = scheduler.plugins.live.get(QOS_AWARE)
     found = qos.controller_of(namespace, name) if qos is not None else None
     if found is not None:
         controller, totals = found
@@ -161,10 +161,8 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
     nodes = [to_api_dict(n) for n in scheduler.nodes.store.values()]
     pods = [to_api_dict(p) for p in scheduler.pods.store.values() if p.spec.node_name]
     namespaces = [to_api_dict(ns) for ns in scheduler.namespaces.store.values()]
-    workloads = (
-        scheduler.workloads.in_namespaces({namespace}) if scheduler.workloads is not None else []
-    )
-    # The reference is plain Python: keep the event loop free while it runs.
+    workloads = scheduler.workloads_of({namespace})
+    # The per-node evaluator is plain Python: keep the event loop free while it runs.
     storage = scheduler.cache.state.storage.copy()
     breakdown = await asyncio.to_thread(
         plugin_scores,

@@ -19,11 +19,16 @@ the cycle can bring their members back for the rejection at once. :meth:`status_
 gives the PodGroup status changes to write (phase, scheduled, running,
 scheduleStartTime; the runtime writes them while it leads).
 
+``install`` wires the book to the runtime through the plugin handle
+(``sched/plugin_handle.py``): every pod change, and, when the API server serves the
+PodGroup CRD (asked once, at start), a PodGroup watch and the status writes.
+
 Event-loop only, like the queue.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -31,21 +36,24 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesalvo.core import gang
 from kubesalvo.core.plugins.coscheduling import (
     CoschedulingArgs,
     GangCheck,
     Verdict,
     check_gang,
+    gang,
     short_of,
 )
+from kubesalvo.core.plugins.coscheduling.gang import gang_of
+from kubesalvo.core.plugins.names import COSCHEDULING
 from kubesalvo.sched.client import ApiClient, ApiError
 from kubesalvo.sched.events import rfc3339
-from kubesalvo.sched.informers import podgroups
-from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue
-from kubesalvo.sched.queue.members import gang_of
+from kubesalvo.sched.informers import DELETED, SYNCED, Change, podgroups, to_api_dict
+from kubesalvo.sched.informers.models import Pod
+from kubesalvo.sched.plugin_handle import PluginHandle
+from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue, pod_key
 
-__all__ = ["Admission", "GangBook", "PodGroupPhase", "write_statuses"]
+__all__ = ["Admission", "GangBook", "PodGroupPhase", "install", "write_statuses"]
 
 log = logging.getLogger(__name__)
 
@@ -383,3 +391,62 @@ async def write_statuses(book: GangBook, client: ApiClient) -> int:
             log.warning("writing the status of PodGroup %s failed: %s", group, error)
             book.mark_dirty([group])
     return written
+
+
+# --- the runtime half ---------------------------------------------------------------------
+
+
+def install(handle: PluginHandle) -> None:
+    """Feed the cycle's GangBook (``handle.live``) from the watches (see the docstring)."""
+    book: GangBook = handle.live[COSCHEDULING]
+
+    def on_pod(change: Change[Pod]) -> None:
+        pod = change.obj
+        if change.type == SYNCED or pod is None:
+            return
+        book.pod_changed(pod_key(pod), None if change.type == DELETED else pod)
+
+    def on_pod_group(change: Change[podgroups.PodGroup]) -> None:
+        obj = change.obj
+        if change.type == SYNCED or obj is None:
+            return
+        meta = obj.metadata
+        body = None if change.type == DELETED else to_api_dict(obj)
+        book.pod_group_changed(body, meta.namespace, meta.name)
+
+    async def write_while_leading() -> None:
+        """Keep PodGroup statuses current, while leading (about once a second)."""
+        while True:
+            await asyncio.sleep(1.0)
+            if handle.is_leader():
+                try:
+                    await write_statuses(book, handle.client)
+                except Exception:
+                    log.exception("writing PodGroup statuses failed")
+
+    async def watch_pod_groups() -> None:
+        """Watch PodGroups when the CRD is installed (asked once, at start)."""
+        try:
+            served = await podgroups.served(handle.client)
+        except ApiError as error:
+            if error.status in (401, 403):
+                log.warning(
+                    "cannot list podgroups (RBAC): gangs go by their labels only; grant list "
+                    "and watch on podgroups and patch on podgroups/status "
+                    "(scheduling.x-k8s.io) to use PodGroup objects"
+                )
+            else:
+                log.warning("cannot tell whether PodGroups are served (%s): labels only", error)
+            return
+        except Exception as error:
+            log.warning("cannot tell whether PodGroups are served (%s): labels only", error)
+            return
+        if not served:
+            log.info("no PodGroup CRD (scheduling.x-k8s.io/v1alpha1): gangs by labels only")
+            return
+        book.watching_pod_groups = True
+        handle.watch(podgroups.PODGROUPS, on_pod_group)
+        handle.background(write_while_leading)
+
+    handle.on_pod(on_pod)
+    handle.before_start(watch_pod_groups)

@@ -41,6 +41,8 @@ STAGE_GATHERING = "gathering"
 STAGE_ENCODE = "encode"
 STAGE_KERNEL = "kernel"
 STAGE_ASSUME = "assume"
+STAGE_PLACING = "placing"
+STAGE_BIND_WAIT = "bind_wait"
 STAGE_BIND = "bind"
 STAGES = (
     STAGE_QUEUE_WAIT,
@@ -48,6 +50,8 @@ STAGES = (
     STAGE_ENCODE,
     STAGE_KERNEL,
     STAGE_ASSUME,
+    STAGE_PLACING,
+    STAGE_BIND_WAIT,
     STAGE_BIND,
 )
 
@@ -142,9 +146,11 @@ class SchedulerMetrics:
         self.stage_duration = Histogram(
             "kubesalvo_stage_duration_seconds",
             "Time spent in one stage between a pod's creation event and its bind POST: "
-            "per pod queue_wait (added to the active queue until popped) and bind (POST "
-            "sent until answered); per burst gathering (work found until the burst is "
-            "popped), encode, kernel and assume.",
+            "per pod queue_wait (added to the active queue until popped), bind_wait "
+            "(handed to the binder until its POST is sent: a free bind slot, the client's "
+            "limiter, the event loop's turn) and bind (POST sent until answered); per "
+            "burst gathering (work found until the burst is popped), encode, kernel, "
+            "assume and placing (popped until every bind of the burst is handed over).",
             ["stage"],
             buckets=exponential_buckets(0.0001, 2, 18),
             registry=r,

@@ -10,6 +10,11 @@ flight makes its pod BINDING from the moment it was sent.
 
 The formulas (QOS, TTV) and the rendering are the plugin's (``core/plugins/qos_aware.py``).
 The table serves the queue's sort key, ``/debug/qos`` and the gauges on /metrics.
+
+``install`` is QosAware's runtime half (see ``sched/plugin_handle.py``): when a profile
+enables the plugin it makes the table, feeds it from the pod informer and the binding
+cycle, watches ReplicaSets and Jobs for their owners, orders the queue by it when the
+plugin is the queue sort, and serves ``/debug/qos``.
 """
 
 from __future__ import annotations
@@ -22,21 +27,26 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aiohttp import web
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from kubesalvo.core.plugins import qos_aware
+from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import Controller, QosAwareArgs, Totals
+from kubesalvo.sched.client import ApiError
+from kubesalvo.sched.informers import Informer
 from kubesalvo.sched.informers.models import Owned
 from kubesalvo.sched.informers.store import DELETED, SYNCED, Change
 from kubesalvo.sched.informers.watch import Resource
+from kubesalvo.sched.plugin_handle import PluginHandle
 
 if TYPE_CHECKING:
     from kubesalvo.sched.events import EventRecorder
     from kubesalvo.sched.informers.models import Pod
     from kubesalvo.sched.queue.queue import QueuedPod
 
-__all__ = ["OWNER_KINDS", "QosCollector", "QosTable", "parse_time"]
+__all__ = ["OWNER_KINDS", "QosCollector", "QosTable", "install", "parse_time"]
 
 # What QosAware watches to find a pod's Deployment (behind its ReplicaSet) and CronJob
 # (behind its Job): only the objects' metadata is decoded.
@@ -381,3 +391,72 @@ class QosCollector(Collector):
                 seconds.add_metric([*names, state], value)
                 pods.add_metric([*names, state], count)
         yield from (qos, slo, ttv, seconds, pods)
+
+
+# --- the runtime half ---------------------------------------------------------------------
+
+
+def install(handle: PluginHandle) -> None:
+    """QosAware's runtime half, when a profile enables it (see the module docstring)."""
+    config = handle.config
+    points = ("queueSort", "preBind", "postBind")
+    profiles = [p for p in config.profiles if any(QOS_AWARE in p.plugins.at(x) for x in points)]
+    if not profiles:
+        return
+    args = profiles[0].args.get(QOS_AWARE)
+    table = QosTable(
+        args if isinstance(args, QosAwareArgs) else QosAwareArgs(), recorder=handle.recorder
+    )
+    handle.live[QOS_AWARE] = table
+    if config.profiles[0].queue_sort == QOS_AWARE:
+        handle.queue.key_factory = table.sort_keys
+    handle.on_bind(table.bind_started, table.bind_ended)
+    handle.register_collector(QosCollector(table))
+    ours = handle.scheduler_names
+
+    def on_pod(change: Change[Pod]) -> None:
+        pod = change.obj
+        if change.type == SYNCED or pod is None or pod.spec.scheduler_name not in ours:
+            return
+        if change.type == DELETED:
+            table.forget(pod.metadata.namespace, pod.metadata.name, pod.metadata.uid)
+        else:
+            table.observe(pod)
+
+    handle.on_pod(on_pod)
+    # ReplicaSets' and Jobs' owners (Deployments, CronJobs); not a readiness gate:
+    # until they list, a Deployment's pods are known by their ReplicaSet's name.
+    owners = [handle.watch(resource, table.owner_handler(kind)) for resource, kind in OWNER_KINDS]
+
+    async def check_owner_access() -> None:
+        """Without list access to ReplicaSets or Jobs: one warning, and pods are filed by
+        what their own objects say (a Deployment's by its ReplicaSet's name)."""
+        for informer in owners:
+            await _probe_owner(handle, informer)
+
+    handle.before_start(check_owner_access)
+
+    async def page(request: web.Request) -> web.Response:
+        if request.query.get("format") == "json":
+            return web.json_response({"controllers": table.json_rows()})
+        return web.Response(text=table.text())
+
+    handle.add_debug_page("/debug/qos", page)
+    handle.add_debug_page("/", page)
+
+
+async def _probe_owner(handle: PluginHandle, informer: Informer[Owned]) -> None:
+    try:
+        await handle.client.request("GET", informer.resource.path, params={"limit": "1"})
+    except ApiError as error:
+        if error.status not in (401, 403):
+            return
+        log.warning(
+            "QosAware: cannot list %s (RBAC): their pods' %s is not resolved; grant "
+            "list and watch on replicasets and jobs",
+            informer.resource.plural,
+            "CronJob" if informer.resource.plural == "jobs" else "Deployment",
+        )
+        handle.unwatch(informer)
+    except Exception:
+        log.debug("probing %s failed", informer.resource.plural, exc_info=True)

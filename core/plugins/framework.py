@@ -373,8 +373,8 @@ class PluginSpec:
     filters kube-scheduler ships are encoded by ``core/encode.py`` and the kernels instead.
     ``static_score``: likewise for a score whose value on a node depends only on that
     node's labels and the pod's signature. The same functions, run over one pod's nodes,
-    are what the reference (the tests' oracle), preemption's dry run and ``explain``
-    evaluate (``core/reference/static_plugins.py``).
+    are what the per-node evaluator runs for the tests' oracle, preemption's dry run
+    and ``explain`` (``core/pernode/static_plugins.py``).
     ``class_filter``: for a filter that also reads cluster objects (the volume filters read
     the storage objects of ``ClusterState.storage``) and may reject at PreFilter, the
     function the encoder calls for classes whose spec holds ``class_filter_reads``; each of

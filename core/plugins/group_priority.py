@@ -9,8 +9,8 @@ Pods pop in this order:
    Burstable, then BestEffort;
 3. the time the pod was queued (earlier first).
 
-The members of one gang (``core/gang.py``) are popped together: the queue takes every
-pending sibling of a gang member it pops into the same burst, whatever their keys.
+The members of one gang (``core/plugins/coscheduling/gang.py``) are popped together: the
+queue takes every pending sibling of a gang member it pops into the same burst, whatever their keys.
 
 Enable it as the profile's only queue sort (kube-scheduler allows one)::
 

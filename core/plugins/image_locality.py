@@ -1,7 +1,7 @@
 """ImageLocality: nodes that already hold the pod's images score higher (static, ``fixed``).
 
 The score is kube-scheduler's (``core/encode.py`` computes it for a class of pods over all
-rows; ``core/reference/image_locality.py`` is its plain oracle). What a node holds comes
+rows; ``core/pernode/image_locality.py`` is its plain oracle). What a node holds comes
 from one of two reports, whichever is newer (:func:`node_images`):
 
 * ``status.images``, written by the kubelet (many clusters, and every kwok node, report

@@ -58,8 +58,8 @@ class NodeAffinityArgs:
 
     def problems(self) -> list[FieldError]:
         """The terms that do not parse (a Gt/Lt value that is not an integer, ...)."""
-        # Imported here: the node selector rules are written once, plainly, in the reference.
-        from kubesalvo.core.reference.selectors import (
+        # Imported here: the node selector rules are written once, plainly, in core/pernode.
+        from kubesalvo.core.pernode.selectors import (
             InvalidSelector,
             node_selector_terms,
             preferred_terms,

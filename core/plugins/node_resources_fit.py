@@ -215,7 +215,7 @@ EVENTS = (
     ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
 )
 # Its reasons are "Too many pods" and one "Insufficient <resource>" per resource; their
-# status code depends on the node (see core/reference/node_resources_fit.py).
+# status code depends on the node (see core/pernode/node_resources_fit.py).
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),

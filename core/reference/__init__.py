@@ -1,8 +1,11 @@
-"""A plain-Python reference of kube-scheduler v1.34's filters and scores: the oracle.
+"""A plain-Python reference of kube-scheduler v1.34's scheduling cycle: the tests' oracle.
 
-The compiled kernels are tested against this package; it is written to be read next
-to upstream's ``pkg/scheduler/framework/plugins`` (one module per plugin, its rules in
-the module docstring), not to be fast.
+The compiled kernels are tested against this package. Its filters and scores are the
+per-node plugins of ``kubesalvo.core.pernode`` (one module per plugin, written to be read
+next to upstream's ``pkg/scheduler/framework/plugins``, its rules in the module
+docstring, not to be fast), which production also runs where it needs one pod's
+per-node answer; the cycle over whole bursts (select, assume, gangs) is the tests' alone.
+Production code never imports this package (an import-linter contract says so).
 
 Usage::
 
@@ -52,8 +55,8 @@ cloud-disk volumes, resource claims. Not modelled silently: nominated pods of
 preemption, extenders, percentageOfNodesToScore (every node is considered).
 """
 
-from kubesalvo.core.reference.framework import PodInvalid, Status
+from kubesalvo.core.pernode.framework import PodInvalid, Status
+from kubesalvo.core.pernode.snapshot import Cache
 from kubesalvo.core.reference.scheduler import FilterOutcome, ReferenceScheduler, ScheduleResult
-from kubesalvo.core.reference.snapshot import Cache
 
 __all__ = ["Cache", "FilterOutcome", "PodInvalid", "ReferenceScheduler", "ScheduleResult", "Status"]

@@ -1,94 +1,30 @@
-"""ReferenceScheduler: kube-scheduler v1.34's filter, score and select, plainly written.
+"""ReferenceScheduler: kube-scheduler v1.34's cycle for whole bursts, plainly written (the oracle).
 
-One scheduling cycle for a pod, as the framework runs it:
+Filter and score are the per-node evaluator's (core/pernode/evaluator.py, kube-scheduler's
+plugins written one pod and one node at a time); this adds what only the tests need:
 
-1. PreFilter: each filter plugin reads the pod and the whole snapshot. NodeAffinity
-   may narrow the nodes to those its required terms pin by name (the others get
-   "node(s) didn't satisfy plugin(s) [NodeAffinity]") or reject the pod outright.
-2. Filter: each remaining node goes through the profile's filters in order; its
-   reasons are those of the first filter that rejects it.
-3. Score: each score plugin scores the feasible nodes, normalises to 0..100, and is
-   multiplied by its weight; a node's total is the sum.
 4. Select: any node with the highest total (kube-scheduler picks one at random).
 
 ``place_burst`` places pods in order, assuming each placement before the next pod,
-and handles gangs (see core/gang.py) all-or-nothing: when it meets the first pod of a
-group it places all of the group's pods of the burst, in their order, one after the
-other; if fewer than the group's minimum fit, it takes them all back before going on.
+and handles gangs (see core/plugins/coscheduling/gang.py) all-or-nothing: when it meets
+the first pod of a group it places all of the group's pods of the burst, in their order,
+one after the other; if fewer than the group's minimum fit, it takes them all back before going on.
 """
 
 from __future__ import annotations
 
 import copy
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from kubesalvo.core import gang
-from kubesalvo.core.plugins import coscheduling, framework, names, registry
-from kubesalvo.core.profile import Profile
-from kubesalvo.core.reference import (
-    balanced_allocation,
-    image_locality,
-    inter_pod_affinity,
-    node_affinity,
-    node_resources_fit,
-    pod_topology_spread,
-    taint_toleration,
-)
-from kubesalvo.core.reference.framework import (
-    FilterPlugin,
-    Pod,
-    PodInvalid,
-    PreFilterRejection,
-    SchedulingError,
-    Status,
-)
-from kubesalvo.core.reference.inter_pod_affinity import InterPodAffinity
-from kubesalvo.core.reference.node_affinity import NodeAffinity
-from kubesalvo.core.reference.node_name import NodeName
-from kubesalvo.core.reference.node_ports import NodePorts
-from kubesalvo.core.reference.node_resources_fit import NodeResourcesFit
-from kubesalvo.core.reference.node_unschedulable import NodeUnschedulable
-from kubesalvo.core.reference.pod_topology_spread import PodTopologySpread
-from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot, namespace_of, pod_key
-from kubesalvo.core.reference.static_plugins import StaticFilter, static_scores
-from kubesalvo.core.reference.taint_toleration import TaintToleration
-from kubesalvo.core.reference.volumes import check_in_scope, volume_filter
-from kubesalvo.core.volumes import StorageObjects
+from kubesalvo.core.pernode.evaluator import FilterOutcome, PodEvaluator
+from kubesalvo.core.pernode.framework import Pod, SchedulingError
+from kubesalvo.core.pernode.snapshot import namespace_of, pod_key
+from kubesalvo.core.plugins import coscheduling, framework
+from kubesalvo.core.plugins.coscheduling import gang
 
 __all__ = ["FilterOutcome", "ReferenceScheduler", "ScheduleResult"]
-
-# The volume filters (core/reference/volumes.py: they read ``storage``).
-_VOLUME_FILTERS = frozenset(
-    {
-        names.VOLUME_RESTRICTIONS,
-        names.NODE_VOLUME_LIMITS,
-        names.VOLUME_BINDING,
-        names.VOLUME_ZONE,
-    }
-)
-
-
-@dataclass(frozen=True)
-class FilterOutcome:
-    """Per-node filter statuses of one pod (None: feasible) and a PreFilter rejection."""
-
-    statuses: dict[str, Status | None]
-    prefilter_message: str = ""
-
-    @property
-    def feasible(self) -> list[str]:
-        return [name for name, status in self.statuses.items() if status is None]
-
-    def reason_counts(self) -> dict[str, int]:
-        """How many nodes gave each reason (what the FailedScheduling message counts)."""
-        counts: Counter[str] = Counter()
-        for status in self.statuses.values():
-            if status is not None:
-                counts.update(status.reasons)
-        return dict(counts)
 
 
 @dataclass(frozen=True)
@@ -108,148 +44,17 @@ class ScheduleResult:
     error: bool = False  # a plugin failed the attempt (SchedulingError): message is its text
 
 
-class ReferenceScheduler:
+class ReferenceScheduler(PodEvaluator):
     """The oracle: filter, score and place pods against dict nodes and pods.
 
     ``nodes``, ``pods`` (bound ones carry ``spec.nodeName``), ``namespaces`` (for
     namespace selectors) and ``workloads`` (Services, ReplicationControllers,
     ReplicaSets, StatefulSets: the selectors of default spread constraints) are API
     JSON objects. The scheduler keeps its own state; ``assume`` and ``place_burst``
-    change it.
+    change it. Filters and scores are the production per-node evaluator's
+    (core/pernode); this class adds what only the tests need: choosing a node and
+    placing whole bursts, gangs included, to compare with the kernel's placements.
     """
-
-    def __init__(
-        self,
-        nodes: Iterable[Mapping[str, Any]],
-        pods: Iterable[Mapping[str, Any]] = (),
-        namespaces: Iterable[Mapping[str, Any]] = (),
-        profile: Profile | None = None,
-        workloads: Iterable[Mapping[str, Any]] = (),
-    ) -> None:
-        self.profile = profile or Profile.default()
-        self.snapshot = Snapshot.build(nodes, pods, namespaces, workloads)
-        # PVCs, PVs, classes and CSI objects the volume filters read (set by the caller)
-        self.storage = StorageObjects()
-
-    @classmethod
-    def from_snapshot(
-        cls, snapshot: Snapshot, profile: Profile | None = None
-    ) -> ReferenceScheduler:
-        """A scheduler over a ready snapshot (say ``Cache.snapshot()`` after a history of
-        node and pod events, where the order of events decides image sizes)."""
-        ref = cls((), profile=profile)
-        ref.snapshot = snapshot
-        return ref
-
-    # --- filters ---------------------------------------------------------------------
-
-    def _filter_plugin(self, name: str, pod: Pod) -> FilterPlugin | None:
-        """The named filter for this pod's cycle (its constructor is the PreFilter)."""
-        if name == names.NODE_UNSCHEDULABLE:
-            return NodeUnschedulable(pod)
-        if name == names.NODE_NAME:
-            return NodeName(pod)
-        if name == names.TAINT_TOLERATION:
-            return TaintToleration(pod)
-        if name == names.NODE_AFFINITY:
-            return NodeAffinity(pod, self.profile.node_affinity.added_affinity)
-        if name == names.NODE_PORTS:
-            return NodePorts(pod)
-        if name == names.NODE_RESOURCES_FIT:
-            return NodeResourcesFit(pod, self.profile.fit)
-        if name == names.POD_TOPOLOGY_SPREAD:
-            return PodTopologySpread(pod, self.snapshot, self.profile.spread)
-        if name == names.INTER_POD_AFFINITY:
-            return InterPodAffinity(pod, self.snapshot)
-        if name in _VOLUME_FILTERS:
-            return cast(FilterPlugin | None, volume_filter(name, pod, self.storage, self.snapshot))
-        if name == names.DYNAMIC_RESOURCES:
-            return None  # admits every node for the pods in scope (see volumes.py)
-        spec = registry.PLUGINS.get(name)
-        if spec is not None and spec.static_filter is not None:
-            return StaticFilter(spec, self.profile.args_of(name), pod, self.snapshot.nodes)
-        raise PodInvalid(f"the reference has no filter {name}")
-
-    def evaluate(self, pod: Pod) -> FilterOutcome:
-        """Run PreFilter and Filter for ``pod`` on every node."""
-        check_in_scope(pod)
-        plugins: list[FilterPlugin] = []
-        allowed: frozenset[str] | None = None
-        narrowing: list[str] = []
-        try:
-            for name in self.profile.filters:
-                plugin = self._filter_plugin(name, pod)
-                if plugin is None:
-                    continue
-                plugins.append(plugin)
-                if plugin.node_names is not None:
-                    narrowing.append(name)
-                    allowed = plugin.node_names if allowed is None else allowed & plugin.node_names
-        except PreFilterRejection as rejection:
-            status = Status.unresolvable(rejection.message)
-            return FilterOutcome({n.name: status for n in self.snapshot.nodes}, rejection.message)
-        statuses: dict[str, Status | None] = {}
-        for node in self.snapshot.nodes:
-            if allowed is not None and node.name not in allowed:
-                statuses[node.name] = Status.unresolvable(
-                    framework.prefilter_narrowing_reason(narrowing)
-                )
-                continue
-            statuses[node.name] = next(
-                (s for s in (p.filter(node) for p in plugins) if s is not None), None
-            )
-        return FilterOutcome(statuses)
-
-    def filter(self, pod: Pod) -> dict[str, list[str]]:
-        """Each node's failure reasons for ``pod`` (an empty list: the node is feasible)."""
-        return {
-            name: list(status.reasons) if status else []
-            for name, status in self.evaluate(pod).statuses.items()
-        }
-
-    # --- scores ----------------------------------------------------------------------
-
-    def _plugin_scores(
-        self, name: str, pod: Pod, feasible: list[NodeInfo]
-    ) -> dict[str, int] | None:
-        p = self.profile
-        if name == names.TAINT_TOLERATION:
-            return taint_toleration.score(pod, feasible)
-        if name == names.NODE_AFFINITY:
-            return node_affinity.score(pod, feasible, p.node_affinity.added_affinity)
-        if name == names.NODE_RESOURCES_FIT:
-            return node_resources_fit.score(pod, feasible, p.fit)
-        if name == names.POD_TOPOLOGY_SPREAD:
-            return pod_topology_spread.score(pod, self.snapshot, feasible, p.spread)
-        if name == names.INTER_POD_AFFINITY:
-            return inter_pod_affinity.score(pod, self.snapshot, feasible, p.inter_pod_affinity)
-        if name == names.NODE_RESOURCES_BALANCED_ALLOCATION:
-            return balanced_allocation.score(pod, feasible, p.balanced_allocation)
-        if name == names.IMAGE_LOCALITY:
-            return image_locality.score(pod, self.snapshot, feasible)
-        if name == names.VOLUME_BINDING:
-            return None  # scores only with StorageCapacityScoring, off in v1.34
-        spec = registry.PLUGINS.get(name)
-        if spec is not None and spec.static_score is not None:
-            return static_scores(spec, self.profile.args_of(name), pod, feasible)
-        raise PodInvalid(f"the reference has no score {name}")
-
-    def scores_for(self, pod: Pod, feasible: list[str]) -> dict[str, dict[str, int]]:
-        """Weighted score of every enabled score plugin on each of ``feasible``.
-
-        A plugin kube-scheduler skips for this pod appears with 0.
-        """
-        infos = [self.snapshot.by_name[name] for name in feasible]
-        out: dict[str, dict[str, int]] = {name: {} for name in feasible}
-        for plugin, weight in self.profile.scores:
-            normalised = self._plugin_scores(plugin, pod, infos) or {}
-            for name in feasible:
-                out[name][plugin] = normalised.get(name, 0) * weight
-        return out
-
-    def scores(self, pod: Pod) -> dict[str, dict[str, int]]:
-        """Weighted scores per feasible node and plugin (infeasible nodes are absent)."""
-        return self.scores_for(pod, self.evaluate(pod).feasible)
 
     # --- placing ---------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from rich.table import Table
 
 from kubesalvo.sched.bench.contenders import EXTENDER
 from kubesalvo.sched.bench.results import BenchResult, RunResult, summary
-from kubesalvo.sched.bench.stages import BURSTS, WHOLE
+from kubesalvo.sched.bench.stages import BURSTS, POD_WATCHES, WHOLE
 from kubesalvo.sched.bench.usage import MACHINE
 
 JSON_FILE = "results.json"
@@ -172,6 +172,8 @@ STAGE_LABELS = {
     "encode": "encode (per burst)",
     "kernel": "kernel (per burst)",
     "assume": "assume (per burst)",
+    "placing": "popped → binds handed over (per burst)",
+    "bind_wait": "bind handed over → POST sent (per pod)",
     "bind": "bind POST in flight (per pod)",
     WHOLE: "creation event → bind POST (per pod)",
 }
@@ -196,9 +198,15 @@ def _stage_rows(result: BenchResult) -> list[tuple[str, list[str]]]:
             return "-"
         return f"{figures['sum'] / figures['count'] * 1000:.1f} ms"
 
+    def watches(r: RunResult) -> str:
+        figures = r.stages.get(POD_WATCHES)
+        return f"{figures['count']:,.0f}" if figures else "-"
+
     rows = [("bursts (mean size)", [bursts(r) for r in runs])]
     for stage, label in STAGE_LABELS.items():
         rows.append((f"mean {label}", [mean(r, stage) for r in runs]))
+    # More than one: the API server closed the scheduler's pods watch as too slow.
+    rows.append(("pods watches opened (1: never closed)", [watches(r) for r in runs]))
     return rows
 
 

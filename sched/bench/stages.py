@@ -3,8 +3,11 @@
 ``kubesalvo bench`` saves kubesalvo's /metrics beside its log (contenders.metrics_file);
 this reads the latency stage histograms of issue 33 from that text: for each stage of
 ``kubesalvo_stage_duration_seconds`` and for the whole (``kubesalvo_pod_event_to_bind_
-seconds``), how many observations and their sum, and how many bursts were placed. The
-bench report shows the means (sched/bench/report.py).
+seconds``), how many observations and their sum, and how many bursts were placed; and how
+many times the scheduler opened its pods watch (``kubesalvo_informer_watches_total``): more
+than once means the API server closed it as too slow, and the pods' events waited for the
+reconnect (issue 33, second pass). The bench report shows the means and that count
+(sched/bench/report.py).
 """
 
 from __future__ import annotations
@@ -15,16 +18,19 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubesalvo.sched.metrics import STAGES
 
-__all__ = ["BURSTS", "WHOLE", "read_stages", "stages_of"]
+__all__ = ["BURSTS", "POD_WATCHES", "WHOLE", "read_stages", "stages_of"]
 
 # The creation-event-to-bind-POST time, beside the stages.
 WHOLE = "event_to_bind"
 BURSTS = "bursts"
+# The pods watch streams the scheduler opened, under "count".
+POD_WATCHES = "pod_watches"
 
 
 def stages_of(text: str) -> dict[str, dict[str, float]]:
     """{stage: {"count": n, "sum": seconds}} for each stage observed, the whole under
-    ``WHOLE``, and the bursts placed under ``BURSTS`` (count, and pods as sum)."""
+    ``WHOLE``, the bursts placed under ``BURSTS`` (count, and pods as sum), and the pods
+    watches opened under ``POD_WATCHES`` (count)."""
     found: dict[str, dict[str, float]] = {}
 
     def add(name: str, part: str, value: float) -> None:
@@ -32,6 +38,10 @@ def stages_of(text: str) -> dict[str, dict[str, float]]:
 
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
+            if family.name == "kubesalvo_informer_watches":
+                if sample.labels.get("resource") == "pods" and sample.name.endswith("_total"):
+                    add(POD_WATCHES, "count", sample.value)
+                continue
             part = sample.name.rpartition("_")[2]
             if part not in ("count", "sum"):
                 continue

@@ -146,6 +146,8 @@ class BindingCycle:
                 self.metrics.observe_bind_post(
                     binding.profile, result.answered - result.sent, max(0.0, posted - first)
                 )
+            if result.answered and result.handed:
+                self.metrics.observe_stage(m.STAGE_BIND_WAIT, max(0.0, result.sent - result.handed))
             if first is not None:
                 self.metrics.observe_scheduled_pod(qp.attempts, self.queue.clock.now() - first)
 

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesalvo.core import gang
 from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.place import PlacementResult, place_burst
 from kubesalvo.core.plugins import (
@@ -22,6 +21,7 @@ from kubesalvo.core.plugins import (
     names,
     post_filter,
 )
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.plugins.dynamic_resources import DynamicResourcesArgs
 from kubesalvo.core.preemption import (
     PreemptionArgs,
@@ -35,6 +35,7 @@ from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.config import SchedulerConfig
 from kubesalvo.sched.cycle.binding import BindingCycle
+from kubesalvo.sched.cycle.forms import PodForms
 from kubesalvo.sched.cycle.gathering import Gathering
 from kubesalvo.sched.cycle.post_filter import (
     ClusterObjects,
@@ -184,6 +185,9 @@ class BurstCycle:
         self._preempting: set[str] = set()
         # How long to wait for company once work is found (sched/cycle/gathering.py).
         self.gathering = Gathering.for_window(self.settings.gathering_window)
+        # The queued pods' API dicts, one per object version (sched/cycle/forms.py).
+        self.forms = PodForms()
+        self._forms_pruned = time.monotonic()
         queue.on_active = self._arrived
         if is_leader():
             self._leading.set()
@@ -254,8 +258,11 @@ class BurstCycle:
                 popped = self.queue.clock.now()
                 self.metrics.observe_queue_waits(popped - qp.active_since for qp in burst)
             if burst:
+                popped_at = time.perf_counter()
                 try:
                     await self.schedule(burst)
+                    if self.metrics is not None:
+                        self.metrics.observe_stage(m.STAGE_PLACING, time.perf_counter() - popped_at)
                 except Exception:
                     log.exception("burst of %d pods failed", len(burst))
                     self.cache.drop_unrecorded([qp.key for qp in burst])
@@ -290,6 +297,11 @@ class BurstCycle:
 
     def _housekeeping(self) -> None:
         self.cache.expire()
+        now = time.monotonic()
+        if now - self._forms_pruned >= self.settings.housekeeping_period:
+            # Not every pass: this one runs before every burst.
+            self._forms_pruned = now
+            self.forms.keep_only(self.queue)
         # Waiting gangs past their timeout come back now to be rejected (and back off).
         for _, keys in self.gangs.expired():
             self.queue.activate(keys)
@@ -325,7 +337,8 @@ class BurstCycle:
                 claiming = [
                     qp
                     for qp in pods
-                    if qp.pod.spec.resource_claims and gang.group_of(to_api_dict(qp.pod)) is None
+                    if qp.pod.spec.resource_claims
+                    and gang.group_of(self.forms.api(qp.key, qp.pod)) is None
                 ]
                 if claiming:
                     alone = {qp.key for qp in claiming}
@@ -343,7 +356,7 @@ class BurstCycle:
         preemption: PreemptionArgs | None = None,
         with_devices: bool = False,
     ) -> None:
-        objects = [to_api_dict(qp.pod) for qp in pods]
+        objects = [self.forms.api(qp.key, qp.pod) for qp in pods]
         pods, objects, gang_needed = self._admit_gangs(profile_name, pods, objects)
         if not pods:
             return
@@ -550,7 +563,7 @@ class BurstCycle:
         they also weigh in the scores of their node.
         """
         found = [
-            Reservation(qp.key, to_api_dict(qp.pod), node, qp.priority)
+            Reservation(qp.key, self.forms.api(qp.key, qp.pod), node, qp.priority)
             for qp, node in nominated
             if node in state.row_of and qp.key not in state.pods
         ]

@@ -6,7 +6,7 @@ pod does not wake it. These are kubesalvo's versions of the hints of the filters
 events are frequent: NodeResourcesFit, NodeAffinity, TaintToleration, NodeUnschedulable,
 InterPodAffinity and PodTopologySpread (every bind is a pod event for the last two), and
 DynamicResources (every claim a PreBind writes is a claim event).
-They reuse the plain-Python filter logic of ``kubesalvo.core.reference`` on the
+They reuse the per-node filter logic of ``kubesalvo.core.pernode`` on the
 API-shaped dicts of the informers' objects.
 
 A hint may only say Skip when it is sure: when an object is missing, or a setting it
@@ -27,23 +27,23 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from kubesalvo.core.dra.pod import claim_change_helps
-from kubesalvo.core.plugins import names
-from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
-from kubesalvo.core.reference.framework import (
+from kubesalvo.core.pernode.framework import (
     PodInvalid,
     SchedulingError,
     tolerated,
     untolerated_taint,
 )
-from kubesalvo.core.reference.inter_pod_affinity import Term, pod_terms
-from kubesalvo.core.reference.node_affinity import RequiredNodeAffinity
-from kubesalvo.core.reference.node_unschedulable import UNSCHEDULABLE_TAINT
-from kubesalvo.core.reference.pod_topology_spread import Constraint, constraints
-from kubesalvo.core.reference.selectors import NOTHING, InvalidSelector
-from kubesalvo.core.reference.snapshot import NodeInfo, labels_of, namespace_of
+from kubesalvo.core.pernode.inter_pod_affinity import Term, pod_terms
+from kubesalvo.core.pernode.node_affinity import RequiredNodeAffinity
+from kubesalvo.core.pernode.node_unschedulable import UNSCHEDULABLE_TAINT
+from kubesalvo.core.pernode.pod_topology_spread import Constraint, constraints
+from kubesalvo.core.pernode.selectors import NOTHING, InvalidSelector
+from kubesalvo.core.pernode.snapshot import NodeInfo, labels_of, namespace_of
+from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.coscheduling.gang import gang_of
+from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
 from kubesalvo.core.resources import pod_requests
 from kubesalvo.sched.queue.cluster_events import ClusterEvent, EventResource, HintFn
-from kubesalvo.sched.queue.members import gang_of
 
 __all__ = ["DEFAULT_HINTS"]
 

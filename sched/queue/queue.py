@@ -28,7 +28,7 @@ ready pod at once and sorts the burst.
 A pod is in exactly one of these places at any time, keyed by its UID; adding a pod the
 queue already holds updates it.
 
-Gangs (``core/gang.py``: pods labelled with a pod group) are popped whole: when
+Gangs (``core/plugins/coscheduling/gang.py``: pods labelled with a pod group) are popped whole: when
 :meth:`pop_burst` takes a member, every other member waiting in activeQ, backoffQ or
 among the unschedulable pods joins the same burst (gated ones stay), so that the kernel
 sees the gang at once and a late member brings the rest back with it. :meth:`gang_members`
@@ -52,8 +52,9 @@ from typing import Any
 
 import msgspec
 
-from kubesalvo.core import gang
 from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.coscheduling import gang
+from kubesalvo.core.plugins.coscheduling.gang import gang_of
 from kubesalvo.sched.queue.clock import Clock, MonotonicClock
 from kubesalvo.sched.queue.cluster_events import (
     FORCE_ACTIVATE,
@@ -65,7 +66,6 @@ from kubesalvo.sched.queue.cluster_events import (
     pod_update_events,
 )
 from kubesalvo.sched.queue.hints import DEFAULT_HINTS
-from kubesalvo.sched.queue.members import gang_of
 from kubesalvo.sched.queue.sorting import SortKey, sort_key_for
 
 __all__ = ["QueueName", "QueuedPod", "SchedulingQueue", "pod_key"]

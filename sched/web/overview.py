@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubesalvo.core.plugins import coscheduling, names
+from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.sched.explain import min_available_or_none
 from kubesalvo.sched.informers import to_api_dict
 
@@ -126,7 +127,7 @@ def _queue(scheduler: Scheduler, namespace: str) -> dict[str, Any]:
 
 
 def _qos(scheduler: Scheduler, namespace: str, history: QosHistory | None) -> dict[str, Any]:
-    table = getattr(scheduler, "qos", None)
+    table = scheduler.plugins.live.get(QOS_AWARE)
     if table is None:
         return {"enabled": False, "controllers": []}
     rows = [

@@ -2,10 +2,10 @@
 
 The burst kernel reports a pod's chosen node, its total score and the failure reasons
 counted over the nodes; it keeps no per-node detail. As ``explain`` does for the top
-nodes, the table is worked out by ``kubesalvo.core.reference`` (kube-scheduler's plugins
+nodes, the table is worked out by ``kubesalvo.core.pernode`` (kube-scheduler's plugins
 written plainly) for this one pod against the cluster as it is now, the pod itself left
 out, so it may differ from what the burst saw. It runs in a worker thread (the
-reference is plain Python) and is bounded: the best feasible nodes, the chosen node
+per-node evaluator is plain Python) and is bounded: the best feasible nodes, the chosen node
 always, and for a pending pod the infeasible nodes that came closest, each with the
 filter's reasons and the resources it is short of.
 """
@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubesalvo.core.pernode.evaluator import PodEvaluator
+from kubesalvo.core.pernode.framework import PodInvalid, Status
+from kubesalvo.core.pernode.node_affinity import RequiredNodeAffinity
+from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins.framework import Code
-from kubesalvo.core.reference.framework import PodInvalid, Status
-from kubesalvo.core.reference.node_affinity import RequiredNodeAffinity
-from kubesalvo.core.reference.scheduler import ReferenceScheduler
-from kubesalvo.core.reference.snapshot import NodeInfo
 from kubesalvo.core.resources import pod_requests
 
 __all__ = ["CLOSEST_ROWS", "FEASIBLE_ROWS", "node_table"]
@@ -45,14 +45,14 @@ def node_table(
     uid = (pod.get("metadata") or {}).get("uid")
     others = [p for p in pods if (p.get("metadata") or {}).get("uid") != uid]
     unbound = {**pod, "spec": {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}}
-    reference = ReferenceScheduler(nodes, others, namespaces, profile, workloads)
+    evaluator = PodEvaluator(nodes, others, namespaces, profile, workloads)
     if storage is not None:
-        reference.storage = storage
+        evaluator.storage = storage
     try:
-        outcome = reference.evaluate(unbound)
-        scores = reference.scores_for(unbound, outcome.feasible)
+        outcome = evaluator.evaluate(unbound)
+        scores = evaluator.scores_for(unbound, outcome.feasible)
     except PodInvalid as error:
-        return {"error": f"the reference cannot evaluate this pod: {error}", "rows": []}
+        return {"error": f"the per-node evaluator cannot evaluate this pod: {error}", "rows": []}
     plugins = [name for name, _ in profile.scores]
     ranked = sorted(scores.items(), key=lambda item: (-sum(item[1].values()), item[0]))
     rows = [_feasible_row(name, by_plugin, chosen) for name, by_plugin in ranked[:FEASIBLE_ROWS]]
@@ -63,7 +63,7 @@ def node_table(
     # The pod's own nodeSelector and required node affinity, asked of every node whatever
     # filter rejected it first (a taint, say, comes before NodeAffinity).
     selected = RequiredNodeAffinity(unbound).matches
-    by_name = reference.snapshot.by_name
+    by_name = evaluator.snapshot.by_name
     closest = sorted(
         infeasible,
         key=lambda item: _distance(
@@ -72,10 +72,10 @@ def node_table(
     )
     shown = closest[:CLOSEST_ROWS]
     if chosen is not None and chosen not in scores and all(n != chosen for n, _ in shown):
-        # The reference now rejects the node the pod got (the cluster moved): show why.
+        # The evaluator now rejects the node the pod got (the cluster moved): show why.
         shown += [(n, s) for n, s in infeasible if n == chosen]
     for name, status in shown:
-        info = reference.snapshot.by_name[name]
+        info = evaluator.snapshot.by_name[name]
         rows.append(
             {
                 "node": name,

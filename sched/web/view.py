@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.sched.explain import explain_pod
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.web.overview import QosHistory, overview
@@ -152,8 +153,7 @@ class WebView:
         nodes = list(scheduler.nodes.store.values())
         pods = [p for p in scheduler.pods.store.values() if p.spec.node_name]
         namespaces = list(scheduler.namespaces.store.values())
-        known = scheduler.workloads
-        workloads = known.in_namespaces({namespace}) if known is not None else []
+        workloads = scheduler.workloads_of({namespace})
         chosen = answer.get("node") if answer.get("status") == "placed" else None
         storage = scheduler.cache.state.storage.copy()  # the volume filters' objects
         answer["nodeTable"] = await asyncio.to_thread(
@@ -172,7 +172,7 @@ class WebView:
 
     async def _sample_forever(self) -> None:
         while True:
-            table = getattr(self.scheduler, "qos", None)
+            table = self.scheduler.plugins.live.get(QOS_AWARE)
             if table is not None:
                 self.history.sample(table.json_rows())
             await asyncio.sleep(QOS_SAMPLE_PERIOD)

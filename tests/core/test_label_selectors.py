@@ -21,7 +21,7 @@ from kubesalvo.core.label_selectors import (
     selector_matches,
     spread_constraint_error,
 )
-from kubesalvo.core.reference import selectors as reference
+from kubesalvo.core.pernode import selectors as reference
 
 EMPTY_IN = "values: Invalid value: null: for 'in', 'notin' operators, values set can't be empty"
 NAME_RULE = (

@@ -2,7 +2,6 @@
 
 import pytest
 
-from kubesalvo.core.gang import GroupKey
 from kubesalvo.core.place import place_burst, plan
 from kubesalvo.core.plugins import (
     framework,
@@ -15,6 +14,7 @@ from kubesalvo.core.plugins import (
     pod_topology_spread,
     taint_toleration,
 )
+from kubesalvo.core.plugins.coscheduling.gang import GroupKey
 from kubesalvo.core.plugins.framework import ResourceSpec
 from kubesalvo.core.plugins.node_resources_fit import (
     NodeResourcesFitArgs,

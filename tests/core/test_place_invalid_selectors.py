@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubesalvo.core import gang
 from kubesalvo.core.label_selectors import label_selector_error
 from kubesalvo.core.place import place_burst
 from kubesalvo.core.plugins import (
@@ -22,6 +21,7 @@ from kubesalvo.core.plugins import (
     pod_topology_spread,
     registry,
 )
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState

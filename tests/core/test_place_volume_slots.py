@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesalvo.core import volume_burst, volume_slots
+from kubesalvo.core.pernode.volumes import VolumeBinding
 from kubesalvo.core.place import place_burst, plan
 from kubesalvo.core.reference import ReferenceScheduler
-from kubesalvo.core.reference.volumes import VolumeBinding
 from kubesalvo.core.synthetic import FleetSpec, Scenario, WorkloadSpec
 from kubesalvo.core.volumes import CLAIMS, CLASSES, VOLUMES, StorageObjects
 from kubesalvo.sched.simulate.run import load_state

@@ -14,11 +14,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kubesalvo.core.pernode.volumes import VolumeBinding
 from kubesalvo.core.place import plan
 from kubesalvo.core.plugins import registry
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
-from kubesalvo.core.reference.volumes import VolumeBinding
 from kubesalvo.core.volumes import (
     ANN_SELECTED_NODE,
     CAPACITIES,

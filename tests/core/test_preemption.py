@@ -445,11 +445,11 @@ def test_commit_lets_the_next_pod_see_the_nomination():
 def test_the_picture_is_unchanged_by_a_decision():
     pods = [pod("low", 1, "2", "n1"), pod("mid", 5, "2", "n1")]
     preemptor = Preemptor([node("n1")], pods)
-    before = [p["metadata"]["name"] for p in preemptor.ref.snapshot.by_name["n1"].pods]
+    before = [p["metadata"]["name"] for p in preemptor.evaluator.snapshot.by_name["n1"].pods]
     preemptor.preempt(pod("high", 10, "2"), now=NOW)
-    after = [p["metadata"]["name"] for p in preemptor.ref.snapshot.by_name["n1"].pods]
+    after = [p["metadata"]["name"] for p in preemptor.evaluator.snapshot.by_name["n1"].pods]
     assert sorted(before) == sorted(after)
-    assert preemptor.ref.snapshot.by_name["n1"].requested["cpu"] == 4000
+    assert preemptor.evaluator.snapshot.by_name["n1"].requested["cpu"] == 4000
 
 
 # --- internals: the fast picture equals the reference's ----------------------------------
@@ -510,10 +510,10 @@ def test_incremental_counts_match_a_rebuilt_reference():
     seen: set[tuple[str, ...] | None] = set()
     preemptor = Preemptor(nodes, pods)
     for incoming_pod in incoming:
-        for info in preemptor.ref.snapshot.nodes:
+        for info in preemptor.evaluator.snapshot.nodes:
             for gone in list(info.pods):
                 filters = _NodeFilters(
-                    preemptor.ref, incoming_pod, preemptor.anti_affinity_anywhere
+                    preemptor.evaluator, incoming_pod, preemptor.anti_affinity_anywhere
                 )
                 filters.focus(info)
                 info.remove_pod(gone)
@@ -538,7 +538,7 @@ def test_incremental_counts_match_a_rebuilt_reference():
 
 
 def test_fast_node_bookkeeping_matches_the_reference_node_info():
-    from kubesalvo.core.reference.snapshot import Snapshot
+    from kubesalvo.core.pernode.snapshot import Snapshot
 
     busy = pod(
         "busy",
@@ -562,7 +562,7 @@ def test_fast_node_bookkeeping_matches_the_reference_node_info():
     )
     pods = [busy, pod("plain", 1, "250m", "n1"), pod("done", 1, "1", "n1")]
     pods[2]["status"]["phase"] = "Succeeded"
-    fast = Preemptor([node("n1")], pods).ref.snapshot.by_name["n1"]
+    fast = Preemptor([node("n1")], pods).evaluator.snapshot.by_name["n1"]
     slow = Snapshot.build([node("n1")], pods).by_name["n1"]
     for info in (fast, slow):
         info.remove_pod(pods[1])

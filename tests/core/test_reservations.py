@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kubesalvo.core import gang
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reservations import Reservation, Segment, place_reserving, segments
 from kubesalvo.core.state import ClusterState

@@ -19,9 +19,9 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kubesalvo.core.pernode.snapshot import Cache
 from kubesalvo.core.place import place_burst, plan
 from kubesalvo.core.reference import ReferenceScheduler
-from kubesalvo.core.reference.snapshot import Cache
 from kubesalvo.core.state import ClusterState
 from tests.core.test_place_vs_reference import NAMESPACES, WORKLOADS, nodes, pods, profiles
 from tests.helpers.reference import assert_same_outcomes, kernel_choices

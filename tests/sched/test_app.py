@@ -516,7 +516,7 @@ def test_a_pod_that_fits_nowhere_is_reported_and_bound_once_a_node_fits(
         assert answer["status"] == "placed" and answer["node"] == node_name
         assert answer["topNodes"][0]["node"] == node_name
         assert set(answer["topNodes"][0]["plugins"]) >= {"NodeResourcesFit", "TaintToleration"}
-        assert "reference" in answer["scoresFrom"]
+        assert "core.pernode" in answer["scoresFrom"]
     finally:
         delete_pods(control_plane, [pod])
         control_plane.call(lambda c: c.request("DELETE", f"/api/v1/nodes/{node_name}"))

@@ -136,6 +136,31 @@ def test_an_assumed_pod_never_confirmed_expires_after_its_bind_finished():
     assert not cache.is_assumed("uid-web")
 
 
+def test_only_the_latest_deadline_of_an_unconfirmed_pod_expires_it_once():
+    # Deadlines are kept earliest first: a confirmed pod's deadline passes without
+    # effect, and a pod assumed again after its bind failed expires at its new deadline.
+    clock = FakeClock()
+    cache = SchedulerCache(assumed_ttl=30.0, clock=clock.now)
+    cache.add_node(node("a"))
+    placed = assume(cache, pod("confirmed"))
+    cache.finish_binding("uid-confirmed")
+    cache.bound_pod(pod("confirmed", placed))
+    assume(cache, pod("retried"))
+    cache.finish_binding("uid-retried")
+    cache.forget("uid-retried")
+    clock.step(10.0)
+    assume(cache, pod("retried"))
+    cache.finish_binding("uid-retried")
+    clock.step(25.0)  # past the first deadlines (30 s), not the retried pod's second (40 s)
+    assert cache.expire() == 0
+    assert cache.is_assumed("uid-retried")
+    clock.step(10.0)
+    assert cache.expire() == 1
+    assert not cache.is_assumed("uid-retried")
+    assert cpu_used(cache, "a") == 1000  # the confirmed pod only
+    assert cache.expire() == 0
+
+
 def test_a_bound_pod_seen_again_is_not_counted_twice():
     cache = SchedulerCache()
     cache.add_node(node("a"))

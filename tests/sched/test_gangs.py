@@ -3,8 +3,8 @@ status (fake clocks; the runtime around it is tested in test_run_gangs.py)."""
 
 from __future__ import annotations
 
-from kubesalvo.core.gang import GroupKey
 from kubesalvo.core.plugins.coscheduling import CoschedulingArgs
+from kubesalvo.core.plugins.coscheduling.gang import GroupKey
 from kubesalvo.sched.gangs import GangBook
 from kubesalvo.sched.informers import to_api_dict
 from tests.helpers.queue import make_pod, make_queue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubesalvo.core import gang
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.sched.informers import models
 from kubesalvo.sched.queue import ASSIGNED_POD_ADD, ASSIGNED_POD_DELETE, NODE_ADD, QueueName
 from tests.helpers.queue import make_pod, make_queue, names_of

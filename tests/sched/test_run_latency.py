@@ -4,7 +4,9 @@ gathering window, read back from /metrics after pods are bound.
 A lone pod created on an idle scheduler is bound without waiting out the gathering
 window; 500 pods created at once are placed in few bursts; every bound pod is counted in
 each per-pod stage, every burst in each per-burst stage, and the parts of a pod's time add
-up to no more than the whole (creation event to bind POST).
+up to no more than the whole (creation event to bind POST): the wait in the queue, the
+burst's placing (popped until its binds are handed over) and the wait for the POST to go
+out (bind_wait: a bind slot, the client's limiter, the event loop's turn).
 """
 
 from __future__ import annotations
@@ -33,7 +35,16 @@ NODES = 10
 # The test's own schedulerName: on the suite's shared control plane other tests leave pods
 # pending for "kubesalvo", which this process would bind and count too.
 PROFILE = f"kubesalvo-latency-{secrets.token_hex(3)}"
-STAGES = ("queue_wait", "gathering", "encode", "kernel", "assume", "bind")
+STAGES = (
+    "queue_wait",
+    "gathering",
+    "encode",
+    "kernel",
+    "assume",
+    "placing",
+    "bind_wait",
+    "bind",
+)
 
 
 def pool_pods(namespace: str, pool: str, prefix: str, count: int) -> list[dict[str, Any]]:
@@ -127,9 +138,9 @@ def test_a_lone_pod_does_not_wait_and_a_surge_is_placed_in_few_bursts_with_stage
         # Every bound pod once in each per-pod histogram, every burst once in each
         # per-burst one.
         bound = SURGE + 1
-        for name in ("queue_wait", "bind", "whole", "bind_point"):
+        for name in ("queue_wait", "bind_wait", "bind", "whole", "bind_point"):
             assert after[f"{name}_count"] == bound, name
-        for stage in ("gathering", "encode", "kernel", "assume"):
+        for stage in ("gathering", "encode", "kernel", "assume", "placing"):
             assert after[f"{stage}_count"] == after["bursts"], stage
         assert after["bind_sum"] == pytest.approx(after["bind_point_sum"])
         # The parts do not exceed the whole: each pod's wait in the queue and its burst's
@@ -137,6 +148,14 @@ def test_a_lone_pod_does_not_wait_and_a_surge_is_placed_in_few_bursts_with_stage
         # the queue wait of the pods that were ready when it began.
         parts = sum(after[f"{stage}_sum"] for stage in ("queue_wait", "encode", "kernel", "assume"))
         assert 0 < parts <= after["whole_sum"]
+        # Each pod waits in the queue, then for its burst to be placed, then for its POST
+        # to go out: the three add up to no more than the whole (a burst's placing is
+        # counted once, each of its pods waited all of it), and placing holds the
+        # burst's encode, kernel and assume.
+        waits = after["queue_wait_sum"] + after["placing_sum"] + after["bind_wait_sum"]
+        assert 0 < waits <= after["whole_sum"]
+        inside = sum(after[f"{stage}_sum"] for stage in ("encode", "kernel", "assume"))
+        assert inside <= after["placing_sum"]
         assert after["gathering_sum"] <= after["queue_wait_sum"]
     finally:
         process.kill()

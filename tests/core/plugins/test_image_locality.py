@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from kubesalvo.core.pernode import image_locality as reference
+from kubesalvo.core.pernode.snapshot import Cache
 from kubesalvo.core.place import plan
 from kubesalvo.core.plugins.image_locality import (
     ANNOTATION,
@@ -19,8 +21,6 @@ from kubesalvo.core.plugins.image_locality import (
     node_images,
 )
 from kubesalvo.core.profile import Profile
-from kubesalvo.core.reference import image_locality as reference
-from kubesalvo.core.reference.snapshot import Cache
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.ties import TieBreak
 

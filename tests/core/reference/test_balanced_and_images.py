@@ -1,10 +1,10 @@
 """NodeResourcesBalancedAllocation and ImageLocality."""
 
+from kubesalvo.core.pernode.image_locality import normalized_image_name
 from kubesalvo.core.plugins.balanced_allocation import NodeResourcesBalancedAllocationArgs
 from kubesalvo.core.plugins.framework import ResourceSpec
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
-from kubesalvo.core.reference.image_locality import normalized_image_name
 
 from .builders import node, pod
 

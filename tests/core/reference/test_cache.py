@@ -1,8 +1,8 @@
 """The reference's model of kube-scheduler's cache: pods of absent nodes, image states, ports."""
 
+from kubesalvo.core.pernode.snapshot import Cache
 from kubesalvo.core.plugins.node_ports import ERR_REASON_NODE_PORTS
 from kubesalvo.core.reference import ReferenceScheduler
-from kubesalvo.core.reference.snapshot import Cache
 from tests.core.reference.builders import node, pod
 
 MB = 1024 * 1024

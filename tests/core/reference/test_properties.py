@@ -5,9 +5,9 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesalvo.core.gang import group_minimums
 from kubesalvo.core.label_selectors import pod_affinity_error
 from kubesalvo.core.plugins import coscheduling, framework
+from kubesalvo.core.plugins.coscheduling.gang import group_minimums
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.resources import pod_requests
 

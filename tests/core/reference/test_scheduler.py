@@ -2,8 +2,8 @@
 
 import pytest
 
-from kubesalvo.core.gang import GroupKey
 from kubesalvo.core.plugins import coscheduling
+from kubesalvo.core.plugins.coscheduling.gang import GroupKey
 from kubesalvo.core.reference import PodInvalid, ReferenceScheduler
 
 from .builders import node, pod
@@ -113,7 +113,7 @@ def test_pods_with_unmodelled_volumes_or_claims_are_refused():
     with_ephemeral = pod(volumes=[{"name": "data", "ephemeral": {"volumeClaimTemplate": {}}}])
     with pytest.raises(PodInvalid, match="ephemeral"):
         ref.schedule(with_ephemeral)
-    # A claim is modelled (core/reference/volumes.py): a missing one is a PreFilter reject.
+    # A claim is modelled (core/pernode/volumes.py): a missing one is a PreFilter reject.
     with_pvc = pod(volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}])
     assert ref.schedule(with_pvc).message.endswith('persistentvolumeclaim "d" not found.')
     with pytest.raises(PodInvalid, match="resource claims"):

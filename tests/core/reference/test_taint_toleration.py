@@ -2,9 +2,9 @@
 
 import pytest
 
+from kubesalvo.core.pernode.framework import tolerates
 from kubesalvo.core.plugins import taint_toleration
 from kubesalvo.core.reference import ReferenceScheduler
-from kubesalvo.core.reference.framework import tolerates
 
 from .builders import node, pod
 

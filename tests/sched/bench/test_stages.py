@@ -6,13 +6,14 @@ import pytest
 
 from kubesalvo.sched.bench import report
 from kubesalvo.sched.bench.results import BenchResult
-from kubesalvo.sched.bench.stages import BURSTS, WHOLE, read_stages
-from kubesalvo.sched.metrics import SchedulerMetrics
+from kubesalvo.sched.bench.stages import BURSTS, POD_WATCHES, WHOLE, read_stages
+from kubesalvo.sched.metrics import InformerCollector, SchedulerMetrics
 from tests.sched.bench.test_results import run_with
 
 
 def saved_metrics(tmp_path):
-    """What kubesalvo's /metrics says after two bursts of 3 and 1 pods."""
+    """What kubesalvo's /metrics says after two bursts of 3 and 1 pods, its pods watch
+    opened three times."""
     metrics = SchedulerMetrics()
     for pods, kernel in ((3, 0.002), (1, 0.004)):
         metrics.observe_burst(pods, kernel)
@@ -23,6 +24,9 @@ def saved_metrics(tmp_path):
     metrics.observe_queue_waits([0.010, 0.020, 0.030, 0.040])
     for in_flight in (0.05, 0.05, 0.05, 0.05):
         metrics.observe_bind_post("kubesalvo", in_flight, since_event=0.1)
+    # The pods watch was opened three times (closed twice by the API server), the
+    # nodes watch once.
+    metrics.registry.register(InformerCollector(lambda: [("pods", 1, 3), ("nodes", 1, 1)]))
     path = tmp_path / "kubesalvo-metrics.txt"
     path.write_bytes(metrics.render())
     return path
@@ -35,6 +39,7 @@ def test_stages_are_read_as_counts_and_sums_from_the_saved_metrics(tmp_path):
     assert stages["queue_wait"] == {"count": 4.0, "sum": pytest.approx(0.1)}
     assert stages["bind"] == {"count": 4.0, "sum": pytest.approx(0.2)}
     assert stages[WHOLE] == {"count": 4.0, "sum": pytest.approx(0.4)}
+    assert stages[POD_WATCHES] == {"count": 3.0, "sum": 0.0}
 
 
 def test_a_contender_without_saved_metrics_has_no_stages(tmp_path):
@@ -53,6 +58,7 @@ def test_the_report_shows_each_stages_mean_and_a_dash_for_runs_without(tmp_path)
     assert rows["mean kernel (per burst)"] == ["3.0 ms", "-"]
     assert rows["mean bind POST in flight (per pod)"] == ["50.0 ms", "-"]
     assert rows["mean creation event → bind POST (per pod)"] == ["100.0 ms", "-"]
+    assert rows["pods watches opened (1: never closed)"] == ["3", "-"]
 
 
 def test_the_report_has_no_stage_rows_when_no_run_has_figures():

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from kubesalvo.core import gang
+from kubesalvo.core.plugins.coscheduling import gang
 from tests.sched.reliability.runtime import (
     LARGE,
     SCALES,

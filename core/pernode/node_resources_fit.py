@@ -26,14 +26,14 @@ side ignores pod-level requests, as v1.34's scorer does (see resources.pod_reque
 
 from __future__ import annotations
 
+from kubesalvo.core.pernode.framework import Pod, Status, go_div
+from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import framework, node_resources_fit
 from kubesalvo.core.plugins.node_resources_fit import (
     NodeResourcesFitArgs,
     ScoringStrategyType,
     ShapePoint,
 )
-from kubesalvo.core.reference.framework import Pod, Status, go_div
-from kubesalvo.core.reference.snapshot import NodeInfo
 from kubesalvo.core.resources import (
     CPU,
     EPHEMERAL_STORAGE,

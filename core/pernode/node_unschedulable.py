@@ -7,9 +7,9 @@ itself so that the rule holds before the taint appears.
 
 from __future__ import annotations
 
+from kubesalvo.core.pernode.framework import Pod, Status, tolerated
+from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import node_unschedulable
-from kubesalvo.core.reference.framework import Pod, Status, tolerated
-from kubesalvo.core.reference.snapshot import NodeInfo
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 

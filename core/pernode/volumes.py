@@ -1,5 +1,6 @@
-"""The volume filters, written for clarity: the oracle the property tests hold the
-encoder's class filters (core/plugins/volume_*.py, node_volume_limits.py) to.
+"""The volume filters for one pod, node by node, written for clarity: what preemption's dry
+run and ``explain`` ask, and what the property tests hold the encoder's class filters
+(core/plugins/volume_*.py, node_volume_limits.py) to.
 
 Each plugin is built once per pod (its constructor is the PreFilter: it raises
 PreFilterRejection or SchedulingError) and then asked about one node at a time, from
@@ -20,7 +21,7 @@ the node's labels, as kube-scheduler v1.34's plugins do:
   selector, class, access mode rules are core/volumes.volume_fits_claim's, shared), else
   its class must provision there (allowedTopologies).
 
-Out of the reference's scope (``PodInvalid``), as kubesalvo does not implement them yet
+Out of this package's scope (``PodInvalid``), as kubesalvo does not implement them yet
 and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
 generic ephemeral and inline CSI
 volumes, in-tree disks and resource claims (DynamicResources).
@@ -32,16 +33,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubesalvo.core.label_selectors import parse_selector, selector_matches
-from kubesalvo.core.plugins import names
-from kubesalvo.core.reference.framework import (
+from kubesalvo.core.pernode.framework import (
     Pod,
     PodInvalid,
     PreFilterRejection,
     SchedulingError,
     Status,
 )
-from kubesalvo.core.reference.selectors import node_selector_terms
-from kubesalvo.core.reference.snapshot import NodeInfo
+from kubesalvo.core.pernode.selectors import node_selector_terms
+from kubesalvo.core.pernode.snapshot import NodeInfo
+from kubesalvo.core.plugins import names
 from kubesalvo.core.volumes import (
     StorageObjects,
     bound_to_claim,
@@ -59,7 +60,7 @@ __all__ = [
     "volume_filter",
 ]
 
-# Volume sources the reference does not model.
+# Volume sources the per-node filters do not model.
 UNMODELLED_VOLUME_SOURCES = frozenset(
     {"ephemeral", "csi", "gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi"}
 )
@@ -72,17 +73,19 @@ GA_LABEL = {BETA_ZONE: ZONE, BETA_REGION: REGION}
 
 
 def check_in_scope(pod: Pod) -> None:
-    """Raise PodInvalid for volumes and resource claims the reference does not model."""
+    """Raise PodInvalid for volumes and claims the per-node filters do not model."""
     spec = pod.get("spec") or {}
     for volume in spec.get("volumes") or ():
         kinds = UNMODELLED_VOLUME_SOURCES.intersection(volume)
         if kinds:
             kind = sorted(kinds)[0]
             raise PodInvalid(
-                f"volume {volume.get('name')!r} uses {kind}: not modelled by the reference"
+                f"volume {volume.get('name')!r} uses {kind}: not modelled by the per-node filters"
             )
     if spec.get("resourceClaims"):
-        raise PodInvalid("resource claims (DynamicResources) are not modelled by the reference")
+        raise PodInvalid(
+            "resource claims (DynamicResources) are not modelled by the per-node filters"
+        )
 
 
 def _claims(pod: Pod) -> list[str]:

@@ -36,23 +36,23 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kubesalvo.core.plugins import pod_topology_spread
-from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
-from kubesalvo.core.reference.framework import (
+from kubesalvo.core.pernode.framework import (
     Pod,
     SchedulingError,
     Status,
     go_round,
     untolerated_taint,
 )
-from kubesalvo.core.reference.node_affinity import RequiredNodeAffinity
-from kubesalvo.core.reference.selectors import (
+from kubesalvo.core.pernode.node_affinity import RequiredNodeAffinity
+from kubesalvo.core.pernode.selectors import (
     InvalidSelector,
     Selector,
     label_selector,
     selector_from_set,
 )
-from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot, labels_of, namespace_of
+from kubesalvo.core.pernode.snapshot import NodeInfo, Snapshot, labels_of, namespace_of
+from kubesalvo.core.plugins import pod_topology_spread
+from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
 
 HOSTNAME = "kubernetes.io/hostname"
 # How an invalid selector in one of the pod's own constraints fails the attempt: in

@@ -9,15 +9,15 @@ the fewest such taints scores 100.
 
 from __future__ import annotations
 
-from kubesalvo.core.plugins import taint_toleration
-from kubesalvo.core.reference.framework import (
+from kubesalvo.core.pernode.framework import (
     Pod,
     Status,
     default_normalize,
     tolerated,
     untolerated_taint,
 )
-from kubesalvo.core.reference.snapshot import NodeInfo
+from kubesalvo.core.pernode.snapshot import NodeInfo
+from kubesalvo.core.plugins import taint_toleration
 
 
 class TaintToleration:

@@ -2,8 +2,8 @@
 
 A static plugin is written over a ``NodeTable``: one answer per node, at once. The encoder
 gives it the ClusterState's interned label columns; here it gets the nodes of one pod's
-cycle, read plainly from their labels, and the pod itself as the class. So the reference
-(the tests' oracle), preemption's dry run and ``explain`` evaluate the plugin's own
+cycle, read plainly from their labels, and the pod itself as the class. So the oracle
+(core/reference), preemption's dry run and ``explain`` evaluate the plugin's own
 function, and the kernel-vs-reference tests check what the encoder and the kernel make of
 it (masks, reason counts, weights, totals), not the plugin's logic a second time: that is
 its module's own tests' job.
@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesalvo.core.pernode.framework import Pod, Status
+from kubesalvo.core.pernode.selectors import node_selector_terms
+from kubesalvo.core.pernode.snapshot import NodeInfo, namespace_of
 from kubesalvo.core.plugins.framework import PluginSpec
-from kubesalvo.core.reference.framework import Pod, Status
-from kubesalvo.core.reference.selectors import node_selector_terms
-from kubesalvo.core.reference.snapshot import NodeInfo, namespace_of
 
 __all__ = ["StaticFilter", "static_scores"]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kubesalvo.core.pernode.framework import Pod, Status
+from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import node_name
-from kubesalvo.core.reference.framework import Pod, Status
-from kubesalvo.core.reference.snapshot import NodeInfo
 
 
 class NodeName:

@@ -18,22 +18,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubesalvo.core.plugins import names, node_affinity
-from kubesalvo.core.reference.framework import (
+from kubesalvo.core.pernode.framework import (
     Pod,
     PodInvalid,
     PreFilterRejection,
     Status,
     default_normalize,
 )
-from kubesalvo.core.reference.selectors import (
+from kubesalvo.core.pernode.selectors import (
     InvalidSelector,
     NodeSelectorTerm,
     node_selector_terms,
     preferred_terms,
     selector_from_set,
 )
-from kubesalvo.core.reference.snapshot import NodeInfo
+from kubesalvo.core.pernode.snapshot import NodeInfo
+from kubesalvo.core.plugins import names, node_affinity
 
 
 def _node_affinity(pod: Pod) -> Mapping[str, Any]:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 
+from kubesalvo.core.pernode.framework import Pod
+from kubesalvo.core.pernode.node_resources_fit import allocatable_and_requested
+from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins.balanced_allocation import NodeResourcesBalancedAllocationArgs
-from kubesalvo.core.reference.framework import Pod
-from kubesalvo.core.reference.node_resources_fit import allocatable_and_requested
-from kubesalvo.core.reference.snapshot import NodeInfo
 from kubesalvo.core.resources import pod_requests
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kubesalvo.core.gang import (
+from kubesalvo.core.plugins.coscheduling.gang import (
     GroupKey,
     group_minimums,
     group_of,

@@ -1,4 +1,4 @@
-"""The cluster as the reference plugins see it: one NodeInfo per node, kept by assume().
+"""The cluster as the per-node plugins see it: one NodeInfo per node, kept by assume().
 
 This mirrors kube-scheduler's cache (``pkg/scheduler/backend/cache``) and its snapshot:
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kubesalvo.core.reference.selectors import (
+from kubesalvo.core.pernode.selectors import (
     EVERYTHING,
     NOTHING,
     InvalidSelector,

@@ -7,9 +7,9 @@ pod's own ports are not checked against each other.
 
 from __future__ import annotations
 
+from kubesalvo.core.pernode.framework import Pod, Status
+from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import node_ports
-from kubesalvo.core.reference.framework import Pod, Status
-from kubesalvo.core.reference.snapshot import NodeInfo
 from kubesalvo.core.resources import host_ports
 
 _ANY = "0.0.0.0"

@@ -38,11 +38,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubesalvo.core.label_selectors import pod_affinity_error
+from kubesalvo.core.pernode.framework import Pod, PreFilterRejection, SchedulingError, Status
+from kubesalvo.core.pernode.selectors import NOTHING, InvalidSelector, Selector, label_selector
+from kubesalvo.core.pernode.snapshot import NodeInfo, Snapshot, labels_of, namespace_of
 from kubesalvo.core.plugins import inter_pod_affinity, names
 from kubesalvo.core.plugins.inter_pod_affinity import InterPodAffinityArgs
-from kubesalvo.core.reference.framework import Pod, PreFilterRejection, SchedulingError, Status
-from kubesalvo.core.reference.selectors import NOTHING, InvalidSelector, Selector, label_selector
-from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot, labels_of, namespace_of
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Coscheduling (kubesalvo): a pod group (gang) is placed all together or not at all.
 
-Membership and the minimum come from ``core/gang.py`` (the labels ``podGroup`` +
+Membership and the minimum come from ``gang.py`` in this package (the labels ``podGroup`` +
 ``minAvailable``, or ``scheduling.x-k8s.io/pod-group`` naming a PodGroup object whose
 ``minMember`` wins). Three stages, each with its own text:
 
@@ -21,6 +21,9 @@ Membership and the minimum come from ``core/gang.py`` (the labels ``podGroup`` +
 Args (``CoschedulingArgs``): ``permitWaitingTimeSeconds`` (default 60) and
 ``podGroupBackoffSeconds`` (default 0: the queue's own backoff; more: a rejected gang is not
 tried again before that many seconds).
+
+The runtime half (the gangs the scheduler knows, the PodGroup watch and status writes) is
+``sched/gangs.py``.
 """
 
 from __future__ import annotations

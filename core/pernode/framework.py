@@ -1,4 +1,4 @@
-"""What every reference plugin shares: statuses, the plugin shapes, score helpers.
+"""What every per-node plugin shares: statuses, the plugin shapes, score helpers.
 
 A filter plugin is a class built once per scheduling cycle (its constructor is the
 PreFilter step: it reads the pod and the whole snapshot) whose ``filter(node)``
@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins.framework import MAX_NODE_SCORE, Code
-from kubesalvo.core.reference.snapshot import NodeInfo
 
 __all__ = [
     "FilterPlugin",

@@ -8,8 +8,8 @@ it (so an image present everywhere gives no edge). The sum is clamped to
 
 from __future__ import annotations
 
-from kubesalvo.core.reference.framework import Pod
-from kubesalvo.core.reference.snapshot import NodeInfo, Snapshot
+from kubesalvo.core.pernode.framework import Pod
+from kubesalvo.core.pernode.snapshot import NodeInfo, Snapshot
 
 _MB = 1024 * 1024
 MIN_THRESHOLD = 23 * _MB

@@ -1,0 +1,102 @@
+"""Same-process A/B of the bounded search of a class's only pod (issue 28): run from the
+worktree's root as ``PYTHONPATH=. python3 bench/bounded_ab.py mixed|equal NODES PODS ROUNDS``.
+
+``mixed``: the burst of ``kubesalvo simulate --workload mixed --nodes NODES --pods PODS``
+on its generated cluster; ``equal``: NODES identical empty nodes and PODS one-pod classes
+of distinct requests, where every row ties and no bound can prune. Each round plans the
+burst (nothing committed) with the full scan, then with the bounded search, one seed;
+the figures are the smallest thread CPU time of ``plan`` per pod over the rounds, the
+searches made, those given up for the scan, the rows the others visited per search, and
+whether both placed every pod alike. One JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from kubesalvo.core import _place, place
+from kubesalvo.core.place import plan
+from kubesalvo.core.state import ClusterState
+from kubesalvo.core.ties import TieBreak
+from kubesalvo.sched.simulate.run import load_state
+from kubesalvo.sched.simulate.source import ClusterChoice, build_cluster
+
+
+def mixed(nodes: int, pods: int) -> tuple[ClusterState, list[dict[str, Any]]]:
+    cluster = build_cluster(ClusterChoice(workload="mixed", nodes=nodes, pods=pods))
+    burst = [p for p in cluster.snapshot.pods if not (p.get("spec") or {}).get("nodeName")]
+    return load_state(cluster.snapshot), burst
+
+
+def equal(nodes: int, pods: int) -> tuple[ClusterState, list[dict[str, Any]]]:
+    state = ClusterState(max(1, nodes))
+    for i in range(nodes):
+        name = f"n{i}"
+        state.add_node(
+            {
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}},
+            }
+        )
+    requests = [{"cpu": f"{100 + i}m", "memory": f"{128 + i}Mi"} for i in range(pods)]
+    burst = [
+        {
+            "metadata": {"name": f"p{i}", "namespace": "ns"},
+            "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": r}}]},
+        }
+        for i, r in enumerate(requests)
+    ]
+    return state, burst
+
+
+def compare(kind: str, nodes: int, pods: int, rounds: int) -> dict[str, Any]:
+    state, burst = (mixed if kind == "mixed" else equal)(nodes, pods)
+    kernels: list[Any] = []
+    kernel_class = place.BurstKernel
+
+    def record(*args: Any) -> Any:
+        kernels.append(kernel_class(*args))
+        return kernels[-1]
+
+    out: dict[str, Any] = {"workload": kind, "nodes": nodes, "pods": len(burst)}
+    placed: dict[bool, list[str | None]] = {}
+    before = _place.set_bounded_search(True)
+    place.BurstKernel = record  # type: ignore[misc]
+    try:
+        for _ in range(rounds):
+            for on in (False, True):
+                _place.set_bounded_search(on)
+                kernels.clear()
+                cpu0 = time.thread_time()
+                result = plan(state, burst, ties=TieBreak(1))
+                cpu = (time.thread_time() - cpu0) / max(1, len(burst)) * 1e6
+                key = "bounded" if on else "scan"
+                out[f"{key}_cpu_us_per_pod"] = min(out.get(f"{key}_cpu_us_per_pod", cpu), cpu)
+                placed[on] = result.nodes
+                if on:
+                    searches = sum(k.bounded_pods for k in kernels)
+                    gaveup = sum(k.bounded_gaveup for k in kernels)
+                    rows = sum(k.bounded_rows for k in kernels)
+                    out["searches"] = searches
+                    out["searches_given_up"] = gaveup
+                    out["rows_per_search"] = rows / searches if searches else 0.0
+    finally:
+        place.BurstKernel = kernel_class  # type: ignore[misc]
+        _place.set_bounded_search(*before)
+    out["same_placements"] = placed[False] == placed[True]
+    return out
+
+
+def main(argv: list[str]) -> int:
+    kind, nodes, pods, rounds = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    if kind not in ("mixed", "equal"):
+        raise SystemExit(f"workload must be mixed or equal, not {kind!r}")
+    print(json.dumps(compare(kind, nodes, pods, rounds)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,24 @@
+"""The plugins' runtime halves, installed in this order through the plugin handle.
+
+Each entry is an ``install(handle)`` (see ``sched/plugin_handle.py``) that does nothing
+when its plugin is not enabled. The order is the order of their watches, pod hooks and
+start steps: the workloads' access is probed first, and QosAware files a pod before the
+gangs count it, as the runtime always did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kubesalvo.sched import default_spread, disruption_budgets, gangs, group_priority, qos
+from kubesalvo.sched.plugin_handle import PluginHandle
+
+__all__ = ["INSTALLS"]
+
+INSTALLS: tuple[Callable[[PluginHandle], None], ...] = (
+    default_spread.install,
+    disruption_budgets.install,
+    qos.install,
+    gangs.install,
+    group_priority.install,
+)

@@ -1,0 +1,191 @@
+"""The bounded search of a class's only pod against the full scan it replaces.
+
+``_place.set_bounded_search(False)`` forces the scan; with it on, a class's only pod in a
+chunk visits the rows best free-capacity level first and stops where no row left can
+reach the best total. Both must end with the same best total, the same tied rows and the
+same draw from the tie stream, so a burst placed both ways with one seed gives the same
+nodes, scores, tie counts and messages: on random clusters (sizes, shapes, taints,
+selectors, spreads, affinities, host ports, gangs) and on fleets of identical nodes where
+most placements are exact ties among many rows. The search gives up for the scan where it
+would visit more than a share of the rows; the comparisons turn that off (share 1), and
+one test checks that giving up places as the scan does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubesalvo.core import _place, place
+from kubesalvo.core.place import PlacementResult, plan
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.synthetic.nodes import make_nodes
+from kubesalvo.core.synthetic.workloads import make_pods
+from kubesalvo.core.ties import TieBreak
+from tests.core.reference.strategies import nodes, pods
+from tests.helpers.reference import state_of
+
+
+@contextmanager
+def bounded(on: bool, share: int = 1) -> Iterator[None]:
+    """The bounded search on or off; share 1: it never gives up for the scan, so that
+    each comparison holds the search itself to the scan."""
+    before = _place.set_bounded_search(on, share)
+    try:
+        yield
+    finally:
+        _place.set_bounded_search(*before)
+
+
+@contextmanager
+def recorded_kernels() -> Iterator[list[Any]]:
+    kernels: list[Any] = []
+    kernel_class = place.BurstKernel
+
+    def record(*args: Any) -> Any:
+        kernels.append(kernel_class(*args))
+        return kernels[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(place, "BurstKernel", record)
+        yield kernels
+
+
+def both_ways(
+    fleet: Sequence[Mapping[str, Any]],
+    burst: Sequence[Mapping[str, Any]],
+    seed: int,
+    profile: Profile | None = None,
+    bound: Sequence[Mapping[str, Any]] = (),
+) -> tuple[PlacementResult, PlacementResult, int]:
+    """The burst planned with the full scan and with the bounded search (same seed), and
+    how many pods the bounded search placed."""
+    with bounded(False):
+        full = plan(state_of(fleet, bound), burst, profile, ties=TieBreak(seed))
+    with bounded(True), recorded_kernels() as kernels:
+        pruned = plan(state_of(fleet, bound), burst, profile, ties=TieBreak(seed))
+    return full, pruned, sum(k.bounded_pods for k in kernels)
+
+
+def assert_same(full: PlacementResult, pruned: PlacementResult) -> None:
+    assert pruned.nodes == full.nodes
+    assert list(pruned.scores) == list(full.scores)
+    assert list(pruned.ties) == list(full.ties)
+    assert pruned.messages == full.messages
+
+
+def distinct(burst: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pods named apart (the strategies may repeat a name)."""
+    for i, p in enumerate(burst):
+        p["metadata"]["name"] = f"p{i}"
+    return burst
+
+
+profiles = st.sampled_from((Profile.default(),))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    fleet=nodes(min_size=1, max_size=30),
+    burst=st.lists(pods(), min_size=1, max_size=12),
+    seed=st.integers(0, 2**32),
+    small_chunks=st.booleans(),
+)
+def test_random_clusters_place_the_same_with_the_bounded_search(fleet, burst, seed, small_chunks):
+    with pytest.MonkeyPatch.context() as mp:
+        if small_chunks:  # many chunks: more classes have their only pod in one
+            mp.setattr(place, "_CHUNK_CELLS", 1)
+        full, pruned, _ = both_ways(fleet, distinct(burst), seed)
+    assert_same(full, pruned)
+
+
+def uniform_fleet(count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "metadata": {"name": f"n{i:04d}", "labels": {"kubernetes.io/hostname": f"n{i:04d}"}},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+        }
+        for i in range(count)
+    ]
+
+
+def single(name: str, cpu: str, memory: str) -> dict[str, Any]:
+    container = {
+        "name": "c",
+        "image": "x",
+        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+    }
+    return {"metadata": {"name": name, "namespace": "ns"}, "spec": {"containers": [container]}}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_many_exact_ties_are_drawn_alike_by_both(seed):
+    """400 identical nodes, a quarter of them half full: each pod of its own shape ties
+    over many rows, and both paths must draw the same one of them."""
+    fleet = uniform_fleet(400)
+    bound = [
+        {
+            **single(f"b{i}", "4", "16Gi"),
+            "spec": {**single("x", "4", "16Gi")["spec"], "nodeName": f"n{i * 4:04d}"},
+        }
+        for i in range(100)
+    ]
+    shapes = [("100m", "128Mi"), ("250m", "1Gi"), ("1", "2Gi"), ("2", "8Gi"), ("500m", "512Mi")]
+    burst = [single(f"p{i}", *shapes[i % len(shapes)]) for i in range(5)]
+    full, pruned, searched = both_ways(fleet, burst, seed, bound=bound)
+    assert searched == len(burst)  # every pod is its class's only one
+    assert min(full.ties) > 1
+    assert_same(full, pruned)
+
+
+def test_the_search_stops_before_the_rows_no_pod_can_prefer():
+    """On a fleet where most nodes are busy, a pod's search visits the free ones and stops:
+    fewer rows than the scan, same choice."""
+    fleet = uniform_fleet(400)
+    bound = [
+        {
+            **single(f"b{i}", "6", "24Gi"),
+            "spec": {**single("x", "6", "24Gi")["spec"], "nodeName": f"n{i:04d}"},
+        }
+        for i in range(360)
+    ]
+    burst = [single("p0", "500m", "1Gi")]
+    with bounded(True), recorded_kernels() as kernels:
+        pruned = plan(state_of(fleet, bound), burst, ties=TieBreak(3))
+    assert kernels[0].bounded_pods == 1
+    assert kernels[0].bounded_rows == 40  # the free nodes' level, and no other
+    with bounded(False):
+        full = plan(state_of(fleet, bound), burst, ties=TieBreak(3))
+    assert_same(full, pruned)
+
+
+@pytest.mark.parametrize("shape", ["mixed", "distinct", "replicasets"])
+def test_synthetic_bursts_place_the_same_with_the_bounded_search(shape):
+    fleet = make_nodes(300, seed=5)
+    burst = make_pods(400, seed=6, shape=shape)
+    full, pruned, searched = both_ways(fleet, burst, seed=11)
+    # distinct pods each carry spread constraints and replica sets' classes have many pods:
+    # other paths, compared all the same
+    assert searched > 0 or shape != "mixed"
+    assert_same(full, pruned)
+
+
+def test_a_search_that_would_visit_most_rows_gives_up_for_the_scan():
+    """Every row equal (identical empty nodes): the first cell holds every row, so the
+    search (the default share) gives up before visiting any and the scan places the pod,
+    drawing as it always does."""
+    fleet = uniform_fleet(400)
+    burst = [single("p0", "500m", "1Gi"), single("p1", "1", "2Gi")]
+    with bounded(True, 16), recorded_kernels() as kernels:
+        pruned = plan(state_of(fleet), burst, ties=TieBreak(5))
+    assert kernels[0].bounded_gaveup == 2
+    assert kernels[0].bounded_rows == 0
+    with bounded(False):
+        full = plan(state_of(fleet), burst, ties=TieBreak(5))
+    assert_same(full, pruned)
+    assert pruned.ties[0] == 400
