@@ -75,7 +75,7 @@ from kubesalvo.sched.informers.models import (
     Node,
     Pod,
 )
-from kubesalvo.sched.informers.resources import DRA_RESOURCES, dra_objects
+from kubesalvo.sched.informers.resources import DRA_RESOURCES, DraConverter
 from kubesalvo.sched.informers.storage import STORAGE_RESOURCES, VOLUME_PLUGINS, storage_handler
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
 from kubesalvo.sched.memory import (
@@ -225,6 +225,7 @@ class Scheduler:
         # DeviceClasses, ResourceClaims, ResourceSlices, for DynamicResources' filter.
         self.dra_informers: list[Informer[Any]] = []
         self._dra_snapshot: DraObjects | None = None
+        self._dra_convert = DraConverter()
         if self.dra_enabled:
             self.dra_informers = [
                 Informer(client, resource, self._dra_handler(kind))
@@ -397,7 +398,7 @@ class Scheduler:
         # Converted once per change of the objects, not once per pod with claims.
         if self._dra_snapshot is None:
             classes, claims, slices = (list(i.store.values()) for i in self.dra_informers)
-            self._dra_snapshot = dra_objects(classes, claims, slices)
+            self._dra_snapshot = self._dra_convert(classes, claims, slices)
         return self._dra_snapshot
 
     def _synced_check(self, informer: Informer[Any]) -> Callable[[], bool]:

@@ -19,13 +19,13 @@ Not modelled, each a feature that is off by default in v1.34: partitionable devi
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesalvo.core.dra.nodes import allocation_node_selector, slice_targets
 from kubesalvo.core.dra.objects import DraObjects, Pool
-from kubesalvo.core.dra.selectors import SelectorError, Selectors, device_view
+from kubesalvo.core.dra.selectors import SelectorError, Selectors
 
 __all__ = [
     "AllocationError",
@@ -195,11 +195,80 @@ class Allocator:
         """One allocation result per claim (API shape), or None when the node cannot
         hold them all; AllocationError when the claims cannot be allocated anywhere,
         AllocationTimeout when ``time.monotonic()`` passes ``deadline`` first."""
+        found = self.search(claims, node, labels, deadline)
+        return None if found is None else found()
+
+    def search(
+        self,
+        claims: Sequence[Obj],
+        node: str,
+        labels: Mapping[str, str],
+        deadline: float | None = None,
+    ) -> Callable[[], list[dict[str, Any]]] | None:
+        """``allocate``, with the results written out only when called: Filter finds an
+        allocation on every feasible node, Reserve wants one node's."""
         pools = self.pools_for(node, labels)
         plan = _Search(self, claims, pools, deadline)
         if not plan.solve():
             return None
-        return plan.results()
+        return plan.results
+
+    def count_only(self, claims: Sequence[Obj]) -> tuple[Obj, int] | None:
+        """The device class and the number of devices, when ``claims`` are one claim whose
+        requests all ask a count (ExactCount) of that one class with no selectors of their
+        own, no adminAccess and no constraints; else None. For such a claim the search
+        succeeds on a node exactly when the node has that many free devices the class
+        selects (any device serves any request, nothing ties two devices), so Filter may
+        count them instead of searching (``free_devices``)."""
+        if len(claims) != 1:
+            return None
+        devices = (claims[0].get("spec") or {}).get("devices") or {}
+        if devices.get("constraints"):
+            return None
+        class_name, total = None, 0
+        for raw in devices.get("requests") or ():
+            exactly = raw.get("exactly")
+            if exactly is None or exactly.get("selectors") or exactly.get("adminAccess"):
+                return None
+            if (exactly.get("allocationMode") or _EXACT) != _EXACT:
+                return None
+            name = exactly.get("deviceClassName") or ""
+            if not name or class_name not in (None, name):
+                return None
+            class_name = name
+            total += int(exactly.get("count") or 1)
+        class_ = self.objects.classes.get(class_name or "")
+        if class_ is None or total > MAX_RESULTS:
+            return None  # the search reports these as it does
+        return class_, total
+
+    def free_devices(self, class_: Obj, node: str, labels: Mapping[str, str]) -> int:
+        """How many devices of complete pools reachable from the node the class's
+        selectors select and nothing holds (as the search would find them free).
+        SelectorError when a selector fails on one: the caller searches instead, which
+        meets the failure only if it reaches that device."""
+        expressions = tuple(
+            (s.get("cel") or {}).get("expression")
+            for s in (class_.get("spec") or {}).get("selectors") or ()
+        )
+        if any(e is None for e in expressions):
+            raise SelectorError("a class selector without a CEL expression")
+        free: set[DeviceId] = set()
+        held = self.held
+        for pool, slices in self.pools_for(node, labels):
+            if not pool.complete:
+                continue
+            for slice_ in slices:
+                for name in self.selectors.selected_devices(
+                    expressions,  # type: ignore[arg-type]  # None refused above
+                    pool.driver,
+                    pool.name,
+                    slice_,
+                ):
+                    device_id = (pool.driver, pool.name, name)
+                    if device_id not in held:
+                        free.add(device_id)
+        return len(free)
 
     def selectable(
         self, key: tuple[int, int], request: _Request, candidate: _Candidate, claim: Obj
@@ -213,23 +282,22 @@ class Allocator:
         if device.get("bindingConditions") or device.get("consumesCounters"):
             self._matches[cache_key] = False
             return False
-        view = device_view(candidate.id[0], device)
         driver, pool, name = candidate.id
         where = f"{driver}/{pool}/{name}"
         class_name = (request.class_.get("metadata") or {}).get("name", "")
         for i, selector in enumerate((request.class_.get("spec") or {}).get("selectors") or ()):
-            if not self._match(selector, view, f"class {class_name}", i, where):
+            if not self._match(selector, driver, device, f"class {class_name}", i, where):
                 self._matches[cache_key] = False
                 return False
         for i, selector in enumerate(request.exactly.get("selectors") or ()):
-            if not self._match(selector, view, f"claim {claim_key(claim)}", i, where):
+            if not self._match(selector, driver, device, f"claim {claim_key(claim)}", i, where):
                 self._matches[cache_key] = False
                 return False
         self._matches[cache_key] = True
         return True
 
     def _match(
-        self, selector: Obj, view: Mapping[str, Any], owner: str, i: int, where: str
+        self, selector: Obj, driver: str, device: Obj, owner: str, i: int, where: str
     ) -> bool:
         expression = (selector.get("cel") or {}).get("expression")
         if expression is None:
@@ -240,7 +308,7 @@ class Allocator:
         if error is not None:
             raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {error}")
         try:
-            return self.selectors.matches(expression, view)
+            return self.selectors.device_matches(expression, driver, device)
         except SelectorError as exc:
             raise AllocationError(
                 f"{owner}: selector #{i} on device {where}: CEL runtime error: {exc}"

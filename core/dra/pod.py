@@ -33,7 +33,7 @@ from kubesalvo.core.dra.allocator import (
 )
 from kubesalvo.core.dra.nodes import selector_matches
 from kubesalvo.core.dra.objects import DraObjects, pod_claim_names
-from kubesalvo.core.dra.selectors import Selectors
+from kubesalvo.core.dra.selectors import SelectorError, Selectors
 from kubesalvo.core.plugins import dynamic_resources as plugin
 
 __all__ = ["PodDevices", "Reserved", "claim_change_helps", "prefilter"]
@@ -67,8 +67,9 @@ class PodDevices:
     to_allocate: list[Obj] = field(default_factory=list)
     # per claim, where its allocation can be used (None: anywhere, or not allocated)
     available_on: list[Obj | None] = field(default_factory=list)
-    # per node the Filter passed, the allocation of ``to_allocate`` found there
-    allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # per node the Filter passed, the allocation of ``to_allocate`` found there (written
+    # out when called: only the chosen node's is)
+    allocations: dict[str, Callable[[], list[dict[str, Any]]]] = field(default_factory=dict)
     # the allocator's time limit per node, in seconds (DynamicResourcesArgs; 0: none)
     timeout: float = 0.0
 
@@ -81,6 +82,7 @@ class PodDevices:
         codes = np.zeros(len(rows), dtype=np.uint8)
         needs_labels = self.allocator is not None and self.allocator.needs_labels()
         needs_labels = needs_labels or any(s is not None for s in self.available_on)
+        counted = None if self.allocator is None else self.allocator.count_only(self.to_allocate)
         for row in np.flatnonzero(rows).tolist():
             name = names[row]
             if name is None:
@@ -90,10 +92,24 @@ class PodDevices:
                 s is not None and not selector_matches(s, name, node_labels)
                 for s in self.available_on
             )
+            if self.allocator is not None and counted is not None:
+                began = time.monotonic()
+                free = self._count(counted[0], name, node_labels)
+                if free is not None:
+                    # The search checks its time limit at each step; counting is one step.
+                    if self.timeout > 0 and time.monotonic() > began + self.timeout:
+                        codes[row] = _codes.DRA_TIMEOUT
+                    elif free < counted[1]:
+                        codes[row] = _codes.DRA_ALLOCATE
+                    elif unavailable:
+                        codes[row] = _codes.DRA_UNAVAILABLE
+                    else:
+                        self.allocations[name] = self._search_later(name, node_labels)
+                    continue
             if self.allocator is not None:
                 deadline = time.monotonic() + self.timeout if self.timeout > 0 else None
                 try:
-                    found = self.allocator.allocate(self.to_allocate, name, node_labels, deadline)
+                    found = self.allocator.search(self.to_allocate, name, node_labels, deadline)
                 except AllocationTimeout:
                     codes[row] = _codes.DRA_TIMEOUT
                     continue
@@ -109,9 +125,33 @@ class PodDevices:
                 codes[row] = _codes.DRA_UNAVAILABLE
         return codes
 
+    def _count(self, class_: Obj, node: str, node_labels: Obj) -> int | None:
+        """The node's free devices of the class (``Allocator.free_devices``), or None
+        when a selector fails on one of them (the node is then searched)."""
+        assert self.allocator is not None
+        try:
+            return self.allocator.free_devices(class_, node, node_labels)
+        except SelectorError:
+            return None
+
+    def _search_later(self, node: str, node_labels: Obj) -> Callable[[], list[dict[str, Any]]]:
+        """The allocation on a node the count let pass, searched when Reserve wants it
+        (nothing it depends on changes in between: the pod is placed alone)."""
+        allocator, claims = self.allocator, self.to_allocate
+        assert allocator is not None
+
+        def search() -> list[dict[str, Any]]:
+            found = allocator.search(claims, node, node_labels)
+            if found is None:
+                raise AllocationError(f"no allocation on {node}, which had the devices counted")
+            return found()
+
+        return search
+
     def reserve(self, node: str) -> Reserved:
         """The allocations found on the chosen node, by claim, and the devices they take."""
-        found = iter(self.allocations.get(node, ()))
+        written = self.allocations.get(node)
+        found = iter(written() if written is not None else ())
         pending = {id(c) for c in self.to_allocate}
         claims: list[tuple[Obj, dict[str, Any] | None]] = []
         devices: set[DeviceId] = set()

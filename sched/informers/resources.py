@@ -24,6 +24,7 @@ __all__ = [
     "RESOURCECLAIMS",
     "RESOURCESLICES",
     "DeviceClass",
+    "DraConverter",
     "ResourceClaim",
     "ResourceSlice",
     "dra_objects",
@@ -63,3 +64,37 @@ def dra_objects(
         [msgspec.to_builtins(c) for c in claims],
         [msgspec.to_builtins(s) for s in slices],
     )
+
+
+class DraConverter:
+    """``dra_objects`` that converts only the objects that changed since its last call.
+
+    Every claim's update (each PreBind writes one, the controller makes one per pod)
+    invalidates the snapshot; converting every class, claim and slice again for the next
+    pod with claims cost more than placing it. An informer replaces an object it updates,
+    so an object still in the store (the same one, by identity) converts as before, and
+    the unchanged devices stay the same dicts from one snapshot to the next (which lets
+    ``core.dra.selectors`` remember their verdicts across pods).
+    """
+
+    def __init__(self) -> None:
+        self._done: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+    def __call__(
+        self, classes: list[DeviceClass], claims: list[ResourceClaim], slices: list[ResourceSlice]
+    ) -> DraObjects:
+        done: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+        def plain(objects: list[Any]) -> list[dict[str, Any]]:
+            out = []
+            for obj in objects:
+                known = self._done.get(id(obj))
+                if known is None or known[0] is not obj:
+                    known = (obj, msgspec.to_builtins(obj))
+                done[id(obj)] = known
+                out.append(known[1])
+            return out
+
+        objects = DraObjects.of(plain(classes), plain(claims), plain(slices))
+        self._done = done  # objects gone from the stores are forgotten
+        return objects

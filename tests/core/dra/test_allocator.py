@@ -143,3 +143,13 @@ def test_allocated_devices_are_read_from_claims_status():
         }
     }
     assert allocated_devices([c]) == {(DRIVER, "a", "gpu-0")}
+
+
+def test_search_finds_what_allocate_finds_and_writes_it_out_when_called() -> None:
+    alloc = allocator([gpus("a", count=3)], held=[(DRIVER, "a", "gpu-0")])
+    wanted = [claim("c", request(count=2))]
+    found = alloc.search(wanted, "a", {})
+    assert found is not None
+    assert found() == alloc.allocate(wanted, "a", {})
+    assert devices(found()[0]) == ["gpu-1", "gpu-2"]
+    assert alloc.search([claim("c", request(count=3))], "a", {}) is None
