@@ -17,12 +17,11 @@ templates, slices and class (the claims go with their pods).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesalvo.core.snapshot import Snapshot
+from kubesalvo.sched.bench import readback
 from kubesalvo.sched.bench.device_settings import DeviceSettings
 from kubesalvo.sched.bench.workload import RUN_LABEL
 from kubesalvo.sched.cluster.api import ApiClient, Object
@@ -30,7 +29,6 @@ from kubesalvo.sched.cluster.api import ApiClient, Object
 RESOURCE = "resource.k8s.io/v1"
 PATH = "/apis/resource.k8s.io/v1"
 MODELS = ("a100", "h100")
-SHOWN = 20
 
 
 @dataclass
@@ -137,58 +135,25 @@ async def create(client: ApiClient, run: RunDevices) -> None:
 
 async def delete(client: ApiClient, run: RunDevices, concurrency: int) -> None:
     """Removes the run's templates, slices and class."""
-
-    async def worker(pending: Iterator[Object]) -> None:
-        for obj in pending:
-            await client.delete(obj)
-
     for objects in (run.templates, run.slices, [run.device_class]):
-        pending = iter(objects)
-        workers = max(1, min(concurrency, len(objects)))
-        await asyncio.gather(*(worker(pending) for _ in range(workers)))
+        await readback.delete_all(client, objects, concurrency)
 
 
-async def _listed(client: ApiClient, path: str, selector: str = "") -> list[Object]:
-    items: list[Object] = []
-    params = {"limit": "5000"}
-    if selector:
-        params["labelSelector"] = selector
-    while True:
-        page = await client.request("GET", path, params=params)
-        items.extend(page["items"])
-        token = page["metadata"].get("continue")
-        if not token:
-            return items
-        params = {**params, "continue": token}
-
-
-@dataclass
-class DeviceCheck:
-    claims_checked: int = 0
-    violations: list[str] = field(default_factory=list)
-    violation_count: int = 0
-
-    def add(self, message: str) -> None:
-        self.violation_count += 1
-        if len(self.violations) < SHOWN:
-            self.violations.append(message)
-
-
-async def check(client: ApiClient, run: RunDevices, gpus_per_pod: int) -> DeviceCheck:
+async def check(client: ApiClient, run: RunDevices, gpus_per_pod: int) -> readback.ClaimCheck:
     """Every bound pod of the run has its claim allocated ``gpus_per_pod`` devices that
     the run's driver published for the pod's node, reserved for the pod; no device is in
     two claims."""
-    pods = await _listed(client, "/api/v1/pods", run.selector)
+    pods = await readback.list_all(client, "/api/v1/pods", run.selector)
     claims = {
         f"{c['metadata']['namespace']}/{c['metadata']['name']}": c
-        for c in await _listed(client, f"{PATH}/resourceclaims")
+        for c in await readback.list_all(client, f"{PATH}/resourceclaims")
     }
     published: dict[tuple[str, str], str] = {}  # (pool, device) -> node
-    for piece in await _listed(client, f"{PATH}/resourceslices", run.selector):
+    for piece in await readback.list_all(client, f"{PATH}/resourceslices", run.selector):
         spec = piece["spec"]
         for device in spec.get("devices") or ():
             published[(spec["pool"]["name"], device["name"])] = spec.get("nodeName") or ""
-    result = DeviceCheck()
+    result = readback.ClaimCheck()
     holder: dict[tuple[str, str], str] = {}
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")

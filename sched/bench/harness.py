@@ -44,6 +44,7 @@ from kubesalvo.sched.bench import (
     feasibility,
     hpa,
     openloop,
+    readback,
     rollout,
     stages,
 )
@@ -731,21 +732,9 @@ async def _report_progress(
         await asyncio.sleep(0.5)
 
 
-async def _list_all(client: ApiClient, path: str) -> list[Object]:
-    items: list[Object] = []
-    params = {"limit": "5000"}
-    while True:
-        page = await client.request("GET", path, params=params)
-        items.extend(page["items"])
-        token = page["metadata"].get("continue")
-        if not token:
-            return items
-        params = {"limit": "5000", "continue": token}
-
-
 async def _check(client: ApiClient, run_keys: set[str]) -> feasibility.Feasibility:
-    node_list = await _list_all(client, "/api/v1/nodes")
-    pod_list = await _list_all(client, "/api/v1/pods")
+    node_list = await readback.list_all(client, "/api/v1/nodes")
+    pod_list = await readback.list_all(client, "/api/v1/pods")
     return feasibility.check(node_list, pod_list, run_keys)
 
 

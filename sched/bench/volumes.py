@@ -16,17 +16,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesalvo.core import volumes
 from kubesalvo.core.snapshot import Snapshot
+from kubesalvo.sched.bench import readback
 from kubesalvo.sched.bench.workload import RUN_LABEL
 from kubesalvo.sched.cluster.api import ApiClient, Object
 
 HOSTNAME = "kubernetes.io/hostname"
-SHOWN = 20
 
 
 @dataclass
@@ -78,18 +77,6 @@ def for_run(cluster: Snapshot, pods: list[Object], run_id: str) -> RunStorage | 
     return storage
 
 
-async def _listed(client: ApiClient, path: str, selector: str) -> list[Object]:
-    items: list[Object] = []
-    params = {"labelSelector": selector, "limit": "5000"}
-    while True:
-        page = await client.request("GET", path, params=params)
-        items.extend(page["items"])
-        token = page["metadata"].get("continue")
-        if not token:
-            return items
-        params = {"labelSelector": selector, "limit": "5000", "continue": token}
-
-
 async def create(client: ApiClient, storage: RunStorage, timeout: float) -> float:
     """Creates the class (if missing), the volumes and the claims, and waits until every
     volume is Available; returns the seconds it took."""
@@ -98,7 +85,7 @@ async def create(client: ApiClient, storage: RunStorage, timeout: float) -> floa
     await client.create_all(storage.volumes)
     await client.create_all(storage.claims)
     while True:
-        listed = await _listed(client, "/api/v1/persistentvolumes", storage.selector)
+        listed = await readback.list_all(client, "/api/v1/persistentvolumes", storage.selector)
         available = sum((pv.get("status") or {}).get("phase") == "Available" for pv in listed)
         if available == len(storage.volumes):
             return time.monotonic() - began
@@ -112,30 +99,8 @@ async def create(client: ApiClient, storage: RunStorage, timeout: float) -> floa
 async def delete(client: ApiClient, storage: RunStorage, concurrency: int) -> None:
     """Deletes the run's claims, then its volumes (their protection finalizers let them go
     once no pod uses them; nothing waits for that: the next run's names differ)."""
-
-    async def worker(pending: Iterator[Object]) -> None:
-        for obj in pending:
-            await client.delete(obj)
-
     for objects in (storage.claims, storage.volumes):
-        pending = iter(objects)
-        await asyncio.gather(
-            *(worker(pending) for _ in range(max(1, min(concurrency, len(objects)))))
-        )
-
-
-@dataclass
-class VolumeCheck:
-    """Where the run's bound pods' claims are bound, as the API server has it."""
-
-    claims_checked: int = 0
-    violations: list[str] = field(default_factory=list)
-    violation_count: int = 0
-
-    def add(self, message: str) -> None:
-        self.violation_count += 1
-        if len(self.violations) < SHOWN:
-            self.violations.append(message)
+        await readback.delete_all(client, objects, concurrency)
 
 
 def _pv_host(pv: Object) -> str | None:
@@ -149,20 +114,20 @@ def _pv_host(pv: Object) -> str | None:
     return None
 
 
-async def check(client: ApiClient, storage: RunStorage) -> VolumeCheck:
+async def check(client: ApiClient, storage: RunStorage) -> readback.ClaimCheck:
     """Every bound pod of the run has each claim bound to a volume of the run whose node
     affinity names the pod's node (by hostname), and no volume holds two claims."""
-    pods = await _listed(client, "/api/v1/pods", storage.selector)
+    pods = await readback.list_all(client, "/api/v1/pods", storage.selector)
     claims = {
         f"{c['metadata']['namespace']}/{c['metadata']['name']}": c
-        for c in await _listed(client, "/api/v1/persistentvolumeclaims", storage.selector)
+        for c in await readback.list_all(client, "/api/v1/persistentvolumeclaims", storage.selector)
     }
     pvs = {
         pv["metadata"]["name"]: pv
-        for pv in await _listed(client, "/api/v1/persistentvolumes", storage.selector)
+        for pv in await readback.list_all(client, "/api/v1/persistentvolumes", storage.selector)
     }
-    nodes = {n["metadata"]["name"]: n for n in await _listed(client, "/api/v1/nodes", "")}
-    result = VolumeCheck()
+    nodes = {n["metadata"]["name"]: n for n in await readback.list_all(client, "/api/v1/nodes", "")}
+    result = readback.ClaimCheck()
     holders: Counter[str] = Counter()
     for pod in pods:
         node_name = (pod.get("spec") or {}).get("nodeName")
