@@ -36,6 +36,11 @@ __all__ = ["COUNT_ALIKE", "delayed_positions", "place_in_segments"]
 COUNT_ALIKE = True
 
 
+def _limited_drivers(storage: volumes.StorageObjects) -> set[str]:
+    """The CSI drivers some CSINode limits (their volumes count on the node once placed)."""
+    return {d for per_node in node_volume_limits.limits(storage).values() for d in per_node}
+
+
 def delayed_positions(
     pods: Sequence[Mapping[str, Any]], storage: volumes.StorageObjects
 ) -> list[int]:
@@ -44,7 +49,7 @@ def delayed_positions(
     class (when the caller binds them), a ReadWriteOncePod claim (in use once placed) or
     a volume of a CSI driver a CSINode limits (counted on its node once placed)."""
     found = []
-    limited = {d for per_node in node_volume_limits.limits(storage).values() for d in per_node}
+    limited = _limited_drivers(storage)
     for i, pod in enumerate(pods):
         spec = pod.get("spec") or {}
         if not spec.get("volumes"):
@@ -105,9 +110,7 @@ def place_in_segments(
     minimums = _gang_minimums(pods, gang_needed)
     relaxed = {key: 0 for key in minimums} if minimums else gang_needed
     run = _Segments(place, state, profile or Profile.default(), workloads, relaxed)
-    limited = {
-        d for per_node in node_volume_limits.limits(state.storage).values() for d in per_node
-    }
+    limited = _limited_drivers(state.storage)
     alike: dict[int, tuple[volumes.Object, volume_slots.Signature]] = {}
     if COUNT_ALIKE and not any(gang.group_of(pod) for pod in pods):
         for i in delayed:
@@ -161,7 +164,7 @@ def place_in_segments(
                     alone = cut
                 else:
                     exhausted.add(signature)
-        result = _joined(run.parts, [[] for _ in pods])
+        result = merged(run.parts)
         if minimums:
             _take_back_short_gangs(state, pods, run, result, minimums)
     finally:
@@ -348,8 +351,3 @@ class _Segments:
         state.requested[:, column] = 0
         self.parts.append(head(result, keep) if keep < end - start else result)
         return failed, sum(len(listed) for listed in free.values())
-
-
-def _joined(parts: list[PlacementResult], bindings: list[list[tuple[str, str]]]) -> PlacementResult:
-    """One result of the segments' results, in the pods' order, with the volumes chosen."""
-    return dataclasses.replace(merged(parts), volume_bindings=bindings)
