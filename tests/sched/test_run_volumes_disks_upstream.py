@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from kubesalvo.sched.cluster import start_kube_scheduler
+from tests.helpers.volumes import HOSTNAME
 from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
 from tests.sched.test_run_volumes_upstream import POOL, _node
 
@@ -78,8 +79,12 @@ def test_in_tree_disk_conflicts_give_the_same_nodes_and_texts_from_both(
     nodes = [_node(a, pool, "za", "8"), _node(b, pool, "za", "4")]
     upstream_name = f"upstream-{pool}"
     schedulers = {"kubesalvo": "ours", upstream_name: "theirs"}
-    holders, pods = [], []
+    holders, probes, pods = [], [], []
     for scheduler, who in schedulers.items():
+        for node in (a, b):
+            probe = _pod(namespace, f"probe-{node[-1]}-{who}", scheduler, pool, [])
+            probe["spec"]["nodeSelector"][HOSTNAME] = node
+            probes.append(probe)
         d = _disks(f"{pool}-{who}")
         on_a = [d["gce"](True), d["gce"](False, "y"), d["gce"](False, "z")]
         on_a += [d["ebs"](True), d["iscsi"](False), d["rbd"](True)]
@@ -133,10 +138,19 @@ def test_in_tree_disk_conflicts_give_the_same_nodes_and_texts_from_both(
         ):
             assert time.monotonic() < deadline, "nodes never ready"
             time.sleep(0.5)
+        # Ready in the API server is not yet ready in each scheduler's cache: on a loaded
+        # machine kube-scheduler has placed a pod while it still saw A's not-ready taint.
+        # A probe pinned to each node, per scheduler, binds only once that scheduler sees
+        # the node untainted; the probes load A and B alike, so A keeps the most room.
+        control_plane.create(probes)
+        deadline = time.monotonic() + 120
+        while len(bound := [v for v in outcomes().values() if v.startswith("on ")]) < 4:
+            assert time.monotonic() < deadline, f"probes bound: {bound}\n{process.tail()}"
+            time.sleep(0.5)
         control_plane.create(holders)
         control_plane.create(pods)
         deadline = time.monotonic() + 120
-        while len(seen := outcomes()) < len(holders) + len(pods):
+        while len(seen := outcomes()) < len(probes) + len(holders) + len(pods):
             assert time.monotonic() < deadline, f"outcomes so far: {seen}\n{process.tail()}"
             time.sleep(1.0)
         cases = {p["metadata"]["name"].rsplit("-", 1)[0] for p in pods}
@@ -149,5 +163,5 @@ def test_in_tree_disk_conflicts_give_the_same_nodes_and_texts_from_both(
     finally:
         process.kill()
         upstream.stop()
-        delete_pods(control_plane, holders + pods)
+        delete_pods(control_plane, probes + holders + pods)
         control_plane.delete(nodes)
