@@ -34,7 +34,6 @@ import argparse
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import signal
 import socket
@@ -78,6 +77,7 @@ from kubesalvo.sched.informers.models import (
 from kubesalvo.sched.informers.resources import DRA_RESOURCES, DraConverter
 from kubesalvo.sched.informers.storage import STORAGE_RESOURCES, VOLUME_PLUGINS, storage_handler
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
+from kubesalvo.sched.logs import setup_logging
 from kubesalvo.sched.memory import (
     CollectorPauses,
     collect_young_less_often,
@@ -584,34 +584,6 @@ class Scheduler:
 
 
 # --- logging ----------------------------------------------------------------------------
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: ts, level, logger, msg (and the exception, if any)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "ts": round(record.created, 6),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
-
-
-def setup_logging(verbosity: int, fmt: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if fmt == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    # klog's convention: -v 4 and above is debug detail.
-    root.setLevel(logging.DEBUG if verbosity >= 4 else logging.INFO)
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
 
 # --- the command --------------------------------------------------------------------------
