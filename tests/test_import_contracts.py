@@ -78,8 +78,9 @@ def test_the_oracle_contract_has_no_exceptions() -> None:
     assert ORACLE not in contract["source_modules"]  # type: ignore[operator]
 
 
-def test_only_three_kernel_and_volume_modules_still_import_the_gangs_old_address() -> None:
-    # core/gang.py re-exports Coscheduling's gang module for these alone (see its docstring).
+def test_nothing_imports_the_gangs_old_address() -> None:
+    # Coscheduling's group reading lives in core/plugins/coscheduling/gang.py alone.
+    assert not (ROOT / "core" / "gang.py").exists()
     pattern = re.compile(r"from kubesalvo\.core import [^\n]*\bgang\b|kubesalvo\.core\.gang\b")
     importers = sorted(
         path.relative_to(ROOT).as_posix()
@@ -87,7 +88,7 @@ def test_only_three_kernel_and_volume_modules_still_import_the_gangs_old_address
         for path in (ROOT / folder).rglob("*.py")
         if pattern.search(path.read_text()) and path.name != "test_import_contracts.py"
     )
-    assert importers == ["core/place.py", "core/volume_burst.py", "core/volume_slots.py"]
+    assert importers == []
 
 
 RUNTIME = "the runtime's layers"
