@@ -154,6 +154,7 @@ class Scheduler:
         )
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue.from_config(config)
+        self.queue.on_incoming = self.metrics.observe_incoming
         # kube-scheduler writes events through a second client with clientConnection's
         # qps/burst; the recorder's own limiter does the same here.
         connection = config.client_connection
@@ -368,7 +369,7 @@ class Scheduler:
             event = ClusterEvent(resource, action, event_label(resource, action))
             self.queue.on_event(event, change.old, change.obj)
             if resource is EventResource.RESOURCE_CLAIM and action is ActionType.ADD:
-                self.queue.release_gated(names.DYNAMIC_RESOURCES)
+                self.queue.release_gated(names.DYNAMIC_RESOURCES, str(event))
 
         return handle
 
