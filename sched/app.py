@@ -155,6 +155,8 @@ class Scheduler:
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue.from_config(config)
         self.queue.on_incoming = self.metrics.observe_incoming
+        for path, _ in config.deprecations:
+            self.metrics.deprecated_fields.labels(field=path).set(1)
         # kube-scheduler writes events through a second client with clientConnection's
         # qps/burst; the recorder's own limiter does the same here.
         connection = config.client_connection
@@ -515,6 +517,8 @@ class Scheduler:
         """Start everything, schedule until ``stop()``, then shut down cleanly."""
         for line in self.config.describe():
             log.info("config %s", line)
+        for path, advice in self.config.deprecations:
+            log.warning("config %s: %s", path, advice)
         for server in (*self.servers, *([self.debug] if self.debug_enabled else [])):
             try:
                 await server.start()

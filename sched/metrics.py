@@ -221,6 +221,13 @@ class SchedulerMetrics:
             buckets=exponential_buckets(0.0001, 2, 14),
             registry=r,
         )
+        self.deprecated_fields = Gauge(
+            "kubesalvo_config_deprecated_fields",
+            "Deprecated fields the configuration file uses (1 each, by path): still read, "
+            "to be moved (the start-up log says where).",
+            ["field"],
+            registry=r,
+        )
         self.events_dropped = Counter(
             "kubesalvo_events_dropped",
             "Events and condition updates dropped because too many were waiting.",
