@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _typedefs, gang, volume_burst, volumes
+from kubesalvo.core import _typedefs, volume_burst, volumes
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
 from kubesalvo.core.dra.pod import PodDevices
@@ -42,6 +42,7 @@ from kubesalvo.core.operands import (
     ScoringColumns,
     kernel_settings,
 )
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reasons import ReasonTable
 from kubesalvo.core.results import PlacementResult, Results
@@ -433,7 +434,8 @@ def place_burst(
 
     ``gang_needed``: per pod group, how many of its pods in this burst must be placed for
     any to be (its minimum less its members already bound; 0 or less: no constraint);
-    a group it does not name needs its ``minAvailable`` label (``core/gang.py``).
+    a group it does not name needs its ``minAvailable`` label
+    (``core/plugins/coscheduling/gang.py``).
 
     ``workloads`` are the Services, ReplicationControllers, ReplicaSets and StatefulSets
     (API JSON) whose selectors give pods without spread constraints the profile's

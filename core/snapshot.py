@@ -10,7 +10,7 @@ Objects keep the API server's JSON shape, cut down by ``strip`` to the fields a 
 reads, so the same code reads a snapshot, a synthetic cluster and a live watch. Pods with a
 ``spec.nodeName`` are running load; the others are the pending burst. ``loads`` refuses
 anything that is not such a map, naming the first field that is wrong. File access lives in
-``kubesalvo.sched.snapshot``; this module only turns objects into bytes and back.
+``kubesalvo.sched.snapshot.files``; this module only turns objects into bytes and back.
 
 Version 2 added ``workloads``: the Services, ReplicationControllers, ReplicaSets and
 StatefulSets (kind, apiVersion, namespace, name, uid and selector only) from which

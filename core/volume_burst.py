@@ -21,9 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesalvo.core import gang, in_tree_disks, volume_slots, volumes
+from kubesalvo.core import in_tree_disks, volume_slots, volumes
 from kubesalvo.core.encode import Encoder
 from kubesalvo.core.plugins import coscheduling, node_volume_limits, volume_binding
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.plugins.framework import fit_error_message
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.results import PlacementResult, head, merged

@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from kubesalvo.core import gang, in_tree_disks, volumes
+from kubesalvo.core import in_tree_disks, volumes
 from kubesalvo.core.plugins import node_volume_limits
+from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.plugins.framework import NodeTable
 
 COLUMN = volumes.FREE_LOCAL_VOLUMES

@@ -34,7 +34,6 @@ import argparse
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import signal
 import socket
@@ -50,7 +49,6 @@ from aiohttp import web
 from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import ActionType, ClusterEvent, EventResource, event_label
-from kubesalvo.core.plugins.volume_binding import VolumeBindingArgs
 from kubesalvo.sched import default_spread, disruption_budgets
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, CredentialsError, load_credentials
@@ -76,8 +74,8 @@ from kubesalvo.sched.informers.models import (
     Pod,
 )
 from kubesalvo.sched.informers.resources import DRA_RESOURCES, DraConverter
-from kubesalvo.sched.informers.storage import STORAGE_RESOURCES, VOLUME_PLUGINS, storage_handler
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
+from kubesalvo.sched.logs import setup_logging
 from kubesalvo.sched.memory import (
     CollectorPauses,
     collect_young_less_often,
@@ -107,7 +105,6 @@ from kubesalvo.sched.serving.build import health_servers
 from kubesalvo.sched.serving.configz import add_configz
 from kubesalvo.sched.serving.options import OptionsError
 from kubesalvo.sched.serving.resources import add_resource_metrics
-from kubesalvo.sched.volume_prebind import VolumePreBind
 from kubesalvo.sched.web import WebView
 
 __all__ = ["Scheduler", "configure", "main"]
@@ -213,18 +210,6 @@ class Scheduler:
             client, PODS, self._on_pod, WatchSettings(field_selector=ACTIVE_PODS)
         )
         self.informers: list[Informer[Any]] = [self.nodes, self.namespaces, self.pods]
-        # Claims, volumes, classes and CSI objects, when a profile runs a volume plugin
-        # (sched/informers/storage.py); the cache hands them to the encoder.
-        if any(VOLUME_PLUGINS.intersection(profile.core.filters) for profile in config.profiles):
-            self.informers.extend(
-                Informer(
-                    client,
-                    resource,
-                    storage_handler(self.cache, resource.plural, self.queue.on_event),
-                )
-                for resource in STORAGE_RESOURCES
-            )
-        self._setup_volume_binding(config)
         # DeviceClasses, ResourceClaims, ResourceSlices, for DynamicResources' filter.
         self.dra_informers: list[Informer[Any]] = []
         self._dra_snapshot: DraObjects | None = None
@@ -264,8 +249,9 @@ class Scheduler:
             for server in self.servers:
                 if server.tls is not None:
                     self.web.add_to(server.app)
-        # The plugins' runtime halves (default spreading's workloads, preemption's PDBs,
-        # QosAware's table, the gangs' PodGroups, ...): their watches, pod hooks, pages and
+        # The plugins' runtime halves (the volume plugins' storage objects and PreBind,
+        # default spreading's workloads, preemption's PDBs, QosAware's table, the gangs'
+        # PodGroups, ...): their watches, pod hooks, pages and
         # tasks, registered through the handle; only watches asked with ready=True hold
         # readiness back.
         self.plugins = PluginHandle(
@@ -289,6 +275,8 @@ class Scheduler:
                 name = f"informer-sync-{informer.resource.plural}"
                 server.add_readiness_check(name, self._synced_check(informer))
         binding = self.cycle.binding
+        for pre_bind in self.plugins.pre_binds:
+            binding.add_pre_bind(pre_bind)
         if self.plugins.bind_started:
             binding.on_bind_started = self.plugins.bind_start
             binding.on_bind_ended = self.plugins.bind_end
@@ -308,22 +296,6 @@ class Scheduler:
     def _informer_requests(self) -> list[tuple[str, int, int]]:
         """(resource, lists, watches) of each informer, for /metrics."""
         return [(i.resource.plural, i.state.lists, i.state.watches) for i in self.informers]
-
-    def _setup_volume_binding(self, config: SchedulerConfig) -> None:
-        """VolumeBinding's PreBind (sched/volume_prebind.py), when a profile runs it: the
-        volumes reserved for unbound WaitForFirstConsumer claims are then written and
-        waited for, and the encoder may place such pods (``bind_delayed``)."""
-        for profile in config.profiles:
-            if names.VOLUME_BINDING in profile.plugins.at("preBind"):
-                args = profile.args.get(names.VOLUME_BINDING)
-                timeout = (
-                    args.bind_timeout_seconds
-                    if isinstance(args, VolumeBindingArgs)
-                    else VolumeBindingArgs().bind_timeout_seconds
-                )
-                self.cycle.binding.add_pre_bind(VolumePreBind(self.cache, self.client, timeout))
-                self.cache.state.storage.bind_delayed = True
-                return
 
     def is_leader(self) -> bool:
         return self.elector is None or self.elector.is_leader
@@ -589,34 +561,6 @@ class Scheduler:
 
 
 # --- logging ----------------------------------------------------------------------------
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: ts, level, logger, msg (and the exception, if any)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "ts": round(record.created, 6),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
-
-
-def setup_logging(verbosity: int, fmt: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if fmt == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname).1s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    # klog's convention: -v 4 and above is debug detail.
-    root.setLevel(logging.DEBUG if verbosity >= 4 else logging.INFO)
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
 
 # --- the command --------------------------------------------------------------------------

@@ -25,7 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "why a pod is pending, or where it went and each plugin's score",
     ),
     "snapshot": (
-        "kubesalvo.sched.snapshot_cmd",
+        "kubesalvo.sched.snapshot.record",
         "record a cluster's nodes and pods for `kubesalvo simulate --snapshot`",
     ),
     "cluster": (

@@ -16,6 +16,8 @@ what it needs through the handle:
   access, asking whether a CRD is served);
 * ``background(work)``: a task for the life of the process, cancelled at shutdown after
   the binds in flight were drained;
+* ``add_pre_bind``: a PreBind (``sched/cycle/prebind.py``) the binding cycle runs before
+  each binding POST of a pod it wants, in the order added;
 * ``add_debug_page``, ``register_collector`` (/metrics), ``on_bind`` (a bind started and
   ended), and ``live``: the plugins' live tables by plugin name, where the runtime's other
   parts (explain, the web view) find them.
@@ -71,6 +73,7 @@ class PluginHandle:
     start_steps: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     bind_started: list[BindHook] = field(default_factory=list)
     bind_ended: list[BindEndHook] = field(default_factory=list)
+    pre_binds: list[Any] = field(default_factory=list)  # sched.cycle.prebind.PreBindPlugin
     _work: list[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _started: bool = False
@@ -104,6 +107,9 @@ class PluginHandle:
         self._work.append(work)
         if self._started:
             self._tasks.append(asyncio.create_task(work()))
+
+    def add_pre_bind(self, plugin: Any) -> None:
+        self.pre_binds.append(plugin)
 
     def add_debug_page(self, path: str, page: Page) -> None:
         self.add_page(path, page)

@@ -2,7 +2,8 @@
 
 Each entry is an ``install(handle)`` (see ``sched/plugin_handle.py``) that does nothing
 when its plugin is not enabled. The order is the order of their watches, pod hooks and
-start steps: the workloads' access is probed first, and QosAware files a pod before the
+start steps: the storage objects are watched first (as the runtime always did), the
+workloads' access is probed next, and QosAware files a pod before the
 gangs count it, as the runtime always did.
 """
 
@@ -10,12 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kubesalvo.sched import default_spread, disruption_budgets, gangs, group_priority, qos
+from kubesalvo.sched import (
+    default_spread,
+    disruption_budgets,
+    gangs,
+    group_priority,
+    qos,
+    volumes,
+)
 from kubesalvo.sched.plugin_handle import PluginHandle
 
 __all__ = ["INSTALLS"]
 
 INSTALLS: tuple[Callable[[PluginHandle], None], ...] = (
+    volumes.install,
     default_spread.install,
     disruption_budgets.install,
     qos.install,

@@ -84,7 +84,7 @@ def _credentials(kubeconfig: str | None) -> Credentials | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kubesalvo.sched.app import setup_logging
+    from kubesalvo.sched.logs import setup_logging
 
     setup_logging(args.verbosity, args.log_format)
     try:

@@ -93,7 +93,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from kubesalvo.sched.app import setup_logging
+    from kubesalvo.sched.logs import setup_logging
 
     setup_logging(args.verbosity, args.log_format)
     if not args.node:

@@ -23,11 +23,11 @@ from kubesalvo.core.plugins.node_resources_fit import (
 from kubesalvo.core.profile import Profile, ProfileError
 from kubesalvo.core.snapshot import SnapshotError
 from kubesalvo.core.synthetic import WORKLOAD_SHAPES, ScenarioError
-from kubesalvo.sched import snapshot as snapshot_files
 from kubesalvo.sched.config import ConfigError, load_config
 from kubesalvo.sched.simulate.report import render, summary_json
 from kubesalvo.sched.simulate.run import placed_snapshot, simulate
 from kubesalvo.sched.simulate.source import ClusterChoice, SimulateError, build_cluster
+from kubesalvo.sched.snapshot import files as snapshot_files
 
 __all__ = ["configure", "main"]
 

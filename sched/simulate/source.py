@@ -21,7 +21,7 @@ from kubesalvo.core.synthetic import (
     WorkloadSpec,
     scenario_from_yaml,
 )
-from kubesalvo.sched import snapshot as snapshot_files
+from kubesalvo.sched.snapshot import files as snapshot_files
 
 __all__ = [
     "DEFAULT_NODES",

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from kubesalvo.sched.client import ApiClient, Credentials, load_credentials
-from kubesalvo.sched.faultproxy import FaultProxy
+from kubesalvo.sched.faultproxy.proxy import FaultProxy
 
 
 @pytest.fixture

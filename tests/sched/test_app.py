@@ -37,7 +37,7 @@ import pytest
 from kubesalvo.core.synthetic import make_pods, namespace_objects, priority_class_objects
 from kubesalvo.sched.client import load_credentials
 from kubesalvo.sched.cluster.processes import free_ports
-from kubesalvo.sched.faultproxy import FaultProxy
+from kubesalvo.sched.faultproxy.proxy import FaultProxy
 from tests.helpers.feasibility import placement_problems
 
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ import pytest
 
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.sched import cli
-from kubesalvo.sched import snapshot as snapshot_files
 from kubesalvo.sched.simulate.run import burst_order
+from kubesalvo.sched.snapshot import files as snapshot_files
 from tests.helpers.feasibility import placement_problems
 
 REQUIRED_FIELDS = (

@@ -23,8 +23,8 @@ import pytest
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.sched import cli
-from kubesalvo.sched import snapshot as snapshot_files
 from kubesalvo.sched.simulate.run import burst_workloads
+from kubesalvo.sched.snapshot import files as snapshot_files
 
 REPLICAS = 6
 NAMESPACE = "shop"

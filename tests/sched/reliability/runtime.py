@@ -23,7 +23,7 @@ import pytest
 
 from kubesalvo.sched.cluster import controlplane, processes
 from kubesalvo.sched.cluster.controlplane import ControlPlane
-from kubesalvo.sched.faultproxy import FaultProxy
+from kubesalvo.sched.faultproxy.proxy import FaultProxy
 
 
 @dataclass(frozen=True)

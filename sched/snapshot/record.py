@@ -5,7 +5,7 @@ ReplicationControllers, ReplicaSets and StatefulSets whose selectors give pods t
 default spread constraints, and the volume filters' objects (claims, volumes, classes,
 CSI nodes, drivers and capacities) (paginated, read-only: nothing in the cluster changes), cuts
 each object down to what scheduling reads (``kubesalvo.core.snapshot``) and writes the
-msgpack file atomically (``kubesalvo.sched.snapshot``). Finished pods are left out; bound
+msgpack file atomically (``kubesalvo.sched.snapshot.files``). Finished pods are left out; bound
 pods are the running load and unbound ones the pending burst, so ``simulate`` answers
 "where would these go" for the real cluster without touching it.
 
@@ -24,7 +24,6 @@ from typing import Any
 import msgspec
 
 from kubesalvo.core.snapshot import Snapshot, from_objects
-from kubesalvo.sched import snapshot
 from kubesalvo.sched.client import (
     ApiClient,
     ApiError,
@@ -36,6 +35,7 @@ from kubesalvo.sched.informers.models import object_list, to_api_dict
 from kubesalvo.sched.informers.storage import STORAGE_RESOURCES
 from kubesalvo.sched.informers.watch import Resource
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS
+from kubesalvo.sched.snapshot import files as snapshot
 
 __all__ = ["configure", "list_all", "list_workloads", "main", "take"]
 

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesalvo.sched import snapshot, snapshot_cmd
 from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
 from kubesalvo.sched.informers.workloads import SERVICES
+from kubesalvo.sched.snapshot import files as snapshot
+from kubesalvo.sched.snapshot import record as snapshot_cmd
 from tests.sched import test_run_default_spread
 from tests.sched.test_run_default_spread import REPLICAS, _spread
 

@@ -6,7 +6,7 @@ import pytest
 
 from kubesalvo.core.snapshot import Snapshot, SnapshotError
 from kubesalvo.core.synthetic import make_nodes, make_pods
-from kubesalvo.sched.snapshot import load, save
+from kubesalvo.sched.snapshot.files import load, save
 
 
 def test_save_then_load_gives_the_same_snapshot(tmp_path):

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from kubesalvo.sched.client import ApiError
-from kubesalvo.sched.faultproxy import FaultProxy, ProxyStats, status_body
+from kubesalvo.sched.faultproxy.proxy import FaultProxy, ProxyStats, status_body
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "192.168.0.1"])
