@@ -41,6 +41,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -54,6 +55,8 @@ from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, CredentialsError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
+from kubesalvo.sched.debug_token import default_token_file, new_token
+from kubesalvo.sched.debug_token import write_token as write_debug_token
 from kubesalvo.sched.devices import DeviceBook
 from kubesalvo.sched.events import EventRecorder, RecorderSettings
 from kubesalvo.sched.informers import (
@@ -138,6 +141,7 @@ class Scheduler:
         *,
         serving: ServingOptions | None = None,
         debug_port: int = 10000,
+        debug_token_file: Path | None = None,
         identity: str | None = None,
         tie_seed: int | None = None,
     ) -> None:
@@ -238,9 +242,12 @@ class Scheduler:
                 # Not ready while the API server refuses the Lease (a Role for another
                 # namespace): it would loop on 403 and never schedule.
                 server.add_readiness_check("leader-election", self._lease_not_refused)
-        self.debug = DebugServer(debug_port, profiling=config.enable_profiling)
         # --debug-port 0 turns the pages off (as --secure-port 0 does the secure port).
         self.debug_enabled = debug_port != 0
+        # The pages' token goes to its file when the port listens (run), never to the log.
+        self.debug_token_file = debug_token_file or default_token_file(debug_port)
+        self._debug_token = new_token()
+        self.debug = DebugServer(self._debug_token, debug_port, profiling=config.enable_profiling)
         self.debug.add_page("/debug/queue", self._debug_queue)
         self.debug.add_page("/debug/explain", self._debug_explain)
         self.web = WebView(self)
@@ -491,6 +498,14 @@ class Scheduler:
             log.info("config %s", line)
         for path, advice in self.config.deprecations:
             log.warning("config %s: %s", path, advice)
+        if self.debug_enabled:
+            try:
+                write_debug_token(self.debug_token_file, self._debug_token)
+            except OSError as error:
+                raise ServeError(
+                    f"cannot write the debug pages' token to {self.debug_token_file}: "
+                    f"{error.strerror or error} (--debug-token-file, or --debug-port 0)"
+                ) from error
         for server in (*self.servers, *([self.debug] if self.debug_enabled else [])):
             try:
                 await server.start()
@@ -502,9 +517,11 @@ class Scheduler:
         servers = ", ".join(server.url for server in self.servers) or "no port"
         if self.debug_enabled:
             log.info(
-                "serving health/metrics on %s, debug pages on %s (the web view: %s/ui/)",
+                "serving health/metrics on %s, debug pages on %s for the token in %s "
+                "(the web view: %s/ui/?token=TOKEN)",
                 servers,
                 self.debug.url,
+                self.debug_token_file,
                 self.debug.url,
             )
         else:
@@ -589,6 +606,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="loopback port of /debug pages (0 turns them off; default %(default)s)",
     )
     parser.add_argument(
+        "--debug-token-file",
+        type=Path,
+        metavar="PATH",
+        help="where the debug pages' token is written, mode 0600, at each start (default: "
+        "kubesalvo-debug-PORT.token in $XDG_RUNTIME_DIR, else the temporary folder)",
+    )
+    parser.add_argument(
         "--seed",
         type=_seed,
         metavar="N",
@@ -657,6 +681,7 @@ async def _serve(
             client,
             serving=serving,
             debug_port=args.debug_port,
+            debug_token_file=args.debug_token_file,
             tie_seed=args.seed,
         )
         loop = asyncio.get_running_loop()
