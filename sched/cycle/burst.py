@@ -138,7 +138,13 @@ class BurstCycle:
         devices: DeviceBook | None = None,
     ) -> None:
         self.config = config
-        # DynamicResources' reservations and PreBind (None: pods with claims stay pending).
+        # DynamicResources' reservations and PreBind, when a profile filters with it (its
+        # runtime half, sched/devices.py, feeds it the informers' objects); None: pods
+        # with claims stay pending.
+        if devices is None and any(
+            names.DYNAMIC_RESOURCES in p.plugins.at("filter") for p in config.profiles
+        ):
+            devices = DeviceBook(client)
         self.devices = devices
         # Coscheduling's runtime half: which gangs of a burst may be tried at all.
         self.gangs = gangs or GangBook(queue, cache.is_assumed)
