@@ -20,16 +20,22 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
 from kubesalvo.sched.debug_token import token_guard
 from kubesalvo.sched.memory import memory_report
-from kubesalvo.sched.metrics import CONTENT_TYPE, SchedulerMetrics
+from kubesalvo.sched.metrics import CONTENT_TYPE
 
 Check = Callable[[], bool]
 Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Rendered(Protocol):
+    """What /metrics serves: the scheduler's metrics, or the extender's."""
+
+    def render(self) -> bytes: ...
 
 
 class _Server:
@@ -83,7 +89,7 @@ class HealthServer(_Server):
 
     def __init__(
         self,
-        metrics: SchedulerMetrics,
+        metrics: Rendered,
         host: str = "127.0.0.1",
         port: int = 0,
         tls: ssl.SSLContext | None = None,
