@@ -2,8 +2,9 @@
 
 Lists nodes, pods, namespaces and PriorityClasses, the Services,
 ReplicationControllers, ReplicaSets and StatefulSets whose selectors give pods their
-default spread constraints, and the volume filters' objects (claims, volumes, classes,
-CSI nodes, drivers and capacities) (paginated, read-only: nothing in the cluster changes), cuts
+default spread constraints, the volume filters' objects (claims, volumes, classes,
+CSI nodes, drivers and capacities) and DynamicResources' (DeviceClasses, ResourceClaims,
+ResourceSlices) (paginated, read-only: nothing in the cluster changes), cuts
 each object down to what scheduling reads (``kubesalvo.core.snapshot``) and writes the
 msgpack file atomically (``kubesalvo.sched.snapshot.files``). Finished pods are left out; bound
 pods are the running load and unbound ones the pending burst, so ``simulate`` answers
@@ -11,7 +12,9 @@ pods are the running load and unbound ones the pending burst, so ``simulate`` an
 
 A workload resource the credentials may not list (403) does not stop the recording: a
 warning on stderr names it, the snapshot records it under ``omitted`` and holds the
-other workloads, and ``simulate`` warns again when it replays the file.
+other workloads, and ``simulate`` warns again when it replays the file. The same holds for
+the storage and device kinds, and for resource.k8s.io/v1 on a server that does not serve
+it (404).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from kubesalvo.sched.client import (
     load_credentials,
 )
 from kubesalvo.sched.informers.models import object_list, to_api_dict
+from kubesalvo.sched.informers.resources import DRA_RESOURCES
 from kubesalvo.sched.informers.storage import STORAGE_RESOURCES
 from kubesalvo.sched.informers.watch import Resource
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS
@@ -40,6 +44,7 @@ from kubesalvo.sched.snapshot import files as snapshot
 __all__ = ["configure", "list_all", "list_workloads", "main", "take"]
 
 FORBIDDEN = 403
+NOT_FOUND = 404
 
 PAGE_SIZE = 500
 COLLECTIONS = {
@@ -127,6 +132,20 @@ async def take(client: ApiClient) -> Snapshot:
                 f"volumes without them",
                 file=sys.stderr,
             )
+    devices: dict[str, list[dict[str, Any]]] = {}
+    for resource in DRA_RESOURCES:
+        try:
+            devices[resource.plural] = await list_decoded(client, resource)
+        except ApiError as error:
+            if error.status not in (FORBIDDEN, NOT_FOUND):
+                raise
+            omitted.append(resource.plural)
+            print(
+                f"kubesalvo snapshot: warning: cannot list {resource.plural} ({error}); "
+                f"the snapshot is recorded without them, so simulate leaves pods with "
+                f"device claims pending",
+                file=sys.stderr,
+            )
     return from_objects(
         listed["nodes"],
         listed["pods"],
@@ -134,6 +153,7 @@ async def take(client: ApiClient) -> Snapshot:
         listed["priorityclasses"],
         workloads,
         storage=storage,
+        devices=devices,
         omitted=omitted,
         source=client.server,
     )
@@ -169,9 +189,10 @@ def main(args: argparse.Namespace) -> int:
         f"{args.output}: {len(taken.nodes)} nodes, {len(taken.pods) - pending} bound pods, "
         f"{pending} pending pods, {len(taken.namespaces)} namespaces, "
         f"{len(taken.workloads)} workloads, "
-        f"{sum(len(objects) for objects in taken.storage.values())} storage objects"
+        f"{sum(len(objects) for objects in taken.storage.values())} storage objects, "
+        f"{sum(len(objects) for objects in taken.devices.values())} device objects"
     )
     if taken.omitted:
-        line += f" (without {', '.join(taken.omitted)}: forbidden)"
+        line += f" (without {', '.join(taken.omitted)}: forbidden or not served)"
     print(line)
     return 0

@@ -83,16 +83,17 @@ def test_dumps_stamps_the_creation_time_when_missing():
 def test_header_names_the_format_and_version():
     document = msgpack.unpackb(dumps(Snapshot(nodes=[], pods=[])))
     assert document["format"] == "kubesalvo-snapshot"
-    assert document["version"] == 3
+    assert document["version"] == 4
     assert document["workloads"] == [] and document["omitted"] == []
-    assert document["storage"] == {}
+    assert document["storage"] == {} and document["devices"] == {}
 
 
 def pack(document: dict) -> bytes:
     return msgpack.packb(document, use_bin_type=True)
 
 
-HEADER = {"format": "kubesalvo-snapshot", "version": 3}
+HEADER = {"format": "kubesalvo-snapshot", "version": 4}
+V3 = {"format": "kubesalvo-snapshot", "version": 3}
 V2 = {"format": "kubesalvo-snapshot", "version": 2}
 V1 = {"format": "kubesalvo-snapshot", "version": 1}
 
@@ -116,9 +117,9 @@ def selector(value) -> dict:
         (dumps(Snapshot(nodes=[], pods=[]))[:-3], "msgpack could not decode it"),
         (pack([1, 2, 3]), "no format: 'kubesalvo-snapshot' field"),
         (pack({"format": "other"}), "no format: 'kubesalvo-snapshot' field"),
-        (pack({**HEADER, "version": 4}), "version: snapshot version 4 is newer than"),
+        (pack({**HEADER, "version": 5}), "version: snapshot version 5 is newer than"),
         (pack({**HEADER, "version": "1"}), "version: expected an integer"),
-        (pack({**HEADER, "version": 0}), "version: expected 1 to 3"),
+        (pack({**HEADER, "version": 0}), "version: expected 1 to 4"),
         (pack({**HEADER, "nodes": {}}), "nodes: expected a list"),
         (pack({**HEADER, "pods": [[]]}), r"pods\[0\]: expected a map"),
         (pack({**HEADER, "nodes": [{"metadata": {"name": "a"}}, {}]}), r"nodes\[1\].metadata"),
@@ -127,7 +128,23 @@ def selector(value) -> dict:
             pack({**HEADER, "namespaces": [{"metadata": {"name": 3}}]}),
             r"namespaces\[0\].metadata.name",
         ),
-        (pack({**HEADER, "services": []}), "services: unknown field in a version 3 snapshot"),
+        (pack({**HEADER, "services": []}), "services: unknown field in a version 4 snapshot"),
+        (pack({**V3, "devices": {}}), "devices: unknown field in a version 3 snapshot"),
+        (pack({**HEADER, "devices": []}), "devices: expected a map"),
+        (
+            pack({**HEADER, "devices": {"resourceclaimtemplates": []}}),
+            "devices.resourceclaimtemplates: unknown kind",
+        ),
+        (
+            pack({**HEADER, "devices": {"resourceclaims": [{"metadata": {"name": "c"}}]}}),
+            r"devices.resourceclaims\[0\].metadata.namespace",
+        ),
+        (
+            pack(
+                {**HEADER, "devices": {"resourceslices": [{"metadata": {"name": "s"}, "spec": []}]}}
+            ),
+            r"devices.resourceslices\[0\].spec: expected a map",
+        ),
         (pack({**V2, "storage": {}}), "storage: unknown field in a version 2 snapshot"),
         (pack({**HEADER, "storage": []}), "storage: expected a map"),
         (pack({**HEADER, "storage": {"secrets": []}}), "storage.secrets: unknown kind"),
@@ -381,3 +398,44 @@ def test_storage_objects_and_pod_volumes_survive_a_round_trip():
     assert restored.pods[0]["spec"]["volumes"] == [
         {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
     ]
+
+
+def test_device_objects_and_pod_claims_survive_a_round_trip():
+    gpu = {"metadata": {"name": "gpu.example.com"}, "spec": {"selectors": []}}
+    slice_ = {"metadata": {"name": "n1-gpu"}, "spec": {"driver": "gpu.example.com",
+              "nodeName": "n1", "pool": {"name": "n1", "generation": 1,
+              "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]}}  # fmt: skip
+    claim = {
+        "metadata": {"name": "p-gpu-x1", "namespace": "ns", "uid": "c1"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com", "count": 1}}]}},
+        "status": {},
+    }  # fmt: skip
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+        },
+        "status": {
+            "phase": "Pending",
+            "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x1"}],
+        },
+    }
+    devices = {"deviceclasses": [gpu], "resourceclaims": [claim], "resourceslices": [slice_]}
+    taken = from_objects([], [pod], devices=devices, omitted=["resourceslices"])
+    restored = loads(dumps(taken))
+    assert restored.devices == devices
+    assert restored.omitted == ["resourceslices"]
+    # The pod keeps what DynamicResources reads: its claims and the names of those made.
+    assert restored.pods[0]["spec"]["resourceClaims"] == pod["spec"]["resourceClaims"]
+    assert restored.pods[0]["status"]["resourceClaimStatuses"] == [
+        {"name": "gpu", "resourceClaimName": "p-gpu-x1"}
+    ]
+
+
+def test_a_version_3_snapshot_reads_as_a_cluster_without_devices():
+    document = msgpack.unpackb(dumps(Snapshot(nodes=[], pods=[])))
+    document["version"] = 3
+    del document["devices"]
+    assert loads(pack(document)).devices == {}

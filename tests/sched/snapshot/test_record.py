@@ -24,7 +24,9 @@ from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
 from kubesalvo.sched.informers.workloads import SERVICES
 from kubesalvo.sched.snapshot import files as snapshot
 from kubesalvo.sched.snapshot import record as snapshot_cmd
+from tests.helpers import devices as dra
 from tests.sched import test_run_default_spread
+from tests.sched.test_app import delete_nodes, delete_pods, kwok_node
 from tests.sched.test_run_default_spread import REPLICAS, _spread
 
 pytestmark = pytest.mark.integration
@@ -247,6 +249,8 @@ RULES = [
      "verbs": ["list"]},
     {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes", "csidrivers",
                                                     "csistoragecapacities"], "verbs": ["list"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses", "resourceclaims",
+                                                     "resourceslices"], "verbs": ["list"]},
 ]  # fmt: skip
 
 
@@ -307,7 +311,7 @@ def test_a_forbidden_workload_kind_is_warned_about_and_left_out(control_plane, n
         assert done.returncode == 0, done.stderr
         assert "warning: cannot list replicasets (403 Forbidden" in done.stderr
         assert "recorded without them" in done.stderr
-        assert "(without replicasets: forbidden)" in done.stdout
+        assert "(without replicasets: forbidden or not served)" in done.stdout
         taken = snapshot.load(out)
         assert taken.omitted == ["replicasets"]
         assert set(_mine(taken.workloads, namespace)) == {("Service", "api")}
@@ -376,3 +380,77 @@ def test_a_recorded_deployment_is_replayed_with_default_spreading(control_plane,
     assert pool.reference("web", with_workloads=False) == Counter({"a": REPLICAS})
     assert _spread(placed) == _spread(pool.reference("web", with_workloads=True))
     assert placed["b"] + placed["c"] > 0
+
+
+def test_device_objects_are_recorded_and_simulate_allocates_from_them(
+    control_plane, namespace, tmp_path
+):
+    token = secrets.token_hex(3)
+    pool_name = f"snap-dra-{token}"
+    driver = dra.Driver(f"gpu-{token}.example.com", gpus=2)
+    nodes = [kwok_node(f"{pool_name}-{i}", pool_name) for i in range(2)]
+    gpu = driver.device_class("gpu")
+    slices = [driver.slice(n["metadata"]["name"], "a100") for n in nodes]
+    gpu_class = gpu["metadata"]["name"]
+    claims = [
+        dra.claim(namespace, "two", dra.claim_spec(dra.request("gpu", gpu_class, 2))),
+        dra.claim(namespace, "three", dra.claim_spec(dra.request("gpu", gpu_class, 3))),
+    ]
+    pods = [
+        dra.pod(namespace, "wants-two", "nobody", pool_name, claims=["two"]),
+        dra.pod(namespace, "wants-three", "nobody", pool_name, claims=["three"]),
+    ]
+    control_plane.create([*nodes, gpu, *slices, *claims])
+    control_plane.create(pods)
+    try:
+        out, placed_out = tmp_path / "cluster.snapshot", tmp_path / "placed.snapshot"
+        done = _record(Path(control_plane.kubeconfig), out)
+        assert done.returncode == 0, done.stderr
+        assert "device objects" in done.stdout
+        taken = snapshot.load(out)
+        names = {k: {o["metadata"]["name"] for o in v} for k, v in taken.devices.items()}
+        assert gpu_class in names["deviceclasses"]
+        assert {s["metadata"]["name"] for s in slices} <= names["resourceslices"]
+        recorded = {
+            c["metadata"]["name"]: c
+            for c in taken.devices["resourceclaims"]
+            if c["metadata"]["namespace"] == namespace
+        }
+        assert set(recorded) == {"two", "three"}
+        # As the API server holds it (it defaults allocationMode).
+        (request,) = recorded["two"]["spec"]["devices"]["requests"]
+        assert request["exactly"] == {
+            "deviceClassName": gpu_class,
+            "allocationMode": "ExactCount",
+            "count": 2,
+        }
+        mine = {
+            p["metadata"]["name"]: p for p in taken.pods if p["metadata"]["namespace"] == namespace
+        }
+        assert mine["wants-two"]["spec"]["resourceClaims"] == [
+            {"name": "c0", "resourceClaimName": "two"}
+        ]
+
+        replay = subprocess.run(
+            [sys.executable, "-m", "kubesalvo.sched.cli", "simulate", "--snapshot", str(out),
+             "--json", "--save-placed", str(placed_out)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert replay.returncode == 0, replay.stderr
+        placed = snapshot.load(placed_out)
+        mine = {
+            p["metadata"]["name"]: p for p in placed.pods if p["metadata"]["namespace"] == namespace
+        }
+        assert mine["wants-two"]["spec"].get("nodeName") in {n["metadata"]["name"] for n in nodes}
+        assert not mine["wants-three"]["spec"].get("nodeName")  # no node has 3 GPUs
+        after = {
+            c["metadata"]["name"]: c
+            for c in placed.devices["resourceclaims"]
+            if c["metadata"]["namespace"] == namespace
+        }
+        by_name = {n["metadata"]["name"]: n for n in nodes}
+        assert dra.check_allocations(mine.values(), after, slices, by_name) == []
+    finally:
+        delete_pods(control_plane, pods)
+        control_plane.delete([*claims, *slices, gpu])
+        delete_nodes(control_plane, nodes)
