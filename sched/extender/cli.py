@@ -95,6 +95,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-format", choices=("json", "text"), default="text")
 
 
+class MetricsPortError(OSError):
+    """The metrics port could not be listened on (``cause`` says why)."""
+
+    def __init__(self, host: str, port: int, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause))
+        self.host = host
+        self.port = port
+
+
 def _credentials(kubeconfig: str | None) -> Credentials | None:
     try:
         return load_credentials(kubeconfig)
@@ -149,7 +158,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_serve(config, credentials, args.listen, guard, metrics_serving))
     except (OSError, ssl.SSLError) as error:
-        host, port = args.listen
+        host, port = (
+            (error.host, error.port) if isinstance(error, MetricsPortError) else args.listen
+        )
         reason = error.strerror or str(error) if isinstance(error, OSError) else str(error)
         print(f"kubesalvo extender: cannot serve on {host}:{port}: {reason}", file=sys.stderr)
         return EXIT_SERVE
@@ -176,7 +187,11 @@ async def _serve(
                     "informers-synced",
                     lambda: all(i.synced.is_set() for i in extender.informers),
                 )
-                await server.start()
+                try:
+                    await server.start()
+                except OSError as error:
+                    # Named by its own address, not the protocol's.
+                    raise MetricsPortError(server.host, server.port, error) from error
                 log.info("serving metrics on %s", server.url)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):

@@ -7,6 +7,7 @@ credentials the flag is refused."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 import urllib.request
 
@@ -63,3 +64,23 @@ def test_the_metrics_port_needs_the_api_servers_credentials():
         if process.poll() is None:
             process.kill()
     assert "--metrics-secure-port needs the API server's credentials" in output
+
+
+@pytest.mark.integration
+def test_a_busy_metrics_port_is_named_in_one_line_and_exit_1(control_plane):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        process = extender(
+            "--kubeconfig", str(control_plane.kubeconfig), "--listen", f"127.0.0.1:{free_port()}",
+            "--metrics-secure-port", str(busy), "--metrics-bind-address", "127.0.0.1",
+        )  # fmt: skip
+        try:
+            assert process.wait(timeout=60) == 1
+            output = process.stdout.read().decode()  # type: ignore[union-attr]
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert f"kubesalvo extender: cannot serve on 127.0.0.1:{busy}: " in output
+    assert "Traceback" not in output
