@@ -661,7 +661,9 @@ class Encoder:
                     reject(failing, reason_codes[reason])
             elif name == names.DYNAMIC_RESOURCES and self.devices is not None:
                 if spec.get("resourceClaims"):
-                    codes = self.devices.filter_rows(state.names, todo, self._row_labels)
+                    codes = self.devices.filter_rows(
+                        state.names, todo, state.node_labels.__getitem__
+                    )
                     if self.devices.error:  # a Filter error ends the attempt
                         info.error = self.devices.error
                         out[todo] = R_NARROWED
@@ -747,18 +749,6 @@ class Encoder:
             if row is not None:
                 keep[row] = True
         return keep
-
-    def _row_labels(self, row: int) -> dict[str, str]:
-        """One row's labels (DynamicResources' node selectors, for few rows)."""
-        state = self.state
-        labels: dict[str, str] = {}
-        for key, column in state.label_columns.items():
-            vid = int(column[row])
-            if vid >= 0:
-                value = state.label_values[key][vid]
-                if value is not None:
-                    labels[key] = value
-        return labels
 
     # ---------------------------------------------------------- node selectors
     def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
