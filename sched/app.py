@@ -41,6 +41,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -52,6 +53,8 @@ from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, CredentialsError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
+from kubesalvo.sched.debug_token import default_token_file, new_token
+from kubesalvo.sched.debug_token import write_token as write_debug_token
 from kubesalvo.sched.events import EventRecorder, RecorderSettings
 from kubesalvo.sched.informers import (
     ADDED,
@@ -128,6 +131,7 @@ class Scheduler:
         *,
         serving: ServingOptions | None = None,
         debug_port: int = 10000,
+        debug_token_file: Path | None = None,
         identity: str | None = None,
         tie_seed: int | None = None,
     ) -> None:
@@ -141,6 +145,9 @@ class Scheduler:
         )
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue.from_config(config)
+        self.queue.on_incoming = self.metrics.observe_incoming
+        for path, _ in config.deprecations:
+            self.metrics.deprecated_fields.labels(field=path).set(1)
         # kube-scheduler writes events through a second client with clientConnection's
         # qps/burst; the recorder's own limiter does the same here.
         connection = config.client_connection
@@ -208,9 +215,12 @@ class Scheduler:
                 # Not ready while the API server refuses the Lease (a Role for another
                 # namespace): it would loop on 403 and never schedule.
                 server.add_readiness_check("leader-election", self._lease_not_refused)
-        self.debug = DebugServer(debug_port, profiling=config.enable_profiling)
         # --debug-port 0 turns the pages off (as --secure-port 0 does the secure port).
         self.debug_enabled = debug_port != 0
+        # The pages' token goes to its file when the port listens (run), never to the log.
+        self.debug_token_file = debug_token_file or default_token_file(debug_port)
+        self._debug_token = new_token()
+        self.debug = DebugServer(self._debug_token, debug_port, profiling=config.enable_profiling)
         self.debug.add_page("/debug/queue", self._debug_queue)
         self.debug.add_page("/debug/explain", self._debug_explain)
         self.web = WebView(self)
@@ -414,6 +424,16 @@ class Scheduler:
         """Start everything, schedule until ``stop()``, then shut down cleanly."""
         for line in self.config.describe():
             log.info("config %s", line)
+        for path, advice in self.config.deprecations:
+            log.warning("config %s: %s", path, advice)
+        if self.debug_enabled:
+            try:
+                write_debug_token(self.debug_token_file, self._debug_token)
+            except OSError as error:
+                raise ServeError(
+                    f"cannot write the debug pages' token to {self.debug_token_file}: "
+                    f"{error.strerror or error} (--debug-token-file, or --debug-port 0)"
+                ) from error
         for server in (*self.servers, *([self.debug] if self.debug_enabled else [])):
             try:
                 await server.start()
@@ -425,9 +445,11 @@ class Scheduler:
         servers = ", ".join(server.url for server in self.servers) or "no port"
         if self.debug_enabled:
             log.info(
-                "serving health/metrics on %s, debug pages on %s (the web view: %s/ui/)",
+                "serving health/metrics on %s, debug pages on %s for the token in %s "
+                "(the web view: %s/ui/?token=TOKEN)",
                 servers,
                 self.debug.url,
+                self.debug_token_file,
                 self.debug.url,
             )
         else:
@@ -512,6 +534,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="loopback port of /debug pages (0 turns them off; default %(default)s)",
     )
     parser.add_argument(
+        "--debug-token-file",
+        type=Path,
+        metavar="PATH",
+        help="where the debug pages' token is written, mode 0600, at each start (default: "
+        "kubesalvo-debug-PORT.token in $XDG_RUNTIME_DIR, else the temporary folder)",
+    )
+    parser.add_argument(
         "--seed",
         type=_seed,
         metavar="N",
@@ -580,6 +609,7 @@ async def _serve(
             client,
             serving=serving,
             debug_port=args.debug_port,
+            debug_token_file=args.debug_token_file,
             tie_seed=args.seed,
         )
         loop = asyncio.get_running_loop()

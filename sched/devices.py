@@ -254,7 +254,7 @@ class _Watches:
             event = ClusterEvent(resource, action, event_label(resource, action))
             self.queue.on_event(event, change.old, change.obj)
             if resource is EventResource.RESOURCE_CLAIM and action is ActionType.ADD:
-                self.queue.release_gated(names.DYNAMIC_RESOURCES)
+                self.queue.release_gated(names.DYNAMIC_RESOURCES, str(event))
 
         return handle
 

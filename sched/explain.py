@@ -19,7 +19,9 @@ its minimum and where it comes from (label or PodGroup), its members known, pend
 bound, how long it has waited and its timeout, and its PodGroup's phase.
 
 ``kubesalvo explain ns/name`` fetches that page from a running scheduler (on this machine,
-or through ``kubectl port-forward``) and prints it as tables.
+or through ``kubectl port-forward``) and prints it as tables. It sends the debug pages'
+token (``debug_token``): read from ``--debug-token-file``, else ``$KUBESALVO_DEBUG_TOKEN``,
+else the file ``kubesalvo run`` writes by default for the port of ``--debug-url``.
 """
 
 from __future__ import annotations
@@ -27,16 +29,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubesalvo.core.plugins.coscheduling.gang import gang_of, min_available
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import go_duration
+from kubesalvo.sched.debug_token import default_token_file, read_token
 from kubesalvo.sched.informers import to_api_dict
 
 if TYPE_CHECKING:
@@ -190,13 +195,40 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="http://127.0.0.1:10000",
         help="the scheduler's debug server (default: %(default)s)",
     )
+    parser.add_argument(
+        "--debug-token-file",
+        type=Path,
+        metavar="PATH",
+        help="the token file kubesalvo run wrote (default: $KUBESALVO_DEBUG_TOKEN, else "
+        "kubesalvo run's default file for the port of --debug-url)",
+    )
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
 
-def fetch(debug_url: str, pod: str, timeout: float = 60.0) -> tuple[int, dict[str, Any]]:
+def debug_token(debug_url: str, token_file: Path | None) -> str | None:
+    """The token to send: from ``token_file``, the environment, or the default file (None
+    when that default file does not exist: the scheduler's answer then says what is
+    missing, or there is no scheduler to ask)."""
+    if token_file is None:
+        from_env = os.environ.get("KUBESALVO_DEBUG_TOKEN")
+        if from_env:
+            return from_env
+        port = urllib.parse.urlsplit(debug_url).port or 80
+        try:
+            return read_token(default_token_file(port))
+        except FileNotFoundError:
+            return None
+    return read_token(token_file)
+
+
+def fetch(
+    debug_url: str, pod: str, token: str | None, timeout: float = 60.0
+) -> tuple[int, dict[str, Any]]:
     url = f"{debug_url.rstrip('/')}/debug/explain?pod={urllib.parse.quote(pod, safe='/')}"
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, headers=headers)
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read() or b"{}")
@@ -264,9 +296,21 @@ def main(args: argparse.Namespace) -> int:
         print("kubesalvo explain: give the pod as NAMESPACE/NAME", file=sys.stderr)
         return 2
     try:
-        status, answer = fetch(args.debug_url, args.pod)
+        token = debug_token(args.debug_url, args.debug_token_file)
+    except OSError as error:
+        print(
+            f"kubesalvo explain: cannot read the debug pages' token: {error} "
+            "(--debug-token-file: the file kubesalvo run wrote)",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        status, answer = fetch(args.debug_url, args.pod, token)
     except (urllib.error.URLError, OSError) as error:
         print(f"kubesalvo explain: cannot reach {args.debug_url}: {error}", file=sys.stderr)
+        return 1
+    if status == 401:
+        print(f"kubesalvo explain: {answer.get('error', 'refused (401)')}", file=sys.stderr)
         return 1
     print(json.dumps(answer, indent=2) if args.output == "json" else render(answer))
     return 0 if status == 200 else 1

@@ -21,7 +21,9 @@ scheduleStartTime; the runtime writes them while it leads).
 
 ``install`` wires the book to the runtime through the plugin handle
 (``sched/plugin_handle.py``): every pod change, and, when the API server serves the
-PodGroup CRD (asked once, at start), a PodGroup watch and the status writes.
+PodGroup CRD (asked once, at start), a PodGroup watch and the status writes; and
+:class:`GangCollector` shows the book on /metrics (gangs waiting, their pods pending and
+bound, the PreFilter's verdicts).
 
 Event-loop only, like the queue.
 """
@@ -32,9 +34,12 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from kubesalvo.core.plugins.coscheduling import (
     CoschedulingArgs,
@@ -53,7 +58,7 @@ from kubesalvo.sched.informers.models import Pod
 from kubesalvo.sched.plugin_handle import PluginHandle
 from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue, pod_key
 
-__all__ = ["Admission", "GangBook", "PodGroupPhase", "install", "write_statuses"]
+__all__ = ["Admission", "GangBook", "GangCollector", "PodGroupPhase", "install", "write_statuses"]
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +133,8 @@ class GangBook:
         self.watching_pod_groups = False
         # scheduleStartTime written or to write, per PodGroup (RFC 3339).
         self._started: dict[gang.GroupKey, str] = {}
+        # The PreFilter's verdicts so far, one per gang per burst (for /metrics).
+        self.verdicts: dict[str, int] = {v.name.lower(): 0 for v in Verdict}
 
     # --- the watches --------------------------------------------------------------------
 
@@ -264,6 +271,7 @@ class GangBook:
                         f"pod group {group}: its minResources exceed the free room of the "
                         f"cluster ({', '.join(missing)})"
                     )
+            self.verdicts[verdict.name.lower()] += 1
             if verdict is Verdict.PLACE:
                 self._waiting.pop(group, None)
                 answer.needed[group] = check.needed
@@ -396,9 +404,43 @@ async def write_statuses(book: GangBook, client: ApiClient) -> int:
 # --- the runtime half ---------------------------------------------------------------------
 
 
+class GangCollector(Collector):
+    """The book on /metrics, read at each scrape."""
+
+    def __init__(self, book: GangBook) -> None:
+        self.book = book
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        book = self.book
+        waiting = GaugeMetricFamily(
+            "kubesalvo_gangs_waiting",
+            "Gangs waiting for members (holding no room) until their timeout.",
+        )
+        waiting.add_metric([], len(book._waiting))
+        pods = GaugeMetricFamily(
+            "kubesalvo_gang_pods",
+            "Pods of gangs: pending (queued or being tried) or bound (or being bound).",
+            labels=["state"],
+        )
+        groups = list(book.members)
+        pods.add_metric(["pending"], sum(book.pending(g) for g in groups))
+        pods.add_metric(["bound"], sum(book.bound(g) for g in groups))
+        verdicts = CounterMetricFamily(
+            "kubesalvo_gang_verdicts",
+            "Coscheduling's PreFilter verdicts on the gangs of each burst: place, wait "
+            "(too few members yet), timed_out (rejected, its members back off), short "
+            "(a PodGroup's minResources exceed the free room).",
+            labels=["verdict"],
+        )
+        for verdict, count in sorted(book.verdicts.items()):
+            verdicts.add_metric([verdict], count)
+        yield from (waiting, pods, verdicts)
+
+
 def install(handle: PluginHandle) -> None:
     """Feed the cycle's GangBook (``handle.live``) from the watches (see the docstring)."""
     book: GangBook = handle.live[COSCHEDULING]
+    handle.register_collector(GangCollector(book))
 
     def on_pod(change: Change[Pod]) -> None:
         pod = change.obj

@@ -12,7 +12,7 @@ servers a scheduler runs.
 (``/debug/queue``, ``/debug/explain``); it serves ``/debug/memory`` itself (see
 ``memory``), whose heap walk runs in a worker thread, one at a time, so that it never
 stalls the event loop. It is separate so that those pages are never exposed on the
-metrics port.
+metrics port, and every request must carry its token (``debug_token``).
 """
 
 from __future__ import annotations
@@ -20,15 +20,22 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
+from kubesalvo.sched.debug_token import token_guard
 from kubesalvo.sched.memory import memory_report
-from kubesalvo.sched.metrics import CONTENT_TYPE, SchedulerMetrics
+from kubesalvo.sched.metrics import CONTENT_TYPE
 
 Check = Callable[[], bool]
 Route = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Rendered(Protocol):
+    """What /metrics serves: the scheduler's metrics, or the extender's."""
+
+    def render(self) -> bytes: ...
 
 
 class _Server:
@@ -82,7 +89,7 @@ class HealthServer(_Server):
 
     def __init__(
         self,
-        metrics: SchedulerMetrics,
+        metrics: Rendered,
         host: str = "127.0.0.1",
         port: int = 0,
         tls: ssl.SSLContext | None = None,
@@ -129,10 +136,10 @@ def _passes(check: Check) -> bool:
 
 
 class DebugServer(_Server):
-    """Debug pages, on loopback only."""
+    """Debug pages, on loopback only, for requests that carry ``token``."""
 
-    def __init__(self, port: int = 10000, profiling: bool = True) -> None:
-        super().__init__("127.0.0.1", port)
+    def __init__(self, token: str, port: int = 10000, profiling: bool = True) -> None:
+        super().__init__("127.0.0.1", port, middlewares=[token_guard(token)])
         # enableProfiling: false leaves the heap page out, as it does /debug/pprof upstream.
         if profiling:
             self.add_page("/debug/memory", self._memory)

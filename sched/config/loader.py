@@ -36,6 +36,14 @@ __all__ = ["DEFAULT_SCHEDULER_NAME", "KIND", "default_config", "load_config", "p
 
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "kubesalvo"
+# The pluginConfig entry that holds kubesalvo's own settings (KubesalvoOptions): a name
+# kube-scheduler does not know, whose args it keeps unread, so that one file serves both.
+KUBESALVO_PLUGIN = "Kubesalvo"
+_OPTION_FIELDS = ("maxBurstPods", "burstGatheringWindow", "podMaxInUnschedulablePodsDuration")
+LEGACY_BLOCK_DEPRECATED = (
+    "the top-level `kubesalvo:` block is deprecated (kube-scheduler refuses a file that "
+    f'has it): move its fields to the args of a pluginConfig entry named "{KUBESALVO_PLUGIN}"'
+)
 _CONTENT_TYPES = ("application/json", "application/vnd.kubernetes.protobuf")
 _TOP_FIELDS = (
     "apiVersion",
@@ -180,8 +188,30 @@ def _decode(d: Decoder, raw: Any, source: str) -> SchedulerConfig | None:
     # Read in the order a file usually lists them, so that errors come out that way.
     client_connection = _client_connection(d, f, notes)
     leader_election = _leader_election(d, f)
-    options = _kubesalvo(d, f)
-    profiles = _profiles(d, f, notes)
+    legacy = f.raw("kubesalvo")
+    options = _kubesalvo(d, legacy, "kubesalvo", ())
+    found: list[tuple[str, KubesalvoOptions]] = []
+    profiles = _profiles(d, f, notes, found)
+    deprecations: list[tuple[str, str]] = []
+    if legacy is not None:
+        deprecations.append(("kubesalvo", LEGACY_BLOCK_DEPRECATED))
+        if found:
+            d.invalid(
+                "kubesalvo",
+                None,
+                f"kubesalvo's settings are also given in {found[0][0]}: keep only that one "
+                "(the top-level block is deprecated)",
+            )
+    if found:
+        options = found[0][1]
+        for path, other in found[1:]:
+            if other != options:
+                d.invalid(
+                    path,
+                    None,
+                    f"must be the same in every profile that gives it ({found[0][0]} "
+                    "differs): one process has one burst cycle and one queue",
+                )
     return SchedulerConfig(
         profiles=profiles,
         client_connection=client_connection,
@@ -195,6 +225,7 @@ def _decode(d: Decoder, raw: Any, source: str) -> SchedulerConfig | None:
         enable_contention_profiling=bool(contention),
         kubesalvo=options,
         notes=tuple(notes),
+        deprecations=tuple(deprecations),
         source=source,
     )
 
@@ -282,13 +313,10 @@ def _leader_election(d: Decoder, top: Fields) -> LeaderElection:
     return LeaderElection(bool(elect), lease, renew, retry, lock, name, namespace)
 
 
-def _kubesalvo(d: Decoder, top: Fields) -> KubesalvoOptions:
-    path = "kubesalvo"
-    f = d.fields(
-        top.raw(path),
-        path,
-        ("maxBurstPods", "burstGatheringWindow", "podMaxInUnschedulablePodsDuration"),
-    )
+def _kubesalvo(d: Decoder, raw: Any, path: str, extra: tuple[str, ...]) -> KubesalvoOptions:
+    """kubesalvo's settings from ``raw`` (the Kubesalvo plugin's args, which may also name
+    an ``apiVersion`` and ``kind`` as typed args do, or the deprecated top-level block)."""
+    f = d.fields(raw, path, _OPTION_FIELDS + extra)
     defaults = KubesalvoOptions()
     burst = f.integer("maxBurstPods", defaults.max_burst_pods)
     assert burst is not None
@@ -324,10 +352,12 @@ class _Draft:
     percentage: int | None
 
 
-def _profiles(d: Decoder, top: Fields, notes: list[str]) -> tuple[ProfileConfig, ...]:
+def _profiles(
+    d: Decoder, top: Fields, notes: list[str], found: list[tuple[str, KubesalvoOptions]]
+) -> tuple[ProfileConfig, ...]:
     items = list(d.items(top.raw("profiles"), "profiles")) or [({}, "profiles[0]")]
     lone = len(items) == 1
-    drafts = [_profile(d, raw, path, lone, notes) for raw, path in items]
+    drafts = [_profile(d, raw, path, lone, notes, found) for raw, path in items]
     seen: dict[str, str] = {}
     for draft in drafts:
         where = child(draft.path, "schedulerName")
@@ -358,7 +388,14 @@ def _profiles(d: Decoder, top: Fields, notes: list[str]) -> tuple[ProfileConfig,
     return tuple(out)
 
 
-def _profile(d: Decoder, raw: Any, path: str, lone: bool, notes: list[str]) -> _Draft:
+def _profile(
+    d: Decoder,
+    raw: Any,
+    path: str,
+    lone: bool,
+    notes: list[str],
+    found: list[tuple[str, KubesalvoOptions]],
+) -> _Draft:
     f = d.fields(
         raw, path, ("schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig")
     )
@@ -372,7 +409,7 @@ def _profile(d: Decoder, raw: Any, path: str, lone: bool, notes: list[str]) -> _
         name = ""
     percentage = _percentage(d, f, notes)
     plugins = decode_plugins(d, f.raw("plugins"), f.at("plugins"), name)
-    args = _plugin_config(d, f, plugins.enabled, name, notes)
+    args = _plugin_config(d, f, plugins.enabled, name, notes, found)
     for plugin in sorted(plugins.enabled):
         if plugin not in args and (default := default_args(plugin)) is not None:
             args[plugin] = default
@@ -380,7 +417,12 @@ def _profile(d: Decoder, raw: Any, path: str, lone: bool, notes: list[str]) -> _
 
 
 def _plugin_config(
-    d: Decoder, f: Fields, enabled: frozenset[str], profile: str, notes: list[str]
+    d: Decoder,
+    f: Fields,
+    enabled: frozenset[str],
+    profile: str,
+    notes: list[str],
+    found: list[tuple[str, KubesalvoOptions]],
 ) -> dict[str, PluginArgs]:
     args: dict[str, PluginArgs] = {}
     seen: set[str] = set()
@@ -391,6 +433,12 @@ def _plugin_config(
             d.fail(path, ErrorKind.DUPLICATE, name, detail="one pluginConfig entry per plugin")
             continue
         seen.add(name)
+        if name == KUBESALVO_PLUGIN:
+            args_path = pf.at("args")
+            found.append(
+                (args_path, _kubesalvo(d, pf.raw("args"), args_path, ("apiVersion", "kind")))
+            )
+            continue
         decoder = ARGS_DECODERS.get(name)
         if name not in registry.EXTENSION_POINTS:
             d.fail(
@@ -398,7 +446,7 @@ def _plugin_config(
                 ErrorKind.UNSUPPORTED,
                 name,
                 detail="unknown plugin",
-                accepted=sorted(registry.EXTENSION_POINTS),
+                accepted=sorted([*registry.EXTENSION_POINTS, KUBESALVO_PLUGIN]),
             )
             continue
         if decoder is None:

@@ -7,9 +7,11 @@ defaulting, with two kubesalvo differences a user must know:
   ``default-scheduler``), and the default leader-election Lease is ``kube-system/kubesalvo``
   (not ``kube-scheduler``), so that kubesalvo and kube-scheduler can run side by side
   without one answering for the other's pods or holding the other's lease;
-* the optional top-level ``kubesalvo:`` block (:class:`KubesalvoOptions`) holds the
-  settings kube-scheduler has no field for. A file that uses it is no longer readable by
-  kube-scheduler, which refuses unknown fields.
+* the args of the pluginConfig entry ``Kubesalvo`` (:class:`KubesalvoOptions`; once the
+  optional top-level ``kubesalvo:`` block, still read but deprecated) hold the
+  settings kube-scheduler has no field for. kube-scheduler keeps a pluginConfig entry of
+  a plugin it does not know unread, so the file stays one it accepts; the old block makes
+  it refuse the file (an unknown field).
 
 Settings kubesalvo accepts but does not act on are listed in ``notes`` (the runtime logs
 them at start): ``percentageOfNodesToScore`` (kubesalvo scores every feasible node) and a
@@ -64,7 +66,7 @@ class LeaderElection:
 
 @dataclass(frozen=True)
 class KubesalvoOptions:
-    """The top-level ``kubesalvo:`` block: settings of kubesalvo's burst cycle and queue.
+    """The ``Kubesalvo`` pluginConfig args: settings of kubesalvo's burst cycle and queue.
 
     ``maxBurstPods``: the most pods placed in one kernel call.
     ``burstGatheringWindow``: the longest the cycle waits, after the first pod is ready, for
@@ -142,6 +144,9 @@ class SchedulerConfig:
     enable_contention_profiling: bool = True
     kubesalvo: KubesalvoOptions = KubesalvoOptions()
     notes: tuple[str, ...] = ()
+    # Deprecated fields the file uses, (path, what to do instead): logged as warnings at
+    # start and shown by kubesalvo_config_deprecated_fields on /metrics.
+    deprecations: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     source: str = field(default="", compare=False)
 
     @property

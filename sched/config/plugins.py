@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubesalvo.core.plugins import framework, registry
+from kubesalvo.core.plugins import framework, names, registry
 from kubesalvo.sched.config.decode import Decoder, child
 from kubesalvo.sched.config.errors import ErrorKind
 from kubesalvo.sched.queue.sorting import has_sort_key
@@ -96,6 +96,9 @@ class ResolvedPlugins:
 
     by_point: dict[str, tuple[str, ...]]
     score_weights: tuple[tuple[str, int], ...]
+    # Each point's set after step 1, as kube-scheduler's configuration holds it (and its
+    # /configz lists it): ``(point, ((name, weight or 0), ...), (disabled name, ...))``.
+    merged: tuple[tuple[str, tuple[tuple[str, int], ...], tuple[str, ...]], ...] = ()
 
     def at(self, point: str) -> tuple[str, ...]:
         return self.by_point.get(point, ())
@@ -286,6 +289,14 @@ def _score_weights(
     return tuple((n, weights.get(n, 1)) for n in scores)
 
 
+def _declared_weight(entry: _Entry) -> int:
+    """The weight as the configuration holds it: upstream's default list gives
+    VolumeBinding none (the framework's 1 applies when it runs), a weight not written is 0."""
+    if not entry.path and entry.name == names.VOLUME_BINDING:
+        return 0
+    return entry.weight or 0
+
+
 def decode_plugins(d: Decoder, raw: Any, path: str, scheduler_name: str) -> ResolvedPlugins:
     """Read ``profiles[i].plugins``, merge it into the defaults and expand it."""
     f = d.fields(raw, path, ALL_POINTS)
@@ -311,4 +322,12 @@ def decode_plugins(d: Decoder, raw: Any, path: str, scheduler_name: str) -> Reso
             f'"{scheduler_name}"',
             accepted=_implementers(framework.BIND),
         )
-    return ResolvedPlugins(by_point, _score_weights(merged, by_point[framework.SCORE]))
+    configured = tuple(
+        (
+            point,
+            tuple((e.name, _declared_weight(e)) for e in merged[point].enabled),
+            merged[point].disabled,
+        )
+        for point in ALL_POINTS
+    )
+    return ResolvedPlugins(by_point, _score_weights(merged, by_point[framework.SCORE]), configured)

@@ -96,12 +96,22 @@ class BindingCycle:
 
             async def prepare() -> None:
                 for plugin in wanted:
+                    began = time.perf_counter()
                     try:
                         await plugin.pre_bind(qp, node)
                     except Exception as error:
-                        raise PreBindError(plugin.name, error) from error
+                        failure = PreBindError(plugin.name, error)
+                        status = "Unschedulable" if failure.rejected else "Error"
+                        self._observe_plugin(plugin.name, status, began)
+                        raise failure from error
+                    self._observe_plugin(plugin.name, "Success", began)
 
         self.binder.bind(meta.namespace, meta.name, meta.uid, node, prepare)
+
+    def _observe_plugin(self, plugin: str, status: str, began: float) -> None:
+        if self.metrics is not None:
+            elapsed = time.perf_counter() - began
+            self.metrics.observe_plugin(plugin, "PreBind", status, elapsed)
 
     def cancel_all(self) -> None:
         """Cancel every bind in flight; each comes back as FAILED and is requeued."""
@@ -164,6 +174,10 @@ class BindingCycle:
             return
         error = result.error
         pre_bind = error if isinstance(error, PreBindError) else None
+        if self.metrics is not None and pre_bind is None and result.answered:
+            # The binding POST was answered with an error: DefaultBinder's Error status.
+            seconds = result.answered - result.sent
+            self.metrics.observe_plugin("DefaultBinder", "Bind", "Error", seconds)
         # A PreBind rejection parks the pod as unschedulable by that plugin; an error of a
         # PreBind or of the binding POST backs it off.
         rejecting = (pre_bind.plugin,) if pre_bind is not None and pre_bind.rejected else ()

@@ -7,6 +7,12 @@ the credentials cannot be loaded or the address cannot be listened on (one line,
 traceback). It looks for them in kubectl's order
 (``--kubeconfig``, $KUBECONFIG, ~/.kube/config, the pod's service account); when none of
 them is there it runs without an API server (see ``service``).
+
+``--metrics-secure-port N`` also serves ``/metrics`` (and the health paths) as the
+scheduler's secure port does: HTTPS on ``--metrics-bind-address`` with a self-signed
+certificate, the caller's token checked with a TokenReview and a SubjectAccessReview
+(``get`` on the non-resource URL ``/metrics``), so that Prometheus can scrape an extender
+whose protocol port listens on loopback. It needs the API server's credentials.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ from kubesalvo.sched.extender.guard import GuardError, ServingGuard
 from kubesalvo.sched.extender.service import Extender
 from kubesalvo.sched.kubeconfig import choose_kubeconfig
 from kubesalvo.sched.memory import collect_young_less_often, freeze_startup_heap
+from kubesalvo.sched.server import HealthServer
+from kubesalvo.sched.serving.build import health_servers
+from kubesalvo.sched.serving.options import OptionsError, ServingOptions
 
 __all__ = ["configure", "main"]
 
@@ -69,8 +78,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "kube-scheduler sends with tlsConfig.certFile/keyFile; required to listen beyond "
         "loopback",
     )
+    parser.add_argument(
+        "--metrics-secure-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="also serve /metrics over HTTPS with delegated authentication and "
+        "authorization on this port (default 0: off)",
+    )
+    parser.add_argument(
+        "--metrics-bind-address",
+        default="0.0.0.0",
+        help="the address of --metrics-secure-port (default %(default)s)",
+    )
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, metavar="N")
     parser.add_argument("--log-format", choices=("json", "text"), default="text")
+
+
+class MetricsPortError(OSError):
+    """The metrics port could not be listened on (``cause`` says why)."""
+
+    def __init__(self, host: str, port: int, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause))
+        self.host = host
+        self.port = port
 
 
 def _credentials(kubeconfig: str | None) -> Credentials | None:
@@ -99,18 +130,37 @@ def main(args: argparse.Namespace) -> int:
         print(f"kubesalvo extender: {error}", file=sys.stderr)
         return EXIT_CONFIG
     try:
+        metrics_serving = ServingOptions(
+            bind_address=args.metrics_bind_address, secure_port=args.metrics_secure_port
+        )
+    except OptionsError as error:
+        # The options name the scheduler's flags; here they are the --metrics-* ones.
+        text = str(error).replace("--secure-port", "--metrics-secure-port")
+        text = text.replace("--bind-address", "--metrics-bind-address")
+        print(f"kubesalvo extender: {text}", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
         credentials = _credentials(args.kubeconfig)
     except CredentialsError as error:
         print(f"kubesalvo extender: cannot load credentials from {error}", file=sys.stderr)
         return EXIT_CREDENTIALS
+    if credentials is None and metrics_serving.secure_port:
+        print(
+            "kubesalvo extender: --metrics-secure-port needs the API server's credentials "
+            "(it asks it who a caller is and what they may read)",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
     with contextlib.suppress(ImportError):
         import uvloop
 
         uvloop.install()
     try:
-        asyncio.run(_serve(config, credentials, args.listen, guard))
+        asyncio.run(_serve(config, credentials, args.listen, guard, metrics_serving))
     except (OSError, ssl.SSLError) as error:
-        host, port = args.listen
+        host, port = (
+            (error.host, error.port) if isinstance(error, MetricsPortError) else args.listen
+        )
         reason = error.strerror or str(error) if isinstance(error, OSError) else str(error)
         print(f"kubesalvo extender: cannot serve on {host}:{port}: {reason}", file=sys.stderr)
         return EXIT_SERVE
@@ -118,13 +168,31 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _serve(
-    config: ExtenderConfig, credentials: Credentials | None, listen: Any, guard: ServingGuard
+    config: ExtenderConfig,
+    credentials: Credentials | None,
+    listen: Any,
+    guard: ServingGuard,
+    metrics_serving: ServingOptions,
 ) -> None:
     host, port = listen
     client = ApiClient(credentials, qps=500, burst=1000) if credentials is not None else None
+    servers: list[HealthServer] = []
     try:
         extender = Extender(config, client, host, port, guard)
         await extender.start()
+        if client is not None and metrics_serving.secure_port:
+            servers = health_servers(extender.web.metrics, metrics_serving, client)
+            for server in servers:
+                server.add_readiness_check(
+                    "informers-synced",
+                    lambda: all(i.synced.is_set() for i in extender.informers),
+                )
+                try:
+                    await server.start()
+                except OSError as error:
+                    # Named by its own address, not the protocol's.
+                    raise MetricsPortError(server.host, server.port, error) from error
+                log.info("serving metrics on %s", server.url)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError):
@@ -137,6 +205,8 @@ async def _serve(
             frozen.cancel()
         log.info("extender stopped")
     finally:
+        for server in servers:
+            await server.stop()
         if client is not None:
             await client.close()
 

@@ -28,6 +28,11 @@ ready pod at once and sorts the burst.
 A pod is in exactly one of these places at any time, keyed by its UID; adding a pod the
 queue already holds updates it.
 
+Each pod entering activeQ, backoffQ or the unschedulable pods (gated ones included, as
+upstream keeps them there) is told to ``on_incoming(queue, event)`` with kube-scheduler's
+event label (``UnschedulablePodAdd``, ``ScheduleAttemptFailure``, ``BackoffComplete``,
+``PopFromBackoffQ``, ``NodeAdd``, ...), for ``scheduler_queue_incoming_pods_total``.
+
 Gangs (``core/plugins/coscheduling/gang.py``: pods labelled with a pod group) are popped whole: when
 :meth:`pop_burst` takes a member, every other member waiting in activeQ, backoffQ or
 among the unschedulable pods joins the same burst (gated ones stay), so that the kernel
@@ -60,6 +65,7 @@ from kubesalvo.sched.queue.cluster_events import (
     FORCE_ACTIVATE,
     PLUGIN_EVENTS,
     UNSCHEDULABLE_TIMEOUT,
+    ActionType,
     ClusterEvent,
     EventResource,
     HintFn,
@@ -68,7 +74,7 @@ from kubesalvo.sched.queue.cluster_events import (
 from kubesalvo.sched.queue.hints import DEFAULT_HINTS
 from kubesalvo.sched.queue.sorting import SortKey, sort_key_for
 
-__all__ = ["QueueName", "QueuedPod", "SchedulingQueue", "pod_key"]
+__all__ = ["QueueName", "QueuedPod", "SchedulingQueue", "incoming_label", "pod_key"]
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +104,30 @@ def _ask(hint: HintFn, pod: Any, event: ClusterEvent, old: Any, new: Any) -> boo
         # A hint that fails must not strand the pod: retry it, as kube-scheduler does.
         log.exception("queueing hint failed for %s; retrying the pod", event)
         return True
+
+
+# kube-scheduler's labels of the queue's own moves (framework/events.go).
+POD_ADD = "UnschedulablePodAdd"
+POD_UPDATE = "UnschedulablePodUpdate"
+ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE = "BackoffComplete"
+POP_FROM_BACKOFF = "PopFromBackoffQ"
+
+
+def incoming_label(event: ClusterEvent, pod: str = "AssignedPod") -> str:
+    """kube-scheduler's label of ``event`` in scheduler_queue_incoming_pods_total: a pod's
+    update is an ``AssignedPod`` or an ``UnschedulablePod`` one there, and an update with no
+    finer bit is plain ``Update``."""
+    if event.resource is EventResource.WILDCARD or event.action in (
+        ActionType.ADD,
+        ActionType.DELETE,
+    ):
+        return str(event)
+    resource = pod if event.resource is EventResource.POD else event.resource.value
+    if event.action is ActionType.UPDATE_OTHER:
+        return resource + "Update"
+    words = (event.action.name or "Update").split("_")
+    return resource + "".join(w.capitalize() for w in words)
 
 
 def _signature(qp: QueuedPod) -> bytes:
@@ -209,6 +239,8 @@ class SchedulingQueue:
         self._pop_from_backoff = pop_from_backoff
         # Called whenever pods become ready, so the cycle can wake up.
         self.on_active = on_active
+        # Told (queue, event label) for each pod entering a queue (module docstring).
+        self.on_incoming: Callable[[str, str], None] | None = None
 
         self._where: dict[str, QueueName] = {}
         self._seq = itertools.count()
@@ -332,7 +364,7 @@ class SchedulingQueue:
             return
         self._note_nomination(key, None, pod)
         self._track_gang(key, pod)
-        self._to_active(QueuedPod(pod, key, self.clock.now()))
+        self._to_active(QueuedPod(pod, key, self.clock.now()), POD_ADD)
 
     def update(self, old: Any | None, new: Any) -> None:
         """An unassigned pod changed; a parked pod moves if the change could help it."""
@@ -341,7 +373,7 @@ class SchedulingQueue:
         self._track_gang(key, new)
         where = self._where.get(key)
         if where is None:
-            self._to_active(QueuedPod(new, key, self.clock.now()))
+            self._to_active(QueuedPod(new, key, self.clock.now()), POD_UPDATE)
             return
         events = pod_update_events(old, new) if old is not None else []
         if where is QueueName.IN_FLIGHT:
@@ -366,7 +398,8 @@ class SchedulingQueue:
             qp = self._gated.pop(key)
             del self._where[key]
             qp.pod = new
-            self._to_active(qp)  # gated again if a gate remains
+            # Gated again if a gate remains (counted once, when it was first held back).
+            self._to_active(qp, self._gate_update_label(events), count_gated=False)
             return
         # A parked pod. Its new object may belong to another group; its place in the
         # parking order (by timestamp) stays.
@@ -378,7 +411,7 @@ class SchedulingQueue:
             if strategy is not _Strategy.SKIP:
                 del self._unschedulable[key]
                 del self._where[key]
-                self._requeue(qp, strategy)
+                self._requeue(qp, strategy, incoming_label(event, "UnschedulablePod"))
                 return
         self._group(qp)
 
@@ -408,9 +441,9 @@ class SchedulingQueue:
         for key in keys:
             where = self._where.get(key)
             if where is QueueName.UNSCHEDULABLE:
-                self._to_active(self._remove_unschedulable(key))
+                self._to_active(self._remove_unschedulable(key), str(FORCE_ACTIVATE))
             elif where is QueueName.BACKOFF:
-                self._to_active(self._remove_backoff(key))
+                self._to_active(self._remove_backoff(key), str(FORCE_ACTIVATE))
             elif where is QueueName.IN_FLIGHT:
                 self._log.append(_LoggedEvent(FORCE_ACTIVATE, None, None, key))
 
@@ -419,7 +452,10 @@ class SchedulingQueue:
         gang is retried with backoff rather than only on a cluster event."""
         for key in keys:
             if self._where.get(key) is QueueName.UNSCHEDULABLE:
-                self._requeue(self._remove_unschedulable(key), _Strategy.AFTER_BACKOFF)
+                # A plugin's move, as upstream's plugins activate pods: ForceActivate.
+                self._requeue(
+                    self._remove_unschedulable(key), _Strategy.AFTER_BACKOFF, str(FORCE_ACTIVATE)
+                )
 
     # --- nominations ----------------------------------------------------------------------
 
@@ -497,6 +533,7 @@ class SchedulingQueue:
                     wanted |= signatures
             groups = [g for g in self._groups if g in wanted] if wanted else []
         moved = 0
+        label = incoming_label(event)
         for signature in groups:
             keys = list(self._groups[signature])
             # Every pod of a group gets the same answer; ask with the first one.
@@ -508,7 +545,7 @@ class SchedulingQueue:
                 if pod_filter is not None and not pod_filter(qp):
                     continue
                 self._remove_unschedulable(key)
-                self._requeue(qp, strategy)
+                self._requeue(qp, strategy, label)
                 moved += 1
         return moved
 
@@ -540,6 +577,7 @@ class SchedulingQueue:
                     continue
                 del self._backoff_pods[key]
                 burst.append(entry[1])
+                self._incoming(QueueName.ACTIVE, POP_FROM_BACKOFF)
             if active and len(burst) > active:
                 # One burst in queue order: a high-priority pod back early from backoff
                 # (a preemptor whose victims are gone) goes before the active pods of
@@ -592,7 +630,7 @@ class SchedulingQueue:
         qp._backoff_expiration = None
         strategy = self._in_flight_strategy(qp, since)
         self._prune_log()
-        return self._requeue(qp, strategy)
+        return self._requeue(qp, strategy, ATTEMPT_FAILURE)
 
     def flush(self) -> None:
         """Move pods whose backoff is over to activeQ, and retry pods parked too long."""
@@ -605,7 +643,7 @@ class SchedulingQueue:
                     continue
                 del self._backoff_pods[key]
                 del self._where[key]
-                self._to_active(entry[1])
+                self._to_active(entry[1], BACKOFF_COMPLETE)
         deadline = now - self.max_in_unschedulable
         stale = []
         for key, qp in self._unschedulable.items():
@@ -614,7 +652,8 @@ class SchedulingQueue:
             stale.append(key)
         for key in stale:
             qp = self._remove_unschedulable(key)
-            self._requeue(qp, self._worth_requeuing(qp, UNSCHEDULABLE_TIMEOUT, None, None))
+            strategy = self._worth_requeuing(qp, UNSCHEDULABLE_TIMEOUT, None, None)
+            self._requeue(qp, strategy, str(UNSCHEDULABLE_TIMEOUT))
 
     def next_wakeup(self) -> float | None:
         """The clock time of the next backoff expiry or unschedulable timeout, if any."""
@@ -716,28 +755,46 @@ class SchedulingQueue:
             return names.DYNAMIC_RESOURCES
         return ""
 
-    def release_gated(self, plugin: str) -> int:
+    def release_gated(self, plugin: str, event: str = str(FORCE_ACTIVATE)) -> int:
         """Check again the pods ``plugin`` holds back (something they waited for may have
-        come); returns how many moved to activeQ."""
+        come: ``event``, the label of what came); returns how many moved to activeQ."""
         moved = 0
         for key in [k for k, qp in self._gated.items() if qp.gating_plugin == plugin]:
             qp = self._gated.pop(key)
             del self._where[key]
-            moved += self._to_active(qp)
+            moved += self._to_active(qp, event, count_gated=False)
         return moved
 
-    def _to_active(self, qp: QueuedPod) -> bool:
+    def _incoming(self, queue: QueueName, event: str) -> None:
+        if self.on_incoming is not None:
+            # Gated pods are among upstream's unschedulable pods.
+            name = QueueName.UNSCHEDULABLE if queue is QueueName.GATED else queue
+            self.on_incoming(name.value, event)
+
+    @staticmethod
+    def _gate_update_label(events: list[ClusterEvent]) -> str:
+        """The label of the update that may release a gated pod: its gates' removal if it
+        is among the update's events (SchedulingGates registers only that one)."""
+        for event in events:
+            if event.action is ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED:
+                return incoming_label(event, "UnschedulablePod")
+        return incoming_label(events[0], "UnschedulablePod") if events else POD_UPDATE
+
+    def _to_active(self, qp: QueuedPod, event: str, *, count_gated: bool = True) -> bool:
         gate = self._gate(qp)
         if gate:
             qp.gating_plugin = gate
             self._where[qp.key] = QueueName.GATED
             self._gated[qp.key] = qp
+            if count_gated:
+                self._incoming(QueueName.GATED, event)
             return False
         qp.gating_plugin = ""
         qp.active_since = self.clock.now()
         if qp.initial_attempt_timestamp is None:
             qp.initial_attempt_timestamp = qp.active_since
         self._push_active(qp)
+        self._incoming(QueueName.ACTIVE, event)
         if self.on_active is not None:
             self.on_active()
         return True
@@ -748,13 +805,14 @@ class SchedulingQueue:
         self._active_pods[qp.key] = (seq, qp)
         heapq.heappush(self._active, (self._sort_key(qp), seq, qp.key))
 
-    def _to_backoff(self, qp: QueuedPod) -> QueueName:
+    def _to_backoff(self, qp: QueuedPod, event: str) -> QueueName:
         # Gates are checked on the way in, since a pod may leave backoffQ by an early pop.
         gate = self._gate(qp)
         if gate:
             qp.gating_plugin = gate
             self._where[qp.key] = QueueName.GATED
             self._gated[qp.key] = qp
+            self._incoming(QueueName.GATED, event)
             return QueueName.GATED
         seq = next(self._seq)
         expiration = self.backoff_expiration(qp)
@@ -764,6 +822,7 @@ class SchedulingQueue:
         heapq.heappush(heap, (expiration, self._sort_key(qp), seq, qp.key))
         self._where[qp.key] = QueueName.BACKOFF
         self._backoff_pods[qp.key] = (seq, qp)
+        self._incoming(QueueName.BACKOFF, event)
         if self._pop_from_backoff and qp.rejectors:
             qp.active_since = self.clock.now()
             if self.on_active is not None:
@@ -775,10 +834,11 @@ class SchedulingQueue:
         del self._where[key]
         return qp
 
-    def _park(self, qp: QueuedPod) -> QueueName:
+    def _park(self, qp: QueuedPod, event: str) -> QueueName:
         self._where[qp.key] = QueueName.UNSCHEDULABLE
         self._unschedulable[qp.key] = qp
         self._group(qp)
+        self._incoming(QueueName.UNSCHEDULABLE, event)
         return QueueName.UNSCHEDULABLE
 
     def _group(self, qp: QueuedPod) -> None:
@@ -807,12 +867,12 @@ class SchedulingQueue:
         del self._where[key]
         return self._drop_unschedulable(key)
 
-    def _requeue(self, qp: QueuedPod, strategy: _Strategy) -> QueueName:
+    def _requeue(self, qp: QueuedPod, strategy: _Strategy, event: str) -> QueueName:
         if strategy is _Strategy.SKIP:
-            return self._park(qp)
+            return self._park(qp, event)
         if strategy is _Strategy.AFTER_BACKOFF and self.is_backing_off(qp):
-            return self._to_backoff(qp)
-        return QueueName.ACTIVE if self._to_active(qp) else QueueName.GATED
+            return self._to_backoff(qp, event)
+        return QueueName.ACTIVE if self._to_active(qp, event) else QueueName.GATED
 
     def _registered(self, plugin: str, event: ClusterEvent) -> bool:
         registered = self._events.get(plugin)

@@ -8,15 +8,14 @@ readiness checks, which the caller adds to each.
 from __future__ import annotations
 
 from kubesalvo.sched.client import ApiClient
-from kubesalvo.sched.metrics import SchedulerMetrics
-from kubesalvo.sched.server import HealthServer
+from kubesalvo.sched.server import HealthServer, Rendered
 from kubesalvo.sched.serving.certs import serving_tls
 from kubesalvo.sched.serving.delegated import DelegatedAuth, auth_middleware
 from kubesalvo.sched.serving.options import ServingOptions
 
 
 def health_servers(
-    metrics: SchedulerMetrics, options: ServingOptions, client: ApiClient
+    metrics: Rendered, options: ServingOptions, client: ApiClient
 ) -> list[HealthServer]:
     servers = []
     if options.secure_port:

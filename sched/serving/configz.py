@@ -8,9 +8,11 @@ durations written as Go writes them ("15s", "1m30s"). Tools that read upstream's
 read this one: the same top-level fields, with the values kubesalvo runs with after
 defaulting. ``Kubesalvo`` adds kubesalvo's own settings (burst cycle and queue).
 
-Each profile gives its ``SchedulerName`` and ``PercentageOfNodesToScore``; its
-``Plugins`` and ``PluginConfig`` are not written here (kubesalvo keeps them resolved,
-not in upstream's enabled/disabled form), so those two keys are absent, not empty.
+Each profile gives its ``SchedulerName``, ``PercentageOfNodesToScore`` and ``Plugins``:
+every extension point's set after upstream's defaulting (the default plugins under
+``MultiPoint``, each point's own ``Enabled``/``Disabled`` merged in; ``null`` for an empty
+list, a weight not given is 0), as kube-scheduler lists them. Its ``PluginConfig`` (every
+plugin's args under Go's field names) is not written: that key is absent, not empty.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ def componentconfig(config: SchedulerConfig) -> dict[str, Any]:
             {
                 "SchedulerName": profile.scheduler_name,
                 "PercentageOfNodesToScore": profile.percentage_of_nodes_to_score,
+                "Plugins": _plugins(profile.plugins.merged),
             }
             for profile in config.profiles
         ],
@@ -102,6 +105,19 @@ def componentconfig(config: SchedulerConfig) -> dict[str, Any]:
             ),
         },
     }
+
+
+def _plugins(
+    merged: tuple[tuple[str, tuple[tuple[str, int], ...], tuple[str, ...]], ...],
+) -> dict[str, Any]:
+    """A profile's plugin sets under Go's names ("PreEnqueue", ..., "MultiPoint")."""
+    out: dict[str, Any] = {}
+    for point, enabled, disabled in merged:
+        out[point[0].upper() + point[1:]] = {
+            "Enabled": [{"Name": n, "Weight": w} for n, w in enabled] or None,
+            "Disabled": [{"Name": n, "Weight": 0} for n in disabled] or None,
+        }
+    return out
 
 
 def add_configz(app: web.Application, config: SchedulerConfig) -> None:

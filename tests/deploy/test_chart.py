@@ -361,3 +361,26 @@ def test_every_alert_parses_with_prometheus_parser(helm):
         assert parse_errors(exprs) == ""
     # The checker does refuse what is not PromQL.
     assert "expression 0" in parse_errors(["sum(rate(up[5m])"])
+
+
+def test_in_extender_mode_the_extenders_metrics_port_is_served_opened_and_scraped(helm):
+    objects = template(helm, {"mode": "extender", "serviceMonitor": {"enabled": True}})
+    pod = find(objects, "Deployment", "kubesalvo-extender")["spec"]["template"]["spec"]
+    (container,) = [c for c in pod["containers"] if c["name"] == "extender"]
+    assert "--metrics-secure-port=10260" in container["args"]
+    assert container["ports"] == [
+        {"name": "https-extender", "containerPort": 10260, "protocol": "TCP"}
+    ]
+    service = find(objects, "Service", "kubesalvo-metrics")
+    assert [p["name"] for p in service["spec"]["ports"]] == ["https-metrics", "https-extender"]
+    policy = find(objects, "NetworkPolicy", "kubesalvo-scheduler")
+    assert [p["port"] for p in policy["spec"]["ingress"][0]["ports"]] == [
+        "https-metrics",
+        "https-extender",
+    ]
+    monitor = find(objects, "ServiceMonitor", "kubesalvo")
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["https-metrics", "https-extender"]
+    # The scheduler mode has none of it.
+    plain = template(helm, {"serviceMonitor": {"enabled": True}})
+    monitor = find(plain, "ServiceMonitor", "kubesalvo")
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["https-metrics"]

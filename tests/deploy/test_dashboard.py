@@ -1,8 +1,10 @@
 """deploy/grafana/kubesalvo.json against what a real scheduler exports.
 
-A `kubesalvo run` on the real control plane schedules pods (and fails one that fits
-nowhere); its /metrics is scraped as Prometheus would, over HTTPS with a ServiceAccount
-token that holds deploy/base's ClusterRole kubesalvo:metrics-reader. Every metric each
+A `kubesalvo run` on the real control plane (QosAware sorting its queue, Coscheduling on)
+schedules pods, fails one that fits nowhere and holds a gang short of its minimum; its
+/metrics is scraped as Prometheus would, over HTTPS with a ServiceAccount token that holds
+deploy/base's ClusterRole kubesalvo:metrics-reader. A `kubesalvo extender` answers a
+filter request and its /metrics is scraped too (the extender panels' series). Every metric each
 panel's PromQL names (and every exact label value it selects, such as
 result="scheduled") must be among the scraped series. The panels of kubernetes-mixin's
 "Kubernetes / Scheduler" dashboard are checked the same way, to say which of them work.
@@ -31,6 +33,9 @@ from tests.helpers.deploy import (
     render,
     service_account_token,
 )
+from tests.helpers.extender import node, pod
+from tests.helpers.promql import parse_errors
+from tests.sched.extender.test_cli import extender, wait_healthy
 from tests.sched.test_app import SchedulerProcess, free_port
 
 DASHBOARD = DEPLOY / "grafana" / "kubesalvo.json"
@@ -143,6 +148,14 @@ def scrape(control_plane, tmp_path_factory) -> dict[str, list[dict[str, str]]]:
         "  leaderElect: true\n"
         f"  resourceName: dashboard-{pool}\n"
         f"  resourceNamespace: {namespace}\n"
+        # QoS and gang panels: QosAware sorts the queue, Coscheduling holds gangs.
+        "profiles:\n"
+        "- schedulerName: kubesalvo\n"
+        "  plugins:\n"
+        "    queueSort: {enabled: [{name: QosAware}], disabled: [{name: '*'}]}\n"
+        "    preBind: {enabled: [{name: QosAware}]}\n"
+        "    postBind: {enabled: [{name: QosAware}]}\n"
+        "    multiPoint: {enabled: [{name: Coscheduling}]}\n"
     )
     process = SchedulerProcess(
         folder,
@@ -156,6 +169,11 @@ def scrape(control_plane, tmp_path_factory) -> dict[str, list[dict[str, str]]]:
         names = [f"p{i}" for i in range(20)]
         control_plane.create([pool_pod(namespace, name, pool) for name in names])
         control_plane.create([pool_pod(namespace, "nowhere", pool, cpu="64")])
+        # Two members of a gang of three: it waits, holding no room.
+        gang = [pool_pod(namespace, f"gang-{i}", pool) for i in range(2)]
+        for member in gang:
+            member["metadata"]["labels"] = {"podGroup": "trio", "minAvailable": "3"}
+        control_plane.create(gang)
         deadline = time.monotonic() + 60
         for name in names:
             while not ((get_pod(control_plane, namespace, name) or {}).get("spec") or {}).get(
@@ -166,6 +184,7 @@ def scrape(control_plane, tmp_path_factory) -> dict[str, list[dict[str, str]]]:
         process.wait_metric(
             "scheduler_schedule_attempts_total", 1, 30, profile="kubesalvo", result="unschedulable"
         )
+        process.wait_metric("kubesalvo_gangs_waiting", 1, 30)
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
@@ -175,12 +194,32 @@ def scrape(control_plane, tmp_path_factory) -> dict[str, list[dict[str, str]]]:
         with urllib.request.urlopen(request, timeout=30, context=context) as response:
             text = response.read().decode()
         series = scraped_series(text)
+        for name, found in scraped_series(extender_metrics()).items():
+            series.setdefault(name, []).extend(found)
         # Prometheus adds `up` for every target it scrapes.
         series["up"] = [{}]
         return series
     finally:
         process.kill()
         delete_cluster_rbac(control_plane, role)
+
+
+def extender_metrics() -> str:
+    """/metrics of a real `kubesalvo extender` after one /filter request."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = extender("--listen", f"127.0.0.1:{port}")
+    try:
+        wait_healthy(url, process)
+        body = json.dumps({"Pod": pod(), "Nodes": {"items": [node("n1")]}}).encode()
+        request = urllib.request.Request(f"{url}/filter", data=body, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert answer.status == 200
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as answer:
+            return str(answer.read().decode())
+    finally:
+        process.kill()
+        process.wait()
 
 
 def panels() -> list[dict[str, Any]]:
@@ -199,6 +238,11 @@ def test_the_dashboard_has_the_panels_the_issue_lists():
         "kernel time",
         "binds in flight",
         "preemptions",
+        "qos against slo",
+        "gangs",
+        "gc pauses",
+        "extender requests",
+        "extender latency",
     ]:
         assert wanted in titles, wanted
     for key in ("id", "title"):
@@ -241,3 +285,13 @@ def test_which_kubernetes_mixin_scheduler_panels_work(scrape):
     }
     assert working - {"Up"} == MIXIN_WORKING
     assert partial == MIXIN_PARTIAL
+
+
+def test_every_panel_query_parses_with_prometheus_parser():
+    # Grafana's range variable becomes a plain range; $job and $instance sit in strings.
+    exprs = [
+        target["expr"].replace("$__rate_interval", "5m")
+        for panel in panels()
+        for target in panel["targets"]
+    ]
+    assert parse_errors(exprs) == ""

@@ -14,8 +14,10 @@ import pytest
 
 from kubesalvo.sched.cli import SUBCOMMANDS
 from kubesalvo.sched.extender.metrics import ExtenderMetrics
+from kubesalvo.sched.gangs import GangBook, GangCollector
 from kubesalvo.sched.metrics import InformerCollector, SchedulerMetrics
 from kubesalvo.sched.qos import QosCollector, QosTable
+from kubesalvo.sched.queue import SchedulingQueue
 from tests.helpers.deploy import DEPLOY, REPO
 
 README = DEPLOY / "README.md"
@@ -44,6 +46,7 @@ def exported() -> set[str]:
     metrics = SchedulerMetrics()
     metrics.registry.register(QosCollector(QosTable()))
     metrics.registry.register(InformerCollector(list))
+    metrics.registry.register(GangCollector(GangBook(SchedulingQueue())))
     names = {family.name for family in metrics.registry.collect()}
     names |= {family.name for family in ExtenderMetrics().registry.collect()}
     return names

@@ -37,6 +37,7 @@ import pytest
 from kubesalvo.core.synthetic import make_pods, namespace_objects, priority_class_objects
 from kubesalvo.sched.client import load_credentials
 from kubesalvo.sched.cluster.processes import free_ports
+from kubesalvo.sched.debug_token import read_token
 from kubesalvo.sched.faultproxy.proxy import FaultProxy
 from tests.helpers.feasibility import placement_problems
 
@@ -98,6 +99,7 @@ class SchedulerProcess:
         self.config = folder / f"{name}.yaml"
         self.config.write_text(config)
         self.log = folder / f"{name}.log"
+        self.debug_token_file = folder / f"{name}.debug-token"
         self._kubeconfig = kubeconfig
         self._args = args
         self._env = env
@@ -116,6 +118,7 @@ class SchedulerProcess:
             *(["--kubeconfig", str(self._kubeconfig)] if self._kubeconfig is not None else []),
             "--secure-port", "0", "--insecure-port", str(self.metrics_port),
             "--debug-port", str(self.debug_port), "--log-format", "json", "-v", "4",
+            "--debug-token-file", str(self.debug_token_file),
             *self._args,
         ]  # fmt: skip
         with self.log.open("wb") as out:
@@ -123,9 +126,17 @@ class SchedulerProcess:
                 argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(self._env or {})}
             )
 
+    @property
+    def debug_token(self) -> str:
+        return read_token(self.debug_token_file)
+
     def get(self, url: str) -> tuple[int, bytes]:
+        """GET ``url``; on the debug port, with the token of the pages."""
+        request = urllib.request.Request(url)
+        if url.startswith(f"http://127.0.0.1:{self.debug_port}/"):
+            request.add_header("Authorization", f"Bearer {self.debug_token}")
         try:
-            with urllib.request.urlopen(url, timeout=30) as response:
+            with urllib.request.urlopen(request, timeout=30) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as error:
             return error.code, error.read()
@@ -494,7 +505,8 @@ def test_a_pod_that_fits_nowhere_is_reported_and_bound_once_a_node_fits(
 
     explain = subprocess.run(
         [sys.executable, "-m", "kubesalvo.sched.cli", "explain", f"{namespace}/waiter",
-         "--debug-url", f"http://127.0.0.1:{process.debug_port}"],
+         "--debug-url", f"http://127.0.0.1:{process.debug_port}",
+         "--debug-token-file", str(process.debug_token_file)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert explain.returncode == 0, explain.stderr

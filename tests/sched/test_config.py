@@ -18,6 +18,7 @@ from kubesalvo.core.plugins.pod_topology_spread import (
 )
 from kubesalvo.sched.config import (
     DEFAULT_SCHEDULER_NAME,
+    ConfigError,
     ProfileConfig,
     SchedulerConfig,
     default_config,
@@ -113,8 +114,15 @@ def test_deploy_default_yaml_spells_out_the_default_config() -> None:
 
 
 @pytest.mark.parametrize("path", sorted(DEPLOY.glob("*.yaml")), ids=lambda p: p.name)
-def test_every_example_config_loads(path: Path) -> None:
-    assert load_config(path).profiles
+def test_every_example_config_loads_without_deprecated_fields(path: Path) -> None:
+    config = load_config(path)
+    assert config.profiles
+    assert config.deprecations == ()
+
+
+def test_deploy_local_and_multi_profile_give_kubesalvos_settings_as_plugin_args() -> None:
+    assert load_config(DEPLOY / "local.yaml").kubesalvo.max_burst_pods == 5000
+    assert load_config(DEPLOY / "multi-profile.yaml").kubesalvo.max_burst_pods == 2000
 
 
 def test_deploy_local_yaml_turns_leader_election_off() -> None:
@@ -321,18 +329,70 @@ def test_client_connection_and_backoff_values() -> None:
     assert (config.enable_profiling, config.enable_contention_profiling) == (False, False)
 
 
-def test_kubesalvo_block() -> None:
-    options = load(
+def test_kubesalvo_plugin_args_set_kubesalvos_own_settings() -> None:
+    config = load(
+        """
+        profiles:
+        - schedulerName: a
+        - schedulerName: b
+          pluginConfig:
+          - name: Kubesalvo
+            args:
+              maxBurstPods: 5000
+              burstGatheringWindow: 50ms
+              podMaxInUnschedulablePodsDuration: 1m
+        """
+    )
+    options = config.kubesalvo
+    assert options.max_burst_pods == 5000
+    assert options.burst_gathering_window_seconds == pytest.approx(0.05)
+    assert options.pod_max_in_unschedulable_pods_seconds == 60.0
+    assert config.deprecations == ()
+
+
+def test_the_deprecated_kubesalvo_block_is_still_read_and_flagged() -> None:
+    config = load(
         """
         kubesalvo:
           maxBurstPods: 5000
           burstGatheringWindow: 50ms
           podMaxInUnschedulablePodsDuration: 1m
         """
-    ).kubesalvo
+    )
+    options = config.kubesalvo
     assert options.max_burst_pods == 5000
     assert options.burst_gathering_window_seconds == pytest.approx(0.05)
     assert options.pod_max_in_unschedulable_pods_seconds == 60.0
+    ((path, advice),) = config.deprecations
+    assert path == "kubesalvo"
+    assert 'pluginConfig entry named "Kubesalvo"' in advice
+
+
+def test_kubesalvo_settings_given_twice_are_refused() -> None:
+    with pytest.raises(ConfigError) as both:
+        load(
+            """
+            kubesalvo: {maxBurstPods: 10}
+            profiles:
+            - pluginConfig:
+              - {name: Kubesalvo, args: {maxBurstPods: 10}}
+            """
+        )
+    assert "also given in profiles[0].pluginConfig[0].args" in str(both.value)
+    with pytest.raises(ConfigError) as differing:
+        load(
+            """
+            profiles:
+            - schedulerName: a
+              pluginConfig:
+              - {name: Kubesalvo, args: {maxBurstPods: 10}}
+            - schedulerName: b
+              pluginConfig:
+              - {name: Kubesalvo, args: {maxBurstPods: 20}}
+            """
+        )
+    assert "profiles[1].pluginConfig[0].args" in str(differing.value)
+    assert "must be the same in every profile" in str(differing.value)
 
 
 def test_requested_to_capacity_ratio_args() -> None:

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 from kubesalvo.core.profile import Profile
-from kubesalvo.sched.explain import plugin_scores, render
+from kubesalvo.sched.debug_token import default_token_file, write_token
+from kubesalvo.sched.explain import debug_token, plugin_scores, render
 
 
 def node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> dict:
@@ -169,3 +170,16 @@ def test_explain_wants_namespace_and_name():
     )  # fmt: skip
     assert done.returncode == 2
     assert "NAMESPACE/NAME" in done.stderr
+
+
+def test_explain_finds_the_token_where_kubesalvo_run_writes_it_by_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.delenv("KUBESALVO_DEBUG_TOKEN", raising=False)
+    write_token(default_token_file(10123), "from-the-file")
+    assert debug_token("http://127.0.0.1:10123", None) == "from-the-file"
+    assert debug_token("http://127.0.0.1:10124", None) is None  # no file: nothing to send
+    monkeypatch.setenv("KUBESALVO_DEBUG_TOKEN", "from-the-environment")
+    assert debug_token("http://127.0.0.1:10123", None) == "from-the-environment"
+    given = tmp_path / "given.token"
+    write_token(given, "given")
+    assert debug_token("http://127.0.0.1:10123", given) == "given"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kubesalvo.core.plugins.coscheduling import CoschedulingArgs
 from kubesalvo.core.plugins.coscheduling.gang import GroupKey
-from kubesalvo.sched.gangs import GangBook
+from kubesalvo.sched.gangs import GangBook, GangCollector
 from kubesalvo.sched.informers import to_api_dict
 from tests.helpers.queue import make_pod, make_queue
 
@@ -176,3 +176,27 @@ def test_with_pod_groups_watched_a_member_waits_for_its_pod_group() -> None:
     seed = make_pod("s0", labels={"podGroup": "s"})
     burst, objects = popped(q, book, [seed])
     assert book.admit(burst, objects, ARGS).refused == {}
+
+
+def test_the_collector_shows_waiting_gangs_their_pods_and_the_verdicts() -> None:
+    q, clock, book = setup()
+    burst, objects = popped(q, book, members(3))
+    book.admit(burst, objects, ARGS)  # 3 of 4: waits
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in GangCollector(book).collect()
+        for s in family.samples
+    }
+    assert samples[("kubesalvo_gangs_waiting", ())] == 1
+    assert samples[("kubesalvo_gang_pods", (("state", "pending"),))] == 3
+    assert samples[("kubesalvo_gang_pods", (("state", "bound"),))] == 0
+    assert samples[("kubesalvo_gang_verdicts_total", (("verdict", "wait"),))] == 1
+    clock.step(11)
+    book.admit(burst, objects, ARGS)
+    timed_out = [
+        s.value
+        for family in GangCollector(book).collect()
+        for s in family.samples
+        if s.labels.get("verdict") == "timed_out"
+    ]
+    assert timed_out == [1]

@@ -117,7 +117,8 @@ def explain(process: SchedulerProcess, pod: str) -> dict[str, Any]:
     done = subprocess.run(
         [
             sys.executable, "-m", "kubesalvo.sched.cli", "explain", pod,
-            "--debug-url", f"http://127.0.0.1:{process.debug_port}", "-o", "json",
+            "--debug-url", f"http://127.0.0.1:{process.debug_port}",
+            "--debug-token-file", str(process.debug_token_file), "-o", "json",
         ],
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
@@ -154,6 +155,7 @@ def test_a_pod_goes_where_the_reporter_saw_its_image_and_spreads_when_all_have_i
                 sys.executable, "-m", "kubesalvo.sched.cli", "explain",
                 f"{pool.namespace}/trainer", "--debug-url",
                 f"http://127.0.0.1:{process.debug_port}",
+                "--debug-token-file", str(process.debug_token_file),
             ],
             capture_output=True, text=True, timeout=120, check=True,
         ).stdout  # fmt: skip

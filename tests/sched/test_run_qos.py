@@ -304,7 +304,8 @@ def test_the_controller_closest_to_violating_its_slo_is_served_first(
         )
         explained = subprocess.run(
             [sys.executable, "-m", "kubesalvo.sched.cli", "explain", f"{namespace}/{waiting}",
-             "--debug-url", f"http://127.0.0.1:{process.debug_port}"],
+             "--debug-url", f"http://127.0.0.1:{process.debug_port}",
+             "--debug-token-file", str(process.debug_token_file)],
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert explained.returncode == 0, explained.stderr

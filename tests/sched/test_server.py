@@ -32,8 +32,15 @@ async def health():
         await server.stop()
 
 
-async def get(url: str) -> tuple[int, str]:
-    async with aiohttp.ClientSession() as session, session.get(url) as response:
+TOKEN = "test-debug-token"
+
+
+async def get(url: str, token: str | None = TOKEN) -> tuple[int, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, headers=headers) as response,
+    ):
         return response.status, await response.text()
 
 
@@ -74,7 +81,7 @@ async def test_metrics_are_served_in_prometheus_text(health):
 
 
 async def test_debug_pages_are_served_on_loopback():
-    debug = DebugServer(port=0)
+    debug = DebugServer(TOKEN, port=0)
 
     async def queue_page(request: web.Request) -> web.Response:
         return web.Response(text="activeQ: 0")
@@ -93,7 +100,7 @@ class Retained:
 
 
 async def test_the_memory_page_counts_live_objects_by_type():
-    debug = DebugServer(port=0)
+    debug = DebugServer(TOKEN, port=0)
     kept = [Retained() for _ in range(3000)]
     await debug.start()
     try:
@@ -140,7 +147,7 @@ async def test_the_memory_page_walks_the_heap_off_the_event_loop(monkeypatch):
         return real(top)
 
     monkeypatch.setattr(server_module, "memory_report", recording)
-    debug = DebugServer(port=0)
+    debug = DebugServer(TOKEN, port=0)
     await debug.start()
     try:
         answers = await asyncio.gather(*(get(debug.url + "/debug/memory?top=3") for _ in range(2)))
@@ -163,7 +170,7 @@ def test_the_heap_walk_stops_counting_at_its_time_budget():
 
 
 async def test_without_profiling_the_memory_page_is_not_served():
-    debug = DebugServer(port=0, profiling=False)
+    debug = DebugServer(TOKEN, port=0, profiling=False)
     await debug.start()
     try:
         status, _ = await get(debug.url + "/debug/memory")
@@ -173,7 +180,7 @@ async def test_without_profiling_the_memory_page_is_not_served():
 
 
 async def test_a_bad_top_on_the_memory_page_is_a_400_with_a_json_error():
-    debug = DebugServer(port=0)
+    debug = DebugServer(TOKEN, port=0)
     await debug.start()
     try:
         status, body = await get(debug.url + "/debug/memory?top=many")

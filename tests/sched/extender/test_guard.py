@@ -5,7 +5,9 @@ a busy port. Real servers and real HTTP clients on loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -19,8 +21,10 @@ import pytest
 from kubesalvo.sched.extender.config import DEFAULT_MAX_REQUEST_BYTES
 from kubesalvo.sched.extender.guard import GuardError, ServingGuard
 from kubesalvo.sched.extender.service import Extender
+from kubesalvo.sched.serving import reload
 from tests.helpers.extender import config, node, pod, post
 from tests.helpers.tls import Authority, Pair, authority, leaf
+from tests.sched.serving.test_reload import presented
 
 BIND = {"PodName": "p", "PodNamespace": "d", "PodUID": "u", "Node": "n1"}
 PREEMPT = {"Pod": pod(), "NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "v1"}]}}}
@@ -159,3 +163,23 @@ def test_listening_beyond_loopback_without_a_client_ca_exits_2(tmp_path):
     done = extender_command("--listen=0.0.0.0:0", home=tmp_path)
     assert done.returncode == 2
     assert "is not a loopback address" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_a_rotated_serving_certificate_is_presented_without_a_restart(tmp_path, monkeypatch):
+    monkeypatch.setattr(reload, "RELOAD_INTERVAL_SECONDS", 0.05)
+    certs = Certificates(tmp_path)
+    second = leaf(tmp_path, certs.ca, "extender-rotated", server=True)
+    extender = Extender(config([{"name": "example"}]), None, "127.0.0.1", 0, certs.guard())
+    await extender.start()
+    try:
+        port = int(extender.url.rsplit(":", 1)[1])
+        assert await presented(port, str(certs.ca.cert)) == "extender"
+        shutil.copy(second.key, certs.server.key)
+        shutil.copy(second.cert, certs.server.cert)
+        for _ in range(400):
+            if await presented(port, str(certs.ca.cert)) == "extender-rotated":
+                break
+            await asyncio.sleep(0.05)
+        assert await presented(port, str(certs.ca.cert)) == "extender-rotated"
+    finally:
+        await extender.shutdown()

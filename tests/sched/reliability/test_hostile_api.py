@@ -104,10 +104,13 @@ def answered(listed: dict[str, dict[str, Any]], name: str) -> bool:
     )
 
 
-def fetch(url: str) -> bytes:
+def fetch(url: str, token: str | None = None) -> bytes:
     """The body of a page, error pages (404) included: they are output too."""
+    request = urllib.request.Request(url)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(url, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=30) as response:
             return response.read()
     except urllib.error.HTTPError as error:
         return error.read()
@@ -161,11 +164,12 @@ def test_hostile_objects_get_answers_others_are_bound_and_no_secret_is_written(
         # Everything the scheduler wrote or serves, for the secrets check.
         explain = subprocess.run(
             [sys.executable, "-m", "kubesalvo.sched.cli", "explain", f"{namespace}/huge-memory",
-             "--debug-url", f"http://127.0.0.1:{process.debug_port}"],
+             "--debug-url", f"http://127.0.0.1:{process.debug_port}",
+             "--debug-token-file", str(process.debug_token_file)],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         pages = [
-            fetch(f"http://127.0.0.1:{process.debug_port}{path}")
+            fetch(f"http://127.0.0.1:{process.debug_port}{path}", process.debug_token)
             for path in ("/", "/debug/queue", f"/debug/explain?pod={namespace}/ordinary-0",
                          f"/debug/explain?pod={namespace}/huge-memory")
         ] + [fetch(f"http://127.0.0.1:{process.metrics_port}/metrics")]  # fmt: skip

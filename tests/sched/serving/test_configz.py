@@ -20,6 +20,16 @@ from tests.sched.web.test_web_view_secure import get
 CONFIGZ_READER = [{"nonResourceURLs": ["/configz"], "verbs": ["get"]}]
 
 
+# A profile that changes its plugins at several points (deploy/config/multi-profile.yaml's).
+BINPACK = {
+    "multiPoint": {
+        "disabled": [{"name": "ImageLocality"}, {"name": "NodeResourcesBalancedAllocation"}]
+    },
+    "postFilter": {"disabled": [{"name": "DefaultPreemption"}]},
+    "score": {"enabled": [{"name": "NodeResourcesFit", "weight": 5}]},
+}
+
+
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [
@@ -43,7 +53,16 @@ def test_the_default_configuration_is_listed_under_upstream_field_names():
     assert listed["Parallelism"] == 16
     assert listed["PercentageOfNodesToScore"] == 0
     assert listed["LeaderElection"]["LeaseDuration"] == "15s"
-    assert listed["Profiles"] == [{"SchedulerName": "kubesalvo", "PercentageOfNodesToScore": None}]
+    (profile,) = listed["Profiles"]
+    assert (profile["SchedulerName"], profile["PercentageOfNodesToScore"]) == ("kubesalvo", None)
+    plugins = profile["Plugins"]
+    # The defaults live under MultiPoint, as upstream's defaulting leaves them; VolumeBinding
+    # has no weight written there.
+    multi = {p["Name"]: p["Weight"] for p in plugins.pop("MultiPoint")["Enabled"]}
+    assert multi["TaintToleration"] == 3 and multi["VolumeBinding"] == 0
+    assert list(multi)[:2] == ["SchedulingGates", "PrioritySort"]
+    assert all(s == {"Enabled": None, "Disabled": None} for s in plugins.values())
+    assert len(plugins) == 12
     assert listed["Kubesalvo"]["BurstGatheringWindow"] == "10ms"
 
 
@@ -56,12 +75,23 @@ def test_configz_has_kube_schedulers_fields_and_is_behind_authorization(
     upstream_name = f"upstream-{secrets.token_hex(3)}"
     upstream = start_kube_scheduler(
         control_plane,
-        # The test configuration's backoff (kubesalvo's reads CONFIG).
-        extra={"podMaxBackoffSeconds": 2, "profiles": [{"schedulerName": upstream_name}]},
+        # The test configuration's backoff (kubesalvo's reads CONFIG); the same two
+        # profiles, the second with plugins of its own.
+        extra={
+            "podMaxBackoffSeconds": 2,
+            "profiles": [
+                {"schedulerName": upstream_name},
+                {"schedulerName": f"{upstream_name}-b", "plugins": BINPACK},
+            ],
+        },
         name=upstream_name,
     )
     ours_name = f"kubesalvo-{secrets.token_hex(3)}"
-    config = CONFIG.format(max_burst=100) + f"profiles:\n- schedulerName: {ours_name}\n"
+    config = (
+        CONFIG.format(max_burst=100)
+        + f"profiles:\n- schedulerName: {ours_name}\n- schedulerName: {ours_name}-b\n"
+        + f"  plugins: {json.dumps(BINPACK)}\n"
+    )
     port = free_port()
     args = ("--secure-port", str(port), "--bind-address", "127.0.0.1")
     ours = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, "configz", args)
@@ -93,8 +123,15 @@ def test_configz_has_kube_schedulers_fields_and_is_behind_authorization(
         for key in ("LeaderElect", "LeaseDuration", "RenewDeadline", "RetryPeriod", "ResourceLock"):
             assert mine["LeaderElection"][key] == theirs["LeaderElection"][key], key
         assert mine["ClientConnection"]["QPS"] == theirs["ClientConnection"]["QPS"]
-        assert [p["SchedulerName"] for p in theirs["Profiles"]] == [upstream_name]
-        assert mine["Profiles"] == [{"SchedulerName": ours_name, "PercentageOfNodesToScore": None}]
+        assert [p["SchedulerName"] for p in theirs["Profiles"]] == [
+            upstream_name,
+            f"{upstream_name}-b",
+        ]
+        assert [p["SchedulerName"] for p in mine["Profiles"]] == [ours_name, f"{ours_name}-b"]
+        for profile, upstream_profile in zip(mine["Profiles"], theirs["Profiles"], strict=True):
+            assert profile["PercentageOfNodesToScore"] is None
+            # Every point's set after defaulting, as kube-scheduler holds it.
+            assert profile["Plugins"] == upstream_profile["Plugins"]
         assert get(url)[0] == 403  # system:anonymous
         assert get(url, "not-a-token")[0] == 401
         # The insecure metrics port does not serve it.

@@ -142,6 +142,9 @@ def test_the_web_view_shows_the_queue_and_each_pods_story_and_updates_live(
         settled(process, WAIT, reported)
         failed_scheduling = pod_scheduled(pool.get("waiter"))["message"]
         ui = f"http://127.0.0.1:{process.debug_port}/ui/"
+        # Once with the token: the page keeps it as a cookie, the address loses it.
+        browser.get(f"{ui}?token={process.debug_token}")
+        assert "token" not in browser.current_url
 
         # The overview, filtered to the test's namespace.
         browser.get(f"{ui}?namespace={namespace}")
@@ -209,7 +212,9 @@ def test_a_preemptors_page_names_its_victim_and_the_node_it_took(
         control_plane.create([preemptor])
         settled(process, 120, lambda: pool.get("preemptor")["spec"].get("nodeName") == solo)
 
-        browser.get(f"http://127.0.0.1:{process.debug_port}/ui/pod?pod={namespace}/preemptor")
+        page = f"http://127.0.0.1:{process.debug_port}/ui/pod?pod={namespace}/preemptor"
+        browser.get(f"{page}&token={process.debug_token}")  # kept as a cookie
+        assert browser.current_url == page
         assert wait_for(browser, "#winner").text == solo
         section = wait_for(browser, "#preemption", f"{namespace}/victim")
         assert solo in section.text
