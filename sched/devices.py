@@ -1,11 +1,12 @@
 """DynamicResources' runtime half: the devices a burst reserved, and PreBind.
 
-A pod with resource claims is placed alone (``core.dra.pod``), after the burst's other
-pods. What it reserved - its claims' new allocations and the devices they take - is kept
-here until the claims informer shows the allocations written: every later pod sees those
-devices as held, and a claim whose allocation is reserved but not written makes another
-pod sharing it wait ("in the process of being allocated"), as kube-scheduler's in-flight
-allocations do.
+A pod with resource claims is placed after the burst's other pods: alone
+(``core.dra.pod``), or in a run of pods whose claims ask counts of one device class
+(``core.dra.slots``). What it reserved - its claims' new allocations and the devices
+they take - is kept here until the claims informer shows the allocations written: every
+later pod sees those devices as held, and a claim whose allocation is reserved but not
+written makes another pod sharing it wait ("in the process of being allocated"), as
+kube-scheduler's in-flight allocations do.
 
 PreBind (``BindingCycle.add_pre_bind``) writes, claim by claim and before the binding
 POST, what kube-scheduler writes: the delete-protection finalizer, then the status with
@@ -25,11 +26,14 @@ from typing import Any
 
 import msgspec
 
+from kubesalvo.core.dra import slots
 from kubesalvo.core.dra.allocator import DeviceId, allocated_devices
 from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.dra.pod import PodDevices, Reserved, prefilter
 from kubesalvo.core.dra.selectors import Selectors
 from kubesalvo.core.plugins import dynamic_resources
+from kubesalvo.core.state import ClusterState
+from kubesalvo.core.ties import TieBreak
 from kubesalvo.sched.client import ApiClient, ApiError
 from kubesalvo.sched.queue import QueuedPod
 
@@ -69,8 +73,31 @@ class DeviceBook:
         return prefilter(pod, objects, self.selectors, held, pending, timeout)
 
     def reserve(self, uid: str, devices: PodDevices, node: str) -> None:
-        self._reserved[uid] = devices.reserve(node)
+        self.keep(uid, devices.reserve(node))
+
+    def keep(self, uid: str, reserved: Reserved) -> None:
+        """Hold what Reserve took for the pod until its allocations are written."""
+        self._reserved[uid] = reserved
         self._written.discard(uid)
+
+    def place_run(
+        self,
+        place: slots.Place,
+        state: ClusterState,
+        pods: list[dict[str, Any]],
+        profile: Any,
+        ties: TieBreak,
+    ) -> slots.CountedRun:
+        """The first of ``pods`` whose claims ask counts of one class, placed as one
+        segment (``core.dra.slots``); a result of None when the first pod is placed alone."""
+        objects = self.objects()
+        held, pending = self._held(objects)
+        run = slots.countable_run(pods, objects, self.selectors, held, pending, len(pods))
+        if len(run) < 2:
+            return slots.CountedRun(None, [], False)
+        return slots.place_run(
+            place, state, pods[: len(run)], run, profile, objects, self.selectors, held, ties
+        )
 
     def _held(self, objects: DraObjects) -> tuple[set[DeviceId], set[str]]:
         """Devices of allocated claims and of reservations not yet written, and the uids
