@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubesalvo.core.dra.allocator import DeviceId
+from kubesalvo.core.dra.claiming import place_claiming
 from kubesalvo.core.dra.objects import DraObjects
-from kubesalvo.core.dra.pod import Reserved, prefilter
+from kubesalvo.core.dra.pod import prefilter
 from kubesalvo.core.dra.selectors import Selectors
-from kubesalvo.core.dra.slots import countable_run, place_run
+from kubesalvo.core.dra.slots import countable_run
 from kubesalvo.core.place import place_burst
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.ties import TieBreak
@@ -72,42 +73,21 @@ def one_at_a_time(pods, objects, held, cpus, seed):
 
 
 def counted(pods, objects, held, cpus, seed):
-    state, ties, selectors = cluster(cpus), TieBreak(seed), Selectors()
-    held = set(held)
-    placed: list[tuple[str | None, frozenset[DeviceId]]] = []
-    rest, limit = list(pods), len(pods)
+    """place_claiming's counted runs; also the sizes of the placements of many pods."""
+    state, ties = cluster(cpus), TieBreak(seed)
+    segments = []
 
-    def alone(pod: dict) -> None:
-        devices = prefilter(pod, objects, selectors, held, set())
-        result = place_burst(state, [pod], devices=devices, ties=ties)
-        taken: frozenset[DeviceId] = frozenset()
-        if result.nodes[0] is not None:
-            taken = devices.reserve(result.nodes[0]).devices
-            held.update(taken)
-        placed.append((result.nodes[0], taken))
+    def place(state, segment, profile, **kwargs):
+        if len(segment) > 1:
+            segments.append(len(segment))
+        return place_burst(state, segment, profile, **kwargs)
 
-    runs = 0
-    while rest:
-        run = countable_run(rest, objects, selectors, held, set(), limit) if limit > 1 else []
-        if len(run) < 2:
-            alone(rest.pop(0))
-            continue
-        runs += 1
-        done = place_run(
-            place_burst, state, rest[: len(run)], run, None, objects, selectors, held, ties
-        )
-        assert done.result is not None
-        reserved: list[Reserved] = done.reserved
-        for r in reserved:
-            placed.append((r.node, r.devices))
-            held.update(r.devices)
-        rest = rest[len(reserved) :]
-        if done.cut:
-            alone(rest.pop(0))
-            limit = max(1, 2 * len(reserved))
-        else:
-            limit *= 2
-    return placed, runs
+    result, reserved = place_claiming(
+        place, state, pods, None, objects, Selectors(), set(held), ties
+    )
+    assert result.nodes == [None if r is None else r.node for r in reserved]
+    placed = [(r.node, r.devices) if r is not None else (None, frozenset()) for r in reserved]
+    return placed, segments
 
 
 node_strategy = st.tuples(
@@ -162,7 +142,9 @@ def test_a_burst_of_alike_pods_is_one_run_and_stops_where_devices_run_out() -> N
     objects = DraObjects.of([device_class()], claims, slices)
     got, runs = counted(pods, objects, set(), [8, 8], 7)
     assert got == one_at_a_time(pods, objects, set(), [8, 8], 7)
-    assert runs == 1  # the 8 that fit, then the 2 others alone
+    # The ten as one segment, cut at the ninth: the eight placed again from the rewound
+    # tie stream, then the two others alone.
+    assert runs == [10, 8]
     assert [n for n, _ in got].count(None) == 2
     assert len({d for _, devices in got for d in devices}) == 8
 
