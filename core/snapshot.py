@@ -2,9 +2,10 @@
 
 A snapshot is one msgpack map::
 
-    {"format": "kubesalvo-snapshot", "version": 3, "created": "<RFC 3339 time>",
+    {"format": "kubesalvo-snapshot", "version": 4, "created": "<RFC 3339 time>",
      "source": "<free text>", "nodes": [...], "pods": [...], "namespaces": [...],
-     "priorityclasses": [...], "workloads": [...], "omitted": [...], "storage": {...}}
+     "priorityclasses": [...], "workloads": [...], "omitted": [...], "storage": {...},
+     "devices": {...}}
 
 Objects keep the API server's JSON shape, cut down by ``strip`` to the fields a scheduler
 reads, so the same code reads a snapshot, a synthetic cluster and a live watch. Pods with a
@@ -24,6 +25,12 @@ PersistentVolumes, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities, a
 storage informers decode them), and pods keep their claim and disk volumes, so what-if
 answers hold for stateful pods; ``omitted`` may name those kinds too. Older snapshots read
 as clusters without storage objects.
+
+Version 4 added ``devices``: DynamicResources' objects by kind (DeviceClasses,
+ResourceSlices, ResourceClaims with their status, ResourceClaimTemplates), and pods keep
+their ``resourceClaims`` and ``status.resourceClaimStatuses``, so what-if answers hold for
+pods that claim devices; ``omitted`` may name those kinds too. Older snapshots read as
+clusters without devices.
 """
 
 from __future__ import annotations
@@ -40,10 +47,19 @@ from kubesalvo.core.volumes import KINDS as STORAGE_KINDS
 from kubesalvo.core.volumes import NAMESPACED
 
 FORMAT = "kubesalvo-snapshot"
-VERSION = 3
+VERSION = 4
 KINDS = ("nodes", "pods", "namespaces", "priorityclasses", "workloads")
-# The sections each version holds besides the header (3: the volume filters' objects).
-_SECTIONS = {1: KINDS[:4], 2: (*KINDS, "omitted"), 3: (*KINDS, "omitted", "storage")}
+# The sections each version holds besides the header (3: the volume filters' objects,
+# 4: DynamicResources').
+_SECTIONS = {
+    1: KINDS[:4],
+    2: (*KINDS, "omitted"),
+    3: (*KINDS, "omitted", "storage"),
+    4: (*KINDS, "omitted", "storage", "devices"),
+}
+# DynamicResources' objects by resource (all of resource.k8s.io/v1); which are namespaced.
+DEVICE_KINDS = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
+DEVICE_NAMESPACED = frozenset({"resourceclaims", "resourceclaimtemplates"})
 # Each workload kind with its apiVersion, whether its selector is a plain map (Service,
 # ReplicationController) or a LabelSelector, and its resource name in the API.
 WORKLOAD_KINDS: dict[str, tuple[str, bool, str]] = {
@@ -75,6 +91,8 @@ class Snapshot:
     # The volume filters' objects by kind (core/volumes.KINDS: persistentvolumeclaims,
     # persistentvolumes, storageclasses, csinodes, csidrivers, csistoragecapacities).
     storage: dict[str, list[Object]] = field(default_factory=dict)
+    # DynamicResources' objects by kind (DEVICE_KINDS), as the API server lists them.
+    devices: dict[str, list[Object]] = field(default_factory=dict)
     # RFC 3339; ``dumps`` stamps the current time when empty.
     created: str = ""
     # Where it came from, for people: "synthetic scenario default seed 1", a server URL.
@@ -104,6 +122,7 @@ def dumps(snapshot: Snapshot) -> bytes:
         "workloads": snapshot.workloads,
         "omitted": snapshot.omitted,
         "storage": snapshot.storage,
+        "devices": snapshot.devices,
     }
     return msgpack.packb(document, use_bin_type=True)
 
@@ -210,9 +229,26 @@ def _check_storage(document: dict[str, Any]) -> dict[str, list[Object]]:
     return out
 
 
+def _check_devices(document: dict[str, Any]) -> dict[str, list[Object]]:
+    devices = document.get("devices", {})
+    if not isinstance(devices, dict):
+        raise SnapshotError(f"devices: expected a map, got {type(devices).__name__}")
+    out: dict[str, list[Object]] = {}
+    for kind, objects in devices.items():
+        if kind not in DEVICE_KINDS:
+            raise SnapshotError(
+                f"devices.{kind}: unknown kind; accepted: {', '.join(DEVICE_KINDS)}"
+            )
+        out[kind] = _check_objects(
+            {f"devices.{kind}": objects}, f"devices.{kind}", namespaced=kind in DEVICE_NAMESPACED
+        )
+    return out
+
+
 def _check_omitted(document: dict[str, Any]) -> list[str]:
     omitted = document.get("omitted", [])
-    accepted = [resource for _, _, resource in WORKLOAD_KINDS.values()] + list(STORAGE_KINDS)
+    accepted = [resource for _, _, resource in WORKLOAD_KINDS.values()]
+    accepted += [*STORAGE_KINDS, *DEVICE_KINDS]
     if not isinstance(omitted, list):
         raise SnapshotError(f"omitted: expected a list, got {type(omitted).__name__}")
     for index, resource in enumerate(omitted):
@@ -267,6 +303,7 @@ def loads(data: bytes) -> Snapshot:
         workloads=_check_workloads(document),
         omitted=_check_omitted(document),
         storage=_check_storage(document),
+        devices=_check_devices(document),
         created=document.get("created", ""),
         source=document.get("source", ""),
     )
@@ -281,6 +318,7 @@ _POD_SPEC = (
     "nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy",
     "nodeSelector", "affinity", "tolerations", "topologySpreadConstraints", "schedulingGates",
     "overhead", "resources", "hostNetwork", "runtimeClassName", "restartPolicy",
+    "resourceClaims",
 )  # fmt: skip
 _CONTAINER = ("name", "image", "resources", "ports", "restartPolicy")
 _VOLUME = (
@@ -309,7 +347,7 @@ def strip_pod(pod: Object) -> Object:
     if volumes:  # the volume filters read claims and disks; other sources are left out
         spec["volumes"] = volumes
     result: Object = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
-    status = _pick(pod.get("status", {}), ("phase", "nominatedNodeName"))
+    status = _pick(pod.get("status", {}), ("phase", "nominatedNodeName", "resourceClaimStatuses"))
     if status:
         result["status"] = status
     return result
@@ -396,6 +434,7 @@ def from_objects(
     workloads: list[Object] | None = None,
     *,
     storage: dict[str, list[Object]] | None = None,
+    devices: dict[str, list[Object]] | None = None,
     omitted: list[str] | None = None,
     created: str = "",
     source: str = "",
@@ -413,6 +452,7 @@ def from_objects(
         workloads=[strip_workload(w) for w in workloads or []],
         omitted=list(omitted or []),
         storage=dict(storage or {}),
+        devices=dict(devices or {}),
         created=created,
         source=source,
     )

@@ -30,13 +30,14 @@ from typing import Any
 import numpy as np
 import psutil
 
-from kubesalvo.core.place import PlacementResult, place_burst
+from kubesalvo.core.place import PlacementResult
 from kubesalvo.core.plugins import coscheduling
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.resources import pod_requests
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.ties import TieBreak
+from kubesalvo.sched.simulate.devices import place_with_devices
 from kubesalvo.sched.simulate.source import SimulateError
 
 __all__ = [
@@ -223,9 +224,12 @@ def _place(
     profile: Profile,
     workloads: list[dict[str, Any]],
     seed: int,
-) -> PlacementResult:
+    snapshot: Snapshot,
+) -> tuple[list[dict[str, Any]], PlacementResult]:
+    """The burst in placement order (pods with claims last: sched/simulate/devices.py)
+    and its result."""
     try:
-        return place_burst(state, burst, profile, workloads=workloads, ties=TieBreak(seed))
+        return place_with_devices(state, burst, profile, workloads, TieBreak(seed), snapshot)
     except _MALFORMED as error:
         # Name the pod whose requests cannot be read; anything else is not bad input.
         for pod in burst:
@@ -299,7 +303,7 @@ def simulate(
 
     cpu0 = time.process_time()
     t0 = time.perf_counter()
-    result = _place(state, burst, profile, workloads, seed)
+    burst, result = _place(state, burst, profile, workloads, seed, snapshot)
     seconds = time.perf_counter() - t0
     cpu_seconds = time.process_time() - cpu0
 

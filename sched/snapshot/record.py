@@ -1,13 +1,14 @@
 """``kubesalvo snapshot -o FILE``: record a live cluster for ``kubesalvo simulate --snapshot``.
 
-Lists nodes, pods, namespaces and PriorityClasses, the Services,
-ReplicationControllers, ReplicaSets and StatefulSets whose selectors give pods their
-default spread constraints, and the volume filters' objects (claims, volumes, classes,
-CSI nodes, drivers and capacities) (paginated, read-only: nothing in the cluster changes), cuts
+Lists nodes, pods, namespaces and PriorityClasses, the Services, ReplicationControllers,
+ReplicaSets and StatefulSets whose selectors give pods their default spread constraints,
+and the volume filters' objects (claims, volumes, classes, CSI nodes, drivers and
+capacities) and DynamicResources' (DeviceClasses, ResourceSlices, ResourceClaims,
+ResourceClaimTemplates), paginated and read-only (nothing in the cluster changes), cuts
 each object down to what scheduling reads (``kubesalvo.core.snapshot``) and writes the
-msgpack file atomically (``kubesalvo.sched.snapshot.files``). Finished pods are left out; bound
-pods are the running load and unbound ones the pending burst, so ``simulate`` answers
-"where would these go" for the real cluster without touching it.
+msgpack file atomically (``kubesalvo.sched.snapshot.files``). Finished pods are left out;
+bound pods are the running load and unbound ones the pending burst, so ``simulate``
+answers "where would these go" for the real cluster without touching it.
 
 A workload resource the credentials may not list (403) does not stop the recording: a
 warning on stderr names it, the snapshot records it under ``omitted`` and holds the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import sys
 from typing import Any
 
@@ -32,6 +34,7 @@ from kubesalvo.sched.client import (
     load_credentials,
 )
 from kubesalvo.sched.informers.models import object_list, to_api_dict
+from kubesalvo.sched.informers.resources import DRA_RESOURCES
 from kubesalvo.sched.informers.storage import STORAGE_RESOURCES
 from kubesalvo.sched.informers.watch import Resource
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS
@@ -40,6 +43,8 @@ from kubesalvo.sched.snapshot import files as snapshot
 __all__ = ["configure", "list_all", "list_workloads", "main", "take"]
 
 FORBIDDEN = 403
+NOT_FOUND = 404
+TEMPLATES = "/apis/resource.k8s.io/v1/resourceclaimtemplates"
 
 PAGE_SIZE = 500
 COLLECTIONS = {
@@ -127,6 +132,8 @@ async def take(client: ApiClient) -> Snapshot:
                 f"volumes without them",
                 file=sys.stderr,
             )
+    devices, forbidden = await list_devices(client)
+    omitted.extend(forbidden)
     return from_objects(
         listed["nodes"],
         listed["pods"],
@@ -134,9 +141,50 @@ async def take(client: ApiClient) -> Snapshot:
         listed["priorityclasses"],
         workloads,
         storage=storage,
+        devices=devices,
         omitted=omitted,
         source=client.server,
     )
+
+
+async def list_devices(client: ApiClient) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
+    """DynamicResources' objects by resource (classes, slices and claims as its informers
+    decode them, templates' name and spec), and the resources the credentials may not
+    list (warned about on stderr). A server without resource.k8s.io/v1 has none."""
+    devices: dict[str, list[dict[str, Any]]] = {}
+    forbidden: list[str] = []
+    listers = [(r.plural, functools.partial(list_decoded, client, r)) for r in DRA_RESOURCES]
+    listers.append(("resourceclaimtemplates", functools.partial(_templates, client)))
+    for plural, lister in listers:
+        try:
+            devices[plural] = await lister()
+        except ApiError as error:
+            if error.status == NOT_FOUND:
+                continue
+            if error.status != FORBIDDEN:
+                raise
+            forbidden.append(plural)
+            print(
+                f"kubesalvo snapshot: warning: cannot list {plural} ({error}); the snapshot "
+                f"is recorded without them, so simulate places pods with claims without them",
+                file=sys.stderr,
+            )
+    return devices, forbidden
+
+
+async def _templates(client: ApiClient) -> list[dict[str, Any]]:
+    listed = await list_all(client, TEMPLATES)
+    return [
+        {
+            "metadata": {
+                k: v
+                for k, v in (t.get("metadata") or {}).items()
+                if k in ("name", "namespace", "uid")
+            },
+            "spec": t.get("spec") or {},
+        }
+        for t in listed
+    ]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -169,7 +217,8 @@ def main(args: argparse.Namespace) -> int:
         f"{args.output}: {len(taken.nodes)} nodes, {len(taken.pods) - pending} bound pods, "
         f"{pending} pending pods, {len(taken.namespaces)} namespaces, "
         f"{len(taken.workloads)} workloads, "
-        f"{sum(len(objects) for objects in taken.storage.values())} storage objects"
+        f"{sum(len(objects) for objects in taken.storage.values())} storage objects, "
+        f"{sum(len(objects) for objects in taken.devices.values())} device objects"
     )
     if taken.omitted:
         line += f" (without {', '.join(taken.omitted)}: forbidden)"

@@ -83,16 +83,17 @@ def test_dumps_stamps_the_creation_time_when_missing():
 def test_header_names_the_format_and_version():
     document = msgpack.unpackb(dumps(Snapshot(nodes=[], pods=[])))
     assert document["format"] == "kubesalvo-snapshot"
-    assert document["version"] == 3
+    assert document["version"] == 4
     assert document["workloads"] == [] and document["omitted"] == []
-    assert document["storage"] == {}
+    assert document["storage"] == {} and document["devices"] == {}
 
 
 def pack(document: dict) -> bytes:
     return msgpack.packb(document, use_bin_type=True)
 
 
-HEADER = {"format": "kubesalvo-snapshot", "version": 3}
+HEADER = {"format": "kubesalvo-snapshot", "version": 4}
+V3 = {"format": "kubesalvo-snapshot", "version": 3}
 V2 = {"format": "kubesalvo-snapshot", "version": 2}
 V1 = {"format": "kubesalvo-snapshot", "version": 1}
 
@@ -116,9 +117,9 @@ def selector(value) -> dict:
         (dumps(Snapshot(nodes=[], pods=[]))[:-3], "msgpack could not decode it"),
         (pack([1, 2, 3]), "no format: 'kubesalvo-snapshot' field"),
         (pack({"format": "other"}), "no format: 'kubesalvo-snapshot' field"),
-        (pack({**HEADER, "version": 4}), "version: snapshot version 4 is newer than"),
+        (pack({**HEADER, "version": 5}), "version: snapshot version 5 is newer than"),
         (pack({**HEADER, "version": "1"}), "version: expected an integer"),
-        (pack({**HEADER, "version": 0}), "version: expected 1 to 3"),
+        (pack({**HEADER, "version": 0}), "version: expected 1 to 4"),
         (pack({**HEADER, "nodes": {}}), "nodes: expected a list"),
         (pack({**HEADER, "pods": [[]]}), r"pods\[0\]: expected a map"),
         (pack({**HEADER, "nodes": [{"metadata": {"name": "a"}}, {}]}), r"nodes\[1\].metadata"),
@@ -127,7 +128,18 @@ def selector(value) -> dict:
             pack({**HEADER, "namespaces": [{"metadata": {"name": 3}}]}),
             r"namespaces\[0\].metadata.name",
         ),
-        (pack({**HEADER, "services": []}), "services: unknown field in a version 3 snapshot"),
+        (pack({**HEADER, "services": []}), "services: unknown field in a version 4 snapshot"),
+        (pack({**V3, "devices": {}}), "devices: unknown field in a version 3 snapshot"),
+        (pack({**HEADER, "devices": []}), "devices: expected a map"),
+        (pack({**HEADER, "devices": {"secrets": []}}), "devices.secrets: unknown kind"),
+        (
+            pack({**HEADER, "devices": {"resourceclaims": [{"metadata": {"name": "c"}}]}}),
+            r"devices.resourceclaims\[0\].metadata.namespace",
+        ),
+        (
+            pack({**HEADER, "devices": {"deviceclasses": [{"metadata": {}}]}}),
+            r"devices.deviceclasses\[0\].metadata.name",
+        ),
         (pack({**V2, "storage": {}}), "storage: unknown field in a version 2 snapshot"),
         (pack({**HEADER, "storage": []}), "storage: expected a map"),
         (pack({**HEADER, "storage": {"secrets": []}}), "storage.secrets: unknown kind"),
@@ -381,3 +393,45 @@ def test_storage_objects_and_pod_volumes_survive_a_round_trip():
     assert restored.pods[0]["spec"]["volumes"] == [
         {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
     ]
+
+
+DEVICES = {
+    "deviceclasses": [{"metadata": {"name": "gpu"}, "spec": {"selectors": []}}],
+    "resourceslices": [{"metadata": {"name": "n1-gpu"}, "spec": {"driver": "gpu.example.com",
+                        "nodeName": "n1", "pool": {"name": "n1", "generation": 1,
+                        "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]}}],
+    "resourceclaims": [{"metadata": {"name": "c", "namespace": "ns", "uid": "u"},
+                        "spec": {"devices": {"requests": []}}, "status": {}}],
+    "resourceclaimtemplates": [{"metadata": {"name": "t", "namespace": "ns"},
+                                "spec": {"spec": {"devices": {"requests": []}}}}],
+}  # fmt: skip
+
+
+def test_device_objects_round_trip_and_a_version_3_file_reads_without_them():
+    original = Snapshot(
+        nodes=[],
+        pods=[],
+        devices=DEVICES,
+        omitted=["resourceclaimtemplates"],
+        created="2026-01-02T03:04:05Z",
+    )
+    assert loads(dumps(original)) == original
+    older = loads(pack({**V3, "nodes": [], "pods": []}))
+    assert older.devices == {}
+
+
+def test_a_pods_claims_and_the_claim_names_the_controller_recorded_are_kept():
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {
+            "containers": [{"name": "c", "image": "a", "resources": {"claims": [{"name": "g"}]}}],
+            "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}],
+        },
+        "status": {"phase": "Pending", "resourceClaimStatuses": [{"name": "g",
+                   "resourceClaimName": "p-g-x1"}]},
+    }  # fmt: skip
+    stripped = snapshot.strip(pod)
+    assert stripped["spec"]["resourceClaims"] == pod["spec"]["resourceClaims"]
+    assert stripped["spec"]["containers"][0]["resources"] == {"claims": [{"name": "g"}]}
+    assert stripped["status"]["resourceClaimStatuses"] == pod["status"]["resourceClaimStatuses"]

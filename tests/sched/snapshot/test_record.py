@@ -20,10 +20,14 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.sched.client import ApiClient, ApiError, load_credentials
 from kubesalvo.sched.informers.workloads import SERVICES
+from kubesalvo.sched.simulate.run import simulate
 from kubesalvo.sched.snapshot import files as snapshot
 from kubesalvo.sched.snapshot import record as snapshot_cmd
+from tests.helpers import devices as dra
 from tests.sched import test_run_default_spread
 from tests.sched.test_run_default_spread import REPLICAS, _spread
 
@@ -247,6 +251,9 @@ RULES = [
      "verbs": ["list"]},
     {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes", "csidrivers",
                                                     "csistoragecapacities"], "verbs": ["list"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses", "resourceslices",
+                                                     "resourceclaims", "resourceclaimtemplates"],
+     "verbs": ["list"]},
 ]  # fmt: skip
 
 
@@ -376,3 +383,108 @@ def test_a_recorded_deployment_is_replayed_with_default_spreading(control_plane,
     assert pool.reference("web", with_workloads=False) == Counter({"a": REPLICAS})
     assert _spread(placed) == _spread(pool.reference("web", with_workloads=True))
     assert placed["b"] + placed["c"] > 0
+
+
+def _device_node(name: str, pool_name: str) -> dict[str, Any]:
+    allocatable = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubesalvo.io/test-pool": pool_name},
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+        },
+        "status": {"allocatable": allocatable, "capacity": allocatable},
+    }
+
+
+def test_device_objects_are_recorded_and_simulate_allocates_claims_from_them(
+    control_plane, namespace, tmp_path
+):
+    """Two nodes of 2 GPUs, one GPU held by an allocated claim, five pending pods each
+    claiming one: the snapshot holds the class, slices, claims (the allocation too) and
+    the template, pods keep their claims, and simulate places three pods on distinct GPUs
+    and leaves two pending with kube-scheduler's text."""
+    name = f"snapdev-{secrets.token_hex(3)}"
+    driver = dra.Driver(f"{name}.example.com", gpus=2)
+    gpu = driver.device_class("gpu")
+    node_names = [f"{name}-{i}" for i in range(2)]
+    one = dra.claim_spec(dra.request("gpu", gpu["metadata"]["name"]))
+    claims = [dra.claim(namespace, f"c{i}", one) for i in range(6)]
+    pods = []
+    for i in range(5):
+        made = dra.pod(namespace, f"p{i}", "nobody", name, claims=[f"c{i}"])
+        pods.append(made)
+    control_plane.create([_device_node(n, name) for n in node_names])
+    control_plane.create([gpu, *(driver.slice(n, "a100") for n in node_names)])
+    control_plane.create([*claims, dra.template(namespace, "one-gpu", one), *pods])
+    # c5 holds gpu-0 of the first node, as an allocation written by a scheduler would.
+    path = f"{dra.PATH}/namespaces/{namespace}/resourceclaims/c5"
+    held = control_plane.call(lambda c: c.request("GET", path))
+    held["status"] = {
+        "allocation": {
+            "devices": {
+                "results": [
+                    {"request": "gpu", "driver": driver.name, "pool": node_names[0],
+                     "device": "gpu-0"}
+                ]
+            },
+        }
+    }  # fmt: skip
+    control_plane.call(lambda c: c.request("PUT", f"{path}/status", body=held))
+    try:
+        out = tmp_path / "devices.snapshot"
+        done = subprocess.run(
+            [sys.executable, "-m", "kubesalvo.sched.cli", "snapshot",
+             "--kubeconfig", str(control_plane.kubeconfig), "-o", str(out)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        taken = snapshot.load(out)
+        devices = taken.devices
+        assert gpu["metadata"]["name"] in {c["metadata"]["name"] for c in devices["deviceclasses"]}
+        mine = [s for s in devices["resourceslices"] if s["spec"]["driver"] == driver.name]
+        assert sorted(s["spec"]["nodeName"] for s in mine) == node_names
+        recorded = {
+            c["metadata"]["name"]: c
+            for c in devices["resourceclaims"]
+            if c["metadata"]["namespace"] == namespace
+        }
+        assert set(recorded) == {f"c{i}" for i in range(6)}
+        assert recorded["c5"]["status"]["allocation"] == held["status"]["allocation"]
+        templates = [t for t in devices["resourceclaimtemplates"] if t["metadata"]["name"]]
+        assert {"one-gpu"} <= {t["metadata"]["name"] for t in templates}
+        waiting = [p for p in taken.pods if p["metadata"]["namespace"] == namespace]
+        assert waiting[0]["spec"]["resourceClaims"] == pods[0]["spec"]["resourceClaims"]
+        assert "device objects" in done.stdout
+
+        # Simulated on the test's own nodes and pods (the shared control plane holds others).
+        own = Snapshot(
+            nodes=[n for n in taken.nodes if n["metadata"]["name"] in node_names],
+            pods=waiting,
+            namespaces=taken.namespaces,
+            devices=devices,
+        )
+        summary = simulate(own, Profile.default())
+        assert summary.result is not None
+        placed = [
+            (p["metadata"]["name"], node)
+            for p, node in zip(summary.burst, summary.result.nodes, strict=True)
+        ]
+        assert sum(1 for _, node in placed if node) == 3
+        assert Counter(node for _, node in placed if node) == {node_names[0]: 1, node_names[1]: 2}
+        assert {
+            summary.result.messages[i] for i, (_, node) in enumerate(placed) if node is None
+        } == {"0/2 nodes are available: 2 cannot allocate all claims."}
+    finally:
+        for kind, items in (("pods", pods), ("resourceclaims", claims)):
+            for item in items:
+                base = "/api/v1" if kind == "pods" else dra.PATH
+                control_plane.call(
+                    lambda c, item=item, base=base, kind=kind: c.request(
+                        "DELETE",
+                        f"{base}/namespaces/{namespace}/{kind}/{item['metadata']['name']}",
+                        {"gracePeriodSeconds": 0},
+                    )
+                )
