@@ -32,8 +32,6 @@ from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.dra.pod import PodDevices, Reserved, prefilter
 from kubesalvo.core.dra.selectors import Selectors
 from kubesalvo.core.plugins import dynamic_resources
-from kubesalvo.core.state import ClusterState
-from kubesalvo.core.ties import TieBreak
 from kubesalvo.sched.client import ApiClient, ApiError
 from kubesalvo.sched.queue import QueuedPod
 
@@ -80,24 +78,19 @@ class DeviceBook:
         self._reserved[uid] = reserved
         self._written.discard(uid)
 
-    def place_run(
-        self,
-        place: slots.Place,
-        state: ClusterState,
-        pods: list[dict[str, Any]],
-        profile: Any,
-        ties: TieBreak,
-    ) -> slots.CountedRun:
-        """The first of ``pods`` whose claims ask counts of one class, placed as one
-        segment (``core.dra.slots``); a result of None when the first pod is placed alone."""
+    def counted_run(
+        self, pods: list[dict[str, Any]]
+    ) -> tuple[list[slots.Countable], DraObjects, set[DeviceId]] | None:
+        """The first of ``pods`` whose claims ask counts of one class (``core.dra.slots``),
+        with the objects and held devices to place them against; None when fewer than
+        two are (the first pod is then placed alone). Called on the event loop, as
+        ``prefilter`` is: the informers' stores and the reservations change there."""
         objects = self.objects()
         held, pending = self._held(objects)
         run = slots.countable_run(pods, objects, self.selectors, held, pending, len(pods))
         if len(run) < 2:
-            return slots.CountedRun(None, [], False)
-        return slots.place_run(
-            place, state, pods[: len(run)], run, profile, objects, self.selectors, held, ties
-        )
+            return None
+        return run, objects, held
 
     def _held(self, objects: DraObjects) -> tuple[set[DeviceId], set[str]]:
         """Devices of allocated claims and of reservations not yet written, and the uids

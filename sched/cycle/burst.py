@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesalvo.core.dra import slots
 from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.dra.slots import CountedRun
 from kubesalvo.core.place import PlacementResult, place_burst
@@ -401,8 +402,22 @@ class BurstCycle:
             run: CountedRun | None = None
             if counted:
                 assert self.devices is not None
+                found = self.devices.counted_run(objects)
+                if found is None:
+                    return 0, False
+                countable, dra, held = found
                 run = await asyncio.to_thread(
-                    self.devices.place_run, place_burst, state, objects, profile, self.ties
+                    slots.place_run,
+                    place_burst,
+                    state,
+                    objects[: len(countable)],
+                    countable,
+                    profile,
+                    dra,
+                    self.devices.selectors,
+                    held,
+                    self.ties,
+                    workloads,
                 )
                 if run.result is None:
                     return 0, False
