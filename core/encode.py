@@ -41,6 +41,7 @@ from kubesalvo.core.label_selectors import (
 from kubesalvo.core.plugins import (
     dynamic_resources,
     framework,
+    image_locality,
     inter_pod_affinity,
     names,
     node_affinity,
@@ -62,7 +63,7 @@ from kubesalvo.core.resources import (
     pod_nonzero_requests,
     pod_requests,
 )
-from kubesalvo.core.state import ClusterState, Labels, normalized_image_name
+from kubesalvo.core.state import ClusterState, Labels
 
 __all__ = [
     "ClassInfo",
@@ -80,9 +81,6 @@ R_NARROWED = _codes.NARROWED
 R_ABSENT = _codes.ABSENT
 
 UNSCHEDULABLE_TAINT = node_unschedulable.UNSCHEDULABLE_TAINT
-_MB = 1024 * 1024
-_IMAGE_MIN = 23 * _MB
-_IMAGE_MAX_PER_CONTAINER = 1000 * _MB
 _INT = re.compile(r"^[+-]?[0-9]+$")
 _ENCODE = msgspec.json.Encoder(order="deterministic")
 _NONE_KEY = _ENCODE.encode(None)
@@ -445,7 +443,7 @@ class Encoder:
         """normalized_image_name, once per distinct image of the burst (they repeat)."""
         name = self._image_names.get(image)
         if name is None:
-            name = self._image_names[image] = normalized_image_name(image)
+            name = self._image_names[image] = image_locality.normalized_image_name(image)
         return name
 
     def _prefilter(self, info: ClassInfo, required: Mapping[str, Any] | None) -> None:
@@ -663,7 +661,9 @@ class Encoder:
                     reject(failing, reason_codes[reason])
             elif name == names.DYNAMIC_RESOURCES and self.devices is not None:
                 if spec.get("resourceClaims"):
-                    codes = self.devices.filter_rows(state.names, todo, self._row_labels)
+                    codes = self.devices.filter_rows(
+                        state.names, todo, state.node_labels.__getitem__
+                    )
                     if self.devices.error:  # a Filter error ends the attempt
                         info.error = self.devices.error
                         out[todo] = R_NARROWED
@@ -749,18 +749,6 @@ class Encoder:
             if row is not None:
                 keep[row] = True
         return keep
-
-    def _row_labels(self, row: int) -> dict[str, str]:
-        """One row's labels (DynamicResources' node selectors, for few rows)."""
-        state = self.state
-        labels: dict[str, str] = {}
-        for key, column in state.label_columns.items():
-            vid = int(column[row])
-            if vid >= 0:
-                value = state.label_values[key][vid]
-                if value is not None:
-                    labels[key] = value
-        return labels
 
     # ---------------------------------------------------------- node selectors
     def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
@@ -913,7 +901,7 @@ class Encoder:
         return fixed
 
     def _image_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:
-        """ImageLocality, weighted: image sizes scaled by how widely each is spread."""
+        """ImageLocality, weighted: its module's score of the class's images' sums."""
         state = self.state
         rows = state.rows
         weight = self.weights.get(names.IMAGE_LOCALITY, 0)
@@ -925,17 +913,12 @@ class Encoder:
             holders = state.images.get(image)
             if not holders:
                 continue
-            spread = float(len(holders)) / float(total_nodes)
             # One size per image: the first node's report (upstream's image state).
-            scaled = int(float(next(iter(holders.values()))) * spread)
+            size = next(iter(holders.values()))
+            scaled = image_locality.scaled_size(size, len(holders), total_nodes)
             rows_with = np.fromiter(holders.keys(), np.int64, len(holders))
             sums[rows_with] += scaled
-        max_threshold = _IMAGE_MAX_PER_CONTAINER * info.containers
-        clipped = np.clip(sums, _IMAGE_MIN, max(max_threshold, _IMAGE_MIN))
-        if max_threshold <= _IMAGE_MIN:
-            return np.zeros(rows, dtype=np.int32)
-        score = framework.MAX_NODE_SCORE * (clipped - _IMAGE_MIN) // (max_threshold - _IMAGE_MIN)
-        return (weight * score).astype(np.int32)
+        return (weight * image_locality.scores(sums, info.containers)).astype(np.int32)
 
 
 @dataclass

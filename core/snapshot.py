@@ -27,10 +27,10 @@ answers hold for stateful pods; ``omitted`` may name those kinds too. Older snap
 as clusters without storage objects.
 
 Version 4 added ``devices``: DynamicResources' objects by kind (DeviceClasses,
-ResourceSlices, ResourceClaims with their status, ResourceClaimTemplates), and pods keep
-their ``resourceClaims`` and ``status.resourceClaimStatuses``, so what-if answers hold for
-pods that claim devices; ``omitted`` may name those kinds too. Older snapshots read as
-clusters without devices.
+ResourceClaims, ResourceSlices, as its informers decode them), and pods keep their
+``resourceClaims`` and ``resourceClaimStatuses``, so what-if answers hold for pods with
+device claims; ``omitted`` may name those kinds too (a cluster without resource.k8s.io/v1
+or credentials that may not list it). Older snapshots read as clusters without devices.
 """
 
 from __future__ import annotations
@@ -49,17 +49,16 @@ from kubesalvo.core.volumes import NAMESPACED
 FORMAT = "kubesalvo-snapshot"
 VERSION = 4
 KINDS = ("nodes", "pods", "namespaces", "priorityclasses", "workloads")
+# DynamicResources' objects (resource.k8s.io/v1), by resource name; claims are namespaced.
+DEVICE_KINDS = ("deviceclasses", "resourceclaims", "resourceslices")
 # The sections each version holds besides the header (3: the volume filters' objects,
-# 4: DynamicResources').
+# 4: DynamicResources' objects).
 _SECTIONS = {
     1: KINDS[:4],
     2: (*KINDS, "omitted"),
     3: (*KINDS, "omitted", "storage"),
     4: (*KINDS, "omitted", "storage", "devices"),
 }
-# DynamicResources' objects by resource (all of resource.k8s.io/v1); which are namespaced.
-DEVICE_KINDS = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
-DEVICE_NAMESPACED = frozenset({"resourceclaims", "resourceclaimtemplates"})
 # Each workload kind with its apiVersion, whether its selector is a plain map (Service,
 # ReplicationController) or a LabelSelector, and its resource name in the API.
 WORKLOAD_KINDS: dict[str, tuple[str, bool, str]] = {
@@ -91,7 +90,7 @@ class Snapshot:
     # The volume filters' objects by kind (core/volumes.KINDS: persistentvolumeclaims,
     # persistentvolumes, storageclasses, csinodes, csidrivers, csistoragecapacities).
     storage: dict[str, list[Object]] = field(default_factory=dict)
-    # DynamicResources' objects by kind (DEVICE_KINDS), as the API server lists them.
+    # DynamicResources' objects by kind (DEVICE_KINDS).
     devices: dict[str, list[Object]] = field(default_factory=dict)
     # RFC 3339; ``dumps`` stamps the current time when empty.
     created: str = ""
@@ -240,8 +239,12 @@ def _check_devices(document: dict[str, Any]) -> dict[str, list[Object]]:
                 f"devices.{kind}: unknown kind; accepted: {', '.join(DEVICE_KINDS)}"
             )
         out[kind] = _check_objects(
-            {f"devices.{kind}": objects}, f"devices.{kind}", namespaced=kind in DEVICE_NAMESPACED
+            {f"devices.{kind}": objects}, f"devices.{kind}", namespaced=kind == "resourceclaims"
         )
+        for index, obj in enumerate(out[kind]):
+            for part in ("spec", "status"):
+                if not isinstance(obj.get(part, {}), dict):
+                    raise SnapshotError(f"devices.{kind}[{index}].{part}: expected a map")
     return out
 
 

@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.core import _codes, _typedefs
-from kubesalvo.core.plugins.image_locality import node_images
+from kubesalvo.core.plugins.image_locality import node_images, normalized_image_name
 from kubesalvo.core.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -80,13 +80,6 @@ def pod_key(pod: Mapping[str, Any]) -> str:
     if uid:
         return str(uid)
     return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
-
-
-def normalized_image_name(name: str) -> str:
-    """An image name as ImageLocality compares them: ``:latest`` added when untagged."""
-    if name.rfind(":") <= name.rfind("/"):
-        return name + ":latest"
-    return name
 
 
 @dataclass(slots=True)

@@ -46,15 +46,12 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.plugins import names
-from kubesalvo.core.plugins.framework import ActionType, ClusterEvent, EventResource, event_label
 from kubesalvo.sched import default_spread, disruption_budgets
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, CredentialsError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
-from kubesalvo.sched.devices import DeviceBook
 from kubesalvo.sched.events import EventRecorder, RecorderSettings
 from kubesalvo.sched.informers import (
     ADDED,
@@ -73,7 +70,6 @@ from kubesalvo.sched.informers.models import (
     Node,
     Pod,
 )
-from kubesalvo.sched.informers.resources import DRA_RESOURCES, DraConverter
 from kubesalvo.sched.leader import ElectionThread, LeaderElectionSettings
 from kubesalvo.sched.logs import setup_logging
 from kubesalvo.sched.memory import (
@@ -109,12 +105,6 @@ from kubesalvo.sched.web import WebView
 
 __all__ = ["Scheduler", "configure", "main"]
 
-# The event resource of each DRA informer (DRA_RESOURCES' order).
-_DRA_EVENTS = (
-    EventResource.DEVICE_CLASS,
-    EventResource.RESOURCE_CLAIM,
-    EventResource.RESOURCE_SLICE,
-)
 log = logging.getLogger("kubesalvo")
 
 EXIT_CONFIG = 2
@@ -177,11 +167,6 @@ class Scheduler:
                 on_stopped_leading=lambda: self._leadership(False),
                 metrics=self.metrics,
             )
-        # DynamicResources' reservations and PreBind, reading the informers below.
-        self.dra_enabled = any(
-            names.DYNAMIC_RESOURCES in p.plugins.at("filter") for p in config.profiles
-        )
-        self.devices = DeviceBook(client, self.dra_objects) if self.dra_enabled else None
         self.cycle = BurstCycle(
             config,
             self.cache,
@@ -193,7 +178,6 @@ class Scheduler:
             settings=CycleSettings.from_config(config, tie_seed),
             cluster=self._cluster_objects,
             workloads=self.workloads_of,
-            devices=self.devices,
         )
         # API traffic under client-go's metric names (kubernetes-mixin charts them).
         client.on_request = functools.partial(
@@ -207,17 +191,6 @@ class Scheduler:
             client, PODS, self._on_pod, WatchSettings(field_selector=ACTIVE_PODS)
         )
         self.informers: list[Informer[Any]] = [self.nodes, self.namespaces, self.pods]
-        # DeviceClasses, ResourceClaims, ResourceSlices, for DynamicResources' filter.
-        self.dra_informers: list[Informer[Any]] = []
-        self._dra_snapshot: DraObjects | None = None
-        self._dra_convert = DraConverter()
-        if self.dra_enabled:
-            self.dra_informers = [
-                Informer(client, resource, self._dra_handler(kind))
-                for resource, kind in zip(DRA_RESOURCES, _DRA_EVENTS, strict=True)
-            ]
-            self.informers.extend(self.dra_informers)
-            self.queue.claims_missing = self._claims_missing
         self.metrics.registry.register(InformerCollector(self._informer_requests))
         self.metrics.registry.register(UnschedulablePodsCollector(self._queued_rejectors))
         self.servers: list[HealthServer] = health_servers(
@@ -247,6 +220,7 @@ class Scheduler:
                 if server.tls is not None:
                     self.web.add_to(server.app)
         # The plugins' runtime halves (the volume plugins' storage objects and PreBind,
+        # DynamicResources' device objects,
         # default spreading's workloads, preemption's PDBs, QosAware's table, the gangs'
         # PodGroups, ...): their watches, pod hooks, pages and
         # tasks, registered through the handle; only watches asked with ready=True hold
@@ -262,8 +236,12 @@ class Scheduler:
             is_leader=self.is_leader,
             scheduler_names=self.names,
             add_page=self.debug.add_page,
-            # the cycle's own part of Coscheduling (its PreFilter), fed by the runtime half
-            live={names.COSCHEDULING: self.cycle.gangs},
+            # the cycle's own parts of Coscheduling (its PreFilter) and DynamicResources
+            # (its reservations and PreBind), fed by their runtime halves
+            live={
+                names.COSCHEDULING: self.cycle.gangs,
+                names.DYNAMIC_RESOURCES: self.cycle.devices,
+            },
         )
         for install in INSTALLS:
             install(self.plugins)
@@ -322,56 +300,6 @@ class Scheduler:
 
     def _lease_not_refused(self) -> bool:
         return self.elector is None or not self.elector.refusal
-
-    def _dra_handler(self, resource: EventResource) -> Callable[[Change[Any]], None]:
-        """Cluster events of a DRA informer for the queue (DynamicResources registered
-        adds and updates of classes, claims and slices)."""
-
-        def handle(change: Change[Any]) -> None:
-            self._dra_snapshot = None  # rebuilt at the next pod with claims
-            if change.obj is None:
-                return
-            if change.type == ADDED:
-                action = ActionType.ADD
-            elif change.type == DELETED:
-                action = ActionType.DELETE
-            else:
-                action = ActionType.UPDATE_OTHER
-            event = ClusterEvent(resource, action, event_label(resource, action))
-            self.queue.on_event(event, change.old, change.obj)
-            if resource is EventResource.RESOURCE_CLAIM and action is ActionType.ADD:
-                self.queue.release_gated(names.DYNAMIC_RESOURCES)
-
-        return handle
-
-    def _claims_missing(self, pod: Pod) -> bool:
-        """DynamicResources' PreEnqueue: a claim of the pod is not made yet (its template's
-        claim not named in the pod's status) or not in the claims informer."""
-        claims = self.dra_informers[1].store
-        made = {
-            s.get("name"): s.get("resourceClaimName") for s in pod.status.resource_claim_statuses
-        }
-        for entry in pod.spec.resource_claims:
-            name = entry.get("resourceClaimName")
-            if not name:
-                if entry.get("name") not in made:
-                    return True
-                name = made[entry.get("name")]
-                if not name:
-                    continue  # the controller made none for it: nothing to wait for
-            if f"{pod.metadata.namespace}/{name}" not in claims:
-                return True
-        return False
-
-    def dra_objects(self) -> DraObjects:
-        """The DRA objects as the informers hold them now (empty without DynamicResources)."""
-        if not self.dra_informers:
-            return DraObjects()
-        # Converted once per change of the objects, not once per pod with claims.
-        if self._dra_snapshot is None:
-            classes, claims, slices = (list(i.store.values()) for i in self.dra_informers)
-            self._dra_snapshot = self._dra_convert(classes, claims, slices)
-        return self._dra_snapshot
 
     def _synced_check(self, informer: Informer[Any]) -> Callable[[], bool]:
         # A plugin's watch dropped for want of RBAC (say, default spreading's workloads)

@@ -1,4 +1,11 @@
-"""DynamicResources' runtime half: the devices a burst reserved, and PreBind.
+"""DynamicResources' runtime half: the watches, the devices a burst reserved, and PreBind.
+
+``install`` (through the plugin handle), when a profile's filters run DynamicResources:
+watches DeviceClasses, ResourceClaims and ResourceSlices (each holding readiness back until
+it has synced), converts them for the allocator once per change (``DraConverter``) and
+feeds the burst cycle's ``DeviceBook`` with them; hands their cluster events to the queue
+(a claim created also releases the pods waiting for it); and gives the queue the plugin's
+PreEnqueue (``claims_missing``: a pod waits until its claims exist).
 
 A pod with resource claims is placed after the burst's other pods: alone
 (``core.dra.pod``), or in a run of pods whose claims ask counts of one device class
@@ -31,11 +38,16 @@ from kubesalvo.core.dra.allocator import DeviceId, allocated_devices
 from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.dra.pod import PodDevices, Reserved, prefilter
 from kubesalvo.core.dra.selectors import Selectors
-from kubesalvo.core.plugins import dynamic_resources
+from kubesalvo.core.plugins import dynamic_resources, names
+from kubesalvo.core.plugins.framework import ActionType, ClusterEvent, EventResource, event_label
 from kubesalvo.sched.client import ApiClient, ApiError
+from kubesalvo.sched.informers import ADDED, DELETED, Change, Informer
+from kubesalvo.sched.informers.models import Pod
+from kubesalvo.sched.informers.resources import DRA_RESOURCES, DraConverter
+from kubesalvo.sched.plugin_handle import PluginHandle
 from kubesalvo.sched.queue import QueuedPod
 
-__all__ = ["FINALIZER", "DeviceBook"]
+__all__ = ["FINALIZER", "DeviceBook", "install"]
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +61,9 @@ class DeviceBook:
 
     name = dynamic_resources.NAME
 
-    def __init__(self, client: ApiClient, objects: Callable[[], DraObjects]) -> None:
+    def __init__(self, client: ApiClient, objects: Callable[[], DraObjects] = DraObjects) -> None:
         self.client = client
+        # the objects as the informers hold them now (``install`` sets them)
         self.objects = objects
         self.selectors = Selectors()
         self._reserved: dict[str, Reserved] = {}
@@ -210,3 +223,76 @@ class DeviceBook:
             except ApiError as error:
                 if error.status != 404:
                     log.warning("unreserve of claim %s failed: %s", meta.get("name"), error)
+
+
+# The event resource of each DRA informer (DRA_RESOURCES' order).
+_EVENTS = (EventResource.DEVICE_CLASS, EventResource.RESOURCE_CLAIM, EventResource.RESOURCE_SLICE)
+
+
+def install(handle: PluginHandle) -> None:
+    book = handle.live.get(names.DYNAMIC_RESOURCES)
+    if not isinstance(book, DeviceBook):
+        return  # no profile filters with DynamicResources
+    watches = _Watches(handle)
+    book.objects = watches.objects
+    handle.queue.claims_missing = watches.claims_missing
+
+
+class _Watches:
+    """The DRA informers and their objects, converted once per change."""
+
+    def __init__(self, handle: PluginHandle) -> None:
+        self.queue = handle.queue
+        self.informers: list[Informer[Any]] = [
+            handle.watch(resource, self._handler(kind), ready=True)
+            for resource, kind in zip(DRA_RESOURCES, _EVENTS, strict=True)
+        ]
+        self._convert = DraConverter()
+        self._snapshot: DraObjects | None = None
+
+    def objects(self) -> DraObjects:
+        # Converted once per change of the objects, not once per pod with claims.
+        if self._snapshot is None:
+            classes, claims, slices = (list(i.store.values()) for i in self.informers)
+            self._snapshot = self._convert(classes, claims, slices)
+        return self._snapshot
+
+    def _handler(self, resource: EventResource) -> Callable[[Change[Any]], None]:
+        """Cluster events of one DRA informer for the queue (DynamicResources registered
+        adds and updates of classes, claims and slices)."""
+
+        def handle(change: Change[Any]) -> None:
+            self._snapshot = None  # rebuilt at the next pod with claims
+            if change.obj is None:
+                return
+            if change.type == ADDED:
+                action = ActionType.ADD
+            elif change.type == DELETED:
+                action = ActionType.DELETE
+            else:
+                action = ActionType.UPDATE_OTHER
+            event = ClusterEvent(resource, action, event_label(resource, action))
+            self.queue.on_event(event, change.old, change.obj)
+            if resource is EventResource.RESOURCE_CLAIM and action is ActionType.ADD:
+                self.queue.release_gated(names.DYNAMIC_RESOURCES)
+
+        return handle
+
+    def claims_missing(self, pod: Pod) -> bool:
+        """DynamicResources' PreEnqueue: a claim of the pod is not made yet (its template's
+        claim not named in the pod's status) or not in the claims informer."""
+        claims = self.informers[1].store
+        made = {
+            s.get("name"): s.get("resourceClaimName") for s in pod.status.resource_claim_statuses
+        }
+        for entry in pod.spec.resource_claims:
+            name = entry.get("resourceClaimName")
+            if not name:
+                if entry.get("name") not in made:
+                    return True
+                name = made[entry.get("name")]
+                if not name:
+                    continue  # the controller made none for it: nothing to wait for
+            if f"{pod.metadata.namespace}/{name}" not in claims:
+                return True
+        return False

@@ -2,9 +2,9 @@
 
 Each entry is an ``install(handle)`` (see ``sched/plugin_handle.py``) that does nothing
 when its plugin is not enabled. The order is the order of their watches, pod hooks and
-start steps: the storage objects are watched first (as the runtime always did), the
-workloads' access is probed next, and QosAware files a pod before the
-gangs count it, as the runtime always did.
+start steps, as the runtime always had them: the storage and device objects are watched
+first, the workloads' access is probed next, and QosAware files a pod before the gangs
+count it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from kubesalvo.sched import (
     default_spread,
+    devices,
     disruption_budgets,
     gangs,
     group_priority,
@@ -25,6 +26,7 @@ __all__ = ["INSTALLS"]
 
 INSTALLS: tuple[Callable[[PluginHandle], None], ...] = (
     volumes.install,
+    devices.install,
     default_spread.install,
     disruption_budgets.install,
     qos.install,

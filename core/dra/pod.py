@@ -43,6 +43,14 @@ Obj = Mapping[str, Any]
 RESERVED_FOR_MAX = 256
 
 
+# DynamicResources' Filter codes and their texts (core/reasons.py reports them in bursts).
+_FAILURE_TEXTS = {
+    _codes.DRA_ALLOCATE: plugin.CANNOT_ALLOCATE,
+    _codes.DRA_UNAVAILABLE: plugin.NOT_AVAILABLE_ON_NODE,
+    _codes.DRA_TIMEOUT: plugin.TIMED_OUT,
+}
+
+
 @dataclass(frozen=True)
 class Reserved:
     """What Reserve took for a pod on its node: per claim (namespace/name, uid) the new
@@ -124,6 +132,19 @@ class PodDevices:
             if unavailable:
                 codes[row] = _codes.DRA_UNAVAILABLE
         return codes
+
+    def node_failures(
+        self, names: Sequence[str | None], rows: npt.NDArray[np.bool_], labels: Callable[[int], Obj]
+    ) -> dict[str, str]:
+        """The Filter's failure text on each of ``rows`` that it rejects, by node name (what
+        preemption's dry run sees of DynamicResources: upstream's plugin has no AddPod or
+        RemovePod, so evicting pods never changes it)."""
+        codes = self.filter_rows(names, rows, labels)
+        return {
+            str(names[row]): _FAILURE_TEXTS[int(codes[row])]
+            for row in np.flatnonzero(codes).tolist()
+            if names[row] is not None
+        }
 
     def _count(self, class_: Obj, node: str, node_labels: Obj) -> int | None:
         """The node's free devices of the class (``Allocator.free_devices``), or None

@@ -33,6 +33,7 @@ from kubesalvo.core.pernode import (
     pod_topology_spread,
     taint_toleration,
 )
+from kubesalvo.core.pernode.dynamic_resources import DeviceVerdicts
 from kubesalvo.core.pernode.framework import (
     FilterPlugin,
     Pod,
@@ -110,6 +111,9 @@ class PodEvaluator:
         self.snapshot = Snapshot.build(nodes, pods, namespaces, workloads)
         # PVCs, PVs, classes and CSI objects the volume filters read (set by the caller)
         self.storage = StorageObjects()
+        # DynamicResources' Filter failures (node name -> text) of pods with claims, by pod
+        # uid, from their cycle (set by the caller: preemption's dry run)
+        self.device_failures: dict[str, Mapping[str, str]] = {}
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot, profile: Profile | None = None) -> Self:
@@ -142,7 +146,10 @@ class PodEvaluator:
         if name in _VOLUME_FILTERS:
             return cast(FilterPlugin | None, volume_filter(name, pod, self.storage, self.snapshot))
         if name == names.DYNAMIC_RESOURCES:
-            return None  # admits every node for the pods in scope (see volumes.py)
+            uid = (pod.get("metadata") or {}).get("uid", "")
+            failures = self.device_failures.get(uid)
+            # Without its cycle's verdicts (a pod without claims) it admits every node.
+            return None if failures is None else DeviceVerdicts(failures)
         spec = registry.PLUGINS.get(name)
         if spec is not None and spec.static_filter is not None:
             return StaticFilter(spec, self.profile.args_of(name), pod, self.snapshot.nodes)

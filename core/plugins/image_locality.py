@@ -1,8 +1,13 @@
 """ImageLocality: nodes that already hold the pod's images score higher (static, ``fixed``).
 
-The score is kube-scheduler's (``core/encode.py`` computes it for a class of pods over all
-rows; ``core/pernode/image_locality.py`` is its plain oracle). What a node holds comes
-from one of two reports, whichever is newer (:func:`node_images`):
+The score is kube-scheduler's, and this module holds it: each container's (and init
+container's) image that a node holds adds its size scaled by the share of all nodes that
+hold it (:func:`scaled_size`: an image everywhere gives no edge), and the sum, clamped to
+[23 MiB, 1000 MiB x containers], maps linearly onto 0..100 (:func:`scores`). Names
+without a tag mean ``:latest`` (:func:`normalized_image_name`). ``core/encode.py`` gathers
+the sums for a class of pods over all rows, ``core/pernode/image_locality.py`` for one pod
+over its nodes; both score with these functions. What a node holds comes from one of two
+reports, whichever is newer (:func:`node_images`):
 
 * ``status.images``, written by the kubelet (many clusters, and every kwok node, report
   none);
@@ -34,13 +39,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from kubesalvo.core.plugins import names
-from kubesalvo.core.plugins.framework import SCORE, PluginSpec
+from kubesalvo.core.plugins.framework import MAX_NODE_SCORE, SCORE, PluginSpec
 
 __all__ = [
     "ANNOTATION",
     "FORMAT_VERSION",
     "MAX_ANNOTATION_BYTES",
+    "MAX_CONTAINER_THRESHOLD",
+    "MIN_THRESHOLD",
     "NAME",
     "ImageReport",
     "ReportedImage",
@@ -48,6 +58,9 @@ __all__ = [
     "encode_annotation",
     "format_time",
     "node_images",
+    "normalized_image_name",
+    "scaled_size",
+    "scores",
 ]
 
 NAME = names.IMAGE_LOCALITY
@@ -58,6 +71,33 @@ FORMAT_VERSION = 1
 # A Node's annotations share 256 KiB (apimachinery's TotalAnnotationSizeLimitB) with
 # everything else that annotates nodes; a quarter of it holds ~300 typical images.
 MAX_ANNOTATION_BYTES = 64 * 1024
+
+_MB = 1024 * 1024
+MIN_THRESHOLD = 23 * _MB
+MAX_CONTAINER_THRESHOLD = 1000 * _MB
+
+
+def normalized_image_name(name: str) -> str:
+    """An image name as ImageLocality compares them: ``:latest`` added when untagged."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def scaled_size(size: int, holders: int, total_nodes: int) -> int:
+    """What an image adds on a node holding it: its size (the image state's: the first
+    node's report) times the share of all ``total_nodes`` that hold it."""
+    return int(float(size) * (float(holders) / float(total_nodes)))
+
+
+def scores(sums: npt.NDArray[np.int64], containers: int) -> npt.NDArray[np.int64]:
+    """Each node's score from the sum of its scaled sizes, for a pod of ``containers``
+    containers and init containers (kube-scheduler's calculatePriority)."""
+    max_threshold = MAX_CONTAINER_THRESHOLD * containers
+    if max_threshold <= MIN_THRESHOLD:  # no containers: every sum clamps to the minimum
+        return np.zeros(len(sums), dtype=np.int64)
+    clipped = np.clip(np.asarray(sums, dtype=np.int64), MIN_THRESHOLD, max_threshold)
+    return MAX_NODE_SCORE * (clipped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
 
 
 @dataclass(frozen=True, order=True)

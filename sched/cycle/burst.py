@@ -140,7 +140,13 @@ class BurstCycle:
         devices: DeviceBook | None = None,
     ) -> None:
         self.config = config
-        # DynamicResources' reservations and PreBind (None: pods with claims stay pending).
+        # DynamicResources' reservations and PreBind, when a profile filters with it (its
+        # runtime half, sched/devices.py, feeds it the informers' objects); None: pods
+        # with claims stay pending.
+        if devices is None and any(
+            names.DYNAMIC_RESOURCES in p.plugins.at("filter") for p in config.profiles
+        ):
+            devices = DeviceBook(client)
         self.devices = devices
         # Coscheduling's runtime half: which gangs of a burst may be tried at all.
         self.gangs = gangs or GangBook(queue, cache.is_assumed)
@@ -463,6 +469,9 @@ class BurstCycle:
                     gang_needed=gang_needed,
                     ties=self.ties,
                 )
+            device_failures: dict[str, Mapping[str, str]] = {}
+            if devices is not None and preemption is not None:
+                device_failures = self._device_failures(state, devices, result)
             # Recorded before the deferred watch changes are applied on leaving the block,
             # so a confirmation among them finds its assumption.
             assuming = time.perf_counter()
@@ -514,9 +523,9 @@ class BurstCycle:
             elif result.rolled_back[i]:
                 # Its gang missed its minimum: no PostFilter plugin answers for it.
                 self._unschedulable(qp, profile_name, result, i, elapsed)
-            elif devices is not None and preemption is not None:
-                # kubesalvo's preemption dry run cannot see devices: a pod with claims
-                # does not preempt (its DynamicResources failures are unresolvable).
+            elif devices is not None and preemption is not None and not device_failures:
+                # Rejected before any node was filtered (a PreFilter, the allocator's
+                # error): preemption cannot help.
                 text = self._post_filter_text(
                     profile_name,
                     qp,
@@ -537,9 +546,30 @@ class BurstCycle:
                 self._unschedulable(qp, profile_name, result, i, elapsed, text)
         if failed:
             assert preemption is not None
-            job = PreemptionJob(profile_name, profile, pods, result, failed, preemption, began)
+            job = PreemptionJob(
+                profile_name, profile, pods, result, failed, preemption, began, device_failures
+            )
             self._enqueue_preemption(job)
         return len(pods), run is not None and run.cut
+
+    @staticmethod
+    def _device_failures(
+        state: Any, devices: PodDevices, result: PlacementResult
+    ) -> dict[str, Mapping[str, str]]:
+        """For a pod with claims that fit nowhere and may preempt: DynamicResources'
+        Filter on every node (the burst stopped at each node's first failing filter, and
+        the dry run runs them all), by the pod's uid; empty when there is nothing to
+        preempt for (PreFilter rejected it, the attempt failed) or it was placed."""
+        if result.nodes[0] is not None or result.prefilter_rejector[0] or result.errors[0]:
+            return {}
+        if devices.rejection or devices.error:
+            return {}
+        present = state.present[: state.rows].astype(bool)
+        failures = devices.node_failures(state.names, present, state.node_labels.__getitem__)
+        if devices.error:  # the allocator failed on a node the burst had not searched
+            return {}
+        uid = (devices.pod.get("metadata") or {}).get("uid", "")
+        return {uid: failures}
 
     def _admit_gangs(
         self, profile_name: str, pods: list[QueuedPod], objects: list[dict[str, Any]]
@@ -690,7 +720,7 @@ class BurstCycle:
         pending = [self._with_nomination(pods[i]) for i in failed]
         try:
             decisions = await asyncio.to_thread(
-                decide, self.cluster(), pending, job.profile, job.args
+                decide, self.cluster(), pending, job.profile, job.args, job.device_failures
             )
         except Exception:
             # A decision that cannot be made must not lose the pods: report them as the

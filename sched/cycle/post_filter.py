@@ -138,8 +138,11 @@ def decide(
     pending: list[dict[str, Any]],
     profile: Profile,
     args: PreemptionArgs,
+    device_failures: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[PreemptionDecision]:
     """One decision per pod, in the burst's order, each committed for the next.
+    ``device_failures``: for the pods with claims, by uid, DynamicResources' Filter
+    failures on each node from their cycle (the dry run's verdicts for that plugin).
 
     A decision that found no node leaves the picture as it was, so until a decision does
     pick a node, a pod identical to one already decided (same namespace, labels, spec and
@@ -164,6 +167,7 @@ def decide(
             continue
         if preemptor is None:
             preemptor = _preemptor(objects, pending, profile, args)
+            preemptor.evaluator.device_failures = dict(device_failures or {})
         decision = preemptor.preempt(pod)
         preemptor.commit(pod, decision)
         decisions.append(decision)
@@ -200,6 +204,8 @@ class PreemptionJob:
     failed: list[int]  # indices into pods and result
     args: PreemptionArgs
     began: float
+    # DynamicResources' Filter failures by node, of the failed pods with claims, by uid
+    device_failures: dict[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 def no_dynamic_resources_state(profile: ProfileConfig, result: PlacementResult, i: int) -> bool:

@@ -21,8 +21,9 @@ from kubesalvo.core.plugins.node_resources_fit import (
     ShapePoint,
 )
 from kubesalvo.core.profile import Profile, ProfileError
-from kubesalvo.core.snapshot import SnapshotError
+from kubesalvo.core.snapshot import DEVICE_KINDS, SnapshotError
 from kubesalvo.core.synthetic import WORKLOAD_SHAPES, ScenarioError
+from kubesalvo.core.volumes import KINDS as STORAGE_KINDS
 from kubesalvo.sched.config import ConfigError, load_config
 from kubesalvo.sched.simulate.report import render, summary_json
 from kubesalvo.sched.simulate.run import placed_snapshot, simulate
@@ -106,6 +107,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _omitted(omitted: list[str]) -> list[tuple[list[str], str]]:
+    """The kinds a snapshot lacks, by what they change in the simulation."""
+    effects = (
+        (set(STORAGE_KINDS), "pods with volumes are placed without those objects"),
+        (set(DEVICE_KINDS), "pods with device claims are placed without those objects"),
+    )
+    out: list[tuple[list[str], str]] = []
+    rest = [kind for kind in omitted if not any(kind in kinds for kinds, _ in effects)]
+    if rest:
+        out.append((rest, "default topology spreading uses the other workloads' selectors only"))
+    for kinds, consequence in effects:
+        lacking = [kind for kind in omitted if kind in kinds]
+        if lacking:
+            out.append((lacking, consequence))
+    return out
+
+
 def _profile(args: argparse.Namespace) -> Profile:
     profile = Profile.default()
     if args.config:
@@ -157,12 +175,10 @@ def main(args: argparse.Namespace) -> int:
                 owners=args.owners,
             )
         )
-        if cluster.snapshot.omitted:
+        for kinds, consequence in _omitted(cluster.snapshot.omitted):
             print(
-                f"kubesalvo simulate: warning: the snapshot lacks "
-                f"{', '.join(cluster.snapshot.omitted)} (not allowed to list them when it "
-                f"was recorded): default topology spreading uses the other workloads' "
-                f"selectors only",
+                f"kubesalvo simulate: warning: the snapshot lacks {', '.join(kinds)} (not "
+                f"allowed to list them, or not served, when it was recorded): {consequence}",
                 file=sys.stderr,
             )
         if args.save_snapshot:

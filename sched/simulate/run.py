@@ -11,6 +11,13 @@ without spread constraints of their own get the profile's default constraints. T
 between equally scored nodes are drawn from a stream seeded with ``seed`` (the generated
 cluster's), so that one seed gives the same placements run after run.
 
+With DynamicResources in the profile, a pod with device claims is placed alone, after the
+burst's other pods, as ``kubesalvo run`` places it: against the snapshot's DeviceClasses,
+ResourceClaims and ResourceSlices and the devices the run allocated before it (each
+placement reserves its devices, so two pods never get one; a shared claim allocated for
+one pod is used by the next on its node). A gang member with claims stays in the burst,
+where its claims keep it pending, as in the runtime.
+
 Timings: ``seconds`` is the wall time of the placement call (encoding, the kernel and
 assuming the placements), ``kernel_seconds`` the compiled part alone, ``cpu_seconds`` the
 CPU time of the process over the same call (the encoding worker thread included; on a
@@ -19,6 +26,7 @@ busy machine it shows the work done, where wall time also shows the waiting).
 
 from __future__ import annotations
 
+import copy
 import os
 import resource
 import time
@@ -30,14 +38,20 @@ from typing import Any
 import numpy as np
 import psutil
 
-from kubesalvo.core.place import PlacementResult
-from kubesalvo.core.plugins import coscheduling
+from kubesalvo.core.dra.allocator import DeviceId, allocated_devices
+from kubesalvo.core.dra.objects import DraObjects
+from kubesalvo.core.dra.pod import PodDevices, prefilter
+from kubesalvo.core.dra.selectors import Selectors
+from kubesalvo.core.place import PlacementResult, place_burst
+from kubesalvo.core.plugins import coscheduling, names
+from kubesalvo.core.plugins.coscheduling import gang
+from kubesalvo.core.plugins.dynamic_resources import DynamicResourcesArgs
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.resources import pod_requests
-from kubesalvo.core.snapshot import Snapshot
+from kubesalvo.core.results import merged
+from kubesalvo.core.snapshot import DEVICE_KINDS, Snapshot
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.ties import TieBreak
-from kubesalvo.sched.simulate.devices import place_with_devices
 from kubesalvo.sched.simulate.source import SimulateError
 
 __all__ = [
@@ -115,6 +129,8 @@ class Summary:
     # The burst in the order it was placed, and where each pod went (not in the JSON).
     burst: list[dict[str, Any]] = field(default_factory=list, repr=False)
     result: PlacementResult | None = field(default=None, repr=False)
+    # The ResourceClaims after the burst (its allocations written), with DynamicResources.
+    claims: list[dict[str, Any]] | None = field(default=None, repr=False)
 
     @property
     def unplaced(self) -> int:
@@ -223,13 +239,11 @@ def _place(
     burst: list[dict[str, Any]],
     profile: Profile,
     workloads: list[dict[str, Any]],
-    seed: int,
-    snapshot: Snapshot,
-) -> tuple[list[dict[str, Any]], PlacementResult]:
-    """The burst in placement order (pods with claims last: sched/simulate/devices.py)
-    and its result."""
+    ties: TieBreak,
+    devices: PodDevices | None = None,
+) -> PlacementResult:
     try:
-        return place_with_devices(state, burst, profile, workloads, TieBreak(seed), snapshot)
+        return place_burst(state, burst, profile, workloads=workloads, ties=ties, devices=devices)
     except _MALFORMED as error:
         # Name the pod whose requests cannot be read; anything else is not bad input.
         for pod in burst:
@@ -238,6 +252,71 @@ def _place(
             except _MALFORMED as pod_error:
                 raise SimulateError(f"pending pod {_name(pod)}: {pod_error}") from error
         raise
+
+
+class _Devices:
+    """DynamicResources in-process: the snapshot's DRA objects (its claims copied, so the
+    snapshot stays as read), and the devices this run's placements took."""
+
+    def __init__(self, snapshot: Snapshot, profile: Profile) -> None:
+        classes, claims, slices = (snapshot.devices.get(kind, []) for kind in DEVICE_KINDS)
+        self.objects = DraObjects.of(classes, copy.deepcopy(claims), slices)
+        self.held: set[DeviceId] = allocated_devices(self.objects.claims.values())
+        self.selectors = Selectors()
+        args = profile.args_of(names.DYNAMIC_RESOURCES)
+        if not isinstance(args, DynamicResourcesArgs):
+            args = DynamicResourcesArgs()
+        self.timeout = args.filter_timeout_seconds
+
+    def prefilter(self, pod: dict[str, Any]) -> PodDevices:
+        return prefilter(pod, self.objects, self.selectors, self.held, set(), self.timeout)
+
+    def reserve(self, pod: dict[str, Any], devices: PodDevices, node: str) -> None:
+        """Take the devices found on ``node`` and write the claims as PreBind would: the
+        new allocations, and the pod in each claim's ``reservedFor``."""
+        reserved = devices.reserve(node)
+        self.held |= reserved.devices
+        meta = pod.get("metadata") or {}
+        consumer = {"resource": "pods", "name": meta.get("name"), "uid": meta.get("uid")}
+        for claim, allocation in reserved.claims:
+            status = dict(claim.get("status") or {})
+            if allocation is not None:
+                status["allocation"] = allocation
+            status["reservedFor"] = [*(status.get("reservedFor") or ()), consumer]
+            # The copied claim is this run's own: written in place for the next pods.
+            claim["status"] = status  # type: ignore[index]
+
+
+def _place_all(
+    state: ClusterState,
+    burst: list[dict[str, Any]],
+    profile: Profile,
+    workloads: list[dict[str, Any]],
+    seed: int,
+    devices: _Devices | None,
+) -> tuple[list[dict[str, Any]], PlacementResult]:
+    """The burst in the runtime's order (its pods with claims alone, after the others),
+    and the placement of each, in that order."""
+    ties = TieBreak(seed)
+    claiming = []
+    if devices is not None:
+        claiming = [
+            p for p in burst if (p.get("spec") or {}).get("resourceClaims") and not gang.group_of(p)
+        ]
+    if not claiming:
+        return burst, _place(state, burst, profile, workloads, ties)
+    alone = {id(p) for p in claiming}
+    others = [p for p in burst if id(p) not in alone]
+    results = [_place(state, others, profile, workloads, ties)] if others else []
+    for pod in claiming:
+        assert devices is not None
+        found = devices.prefilter(pod)
+        result = _place(state, [pod], profile, workloads, ties, found)
+        node = result.nodes[0]
+        if node is not None:
+            devices.reserve(pod, found, node)
+        results.append(result)
+    return others + claiming, merged(results)
 
 
 def _usage(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
@@ -301,9 +380,12 @@ def simulate(
     allocatable, requested_before = _usage(state)
     used_before = _nodes_used(state)
 
+    devices = None
+    if names.DYNAMIC_RESOURCES in profile.filters:
+        devices = _Devices(snapshot, profile)
     cpu0 = time.process_time()
     t0 = time.perf_counter()
-    burst, result = _place(state, burst, profile, workloads, seed, snapshot)
+    burst, result = _place_all(state, burst, profile, workloads, seed, devices)
     seconds = time.perf_counter() - t0
     cpu_seconds = time.process_time() - cpu0
 
@@ -350,6 +432,7 @@ def simulate(
         burst=burst,
         result=result,
         omitted_workloads=list(snapshot.omitted),
+        claims=None if devices is None else [dict(c) for c in devices.objects.claims.values()],
     )
 
 
@@ -366,6 +449,9 @@ def placed_snapshot(snapshot: Snapshot, summary: Summary) -> Snapshot:
         if node is not None:
             pod = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
         pods.append(pod)
+    devices = snapshot.devices
+    if summary.claims is not None and "resourceclaims" in devices:
+        devices = {**devices, "resourceclaims": summary.claims}
     return Snapshot(
         nodes=snapshot.nodes,
         pods=pods,
@@ -373,5 +459,7 @@ def placed_snapshot(snapshot: Snapshot, summary: Summary) -> Snapshot:
         priorityclasses=snapshot.priorityclasses,
         workloads=snapshot.workloads,
         omitted=snapshot.omitted,
+        storage=snapshot.storage,
+        devices=devices,
         source=f"{summary.source}, after simulated placement",
     )

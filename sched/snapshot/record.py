@@ -1,25 +1,26 @@
 """``kubesalvo snapshot -o FILE``: record a live cluster for ``kubesalvo simulate --snapshot``.
 
-Lists nodes, pods, namespaces and PriorityClasses, the Services, ReplicationControllers,
-ReplicaSets and StatefulSets whose selectors give pods their default spread constraints,
-and the volume filters' objects (claims, volumes, classes, CSI nodes, drivers and
-capacities) and DynamicResources' (DeviceClasses, ResourceSlices, ResourceClaims,
-ResourceClaimTemplates), paginated and read-only (nothing in the cluster changes), cuts
+Lists nodes, pods, namespaces and PriorityClasses, the Services,
+ReplicationControllers, ReplicaSets and StatefulSets whose selectors give pods their
+default spread constraints, the volume filters' objects (claims, volumes, classes,
+CSI nodes, drivers and capacities) and DynamicResources' (DeviceClasses, ResourceClaims,
+ResourceSlices) (paginated, read-only: nothing in the cluster changes), cuts
 each object down to what scheduling reads (``kubesalvo.core.snapshot``) and writes the
-msgpack file atomically (``kubesalvo.sched.snapshot.files``). Finished pods are left out;
-bound pods are the running load and unbound ones the pending burst, so ``simulate``
-answers "where would these go" for the real cluster without touching it.
+msgpack file atomically (``kubesalvo.sched.snapshot.files``). Finished pods are left out; bound
+pods are the running load and unbound ones the pending burst, so ``simulate`` answers
+"where would these go" for the real cluster without touching it.
 
 A workload resource the credentials may not list (403) does not stop the recording: a
 warning on stderr names it, the snapshot records it under ``omitted`` and holds the
-other workloads, and ``simulate`` warns again when it replays the file.
+other workloads, and ``simulate`` warns again when it replays the file. The same holds for
+the storage and device kinds, and for resource.k8s.io/v1 on a server that does not serve
+it (404).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import sys
 from typing import Any
 
@@ -44,7 +45,6 @@ __all__ = ["configure", "list_all", "list_workloads", "main", "take"]
 
 FORBIDDEN = 403
 NOT_FOUND = 404
-TEMPLATES = "/apis/resource.k8s.io/v1/resourceclaimtemplates"
 
 PAGE_SIZE = 500
 COLLECTIONS = {
@@ -132,8 +132,20 @@ async def take(client: ApiClient) -> Snapshot:
                 f"volumes without them",
                 file=sys.stderr,
             )
-    devices, forbidden = await list_devices(client)
-    omitted.extend(forbidden)
+    devices: dict[str, list[dict[str, Any]]] = {}
+    for resource in DRA_RESOURCES:
+        try:
+            devices[resource.plural] = await list_decoded(client, resource)
+        except ApiError as error:
+            if error.status not in (FORBIDDEN, NOT_FOUND):
+                raise
+            omitted.append(resource.plural)
+            print(
+                f"kubesalvo snapshot: warning: cannot list {resource.plural} ({error}); "
+                f"the snapshot is recorded without them, so simulate leaves pods with "
+                f"device claims pending",
+                file=sys.stderr,
+            )
     return from_objects(
         listed["nodes"],
         listed["pods"],
@@ -145,46 +157,6 @@ async def take(client: ApiClient) -> Snapshot:
         omitted=omitted,
         source=client.server,
     )
-
-
-async def list_devices(client: ApiClient) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
-    """DynamicResources' objects by resource (classes, slices and claims as its informers
-    decode them, templates' name and spec), and the resources the credentials may not
-    list (warned about on stderr). A server without resource.k8s.io/v1 has none."""
-    devices: dict[str, list[dict[str, Any]]] = {}
-    forbidden: list[str] = []
-    listers = [(r.plural, functools.partial(list_decoded, client, r)) for r in DRA_RESOURCES]
-    listers.append(("resourceclaimtemplates", functools.partial(_templates, client)))
-    for plural, lister in listers:
-        try:
-            devices[plural] = await lister()
-        except ApiError as error:
-            if error.status == NOT_FOUND:
-                continue
-            if error.status != FORBIDDEN:
-                raise
-            forbidden.append(plural)
-            print(
-                f"kubesalvo snapshot: warning: cannot list {plural} ({error}); the snapshot "
-                f"is recorded without them, so simulate places pods with claims without them",
-                file=sys.stderr,
-            )
-    return devices, forbidden
-
-
-async def _templates(client: ApiClient) -> list[dict[str, Any]]:
-    listed = await list_all(client, TEMPLATES)
-    return [
-        {
-            "metadata": {
-                k: v
-                for k, v in (t.get("metadata") or {}).items()
-                if k in ("name", "namespace", "uid")
-            },
-            "spec": t.get("spec") or {},
-        }
-        for t in listed
-    ]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -221,6 +193,6 @@ def main(args: argparse.Namespace) -> int:
         f"{sum(len(objects) for objects in taken.devices.values())} device objects"
     )
     if taken.omitted:
-        line += f" (without {', '.join(taken.omitted)}: forbidden)"
+        line += f" (without {', '.join(taken.omitted)}: forbidden or not served)"
     print(line)
     return 0

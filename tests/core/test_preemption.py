@@ -666,3 +666,32 @@ def test_a_node_is_found_exactly_when_evicting_lower_priority_pods_can_help(clus
     assert decision.node is None or decision.node in helpful
     if decision.node is None:
         assert decision.message.startswith(f"preemption: 0/{len(nodes)} nodes are available: ")
+
+
+def test_a_pod_with_claims_preempts_only_where_its_devices_can_be_allocated():
+    # Both nodes are full of lower-priority pods; the claims fit only on n2. DynamicResources'
+    # verdicts from the pod's cycle are the dry run's for that plugin: n1 fails on cpu first
+    # (so it is tried, as upstream tries it) and, its victims removed, on the claims.
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    high = pod("high", 10, "2", resourceClaims=claims)
+    pods = [pod("low-1", 1, "4", "n1"), pod("low-2", 1, "4", "n2")]
+    preemptor = Preemptor([node("n1"), node("n2")], pods)
+    preemptor.evaluator.device_failures = {"uid-high": {"n1": "cannot allocate all claims"}}
+    decision = preemptor.preempt(high, now=NOW)
+    assert decision.node == "n2" and victim_names(decision) == ["low-2"]
+    # Claims unallocatable everywhere: each node, its victims removed, still fails on them
+    # (the dry run's filter status is the node's reason), and nothing is evicted.
+    preemptor.evaluator.device_failures = {
+        "uid-high": dict.fromkeys(("n1", "n2"), "cannot allocate all claims")
+    }
+    decision = preemptor.preempt(high, now=NOW)
+    assert decision.node is None and decision.victims == []
+    assert decision.message == "preemption: 0/2 nodes are available: 2 cannot allocate all claims."
+    # Where the claims fail before any other filter, the node is not even tried.
+    roomy = Preemptor([node("n1", cpu="8")], [pod("low-1", 1, "4", "n1")])
+    roomy.evaluator.device_failures = {"uid-high": {"n1": "cannot allocate all claims"}}
+    decision = roomy.preempt(high, now=NOW)
+    assert decision.nodes_tried == 0
+    assert decision.message == (
+        f"preemption: 0/1 nodes are available: 1 {default_preemption.PREEMPTION_NOT_HELPFUL}."
+    )

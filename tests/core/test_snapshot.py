@@ -131,14 +131,19 @@ def selector(value) -> dict:
         (pack({**HEADER, "services": []}), "services: unknown field in a version 4 snapshot"),
         (pack({**V3, "devices": {}}), "devices: unknown field in a version 3 snapshot"),
         (pack({**HEADER, "devices": []}), "devices: expected a map"),
-        (pack({**HEADER, "devices": {"secrets": []}}), "devices.secrets: unknown kind"),
+        (
+            pack({**HEADER, "devices": {"resourceclaimtemplates": []}}),
+            "devices.resourceclaimtemplates: unknown kind",
+        ),
         (
             pack({**HEADER, "devices": {"resourceclaims": [{"metadata": {"name": "c"}}]}}),
             r"devices.resourceclaims\[0\].metadata.namespace",
         ),
         (
-            pack({**HEADER, "devices": {"deviceclasses": [{"metadata": {}}]}}),
-            r"devices.deviceclasses\[0\].metadata.name",
+            pack(
+                {**HEADER, "devices": {"resourceslices": [{"metadata": {"name": "s"}, "spec": []}]}}
+            ),
+            r"devices.resourceslices\[0\].spec: expected a map",
         ),
         (pack({**V2, "storage": {}}), "storage: unknown field in a version 2 snapshot"),
         (pack({**HEADER, "storage": []}), "storage: expected a map"),
@@ -395,43 +400,42 @@ def test_storage_objects_and_pod_volumes_survive_a_round_trip():
     ]
 
 
-DEVICES = {
-    "deviceclasses": [{"metadata": {"name": "gpu"}, "spec": {"selectors": []}}],
-    "resourceslices": [{"metadata": {"name": "n1-gpu"}, "spec": {"driver": "gpu.example.com",
-                        "nodeName": "n1", "pool": {"name": "n1", "generation": 1,
-                        "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]}}],
-    "resourceclaims": [{"metadata": {"name": "c", "namespace": "ns", "uid": "u"},
-                        "spec": {"devices": {"requests": []}}, "status": {}}],
-    "resourceclaimtemplates": [{"metadata": {"name": "t", "namespace": "ns"},
-                                "spec": {"spec": {"devices": {"requests": []}}}}],
-}  # fmt: skip
-
-
-def test_device_objects_round_trip_and_a_version_3_file_reads_without_them():
-    original = Snapshot(
-        nodes=[],
-        pods=[],
-        devices=DEVICES,
-        omitted=["resourceclaimtemplates"],
-        created="2026-01-02T03:04:05Z",
-    )
-    assert loads(dumps(original)) == original
-    older = loads(pack({**V3, "nodes": [], "pods": []}))
-    assert older.devices == {}
-
-
-def test_a_pods_claims_and_the_claim_names_the_controller_recorded_are_kept():
+def test_device_objects_and_pod_claims_survive_a_round_trip():
+    gpu = {"metadata": {"name": "gpu.example.com"}, "spec": {"selectors": []}}
+    slice_ = {"metadata": {"name": "n1-gpu"}, "spec": {"driver": "gpu.example.com",
+              "nodeName": "n1", "pool": {"name": "n1", "generation": 1,
+              "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]}}  # fmt: skip
+    claim = {
+        "metadata": {"name": "p-gpu-x1", "namespace": "ns", "uid": "c1"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.example.com", "count": 1}}]}},
+        "status": {},
+    }  # fmt: skip
     pod = {
-        "kind": "Pod",
         "metadata": {"name": "p", "namespace": "ns"},
         "spec": {
-            "containers": [{"name": "c", "image": "a", "resources": {"claims": [{"name": "g"}]}}],
-            "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "t"}],
+            "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
         },
-        "status": {"phase": "Pending", "resourceClaimStatuses": [{"name": "g",
-                   "resourceClaimName": "p-g-x1"}]},
-    }  # fmt: skip
-    stripped = snapshot.strip(pod)
-    assert stripped["spec"]["resourceClaims"] == pod["spec"]["resourceClaims"]
-    assert stripped["spec"]["containers"][0]["resources"] == {"claims": [{"name": "g"}]}
-    assert stripped["status"]["resourceClaimStatuses"] == pod["status"]["resourceClaimStatuses"]
+        "status": {
+            "phase": "Pending",
+            "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x1"}],
+        },
+    }
+    devices = {"deviceclasses": [gpu], "resourceclaims": [claim], "resourceslices": [slice_]}
+    taken = from_objects([], [pod], devices=devices, omitted=["resourceslices"])
+    restored = loads(dumps(taken))
+    assert restored.devices == devices
+    assert restored.omitted == ["resourceslices"]
+    # The pod keeps what DynamicResources reads: its claims and the names of those made.
+    assert restored.pods[0]["spec"]["resourceClaims"] == pod["spec"]["resourceClaims"]
+    assert restored.pods[0]["status"]["resourceClaimStatuses"] == [
+        {"name": "gpu", "resourceClaimName": "p-gpu-x1"}
+    ]
+
+
+def test_a_version_3_snapshot_reads_as_a_cluster_without_devices():
+    document = msgpack.unpackb(dumps(Snapshot(nodes=[], pods=[])))
+    document["version"] = 3
+    del document["devices"]
+    assert loads(pack(document)).devices == {}

@@ -392,3 +392,73 @@ def test_first_available_subrequests_are_tried_in_order_as_kube_scheduler_does(
     for n in pending:
         texts = {side: pod_scheduled(pods[f"{n}-{side}"])["message"] for side in SIDES}
         assert texts["ours"] == texts["theirs"], (n, texts)
+
+
+def test_a_pod_with_claims_preempts_for_cpu_on_the_node_its_devices_are_on(
+    control_plane, namespace, setup
+):
+    # One node a side, its GPUs free and its cpu taken by a low-priority pod: the
+    # high-priority pod's claim can be allocated there, its cpu cannot. DynamicResources'
+    # Filter passes that node in the dry run (evictions never change it upstream), so
+    # both schedulers evict the low-priority pod, nominate the node and bind there. A
+    # second high-priority pod asks for 9 GPUs: no node has them, nothing is evicted.
+    s = setup(nodes=1)
+    low, high = (f"dra-{name}-{s.token}" for name in ("low", "high"))
+    classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": name}, "value": value}
+        for name, value in ((low, 10), (high, 1000))
+    ]  # fmt: skip
+    control_plane.create(
+        [
+            *classes,
+            dra.template(namespace, "one-gpu", dra.claim_spec(dra.request("gpu", s.gpu()))),
+            dra.template(namespace, "nine", dra.claim_spec(dra.request("gpu", s.gpu(), 9))),
+        ]
+    )
+
+    def with_cpu(pod: dict[str, Any], cpu: str, priority_class: str) -> dict[str, Any]:
+        pod["spec"]["priorityClassName"] = priority_class
+        pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": cpu}
+        return pod
+
+    try:
+        hogs = [with_cpu(s.pod(side, "hog"), "60", low) for side in SIDES]
+        control_plane.create(hogs)
+        s.wait(
+            "the low-priority pods bound",
+            lambda: all(s.listed()[f"hog-{side}"]["spec"].get("nodeName") for side in SIDES),
+        )
+        urgent = [
+            with_cpu(s.pod(side, "urgent", templates=["one-gpu"]), "10", high) for side in SIDES
+        ]
+        greedy = [with_cpu(s.pod(side, "greedy", templates=["nine"]), "1", high) for side in SIDES]
+        control_plane.create(greedy)
+        s.wait(
+            "the 9-GPU pods reported",
+            lambda: all(
+                reported(s.listed().get(f"greedy-{side}"), "cannot allocate all claims")
+                for side in SIDES
+            ),
+        )
+        control_plane.create(urgent)
+
+        def outcome(side: str) -> tuple[bool, str | None]:
+            pods = s.listed()
+            urgent_pod = pods.get(f"urgent-{side}") or {}
+            return f"hog-{side}" in pods, urgent_pod.get("spec", {}).get("nodeName")
+
+        node = {side: s.nodes[side][0]["metadata"]["name"] for side in SIDES}
+        s.wait(
+            "the low-priority pods evicted and the claim pods bound in their place",
+            lambda: all(outcome(side) == (False, node[side]) for side in SIDES),
+            timeout=240,
+            state=lambda: {side: outcome(side) for side in SIDES},
+        )
+        pods, claims = s.listed(), s.claims()
+        assert dra.check_allocations(pods.values(), claims, s.slices, s.node_objects()) == []
+        texts = {side: pod_scheduled(pods[f"greedy-{side}"])["message"] for side in SIDES}
+        assert texts["ours"] == texts["theirs"]
+        assert "Preemption is not helpful for scheduling" in texts["ours"]
+    finally:
+        control_plane.delete(classes)

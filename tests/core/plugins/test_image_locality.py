@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from kubesalvo.core.pernode import image_locality as reference
 from kubesalvo.core.pernode.snapshot import Cache
 from kubesalvo.core.place import plan
+from kubesalvo.core.plugins import image_locality
 from kubesalvo.core.plugins.image_locality import (
     ANNOTATION,
     ReportedImage,
@@ -205,3 +207,16 @@ def test_reference_scores_the_annotation_as_the_kernel_does() -> None:
     # 600Mi spread over 2 of 3 nodes = 400Mi, on a 23Mi..1000Mi scale.
     expected = 100 * (400 * MB - 23 * MB) // (1000 * MB - 23 * MB)
     assert scores == {"n0": 0, "n1": expected, "n2": expected}
+
+
+def test_the_score_is_upstreams_calculate_priority() -> None:
+    mib = 1024 * 1024
+    # 500 MiB held by one node of two: 250 MiB, (250 - 23) / (1000 - 23) of the way.
+    assert image_locality.scaled_size(500 * mib, 1, 2) == 250 * mib
+    sums = np.array([0, 250 * mib, 23 * mib, 5000 * mib], dtype=np.int64)
+    assert image_locality.scores(sums, 1).tolist() == [0, 23, 0, 100]
+    # Two containers double the ceiling: 5000 MiB clamps to 2000 MiB, still 100.
+    assert image_locality.scores(sums, 2).tolist() == [0, 11, 0, 100]
+    assert image_locality.scores(sums, 0).tolist() == [0, 0, 0, 0]
+    assert image_locality.normalized_image_name("nginx") == "nginx:latest"
+    assert image_locality.normalized_image_name("host:5000/app") == "host:5000/app:latest"
