@@ -5,13 +5,14 @@ whose claims ask counts of one device class as one segment each (``core/dra/slot
 every other pod alone with DynamicResources' PreFilter and Filter (``core/dra/pod.py``),
 each pod's reserved devices held for the pods after it. ``place_claiming`` does the same
 against one set of DRA objects, for ``kubesalvo simulate`` (which binds nothing: what a
-pod reserved stays held) and for the tests comparing the counted path with the one-pod
-path.
+pod reserved stays held, and ``reserved`` writes it into the run's copy of the claims
+before the next pod is looked at) and for the tests comparing the counted path with the
+one-pod path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubesalvo.core.dra import slots
@@ -38,21 +39,27 @@ def place_claiming(
     ties: TieBreak,
     workloads: Sequence[Obj] = (),
     count_alike: bool = True,
+    timeout: float = 0.0,
+    reserved_by: Callable[[Obj, Reserved], None] | None = None,
 ) -> tuple[PlacementResult, list[Reserved | None]]:
     """Place ``pods`` (each with claims) in order, committed in ``state``; returns their
     result and what each placed pod reserved. ``held`` (devices no allocation may take)
-    grows by every reservation. ``count_alike`` False places every pod alone."""
+    grows by every reservation, and ``reserved_by(pod, reserved)`` is called for each
+    before the next pod is looked at. ``count_alike`` False places every pod alone;
+    ``timeout``: DynamicResources' filterTimeout for a pod placed alone (seconds)."""
     parts: list[PlacementResult] = []
     reserved: list[Reserved | None] = []
     rest, limit = list(pods), len(pods) if count_alike else 1
 
     def alone(pod: Obj) -> None:
-        devices = prefilter(pod, objects, selectors, held, set())
+        devices = prefilter(pod, objects, selectors, held, set(), timeout)
         result = place(state, [pod], profile, devices=devices, ties=ties, workloads=workloads)
         parts.append(result)
         taken = None if result.nodes[0] is None else devices.reserve(result.nodes[0])
         if taken is not None:
             held.update(taken.devices)
+            if reserved_by is not None:
+                reserved_by(pod, taken)
         reserved.append(taken)
 
     while rest:
@@ -68,8 +75,10 @@ def place_claiming(
             continue
         if done.reserved:
             parts.append(done.result)
-        for taken in done.reserved:
+        for pod, taken in zip(rest, done.reserved, strict=False):
             held.update(taken.devices)
+            if reserved_by is not None:
+                reserved_by(pod, taken)
             reserved.append(taken)
         rest = rest[len(done.reserved) :]
         if done.cut:
