@@ -137,3 +137,22 @@ def test_the_command_replays_a_snapshot_with_devices_and_saves_the_allocations(
     by_name = {n["metadata"]["name"]: n for n in nodes}
     assert len(bound) == 5
     assert dra.check_allocations(bound, claims, slices, by_name) == []
+
+
+def test_a_snapshot_without_device_kinds_is_warned_about_by_what_it_changes(tmp_path: Path):
+    snapshot, _, _ = recorded()
+    snapshot.devices = {}
+    snapshot.omitted = ["replicasets", "deviceclasses", "resourceclaims", "resourceslices"]
+    path = tmp_path / "partial.snapshot"
+    path.write_bytes(dumps(snapshot))
+    done = subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "simulate", "--snapshot", str(path),
+         "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 2
+    assert "lacks replicasets" in warnings[0] and "default topology spreading" in warnings[0]
+    assert "lacks deviceclasses, resourceclaims, resourceslices" in warnings[1]
+    assert "pods with device claims are placed without those objects" in warnings[1]
