@@ -7,12 +7,13 @@ feeds the burst cycle's ``DeviceBook`` with them; hands their cluster events to 
 (a claim created also releases the pods waiting for it); and gives the queue the plugin's
 PreEnqueue (``claims_missing``: a pod waits until its claims exist).
 
-A pod with resource claims is placed alone (``core.dra.pod``), after the burst's other
-pods. What it reserved - its claims' new allocations and the devices they take - is kept
-here until the claims informer shows the allocations written: every later pod sees those
-devices as held, and a claim whose allocation is reserved but not written makes another
-pod sharing it wait ("in the process of being allocated"), as kube-scheduler's in-flight
-allocations do.
+A pod with resource claims is placed after the burst's other pods: alone
+(``core.dra.pod``), or in a run of pods whose claims ask counts of one device class
+(``core.dra.slots``). What it reserved - its claims' new allocations and the devices
+they take - is kept here until the claims informer shows the allocations written: every
+later pod sees those devices as held, and a claim whose allocation is reserved but not
+written makes another pod sharing it wait ("in the process of being allocated"), as
+kube-scheduler's in-flight allocations do.
 
 PreBind (``BindingCycle.add_pre_bind``) writes, claim by claim and before the binding
 POST, what kube-scheduler writes: the delete-protection finalizer, then the status with
@@ -32,6 +33,7 @@ from typing import Any
 
 import msgspec
 
+from kubesalvo.core.dra import slots
 from kubesalvo.core.dra.allocator import DeviceId, allocated_devices
 from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.dra.pod import PodDevices, Reserved, prefilter
@@ -82,8 +84,26 @@ class DeviceBook:
         return prefilter(pod, objects, self.selectors, held, pending, timeout)
 
     def reserve(self, uid: str, devices: PodDevices, node: str) -> None:
-        self._reserved[uid] = devices.reserve(node)
+        self.keep(uid, devices.reserve(node))
+
+    def keep(self, uid: str, reserved: Reserved) -> None:
+        """Hold what Reserve took for the pod until its allocations are written."""
+        self._reserved[uid] = reserved
         self._written.discard(uid)
+
+    def counted_run(
+        self, pods: list[dict[str, Any]]
+    ) -> tuple[list[slots.Countable], DraObjects, set[DeviceId]] | None:
+        """The first of ``pods`` whose claims ask counts of one class (``core.dra.slots``),
+        with the objects and held devices to place them against; None when fewer than
+        two are (the first pod is then placed alone). Called on the event loop, as
+        ``prefilter`` is: the informers' stores and the reservations change there."""
+        objects = self.objects()
+        held, pending = self._held(objects)
+        run = slots.countable_run(pods, objects, self.selectors, held, pending, len(pods))
+        if len(run) < 2:
+            return None
+        return run, objects, held
 
     def _held(self, objects: DraObjects) -> tuple[set[DeviceId], set[str]]:
         """Devices of allocated claims and of reservations not yet written, and the uids

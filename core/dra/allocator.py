@@ -79,15 +79,29 @@ class _Candidate:
 
 @dataclass
 class _Request:
+    """A request, or one subrequest of a firstAvailable request (``parent`` its name);
+    ``exactly`` holds the fields both share (class, selectors, mode, count, adminAccess)."""
+
     name: str
     exactly: Obj
     class_: Obj
     count: int
     all_devices: list[_Candidate] = field(default_factory=list)
+    parent: str = ""
 
     @property
     def admin(self) -> bool:
         return bool(self.exactly.get("adminAccess"))
+
+    @property
+    def base(self) -> str:
+        """The claim's request this is (or is a subrequest of)."""
+        return self.parent or self.name
+
+    @property
+    def full(self) -> str:
+        """The name an allocation result gives: "request" or "request/subrequest"."""
+        return f"{self.parent}/{self.name}" if self.parent else self.name
 
 
 @dataclass
@@ -97,10 +111,12 @@ class _MatchAttribute:
     value: Any = None
     devices: int = 0
 
-    def applies(self, request: str) -> bool:
-        return not self.requests or request in self.requests
+    def applies(self, request: _Request) -> bool:
+        # A constraint naming a request covers each of its subrequests; one naming
+        # "request/subrequest" covers that subrequest only.
+        return not self.requests or request.base in self.requests or request.full in self.requests
 
-    def add(self, request: str, candidate: _Candidate) -> bool:
+    def add(self, request: _Request, candidate: _Candidate) -> bool:
         if not self.applies(request):
             return True
         value = _attribute(candidate, self.attribute)
@@ -113,7 +129,7 @@ class _MatchAttribute:
         self.devices += 1
         return True
 
-    def remove(self, request: str) -> None:
+    def remove(self, request: _Request) -> None:
         if self.applies(request):
             self.devices -= 1
 
@@ -148,7 +164,7 @@ class Allocator:
         self.objects = objects
         self.selectors = selectors
         self.held = held
-        self._matches: dict[tuple[DeviceId, str, int, int], bool] = {}
+        self._matches: dict[tuple[Any, ...], bool] = {}
 
     def _index(self) -> None:
         # Slices by the node they are local to; the others (allNodes, nodeSelector) are
@@ -271,7 +287,7 @@ class Allocator:
         return len(free)
 
     def selectable(
-        self, key: tuple[int, int], request: _Request, candidate: _Candidate, claim: Obj
+        self, key: tuple[int, ...], request: _Request, candidate: _Candidate, claim: Obj
     ) -> bool:
         """The class's selectors, then the request's (errors as kube-scheduler words them)."""
         cache_key = (candidate.id, request.name, *key)
@@ -329,55 +345,36 @@ class _Search:
         self.deadline = deadline
         self.claims = claims
         self.pools = pools
-        self.requests: list[list[_Request]] = []
+        # Per claim, per request its alternatives: the request itself, or the
+        # subrequests of a firstAvailable request in order (tried in that order).
+        self.requests: list[list[list[_Request]]] = []
+        # Per claim, per request the alternative in use (the one a solution took).
+        self.picked: list[list[int]] = []
         self.constraints: list[list[_MatchAttribute]] = []
         self.taken: dict[DeviceId, set[int]] = {}
         self.chosen: list[list[tuple[str, _Candidate, bool]]] = [[] for _ in claims]
-        classes = alloc.objects.classes
         for ci, claim in enumerate(claims):
             devices = (claim.get("spec") or {}).get("devices") or {}
-            requests: list[_Request] = []
+            requests: list[list[_Request]] = []
             total = 0
             for ri, raw in enumerate(devices.get("requests") or ()):
                 name = raw.get("name", "")
                 exactly = raw.get("exactly")
-                if exactly is None:
-                    # firstAvailable (DRAPrioritizedList, beta in v1.34) is not modelled.
-                    raise AllocationError(
-                        f"claim {claim_key(claim)}, request {name}: firstAvailable "
-                        "(prioritized list) is not supported by kubesalvo"
-                    )
-                class_name = exactly.get("deviceClassName") or ""
-                if not class_name:
-                    raise AllocationError(
-                        f"claim {claim_key(claim)}, request {name}: missing device class name "
-                        "(unsupported request type?)"
-                    )
-                class_ = classes.get(class_name)
-                if class_ is None:
-                    raise AllocationError(
-                        f"claim {claim_key(claim)}, request {name}: could not retrieve device "
-                        f'class {class_name}: deviceclass.resource.k8s.io "{class_name}" not found'
-                    )
-                for i, selector in enumerate(exactly.get("selectors") or ()):
-                    if (selector.get("cel") or {}).get("expression") is None:
-                        raise AllocationError(
-                            f"claim {claim_key(claim)}, request {name}, selector #{i}: CEL "
-                            "expression empty (unsupported selector type?)"
-                        )
-                mode = exactly.get("allocationMode") or _EXACT
-                request = _Request(name, exactly, class_, 0)
-                if mode == _EXACT:
-                    request.count = int(exactly.get("count") or 1)
-                elif mode == _ALL:
-                    request.all_devices = self._all_devices(ci, ri, request, claim)
-                    request.count = len(request.all_devices)
+                if exactly is not None:
+                    alternatives = [self._request(ci, (ri, 0), claim, name, exactly, "")]
                 else:
-                    raise AllocationError(
-                        f"claim {claim_key(claim)}, request {name}: unsupported count mode {mode}"
-                    )
-                total += request.count
-                requests.append(request)
+                    alternatives = [
+                        self._request(ci, (ri, si), claim, sub.get("name", ""), sub, name)
+                        for si, sub in enumerate(raw.get("firstAvailable") or ())
+                    ]
+                    if not alternatives:
+                        raise AllocationError(
+                            f"claim {claim_key(claim)}, request {name}: missing device class "
+                            "name (unsupported request type?)"
+                        )
+                # The fewest devices the request can take (upstream's lower bound).
+                total += min(r.count for r in alternatives)
+                requests.append(alternatives)
             if total > MAX_RESULTS:
                 raise AllocationError(
                     f"claim {claim_key(claim)}: number of requested devices {total} exceeds "
@@ -393,7 +390,43 @@ class _Search:
                     )
                 constraints.append(_MatchAttribute(frozenset(raw.get("requests") or ()), attribute))
             self.requests.append(requests)
+            self.picked.append([0] * len(requests))
             self.constraints.append(constraints)
+
+    def _request(
+        self, ci: int, key: tuple[int, int], claim: Obj, name: str, exactly: Obj, parent: str
+    ) -> _Request:
+        """A request or subrequest checked as upstream's validateDeviceRequest checks it."""
+        class_name = exactly.get("deviceClassName") or ""
+        if not class_name:
+            raise AllocationError(
+                f"claim {claim_key(claim)}, request {name}: missing device class name "
+                "(unsupported request type?)"
+            )
+        class_ = self.alloc.objects.classes.get(class_name)
+        if class_ is None:
+            raise AllocationError(
+                f"claim {claim_key(claim)}, request {name}: could not retrieve device "
+                f'class {class_name}: deviceclass.resource.k8s.io "{class_name}" not found'
+            )
+        for i, selector in enumerate(exactly.get("selectors") or ()):
+            if (selector.get("cel") or {}).get("expression") is None:
+                raise AllocationError(
+                    f"claim {claim_key(claim)}, request {name}, selector #{i}: CEL "
+                    "expression empty (unsupported selector type?)"
+                )
+        mode = exactly.get("allocationMode") or _EXACT
+        request = _Request(name, exactly, class_, 0, parent=parent)
+        if mode == _EXACT:
+            request.count = int(exactly.get("count") or 1)
+        elif mode == _ALL:
+            request.all_devices = self._all_devices(ci, key, request, claim)
+            request.count = len(request.all_devices)
+        else:
+            raise AllocationError(
+                f"claim {claim_key(claim)}, request {name}: unsupported count mode {mode}"
+            )
+        return request
 
     def _candidates(self) -> Iterable[_Candidate]:
         for pool, slices in self.pools:
@@ -404,7 +437,9 @@ class _Search:
                 for device in spec.get("devices") or ():
                     yield _Candidate((pool.driver, pool.name, device.get("name", "")), device, spec)
 
-    def _all_devices(self, ci: int, ri: int, request: _Request, claim: Obj) -> list[_Candidate]:
+    def _all_devices(
+        self, ci: int, key: tuple[int, int], request: _Request, claim: Obj
+    ) -> list[_Candidate]:
         found: list[_Candidate] = []
         for pool, slices in self.pools:
             if not pool.complete:
@@ -418,7 +453,7 @@ class _Search:
                     candidate = _Candidate(
                         (pool.driver, pool.name, device.get("name", "")), device, spec
                     )
-                    if self.alloc.selectable((ci, ri), request, candidate, claim):
+                    if self.alloc.selectable((ci, *key), request, candidate, claim):
                         found.append(candidate)
         return found
 
@@ -432,9 +467,9 @@ class _Search:
             return False
         added: list[_MatchAttribute] = []
         for constraint in self.constraints[ci]:
-            if not constraint.add(request.name, candidate):
+            if not constraint.add(request, candidate):
                 for done in added:
-                    done.remove(request.name)
+                    done.remove(request)
                 if must:
                     raise AllocationError(
                         f"claim {claim_key(self.claims[ci])}, request {request.name}: cannot add "
@@ -444,51 +479,65 @@ class _Search:
                 return False
             added.append(constraint)
         self.taken.setdefault(candidate.id, set()).add(ci)
-        self.chosen[ci].append((request.name, candidate, request.admin))
+        self.chosen[ci].append((request.full, candidate, request.admin))
         return True
 
     def _release(self, ci: int, request: _Request, candidate: _Candidate) -> None:
         for constraint in self.constraints[ci]:
-            constraint.remove(request.name)
+            constraint.remove(request)
         self.taken[candidate.id].discard(ci)
         self.chosen[ci].pop()
 
     def solve(self) -> bool:
-        return self._one(0, 0, 0)
+        return self._one(0, 0)
 
-    def _one(self, ci: int, ri: int, di: int) -> bool:
+    def _one(self, ci: int, ri: int) -> bool:
+        """Request ``ri`` of claim ``ci`` and all after it: each alternative in order (a
+        firstAvailable request's subrequests), the first that leads to a solution kept."""
         # As upstream's allocateOne checks its context at every step.
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise AllocationTimeout
         if ci >= len(self.claims):
             return True
-        requests = self.requests[ci]
-        if ri >= len(requests):
-            return self._one(ci + 1, 0, 0)
-        request = requests[ri]
+        if ri >= len(self.requests[ci]):
+            return self._one(ci + 1, 0)
+        for si, request in enumerate(self.requests[ci][ri]):
+            self.picked[ci][ri] = si
+            if self._device(ci, ri, si, request, 0):
+                return True
+        return False
+
+    def _device(self, ci: int, ri: int, si: int, request: _Request, di: int) -> bool:
+        """Device ``di`` of the request (one alternative), then the rest."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimeout
         if request.all_devices or request.exactly.get("allocationMode") == _ALL:
             if not request.all_devices:
                 return False  # All needs at least one device
             if di >= request.count:
-                return self._one(ci, ri + 1, 0)
+                return self._one(ci, ri + 1)
+            if len(self.chosen[ci]) + request.count - di > MAX_RESULTS:
+                return False  # the claim's results would overflow: not this way
             candidate = request.all_devices[di]
             if not self._take(ci, request, candidate, must=True):
                 return False
-            if self._one(ci, ri, di + 1):
+            if self._device(ci, ri, si, request, di + 1):
                 return True
             self._release(ci, request, candidate)
             return False
         if di >= request.count:
-            return self._one(ci, ri + 1, 0)
+            return self._one(ci, ri + 1)
+        if len(self.chosen[ci]) + request.count - di > MAX_RESULTS:
+            return False  # the claim's results would overflow: not this way
         claim = self.claims[ci]
         for candidate in self._candidates():
             if self._in_use(candidate.id, ci, request.admin):
                 continue
-            if not self.alloc.selectable((ci, ri), request, candidate, claim):
+            if not self.alloc.selectable((ci, ri, si), request, candidate, claim):
                 continue
             if not self._take(ci, request, candidate, must=False):
                 continue
-            if self._one(ci, ri, di + 1):
+            if self._device(ci, ri, si, request, di + 1):
                 return True
             self._release(ci, request, candidate)
         return False
@@ -523,28 +572,31 @@ class _Search:
         return out
 
     def _config(self, ci: int, claim: Obj) -> list[dict[str, Any]]:
-        """Each class's config once (with the requests using the class), then the claim's
-        own; a config naming every request names none ("all")."""
+        """As v1.34's allocator writes them: each class's config once, naming the
+        requests that use the class (a subrequest by "request/subrequest"); then each of
+        the claim's own configs, once if it names no request, else once for each request
+        it names (by name, or the subrequest taken by its full name)."""
         config: list[dict[str, Any]] = []
         by_class: dict[str, list[dict[str, Any]]] = {}
-        for request in self.requests[ci]:
+        picked = [alts[self.picked[ci][ri]] for ri, alts in enumerate(self.requests[ci])]
+        for request in picked:
             name = (request.class_.get("metadata") or {}).get("name", "")
             if name in by_class:
                 for entry in by_class[name]:
-                    entry["requests"].append(request.name)
+                    entry["requests"].append(request.full)
                 continue
             entries = [
-                {"source": "FromClass", "requests": [request.name], **c}
+                {"source": "FromClass", "requests": [request.full], **c}
                 for c in (request.class_.get("spec") or {}).get("config") or ()
             ]
             by_class[name] = entries
             config.extend(entries)
-        names = [r.name for r in self.requests[ci]]
         for c in ((claim.get("spec") or {}).get("devices") or {}).get("config") or ():
             wanted = c.get("requests") or []
-            if not wanted or any(n in wanted for n in names):
+            if not wanted:
                 config.append({"source": "FromClaim", **c})
-        for entry in config:
-            if len(entry.get("requests") or ()) == len(names):
-                entry.pop("requests", None)
+                continue
+            for request in picked:
+                if request.base in wanted or (request.parent and request.full in wanted):
+                    config.append({"source": "FromClaim", **c})
         return config

@@ -247,18 +247,23 @@ def prefilter(
             state.rejection = plugin.claim_being_allocated(claim_key(claim))
             return state
         for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+            name = request.get("name", "")
             exactly = request.get("exactly")
-            if exactly is None:
-                continue  # firstAvailable: the allocator refuses it with an error
-            class_name = exactly.get("deviceClassName") or ""
-            if not class_name:
-                state.error = plugin.prefilter_error(
-                    f"request {request.get('name', '')}: unsupported request type"
-                )
+            if exactly is not None:
+                asked = [(name, exactly)]
+            else:  # firstAvailable: each subrequest's class, by "request/subrequest"
+                asked = [
+                    (f"{name}/{sub.get('name', '')}", sub)
+                    for sub in request.get("firstAvailable") or ()
+                ]
+            class_names = [(n, r.get("deviceClassName") or "") for n, r in asked]
+            if not class_names or (exactly is not None and not class_names[0][1]):
+                state.error = plugin.prefilter_error(f"request {name}: unsupported request type")
                 return state
-            if class_name not in objects.classes:
-                state.rejection = plugin.class_missing(request.get("name", ""), class_name)
-                return state
+            for qualified, class_name in class_names:
+                if class_name not in objects.classes:
+                    state.rejection = plugin.class_missing(qualified, class_name)
+                    return state
     if state.to_allocate:
         state.allocator = Allocator(objects, selectors, held)
     return state

@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesalvo.core.dra import slots
 from kubesalvo.core.dra.pod import PodDevices
+from kubesalvo.core.dra.slots import CountedRun
 from kubesalvo.core.place import PlacementResult, place_burst
 from kubesalvo.core.plugins import (
     coscheduling,
@@ -351,8 +353,29 @@ class BurstCycle:
                     pods = [qp for qp in pods if qp.key not in alone]
             for start in range(0, len(pods), limit):
                 await self._place(name, profile.core, pods[start : start + limit], args)
-            for qp in claiming:
-                await self._place(name, profile.core, [qp], args, with_devices=True)
+            await self._place_claiming(name, profile.core, claiming, args)
+
+    async def _place_claiming(
+        self, name: str, profile: Any, claiming: list[QueuedPod], args: PreemptionArgs | None
+    ) -> None:
+        """Pods with claims, in order: runs of pods whose claims ask counts of one class
+        in one segment each (core/dra/slots.py), the others alone. A run cut at a pod that
+        fits nowhere places that pod alone, for DynamicResources' reasons; the next runs
+        start at twice the pods the cut one kept, and grow while they are not cut."""
+        rest, limit = claiming, len(claiming)
+        while rest:
+            kept, cut = (0, False)
+            if limit > 1:
+                kept, cut = await self._place(name, profile, rest[:limit], args, counted=True)
+            rest = rest[kept:]
+            if cut:
+                limit = max(1, 2 * kept)
+            elif kept:
+                limit *= 2
+                continue
+            if rest:
+                await self._place(name, profile, rest[:1], args, with_devices=True)
+                rest = rest[1:]
 
     async def _place(
         self,
@@ -361,11 +384,18 @@ class BurstCycle:
         pods: list[QueuedPod],
         preemption: PreemptionArgs | None = None,
         with_devices: bool = False,
-    ) -> None:
+        counted: bool = False,
+    ) -> tuple[int, bool]:
+        """Place the pods; returns how many of them were dealt with (all, but for a
+        ``counted`` run of claiming pods: those it kept) and whether a counted run was
+        cut at a pod that fits nowhere (the pod after those kept)."""
         objects = [self.forms.api(qp.key, qp.pod) for qp in pods]
-        pods, objects, gang_needed = self._admit_gangs(profile_name, pods, objects)
+        if not counted:
+            pods, objects, gang_needed = self._admit_gangs(profile_name, pods, objects)
+        else:
+            gang_needed = {}  # a gang member is never placed with claims (schedule)
         if not pods:
-            return
+            return 0, False
         nominated = self._nominations(pods, objects)
         workloads: Sequence[Mapping[str, Any]] = ()
         if self.workloads is not None:
@@ -375,7 +405,31 @@ class BurstCycle:
             reservations = self._reservations(state, nominated)
             result: PlacementResult
             devices: PodDevices | None = None
-            if with_devices and self.devices is not None:
+            run: CountedRun | None = None
+            if counted:
+                assert self.devices is not None
+                found = self.devices.counted_run(objects)
+                if found is None:
+                    return 0, False
+                countable, dra, held = found
+                run = await asyncio.to_thread(
+                    slots.place_run,
+                    place_burst,
+                    state,
+                    objects[: len(countable)],
+                    countable,
+                    profile,
+                    dra,
+                    self.devices.selectors,
+                    held,
+                    self.ties,
+                    workloads,
+                )
+                if run.result is None:
+                    return 0, False
+                result = run.result
+                pods = pods[: len(result.nodes)]
+            elif with_devices and self.devices is not None:
                 # Nominated pods' reservations are not kept for a pod with claims.
                 devices = self.devices.prefilter(objects[0], self._filter_timeout(profile_name))
                 result = await asyncio.to_thread(
@@ -426,6 +480,9 @@ class BurstCycle:
                     self.cache.assumed(qp.key, node)
                     if devices is not None and self.devices is not None:
                         self.devices.reserve(qp.pod.metadata.uid, devices, node)
+            if run is not None and self.devices is not None:
+                for qp, reserved in zip(pods, run.reserved, strict=True):
+                    self.devices.keep(qp.pod.metadata.uid, reserved)
             assumed = time.perf_counter() - assuming
         self.bursts += 1
         self.kernel_seconds += result.kernel_seconds
@@ -493,6 +550,7 @@ class BurstCycle:
                 profile_name, profile, pods, result, failed, preemption, began, device_failures
             )
             self._enqueue_preemption(job)
+        return len(pods), run is not None and run.cut
 
     @staticmethod
     def _device_failures(

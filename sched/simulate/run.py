@@ -11,12 +11,13 @@ without spread constraints of their own get the profile's default constraints. T
 between equally scored nodes are drawn from a stream seeded with ``seed`` (the generated
 cluster's), so that one seed gives the same placements run after run.
 
-With DynamicResources in the profile, a pod with device claims is placed alone, after the
-burst's other pods, as ``kubesalvo run`` places it: against the snapshot's DeviceClasses,
-ResourceClaims and ResourceSlices and the devices the run allocated before it (each
-placement reserves its devices, so two pods never get one; a shared claim allocated for
-one pod is used by the next on its node). A gang member with claims stays in the burst,
-where its claims keep it pending, as in the runtime.
+With DynamicResources in the profile, pods with device claims are placed after the
+burst's other pods, as ``kubesalvo run`` places them (``core/dra/claiming.py``: runs of
+pods counting devices of one class in one segment, the others alone): against the
+snapshot's DeviceClasses, ResourceClaims and ResourceSlices and the devices the run
+allocated before each (each placement reserves its devices, so two pods never get one; a
+shared claim allocated for one pod is used by the next on its node). A gang member with
+claims stays in the burst, where its claims keep it pending, as in the runtime.
 
 Timings: ``seconds`` is the wall time of the placement call (encoding, the kernel and
 assuming the placements), ``kernel_seconds`` the compiled part alone, ``cpu_seconds`` the
@@ -31,7 +32,7 @@ import os
 import resource
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +40,9 @@ import numpy as np
 import psutil
 
 from kubesalvo.core.dra.allocator import DeviceId, allocated_devices
+from kubesalvo.core.dra.claiming import place_claiming
 from kubesalvo.core.dra.objects import DraObjects
-from kubesalvo.core.dra.pod import PodDevices, prefilter
+from kubesalvo.core.dra.pod import PodDevices, Reserved
 from kubesalvo.core.dra.selectors import Selectors
 from kubesalvo.core.place import PlacementResult, place_burst
 from kubesalvo.core.plugins import coscheduling, names
@@ -268,14 +270,10 @@ class _Devices:
             args = DynamicResourcesArgs()
         self.timeout = args.filter_timeout_seconds
 
-    def prefilter(self, pod: dict[str, Any]) -> PodDevices:
-        return prefilter(pod, self.objects, self.selectors, self.held, set(), self.timeout)
-
-    def reserve(self, pod: dict[str, Any], devices: PodDevices, node: str) -> None:
-        """Take the devices found on ``node`` and write the claims as PreBind would: the
-        new allocations, and the pod in each claim's ``reservedFor``."""
-        reserved = devices.reserve(node)
-        self.held |= reserved.devices
+    def write(self, pod: Mapping[str, Any], reserved: Reserved) -> None:
+        """Write what the pod reserved into the claims as PreBind would: the new
+        allocations, and the pod in each claim's ``reservedFor`` (its devices are held
+        already: ``place_claiming`` adds them to ``held``)."""
         meta = pod.get("metadata") or {}
         consumer = {"resource": "pods", "name": meta.get("name"), "uid": meta.get("uid")}
         for claim, allocation in reserved.claims:
@@ -308,14 +306,37 @@ def _place_all(
     alone = {id(p) for p in claiming}
     others = [p for p in burst if id(p) not in alone]
     results = [_place(state, others, profile, workloads, ties)] if others else []
-    for pod in claiming:
-        assert devices is not None
-        found = devices.prefilter(pod)
-        result = _place(state, [pod], profile, workloads, ties, found)
-        node = result.nodes[0]
-        if node is not None:
-            devices.reserve(pod, found, node)
-        results.append(result)
+    assert devices is not None
+
+    def place(
+        state: ClusterState,
+        pods: Sequence[dict[str, Any]],
+        profile: Profile,
+        *,
+        ties: TieBreak,
+        workloads: Sequence[dict[str, Any]] = (),
+        devices: PodDevices | None = None,
+        commit: bool = True,
+    ) -> PlacementResult:
+        assert commit  # place_claiming commits every placement, as the runtime does
+        return _place(state, list(pods), profile, list(workloads), ties, devices)
+
+    # Runs of pods counting devices of one class in one segment, the others alone
+    # (core/dra/claiming.py), each pod's claims written before the next is looked at.
+    result, _ = place_claiming(
+        place,
+        state,
+        claiming,
+        profile,
+        devices.objects,
+        devices.selectors,
+        devices.held,
+        ties,
+        workloads,
+        timeout=devices.timeout,
+        reserved_by=devices.write,
+    )
+    results.append(result)
     return others + claiming, merged(results)
 
 
