@@ -8,20 +8,34 @@ durations written as Go writes them ("15s", "1m30s"). Tools that read upstream's
 read this one: the same top-level fields, with the values kubesalvo runs with after
 defaulting. ``Kubesalvo`` adds kubesalvo's own settings (burst cycle and queue).
 
-Each profile gives its ``SchedulerName``, ``PercentageOfNodesToScore`` and ``Plugins``:
+Each profile gives its ``SchedulerName``, ``PercentageOfNodesToScore``, ``Plugins``:
 every extension point's set after upstream's defaulting (the default plugins under
 ``MultiPoint``, each point's own ``Enabled``/``Disabled`` merged in; ``null`` for an empty
-list, a weight not given is 0), as kube-scheduler lists them. Its ``PluginConfig`` (every
-plugin's args under Go's field names) is not written: that key is absent, not empty.
+list, a weight not given is 0), as kube-scheduler lists them, and ``PluginConfig``: the
+args of the entries the file gave, in its order, then the defaults of every other enabled
+plugin that takes args, by name, as upstream's defaulting appends them. Args use Go's
+field names (``MinCandidateNodesPercentage``), durations as Go writes them, and the API
+types they embed (NodeAffinity's ``AddedAffinity``, PodTopologySpread's
+``DefaultConstraints``) in the API's own JSON; a list never set is ``null``. kubesalvo's
+own plugins' args follow the same rule (their field names, capitalised).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Mapping
+from enum import Enum
 from typing import Any
 
 from aiohttp import web
 
+from kubesalvo.core.plugins.balanced_allocation import NodeResourcesBalancedAllocationArgs
+from kubesalvo.core.plugins.dynamic_resources import DynamicResourcesArgs
+from kubesalvo.core.plugins.framework import ResourceSpec
+from kubesalvo.core.plugins.node_resources_fit import NodeResourcesFitArgs, ScoringStrategyType
+from kubesalvo.core.plugins.pod_topology_spread import DefaultConstraint, PodTopologySpreadArgs
+from kubesalvo.core.plugins.volume_binding import VolumeBindingArgs
 from kubesalvo.sched.config import SchedulerConfig
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
@@ -91,6 +105,10 @@ def componentconfig(config: SchedulerConfig) -> dict[str, Any]:
                 "SchedulerName": profile.scheduler_name,
                 "PercentageOfNodesToScore": profile.percentage_of_nodes_to_score,
                 "Plugins": _plugins(profile.plugins.merged),
+                "PluginConfig": [
+                    {"Name": name, "Args": go_args(args)} for name, args in profile.args.items()
+                ]
+                or None,
             }
             for profile in config.profiles
         ],
@@ -117,6 +135,77 @@ def _plugins(
             "Enabled": [{"Name": n, "Weight": w} for n, w in enabled] or None,
             "Disabled": [{"Name": n, "Weight": 0} for n in disabled] or None,
         }
+    return out
+
+
+def go_args(args: Any) -> dict[str, Any]:
+    """A plugin's args as kube-scheduler's /configz writes them (see the docstring)."""
+    if isinstance(args, NodeResourcesFitArgs):
+        strategy = args.scoring_strategy
+        ratio = None
+        if strategy.type is ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO:
+            shape = [{"Utilization": p.utilization, "Score": p.score} for p in strategy.shape]
+            ratio = {"Shape": shape or None}
+        return {
+            "IgnoredResources": sorted(args.ignored_resources) or None,
+            "IgnoredResourceGroups": sorted(args.ignored_resource_groups) or None,
+            "ScoringStrategy": {
+                "Type": strategy.type.value,
+                "Resources": _resources(strategy.resources),
+                "RequestedToCapacityRatio": ratio,
+            },
+        }
+    if isinstance(args, NodeResourcesBalancedAllocationArgs):
+        return {"Resources": _resources(args.resources)}
+    if isinstance(args, PodTopologySpreadArgs):
+        return {
+            "DefaultConstraints": [_constraint(c) for c in args.default_constraints] or None,
+            "DefaultingType": args.defaulting_type.value,
+        }
+    if isinstance(args, DynamicResourcesArgs):
+        return {"FilterTimeout": go_duration(args.filter_timeout_seconds)}
+    if isinstance(args, VolumeBindingArgs):
+        # Shape needs StorageCapacityScoring, which kubesalvo refuses: never set.
+        return {"BindTimeoutSeconds": args.bind_timeout_seconds, "Shape": None}
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(args):
+        name = "".join(part[:1].upper() + part[1:] for part in f.name.split("_"))
+        out[name] = _go_value(getattr(args, f.name))
+    return out
+
+
+def _go_value(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return dict(value) or None
+    if isinstance(value, (tuple, list, frozenset, set)):
+        items = sorted(value) if isinstance(value, (frozenset, set)) else list(value)
+        return [_go_value(v) for v in items] or None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return go_args(value)
+    return value
+
+
+def _resources(resources: tuple[ResourceSpec, ...]) -> list[dict[str, Any]] | None:
+    return [{"Name": r.name, "Weight": r.weight} for r in resources] or None
+
+
+def _constraint(constraint: DefaultConstraint) -> dict[str, Any]:
+    """A default constraint as the API's TopologySpreadConstraint JSON (its own tags)."""
+    out: dict[str, Any] = {
+        "maxSkew": constraint.max_skew,
+        "topologyKey": constraint.topology_key,
+        "whenUnsatisfiable": constraint.when_unsatisfiable,
+    }
+    if constraint.min_domains is not None:
+        out["minDomains"] = constraint.min_domains
+    if constraint.node_affinity_policy is not None:
+        out["nodeAffinityPolicy"] = constraint.node_affinity_policy
+    if constraint.node_taints_policy is not None:
+        out["nodeTaintsPolicy"] = constraint.node_taints_policy
+    if constraint.match_label_keys:
+        out["matchLabelKeys"] = list(constraint.match_label_keys)
     return out
 
 

@@ -29,6 +29,28 @@ BINPACK = {
     "score": {"enabled": [{"name": "NodeResourcesFit", "weight": 5}]},
 }
 
+# A third profile's args, one of each shape /configz writes (upstream keeps a list's order
+# as given; these are given sorted).
+CUSTOM_ARGS = [
+    {"name": "NodeResourcesFit", "args": {
+        "ignoredResources": ["example.com/a", "example.com/b"],
+        "scoringStrategy": {
+            "type": "RequestedToCapacityRatio",
+            "resources": [{"name": "cpu", "weight": 2}],
+            "requestedToCapacityRatio": {"shape": [
+                {"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}},
+    {"name": "PodTopologySpread", "args": {
+        "defaultingType": "List",
+        "defaultConstraints": [{"maxSkew": 2, "topologyKey": "topology.kubernetes.io/zone",
+                                "whenUnsatisfiable": "ScheduleAnyway"}]}},
+    {"name": "DefaultPreemption", "args": {
+        "minCandidateNodesPercentage": 20, "minCandidateNodesAbsolute": 50}},
+    {"name": "DynamicResources", "args": {"filterTimeout": "1m30s"}},
+    {"name": "NodeAffinity", "args": {"addedAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}]}}}},
+]  # fmt: skip
+
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
@@ -82,6 +104,7 @@ def test_configz_has_kube_schedulers_fields_and_is_behind_authorization(
             "profiles": [
                 {"schedulerName": upstream_name},
                 {"schedulerName": f"{upstream_name}-b", "plugins": BINPACK},
+                {"schedulerName": f"{upstream_name}-c", "pluginConfig": CUSTOM_ARGS},
             ],
         },
         name=upstream_name,
@@ -91,6 +114,8 @@ def test_configz_has_kube_schedulers_fields_and_is_behind_authorization(
         CONFIG.format(max_burst=100)
         + f"profiles:\n- schedulerName: {ours_name}\n- schedulerName: {ours_name}-b\n"
         + f"  plugins: {json.dumps(BINPACK)}\n"
+        + f"- schedulerName: {ours_name}-c\n"
+        + f"  pluginConfig: {json.dumps(CUSTOM_ARGS)}\n"
     )
     port = free_port()
     args = ("--secure-port", str(port), "--bind-address", "127.0.0.1")
@@ -126,12 +151,19 @@ def test_configz_has_kube_schedulers_fields_and_is_behind_authorization(
         assert [p["SchedulerName"] for p in theirs["Profiles"]] == [
             upstream_name,
             f"{upstream_name}-b",
+            f"{upstream_name}-c",
         ]
-        assert [p["SchedulerName"] for p in mine["Profiles"]] == [ours_name, f"{ours_name}-b"]
+        assert [p["SchedulerName"] for p in mine["Profiles"]] == [
+            ours_name,
+            f"{ours_name}-b",
+            f"{ours_name}-c",
+        ]
         for profile, upstream_profile in zip(mine["Profiles"], theirs["Profiles"], strict=True):
             assert profile["PercentageOfNodesToScore"] is None
             # Every point's set after defaulting, as kube-scheduler holds it.
             assert profile["Plugins"] == upstream_profile["Plugins"]
+            # Every plugin's args after defaulting, in upstream's order and field names.
+            assert profile["PluginConfig"] == upstream_profile["PluginConfig"]
         assert get(url)[0] == 403  # system:anonymous
         assert get(url, "not-a-token")[0] == 401
         # The insecure metrics port does not serve it.
