@@ -45,7 +45,7 @@ from kubesalvo.sched.informers import ADDED, DELETED, Change, Informer
 from kubesalvo.sched.informers.models import Pod
 from kubesalvo.sched.informers.resources import DRA_RESOURCES, DraConverter
 from kubesalvo.sched.plugin_handle import PluginHandle
-from kubesalvo.sched.queue import QueuedPod
+from kubesalvo.sched.queue import QueuedPod, pod_key
 
 __all__ = ["FINALIZER", "DeviceBook", "install"]
 
@@ -249,6 +249,9 @@ class _Watches:
         ]
         self._convert = DraConverter()
         self._snapshot: DraObjects | None = None
+        # claim (namespace/name) -> the queue keys of pods found waiting for it; a pod
+        # that waits for its template's claim to be named is released by its own update
+        self._waiting: dict[str, set[str]] = {}
 
     def objects(self) -> DraObjects:
         # Converted once per change of the objects, not once per pod with claims.
@@ -274,7 +277,11 @@ class _Watches:
             event = ClusterEvent(resource, action, event_label(resource, action))
             self.queue.on_event(event, change.old, change.obj)
             if resource is EventResource.RESOURCE_CLAIM and action is ActionType.ADD:
-                self.queue.release_gated(names.DYNAMIC_RESOURCES, str(event))
+                # Only the pods PreEnqueue held back for this claim (its queueing hint).
+                meta = change.obj.metadata
+                waiting = self._waiting.pop(f"{meta.namespace}/{meta.name}", None)
+                if waiting:
+                    self.queue.release_gated(names.DYNAMIC_RESOURCES, str(event), waiting)
 
         return handle
 
@@ -293,6 +300,8 @@ class _Watches:
                 name = made[entry.get("name")]
                 if not name:
                     continue  # the controller made none for it: nothing to wait for
-            if f"{pod.metadata.namespace}/{name}" not in claims:
+            key = f"{pod.metadata.namespace}/{name}"
+            if key not in claims:
+                self._waiting.setdefault(key, set()).add(pod_key(pod))
                 return True
         return False

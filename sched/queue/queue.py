@@ -755,11 +755,16 @@ class SchedulingQueue:
             return names.DYNAMIC_RESOURCES
         return ""
 
-    def release_gated(self, plugin: str, event: str = str(FORCE_ACTIVATE)) -> int:
+    def release_gated(
+        self, plugin: str, event: str = str(FORCE_ACTIVATE), keys: Iterable[str] | None = None
+    ) -> int:
         """Check again the pods ``plugin`` holds back (something they waited for may have
-        come: ``event``, the label of what came); returns how many moved to activeQ."""
+        come: ``event``, the label of what came), or only those of them with these
+        ``keys`` (the ones waiting for what came: a burst of 6,000 claims made one by one
+        must not check 6,000 gated pods each); returns how many moved to activeQ."""
         moved = 0
-        for key in [k for k, qp in self._gated.items() if qp.gating_plugin == plugin]:
+        found = self._gated.items() if keys is None else ((k, self._gated.get(k)) for k in keys)
+        for key in [k for k, qp in found if qp is not None and qp.gating_plugin == plugin]:
             qp = self._gated.pop(key)
             del self._where[key]
             moved += self._to_active(qp, event, count_gated=False)

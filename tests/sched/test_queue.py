@@ -316,3 +316,20 @@ def test_dynamic_resources_holds_a_pod_back_until_its_claims_exist() -> None:
     missing.clear()
     assert q.release_gated("DynamicResources") == 1
     assert q.where("uid-a") is QueueName.ACTIVE
+
+
+def test_a_claim_made_releases_only_the_pods_named_as_waiting_for_it() -> None:
+    config = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+    (profile,) = parse_config(config).profiles
+    q, _ = make_queue(pre_enqueue={"kubesalvo": profile.pre_enqueue})
+    missing = {"uid-a", "uid-b"}
+    q.claims_missing = lambda pod: pod.metadata.uid in missing
+    for name in ("a", "b"):
+        pod = make_pod(name)
+        pod.spec.resource_claims = [{"name": "gpu", "resourceClaimName": f"claim-{name}"}]
+        q.add(pod)
+    missing.clear()
+    # a's claim came: b is not looked at, though it would pass now too.
+    assert q.release_gated("DynamicResources", keys=["uid-a", "uid-gone"]) == 1
+    assert q.where("uid-a") is QueueName.ACTIVE and q.where("uid-b") is QueueName.GATED
+    assert q.release_gated("DynamicResources", keys=["uid-b"]) == 1
