@@ -118,34 +118,17 @@ async def take(client: ApiClient) -> Snapshot:
                 f"in simulate misses their selectors",
                 file=sys.stderr,
             )
-    storage: dict[str, list[dict[str, Any]]] = {}
-    for resource in STORAGE_RESOURCES:
-        try:
-            storage[resource.plural] = await list_decoded(client, resource)
-        except ApiError as error:
-            if error.status != FORBIDDEN:
-                raise
-            omitted.append(resource.plural)
-            print(
-                f"kubesalvo snapshot: warning: cannot list {resource.plural} ({error}); "
-                f"the snapshot is recorded without them, so simulate places pods with "
-                f"volumes without them",
-                file=sys.stderr,
-            )
-    devices: dict[str, list[dict[str, Any]]] = {}
-    for resource in DRA_RESOURCES:
-        try:
-            devices[resource.plural] = await list_decoded(client, resource)
-        except ApiError as error:
-            if error.status not in (FORBIDDEN, NOT_FOUND):
-                raise
-            omitted.append(resource.plural)
-            print(
-                f"kubesalvo snapshot: warning: cannot list {resource.plural} ({error}); "
-                f"the snapshot is recorded without them, so simulate leaves pods with "
-                f"device claims pending",
-                file=sys.stderr,
-            )
+    storage = await _list_kinds(
+        client, STORAGE_RESOURCES, (FORBIDDEN,), omitted, "places pods with volumes without them"
+    )
+    # resource.k8s.io/v1 may not be served at all (404) on an older or gated cluster.
+    devices = await _list_kinds(
+        client,
+        DRA_RESOURCES,
+        (FORBIDDEN, NOT_FOUND),
+        omitted,
+        "leaves pods with device claims pending",
+    )
     return from_objects(
         listed["nodes"],
         listed["pods"],
@@ -157,6 +140,32 @@ async def take(client: ApiClient) -> Snapshot:
         omitted=omitted,
         source=client.server,
     )
+
+
+async def _list_kinds(
+    client: ApiClient,
+    resources: tuple[Resource[Any], ...],
+    tolerated: tuple[int, ...],
+    omitted: list[str],
+    consequence: str,
+) -> dict[str, list[dict[str, Any]]]:
+    """Each resource's objects by plural; one answered with a ``tolerated`` status is
+    warned about on stderr (what simulate then does without it: ``consequence``) and
+    named in ``omitted``."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for resource in resources:
+        try:
+            found[resource.plural] = await list_decoded(client, resource)
+        except ApiError as error:
+            if error.status not in tolerated:
+                raise
+            omitted.append(resource.plural)
+            print(
+                f"kubesalvo snapshot: warning: cannot list {resource.plural} ({error}); "
+                f"the snapshot is recorded without them, so simulate {consequence}",
+                file=sys.stderr,
+            )
+    return found
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
