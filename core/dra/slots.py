@@ -98,17 +98,6 @@ def countable_run(
     return run
 
 
-def _row_labels(state: ClusterState, row: int) -> dict[str, str]:
-    labels: dict[str, str] = {}
-    for key, column in state.label_columns.items():
-        vid = int(column[row])
-        if vid >= 0:
-            value = state.label_values[key][vid]
-            if value is not None:
-                labels[key] = value
-    return labels
-
-
 def _free_per_row(
     state: ClusterState, allocator: Allocator, class_: Obj
 ) -> dict[int, tuple[str, dict[str, str]]] | None:
@@ -123,7 +112,7 @@ def _free_per_row(
     for row, name in enumerate(state.names):
         if name is None:
             continue
-        labels = _row_labels(state, row) if labelled else {}
+        labels = state.node_labels[row] if labelled else {}
         try:
             free = allocator.free_devices(class_, name, labels)
         except SelectorError:
