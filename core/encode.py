@@ -8,10 +8,13 @@ with numpy over all rows at once:
 * ``static_reason``: the first static filter that rejects each row, in kube-scheduler's
   order - NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (and the rows that
   NodeAffinity's PreFilter leaves out when a term names nodes by ``metadata.name``);
-* ``taint_count``: the untolerated PreferNoSchedule taints (TaintToleration's raw score);
-* ``aff_score``: the summed weights of matching preferred node affinity terms;
-* ``fixed``: the weighted ImageLocality score and the registry's static scores
-  (``PluginSpec.static_score``, weighted), which placements never change.
+* the raw values of the profile's normalised score channels (``PluginSpec.score_channel``,
+  computed by their plugins' modules; no plugin is named here): the kernel takes one
+  channel of each kind, ``taint_count`` the REVERSE_MAX one (TaintToleration's untolerated
+  PreferNoSchedule taints in the default profile) and ``aff_score`` the MAX one
+  (NodeAffinity's preferred weights), each normalised over a pod's feasible rows;
+* ``fixed``: the weighted ImageLocality score, the registry's static scores
+  (``PluginSpec.static_score``) and NONE channels, weighted, which placements never change.
 
 Parts of a signature that several classes share (the same tolerations, the same node
 selector) share one table row, so a burst of many classes with few distinct constraints
@@ -49,6 +52,8 @@ from kubesalvo.core.plugins import (
     pod_topology_spread,
     registry,
 )
+from kubesalvo.core.plugins.framework import Normalise, ScoreChannel
+from kubesalvo.core.plugins.taint_toleration import tolerates
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import INT64_MAX, parse_quantity
 from kubesalvo.core.resources import (
@@ -69,6 +74,7 @@ __all__ = [
     "ClassInfo",
     "Encoder",
     "StaticTables",
+    "tolerates",
 ]
 
 # Static reason codes (core/_codes.pxd; core/reasons.py gives their plugins and texts).
@@ -84,7 +90,6 @@ UNSCHEDULABLE_TAINT = node_unschedulable.UNSCHEDULABLE_TAINT
 _INT = re.compile(r"^[+-]?[0-9]+$")
 _ENCODE = msgspec.json.Encoder(order="deterministic")
 _NONE_KEY = _ENCODE.encode(None)
-_EMPTY_LIST_KEY = _ENCODE.encode([])
 _PREFILTERS = (
     names.NODE_AFFINITY,
     names.POD_TOPOLOGY_SPREAD,
@@ -95,8 +100,8 @@ _PREFILTERS = (
 _SUB_KEYS = {
     "static": operator.attrgetter("static_key"),
     "fixed": operator.attrgetter("image_key"),
-    "taint": operator.attrgetter("taint_key"),
-    "aff": operator.attrgetter("aff_key"),
+    "taint": operator.attrgetter("rev_key"),
+    "aff": operator.attrgetter("max_key"),
 }
 
 
@@ -130,8 +135,8 @@ class ClassInfo:
     # when two or more nodes are feasible, which the kernel checks (c_score_error)
     score_error: str = ""
     static_key: bytes = b""
-    taint_key: bytes = b""
-    aff_key: bytes = b""
+    rev_key: bytes = b""  # the sub-signature of the REVERSE_MAX channel's raw values
+    max_key: bytes = b""  # ... and of the MAX channel's
     image_key: bytes = b""
     # the answers of the profile's class filters (core/plugins, ``class_filter``) that
     # have something to check for the class: plugin -> answer
@@ -151,29 +156,14 @@ class StaticTables:
     static_rows: npt.NDArray[np.int32]  # per static row, the rows passing it, ascending
     c_fixed: npt.NDArray[np.int32]
     fixed: npt.NDArray[np.int32]
+    # the REVERSE_MAX channel's raw values (one row per sub-signature) and each class's row
     c_taint: npt.NDArray[np.int32]
     taint_count: npt.NDArray[np.int16]
+    # the MAX channel's
     c_aff: npt.NDArray[np.int32]
     aff_score: npt.NDArray[np.int32]
     # per reason code: 1 when its plugin filters after NodePorts and NodeResourcesFit
     late_code: npt.NDArray[np.uint8]
-
-
-def tolerates(toleration: Mapping[str, Any], taint: tuple[str, str, str]) -> bool:
-    """Whether a toleration tolerates a (key, value, effect) taint (upstream ToleratesTaint)."""
-    key, value, effect = taint
-    t_effect = toleration.get("effect") or ""
-    if t_effect and t_effect != effect:
-        return False
-    t_key = toleration.get("key") or ""
-    if t_key and t_key != key:
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return (toleration.get("value") or "") == value
-    return False
 
 
 class Encoder:
@@ -248,12 +238,21 @@ class Encoder:
             self.late_code[code] = order[name] > after
         for code, (name, _) in self.class_reasons.items():
             self.late_code[code] = order[name] > after
-        # The profile's static score plugins: (function, args, weight), added to ``fixed``.
+        # The profile's static score plugins and NONE channels: (function, args, weight),
+        # added to ``fixed``.
         self.static_scores: list[tuple[framework.StaticScore, Any, int]] = []
         for name, weight in profile.scores:
             static_score = registry.PLUGINS[name].static_score
             if static_score is not None and weight:
                 self.static_scores.append((static_score, profile.args_of(name), weight))
+        # The normalised channels, one per kind (the profile refuses two of a kind):
+        # kind -> (plugin, channel, args).
+        self.lanes: dict[Normalise, tuple[str, ScoreChannel, Any]] = {}
+        for name, channel, weight in registry.score_channels(profile.scores):
+            if channel.normalise is Normalise.NONE:
+                self.static_scores.append((channel.raw, profile.args_of(name), weight))
+            else:
+                self.lanes[channel.normalise] = (name, channel, profile.args_of(name))
 
     # ------------------------------------------------------------------ classes
     def classify(
@@ -369,7 +368,6 @@ class Encoder:
             containers = list(init) + containers
         node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
         images: list[str] = []
         for container in containers:
             image = container.get("image")
@@ -386,7 +384,7 @@ class Encoder:
         # keys lets pods that differ only there (one team key each) share static tables.
         # Likewise the filters only see NoSchedule/NoExecute tolerations, the score only
         # PreferNoSchedule ones (an empty effect counts for both).
-        hard_tolerations, soft_tolerations = self._relevant_tolerations(spec.get("tolerations"))
+        hard_tolerations = self._relevant_tolerations(spec.get("tolerations"))
         info.images = images
         info.containers = len(containers)
         info.spread_selectors = spread_selectors
@@ -394,8 +392,8 @@ class Encoder:
         info.static_key = _ENCODE.encode(
             (spec.get("nodeName"), spec.get("nodeSelector"), required, hard_tolerations)
         )
-        info.taint_key = _ENCODE.encode(soft_tolerations) if soft_tolerations else _EMPTY_LIST_KEY
-        info.aff_key = _NONE_KEY if preferred is None else _ENCODE.encode(preferred)
+        info.rev_key = self._lane_key(Normalise.REVERSE_MAX, info)
+        info.max_key = self._lane_key(Normalise.MAX, info)
         info.image_key = _ENCODE.encode((images, len(containers)))
         info.complete = True
         if self.extensions:
@@ -404,7 +402,7 @@ class Encoder:
         if self.class_filters:
             self._class_filters(info)
         if self.static_scores:
-            info.image_key = info.key  # so may a static score (the fixed row)
+            info.image_key = info.key  # so may a static score or channel (the fixed row)
         if info.error:  # a quantity no int64 holds (_class_info)
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
         if self.devices is not None and spec.get("resourceClaims"):
@@ -519,31 +517,48 @@ class Encoder:
                 return inter_pod_affinity.PRESCORE_PARSING_POD + info.affinity_error
         return ""
 
-    def _relevant_tolerations(
-        self, tolerations: Any
-    ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-        """The tolerations that may tolerate a taint of the state (or the unschedulable
-        one): those the filters see (not PreferNoSchedule), those the score sees
-        (PreferNoSchedule or any effect)."""
-        if not tolerations:
-            return [], []
+    def _lane_key(self, kind: Normalise, info: ClassInfo) -> bytes:
+        """The sub-signature of the class's raw values in the channel of ``kind``."""
+        lane = self.lanes.get(kind)
+        if lane is None:
+            return _NONE_KEY  # no such channel: one row of zeros serves every class
+        _, channel, args = lane
+        if channel.key is None:
+            return info.key
+        return _ENCODE.encode(channel.key(args, self, info))
+
+    def taint_keys(self) -> set[str]:
+        """The keys of the state's taints and the unschedulable one (NodeTable.taint_keys)."""
         if self._taint_keys_version != self.state.version:
             self._taint_keys = {taint[0] for taint in self.state.taint_list}
             self._taint_keys.add(UNSCHEDULABLE_TAINT[0])
             self._taint_keys_version = self.state.version
-        keys = self._taint_keys
+        return self._taint_keys
+
+    def taint_counts(
+        self, counted: Callable[[tuple[str, str, str]], bool]
+    ) -> npt.NDArray[np.int64]:
+        """Per row, its taints that ``counted`` holds (NodeTable.taint_counts)."""
+        state = self.state
+        bad = [tid for tid, taint in enumerate(state.taint_list) if counted(taint)]
+        if not bad:
+            return np.zeros(state.rows, dtype=np.int64)
+        return state.taints[: state.rows, bad].sum(axis=1, dtype=np.int64)
+
+    def _relevant_tolerations(self, tolerations: Any) -> list[Mapping[str, Any]]:
+        """The tolerations the filters see (not PreferNoSchedule) that may tolerate a
+        taint of the state (or the unschedulable one)."""
+        if not tolerations:
+            return []
+        keys = self.taint_keys()
         hard: list[Mapping[str, Any]] = []
-        soft: list[Mapping[str, Any]] = []
         for toleration in tolerations:
             key = toleration.get("key")
             if key and key not in keys:
                 continue
-            effect = toleration.get("effect")
-            if effect != "PreferNoSchedule":
+            if toleration.get("effect") != "PreferNoSchedule":
                 hard.append(toleration)
-            if not effect or effect == "PreferNoSchedule":
-                soft.append(toleration)
-        return hard, soft
+        return hard
 
     # ---------------------------------------------------------------- tables
     def tables(self, class_ids: Sequence[int]) -> StaticTables:
@@ -565,8 +580,8 @@ class Encoder:
         tables: list[tuple[str, dict[bytes, Any], Callable[[ClassInfo], np.ndarray]]] = [
             ("static", self._static, self._static_reason),
             ("fixed", self._image, self._fixed_score),
-            ("taint", self._taint, self._prefer_taints),
-            ("aff", self._aff, self._preferred_affinity),
+            ("taint", self._taint, self._reverse_max_raw),
+            ("aff", self._aff, self._max_raw),
         ]
         for kind, cache, build in tables:
             seen: dict[bytes, int] = {}
@@ -857,37 +872,28 @@ class Encoder:
         return match
 
     # -------------------------------------------------------------- static scores
-    def _prefer_taints(self, info: ClassInfo) -> npt.NDArray[np.int16]:
-        state = self.state
-        rows = state.rows
-        tolerations = [
-            t
-            for t in info.spec.get("tolerations") or ()
-            if (t.get("effect") or "") in ("", "PreferNoSchedule")
-        ]
-        bad = [
-            tid
-            for tid, taint in enumerate(state.taint_list)
-            if taint[2] == "PreferNoSchedule" and not any(tolerates(t, taint) for t in tolerations)
-        ]
-        if not bad or names.TAINT_TOLERATION not in self.weights:
-            return np.zeros(rows, dtype=np.int16)
-        return state.taints[:rows, bad].sum(axis=1, dtype=np.int16)
+    def term_match(self, term: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        """Rows matching one node selector term (NodeTable.term_match)."""
+        return self._term(term)
 
-    def _preferred_affinity(self, info: ClassInfo) -> npt.NDArray[np.int32]:
-        rows = self.state.rows
-        out = np.zeros(rows, dtype=np.int32)
-        if names.NODE_AFFINITY not in self.weights:
-            return out
-        affinity = (info.spec.get("affinity") or {}).get("nodeAffinity") or {}
-        terms = list(affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ())
-        added = self.profile.node_affinity.added_affinity or {}
-        terms += list(added.get("preferredDuringSchedulingIgnoredDuringExecution") or ())
-        for term in terms:
-            weight = int(term.get("weight") or 0)
-            if weight:
-                out += weight * self._term(term.get("preference") or {})
-        return out
+    def _reverse_max_raw(self, info: ClassInfo) -> npt.NDArray[np.int16]:
+        return self._lane_raw(Normalise.REVERSE_MAX, info, np.int16)
+
+    def _max_raw(self, info: ClassInfo) -> npt.NDArray[np.int32]:
+        return self._lane_raw(Normalise.MAX, info, np.int32)
+
+    def _lane_raw(self, kind: Normalise, info: ClassInfo, dtype: Any) -> Any:
+        """The class's raw values in the channel of ``kind``, in the kernel's dtype for
+        it (zeros without such a channel)."""
+        lane = self.lanes.get(kind)
+        if lane is None:
+            return np.zeros(self.state.rows, dtype=dtype)
+        name, channel, args = lane
+        raw = np.asarray(channel.raw(args, self, info), dtype=np.int64)
+        top = np.iinfo(dtype).max
+        if raw.size and not 0 <= raw.min() <= raw.max() <= top:
+            raise ValueError(f"{name}: a raw score outside 0..{top}")
+        return raw.astype(dtype)
 
     def _fixed_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:
         """The weighted scores no placement changes: ImageLocality and static scores."""

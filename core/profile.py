@@ -90,6 +90,10 @@ class Profile:
             total += weight * framework.MAX_NODE_SCORE
             if total > framework.MAX_TOTAL_SCORE:
                 raise ProfileError(f"{path}.weight", "total score of Score plugins could overflow")
+        try:
+            registry.score_channels(self.scores)
+        except registry.ScoreChannelConflict as err:
+            raise ProfileError("plugins.score.enabled", str(err)) from None
 
     @classmethod
     def from_args(
@@ -108,6 +112,11 @@ class Profile:
         }
         static = [n for n in filters if registry.PLUGINS[n].static_filter is not None]
         static += [n for n, _ in scores if registry.PLUGINS[n].static_score is not None]
+        static += [
+            n
+            for n, _ in scores
+            if registry.PLUGINS[n].score_channel is not None and n not in _ARGS_FIELDS
+        ]
         kwargs["plugin_args"] = tuple(
             (name, args[name]) for name in dict.fromkeys(static) if name in args
         )
@@ -115,6 +124,9 @@ class Profile:
 
     def args_of(self, plugin: str) -> Any:
         """The args of a static filter or score plugin: as configured, else its defaults."""
+        attr = _ARGS_FIELDS.get(plugin)
+        if attr is not None:
+            return getattr(self, attr)
         for name, args in self.plugin_args:
             if name == plugin:
                 return args

@@ -1,8 +1,11 @@
 """NodeAffinity: ``spec.nodeSelector`` and required node affinity filter, preferred terms
 score; the profile's ``addedAffinity`` applies to every pod of it.
 
-Static per class (``core/encode.py``: reason codes 4, 5 and 7 for the nodes a
-``metadata.name`` term leaves out; the preferred weights the kernel normalises).
+The filter is static per class (``core/encode.py``: reason codes 4, 5 and 7 for the
+nodes a ``metadata.name`` term leaves out). The score is this module's channel
+(:data:`SCORE_CHANNEL`): per node, the summed weights of the preferred terms it matches
+(the pod's and the profile's added ones), which the kernel normalises over the feasible
+nodes by their largest sum.
 """
 
 from __future__ import annotations
@@ -10,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
@@ -23,7 +29,11 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    NodeTable,
+    Normalise,
     PluginSpec,
+    PodClass,
+    ScoreChannel,
     check,
 )
 
@@ -32,7 +42,10 @@ __all__ = [
     "ERR_REASON_NODE_AFFINITY",
     "ERR_REASON_NODE_AFFINITY_CONFLICT",
     "NAME",
+    "SCORE_CHANNEL",
     "NodeAffinityArgs",
+    "preferred_terms_of",
+    "preferred_weights",
 ]
 
 NAME = names.NODE_AFFINITY
@@ -97,6 +110,33 @@ class NodeAffinityArgs:
         return out
 
 
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def preferred_terms_of(args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass) -> Any:
+    """The pod's own preferred terms (the added ones are the profile's, the same for all)."""
+    return ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(_PREFERRED)
+
+
+def preferred_weights(
+    args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass
+) -> npt.NDArray[np.int64]:
+    """Per node, the summed weights of the preferred terms whose preference it matches:
+    the pod's, then the profile's ``addedAffinity`` ones (the plugin's raw score)."""
+    terms = list(preferred_terms_of(args, nodes, pod) or ())
+    added = (args.added_affinity if args is not None else None) or {}
+    terms += list(added.get(_PREFERRED) or ())
+    out: npt.NDArray[np.int64] | None = None
+    for term in terms:
+        weight = int(term.get("weight") or 0)
+        if weight:
+            matched = weight * nodes.term_match(term.get("preference") or {}).astype(np.int64)
+            out = matched if out is None else out + matched
+    return out if out is not None else np.zeros(len(nodes.node_names()), dtype=np.int64)
+
+
+# The more preferred weight a node matches, the more it scores (max-normalised).
+SCORE_CHANNEL = ScoreChannel(Normalise.MAX, preferred_weights, preferred_terms_of)
 EVENTS = (ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
 SPEC = PluginSpec(
     NAME,
@@ -107,4 +147,5 @@ SPEC = PluginSpec(
         ERR_REASON_ENFORCED_NODE_AFFINITY: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
     },
     events=EVENTS,
+    score_channel=SCORE_CHANNEL,
 )

@@ -3,13 +3,15 @@
 The config loader reads which extension points a plugin implements and its args model;
 the queue reads the events each plugin registered; the encoder, the failure reports and
 ``explain`` read the reasons; the encoder and the reference run the static filters and
-scores (``static_filter``, ``static_score``). Adding a plugin: write its module (see any
+scores (``static_filter``, ``static_score``) and the score channels (``score_channel``,
+gathered per profile by :func:`score_channels`). Adding a plugin: write its module (see any
 module here; ``node_name`` is the smallest filter) and add its ``SPEC`` to ``_SPECS``
 below.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import MappingProxyType
 
 from kubesalvo.core.plugins import (
@@ -39,7 +41,14 @@ from kubesalvo.core.plugins import (
     volume_restrictions,
     volume_zone,
 )
-from kubesalvo.core.plugins.framework import FILTER, ClusterEvent, Code, PluginSpec
+from kubesalvo.core.plugins.framework import (
+    FILTER,
+    ClusterEvent,
+    Code,
+    Normalise,
+    PluginSpec,
+    ScoreChannel,
+)
 
 __all__ = [
     "ARGS",
@@ -51,6 +60,8 @@ __all__ = [
     "PLUGIN_EVENTS",
     "REASON_CODES",
     "REASON_PLUGIN",
+    "ScoreChannelConflict",
+    "score_channels",
 ]
 
 _SPECS: tuple[PluginSpec, ...] = (
@@ -136,3 +147,35 @@ DEFAULT_SCORE_WEIGHTS: dict[str, int] = {
     names.NODE_RESOURCES_BALANCED_ALLOCATION: 1,
     names.IMAGE_LOCALITY: 1,
 }
+
+
+class ScoreChannelConflict(ValueError):
+    """Two enabled score plugins whose channels the kernel cannot both normalise."""
+
+
+def score_channels(
+    scores: Iterable[tuple[str, int]],
+) -> list[tuple[str, ScoreChannel, int]]:
+    """The score channels of a profile's enabled score plugins, in the profile's order:
+    (plugin, channel, weight).
+
+    The kernel holds one normalised channel of each kind (MAX, REVERSE_MAX) per profile;
+    two of a kind raise :class:`ScoreChannelConflict` naming both (the profile is refused
+    at start; NONE channels are summed into the fixed scores, any number of them).
+    """
+    out: list[tuple[str, ScoreChannel, int]] = []
+    kinds: dict[Normalise, str] = {}
+    for name, weight in scores:
+        channel = PLUGINS[name].score_channel
+        if channel is None or not weight:
+            continue
+        other = kinds.get(channel.normalise)
+        if other is not None and channel.normalise is not Normalise.NONE:
+            raise ScoreChannelConflict(
+                f"score plugins {other} and {name} are both normalised by "
+                f"{channel.normalise.value}: kubesalvo's kernel takes one such score per "
+                "profile; enable one of them"
+            )
+        kinds[channel.normalise] = name
+        out.append((name, channel, weight))
+    return out
