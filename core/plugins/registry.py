@@ -26,6 +26,7 @@ from kubesalvo.core.plugins import (
     names,
     node_affinity,
     node_label_preference,
+    node_label_rank,
     node_name,
     node_pool,
     node_ports,
@@ -89,6 +90,7 @@ _SPECS: tuple[PluginSpec, ...] = (
     coscheduling.SPEC,
     node_pool.SPEC,
     node_label_preference.SPEC,
+    node_label_rank.SPEC,
 )
 
 # Name -> plugin.

@@ -1,0 +1,111 @@
+"""NodeLabelRank, the example normalised score: its args, its raw values, normalised by
+the kernel over each pod's feasible nodes exactly as the reference normalises them (the
+per-node evaluator runs the module's own function), alone and beside the default scores;
+and refused at start beside another MAX-normalised score."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesalvo.core.encode import Encoder
+from kubesalvo.core.place import plan
+from kubesalvo.core.plugins import names, registry
+from kubesalvo.core.plugins.framework import ArgsError, Normalise, ProfileError
+from kubesalvo.core.plugins.node_label_rank import NodeLabelRankArgs, ranks
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.reference import ReferenceScheduler
+from tests.helpers.reference import kernel_choices, state_of
+
+GEN = "example.com/generation"
+
+
+def node(name, cpu="4", zone="z1", **labels):
+    base = {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}
+    return {
+        "metadata": {"name": name, "labels": {**base, **labels}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
+    }
+
+
+def pod(name, cpu="1", app="web", spread=False):
+    spec = {"containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu}}}]}
+    if spread:
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": app}},
+            }
+        ]
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": {"app": app}},
+        "spec": spec,
+    }
+
+
+ARGS = NodeLabelRankArgs(key=GEN, values=("5", "4", "3"))
+
+
+def profile(weight=2, *, defaults=False):
+    scores: tuple[tuple[str, int], ...] = ((names.NODE_LABEL_RANK, weight),)
+    if defaults:  # every default score but NodeAffinity's, the other MAX-normalised one
+        kept = [s for s in Profile.default().scores if s[0] != names.NODE_AFFINITY]
+        scores = (*kept, *scores)
+    return Profile(scores=scores, plugin_args=((names.NODE_LABEL_RANK, ARGS),))
+
+
+def test_args_need_a_valid_key_and_distinct_valid_values():
+    assert NodeLabelRankArgs().values == ("high", "medium", "low")
+    with pytest.raises(ArgsError) as bad:
+        NodeLabelRankArgs(key="-bad", values=("a", "a", "no spaces"))
+    assert [p.path for p in bad.value.problems] == ["key", "values[1]", "values[2]"]
+    with pytest.raises(ArgsError, match="values: Required value"):
+        NodeLabelRankArgs(values=())
+
+
+def test_raw_values_rank_the_label_values_best_first():
+    fleet = [node("g5", **{GEN: "5"}), node("g3", **{GEN: "3"}), node("g9", **{GEN: "9"})]
+    fleet.append(node("none"))
+    enc = Encoder(state_of(fleet), profile())
+    (cid,) = enc.classify([pod("p")]).tolist()
+    assert ranks(ARGS, enc, enc.classes[cid]).tolist() == [3, 1, 0, 0]
+    assert registry.PLUGINS[names.NODE_LABEL_RANK].score_channel.normalise is Normalise.MAX
+
+
+def test_scores_are_normalised_over_the_feasible_nodes():
+    """The best rank a pod can use scores 100: a full gen-5 node does not count."""
+    fleet = [node("g5-full", cpu="1", **{GEN: "5"}), node("g4", **{GEN: "4"})]
+    fleet += [node("g3", **{GEN: "3"}), node("none")]
+    reference = ReferenceScheduler(fleet, profile=profile(2))
+    totals = {n: s[names.NODE_LABEL_RANK] for n, s in reference.scores(pod("p", cpu="2")).items()}
+    assert totals == {"g4": 200, "g3": 100, "none": 0}  # 100 * 2 // 2, 100 * 1 // 2, 0
+    assert plan(state_of(fleet), [pod("p", cpu="2")], profile(2)).nodes == ["g4"]
+
+
+@pytest.mark.parametrize("spread", [False, True], ids=["plain", "zone-spread"])
+@pytest.mark.parametrize("defaults", [False, True], ids=["alone", "beside-defaults"])
+def test_the_kernel_places_a_burst_as_the_reference_does(defaults, spread):
+    fleet = [
+        node("a", cpu="2", zone="z1", **{GEN: "5"}),
+        node("b", cpu="8", zone="z1"),
+        node("c", cpu="4", zone="z2", **{GEN: "4"}),
+        node("d", cpu="3", zone="z2", **{GEN: "3"}),
+        node("e", cpu="2", zone="z3", **{GEN: "5"}),
+    ]
+    burst = [pod(f"p{i}", cpu="1", spread=spread) for i in range(16)]
+    burst += [pod("big", cpu="3", app="big", spread=spread)]  # a class of one pod
+    chosen = profile(3, defaults=defaults)
+    result = plan(state_of(fleet), burst, chosen)
+    expected = ReferenceScheduler(fleet, profile=chosen).place_burst(
+        burst, choose=kernel_choices(result, burst)
+    )
+    assert [r.node for r in expected] == result.nodes
+    assert [r.message for r in expected] == result.messages
+    assert result.nodes.count(None) == 0  # 19 cpus asked of 19
+
+
+def test_beside_node_affinity_the_profile_is_refused_at_start():
+    with pytest.raises(ProfileError, match="NodeAffinity and NodeLabelRank are both") as err:
+        Profile(scores=(*Profile.default().scores, (names.NODE_LABEL_RANK, 1)))
+    assert err.value.path == "plugins.score.enabled"
