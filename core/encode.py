@@ -90,6 +90,7 @@ UNSCHEDULABLE_TAINT = node_unschedulable.UNSCHEDULABLE_TAINT
 _INT = re.compile(r"^[+-]?[0-9]+$")
 _ENCODE = msgspec.json.Encoder(order="deterministic")
 _NONE_KEY = _ENCODE.encode(None)
+_EMPTY_LIST_KEY = _ENCODE.encode([])
 _PREFILTERS = (
     names.NODE_AFFINITY,
     names.POD_TOPOLOGY_SPREAD,
@@ -253,6 +254,9 @@ class Encoder:
                 self.static_scores.append((channel.raw, profile.args_of(name), weight))
             else:
                 self.lanes[channel.normalise] = (name, channel, profile.args_of(name))
+        # Per lane, what its key needs, unpacked once: (key function, args, spec field).
+        self._rev_key = self._key_of(Normalise.REVERSE_MAX)
+        self._max_key = self._key_of(Normalise.MAX)
 
     # ------------------------------------------------------------------ classes
     def classify(
@@ -392,8 +396,8 @@ class Encoder:
         info.static_key = _ENCODE.encode(
             (spec.get("nodeName"), spec.get("nodeSelector"), required, hard_tolerations)
         )
-        info.rev_key = self._lane_key(Normalise.REVERSE_MAX, info)
-        info.max_key = self._lane_key(Normalise.MAX, info)
+        info.rev_key = self._lane_key(self._rev_key, info)
+        info.max_key = self._lane_key(self._max_key, info)
         info.image_key = _ENCODE.encode((images, len(containers)))
         info.complete = True
         if self.extensions:
@@ -517,15 +521,38 @@ class Encoder:
                 return inter_pod_affinity.PRESCORE_PARSING_POD + info.affinity_error
         return ""
 
-    def _lane_key(self, kind: Normalise, info: ClassInfo) -> bytes:
-        """The sub-signature of the class's raw values in the channel of ``kind``."""
+    def _key_of(self, kind: Normalise) -> list[Any] | None:
+        """What a lane's keys need, unpacked once: [key function, args, the spec field it
+        reads, (state version, the key of classes lacking that field)]."""
         lane = self.lanes.get(kind)
         if lane is None:
-            return _NONE_KEY  # no such channel: one row of zeros serves every class
+            return None
         _, channel, args = lane
-        if channel.key is None:
+        return [channel.key, args, channel.reads, (-1, b"")]
+
+    def _lane_key(self, lane: list[Any] | None, info: ClassInfo) -> bytes:
+        """The sub-signature of the class's raw values in a lane's channel."""
+        if lane is None:
+            return _NONE_KEY  # no such channel: one row of zeros serves every class
+        key, args, reads, absent = lane
+        if key is None:
             return info.key
-        return _ENCODE.encode(channel.key(args, self, info))
+        version = self.state.version
+        if reads and not info.spec.get(reads):
+            if absent[0] == version:  # the same for every class lacking the field
+                return absent[1]
+            lane[3] = (version, self._key_value(key(args, self, info)))
+            return lane[3][1]
+        return self._key_value(key(args, self, info))
+
+    @staticmethod
+    def _key_value(value: Any) -> bytes:
+        # The two commonest keys without an encoder call (the same bytes it would give).
+        if value is None:
+            return _NONE_KEY
+        if value == [] and type(value) is list:
+            return _EMPTY_LIST_KEY
+        return _ENCODE.encode(value)
 
     def taint_keys(self) -> set[str]:
         """The keys of the state's taints and the unschedulable one (NodeTable.taint_keys)."""

@@ -136,7 +136,7 @@ def preferred_weights(
 
 
 # The more preferred weight a node matches, the more it scores (max-normalised).
-SCORE_CHANNEL = ScoreChannel(Normalise.MAX, preferred_weights, preferred_terms_of)
+SCORE_CHANNEL = ScoreChannel(Normalise.MAX, preferred_weights, preferred_terms_of, reads="affinity")
 EVENTS = (ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
 SPEC = PluginSpec(
     NAME,

@@ -75,15 +75,20 @@ def prefer_no_schedule_tolerations(
     key some node's taint has (the others tolerate nothing, and leaving them out lets pods
     that differ only there share one row of counts)."""
     tolerations: Sequence[Mapping[str, Any]] = pod.spec.get("tolerations") or ()
-    if not tolerations:
-        return []
-    keys = nodes.taint_keys()
-    return [
-        t
-        for t in tolerations
-        if (t.get("effect") or "") in ("", PREFER_NO_SCHEDULE)
-        and (not t.get("key") or t.get("key") in keys)
-    ]
+    kept: list[Mapping[str, Any]] = []
+    keys = None
+    for toleration in tolerations:  # a loop: this runs once per class of a burst
+        effect = toleration.get("effect")
+        if effect and effect != PREFER_NO_SCHEDULE:
+            continue
+        key = toleration.get("key")
+        if key:
+            if keys is None:
+                keys = nodes.taint_keys()
+            if key not in keys:
+                continue
+        kept.append(toleration)
+    return kept
 
 
 def untolerated_prefer_no_schedule(
@@ -101,7 +106,10 @@ def untolerated_prefer_no_schedule(
 
 # More untolerated taints score less: reversed over the feasible nodes' largest count.
 SCORE_CHANNEL = ScoreChannel(
-    Normalise.REVERSE_MAX, untolerated_prefer_no_schedule, prefer_no_schedule_tolerations
+    Normalise.REVERSE_MAX,
+    untolerated_prefer_no_schedule,
+    prefer_no_schedule_tolerations,
+    reads="tolerations",
 )
 SPEC = PluginSpec(
     NAME,
