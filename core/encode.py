@@ -13,8 +13,11 @@ with numpy over all rows at once:
   channel of each kind, ``taint_count`` the REVERSE_MAX one (TaintToleration's untolerated
   PreferNoSchedule taints in the default profile) and ``aff_score`` the MAX one
   (NodeAffinity's preferred weights), each normalised over a pod's feasible rows;
+  further channels of a kind are ``x_raw`` rows, one per channel and sub-signature
+  (``c_x``: -1 where a class's values are 0 on every row: a constant score);
 * ``fixed``: the weighted ImageLocality score, the registry's static scores
-  (``PluginSpec.static_score``) and NONE channels, weighted, which placements never change.
+  (``PluginSpec.static_score``) and NONE channels, weighted, which placements never change,
+  and the constant 100 x weight of a further REVERSE_MAX channel that is 0 on every row.
 
 Parts of a signature that several classes share (the same tolerations, the same node
 selector) share one table row, so a burst of many classes with few distinct constraints
@@ -97,10 +100,19 @@ _PREFILTERS = (
     names.INTER_POD_AFFINITY,
     names.DYNAMIC_RESOURCES,
 )
+
+
+def _fixed_key(info: ClassInfo) -> bytes:
+    # A constant of the extra channels joins the fixed row: classes differ by it too.
+    if info.fixed_const:
+        return info.image_key + b"\0+%d" % info.fixed_const
+    return info.image_key
+
+
 # The sub-signature each static table is deduplicated by.
-_SUB_KEYS = {
+_SUB_KEYS: dict[str, Callable[[ClassInfo], bytes]] = {
     "static": operator.attrgetter("static_key"),
-    "fixed": operator.attrgetter("image_key"),
+    "fixed": _fixed_key,
     "taint": operator.attrgetter("rev_key"),
     "aff": operator.attrgetter("max_key"),
 }
@@ -138,6 +150,10 @@ class ClassInfo:
     static_key: bytes = b""
     rev_key: bytes = b""  # the sub-signature of the REVERSE_MAX channel's raw values
     max_key: bytes = b""  # ... and of the MAX channel's
+    extra_keys: tuple[bytes, ...] = ()  # ... and of the further normalised channels'
+    # the 100 x weight of the further REVERSE_MAX channels whose values are 0 on every row
+    # (set by Encoder.tables for its chunk): every row scores 100 there, a fixed score
+    fixed_const: int = 0
     image_key: bytes = b""
     # the answers of the profile's class filters (core/plugins, ``class_filter``) that
     # have something to check for the class: plugin -> answer
@@ -163,6 +179,12 @@ class StaticTables:
     # the MAX channel's
     c_aff: npt.NDArray[np.int32]
     aff_score: npt.NDArray[np.int32]
+    # the further normalised channels: classes x channels, their rows of x_raw (-1: the
+    # values are 0 on every row), the rows (>= 0), per channel its weight and kind
+    c_x: npt.NDArray[np.int32]
+    x_raw: npt.NDArray[np.int32]
+    x_w: npt.NDArray[np.int64]
+    x_rev: npt.NDArray[np.uint8]
     # per reason code: 1 when its plugin filters after NodePorts and NodeResourcesFit
     late_code: npt.NDArray[np.uint8]
 
@@ -248,12 +270,32 @@ class Encoder:
                 self.static_scores.append((static_score, profile.args_of(name), weight))
         # The normalised channels, one per kind (the profile refuses two of a kind):
         # kind -> (plugin, channel, args).
+        # The normalised channels: the first of each kind has its kernel lane (the fast
+        # paths: TaintToleration's and NodeAffinity's in the default profile), kind ->
+        # (plugin, channel, args); the further ones are extra channels, in profile order:
+        # (plugin, channel, args, weight).
         self.lanes: dict[Normalise, tuple[str, ScoreChannel, Any]] = {}
+        self.extras: list[tuple[str, ScoreChannel, Any, int]] = []
         for name, channel, weight in registry.score_channels(profile.scores):
             if channel.normalise is Normalise.NONE:
                 self.static_scores.append((channel.raw, profile.args_of(name), weight))
+            elif channel.normalise in self.lanes:
+                self.extras.append((name, channel, profile.args_of(name), weight))
             else:
                 self.lanes[channel.normalise] = (name, channel, profile.args_of(name))
+        self._extra_keys = [
+            [channel.key, args, channel.reads, (-1, b"")] for _, channel, args, _ in self.extras
+        ]
+        # per extra channel: key -> (its raw values, whether any is not 0)
+        self._extra_rows: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = [
+            {} for _ in self.extras
+        ]
+        self._extras_version = -1
+        self.x_w = np.array([w for *_, w in self.extras] or [0], dtype=np.int64)
+        self.x_rev = np.array(
+            [int(c.normalise is Normalise.REVERSE_MAX) for _, c, _, _ in self.extras] or [0],
+            dtype=np.uint8,
+        )
         # Per lane, what its key needs, unpacked once: (key function, args, spec field).
         self._rev_key = self._key_of(Normalise.REVERSE_MAX)
         self._max_key = self._key_of(Normalise.MAX)
@@ -398,6 +440,8 @@ class Encoder:
         )
         info.rev_key = self._lane_key(self._rev_key, info)
         info.max_key = self._lane_key(self._max_key, info)
+        if self._extra_keys:
+            info.extra_keys = tuple(self._lane_key(lane, info) for lane in self._extra_keys)
         info.image_key = _ENCODE.encode((images, len(containers)))
         info.complete = True
         if self.extensions:
@@ -602,11 +646,12 @@ class Encoder:
             self._version = self.state.version
         rows = self.state.rows
         classes = [self.classes[cid] for cid in class_ids]
+        c_x, x_raw = self._extra_tables(classes)
         parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {}
         index: dict[str, npt.NDArray[np.int32]] = {}
         tables: list[tuple[str, dict[bytes, Any], Callable[[ClassInfo], np.ndarray]]] = [
             ("static", self._static, self._static_reason),
-            ("fixed", self._image, self._fixed_score),
+            ("fixed", self._image, self._fixed_with_const),
             ("taint", self._taint, self._reverse_max_raw),
             ("aff", self._aff, self._max_raw),
         ]
@@ -649,6 +694,10 @@ class Encoder:
             taint_count=stack("taint", np.int16),
             c_aff=index["aff"],
             aff_score=stack("aff", np.int32),
+            c_x=c_x,
+            x_raw=x_raw,
+            x_w=self.x_w,
+            x_rev=self.x_rev,
             late_code=self.late_code,
         )
 
@@ -903,6 +952,48 @@ class Encoder:
         """Rows matching one node selector term (NodeTable.term_match)."""
         return self._term(term)
 
+    def _extra_tables(
+        self, classes: Sequence[ClassInfo]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """The extra channels' rows for these classes (c_x, x_raw), and each class's
+        ``fixed_const``: a channel whose values are 0 on every row is no row of x_raw
+        (-1) but a constant, 100 x its weight when REVERSE_MAX, 0 when MAX."""
+        extras = self.extras
+        c_x = np.full((len(classes), len(extras)), -1, dtype=np.int32)
+        if not extras:
+            return c_x, np.zeros((1, max(1, self.state.rows)), dtype=np.int32)
+        if self._extras_version != self.state.version:
+            for cache in self._extra_rows:
+                cache.clear()
+            self._extras_version = self.state.version
+        arrays: list[npt.NDArray[np.int32]] = []
+        seen: dict[tuple[int, bytes], int] = {}
+        for i, info in enumerate(classes):
+            const = 0
+            for k, (name, channel, args, weight) in enumerate(extras):
+                key = info.extra_keys[k]
+                cached = self._extra_rows[k].get(key)
+                if cached is None:
+                    raw = self._channel_raw(name, channel, args, info, np.int32)
+                    cached = self._extra_rows[k][key] = (raw, bool(raw.any()))
+                if not cached[1]:
+                    if channel.normalise is Normalise.REVERSE_MAX:
+                        const += framework.MAX_NODE_SCORE * weight
+                    continue
+                row = seen.get((k, key))
+                if row is None:
+                    row = seen[(k, key)] = len(arrays)
+                    arrays.append(cached[0])
+                c_x[i, k] = row
+            info.fixed_const = const
+        if not arrays:
+            return c_x, np.zeros((1, max(1, self.state.rows)), dtype=np.int32)
+        return c_x, np.ascontiguousarray(np.vstack(arrays), dtype=np.int32)
+
+    def _fixed_with_const(self, info: ClassInfo) -> npt.NDArray[np.int32]:
+        fixed = self._fixed_score(info)
+        return fixed + np.int32(info.fixed_const) if info.fixed_const else fixed
+
     def _reverse_max_raw(self, info: ClassInfo) -> npt.NDArray[np.int16]:
         return self._lane_raw(Normalise.REVERSE_MAX, info, np.int16)
 
@@ -916,6 +1007,12 @@ class Encoder:
         if lane is None:
             return np.zeros(self.state.rows, dtype=dtype)
         name, channel, args = lane
+        return self._channel_raw(name, channel, args, info, dtype)
+
+    def _channel_raw(
+        self, name: str, channel: ScoreChannel, args: Any, info: ClassInfo, dtype: Any
+    ) -> Any:
+        """A channel's raw values for the class, checked to fit ``dtype`` (not negative)."""
         raw = np.asarray(channel.raw(args, self, info), dtype=np.int64)
         top = np.iinfo(dtype).max
         if raw.size and not 0 <= raw.min() <= raw.max() <= top:

@@ -41,8 +41,11 @@ def kernel_settings(profile: Profile, max_constraints: int) -> dict[str, int | b
     weights = profile.score_weights
     filters = set(profile.filters)
     # The normalised score channels' weights: the kernel's REVERSE_MAX lane is w_taint,
-    # its MAX lane w_aff (TaintToleration's and NodeAffinity's in the default profile).
-    lanes = {c.normalise: w for _, c, w in registry.score_channels(profile.scores)}
+    # its MAX lane w_aff: the first channel of each kind (the further ones are extra
+    # channels, with their weights in encode.StaticTables).
+    lanes: dict[Normalise, int] = {}
+    for _, channel, weight in registry.score_channels(profile.scores):
+        lanes.setdefault(channel.normalise, weight)
     return {
         "strategy": _STRATEGIES[profile.fit.scoring_strategy.type],
         "w_fit": weights.get(names.NODE_RESOURCES_FIT, 0),

@@ -12,7 +12,6 @@ args it ranks ``kubesalvo.io/tier``: ``high`` before ``medium`` before ``low``::
     - plugins:
         score:
           enabled: [{name: NodeLabelRank, weight: 2}]
-          disabled: [{name: NodeAffinity}]  # the kernel takes one MAX-normalised score
       pluginConfig:
       - {name: NodeLabelRank, args: {key: example.com/generation, values: ["5", "4"]}}
 """

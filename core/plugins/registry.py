@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_PLUGINS",
     "DEFAULT_SCORE_WEIGHTS",
     "EXTENSION_POINTS",
+    "MAX_EXTRA_CHANNELS",
     "PLUGINS",
     "PLUGIN_EVENTS",
     "REASON_CODES",
@@ -151,8 +152,13 @@ DEFAULT_SCORE_WEIGHTS: dict[str, int] = {
 }
 
 
+# The normalised channels a profile may score beyond the first of each kind (the kernel's
+# extra channels, KS_EXTRA in core/_scan.h).
+MAX_EXTRA_CHANNELS = 8
+
+
 class ScoreChannelConflict(ValueError):
-    """Two enabled score plugins whose channels the kernel cannot both normalise."""
+    """More normalised score channels than the kernel takes."""
 
 
 def score_channels(
@@ -161,23 +167,26 @@ def score_channels(
     """The score channels of a profile's enabled score plugins, in the profile's order:
     (plugin, channel, weight).
 
-    The kernel holds one normalised channel of each kind (MAX, REVERSE_MAX) per profile;
-    two of a kind raise :class:`ScoreChannelConflict` naming both (the profile is refused
-    at start; NONE channels are summed into the fixed scores, any number of them).
+    The kernel takes the first MAX and the first REVERSE_MAX channel in lanes of their own
+    (its fast paths) and up to :data:`MAX_EXTRA_CHANNELS` further normalised ones; more
+    raise :class:`ScoreChannelConflict` naming them (the profile is refused at start).
+    NONE channels are summed into the fixed scores, any number of them.
     """
     out: list[tuple[str, ScoreChannel, int]] = []
-    kinds: dict[Normalise, str] = {}
+    kinds: set[Normalise] = set()
+    extra: list[str] = []
     for name, weight in scores:
         channel = PLUGINS[name].score_channel
         if channel is None or not weight:
             continue
-        other = kinds.get(channel.normalise)
-        if other is not None and channel.normalise is not Normalise.NONE:
-            raise ScoreChannelConflict(
-                f"score plugins {other} and {name} are both normalised by "
-                f"{channel.normalise.value}: kubesalvo's kernel takes one such score per "
-                "profile; enable one of them"
-            )
-        kinds[channel.normalise] = name
+        if channel.normalise is not Normalise.NONE:
+            if channel.normalise in kinds:
+                extra.append(name)
+            kinds.add(channel.normalise)
         out.append((name, channel, weight))
+    if len(extra) > MAX_EXTRA_CHANNELS:
+        raise ScoreChannelConflict(
+            f"score plugins {extra}: at most {MAX_EXTRA_CHANNELS} normalised scores beyond "
+            "the first of each normalisation kind"
+        )
     return out

@@ -1,5 +1,5 @@
-"""NodeLabelRank in a KubeSchedulerConfiguration: its args read by the generic reader, and
-a profile scoring it beside NodeAffinity (both MAX-normalised) refused with both names."""
+"""NodeLabelRank in a KubeSchedulerConfiguration: its args read by the generic reader, with
+or without NodeAffinity's score (both MAX-normalised)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from kubesalvo.sched.config import ConfigError, parse_config
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 
 
-def test_its_args_are_read_and_it_scores_once_node_affinity_does_not():
+def test_its_args_are_read_and_it_scores_without_node_affinitys_score():
     config = parse_config(
         HEADER
         + textwrap.dedent(
@@ -34,10 +34,14 @@ def test_its_args_are_read_and_it_scores_once_node_affinity_does_not():
     assert (args.key, args.values) == ("example.com/generation", ("5", "4"))
 
 
-def test_beside_node_affinitys_score_the_profile_is_refused_naming_both():
-    with pytest.raises(ConfigError) as info:
-        parse_config(HEADER + "profiles:\n- plugins: {score: {enabled: [{name: NodeLabelRank}]}}\n")
-    assert "NodeAffinity and NodeLabelRank are both normalised by Max" in str(info.value)
+def test_beside_the_default_scores_it_scores_with_its_default_args():
+    config = parse_config(
+        HEADER + "profiles:\n- plugins: {score: {enabled: [{name: NodeLabelRank}]}}\n"
+    )
+    core = config.profiles[0].core
+    assert dict(core.scores)["NodeAffinity"] == 2
+    assert dict(core.scores)["NodeLabelRank"] == 1
+    assert core.args_of("NodeLabelRank").key == "kubesalvo.io/tier"
 
 
 def test_bad_values_are_refused_at_their_path():

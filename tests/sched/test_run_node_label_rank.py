@@ -1,5 +1,6 @@
 """NodeLabelRank, the example normalised score of docs/plugins.md, in ``kubesalvo run`` on
-the real control plane: with plain-1 labelled generation 5 and plain-0 generation 4, the
+the real control plane, beside the default scores (NodeAffinity's and TaintToleration's
+normalised scores too): with plain-1 labelled generation 5 and plain-0 generation 4, the
 pods all go to plain-1 (the best rank) though the resource scores alone would spread
 them; once plain-1 is full, the rest go to plain-0, now the best rank they can use."""
 
@@ -22,7 +23,6 @@ profiles:
   plugins:
     score:
       enabled: [{{name: NodeLabelRank, weight: 100}}]
-      disabled: [{{name: NodeAffinity}}]
   pluginConfig:
   - {{name: NodeLabelRank, args: {{key: {key}, values: ["5", "4"]}}}}
 """

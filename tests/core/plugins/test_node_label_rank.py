@@ -1,7 +1,8 @@
 """NodeLabelRank, the example normalised score: its args, its raw values, normalised by
 the kernel over each pod's feasible nodes exactly as the reference normalises them (the
-per-node evaluator runs the module's own function), alone and beside the default scores;
-and refused at start beside another MAX-normalised score."""
+per-node evaluator runs the module's own function), alone and beside the default scores
+(NodeAffinity's preferred terms and TaintToleration's PreferNoSchedule taints varying too),
+through the kernel's every placement path."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from kubesalvo.core.encode import Encoder
 from kubesalvo.core.place import plan
 from kubesalvo.core.plugins import names, registry
-from kubesalvo.core.plugins.framework import ArgsError, Normalise, ProfileError
+from kubesalvo.core.plugins.framework import ArgsError, Normalise
 from kubesalvo.core.plugins.node_label_rank import NodeLabelRankArgs, ranks
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
@@ -19,39 +20,54 @@ from tests.helpers.reference import kernel_choices, state_of
 GEN = "example.com/generation"
 
 
-def node(name, cpu="4", zone="z1", **labels):
+def node(name, cpu="4", zone="z1", soft_taint=False, **labels):
     base = {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}
-    return {
+    made = {
         "metadata": {"name": name, "labels": {**base, **labels}},
         "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
     }
+    if soft_taint:
+        made["spec"] = {"taints": [{"key": "spot", "value": "", "effect": "PreferNoSchedule"}]}
+    return made
 
 
-def pod(name, cpu="1", app="web", spread=False):
+def pod(name, cpu="1", app="web", spread="", prefer=""):
     spec = {"containers": [{"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu}}}]}
     if spread:
         spec["topologySpreadConstraints"] = [
             {
                 "maxSkew": 1,
                 "topologyKey": "topology.kubernetes.io/zone",
-                "whenUnsatisfiable": "ScheduleAnyway",
+                "whenUnsatisfiable": spread,
                 "labelSelector": {"matchLabels": {"app": app}},
             }
         ]
-    return {
-        "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": {"app": app}},
-        "spec": spec,
-    }
+    if prefer:  # a preferred node affinity term: NodeAffinity's score varies too
+        term = {
+            "matchExpressions": [
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [prefer]}
+            ]
+        }
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 7, "preference": term}
+                ]
+            }
+        }
+    meta = {"name": name, "namespace": "ns", "uid": name, "labels": {"app": app}}
+    return {"metadata": meta, "spec": spec}
 
 
 ARGS = NodeLabelRankArgs(key=GEN, values=("5", "4", "3"))
 
 
 def profile(weight=2, *, defaults=False):
+    """NodeLabelRank alone, or beside every default score (NodeAffinity's MAX channel and
+    TaintToleration's REVERSE_MAX one hold the kernel's lanes: it is an extra channel)."""
     scores: tuple[tuple[str, int], ...] = ((names.NODE_LABEL_RANK, weight),)
-    if defaults:  # every default score but NodeAffinity's, the other MAX-normalised one
-        kept = [s for s in Profile.default().scores if s[0] != names.NODE_AFFINITY]
-        scores = (*kept, *scores)
+    if defaults:
+        scores = (*Profile.default().scores, *scores)
     return Profile(scores=scores, plugin_args=((names.NODE_LABEL_RANK, ARGS),))
 
 
@@ -83,18 +99,26 @@ def test_scores_are_normalised_over_the_feasible_nodes():
     assert plan(state_of(fleet), [pod("p", cpu="2")], profile(2)).nodes == ["g4"]
 
 
-@pytest.mark.parametrize("spread", [False, True], ids=["plain", "zone-spread"])
+@pytest.mark.parametrize(
+    "spread", ["", "ScheduleAnyway", "DoNotSchedule"], ids=["plain", "soft-zone", "hard-zone"]
+)
 @pytest.mark.parametrize("defaults", [False, True], ids=["alone", "beside-defaults"])
 def test_the_kernel_places_a_burst_as_the_reference_does(defaults, spread):
+    """Classes of many pods (the slot's max-tree, the zone layout, passes per pod when the
+    spread is hard), one-pod classes (the fused scan), pods that prefer a zone and nodes
+    with a PreferNoSchedule taint: every total and tie count as the reference's."""
     fleet = [
         node("a", cpu="2", zone="z1", **{GEN: "5"}),
-        node("b", cpu="8", zone="z1"),
+        node("b", cpu="8", zone="z1", soft_taint=True),
         node("c", cpu="4", zone="z2", **{GEN: "4"}),
-        node("d", cpu="3", zone="z2", **{GEN: "3"}),
+        node("d", cpu="3", zone="z2", soft_taint=True, **{GEN: "3"}),
         node("e", cpu="2", zone="z3", **{GEN: "5"}),
+        node("f", cpu="4", zone="z3"),
     ]
-    burst = [pod(f"p{i}", cpu="1", spread=spread) for i in range(16)]
+    burst = [pod(f"p{i}", cpu="1", spread=spread) for i in range(10)]
+    burst += [pod(f"q{i}", cpu="1", app="q", spread=spread, prefer="z2") for i in range(6)]
     burst += [pod("big", cpu="3", app="big", spread=spread)]  # a class of one pod
+    burst += [pod("one", cpu="2", app="one", spread=spread, prefer="z1")]
     chosen = profile(3, defaults=defaults)
     result = plan(state_of(fleet), burst, chosen)
     expected = ReferenceScheduler(fleet, profile=chosen).place_burst(
@@ -102,10 +126,8 @@ def test_the_kernel_places_a_burst_as_the_reference_does(defaults, spread):
     )
     assert [r.node for r in expected] == result.nodes
     assert [r.message for r in expected] == result.messages
-    assert result.nodes.count(None) == 0  # 19 cpus asked of 19
 
 
-def test_beside_node_affinity_the_profile_is_refused_at_start():
-    with pytest.raises(ProfileError, match="NodeAffinity and NodeLabelRank are both") as err:
-        Profile(scores=(*Profile.default().scores, (names.NODE_LABEL_RANK, 1)))
-    assert err.value.path == "plugins.score.enabled"
+def test_beside_the_default_scores_the_rank_still_decides_between_equal_nodes():
+    fleet = [node("g4", **{GEN: "4"}), node("g5", **{GEN: "5"}), node("none")]
+    assert plan(state_of(fleet), [pod("p")], profile(1, defaults=True)).nodes == ["g5"]
