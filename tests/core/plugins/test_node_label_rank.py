@@ -7,6 +7,8 @@ through the kernel's every placement path."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kubesalvo.core.encode import Encoder
 from kubesalvo.core.place import plan
@@ -15,7 +17,8 @@ from kubesalvo.core.plugins.framework import ArgsError, Normalise
 from kubesalvo.core.plugins.node_label_rank import NodeLabelRankArgs, ranks
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
-from tests.helpers.reference import kernel_choices, state_of
+from tests.core import test_place_vs_reference as scenario
+from tests.helpers.reference import assert_same_outcomes, kernel_choices, state_of
 
 GEN = "example.com/generation"
 
@@ -131,3 +134,27 @@ def test_the_kernel_places_a_burst_as_the_reference_does(defaults, spread):
 def test_beside_the_default_scores_the_rank_still_decides_between_equal_nodes():
     fleet = [node("g4", **{GEN: "4"}), node("g5", **{GEN: "5"}), node("none")]
     assert plan(state_of(fleet), [pod("p")], profile(1, defaults=True)).nodes == ["g5"]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios=st.data())
+def test_random_bursts_beside_the_default_scores_match_the_reference(scenarios):
+    """The reference property scenarios (spread, inter-pod terms, taints, node affinity,
+    gangs, ports, bound pods), scored with NodeLabelRank as an extra MAX channel beside
+    NodeAffinity's: the kernel's placements, totals and ties are the reference's."""
+    cluster = scenarios.draw(scenario.nodes())
+    names_ = [n["metadata"]["name"] for n in cluster]
+    bound = scenarios.draw(scenario.pods("bound", 6, node_names=names_))
+    burst = scenarios.draw(scenario.pods("p", 10))
+    args = NodeLabelRankArgs(key="gen", values=("7", "5", "3"))
+    chosen = Profile(
+        scores=(*Profile.default().scores, (names.NODE_LABEL_RANK, 2)),
+        plugin_args=((names.NODE_LABEL_RANK, args),),
+    )
+    state = state_of(cluster, bound)
+    for namespace in scenario.NAMESPACES:
+        state.set_namespace(namespace["metadata"]["name"], namespace["metadata"]["labels"])
+    result = plan(state, burst, chosen, workloads=scenario.WORKLOADS)
+    reference = ReferenceScheduler(cluster, bound, scenario.NAMESPACES, chosen, scenario.WORKLOADS)
+    expected = reference.place_burst(burst, choose=kernel_choices(result, burst))
+    assert_same_outcomes(result, expected)
