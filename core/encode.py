@@ -36,7 +36,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _codes, in_tree_disks
+from kubesalvo.core import _codes, in_tree_disks, reasons
 from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.label_selectors import (
     Selector,
@@ -212,8 +212,8 @@ class Encoder:
         self._aff: dict[bytes, npt.NDArray[np.int32]] = {}
         self._image: dict[bytes, npt.NDArray[np.int32]] = {}
         self._numeric: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]] = {}
-        self._taint_rows: dict[bytes, Any] = {}  # tolerations -> rows failing TaintToleration
-        self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}  # selector -> matching rows
+        # rows of required node affinity, by (nodeSelector, required terms): spread's policy
+        self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}
         self.classes: list[ClassInfo] = []
         self._class_of: dict[bytes, int] = {}
         # Whether a class mounts an in-tree disk (VolumeRestrictions compares those of the
@@ -232,9 +232,26 @@ class Encoder:
         # (plugin, text) for the failure reports.
         self.class_filters: dict[str, tuple[framework.ClassFilter, Any, str, dict[str, int]]] = {}
         self.class_reasons: dict[int, tuple[str, str]] = {}
+        # The profile's filter masks (``filter_masks``): plugin -> per mask (reason code,
+        # mask, args, its rows by key). A reason with a code of its own (FIXED_REASONS)
+        # keeps it; others take one of the plugin codes, as a class filter's reasons do.
+        fixed_codes = {entry: code for code, entry in reasons.FIXED_REASONS.items()}
+        self.masks: dict[str, list[tuple[int, framework.FilterMask, Any, dict[bytes, Any]]]] = {}
+        self._mask_signature = True  # every mask's rows follow the static rows' signature
         code = _codes.EXTENSION_FIRST
         for name in profile.filters:
             spec = registry.PLUGINS[name]
+            if spec.filter_masks:
+                entries: list[tuple[int, framework.FilterMask, Any, dict[bytes, Any]]] = []
+                for mask in spec.filter_masks:
+                    mask_code = fixed_codes.get((name, mask.reason))
+                    if mask_code is None:
+                        mask_code = code
+                        self.class_reasons[code] = (name, mask.reason)
+                        code += 1
+                    entries.append((mask_code, mask, profile.args_of(name), {}))
+                    self._mask_signature &= mask.signature
+                self.masks[name] = entries
             if spec.static_filter is not None:
                 self.extensions[name] = (spec.static_filter, profile.args_of(name), code)
                 code += 1
@@ -444,7 +461,7 @@ class Encoder:
             info.extra_keys = tuple(self._lane_key(lane, info) for lane in self._extra_keys)
         info.image_key = _ENCODE.encode((images, len(containers)))
         info.complete = True
-        if self.extensions:
+        if self.extensions or not self._mask_signature:
             # A static filter plugin may read any part of the signature (labels, say).
             info.static_key = info.key
         if self.class_filters:
@@ -641,7 +658,9 @@ class Encoder:
             self._aff.clear()
             self._image.clear()
             self._numeric.clear()
-            self._taint_rows.clear()
+            for entries in self.masks.values():
+                for *_, cache in entries:
+                    cache.clear()
             self._affinity_rows.clear()
             self._version = self.state.version
         rows = self.state.rows
@@ -739,10 +758,11 @@ class Encoder:
                     if row is not None:
                         match[row] = True
                     reject(~match, R_NODE_NAME)
-            elif name == names.TAINT_TOLERATION:
-                failing = self._untolerated_rows(tolerations)
-                if failing is not None:
-                    reject(failing, R_TAINT)
+            elif name in self.masks:
+                for code, mask, args, cache in self.masks[name]:
+                    failing = self._mask_rows(mask, args, cache, info)
+                    if failing is not None:
+                        reject(failing, code)
             elif name in self.extensions:
                 static_filter, args, code = self.extensions[name]
                 reject(~static_filter(args, self, info), code)
@@ -750,41 +770,31 @@ class Encoder:
                 reason_codes = self.class_filters[name][3]
                 for reason, failing in info.class_filters[name].failing:
                     reject(failing, reason_codes[reason])
-            elif name == names.DYNAMIC_RESOURCES and self.devices is not None:
-                if spec.get("resourceClaims"):
-                    codes = self.devices.filter_rows(
-                        state.names, todo, state.node_labels.__getitem__
-                    )
-                    if self.devices.error:  # a Filter error ends the attempt
-                        info.error = self.devices.error
-                        out[todo] = R_NARROWED
-                        return out
-                    reject(codes == _codes.DRA_ALLOCATE, _codes.DRA_ALLOCATE)
-                    reject(codes == _codes.DRA_UNAVAILABLE, _codes.DRA_UNAVAILABLE)
-                    reject(codes == _codes.DRA_TIMEOUT, _codes.DRA_TIMEOUT)
-            elif name == names.NODE_AFFINITY:
-                added = self.profile.node_affinity.added_affinity
-                added_required = (added or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-                if added_required is not None:
-                    reject(~self._node_selector(added_required), R_ENFORCED_AFFINITY)
-                reject(~self.required_affinity(info), R_NODE_AFFINITY)
+            elif (
+                name == names.DYNAMIC_RESOURCES
+                and self.devices is not None
+                and spec.get("resourceClaims")
+            ):
+                # the one pod with claims: its Filter answer per row
+                codes = self.devices.filter_rows(state.names, todo, state.node_labels.__getitem__)
+                if self.devices.error:  # a Filter error ends the attempt
+                    info.error = self.devices.error
+                    out[todo] = R_NARROWED
+                    return out
+                reject(codes == _codes.DRA_ALLOCATE, _codes.DRA_ALLOCATE)
+                reject(codes == _codes.DRA_UNAVAILABLE, _codes.DRA_UNAVAILABLE)
+                reject(codes == _codes.DRA_TIMEOUT, _codes.DRA_TIMEOUT)
         return out
 
-    def _untolerated_rows(self, tolerations: Sequence[Mapping[str, Any]]) -> Any:
-        """Rows with a NoSchedule/NoExecute taint none of ``tolerations`` tolerates."""
-        key = _ENCODE.encode(tolerations)
-        if key in self._taint_rows:
-            return self._taint_rows[key]
-        state = self.state
-        bad = [
-            tid
-            for tid, taint in enumerate(state.taint_list)
-            if taint[2] in ("NoSchedule", "NoExecute")
-            and not any(tolerates(t, taint) for t in tolerations)
-        ]
-        rows = state.taints[: state.rows, bad].any(axis=1) if bad else None
-        self._taint_rows[key] = rows
-        return rows
+    def _mask_rows(
+        self, mask: framework.FilterMask, args: Any, cache: dict[bytes, Any], info: ClassInfo
+    ) -> npt.NDArray[np.bool_] | None:
+        """A filter mask's failing rows for the class, once per distinct key and state."""
+        key = info.key if mask.key is None else self._key_value(mask.key(args, self, info))
+        if key in cache:
+            return cache[key]
+        failing = cache[key] = mask.failing(args, self, info)
+        return failing
 
     def required_affinity(self, info: ClassInfo) -> npt.NDArray[np.bool_]:
         """Rows matching the pod's nodeSelector and required node affinity (no added one)."""

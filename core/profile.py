@@ -24,6 +24,7 @@ from kubesalvo.core.plugins.inter_pod_affinity import InterPodAffinityArgs
 from kubesalvo.core.plugins.node_affinity import NodeAffinityArgs
 from kubesalvo.core.plugins.node_resources_fit import NodeResourcesFitArgs
 from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs
+from kubesalvo.core.reasons import FIXED_REASONS
 
 __all__ = ["DEFAULT_SCHEDULER_NAME", "Profile", "ProfileError"]
 
@@ -64,11 +65,18 @@ class Profile:
         if len(set(self.filters)) != len(self.filters):
             raise ProfileError("plugins.filter.enabled", "Duplicate plugin")
         static = [n for n in self.filters if registry.PLUGINS[n].static_filter is not None]
-        # Each static filter takes one reason code, each class filter one per reason.
+        # Each static filter takes one reason code, each class filter one per reason, each
+        # filter mask one unless its reason has a code of its own (kube-scheduler's).
+        fixed = set(FIXED_REASONS.values())
         codes = len(static) + sum(
             len(registry.PLUGINS[n].reasons)
             for n in self.filters
             if registry.PLUGINS[n].class_filter is not None
+        )
+        codes += sum(
+            (n, m.reason) not in fixed
+            for n in self.filters
+            for m in registry.PLUGINS[n].filter_masks
         )
         if codes > _MAX_EXTENSION_CODES:
             raise ProfileError(

@@ -47,6 +47,7 @@ __all__ = [
     "ErrorKind",
     "EventResource",
     "FieldError",
+    "FilterMask",
     "HintFn",
     "NodeTable",
     "Normalise",
@@ -395,6 +396,29 @@ class ScoreChannel:
     reads: str = ""
 
 
+# A filter mask's answer: (its args, the nodes, a class of pods) -> the rows failing it, or
+# None when no row does.
+MaskFn = Callable[[Any, NodeTable, PodClass], "npt.NDArray[np.bool_] | None"]
+
+
+@dataclass(frozen=True)
+class FilterMask:
+    """One reason of a filter whose answer depends on the nodes and the pod's signature.
+
+    The encoder asks the masks of a profile's filter plugins once per distinct ``key``
+    (None: the whole class) and per burst, in the order the plugin lists them; a row counts
+    under the first reason that fails it (the plugin's reason code). ``signature``: the
+    rows depend on the pod only through what the encoder's static rows already tell apart
+    (``spec.nodeName``, ``spec.nodeSelector``, required node affinity, tolerations), so
+    the key need not split them further; otherwise the key joins the static row's key.
+    """
+
+    reason: str
+    failing: MaskFn
+    key: ScoreKey | None = None
+    signature: bool = False
+
+
 @dataclass(frozen=True)
 class ClassFilterResult:
     """What a class filter's PreFilter and Filter say for one class of pods.
@@ -437,6 +461,7 @@ class PluginSpec:
     and ``explain`` (``core/pernode/static_plugins.py``).
     ``score_channel``: a score computed per class by the module (raw values per node) and
     normalised by the kernel over the feasible nodes (:class:`ScoreChannel`).
+    ``filter_masks``: a filter's per-class answers, one per reason (:class:`FilterMask`).
     ``class_filter``: for a filter that also reads cluster objects (the volume filters read
     the storage objects of ``ClusterState.storage``) and may reject at PreFilter, the
     function the encoder calls for classes whose spec holds ``class_filter_reads``; each of
@@ -453,6 +478,7 @@ class PluginSpec:
     class_filter_reads: str = ""
     static_score: StaticScore | None = None
     score_channel: ScoreChannel | None = None
+    filter_masks: tuple[FilterMask, ...] = ()
 
     def __post_init__(self) -> None:
         if self.static_filter is not None and len(self.reasons) != 1:
@@ -463,6 +489,9 @@ class PluginSpec:
             raise ValueError(f"static score {self.name} must implement the score point")
         if self.score_channel is not None and SCORE not in self.points:
             raise ValueError(f"score channel {self.name} must implement the score point")
+        for mask in self.filter_masks:
+            if mask.reason not in self.reasons or FILTER not in self.points:
+                raise ValueError(f"filter mask of {self.name}: {mask.reason!r} is not its reason")
         if self.score_channel is not None and self.static_score is not None:
             raise ValueError(f"score {self.name} is a static score or a channel, not both")
 

@@ -1,8 +1,9 @@
 """NodeAffinity: ``spec.nodeSelector`` and required node affinity filter, preferred terms
 score; the profile's ``addedAffinity`` applies to every pod of it.
 
-The filter is static per class (``core/encode.py``: reason codes 4, 5 and 7 for the
-nodes a ``metadata.name`` term leaves out). The score is this module's channel
+The filter is this module's two masks (:data:`FILTER_MASKS`): the profile's added required
+affinity, then the pod's nodeSelector and required terms; its PreFilter (the nodes a
+``metadata.name`` term leaves out, code 7) is the encoder's. The score is this module's channel
 (:data:`SCORE_CHANNEL`): per node, the summed weights of the preferred terms it matches
 (the pod's and the profile's added ones), which the kernel normalises over the feasible
 nodes by their largest sum.
@@ -29,6 +30,7 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    FilterMask,
     NodeTable,
     Normalise,
     PluginSpec,
@@ -41,11 +43,13 @@ __all__ = [
     "ERR_REASON_ENFORCED_NODE_AFFINITY",
     "ERR_REASON_NODE_AFFINITY",
     "ERR_REASON_NODE_AFFINITY_CONFLICT",
+    "FILTER_MASKS",
     "NAME",
     "SCORE_CHANNEL",
     "NodeAffinityArgs",
     "preferred_terms_of",
     "preferred_weights",
+    "selector_failing",
 ]
 
 NAME = names.NODE_AFFINITY
@@ -135,6 +139,53 @@ def preferred_weights(
     return out if out is not None else np.zeros(len(nodes.node_names()), dtype=np.int64)
 
 
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _selector_match(nodes: NodeTable, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+    # A NodeSelector's terms ORed (no terms: no node); term_match ANDs a term's parts.
+    match = np.zeros(len(nodes.node_names()), dtype=bool)
+    for term in selector.get("nodeSelectorTerms") or ():
+        match |= nodes.term_match(term)
+    return match
+
+
+def added_failing(
+    args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass
+) -> npt.NDArray[np.bool_] | None:
+    """The nodes the profile's added required affinity refuses (None: it adds none)."""
+    added = ((args.added_affinity if args is not None else None) or {}).get(_REQUIRED)
+    return None if added is None else ~_selector_match(nodes, added)
+
+
+def selector_failing(
+    args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass
+) -> npt.NDArray[np.bool_]:
+    """The nodes the pod's nodeSelector or required node affinity refuses."""
+    match = np.ones(len(nodes.node_names()), dtype=bool)
+    for label, value in (pod.spec.get("nodeSelector") or {}).items():
+        match &= nodes.label_in(label, [value])
+    required = ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(_REQUIRED)
+    if required is not None:
+        match &= _selector_match(nodes, required)
+    return ~match
+
+
+def _no_pod_part(args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass) -> None:
+    return None  # the profile's: the same for every pod
+
+
+def _selector_of(args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass) -> Any:
+    required = ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(_REQUIRED)
+    return (pod.spec.get("nodeSelector"), required)
+
+
+# Both depend on no more than the static rows' signature (nodeSelector, required terms).
+FILTER_MASKS = (
+    FilterMask(ERR_REASON_ENFORCED_NODE_AFFINITY, added_failing, _no_pod_part, True),
+    FilterMask(ERR_REASON_NODE_AFFINITY, selector_failing, _selector_of, True),
+)
+
 # The more preferred weight a node matches, the more it scores (max-normalised).
 SCORE_CHANNEL = ScoreChannel(Normalise.MAX, preferred_weights, preferred_terms_of, reads="affinity")
 EVENTS = (ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
@@ -148,4 +199,5 @@ SPEC = PluginSpec(
     },
     events=EVENTS,
     score_channel=SCORE_CHANNEL,
+    filter_masks=FILTER_MASKS,
 )

@@ -1,9 +1,10 @@
 """TaintToleration: NoSchedule/NoExecute taints filter, PreferNoSchedule taints score.
 
-The filter is static per class (``core/encode.py``: reason code 3). The score is this
-module's channel (:data:`SCORE_CHANNEL`): per node, the count of PreferNoSchedule taints
-the pod does not tolerate, which the kernel normalises over the feasible nodes reversed
-(the node with the most such taints scores 0, a node with none 100).
+The filter is this module's mask (:data:`FILTER_MASK`): per node, whether it has a
+NoSchedule or NoExecute taint the pod does not tolerate. The score is its channel
+(:data:`SCORE_CHANNEL`): per node, the count of PreferNoSchedule taints the pod does not
+tolerate, which the kernel normalises over the feasible nodes reversed (the node with the
+most such taints scores 0, a node with none 100).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kubesalvo.core.plugins.framework import (
     ClusterEvent,
     Code,
     EventResource,
+    FilterMask,
     NodeTable,
     Normalise,
     PluginSpec,
@@ -32,10 +34,12 @@ from kubesalvo.core.plugins.framework import (
 
 __all__ = [
     "ERR_REASON_UNTOLERATED_TAINT",
+    "FILTER_MASK",
     "NAME",
     "SCORE_CHANNEL",
     "prefer_no_schedule_tolerations",
     "tolerates",
+    "untolerated",
     "untolerated_prefer_no_schedule",
 ]
 
@@ -104,6 +108,43 @@ def untolerated_prefer_no_schedule(
     )
 
 
+_HARD_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def hard_tolerations(args: None, nodes: NodeTable, pod: PodClass) -> list[Mapping[str, Any]]:
+    """The pod's tolerations the filter looks at: not PreferNoSchedule, and of a key some
+    node's taint has (or empty)."""
+    tolerations: Sequence[Mapping[str, Any]] = pod.spec.get("tolerations") or ()
+    kept: list[Mapping[str, Any]] = []
+    keys = None
+    for toleration in tolerations:  # a loop: this runs once per class of a burst
+        if toleration.get("effect") == PREFER_NO_SCHEDULE:
+            continue
+        key = toleration.get("key")
+        if key:
+            if keys is None:
+                keys = nodes.taint_keys()
+            if key not in keys:
+                continue
+        kept.append(toleration)
+    return kept
+
+
+def untolerated(args: None, nodes: NodeTable, pod: PodClass) -> npt.NDArray[np.bool_] | None:
+    """The nodes with a NoSchedule or NoExecute taint none of the pod's tolerations
+    tolerates (None: no node has one)."""
+    tolerations = hard_tolerations(args, nodes, pod)
+    counts = nodes.taint_counts(
+        lambda taint: (
+            taint[2] in _HARD_EFFECTS and not any(tolerates(t, taint) for t in tolerations)
+        )
+    )
+    return counts > 0 if counts.any() else None
+
+
+# Its rows depend on the tolerations only: part of the static rows' signature.
+FILTER_MASK = FilterMask(ERR_REASON_UNTOLERATED_TAINT, untolerated, hard_tolerations, True)
+
 # More untolerated taints score less: reversed over the feasible nodes' largest count.
 SCORE_CHANNEL = ScoreChannel(
     Normalise.REVERSE_MAX,
@@ -117,4 +158,5 @@ SPEC = PluginSpec(
     reasons={ERR_REASON_UNTOLERATED_TAINT: Code.UNSCHEDULABLE_AND_UNRESOLVABLE},
     events=EVENTS,
     score_channel=SCORE_CHANNEL,
+    filter_masks=(FILTER_MASK,),
 )

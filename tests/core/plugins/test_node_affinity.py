@@ -104,3 +104,30 @@ def test_the_normalised_channel_equals_the_per_node_plugin_score():
         ):
             expected = per_node.score(pod, infos, args.added_affinity)
             assert channel_scores(spec, args, pod, infos) == expected
+
+
+def test_its_filter_masks_check_the_added_terms_then_the_pods_selector_and_terms():
+    from kubesalvo.core.plugins import node_affinity, registry
+
+    enc = _encoder(("a", {"zone": "z1", "disk": "ssd"}), ("b", {"zone": "z2"}), ("c", {}))
+    required = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1", "z2"]}]}
+        ]
+    }
+    spec = {
+        "containers": [{"name": "c"}],
+        "nodeSelector": {"disk": "ssd"},
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}},
+    }
+    (cid,) = enc.classify([{"metadata": {"name": "p", "namespace": "ns"}, "spec": spec}]).tolist()
+    cls = enc.classes[cid]
+    added, own = registry.PLUGINS[node_affinity.NAME].filter_masks
+    assert added.reason == node_affinity.ERR_REASON_ENFORCED_NODE_AFFINITY
+    assert own.reason == node_affinity.ERR_REASON_NODE_AFFINITY
+    assert added.failing(NodeAffinityArgs(), enc, cls) is None  # the profile adds none
+    by_name = {"key": "metadata.name", "operator": "In", "values": ["b"]}
+    terms = {"nodeSelectorTerms": [{"matchFields": [by_name]}]}
+    enforced = NodeAffinityArgs({"requiredDuringSchedulingIgnoredDuringExecution": terms})
+    assert added.failing(enforced, enc, cls).tolist() == [True, False, True]
+    assert own.failing(NodeAffinityArgs(), enc, cls).tolist() == [False, True, True]

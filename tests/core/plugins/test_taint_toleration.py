@@ -98,3 +98,25 @@ def test_the_normalised_channel_equals_the_per_node_plugin_score():
         infos = [NodeInfo.of(n) for n in nodes]
         for p in (pod(), pod(spot)):
             assert channel_scores(spec, None, p, infos) == per_node.score(p, infos)
+
+
+def test_its_filter_mask_fails_the_nodes_with_an_untolerated_hard_taint():
+    fleet = [
+        node("gpu", taint("gpu", "NoSchedule")),
+        node("evict", taint("evict", "NoExecute")),
+        node("soft", taint("spot")),  # PreferNoSchedule: only the score looks at it
+        node("none"),
+    ]
+    state = ClusterState()
+    for n in fleet:
+        state.add_node(n)
+    enc = Encoder(state, Profile.default())
+    gpu = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ids = enc.classify([pod(), pod(gpu), pod({"operator": "Exists"})]).tolist()
+    plain, tolerant, everything = (enc.classes[i] for i in ids)
+    (mask,) = registry.PLUGINS[taint_toleration.NAME].filter_masks
+    assert mask is taint_toleration.FILTER_MASK
+    assert mask.reason == taint_toleration.ERR_REASON_UNTOLERATED_TAINT
+    assert mask.failing(None, enc, plain).tolist() == [True, True, False, False]
+    assert mask.failing(None, enc, tolerant).tolist() == [False, True, False, False]
+    assert mask.failing(None, enc, everything) is None  # no node fails: nothing to count
