@@ -665,7 +665,6 @@ class Encoder:
             self._version = self.state.version
         rows = self.state.rows
         classes = [self.classes[cid] for cid in class_ids]
-        c_x, x_raw = self._extra_tables(classes)
         parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {}
         index: dict[str, npt.NDArray[np.int32]] = {}
         tables: list[tuple[str, dict[bytes, Any], Callable[[ClassInfo], np.ndarray]]] = [
@@ -674,7 +673,12 @@ class Encoder:
             ("taint", self._taint, self._reverse_max_raw),
             ("aff", self._aff, self._max_raw),
         ]
+        # The static rows first: the score channels come after the class's filters, so a
+        # channel may read what a filter left for the class (a plugin's cycle state).
+        c_x, x_raw = self._extra_tables([])
         for kind, cache, build in tables:
+            if kind == "fixed":  # the extra channels' constants join the fixed rows
+                c_x, x_raw = self._extra_tables(classes)
             seen: dict[bytes, int] = {}
             arrays: list[np.ndarray] = []
             rows_of: list[int] = []

@@ -384,10 +384,10 @@ class ScoreChannel:
 
     The encoder gathers the channels of a profile's enabled score plugins from the
     registry and calls ``raw`` once per distinct ``key`` (None: the whole class is the
-    key); the kernel normalises the values over each pod's feasible nodes as ``normalise``
-    says and adds them with the plugin's weight. ``reads``: the spec field the key reads
-    (empty: any); classes whose spec lacks it share one key without a call, which spares
-    a burst of many classes a call per class.
+    key), after the class's filters (static rows); the kernel normalises the values over
+    each pod's feasible nodes as ``normalise`` says and adds them with the plugin's weight.
+    ``reads``: the spec field the key reads (empty: any); classes whose spec lacks it share
+    one key without a call, which spares a burst of many classes a call per class.
     """
 
     normalise: Normalise
