@@ -598,8 +598,8 @@ class Encoder:
         key, args, reads, absent = lane
         if key is None:
             return info.key
-        version = self.state.version
         if reads and not info.spec.get(reads):
+            version = self.state.version
             if absent[0] == version:  # the same for every class lacking the field
                 return absent[1]
             lane[3] = (version, self._key_value(key(args, self, info)))
