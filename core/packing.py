@@ -2,13 +2,16 @@
 
 The kernel places a burst pod by pod; the node count it reaches can be above the optimum
 and, when capacity is short, it can leave out pods a better packing fits (bench/packing).
-``improve`` takes its assignment and returns one at least as good - most pods placed,
-then fewest nodes newly used - keeping every guarantee: a pod goes only where its
-class passes the production filters (``class_feasible``, from the caller) and its
-requests fit, immovable pods (those whose placement depends on other pods: spread,
-inter-pod affinity, host ports, gangs, volumes and claims) stay, no pod the kernel placed
-is left out, and higher priorities are served first. A node that held pods before the
-burst is never counted as freed.
+``improve`` takes its assignment and returns one at least as good - most pods placed
+at each priority level, the highest first, then fewest nodes newly used - keeping every
+guarantee: a pod goes only where its class passes the production filters
+(``class_feasible``, from the caller) and its requests fit, immovable pods (those whose
+placement depends on other pods: spread, inter-pod affinity, host ports, gangs, volumes
+and claims) stay, and no level places fewer pods than the kernel did, nor any level
+below it more at its expense (a lower priority never takes room a higher one needed).
+Inside one level, a pod the kernel placed may be left out for two it could not: the
+count is what matters. A node that held pods before the burst is never counted as
+freed.
 
 Small bursts are solved exactly (``solve_exact``: scipy's HiGHS under a time budget, the
 kernel's result the fallback); every burst also gets the bounded moves
@@ -124,13 +127,11 @@ def newly_used(assigned: npt.NDArray[np.int32], held_before: npt.NDArray[np.bool
 
 
 def valid(burst: Burst, out: npt.NDArray[np.int32]) -> bool:
-    """Whether ``out`` keeps the guarantees against the kernel's ``burst.assigned``: every
-    pod it places fits and passes its class's filters there, immovable pods stay, and
-    no pod the kernel placed is left out."""
+    """Whether ``out`` keeps the guarantees: every pod it places fits and passes its
+    class's filters there, and immovable pods stay where the kernel put them (that a
+    priority level is not served worse is ``better``'s part)."""
     placed = out >= 0
     if (burst.assigned[~burst.movable] != out[~burst.movable]).any():
-        return False
-    if (~placed & (burst.assigned >= 0)).any():
         return False
     movers = placed & burst.movable
     if not burst.class_feasible[burst.pod_class[movers], out[movers]].all():
@@ -173,14 +174,16 @@ def improve(burst: Burst, limits: Limits = Limits()) -> tuple[npt.NDArray[np.int
 
 
 def bounded_moves(burst: Burst, emptied_nodes: int) -> npt.NDArray[np.int32]:
-    """Greedy plus bounded moves. The better valid start of two: (a) the kernel's
+    """Greedy plus bounded moves. The best valid start of three: (a) the kernel's
     assignment with its unplaced movable pods added into the room left, (b) the movable
     pods of the nodes the burst alone uses packed again first-fit-decreasing
-    (``repack``); then the ``emptied_nodes`` least filled nodes of it emptied where their
-    pods all fit on the other nodes in use. The kernel's assignment when neither helps."""
+    (``repack``), (c) the same smallest first; then the ``emptied_nodes`` least filled
+    nodes of it emptied where their pods all fit on the other nodes in use. The kernel's
+    assignment when none helps."""
     best = burst.assigned.astype(np.int32)
     start = best
-    for candidate in (_with_unplaced(burst), repack(burst)):
+    # Largest first packs tightest; smallest first places most pods when room is short.
+    for candidate in (_with_unplaced(burst), repack(burst), repack(burst, largest_first=False)):
         if valid(burst, candidate) and better(burst, candidate, start):
             start = candidate
     room = burst.free - _load(burst.requests, start, len(burst.free))
@@ -203,11 +206,12 @@ def _with_unplaced(burst: Burst) -> npt.NDArray[np.int32]:
     return out
 
 
-def repack(burst: Burst) -> npt.NDArray[np.int32]:
+def repack(burst: Burst, largest_first: bool = True) -> npt.NDArray[np.int32]:
     """The movable pods of the nodes only the burst uses, and the unplaced movable pods,
-    placed again: by priority, then the largest dominant share first, a class's pods at
-    a time, each run onto the fullest open node they fit (nodes in use anyway are open),
-    a new node (the roomiest that fits) opened only when none does. Pods on nodes that
+    placed again: by priority, then the largest dominant share first (the smallest with
+    ``largest_first`` False), a class's pods at a time, each run onto the fullest open
+    node they fit (nodes in use anyway are open), a new node (the roomiest that fits)
+    opened only when none does. Pods on nodes that
     hold pods from before the burst or immovable ones stay where the kernel put them."""
     out = burst.assigned.astype(np.int32)
     n_nodes = len(burst.free)
@@ -236,7 +240,7 @@ def repack(burst: Burst) -> npt.NDArray[np.int32]:
     # node placed, as recomputing them per run of pods costs O(nodes x resources).
     fullness = (room / capacity).min(axis=1)
     roomy = (room / largest).min(axis=1)
-    for g in np.lexsort((-share, -groups[:, 1])).tolist():
+    for g in np.lexsort((-share if largest_first else share, -groups[:, 1])).tolist():
         queue = members[g].tolist()
         need = burst.requests[queue[0]]
         asked = need > 0
@@ -352,8 +356,8 @@ def _empty_nodes(
 
 def solve_exact(burst: Burst, time_budget: float) -> npt.NDArray[np.int32] | None:
     """The exact optimum for the movable pods (HiGHS through scipy's ``milp``): most pods
-    placed, higher priorities first, then fewest nodes newly used; every pod the kernel
-    placed stays placed. None when HiGHS found no solution within ``time_budget``."""
+    placed, higher priorities first, then fewest nodes newly used. None when HiGHS found
+    no solution within ``time_budget``."""
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
@@ -373,7 +377,6 @@ def solve_exact(burst: Burst, time_budget: float) -> npt.NDArray[np.int32] | Non
     group_of = group_of.reshape(-1)
     n_groups = len(groups)
     count = np.bincount(group_of, minlength=n_groups)
-    kept = np.bincount(group_of[out[movers] >= 0], minlength=n_groups)
     requests = groups[:, 2:]
     weights = _level_weights(groups[:, 1], count, n_nodes)
     if weights is None:
@@ -392,13 +395,28 @@ def solve_exact(burst: Burst, time_budget: float) -> npt.NDArray[np.int32] | Non
     lower: list[float] = []
     upper: list[float] = []
     row = 0
-    # Per group: at most its pods, at least those the kernel placed.
+    # Per group: at most its pods.
     rows.append(gi.astype(np.intp))
     cols.append(np.arange(n_x, dtype=np.intp))
     vals.append(np.ones(n_x))
-    lower.extend(kept.astype(float).tolist())
+    lower.extend([0.0] * n_groups)
     upper.extend(count.astype(float).tolist())
     row += n_groups
+    # Identical nodes (same room, same filters' verdict, not in use anyway) are opened in
+    # order: the solver need not tell apart packings that only swap them.
+    seen: dict[bytes, int] = {}
+    for n in range(n_nodes):
+        if used_anyway[n]:
+            continue
+        key = room[n].tobytes() + feasible[:, n].tobytes()
+        if key in seen:
+            rows.append(np.array([row, row], dtype=np.intp))
+            cols.append(np.array([n_x + n, n_x + seen[key]], dtype=np.intp))
+            vals.append(np.array([1.0, -1.0]))
+            lower.append(-np.inf)
+            upper.append(0.0)
+            row += 1
+        seen[key] = n
     # Per node and resource asked for: the pods' requests within the room, scaled by the
     # room so that the coefficients stay near 1 (HiGHS's tolerances are relative).
     for r in np.flatnonzero(requests.max(axis=0) > 0).tolist():
@@ -429,7 +447,8 @@ def solve_exact(burst: Burst, time_budget: float) -> npt.NDArray[np.int32] | Non
     if result.x is None:
         return None
     take = np.round(result.x[:n_x]).astype(np.int64)
-    # Hand each group's counts to its pods: those the kernel placed first, in queue order.
+    # Hand each group's counts to its pods: those the kernel placed first, then in queue
+    # order (the fewest pods change their fate).
     new = fixed_out.copy()
     for g in range(n_groups):
         members = movers[group_of == g]

@@ -59,6 +59,9 @@ class PlacementResult:
     # "ns/name", volume name, or "" to provision it on the node); empty when no pod of
     # the burst has such claims
     volume_bindings: list[list[tuple[str, str]]] = field(default_factory=list)
+    # BurstPacking (core/burst_packing.py): pod index -> the node the kernel alone chose
+    # (None: it left the pod out), for the pods it moved; empty without the plugin
+    packing_moved: dict[int, str | None] = field(default_factory=dict)
     placed: int = field(init=False)
 
     def __post_init__(self) -> None:

@@ -35,3 +35,5 @@ COSCHEDULING = "Coscheduling"
 # The example plugins of "Writing a plugin": a static filter and a static score.
 NODE_POOL = "NodePool"
 NODE_LABEL_PREFERENCE = "NodeLabelPreference"
+# Improves a burst's assignment before binding (issue 29).
+BURST_PACKING = "BurstPacking"

@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 from kubesalvo.core.plugins import (
     balanced_allocation,
+    burst_packing,
     coscheduling,
     default_binder,
     default_preemption,
@@ -78,6 +79,7 @@ _SPECS: tuple[PluginSpec, ...] = (
     coscheduling.SPEC,
     node_pool.SPEC,
     node_label_preference.SPEC,
+    burst_packing.SPEC,
 )
 
 # Name -> plugin.

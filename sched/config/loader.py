@@ -379,7 +379,11 @@ def _profiles(
     for draft in drafts:
         try:
             core = Profile.from_args(
-                draft.name, draft.plugins.at("filter"), draft.plugins.score_weights, draft.args
+                draft.name,
+                draft.plugins.at("filter"),
+                draft.plugins.score_weights,
+                draft.args,
+                draft.plugins.enabled,
             )
         except ProfileError as exc:
             d.invalid(child(draft.path, exc.path), None, str(exc))

@@ -149,6 +149,8 @@ def _profile(args: argparse.Namespace) -> Profile:
             spread=profile.spread,
             inter_pod_affinity=profile.inter_pod_affinity,
             node_affinity=profile.node_affinity,
+            plugin_args=profile.plugin_args,
+            packing=profile.packing,
         )
     return profile
 

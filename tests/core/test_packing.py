@@ -1,7 +1,8 @@
 """core/packing.py: emptying the least filled nodes keeps every pod fitting and feasible,
 moves a node's pods all or none, and never uses more nodes than the greedy assignment;
 BurstPacking's ``improve`` (exact solve and bounded moves) places at least the kernel's
-pods, higher priorities first, on fewer nodes, every pod fitting where its class may go."""
+pods per priority level, higher priorities first, on fewer nodes, every pod fitting
+where its class may go."""
 
 from __future__ import annotations
 
@@ -174,9 +175,14 @@ def test_a_higher_priority_pod_takes_the_room_before_a_lower_one():
         assert out.tolist() == [0, -1, 0]
 
 
-def test_the_pods_the_kernel_placed_stay_placed_even_for_more_small_ones():
-    # Moving the large pod out would fit two small ones in its place: never done.
+def test_two_pods_of_one_priority_take_the_room_of_one_large_one():
     burst = _burst([[4000], [2000], [2000]], [[4000]], [0, -1, -1])
+    for limits in (Limits(), NO_EXACT):
+        assert improve(burst, limits)[0].tolist() == [-1, 0, 0]
+
+
+def test_a_placed_pod_of_higher_priority_is_never_left_out_for_more_lower_ones():
+    burst = _burst([[4000], [2000], [2000]], [[4000]], [0, -1, -1], level=[5, 0, 0])
     for limits in (Limits(), NO_EXACT):
         assert improve(burst, limits)[0].tolist() == [0, -1, -1]
 
@@ -238,9 +244,13 @@ def test_every_improved_assignment_is_valid_and_no_worse(instance, levels, exact
     )
     out, _ = improve(burst, Limits(time_budget=5.0) if exact else NO_EXACT)
     load = np.zeros((len(capacity), 2), dtype=np.int64)
+    for level in set(levels[: len(requests)]):
+        # no priority level is served worse unless a higher one is served better
+        higher = [v for v in levels[: len(requests)] if v > level]
+        mine = [p for p in range(len(requests)) if levels[p] == level]
+        if not higher:
+            assert sum(out[p] >= 0 for p in mine) >= sum(assigned[p] >= 0 for p in mine)
     for p, n in enumerate(out.tolist()):
-        if assigned[p] >= 0:
-            assert n >= 0  # a pod the kernel placed stays placed
         if not movable[p]:
             assert n == assigned[p]
         if n >= 0:

@@ -1,0 +1,187 @@
+"""BurstPacking in ``place_burst``: the kernel's plan of a burst, improved, then placed.
+
+With BurstPacking enabled (core/plugins/burst_packing.py), ``place_burst`` first plans the
+burst with the kernel as usual (nothing assumed), turns the plan into the plain arrays
+of ``core.packing.improve`` and hands the improved assignment back as each placed pod's
+nominated node. The real placement then runs the kernel over those pods: a pod takes its
+nominated node only when it passes every filter there (the kernel's own check, as for
+the room preemption freed), otherwise it is placed as any other pod. So the guarantees
+are the kernel's even where the improvement's view was short.
+
+What the improvement may move: pods whose placement depends on nothing but the node and
+their requests. A pod with host ports, pod (anti-)affinity, topology spread constraints
+(its own, or hard default ones on an owned pod), volumes other than config and scratch
+ones, resource claims, a gang, a nominated node, a class filter's answer or a PreFilter
+rejection stays where the kernel put it (nominated there). Nodes with pods carrying pod
+(anti-)affinity terms from before the burst take no moved pod (their terms may repel it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesalvo.core.encode import ClassInfo, Encoder
+from kubesalvo.core.packing import Burst, Limits, improve
+from kubesalvo.core.plugins.coscheduling import gang
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.results import PlacementResult
+from kubesalvo.core.state import POD_COLUMN, ClusterState
+from kubesalvo.core.ties import TieBreak
+
+__all__ = ["Packed", "pack"]
+
+# Volumes that tie a pod to no node and no other object's placement.
+_PLAIN_VOLUMES = frozenset(
+    {"name", "configMap", "secret", "emptyDir", "downwardAPI", "projected", "hostPath"}
+)
+
+# The kernel's plan of a burst under a profile without BurstPacking, with a tie stream.
+Planner = Callable[[Sequence[Mapping[str, Any]], Profile, TieBreak], PlacementResult]
+
+
+@dataclasses.dataclass(frozen=True)
+class Packed:
+    """The burst to place instead: its pods with nominated nodes set, in ``order`` (the
+    pods the improvement left out last, so that none takes room meant for a later one);
+    per pod index, the node the kernel alone chose when BurstPacking decided otherwise."""
+
+    pods: list[Mapping[str, Any]]
+    order: list[int]
+    moved: dict[int, str | None]
+    how: str  # "exact", "moves" or "greedy" (nothing better found)
+
+    def result(self, placed: PlacementResult) -> PlacementResult:
+        """``placed`` (the result of ``pods`` in ``order``) in the burst's own order."""
+        back = np.empty(len(self.order), dtype=np.intp)
+        back[np.array(self.order, dtype=np.intp)] = np.arange(len(self.order))
+        pick = back.tolist()
+
+        def each(values: list[Any]) -> list[Any]:
+            return [values[j] for j in pick] if values else values
+
+        return dataclasses.replace(
+            placed,
+            nodes=each(placed.nodes),
+            rows=placed.rows[back],
+            scores=placed.scores[back],
+            ties=each(placed.ties),
+            reason_counts=each(placed.reason_counts),
+            rejectors=each(placed.rejectors),
+            prefilter_rejector=each(placed.prefilter_rejector),
+            messages=each(placed.messages),
+            errors=each(placed.errors),
+            rolled_back=placed.rolled_back[back],
+            tentative=each(placed.tentative),
+            volume_bindings=each(placed.volume_bindings),
+            packing_moved=dict(self.moved),
+        )
+
+
+def pack(
+    state: ClusterState,
+    pods: Sequence[Mapping[str, Any]],
+    profile: Profile,
+    planner: Planner,
+    ties: TieBreak | None,
+) -> Packed:
+    """The burst as ``place_burst`` should place it under ``profile.packing``."""
+    args = profile.packing
+    assert args is not None
+    plain = dataclasses.replace(profile, packing=None)
+    trial = TieBreak()  # the plan draws from a copy: the real placement draws the same
+    if ties is not None:
+        trial.state[0] = ties.state[0]
+    plan = planner(pods, plain, trial)
+    burst = _burst(state, pods, plain, plan.rows)
+    limits = Limits(
+        args.max_exact_pods, args.max_exact_nodes, args.time_budget_seconds, args.max_emptied_nodes
+    )
+    out, how = improve(burst, limits)
+    names = state.names
+    moved = {i: plan.nodes[i] for i in np.flatnonzero(out != plan.rows).tolist()}
+    nominated: list[Mapping[str, Any]] = []
+    for pod, row in zip(pods, out.tolist(), strict=True):
+        if row < 0:
+            nominated.append(pod)
+            continue
+        status = {**(pod.get("status") or {}), "nominatedNodeName": names[row]}
+        nominated.append({**pod, "status": status})
+    left_out = (out < 0) & burst.movable
+    order = [*np.flatnonzero(~left_out).tolist(), *np.flatnonzero(left_out).tolist()]
+    return Packed([nominated[i] for i in order], order, moved, how)
+
+
+def _burst(
+    state: ClusterState,
+    pods: Sequence[Mapping[str, Any]],
+    profile: Profile,
+    rows: npt.NDArray[np.int32],
+) -> Burst:
+    """The arrays ``improve`` reads, from the state and the kernel's plan ``rows``."""
+    encoder = Encoder(state, profile)
+    class_of = encoder.classify(pods).astype(np.intp)
+    classes = encoder.classes
+    n_rows = state.rows
+    tables = encoder.tables(list(range(len(classes))))
+    passing = tables.static_reason[tables.c_static, :n_rows] == 0  # classes x rows
+    # Nodes with pods carrying pod (anti-)affinity from before: no pod moves there.
+    repelling = np.array(state.affinity_pods_on_row[:n_rows], dtype=np.int64) > 0
+    absent = np.array([name is None for name in state.names[:n_rows]], dtype=bool)
+    passing[:, repelling | absent] = False
+    extra = sorted({r for info in classes for r in info.requests} - set(state.resource_index))
+    columns = {
+        **state.resource_index,
+        **{r: len(state.resource_names) + i for i, r in enumerate(extra)},
+    }
+    free = np.zeros((n_rows, len(columns)), dtype=np.int64)
+    known = len(state.resource_names)
+    free[:, :known] = state.allocatable[:n_rows, :known] - state.requested[:n_rows, :known]
+    # A column a node is already over in fails only the pods asking for it (as the fit).
+    free = np.maximum(free, 0)
+    class_requests = np.zeros((len(classes), len(columns)), dtype=np.int64)
+    for cid, info in enumerate(classes):
+        for res, amount in info.requests.items():
+            class_requests[cid, columns[res]] = amount
+        class_requests[cid, POD_COLUMN] = 1
+    movable_class = np.array([_movable_class(info, profile) for info in classes], dtype=bool)
+    movable = movable_class[class_of] & np.array([_movable_pod(pod) for pod in pods], dtype=bool)
+    level = np.array([(pod.get("spec") or {}).get("priority") or 0 for pod in pods], np.int64)
+    return Burst(
+        class_requests[class_of],
+        free,
+        rows.astype(np.int32),
+        class_of,
+        passing,
+        movable,
+        level,
+        state.requested[:n_rows, POD_COLUMN] > 0,
+    )
+
+
+def _movable_class(info: ClassInfo, profile: Profile) -> bool:
+    """Whether the class's placement depends on nothing but the node and its requests."""
+    spec = info.spec
+    if info.ports or info.affinity is not None or spec.get("topologySpreadConstraints"):
+        return False
+    if info.class_filters or info.prefilter_message or info.error or info.score_error:
+        return False
+    if spec.get("resourceClaims"):
+        return False
+    if any(set(volume) - _PLAIN_VOLUMES for volume in spec.get("volumes") or ()):
+        return False
+    hard_defaults = any(
+        c.when_unsatisfiable == "DoNotSchedule" for c in profile.spread.default_constraints
+    )
+    return not (hard_defaults and info.owners)
+
+
+def _movable_pod(pod: Mapping[str, Any]) -> bool:
+    """Gang members and pods nominated by a preemption stay where the kernel put them."""
+    if gang.group_of(pod) is not None:
+        return False
+    return not (pod.get("status") or {}).get("nominatedNodeName")

@@ -1,0 +1,142 @@
+"""BurstPacking in place_burst (core/burst_packing.py): the kernel's plan improved, then
+placed through nominated nodes - fewer nodes, more pods when room is short, every pod on
+a node that passes its filters, pods that depend on others kept where the kernel put
+them, the result in the burst's order and the state assuming what was placed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from kubesalvo.core.place import place_burst, plan
+from kubesalvo.core.plugins.burst_packing import BurstPackingArgs
+from kubesalvo.core.plugins.node_resources_fit import (
+    NodeResourcesFitArgs,
+    ScoringStrategy,
+    ScoringStrategyType,
+)
+from kubesalvo.core.profile import Profile
+from kubesalvo.core.state import ClusterState
+
+LEAST = Profile()
+PACKED = dataclasses.replace(LEAST, packing=BurstPackingArgs())
+MOVES_ONLY = dataclasses.replace(LEAST, packing=BurstPackingArgs(max_exact_pods=0))
+MOST = Profile(
+    fit=NodeResourcesFitArgs(
+        scoring_strategy=ScoringStrategy(type=ScoringStrategyType.MOST_ALLOCATED)
+    )
+)
+
+
+def node(name, cpu=4, labels=None, taints=None):
+    out = {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": {"taints": taints} if taints else {},
+        "status": {"allocatable": {"cpu": str(cpu), "memory": "64Gi", "pods": "110"}},
+    }
+    return out
+
+
+def pod(name, cpu="1", **spec):
+    container = {"name": "c", "image": "app", "resources": {"requests": {"cpu": cpu}}}
+    labels = spec.pop("labels", {})
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": name, "labels": labels},
+        "spec": {"containers": [container], **spec},
+    }
+
+
+def cluster(*nodes):
+    state = ClusterState()
+    for n in nodes:
+        state.add_node(n)
+    return state
+
+
+def used(result):
+    return {n for n in result.nodes if n is not None}
+
+
+def test_a_spread_burst_lands_on_fewer_nodes():
+    nodes = [node(f"n{i}") for i in range(4)]
+    pods = [pod(f"p{i}") for i in range(8)]
+    assert len(used(plan(cluster(*nodes), pods, LEAST))) == 4
+    for profile in (PACKED, MOVES_ONLY):
+        result = plan(cluster(*nodes), pods, profile)
+        assert result.placed == 8 and len(used(result)) == 2
+        assert result.packing_moved  # explain names these pods
+
+
+def test_when_room_is_short_it_places_the_pods_greedy_strands():
+    # MostAllocated stacks the three 1-cpu pods on one node; a 3-cpu pod is left out.
+    nodes = [node(f"n{i}") for i in range(3)]
+    pods = [pod(f"s{i}", "1") for i in range(3)] + [pod(f"l{i}", "3") for i in range(3)]
+    assert plan(cluster(*nodes), pods, MOST).placed == 5
+    result = plan(cluster(*nodes), pods, dataclasses.replace(MOST, packing=BurstPackingArgs()))
+    assert result.placed == 6
+    # The result is in the burst's order: each pod's message names it and its node.
+    for p, node_name, message in zip(pods, result.nodes, result.messages, strict=True):
+        assert f"ns/{p['metadata']['name']} to {node_name}" in message
+
+
+def test_every_pod_lands_on_a_node_its_filters_pass():
+    nodes = [
+        node("a0", labels={"pool": "a"}),
+        node("a1", labels={"pool": "a"}),
+        node("b0", labels={"pool": "b"}),
+        node("b1", labels={"pool": "b"}),
+        node("t0", taints=[{"key": "gpu", "value": "x", "effect": "NoSchedule"}]),
+    ]
+    pods = [pod(f"a{i}", nodeSelector={"pool": "a"}) for i in range(3)]
+    pods += [pod(f"b{i}", nodeSelector={"pool": "b"}) for i in range(3)]
+    pods += [pod(f"f{i}") for i in range(2)]
+    for profile in (PACKED, MOVES_ONLY):
+        result = plan(cluster(*nodes), pods, profile)
+        assert result.placed == 8
+        for p, where in zip(pods, result.nodes, strict=True):
+            name = p["metadata"]["name"]
+            assert where != "t0"
+            if name[0] in "ab":
+                assert where[0] == name[0]
+        assert len(used(result)) < len(used(plan(cluster(*nodes), pods, LEAST)))
+
+
+def test_pods_that_depend_on_other_pods_stay_where_the_kernel_put_them():
+    nodes = [node(f"n{i}", labels={"zone": f"z{i}"}) for i in range(4)]
+    spread = {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "s"}},
+            }
+        ]
+    }
+    pods = [pod(f"s{i}", labels={"app": "s"}, **spread) for i in range(4)]
+    pods += [pod(f"p{i}") for i in range(4)]
+    greedy = plan(cluster(*nodes), pods, LEAST)
+    result = plan(cluster(*nodes), pods, PACKED)
+    assert result.nodes[:4] == greedy.nodes[:4]
+    assert sorted(result.nodes[:4]) == ["n0", "n1", "n2", "n3"]
+    assert result.placed == 8
+
+
+def test_a_node_with_pods_from_before_takes_the_burst_first():
+    state = cluster(*[node(f"n{i}") for i in range(3)])
+    (held,) = place_burst(state, [pod("old", "1")], LEAST).nodes
+    result = place_burst(state, [pod(f"p{i}") for i in range(3)], PACKED)
+    assert set(result.nodes) == {held}
+
+
+def test_the_state_assumes_the_packed_placements():
+    state = cluster(*[node(f"n{i}") for i in range(4)])
+    result = place_burst(state, [pod(f"p{i}") for i in range(8)], PACKED)
+    assert len(used(result)) == 2
+    cpu = state.resource_index["cpu"]
+    for name in ("n0", "n1", "n2", "n3"):
+        row = state.row_of[name]
+        expected = 1000 * sum(1 for n in result.nodes if n == name)
+        assert state.requested[row, cpu] == expected
+    assert np.count_nonzero(state.requested[: state.rows, cpu]) == 2
