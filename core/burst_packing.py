@@ -11,9 +11,10 @@ are the kernel's even where the improvement's view was short.
 What the improvement may move: pods whose placement depends on nothing but the node and
 their requests. A pod with host ports, pod (anti-)affinity, topology spread constraints
 (its own, or hard default ones on an owned pod), volumes other than config and scratch
-ones, resource claims, a gang, a nominated node, a class filter's answer or a PreFilter
-rejection stays where the kernel put it (nominated there). Nodes with pods carrying pod
-(anti-)affinity terms from before the burst take no moved pod (their terms may repel it).
+ones, resource claims (or a counted run's device column), a gang, a nominated node, a
+class filter's answer or a PreFilter rejection stays where the kernel put it (nominated
+there). Nodes with pods carrying pod (anti-)affinity terms from before the burst take no
+moved pod (their terms may repel it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesalvo.core.dra import slots
 from kubesalvo.core.encode import ClassInfo, Encoder
 from kubesalvo.core.packing import Burst, Limits, improve
 from kubesalvo.core.plugins.coscheduling import gang
@@ -170,7 +172,8 @@ def _movable_class(info: ClassInfo, profile: Profile) -> bool:
         return False
     if info.class_filters or info.prefilter_message or info.error or info.score_error:
         return False
-    if spec.get("resourceClaims"):
+    if spec.get("resourceClaims") or slots.COLUMN in info.requests:
+        # (a counted run of claim pods asks for free devices as a column: core/dra/slots.py)
         return False
     if any(set(volume) - _PLAIN_VOLUMES for volume in spec.get("volumes") or ()):
         return False

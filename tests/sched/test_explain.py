@@ -183,3 +183,26 @@ def test_explain_finds_the_token_where_kubesalvo_run_writes_it_by_default(tmp_pa
     given = tmp_path / "given.token"
     write_token(given, "given")
     assert debug_token("http://127.0.0.1:10123", given) == "given"
+
+
+def test_the_text_says_what_burst_packing_changed_for_the_pod():
+    moved = {
+        "pod": "ns/web",
+        "status": "placed",
+        "node": "n1",
+        "lastAttempt": {"node": "n1", "burstPacking": {"kernelNode": "n0"}},
+    }
+    assert "moved by BurstPacking (the kernel alone chose n0)" in render(moved)
+    added = {**moved, "lastAttempt": {"node": "n1", "burstPacking": {"kernelNode": None}}}
+    assert "placed by BurstPacking (the kernel alone left it out)" in render(added)
+    left_out = {
+        "pod": "ns/web",
+        "status": "pending",
+        "queue": "unschedulable",
+        "message": "0/2 nodes are available",
+        "lastAttempt": {"node": None, "burstPacking": {"kernelNode": "n0"}},
+    }
+    assert "left out by BurstPacking for more pods of its burst (the kernel chose n0)" in (
+        render(left_out)
+    )
+    assert "BurstPacking" not in render({**moved, "lastAttempt": {"node": "n1"}})
