@@ -9,8 +9,8 @@ the room preemption freed), otherwise it is placed as any other pod. So the guar
 are the kernel's even where the improvement's view was short.
 
 What the improvement may move: pods whose placement depends on nothing but the node and
-their requests. A pod with host ports, pod (anti-)affinity, topology spread constraints
-(its own, or hard default ones on an owned pod), volumes other than config and scratch
+their requests. A pod with host ports, pod (anti-)affinity, hard topology spread constraints
+(DoNotSchedule: its own, or default ones on an owned pod), volumes other than config and scratch
 ones, resource claims (or a counted run's device column), a gang, a nominated node, a
 class filter's answer or a PreFilter rejection stays where the kernel put it (nominated
 there). Nodes with pods carrying pod (anti-)affinity terms from before the burst take no
@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from kubesalvo.core.dra import slots
 from kubesalvo.core.encode import ClassInfo, Encoder
@@ -90,16 +89,19 @@ def pack(
     profile: Profile,
     planner: Planner,
     ties: TieBreak | None,
-) -> Packed:
-    """The burst as ``place_burst`` should place it under ``profile.packing``."""
+) -> Packed | None:
+    """The burst as ``place_burst`` should place it under ``profile.packing``; None when
+    no pod of it may move (the kernel's placement is then the answer, planned once)."""
     args = profile.packing
     assert args is not None
+    if not any(_may_move(pod) for pod in pods):
+        return None
     plain = dataclasses.replace(profile, packing=None)
     trial = TieBreak()  # the plan draws from a copy: the real placement draws the same
     if ties is not None:
         trial.state[0] = ties.state[0]
     plan = planner(pods, plain, trial)
-    burst = _burst(state, pods, plain, plan.rows)
+    burst = _burst(state, pods, plain, plan)
     limits = Limits(
         args.max_exact_pods, args.max_exact_nodes, args.time_budget_seconds, args.max_emptied_nodes
     )
@@ -122,34 +124,45 @@ def _burst(
     state: ClusterState,
     pods: Sequence[Mapping[str, Any]],
     profile: Profile,
-    rows: npt.NDArray[np.int32],
+    plan: PlacementResult,
 ) -> Burst:
-    """The arrays ``improve`` reads, from the state and the kernel's plan ``rows``."""
-    encoder = Encoder(state, profile)
-    class_of = encoder.classify(pods).astype(np.intp)
+    """The arrays ``improve`` reads, from the state and the kernel's ``plan``."""
+    if plan.classified is not None:
+        encoder, class_of = plan.classified
+    else:  # a plan in segments (volumes) keeps no one encoder
+        encoder = Encoder(state, profile)
+        class_of = encoder.classify(pods).astype(np.intp)
+    rows = plan.rows
     classes = encoder.classes
     n_rows = state.rows
     tables = encoder.tables(list(range(len(classes))))
-    passing = tables.static_reason[tables.c_static, :n_rows] == 0  # classes x rows
+    # The filters' verdict per static row (classes sharing their node-side signature share
+    # a row): pods are told apart by that row, not by their class.
+    passing = tables.static_reason[:, :n_rows] == 0
     # Nodes with pods carrying pod (anti-)affinity from before: no pod moves there.
     repelling = np.array(state.affinity_pods_on_row[:n_rows], dtype=np.int64) > 0
     absent = np.array([name is None for name in state.names[:n_rows]], dtype=bool)
     passing[:, repelling | absent] = False
-    extra = sorted({r for info in classes for r in info.requests} - set(state.resource_index))
-    columns = {
-        **state.resource_index,
-        **{r: len(state.resource_names) + i for i, r in enumerate(extra)},
-    }
-    free = np.zeros((n_rows, len(columns)), dtype=np.int64)
-    known = len(state.resource_names)
-    free[:, :known] = state.allocatable[:n_rows, :known] - state.requested[:n_rows, :known]
+    # Only the resources the burst asks for are checked (the others fit any pod of it).
+    asked = sorted({r for info in classes for r, amount in info.requests.items() if amount})
+    names = [
+        state.resource_names[POD_COLUMN],
+        *(r for r in asked if r != state.resource_names[POD_COLUMN]),
+    ]
+    free = np.zeros((n_rows, len(names)), dtype=np.int64)
+    for j, name in enumerate(names):
+        column = state.resource_index.get(name)
+        if column is not None:  # a resource no node has: no room for it anywhere
+            free[:, j] = state.allocatable[:n_rows, column] - state.requested[:n_rows, column]
     # A column a node is already over in fails only the pods asking for it (as the fit).
     free = np.maximum(free, 0)
-    class_requests = np.zeros((len(classes), len(columns)), dtype=np.int64)
+    index = {name: j for j, name in enumerate(names)}
+    class_requests = np.zeros((len(classes), len(names)), dtype=np.int64)
+    class_requests[:, 0] = 1  # the pod itself, against the node's pod count
     for cid, info in enumerate(classes):
         for res, amount in info.requests.items():
-            class_requests[cid, columns[res]] = amount
-        class_requests[cid, POD_COLUMN] = 1
+            if amount:
+                class_requests[cid, index[res]] = amount
     movable_class = np.array([_movable_class(info, profile) for info in classes], dtype=bool)
     movable = movable_class[class_of] & np.array([_movable_pod(pod) for pod in pods], dtype=bool)
     level = np.array([(pod.get("spec") or {}).get("priority") or 0 for pod in pods], np.int64)
@@ -157,7 +170,7 @@ def _burst(
         class_requests[class_of],
         free,
         rows.astype(np.int32),
-        class_of,
+        np.asarray(tables.c_static, dtype=np.intp)[class_of],
         passing,
         movable,
         level,
@@ -168,7 +181,7 @@ def _burst(
 def _movable_class(info: ClassInfo, profile: Profile) -> bool:
     """Whether the class's placement depends on nothing but the node and its requests."""
     spec = info.spec
-    if info.ports or info.affinity is not None or spec.get("topologySpreadConstraints"):
+    if info.ports or info.affinity is not None or _hard_spread(spec):
         return False
     if info.class_filters or info.prefilter_message or info.error or info.score_error:
         return False
@@ -181,6 +194,31 @@ def _movable_class(info: ClassInfo, profile: Profile) -> bool:
         c.when_unsatisfiable == "DoNotSchedule" for c in profile.spread.default_constraints
     )
     return not (hard_defaults and info.owners)
+
+
+def _may_move(pod: Mapping[str, Any]) -> bool:
+    """What ``_movable_class`` and ``_movable_pod`` will say, read off the pod alone (before
+    any planning: a burst none of whose pods may move is placed as without the plugin)."""
+    spec = pod.get("spec") or {}
+    affinity = spec.get("affinity") or {}
+    if affinity.get("podAffinity") or affinity.get("podAntiAffinity"):
+        return False
+    if _hard_spread(spec) or spec.get("resourceClaims"):
+        return False
+    if any(set(volume) - _PLAIN_VOLUMES for volume in spec.get("volumes") or ()):
+        return False
+    for container in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ())):
+        if any(port.get("hostPort") for port in container.get("ports") or ()):
+            return False
+    return _movable_pod(pod)
+
+
+def _hard_spread(spec: Mapping[str, Any]) -> bool:
+    """Whether a spread constraint of the pod filters (ScheduleAnyway ones only score)."""
+    return any(
+        (c.get("whenUnsatisfiable") or "DoNotSchedule") == "DoNotSchedule"
+        for c in spec.get("topologySpreadConstraints") or ()
+    )
 
 
 def _movable_pod(pod: Mapping[str, Any]) -> bool:

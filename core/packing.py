@@ -177,13 +177,17 @@ def bounded_moves(burst: Burst, emptied_nodes: int) -> npt.NDArray[np.int32]:
     """Greedy plus bounded moves. The best valid start of three: (a) the kernel's
     assignment with its unplaced movable pods added into the room left, (b) the movable
     pods of the nodes the burst alone uses packed again first-fit-decreasing
-    (``repack``), (c) the same smallest first; then the ``emptied_nodes`` least filled
-    nodes of it emptied where their pods all fit on the other nodes in use. The kernel's
-    assignment when none helps."""
+    (``repack``), (c) the same smallest first when the kernel left movable pods out;
+    then the ``emptied_nodes`` least filled nodes of it emptied where their pods all fit
+    on the other nodes in use. The kernel's assignment when none helps."""
     best = burst.assigned.astype(np.int32)
     start = best
-    # Largest first packs tightest; smallest first places most pods when room is short.
-    for candidate in (_with_unplaced(burst), repack(burst), repack(burst, largest_first=False)):
+    # Largest first packs tightest; smallest first places most pods when room is short
+    # (the kernel left movable pods out), and is not tried otherwise.
+    candidates = [_with_unplaced(burst), repack(burst)]
+    if ((burst.assigned < 0) & burst.movable).any():
+        candidates.append(repack(burst, largest_first=False))
+    for candidate in candidates:
         if valid(burst, candidate) and better(burst, candidate, start):
             start = candidate
     room = burst.free - _load(burst.requests, start, len(burst.free))

@@ -470,17 +470,21 @@ def place_burst(
                 ties=trial_ties,
             )
 
+        plain = dataclasses.replace(profile, packing=None)
         packed = burst_packing.pack(state, pods, profile, planner, ties)
-        result = place_burst(
-            state,
-            packed.pods,
-            dataclasses.replace(profile, packing=None),
-            commit=commit,
-            workloads=workloads,
-            gang_needed=gang_needed,
-            ties=ties,
-        )
-        return packed.result(result)
+        if packed is None:
+            profile = plain
+        else:
+            result = place_burst(
+                state,
+                packed.pods,
+                plain,
+                commit=commit,
+                workloads=workloads,
+                gang_needed=gang_needed,
+                ties=ties,
+            )
+            return packed.result(result)
     # The burst allocates many small objects that all live until it ends: cyclic GC
     # passes over them find nothing to free and cost several percent of the burst.
     was_enabled = gc.isenabled()
@@ -665,6 +669,10 @@ def _place_burst(
     result = results.result()
     result.kernel_seconds = kernel_seconds
     result.encode_seconds = encode_seconds
+    if not commit:
+        pod_class = np.empty(n, dtype=np.intp)
+        pod_class[order] = class_of
+        result.classified = (encoder, pod_class)
     if commit:
         # The kernel's copies hold exactly the state's columns plus the kept placements,
         # unless a pod of the burst was counted already (it moves: counted per pod).

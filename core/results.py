@@ -62,6 +62,9 @@ class PlacementResult:
     # BurstPacking (core/burst_packing.py): pod index -> the node the kernel alone chose
     # (None: it left the pod out), for the pods it moved; empty without the plugin
     packing_moved: dict[int, str | None] = field(default_factory=dict)
+    # a plan's (commit False) encoder and each pod's class in it, in the burst's order:
+    # BurstPacking reads the filters' per-class verdict from them without classing again
+    classified: Any = field(default=None, repr=False, compare=False)
     placed: int = field(init=False)
 
     def __post_init__(self) -> None:
