@@ -140,3 +140,27 @@ def test_the_state_assumes_the_packed_placements():
         expected = 1000 * sum(1 for n in result.nodes if n == name)
         assert state.requested[row, cpu] == expected
     assert np.count_nonzero(state.requested[: state.rows, cpu]) == 2
+
+
+def test_a_higher_priority_pod_gets_the_room_a_lower_one_would_have_taken():
+    # One 4-cpu node, 3 cpu left after "first". In the order given (not sorted by
+    # priority) the kernel lets the low 2-cpu pod take room the high 3-cpu one needed;
+    # BurstPacking serves the higher priority first.
+    nodes = [node("n0")]
+    pods = [pod("first", "1"), pod("low-a", "2", priority=0), pod("high", "3", priority=100)]
+    assert plan(cluster(*nodes), pods, LEAST).nodes == ["n0", "n0", None]
+    result = plan(cluster(*nodes), pods, PACKED)
+    assert result.nodes == ["n0", None, "n0"]
+    assert result.packing_moved == {1: "n0", 2: None}
+
+
+def test_a_pod_left_out_for_two_others_gets_the_kernels_failure_message():
+    # One 4-cpu node: the kernel places the 4-cpu pod first; two 2-cpu pods of the same
+    # priority fit instead, so BurstPacking places them and leaves the large one out.
+    state = cluster(node("n0"))
+    pods = [pod("large", "4"), pod("small-a", "2"), pod("small-b", "2")]
+    result = place_burst(state, pods, PACKED)
+    assert result.nodes == [None, "n0", "n0"]
+    assert result.packing_moved == {0: "n0", 1: None, 2: None}
+    assert "Insufficient cpu" in result.messages[0]
+    assert state.requested[state.row_of["n0"], state.resource_index["cpu"]] == 4000

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import textwrap
 
 import pytest
@@ -72,3 +73,13 @@ def test_simulate_strategy_keeps_burst_packing(tmp_path):
     path.write_text(HEADER + ENABLED.replace("ARGS", "{maxExactNodes: 7}"))
     args = argparse.Namespace(config=str(path), strategy="MostAllocated")
     assert _profile(args).packing == BurstPackingArgs(max_exact_nodes=7)
+
+
+def test_without_scipy_the_exact_solve_is_refused_at_start(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "scipy" else real(name, *a)
+    )
+    with pytest.raises(ProfileError, match=r"needs scipy.*maxExactPods to 0"):
+        BurstPackingArgs()
+    assert BurstPackingArgs(max_exact_pods=0).max_exact_pods == 0  # the moves need no scipy
