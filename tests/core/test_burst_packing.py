@@ -1,13 +1,17 @@
 """BurstPacking in place_burst (core/burst_packing.py): the kernel's plan improved, then
 placed through nominated nodes - fewer nodes, more pods when room is short, every pod on
 a node that passes its filters, pods that depend on others kept where the kernel put
-them, the result in the burst's order and the state assuming what was placed."""
+them, the result in the burst's order and the state assuming what was placed; on random
+small fleets and bursts (and on the reference test's scenarios) every placement judged
+feasible by tests/helpers/feasibility.py, no priority level served worse."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kubesalvo.core.place import place_burst, plan
 from kubesalvo.core.plugins.burst_packing import BurstPackingArgs
@@ -18,6 +22,9 @@ from kubesalvo.core.plugins.node_resources_fit import (
 )
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.state import ClusterState
+from tests.core import test_place_vs_reference as vs_reference
+from tests.helpers.feasibility import placement_problems
+from tests.helpers.reference import state_of
 
 LEAST = Profile()
 PACKED = dataclasses.replace(LEAST, packing=BurstPackingArgs())
@@ -164,3 +171,118 @@ def test_a_pod_left_out_for_two_others_gets_the_kernels_failure_message():
     assert result.packing_moved == {0: "n0", 1: None, 2: None}
     assert "Insufficient cpu" in result.messages[0]
     assert state.requested[state.row_of["n0"], state.resource_index["cpu"]] == 4000
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(vs_reference.scenarios(), st.booleans())
+def test_packed_bursts_keep_every_placement_feasible_and_serve_no_level_worse(scenario, exact):
+    # The reference test's random clusters and bursts (selectors, affinity, taints, ports,
+    # spread, inter-pod terms, gangs), planned without and with BurstPacking; placements
+    # are judged by tests/helpers/feasibility.py, independent of kubesalvo's code.
+    cluster, bound, burst, profile = scenario
+    packed = dataclasses.replace(
+        profile, packing=BurstPackingArgs(max_exact_pods=500 if exact else 0)
+    )
+    judged_before = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in bound}
+    # What the bound pods break already (the generator may overcommit) is not the burst's.
+    known = set(placement_problems(bound, cluster, judged_before=judged_before))
+    results = []
+    for chosen in (profile, packed):
+        state = state_of(cluster, bound)
+        for namespace in vs_reference.NAMESPACES:
+            state.set_namespace(namespace["metadata"]["name"], namespace["metadata"]["labels"])
+        result = plan(state, burst, chosen, workloads=vs_reference.WORKLOADS)
+        placed = [
+            {**p, "spec": {**p["spec"], "nodeName": node}}
+            for p, node in zip(burst, result.nodes, strict=True)
+            if node is not None
+        ]
+        problems = placement_problems([*bound, *placed], cluster, judged_before=judged_before)
+        results.append((result, set(problems)))
+    (greedy, greedy_problems), (best, problems) = results
+    # Anything the packed placement breaks, the kernel's own breaks too (the judge does
+    # not tell a node overcommitted before the burst from one overcommitted after).
+    assert problems <= greedy_problems | known
+    levels = sorted({(p["spec"].get("priority") or 0) for p in burst}, reverse=True)
+    for level in levels:
+        at = [i for i, p in enumerate(burst) if (p["spec"].get("priority") or 0) == level]
+        mine = sum(best.nodes[i] is not None for i in at)
+        theirs = sum(greedy.nodes[i] is not None for i in at)
+        if mine != theirs:
+            assert mine > theirs
+            break
+
+
+@st.composite
+def movable_bursts(draw):
+    """Small fleets (sizes, pools, a taint, a cordon, pods from before) and bursts of
+    mostly plain pods (a pool selector, a toleration, priorities, now and then a host
+    port or a hard spread constraint): bursts BurstPacking moves pods of."""
+    fleet = []
+    for i in range(draw(st.integers(2, 7))):
+        made = node(f"n{i}", cpu=draw(st.sampled_from([2, 4, 8])))
+        made["metadata"]["labels"]["pool"] = draw(st.sampled_from(["a", "b"]))
+        made["metadata"]["labels"]["zone"] = f"z{i % 2}"
+        if draw(st.integers(0, 5)) == 0:
+            made["spec"]["taints"] = [{"key": "gpu", "value": "x", "effect": "NoSchedule"}]
+        if draw(st.integers(0, 7)) == 0:
+            made["spec"]["unschedulable"] = True
+        fleet.append(made)
+    bound = []
+    for i in range(draw(st.integers(0, 3))):
+        old = pod(f"old{i}", draw(st.sampled_from(["500m", "1"])))
+        old["spec"]["nodeName"] = f"n{draw(st.integers(0, len(fleet) - 1))}"
+        bound.append(old)
+    burst = []
+    for i in range(draw(st.integers(1, 16))):
+        spec = {"priority": draw(st.sampled_from([0, 0, 0, 100]))}
+        if draw(st.booleans()):
+            spec["nodeSelector"] = {"pool": draw(st.sampled_from(["a", "b"]))}
+        if draw(st.integers(0, 3)) == 0:
+            spec["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+        extra = draw(st.integers(0, 9))
+        made = pod(f"p{i}", draw(st.sampled_from(["250m", "500m", "1", "1500m", "2", "3"])), **spec)
+        if extra == 0:
+            made["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 80}]
+        elif extra == 1:
+            made["metadata"]["labels"] = {"app": "s"}
+            made["spec"]["topologySpreadConstraints"] = [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "s"}},
+                }
+            ]
+        burst.append(made)
+    return fleet, bound, burst
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(movable_bursts(), st.booleans(), st.booleans())
+def test_packed_small_bursts_stay_feasible_and_use_no_more_nodes(case, exact, most):
+    fleet, bound, burst = case
+    base = MOST if most else LEAST
+    packed = dataclasses.replace(
+        base, packing=BurstPackingArgs(max_exact_pods=500 if exact else 0, time_budget_seconds=5)
+    )
+    judged_before = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in bound}
+    known = set(placement_problems(bound, fleet, judged_before=judged_before))
+    greedy = plan(state_of(fleet, bound), burst, base)
+    result = plan(state_of(fleet, bound), burst, packed)
+    placed = [
+        {**p, "spec": {**p["spec"], "nodeName": where}}
+        for p, where in zip(burst, result.nodes, strict=True)
+        if where is not None
+    ]
+    assert set(placement_problems([*bound, *placed], fleet, judged_before=judged_before)) <= known
+    old_nodes = {p["spec"]["nodeName"] for p in bound}
+
+    def worth(r):
+        per_level = [
+            sum(r.nodes[i] is not None for i, p in enumerate(burst) if p["spec"]["priority"] == lv)
+            for lv in (100, 0)
+        ]
+        return (*per_level, -len({n for n in r.nodes if n} - old_nodes))
+
+    assert worth(result) >= worth(greedy)
