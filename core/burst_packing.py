@@ -48,7 +48,7 @@ Planner = Callable[[Sequence[Mapping[str, Any]], Profile, TieBreak], PlacementRe
 @dataclasses.dataclass(frozen=True)
 class Packed:
     """The burst to place instead: its pods with nominated nodes set, in ``order`` (the
-    pods the improvement left out last, so that none takes room meant for a later one);
+    pods left out last, so that none takes room meant for a later one);
     per pod index, the node the kernel alone chose when BurstPacking decided otherwise."""
 
     pods: list[Mapping[str, Any]]
@@ -115,7 +115,12 @@ def pack(
             continue
         status = {**(pod.get("status") or {}), "nominatedNodeName": names[row]}
         nominated.append({**pod, "status": status})
-    left_out = (out < 0) & burst.movable
+    # Pods left out go last, so that none takes room meant for a pod after it: those the
+    # improvement left out and those the kernel did (an immovable pod placed nowhere
+    # may find room the kernel's order gave to others). Gang members keep their place:
+    # a gang is placed as one run.
+    in_gang = np.array([gang.group_of(pod) is not None for pod in pods], dtype=bool)
+    left_out = (out < 0) & ~in_gang
     order = [*np.flatnonzero(~left_out).tolist(), *np.flatnonzero(left_out).tolist()]
     return Packed([nominated[i] for i in order], order, moved, how)
 

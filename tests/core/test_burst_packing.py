@@ -258,7 +258,7 @@ def movable_bursts(draw):
     return fleet, bound, burst
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(movable_bursts(), st.booleans(), st.booleans())
 def test_packed_small_bursts_stay_feasible_and_use_no_more_nodes(case, exact, most):
     fleet, bound, burst = case
