@@ -271,4 +271,15 @@ def merged(results: list[PlacementResult]) -> PlacementResult:
         classes=sum(r.classes for r in results),
         kernel_seconds=sum(r.kernel_seconds for r in results),
         encode_seconds=sum(r.encode_seconds for r in results),
+        packing_moved=_shifted_moves(results),
     )
+
+
+def _shifted_moves(results: list[PlacementResult]) -> dict[int, str | None]:
+    """The segments' BurstPacking moves by their index in the whole burst."""
+    moved: dict[int, str | None] = {}
+    offset = 0
+    for r in results:
+        moved.update((offset + i, node) for i, node in r.packing_moved.items())
+        offset += len(r.nodes)
+    return moved

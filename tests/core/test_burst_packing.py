@@ -21,6 +21,7 @@ from kubesalvo.core.plugins.node_resources_fit import (
     ScoringStrategyType,
 )
 from kubesalvo.core.profile import Profile
+from kubesalvo.core.results import merged
 from kubesalvo.core.state import ClusterState
 from tests.core import test_place_vs_reference as vs_reference
 from tests.helpers.feasibility import placement_problems
@@ -286,3 +287,17 @@ def test_packed_small_bursts_stay_feasible_and_use_no_more_nodes(case, exact, mo
         return (*per_level, -len({n for n in r.nodes if n} - old_nodes))
 
     assert worth(result) >= worth(greedy)
+
+
+def test_segments_merged_keep_the_moves_at_their_place_in_the_burst():
+    # Bursts placed in segments (reservations, volumes) give one result: the moves of
+    # each segment are named by their index in the whole burst, for explain.
+    nodes = [node(f"n{i}") for i in range(4)]
+    first = plan(cluster(*nodes), [pod(f"a{i}") for i in range(3)], PACKED)
+    second = plan(cluster(*nodes), [pod(f"b{i}") for i in range(8)], PACKED)
+    assert second.packing_moved
+    whole = merged([first, second])
+    assert whole.packing_moved == {
+        **first.packing_moved,
+        **{3 + i: node for i, node in second.packing_moved.items()},
+    }
