@@ -83,3 +83,10 @@ def test_without_scipy_the_exact_solve_is_refused_at_start(monkeypatch):
     with pytest.raises(ProfileError, match=r"needs scipy.*maxExactPods to 0"):
         BurstPackingArgs()
     assert BurstPackingArgs(max_exact_pods=0).max_exact_pods == 0  # the moves need no scipy
+
+
+def test_multi_point_enables_it_and_the_score_point_refuses_it():
+    multi = "profiles:\n- plugins: {multiPoint: {enabled: [{name: BurstPacking}]}}\n"
+    assert parse_config(HEADER + multi).profiles[0].core.packing == BurstPackingArgs()
+    with pytest.raises(ConfigError, match="does not extend ScorePlugin"):
+        parse_config(HEADER + "profiles:\n- plugins: {score: {enabled: [{name: BurstPacking}]}}\n")
