@@ -178,8 +178,9 @@ def bounded_moves(burst: Burst, emptied_nodes: int) -> npt.NDArray[np.int32]:
     assignment with its unplaced movable pods added into the room left, (b) the movable
     pods of the nodes the burst alone uses packed again first-fit-decreasing
     (``repack``), (c) the same smallest first when the kernel left movable pods out;
-    then the ``emptied_nodes`` least filled nodes of it emptied where their pods all fit
-    on the other nodes in use. The kernel's assignment when none helps."""
+    then pods still left out placed by moving one pod out of their way (``_relocate``),
+    and the ``emptied_nodes`` least filled nodes emptied where their pods all fit on the
+    other nodes in use. The kernel's assignment when none helps."""
     best = burst.assigned.astype(np.int32)
     start = best
     # Largest first packs tightest; smallest first places most pods when room is short
@@ -193,12 +194,89 @@ def bounded_moves(burst: Burst, emptied_nodes: int) -> npt.NDArray[np.int32]:
     room = burst.free - _load(burst.requests, start, len(burst.free))
     in_use = burst.held_before.copy()
     in_use[start[start >= 0]] = True
+    if ((start < 0) & burst.movable).any():
+        start = start.copy()
+        _relocate(burst, start, room, in_use, emptied_nodes)
     out = _empty_nodes(burst, start.copy(), room, in_use, emptied_nodes)
     if valid(burst, out) and better(burst, out, best):
         best = out
     elif better(burst, start, best):
         best = start
     return best
+
+
+# Nodes a left-out pod tries to make room on, by moving one of their pods elsewhere.
+_RELOCATION_NODES = 16
+
+
+def _relocate(
+    burst: Burst,
+    out: npt.NDArray[np.int32],
+    room: npt.NDArray[np.int64],
+    in_use: npt.NDArray[np.bool_],
+    limit: int,
+) -> None:
+    """Swaps for the pods left out: by priority, smallest first, at most ``limit`` of
+    them, each placed where it fits or else on a node (of the few closest to fitting) one
+    of whose movable pods fits on another node and frees enough room by leaving."""
+    pods = np.flatnonzero((out < 0) & burst.movable)
+    order = np.lexsort((_dominant(burst, pods), -burst.level[pods]))
+    capacity = np.maximum(burst.free, 1)
+    failed: set[tuple[int, int]] = set()
+    for pod in pods[order][:limit].tolist():
+        key = (int(burst.pod_class[pod]), int(burst.level[pod]))
+        if key in failed:
+            continue
+        need = burst.requests[pod]
+        feasible = burst.class_feasible[burst.pod_class[pod]]
+        fits = feasible & (room >= need).all(axis=1)
+        if fits.any():
+            left = ((room - need) / capacity).min(axis=1)
+            target = int(np.flatnonzero(fits)[np.argmin(left[fits])])
+        else:
+            target = _make_room(burst, out, room, need, feasible, in_use)
+            if target < 0:
+                failed.add(key)
+                continue
+        out[pod] = target
+        room[target] -= need
+        in_use[target] = True
+
+
+def _make_room(
+    burst: Burst,
+    out: npt.NDArray[np.int32],
+    room: npt.NDArray[np.int64],
+    need: npt.NDArray[np.int64],
+    feasible: npt.NDArray[np.bool_],
+    in_use: npt.NDArray[np.bool_],
+) -> int:
+    """A node made to fit ``need`` by moving one movable pod of it to another node (the
+    move done in ``out`` and ``room``), or -1."""
+    short = np.maximum(need - room, 0)
+    capacity = np.maximum(burst.free, 1)
+    closeness = (short / capacity).max(axis=1)
+    nodes = np.flatnonzero(feasible & in_use)
+    nodes = nodes[np.argsort(closeness[nodes], kind="stable")][:_RELOCATION_NODES]
+    for node in nodes.tolist():
+        movers = np.flatnonzero((out == node) & burst.movable)
+        big_enough = (burst.requests[movers] >= short[node]).all(axis=1)
+        for mover in movers[big_enough].tolist():
+            asks = burst.requests[mover]
+            where = burst.class_feasible[burst.pod_class[mover]] & (room >= asks).all(axis=1)
+            where[node] = False
+            if not where.any():
+                continue
+            # Rather a node in use, the fullest it fits on.
+            pool = where & in_use if (where & in_use).any() else where
+            left = ((room - asks) / capacity).min(axis=1)
+            other = int(np.flatnonzero(pool)[np.argmin(left[pool])])
+            out[mover] = other
+            room[other] -= asks
+            room[node] += asks
+            in_use[other] = True
+            return node
+    return -1
 
 
 def _with_unplaced(burst: Burst) -> npt.NDArray[np.int32]:

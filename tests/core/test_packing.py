@@ -258,3 +258,18 @@ def test_every_improved_assignment_is_valid_and_no_worse(instance, levels, exact
             load[n] += requests[p]
     assert (load <= np.array(capacity)).all()
     assert not better(burst, burst.assigned, out)
+
+
+def test_a_pod_left_out_is_placed_by_moving_one_pod_out_of_its_way():
+    # Both nodes held pods before (a repack leaves their pods alone): the 2-cpu pod fits
+    # only once the 1-cpu pod y moves from n1 to n0.
+    burst = _burst(
+        [[2000], [1000], [1000], [2000]],  # x on n0; y, w on n1; u left out
+        [[4000], [4000]],
+        [0, 1, 1, -1],
+        used=[[1000], [1000]],
+        held_before=[True, True],
+    )
+    out, how = improve(burst, NO_EXACT)
+    assert how == "moves" and valid(burst, out)
+    assert out.tolist() == [0, 0, 1, 1]
