@@ -93,8 +93,8 @@ def decode_node_resources_fit(d: Decoder, raw: Any, path: str) -> NodeResourcesF
         names.NODE_RESOURCES_FIT,
         ("ignoredResources", "ignoredResourceGroups", "scoringStrategy"),
     )
-    ignored = frozenset(f.text_list("ignoredResources"))
-    groups = frozenset(f.text_list("ignoredResourceGroups"))
+    ignored = tuple(f.text_list("ignoredResources"))
+    groups = tuple(f.text_list("ignoredResourceGroups"))
     strategy = ScoringStrategy()
     if f.has("scoringStrategy"):
         spath = f.at("scoringStrategy")

@@ -147,8 +147,8 @@ def go_args(args: Any) -> dict[str, Any]:
             shape = [{"Utilization": p.utilization, "Score": p.score} for p in strategy.shape]
             ratio = {"Shape": shape or None}
         return {
-            "IgnoredResources": sorted(args.ignored_resources) or None,
-            "IgnoredResourceGroups": sorted(args.ignored_resource_groups) or None,
+            "IgnoredResources": list(args.ignored_resources) or None,
+            "IgnoredResourceGroups": list(args.ignored_resource_groups) or None,
             "ScoringStrategy": {
                 "Type": strategy.type.value,
                 "Resources": _resources(strategy.resources),

@@ -30,10 +30,10 @@ BINPACK = {
 }
 
 # A third profile's args, one of each shape /configz writes (upstream keeps a list's order
-# as given; these are given sorted).
+# as given: ignoredResources is given unsorted to show it).
 CUSTOM_ARGS = [
     {"name": "NodeResourcesFit", "args": {
-        "ignoredResources": ["example.com/a", "example.com/b"],
+        "ignoredResources": ["example.com/b", "example.com/a"],
         "scoringStrategy": {
             "type": "RequestedToCapacityRatio",
             "resources": [{"name": "cpu", "weight": 2}],
