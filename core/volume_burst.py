@@ -9,6 +9,10 @@ left), then VolumeBinding's Reserve assumes the chosen volumes in
 ``ClusterState.storage`` (``core/plugins/volume_binding.reserve``) and the next segment's
 filter sees them taken. Bursts without such pods never come here.
 
+With StorageCapacityScoring on (VolumeBinding's args have a shape), runs are never
+counted: each pod's capacity score depends on the volumes the earlier ones took, so each
+claiming pod is a segment of its own, scored against the storage as it then is.
+
 Only used when the caller binds what is reserved (``StorageObjects.bind_delayed``).
 With ``commit`` False (``plan``) the segments are committed and then taken back, with
 the volumes they assumed.
@@ -23,7 +27,7 @@ from typing import Any
 
 from kubesalvo.core import in_tree_disks, volume_slots, volumes
 from kubesalvo.core.encode import Encoder
-from kubesalvo.core.plugins import coscheduling, node_volume_limits, volume_binding
+from kubesalvo.core.plugins import coscheduling, names, node_volume_limits, volume_binding
 from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.plugins.framework import fit_error_message
 from kubesalvo.core.profile import Profile
@@ -110,10 +114,15 @@ def place_in_segments(
     than its minimum is taken back whole (its volumes unassumed), as one burst would."""
     minimums = _gang_minimums(pods, gang_needed)
     relaxed = {key: 0 for key in minimums} if minimums else gang_needed
-    run = _Segments(place, state, profile or Profile.default(), workloads, relaxed)
+    profile = profile or Profile.default()
+    run = _Segments(place, state, profile, workloads, relaxed)
     limited = _limited_drivers(state.storage)
     alike: dict[int, tuple[volumes.Object, volume_slots.Signature]] = {}
-    if COUNT_ALIKE and not any(gang.group_of(pod) for pod in pods):
+    # With StorageCapacityScoring on, a pod's score depends on which volume an earlier
+    # pod of the run took on its node: counted runs would score them all alike, so each
+    # such pod keeps a segment of its own (the exact path).
+    scoring = volume_binding.scores_capacity(profile.args_of(names.VOLUME_BINDING))
+    if COUNT_ALIKE and not scoring and not any(gang.group_of(pod) for pod in pods):
         for i in delayed:
             found = volume_slots.countable_claim(pods[i], state.storage, limited)
             if found is not None:

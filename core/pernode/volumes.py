@@ -21,6 +21,9 @@ the node's labels, as kube-scheduler v1.34's plugins do:
   selector, class, access mode rules are core/volumes.volume_fits_claim's, shared), else
   its class must provision there (allowedTopologies).
 
+  Score (:func:`capacity_score`, with StorageCapacityScoring on): how full the volumes
+  those claims take on the node are, else the pools they would be provisioned from.
+
 Out of this package's scope (``PodInvalid``), as kubesalvo does not implement them yet
 and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
 generic ephemeral and inline CSI
@@ -29,7 +32,9 @@ volumes and resource claims (DynamicResources).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubesalvo.core import in_tree_disks
@@ -57,6 +62,7 @@ __all__ = [
     "VolumeBinding",
     "VolumeRestrictions",
     "VolumeZone",
+    "capacity_score",
     "check_in_scope",
     "volume_filter",
 ]
@@ -380,6 +386,14 @@ class VolumeBinding:
         if "storage" not in requests or not (driver or {}).get("spec", {}).get("storageCapacity"):
             return ""
         size = storage_bytes(requests)
+        if self._admitting_pool(class_name, size, node) is not None:
+            return ""
+        return "node(s) did not have enough free storage"
+
+    def _admitting_pool(
+        self, class_name: str, size: int, node: NodeInfo
+    ) -> Mapping[str, Any] | None:
+        """The first CSIStorageCapacity of the class that holds ``size`` on ``node``."""
         for capacity in self.storage.objects["csistoragecapacities"].values():
             limit = capacity.get("maximumVolumeSize") or capacity.get("capacity")
             if capacity.get("storageClassName") != class_name or limit is None:
@@ -388,8 +402,83 @@ class VolumeBinding:
                 continue
             selector, error = parse_selector(capacity.get("nodeTopology"))
             if error is None and selector is not None and selector_matches(selector, node.labels):
-                return ""
-        return "node(s) did not have enough free storage"
+                return capacity
+        return None
+
+    def pool_capacity(self, claim: Mapping[str, Any], node: NodeInfo) -> int | None:
+        """The capacity of the pool that admits provisioning ``claim`` on ``node``, or None
+        when its capacity is not checked (no request, a driver that does not ask)."""
+        class_name = _class_name(claim)
+        provisioner = (self.storage.storage_class(class_name) or {}).get("provisioner") or ""
+        requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+        driver = self.storage.objects["csidrivers"].get(provisioner)
+        if "storage" not in requests or not (driver or {}).get("spec", {}).get("storageCapacity"):
+            return None
+        pool = self._admitting_pool(class_name, storage_bytes(requests), node)
+        assert pool is not None, "provisioned on a node without a pool"
+        amount = pool.get("capacity")
+        return 0 if amount is None else storage_bytes({"storage": amount})
+
+
+def capacity_score(
+    pod: Pod, storage: StorageObjects, node: NodeInfo, shape: Sequence[tuple[int, int]]
+) -> int:
+    """VolumeBinding's Score with StorageCapacityScoring on, for a node the pod passes:
+    the volumes its unbound delayed claims take there (requested and capacity summed per
+    volume class), else, none taken, the claims it provisions there whose capacity a
+    CSIStorageCapacity was checked against (requested summed, that pool's capacity, per
+    claim class); each class scores the shape (utilization, score 0..10) at
+    requested x 100 // capacity (100 when it does not fit), the node their rounded mean."""
+    if not (pod.get("spec") or {}).get("volumes"):
+        return 0  # every volume plugin skips the pod
+    plugin = VolumeBinding(pod, storage)
+    if not plugin.delayed:
+        return 0
+    chosen, reason = plugin.delayed_outcome(node)
+    assert not reason, "scored on a node its Filter rejects"
+    per_class: dict[str, list[int]] = {}
+    for claim in plugin.delayed:  # smallest request first, as matched
+        pv_name = chosen.get(claim_key(claim))
+        if pv_name:
+            pv = storage.objects["persistentvolumes"][pv_name]
+            entry = per_class.setdefault(
+                (pv.get("spec") or {}).get("storageClassName") or "", [0, 0]
+            )
+            entry[0] += _request(claim)
+            entry[1] += _capacity(pv)
+    if not per_class:
+        provisioned = [c for c in plugin.delayed if _selected(c)]
+        provisioned += [c for c in plugin.delayed if not _selected(c)]
+        for claim in provisioned:
+            pool = plugin.pool_capacity(claim, node)
+            if pool is not None:
+                entry = per_class.setdefault(_class_name(claim), [0, 0])
+                entry[0] += _request(claim)
+                entry[1] = pool  # one pool per class and node: not summed
+    if not per_class:
+        return 0
+    total = 0
+    for requested, capacity in per_class.values():
+        used = 100 if capacity == 0 or requested > capacity else requested * 100 // capacity
+        total += _broken_line(shape, used)
+    return math.floor(total / len(per_class) + 0.5)
+
+
+def _selected(claim: Mapping[str, Any]) -> bool:
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    return "volume.kubernetes.io/selected-node" in annotations
+
+
+def _broken_line(shape: Sequence[tuple[int, int]], used: int) -> int:
+    """The shape's line at ``used``, its scores x10, interpolated towards zero."""
+    points = [(u, 10 * score) for u, score in shape]
+    if used <= points[0][0]:
+        return points[0][1]
+    for (u0, s0), (u1, s1) in itertools.pairwise(points):
+        if used <= u1:
+            step = (s1 - s0) * (used - u0)
+            return s0 + int(step / (u1 - u0))  # Go's division truncates towards zero
+    return points[-1][1]
 
 
 class VolumeZone:

@@ -27,9 +27,14 @@ Generic ephemeral volumes count as claims ``<pod>-<volume>`` (``volumes.resolve_
 names them when the pod is read): a missing one waits for the ephemeral-volume controller
 (``waiting for ephemeral volume controller to create the persistentvolumeclaim "x"``), one
 the pod does not control is refused (``PVC ns/x was not created for pod ns/p (pod is not
-owner)``), both UnschedulableAndUnresolvable in PreFilter. Its Score needs the
-StorageCapacityScoring feature (off in v1.34), so it always adds 0; v1.37 turns the
-feature on by default, and kubesalvo does not score by capacity yet.
+owner)``), both UnschedulableAndUnresolvable in PreFilter.
+
+Score needs the StorageCapacityScoring gate (alpha and off in v1.34, beta and on in
+v1.37; ``--feature-gates``, sched/config/gates.py): off, the args have no ``shape`` and
+every node scores 0; on, :func:`filter_class` also answers each row's capacity score
+(core/volume_capacity.py), which the encoder adds, weighted, to the class's
+fixed scores. A class's answer reads the storage as the burst's segment finds it
+(core/volume_burst.py), so each pod is scored after the volumes earlier pods took.
 
 The filter is a class filter (``core/plugins/framework.py``): :func:`filter_class` runs
 once per class of pods and burst, for classes with volumes only, and answers with node
@@ -42,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kubesalvo.core import volumes
+from kubesalvo.core import volume_capacity, volumes
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     FILTER,
@@ -63,8 +68,14 @@ from kubesalvo.core.plugins.framework import (
     check,
     non_negative,
 )
+from kubesalvo.core.plugins.node_resources_fit import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    ShapePoint,
+    shape_problems,
+)
 
 __all__ = [
+    "DEFAULT_SHAPE",
     "ERR_REASON_BIND_CONFLICT",
     "ERR_REASON_NODE_CONFLICT",
     "ERR_REASON_NOT_ENOUGH_SPACE",
@@ -98,21 +109,33 @@ UNRESOLVED_EPHEMERAL = (
 )
 
 
+# The shape kube-scheduler defaults to when StorageCapacityScoring is on: the emptier
+# the storage a pod's claims would use, the higher the node scores.
+DEFAULT_SHAPE = (ShapePoint(0, MAX_CUSTOM_PRIORITY_SCORE), ShapePoint(100, 0))
+
+
 @dataclass(frozen=True)
 class VolumeBindingArgs:
-    """VolumeBindingArgs: how long PreBind waits for the volumes, in seconds."""
+    """VolumeBindingArgs: how long PreBind waits for the volumes, in seconds, and the
+    capacity score's shape (utilization 0..100 -> score 0..10). An empty ``shape`` means
+    the StorageCapacityScoring gate is off, and VolumeBinding scores every node 0; the
+    configuration reader gives it :data:`DEFAULT_SHAPE` when the gate is on."""
 
     bind_timeout_seconds: int = 600
+    shape: tuple[ShapePoint, ...] = ()
 
     def __post_init__(self) -> None:
         check(self.problems())
 
     def problems(self) -> list[FieldError]:
-        return non_negative(
+        found = non_negative(
             "bindTimeoutSeconds",
             self.bind_timeout_seconds,
             "invalid BindTimeoutSeconds, should not be a negative value",
         )
+        if self.shape:
+            found.extend(shape_problems("shape", self.shape))
+        return found
 
 
 def filter_class(
@@ -181,7 +204,18 @@ def filter_class(
         (ERR_REASON_BIND_CONFLICT, codes == _BIND),
         (ERR_REASON_NOT_ENOUGH_SPACE, codes == _SPACE),
     )
-    return ClassFilterResult(failing=(*failing, *unbound))
+    scores = None
+    if args is not None and args.shape:  # StorageCapacityScoring on
+        selected = [c for c in delayed if _selected_node(c) is not None]
+        matching = [c for c in delayed if _selected_node(c) is None]
+        found = volumes.delayed_claims(nodes, matching, storage) if matching else None
+        scores = volume_capacity.scores(args.shape, nodes, selected, found, storage, codes == _OK)
+    return ClassFilterResult(failing=(*failing, *unbound), scores=scores)
+
+
+def scores_capacity(args: VolumeBindingArgs | None) -> bool:
+    """Whether VolumeBinding scores by capacity (StorageCapacityScoring on)."""
+    return args is not None and bool(args.shape)
 
 
 def _unsupported(delayed: list[volumes.Object], storage: volumes.StorageObjects) -> str:
