@@ -8,8 +8,8 @@ the node's labels, as kube-scheduler v1.34's plugins do:
 
 * VolumeRestrictions: every persistentVolumeClaim of the pod must exist; a
   ReadWriteOncePod claim another pod on a node uses fails every node;
-* NodeVolumeLimits: the pod's unique CSI volumes per driver, with those of the node's
-  pods, within the count the node's CSINode gives the driver;
+* NodeVolumeLimits: the pod's unique CSI volumes (of its claims) per driver, with those
+  of the node's pods, within the count the node's CSINode gives the driver;
 * VolumeBinding: claims exist, are not lost or being deleted, none is an unbound
   Immediate (or prebound) one; a bound claim's volume must exist and its node affinity
   match the node's labels (the first claim in the pod's order that fails decides);
@@ -24,10 +24,17 @@ the node's labels, as kube-scheduler v1.34's plugins do:
   Score (:func:`capacity_score`, with StorageCapacityScoring on): how full the volumes
   those claims take on the node are, else the pools they would be provisioned from.
 
+A generic ephemeral volume is the claim ``<pod>-<volume>`` (the pod read with
+``volumes.resolve_ephemeral``, as the runtime reads it): VolumeBinding waits for a
+missing one (``waiting for ephemeral volume controller to create the
+persistentvolumeclaim "x"``) and refuses one the pod does not control (``PVC ns/x was
+not created for pod ns/p (pod is not owner)``), then treats it as any claim;
+NodeVolumeLimits counts it; VolumeRestrictions and VolumeZone read
+persistentVolumeClaim volumes only, as upstream's do.
+
 Out of this package's scope (``PodInvalid``), as kubesalvo does not implement them yet
 and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
-generic ephemeral and inline CSI
-volumes and resource claims (DynamicResources).
+inline CSI volumes and resource claims (DynamicResources).
 """
 
 from __future__ import annotations
@@ -67,8 +74,8 @@ __all__ = [
     "volume_filter",
 ]
 
-# Volume sources the per-node filters do not model.
-UNMODELLED_VOLUME_SOURCES = frozenset({"ephemeral", "csi"})
+# Volume sources the per-node filters do not model (inline CSI volumes).
+UNMODELLED_VOLUME_SOURCES = frozenset({"csi"})
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 BETA_REGION = "failure-domain.beta.kubernetes.io/region"
 ZONE = "topology.kubernetes.io/zone"
@@ -99,6 +106,40 @@ def _claims(pod: Pod) -> list[str]:
         for v in (pod.get("spec") or {}).get("volumes") or ()
         if v.get("persistentVolumeClaim") is not None
     ]
+
+
+def _all_claims(pod: Pod) -> list[tuple[str, Mapping[str, Any] | None]]:
+    """Every claim of the pod in spec order: (name, None) for a persistentVolumeClaim
+    volume, (name, its source) for a generic ephemeral volume, whose claim is
+    ``<pod>-<volume>`` (the source names it once the pod is read with
+    ``volumes.resolve_ephemeral``, as the runtime reads every pod)."""
+    found: list[tuple[str, Mapping[str, Any] | None]] = []
+    for volume in (pod.get("spec") or {}).get("volumes") or ():
+        if volume.get("persistentVolumeClaim") is not None:
+            found.append((volume["persistentVolumeClaim"].get("claimName") or "", None))
+        elif volume.get("ephemeral") is not None:
+            source = volume["ephemeral"]
+            if "claimName" not in source:
+                raise SchedulingError(
+                    f'generic ephemeral volume "{volume.get("name")}" names no claim: the pod '
+                    "was read without its name"
+                )
+            found.append((source["claimName"], source))
+    return found
+
+
+def _owner_error(pod: Pod, claim: Mapping[str, Any], source: Mapping[str, Any]) -> str:
+    """The claim of an ephemeral volume must be controlled by the pod, in its namespace."""
+    meta = claim.get("metadata") or {}
+    if meta.get("namespace") == _namespace(pod) and any(
+        ref.get("controller") and ref.get("uid") == source.get("podUID")
+        for ref in meta.get("ownerReferences") or ()
+    ):
+        return ""
+    return (
+        f"PVC {meta.get('namespace') or ''}/{meta.get('name') or ''} was not created for pod "
+        f"{_namespace(pod)}/{source.get('podName') or ''} (pod is not owner)"
+    )
 
 
 def _request(claim: Mapping[str, Any]) -> int:
@@ -177,7 +218,7 @@ class NodeVolumeLimits(_Skip):
     def __init__(self, pod: Pod, storage: StorageObjects) -> None:
         self.storage = storage
         self.new = {}
-        for name in _claims(pod):
+        for name, _ in _all_claims(pod):  # generic ephemeral volumes' claims count too
             claim = storage.claim(_namespace(pod), name)
             if claim is None:
                 continue  # VolumeBinding's PreFilter rejects the pod (before any Filter)
@@ -215,7 +256,7 @@ class NodeVolumeLimits(_Skip):
             return None
         attached: dict[str, str] = {}
         for other in node.pods:
-            for name in _claims(other):
+            for name, _ in _all_claims(other):
                 claim = self.storage.claim(_namespace(other), name)
                 if claim is not None:
                     driver, unique = self._volume(claim)
@@ -242,8 +283,13 @@ class VolumeBinding:
         self.delayed: list[Mapping[str, Any]] = []
         unbound_immediate = False
         claims = []
-        for name in _claims(pod):
+        for name, ephemeral in _all_claims(pod):
             claim = storage.claim(_namespace(pod), name)
+            if claim is None and ephemeral is not None:
+                self._reject(
+                    "waiting for ephemeral volume controller to create the "
+                    f'persistentvolumeclaim "{name}"'
+                )
             if claim is None:
                 self._reject(f'persistentvolumeclaim "{name}" not found')
             assert claim is not None
@@ -255,6 +301,8 @@ class VolumeBinding:
                 )
             if meta.get("deletionTimestamp"):
                 self._reject(f'persistentvolumeclaim "{name}" is being deleted')
+            if ephemeral is not None and (not_owned := _owner_error(pod, claim, ephemeral)):
+                self._reject(not_owned)
             claims.append(claim)
         for claim in claims:
             spec, meta = claim.get("spec") or {}, claim.get("metadata") or {}
