@@ -184,13 +184,9 @@ def scores(
     if found is not None and len(claims) == 1:
         # One claim: per row the smallest candidate its node affinity admits, in bulk.
         pick = np.full(len(rows), -1, dtype=np.int64)
-        todo = rows.copy()
-        for j, mask in enumerate(found.masks[0]):
-            newly = mask & todo
-            pick[newly] = j
-            todo &= ~newly
-            if not todo.any():
-                break
+        if found.masks[0]:
+            stacked = np.vstack(found.masks[0])  # candidates x rows, smallest first
+            pick = np.where(stacked.any(axis=0), stacked.argmax(axis=0), -1)
         for j in np.unique(pick[rows]).tolist():
             at = rows & (pick == j)
             if j >= 0:

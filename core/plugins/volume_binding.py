@@ -195,7 +195,10 @@ def filter_class(
     unsupported = _unsupported(delayed, storage)
     if unsupported:
         return ClassFilterResult(error=unsupported)
-    codes = unbound_codes(nodes, delayed, storage)
+    matching = [c for c in delayed if _selected_node(c) is None]
+    # The candidates of the claims to match, found once for the filter and the score.
+    found = volumes.delayed_claims(nodes, matching, storage) if matching else None
+    codes = unbound_codes(nodes, delayed, storage, found)
     if isinstance(codes, str):
         return ClassFilterResult(error=codes)
     # A row failing a bound claim counts under that reason (one reason per row here;
@@ -207,8 +210,6 @@ def filter_class(
     scores = None
     if args is not None and args.shape:  # StorageCapacityScoring on
         selected = [c for c in delayed if _selected_node(c) is not None]
-        matching = [c for c in delayed if _selected_node(c) is None]
-        found = volumes.delayed_claims(nodes, matching, storage) if matching else None
         scores = volume_capacity.scores(args.shape, nodes, selected, found, storage, codes == _OK)
     return ClassFilterResult(failing=(*failing, *unbound), scores=scores)
 
@@ -236,14 +237,18 @@ _OK, _BIND, _SPACE = 0, 1, 2
 
 
 def unbound_codes(
-    nodes: NodeTable, delayed: list[volumes.Object], storage: volumes.StorageObjects
+    nodes: NodeTable,
+    delayed: list[volumes.Object],
+    storage: volumes.StorageObjects,
+    found: volumes.DelayedClaims | None = None,
 ) -> np.ndarray | str:
     """Per row: 0 when the unbound delayed claims can all be matched to distinct static
     volumes (each the smallest that fits, claims by increasing request) or provisioned,
     1 (no volume to bind) or 2 (not enough free storage) as the first claim to provision
     that fails there says; or the error that ends the attempt. A claim that already
     names a selected node (a provisioning asked for earlier) admits that node only, and
-    is provisioned there, before the others."""
+    is provisioned there, before the others. ``found``: the candidates of the claims
+    that name no selected node, when the caller has them already."""
     selected = [c for c in delayed if _selected_node(c) is not None]
     matching = [c for c in delayed if _selected_node(c) is None]
     codes = np.zeros(len(volumes.every_row(nodes)), dtype=np.int8)
@@ -260,7 +265,8 @@ def unbound_codes(
             to_provision.append(code)
     first = _first_failing(to_provision, len(codes))
     if matching:
-        found = volumes.delayed_claims(nodes, matching, storage)
+        if found is None:
+            found = volumes.delayed_claims(nodes, matching, storage)
         claim_codes = []
         for claim in found.claims:
             code = _provision_code(nodes, claim, storage)
