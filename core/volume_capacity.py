@@ -42,6 +42,7 @@ __all__ = [
     "provision_capacity",
     "scores",
     "shape_score",
+    "static_usage",
     "utilization",
 ]
 
@@ -135,7 +136,9 @@ def _request(claim: volumes.Object) -> int:
     return volumes.storage_bytes(((claim.get("spec") or {}).get("resources") or {}).get("requests"))
 
 
-def _static(claims: Sequence[volumes.Object], chosen: Sequence[volumes.Object | None]) -> dict:
+def static_usage(
+    claims: Sequence[volumes.Object], chosen: Sequence[volumes.Object | None]
+) -> dict[str, tuple[int, int]]:
     """(requested, capacity) per class of the volumes chosen, summed."""
     out: dict[str, tuple[int, int]] = {}
     for claim, pv in zip(claims, chosen, strict=True):
@@ -190,7 +193,7 @@ def scores(
         for j in np.unique(pick[rows]).tolist():
             at = rows & (pick == j)
             if j >= 0:
-                out[at] = class_score(shape, _static(claims, [found.candidates[0][j]]))
+                out[at] = class_score(shape, static_usage(claims, [found.candidates[0][j]]))
                 continue
             for row in np.flatnonzero(at).tolist():
                 per_class = _provisioned(
@@ -203,7 +206,7 @@ def scores(
         return out
     for row in np.flatnonzero(rows).tolist():
         chosen = found.choose(row) if found is not None else []
-        per_class = _static(claims, chosen)
+        per_class = static_usage(claims, chosen)
         if not per_class:
             left = [
                 (c, capacity[volumes.claim_key(c)])

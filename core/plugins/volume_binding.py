@@ -188,10 +188,14 @@ def filter_class(
     if immediate:
         return ClassFilterResult(UNBOUND_IMMEDIATE)
     failing = _bound_claims(nodes, bound, storage)
+    counted = False
     if storage.counted:  # a column of the segment counts their free volumes per node
-        delayed = [c for c in delayed if volumes.claim_key(c) not in storage.counted]
+        left = [c for c in delayed if volumes.claim_key(c) not in storage.counted]
+        counted, delayed = len(left) < len(delayed), left
     if not delayed:
-        return ClassFilterResult(failing=failing)
+        # A counted pod's one delayed claim: its score is the segment's, per row.
+        scored = counted and args is not None and bool(args.shape)
+        return ClassFilterResult(failing=failing, scores=storage.counted_scores if scored else None)
     unsupported = _unsupported(delayed, storage)
     if unsupported:
         return ClassFilterResult(error=unsupported)
