@@ -403,8 +403,8 @@ class Encoder:
             info.static_key = info.key
         if self.class_filters:
             self._class_filters(info)
-        if self.static_scores:
-            info.image_key = info.key  # so may a static score (the fixed row)
+        if self.static_scores or any(a.scores is not None for a in info.class_filters.values()):
+            info.image_key = info.key  # so may a static or class score (the fixed row)
         if info.error:  # a quantity no int64 holds (_class_info)
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
         if self.devices is not None and spec.get("resourceClaims"):
@@ -898,6 +898,12 @@ class Encoder:
                 # kube-scheduler fails the attempt of a plugin scoring out of range.
                 raise ValueError(f"{static_score.__module__}: a score outside 0..100")
             fixed = fixed + (weight * scores).astype(np.int32)
+        for name, answer in info.class_filters.items():
+            # A class filter's own score (VolumeBinding's capacity score), from the
+            # storage as its Filter read it for this class.
+            weight = self.weights.get(name, 0)
+            if answer.scores is not None and weight:
+                fixed = fixed + (weight * answer.scores).astype(np.int32)
         return fixed
 
     def _image_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:

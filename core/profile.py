@@ -108,6 +108,8 @@ class Profile:
         }
         static = [n for n in filters if registry.PLUGINS[n].static_filter is not None]
         static += [n for n, _ in scores if registry.PLUGINS[n].static_score is not None]
+        # A class filter's args too (VolumeBinding's capacity score shape).
+        static += [n for n in filters if registry.PLUGINS[n].class_filter is not None]
         kwargs["plugin_args"] = tuple(
             (name, args[name]) for name in dict.fromkeys(static) if name in args
         )

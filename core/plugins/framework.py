@@ -344,11 +344,15 @@ class ClassFilterResult:
     attempt fails with this error; else ``failing``: per reason text of the plugin, in the
     order its Filter checks them, the rows failing with it (a row counts under the first
     reason that holds it; one Filter status per node, as upstream returns one).
+    ``scores``: the plugin's Score per row, 0..100 and final (no NormalizeScore), when it
+    scores the class from what its Filter found (VolumeBinding's capacity score); the
+    encoder adds it, weighted, to the class's fixed scores.
     """
 
     prefilter_message: str = ""
     error: str = ""
     failing: tuple[tuple[str, npt.NDArray[np.bool_]], ...] = ()
+    scores: npt.NDArray[np.int64] | None = None
 
 
 # A class filter: (its args, the nodes, a class of pods, the cluster's objects it reads)
