@@ -44,6 +44,13 @@ cdef extern from "_scan.h" nogil:
         int64_t nshapes
     ctypedef struct ks_res:
         int64_t best, row, ties
+    enum: KS_EXTRA
+    ctypedef struct ks_extra:
+        const int32_t* raw[KS_EXTRA]
+        int64_t w[KS_EXTRA]
+        int64_t max[KS_EXTRA]
+        int rev[KS_EXTRA]
+        int64_t n
     ctypedef struct ks_soft:
         const int32_t* dom
         const int32_t* counter
@@ -159,6 +166,17 @@ cdef class BurstKernel:
     cdef int32_t[::1] smask_of               # per static row set of the chunk: its smask row or -1
     cdef Py_ssize_t smask_used               # smask rows taken in this chunk
     cdef int64_t[::1] fixed_max              # per fixed-score row of the chunk: its maximum (-1 unknown)
+    # ---- the score channels beyond the first of each kind (encode.StaticTables)
+    cdef const int32_t[:, ::1] x_raw         # channel rows x rows: raw values (>= 0)
+    cdef const int32_t[:, ::1] c_x           # classes x extra channels: its x_raw row, -1 when
+                                             #   the values are 0 on every row (then constant:
+                                             #   the encoder put a REVERSE_MAX one in fixed)
+    cdef const int64_t[::1] x_w              # per extra channel: its weight
+    cdef const uint8_t[::1] x_rev            # per extra channel: 1 REVERSE_MAX, 0 MAX
+    cdef Py_ssize_t nx                       # extra channels of the profile (<= KS_EXTRA)
+    cdef uint8_t[::1] c_xvary                # per class: some extra channel varies (c_x >= 0)
+    cdef int64_t[:, ::1] s_xmax              # slots x extra channels: maxima over feasible rows
+    cdef ks_extra xq                         # scratch: the current pod's varying extra channels
     cdef int64_t[:, ::1] acount              # inter-pod rows of class t_owner x domains: counted pods
     cdef bint aff_empty                      # no pod anywhere matches all required affinity terms
     cdef bint ipa_topology                   # some scoring term matched a pod (else the plugin is skipped)
@@ -322,6 +340,7 @@ cdef class BurstKernel:
     cdef Py_ssize_t _tree_first(self, Py_ssize_t s, Py_ssize_t lo, int64_t target) noexcept nogil
     cdef bint _maxima(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef void _refresh_totals(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef const ks_extra* _extra(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil
     cdef void _rebuild(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef void _sync(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil

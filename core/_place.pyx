@@ -13,9 +13,13 @@
 #   local score (weighted NodeResourcesFit + BalancedAllocation + fixed) and a max-tree
 #   over its total score. A placement changes the usage of one row only, so the rows
 #   changed since a slot was last used (the log) are recomputed, and picking a node costs
-#   O(log rows) instead of O(rows). Scores normalised over the feasible nodes
-#   (TaintToleration, NodeAffinity) depend on the maxima over feasible rows: when those
-#   change, the slot's totals are recomputed in one pass.
+#   O(log rows) instead of O(rows). Scores normalised over the feasible nodes (the score
+#   channels: the first REVERSE_MAX one in taint_count, the first MAX one in aff_score,
+#   TaintToleration's and NodeAffinity's in the default profile; further ones in x_raw,
+#   with per-channel weight and kind) depend on the maxima over feasible rows: when those
+#   change, the slot's totals are recomputed in one pass. A class whose extra channels vary
+#   (c_xvary) leaves the paths that assume rows sharing their normalised scores (the
+#   grouped c_mode 2 path, the bounded search) for passes over its feasible rows.
 # * topology: dom (topology keys x rows, the label value id = domain id, -1 = no label)
 #   and counters (counters x rows, int32: pods matching a (namespace, selector) or
 #   carrying an affinity term; raised by each placement of a pod they count). A class's
@@ -69,8 +73,10 @@ cdef extern from "_scan.h" nogil:
                         int64_t w_taint, int64_t mt, const int32_t* aff, int64_t w_aff,
                         int64_t ma, const int64_t* rawsp, int64_t w_spread, int64_t hi,
                         int64_t lo, const int64_t* rawipa, int64_t w_ipa, int64_t ihi,
-                        int64_t ilo, int32_t* tb, uint64_t* state, int64_t* score,
-                        int64_t* ties)
+                        int64_t ilo, const ks_extra* x, int32_t* tb, uint64_t* state,
+                        int64_t* score, int64_t* ties)
+    int64_t ks_norm(int64_t x, int64_t mx, int rev)
+    int64_t ks_extra_terms(const ks_extra* x, int64_t n)
     int64_t ks_pick_tied(const int32_t* tb, int64_t cnt, uint64_t* state)
     int64_t ks_below(uint64_t* state, int64_t n)
     void ks_res_init(ks_res* r)
@@ -381,6 +387,15 @@ cdef class BurstKernel:
         self.c_aff = c_aff
         self.aff_score = aff_score
         self.aff_any = (np.asarray(aff_score) != 0).any(axis=1).astype(np.uint8)
+        self.x_raw = tables.x_raw
+        self.c_x = tables.c_x
+        self.x_w = tables.x_w
+        self.x_rev = tables.x_rev
+        self.nx = tables.c_x.shape[1]
+        if self.nx > KS_EXTRA:
+            raise ValueError(f"{self.nx} extra score channels, the kernel takes {KS_EXTRA}")
+        self.c_xvary = (np.asarray(tables.c_x) >= 0).any(axis=1).astype(np.uint8) \
+            if self.nx else np.zeros(max(1, self.nclasses), dtype=np.uint8)
         self.c_port_conf_off = c_port_conf_off
         self.c_port_conf = c_port_conf
         self.c_port_own_off = c_port_own_off
@@ -437,6 +452,7 @@ cdef class BurstKernel:
         self.s_tree = tree.reshape(nslots, 4 * self.leaves)
         self.s_max_taint = np.zeros(nslots, dtype=np.int64)
         self.s_max_aff = np.zeros(nslots, dtype=np.int64)
+        self.s_xmax = np.zeros((nslots, max(1, self.nx)), dtype=np.int64)
         self.s_perm = np.zeros((nslots, self.rows), dtype=np.int32)
         self.s_iperm = np.full((nslots, self.leaves), -1, dtype=np.int32)
         self.s_gstart = np.zeros((nslots, MAX_ZONES + 2), dtype=np.int32)
@@ -929,6 +945,14 @@ cdef class BurstKernel:
             mx = self.s_max_aff[s]
             if mx > 0:
                 t += self.w_aff * (MAX_SCORE * self.aff_score[self.c_aff[c], n] // mx)
+        cdef Py_ssize_t k
+        cdef int32_t r
+        if self.c_xvary[c]:
+            for k in range(self.nx):
+                r = self.c_x[c, k]
+                if r >= 0:
+                    t += self.x_w[k] * ks_norm(self.x_raw[r, n], self.s_xmax[s, k],
+                                               self.x_rev[k])
         return t
 
     # -------------------------------------------------------------------- the max-tree
@@ -1043,8 +1067,22 @@ cdef class BurstKernel:
         cdef int64_t mt = 0, ma = 0, v
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]
         cdef const int32_t[::1] aff = self.aff_score[self.c_aff[c]]
+        cdef bint changed = False
+        cdef Py_ssize_t k
+        cdef int32_t r
+        if self.c_xvary[c]:
+            for k in range(self.nx):
+                r = self.c_x[c, k]
+                v = 0
+                if r >= 0:
+                    for n in range(self.rows):
+                        if self.s_feas[s, n] and self.x_raw[r, n] > v:
+                            v = self.x_raw[r, n]
+                if v != self.s_xmax[s, k]:
+                    self.s_xmax[s, k] = v
+                    changed = True
         if self.w_taint == 0 and self.w_aff == 0:
-            return False
+            return changed
         for n in range(self.rows):
             if self.s_feas[s, n]:
                 v = taints[n]
@@ -1054,10 +1092,29 @@ cdef class BurstKernel:
                 if v > ma:
                     ma = v
         if mt == self.s_max_taint[s] and ma == self.s_max_aff[s]:
-            return False
+            return changed
         self.s_max_taint[s] = mt
         self.s_max_aff[s] = ma
         return True
+
+    cdef const ks_extra* _extra(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil:
+        """The extra score channels that vary for class c, with their maxima over the
+        feasible rows frows[:nf] (in xq); NULL when none varies."""
+        cdef Py_ssize_t k
+        cdef int32_t r
+        cdef int64_t m = 0
+        if not self.c_xvary[c]:
+            return NULL
+        for k in range(self.nx):
+            r = self.c_x[c, k]
+            if r >= 0:
+                self.xq.raw[m] = &self.x_raw[r, 0]
+                self.xq.w[m] = self.x_w[k]
+                self.xq.rev[m] = self.x_rev[k]
+                self.xq.max[m] = ks_max32(&self.frows[0], nf, self.xq.raw[m])
+                m += 1
+        self.xq.n = m
+        return &self.xq
 
     cdef void _refresh_totals(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
         cdef Py_ssize_t n
@@ -1099,6 +1156,8 @@ cdef class BurstKernel:
                 self.s_perm[s, n] = <int32_t>n
                 self.s_iperm[s, n] = <int32_t>n
         self.s_max_taint[s] = -1  # force the maxima to count as changed
+        for i in range(self.nx):
+            self.s_xmax[s, i] = -1
         self._maxima(s, c)
         self._refresh_totals(s, c)
 
@@ -1744,7 +1803,7 @@ cdef class BurstKernel:
                            &aff[0], self.w_aff, ma,
                            &self.rawsp[0] if soft else NULL, self.w_spread, hi, lo,
                            &self.rawipa[0] if ipa_score else NULL, self.w_ipa, ihi, ilo,
-                           &self.tiebuf[0], &self.rng, score, ties)
+                           self._extra(c, nf), &self.tiebuf[0], &self.rng, score, ties)
 
     cdef inline int64_t _ipa_raw(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil:
         """InterPodAffinity's raw score of class c on row n: its scoring terms' weights times
@@ -1813,7 +1872,7 @@ cdef class BurstKernel:
         listed."""
         cdef Py_ssize_t key = self._group_key(c), n, g, j
         cdef bint now
-        if key < -1 or not self._group_order(
+        if key < -1 or self.c_xvary[c] or not self._group_order(
             s,
             c,
             key,
@@ -2443,8 +2502,9 @@ cdef class BurstKernel:
         cdef int64_t zscore[MAX_ZONES + 1]
         cdef const uint8_t* member
         cdef bint usable
+        cdef const ks_extra* x
         if not zone and _bounded and self.p_alloc != NULL and self._vector() \
-                and not track_taints and not track_aff \
+                and not track_taints and not track_aff and not self.c_xvary[c] \
                 and not (self.ports_on and self._ports_taken(c)):
             member = self._static_member(self.c_static[c], &usable)
             if usable:
@@ -2463,8 +2523,8 @@ cdef class BurstKernel:
             ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
             return ks_best_row(&self.frows[0], feasible, &self.rawloc[0], True, &taints[0],
                                tsc if ttab else NULL, self.w_taint, mt, &aff[0], self.w_aff, ma,
-                               NULL, 0, 0, 0, NULL, 0, 0, 0, &self.tiebuf[0], &self.rng, score,
-                               ties)
+                               NULL, 0, 0, 0, NULL, 0, 0, 0, self._extra(c, feasible),
+                               &self.tiebuf[0], &self.rng, score, ties)
         # The zone path: the zone's spread score joins each row's total.
         feasible = self._scan(c, False, False, False, False, False, &mt, &ma, &hi, &lo)
         feasible = -feasible - 1 if feasible < 0 else feasible
@@ -2507,6 +2567,7 @@ cdef class BurstKernel:
                 zscore[g] = MAX_SCORE if hi == 0 else MAX_SCORE * (hi + lo - zc[g]) // hi
         zscore[nd] = 0
         ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
+        x = self._extra(c, feasible)
         ks_res_init(&pick)
         for i in range(feasible):
             n = self.frows[i]
@@ -2520,6 +2581,8 @@ cdef class BurstKernel:
             d = self.dom[key, n]
             g = d if d >= 0 else nd
             t += self.w_spread * zscore[g]
+            if x != NULL:
+                t += ks_extra_terms(x, n)
             ks_offer(&pick, t, n, &self.rng)
         score[0] = pick.best
         ties[0] = pick.ties

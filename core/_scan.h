@@ -333,13 +333,45 @@ static inline int64_t ks_pick_tied(const int32_t *tb, int64_t cnt, uint64_t *sta
     return tb[cnt > 1 ? ks_below(state, cnt) : 0];
 }
 
+/* The score channels beyond the first of each normalisation kind (the REVERSE_MAX one is
+ * ``taints``, the MAX one ``aff`` below), those that vary for the pod's class: per
+ * channel its raw values by row, its weight, its kind (rev: REVERSE_MAX) and the largest
+ * raw value over the pod's feasible rows. */
+enum { KS_EXTRA = 8 };
+typedef struct {
+    const int32_t *raw[KS_EXTRA];
+    int64_t w[KS_EXTRA], max[KS_EXTRA];
+    int rev[KS_EXTRA];
+    int64_t n;
+} ks_extra;
+
+/* One channel's normalised score, as kube-scheduler's DefaultNormalizeScore: x / max
+ * scaled to 0..100 (0 everywhere when max is 0), reversed for REVERSE_MAX (100 everywhere
+ * when max is 0). Raw values are non-negative: C's division is the floor. */
+static inline int64_t ks_norm(int64_t x, int64_t mx, int rev)
+{
+    if (rev)
+        return mx == 0 ? 100 : 100 - 100 * x / mx;
+    return mx > 0 ? 100 * x / mx : 0;
+}
+
+/* The weighted scores of the extra channels on row n. */
+static inline int64_t ks_extra_terms(const ks_extra *x, int64_t n)
+{
+    int64_t t = 0;
+    for (int64_t k = 0; k < x->n; k++)
+        t += x->w[k] * ks_norm(x->raw[k][n], x->max[k], x->rev[k]);
+    return t;
+}
+
 /* The best row of rows[0..nf) for one pod: the largest total, ties picked uniformly (the
  * reservoir of ks_offer, drawing from *state). A row's total is its local score (loc[i]
  * by position when loc_by_pos, else loc[n]) plus the normalised scores: TaintToleration
  * (tsc[count] when the table is given, else computed; mt the largest count),
  * NodeAffinity's preferred terms (ma the largest sum), PodTopologySpread's soft
  * constraints (when rawsp is given: raw hi..lo reversed onto 0..100, 0 for rawsp -1),
- * InterPodAffinity's preferred terms (when rawipa is given and ihi > ilo). *score gets
+ * InterPodAffinity's preferred terms (when rawipa is given and ihi > ilo), the extra score
+ * channels (when x is given: ks_extra_terms). *score gets
  * the total, *ties the rows holding it; returns the row, -1 when nf is 0.
  *
  * The pick is one draw: ks_below(ties) indexes the tied rows in the order of rows (tb,
@@ -352,8 +384,8 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
                            const int32_t *restrict aff, int64_t w_aff, int64_t ma,
                            const int64_t *restrict rawsp, int64_t w_spread, int64_t hi, int64_t lo,
                            const int64_t *restrict rawipa, int64_t w_ipa, int64_t ihi, int64_t ilo,
-                           int32_t *restrict tb, uint64_t *state, int64_t *score,
-                           int64_t *ties)
+                           const ks_extra *x, int32_t *restrict tb, uint64_t *state,
+                           int64_t *score, int64_t *ties)
 {
     int64_t best = -1, cnt = 0;
     int flat = hi == 0 || hi == lo; /* every counted row scores 100 for spread */
@@ -370,6 +402,8 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
             t += w_spread * ks_spread_norm(rawsp[n], flat, hi, lo);
         if (rawipa && ihi > ilo)
             t += w_ipa * ks_ipa_norm(rawipa[n], ihi, ilo);
+        if (x)
+            t += ks_extra_terms(x, n);
         if (t > best) {
             best = t;
             cnt = 0;

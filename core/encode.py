@@ -8,10 +8,16 @@ with numpy over all rows at once:
 * ``static_reason``: the first static filter that rejects each row, in kube-scheduler's
   order - NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (and the rows that
   NodeAffinity's PreFilter leaves out when a term names nodes by ``metadata.name``);
-* ``taint_count``: the untolerated PreferNoSchedule taints (TaintToleration's raw score);
-* ``aff_score``: the summed weights of matching preferred node affinity terms;
-* ``fixed``: the weighted ImageLocality score and the registry's static scores
-  (``PluginSpec.static_score``, weighted), which placements never change.
+* the raw values of the profile's normalised score channels (``PluginSpec.score_channel``,
+  computed by their plugins' modules; no plugin is named here): the kernel takes one
+  channel of each kind, ``taint_count`` the REVERSE_MAX one (TaintToleration's untolerated
+  PreferNoSchedule taints in the default profile) and ``aff_score`` the MAX one
+  (NodeAffinity's preferred weights), each normalised over a pod's feasible rows;
+  further channels of a kind are ``x_raw`` rows, one per channel and sub-signature
+  (``c_x``: -1 where a class's values are 0 on every row: a constant score);
+* ``fixed``: the weighted ImageLocality score, the registry's static scores
+  (``PluginSpec.static_score``) and NONE channels, weighted, which placements never change,
+  and the constant 100 x weight of a further REVERSE_MAX channel that is 0 on every row.
 
 Parts of a signature that several classes share (the same tolerations, the same node
 selector) share one table row, so a burst of many classes with few distinct constraints
@@ -30,7 +36,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _codes, in_tree_disks
+from kubesalvo.core import _codes, in_tree_disks, reasons
 from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.label_selectors import (
     Selector,
@@ -49,6 +55,8 @@ from kubesalvo.core.plugins import (
     pod_topology_spread,
     registry,
 )
+from kubesalvo.core.plugins.framework import Normalise, ScoreChannel
+from kubesalvo.core.plugins.taint_toleration import tolerates
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import INT64_MAX, parse_quantity
 from kubesalvo.core.resources import (
@@ -69,6 +77,7 @@ __all__ = [
     "ClassInfo",
     "Encoder",
     "StaticTables",
+    "tolerates",
 ]
 
 # Static reason codes (core/_codes.pxd; core/reasons.py gives their plugins and texts).
@@ -91,12 +100,21 @@ _PREFILTERS = (
     names.INTER_POD_AFFINITY,
     names.DYNAMIC_RESOURCES,
 )
+
+
+def _fixed_key(info: ClassInfo) -> bytes:
+    # A constant of the extra channels joins the fixed row: classes differ by it too.
+    if info.fixed_const:
+        return info.image_key + b"\0+%d" % info.fixed_const
+    return info.image_key
+
+
 # The sub-signature each static table is deduplicated by.
-_SUB_KEYS = {
+_SUB_KEYS: dict[str, Callable[[ClassInfo], bytes]] = {
     "static": operator.attrgetter("static_key"),
-    "fixed": operator.attrgetter("image_key"),
-    "taint": operator.attrgetter("taint_key"),
-    "aff": operator.attrgetter("aff_key"),
+    "fixed": _fixed_key,
+    "taint": operator.attrgetter("rev_key"),
+    "aff": operator.attrgetter("max_key"),
 }
 
 
@@ -130,8 +148,12 @@ class ClassInfo:
     # when two or more nodes are feasible, which the kernel checks (c_score_error)
     score_error: str = ""
     static_key: bytes = b""
-    taint_key: bytes = b""
-    aff_key: bytes = b""
+    rev_key: bytes = b""  # the sub-signature of the REVERSE_MAX channel's raw values
+    max_key: bytes = b""  # ... and of the MAX channel's
+    extra_keys: tuple[bytes, ...] = ()  # ... and of the further normalised channels'
+    # the 100 x weight of the further REVERSE_MAX channels whose values are 0 on every row
+    # (set by Encoder.tables for its chunk): every row scores 100 there, a fixed score
+    fixed_const: int = 0
     image_key: bytes = b""
     # the answers of the profile's class filters (core/plugins, ``class_filter``) that
     # have something to check for the class: plugin -> answer
@@ -151,29 +173,20 @@ class StaticTables:
     static_rows: npt.NDArray[np.int32]  # per static row, the rows passing it, ascending
     c_fixed: npt.NDArray[np.int32]
     fixed: npt.NDArray[np.int32]
+    # the REVERSE_MAX channel's raw values (one row per sub-signature) and each class's row
     c_taint: npt.NDArray[np.int32]
     taint_count: npt.NDArray[np.int16]
+    # the MAX channel's
     c_aff: npt.NDArray[np.int32]
     aff_score: npt.NDArray[np.int32]
+    # the further normalised channels: classes x channels, their rows of x_raw (-1: the
+    # values are 0 on every row), the rows (>= 0), per channel its weight and kind
+    c_x: npt.NDArray[np.int32]
+    x_raw: npt.NDArray[np.int32]
+    x_w: npt.NDArray[np.int64]
+    x_rev: npt.NDArray[np.uint8]
     # per reason code: 1 when its plugin filters after NodePorts and NodeResourcesFit
     late_code: npt.NDArray[np.uint8]
-
-
-def tolerates(toleration: Mapping[str, Any], taint: tuple[str, str, str]) -> bool:
-    """Whether a toleration tolerates a (key, value, effect) taint (upstream ToleratesTaint)."""
-    key, value, effect = taint
-    t_effect = toleration.get("effect") or ""
-    if t_effect and t_effect != effect:
-        return False
-    t_key = toleration.get("key") or ""
-    if t_key and t_key != key:
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return (toleration.get("value") or "") == value
-    return False
 
 
 class Encoder:
@@ -199,8 +212,8 @@ class Encoder:
         self._aff: dict[bytes, npt.NDArray[np.int32]] = {}
         self._image: dict[bytes, npt.NDArray[np.int32]] = {}
         self._numeric: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]] = {}
-        self._taint_rows: dict[bytes, Any] = {}  # tolerations -> rows failing TaintToleration
-        self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}  # selector -> matching rows
+        # rows of required node affinity, by (nodeSelector, required terms): spread's policy
+        self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}
         self.classes: list[ClassInfo] = []
         self._class_of: dict[bytes, int] = {}
         # Whether a class mounts an in-tree disk (VolumeRestrictions compares those of the
@@ -219,9 +232,26 @@ class Encoder:
         # (plugin, text) for the failure reports.
         self.class_filters: dict[str, tuple[framework.ClassFilter, Any, str, dict[str, int]]] = {}
         self.class_reasons: dict[int, tuple[str, str]] = {}
+        # The profile's filter masks (``filter_masks``): plugin -> per mask (reason code,
+        # mask, args, its rows by key). A reason with a code of its own (FIXED_REASONS)
+        # keeps it; others take one of the plugin codes, as a class filter's reasons do.
+        fixed_codes = {entry: code for code, entry in reasons.FIXED_REASONS.items()}
+        self.masks: dict[str, list[tuple[int, framework.FilterMask, Any, dict[bytes, Any]]]] = {}
+        self._mask_signature = True  # every mask's rows follow the static rows' signature
         code = _codes.EXTENSION_FIRST
         for name in profile.filters:
             spec = registry.PLUGINS[name]
+            if spec.filter_masks:
+                entries: list[tuple[int, framework.FilterMask, Any, dict[bytes, Any]]] = []
+                for mask in spec.filter_masks:
+                    mask_code = fixed_codes.get((name, mask.reason))
+                    if mask_code is None:
+                        mask_code = code
+                        self.class_reasons[code] = (name, mask.reason)
+                        code += 1
+                    entries.append((mask_code, mask, profile.args_of(name), {}))
+                    self._mask_signature &= mask.signature
+                self.masks[name] = entries
             if spec.static_filter is not None:
                 self.extensions[name] = (spec.static_filter, profile.args_of(name), code)
                 code += 1
@@ -248,12 +278,44 @@ class Encoder:
             self.late_code[code] = order[name] > after
         for code, (name, _) in self.class_reasons.items():
             self.late_code[code] = order[name] > after
-        # The profile's static score plugins: (function, args, weight), added to ``fixed``.
+        # The profile's static score plugins and NONE channels: (function, args, weight),
+        # added to ``fixed``.
         self.static_scores: list[tuple[framework.StaticScore, Any, int]] = []
         for name, weight in profile.scores:
             static_score = registry.PLUGINS[name].static_score
             if static_score is not None and weight:
                 self.static_scores.append((static_score, profile.args_of(name), weight))
+        # The normalised channels, one per kind (the profile refuses two of a kind):
+        # kind -> (plugin, channel, args).
+        # The normalised channels: the first of each kind has its kernel lane (the fast
+        # paths: TaintToleration's and NodeAffinity's in the default profile), kind ->
+        # (plugin, channel, args); the further ones are extra channels, in profile order:
+        # (plugin, channel, args, weight).
+        self.lanes: dict[Normalise, tuple[str, ScoreChannel, Any]] = {}
+        self.extras: list[tuple[str, ScoreChannel, Any, int]] = []
+        for name, channel, weight in registry.score_channels(profile.scores):
+            if channel.normalise is Normalise.NONE:
+                self.static_scores.append((channel.raw, profile.args_of(name), weight))
+            elif channel.normalise in self.lanes:
+                self.extras.append((name, channel, profile.args_of(name), weight))
+            else:
+                self.lanes[channel.normalise] = (name, channel, profile.args_of(name))
+        self._extra_keys = [
+            [channel.key, args, channel.reads, (-1, b"")] for _, channel, args, _ in self.extras
+        ]
+        # per extra channel: key -> (its raw values, whether any is not 0)
+        self._extra_rows: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = [
+            {} for _ in self.extras
+        ]
+        self._extras_version = -1
+        self.x_w = np.array([w for *_, w in self.extras] or [0], dtype=np.int64)
+        self.x_rev = np.array(
+            [int(c.normalise is Normalise.REVERSE_MAX) for _, c, _, _ in self.extras] or [0],
+            dtype=np.uint8,
+        )
+        # Per lane, what its key needs, unpacked once: (key function, args, spec field).
+        self._rev_key = self._key_of(Normalise.REVERSE_MAX)
+        self._max_key = self._key_of(Normalise.MAX)
 
     # ------------------------------------------------------------------ classes
     def classify(
@@ -369,7 +431,6 @@ class Encoder:
             containers = list(init) + containers
         node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        preferred = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution")
         images: list[str] = []
         for container in containers:
             image = container.get("image")
@@ -386,7 +447,7 @@ class Encoder:
         # keys lets pods that differ only there (one team key each) share static tables.
         # Likewise the filters only see NoSchedule/NoExecute tolerations, the score only
         # PreferNoSchedule ones (an empty effect counts for both).
-        hard_tolerations, soft_tolerations = self._relevant_tolerations(spec.get("tolerations"))
+        hard_tolerations = self._relevant_tolerations(spec.get("tolerations"))
         info.images = images
         info.containers = len(containers)
         info.spread_selectors = spread_selectors
@@ -394,17 +455,20 @@ class Encoder:
         info.static_key = _ENCODE.encode(
             (spec.get("nodeName"), spec.get("nodeSelector"), required, hard_tolerations)
         )
-        info.taint_key = _ENCODE.encode(soft_tolerations) if soft_tolerations else _EMPTY_LIST_KEY
-        info.aff_key = _NONE_KEY if preferred is None else _ENCODE.encode(preferred)
+        info.rev_key = self._lane_key(self._rev_key, info)
+        info.max_key = self._lane_key(self._max_key, info)
+        if self._extra_keys:
+            info.extra_keys = tuple(self._lane_key(lane, info) for lane in self._extra_keys)
         info.image_key = _ENCODE.encode((images, len(containers)))
         info.complete = True
-        if self.extensions:
+        if self.extensions or not self._mask_signature:
             # A static filter plugin may read any part of the signature (labels, say).
             info.static_key = info.key
         if self.class_filters:
             self._class_filters(info)
-        if self.static_scores:
-            info.image_key = info.key  # so may a static score (the fixed row)
+        if self.static_scores or any(a.scores is not None for a in info.class_filters.values()):
+            # so may a static score, a NONE channel or a class filter's score (the fixed row)
+            info.image_key = info.key
         if info.error:  # a quantity no int64 holds (_class_info)
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
         if self.devices is not None and spec.get("resourceClaims"):
@@ -519,31 +583,71 @@ class Encoder:
                 return inter_pod_affinity.PRESCORE_PARSING_POD + info.affinity_error
         return ""
 
-    def _relevant_tolerations(
-        self, tolerations: Any
-    ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-        """The tolerations that may tolerate a taint of the state (or the unschedulable
-        one): those the filters see (not PreferNoSchedule), those the score sees
-        (PreferNoSchedule or any effect)."""
-        if not tolerations:
-            return [], []
+    def _key_of(self, kind: Normalise) -> list[Any] | None:
+        """What a lane's keys need, unpacked once: [key function, args, the spec field it
+        reads, (state version, the key of classes lacking that field)]."""
+        lane = self.lanes.get(kind)
+        if lane is None:
+            return None
+        _, channel, args = lane
+        return [channel.key, args, channel.reads, (-1, b"")]
+
+    def _lane_key(self, lane: list[Any] | None, info: ClassInfo) -> bytes:
+        """The sub-signature of the class's raw values in a lane's channel."""
+        if lane is None:
+            return _NONE_KEY  # no such channel: one row of zeros serves every class
+        key, args, reads, absent = lane
+        if key is None:
+            return info.key
+        version = self.state.version
+        if reads and not info.spec.get(reads):
+            if absent[0] == version:  # the same for every class lacking the field
+                return absent[1]
+            lane[3] = (version, self._key_value(key(args, self, info)))
+            return lane[3][1]
+        return self._key_value(key(args, self, info))
+
+    @staticmethod
+    def _key_value(value: Any) -> bytes:
+        # The two commonest keys without an encoder call (the same bytes it would give).
+        if value is None:
+            return _NONE_KEY
+        if value == [] and type(value) is list:
+            return _EMPTY_LIST_KEY
+        return _ENCODE.encode(value)
+
+    def taint_keys(self) -> set[str]:
+        """The keys of the state's taints and the unschedulable one (NodeTable.taint_keys)."""
         if self._taint_keys_version != self.state.version:
             self._taint_keys = {taint[0] for taint in self.state.taint_list}
             self._taint_keys.add(UNSCHEDULABLE_TAINT[0])
             self._taint_keys_version = self.state.version
-        keys = self._taint_keys
+        return self._taint_keys
+
+    def taint_counts(
+        self, counted: Callable[[tuple[str, str, str]], bool]
+    ) -> npt.NDArray[np.int64]:
+        """Per row, its taints that ``counted`` holds (NodeTable.taint_counts)."""
+        state = self.state
+        bad = [tid for tid, taint in enumerate(state.taint_list) if counted(taint)]
+        if not bad:
+            return np.zeros(state.rows, dtype=np.int64)
+        return state.taints[: state.rows, bad].sum(axis=1, dtype=np.int64)
+
+    def _relevant_tolerations(self, tolerations: Any) -> list[Mapping[str, Any]]:
+        """The tolerations the filters see (not PreferNoSchedule) that may tolerate a
+        taint of the state (or the unschedulable one)."""
+        if not tolerations:
+            return []
+        keys = self.taint_keys()
         hard: list[Mapping[str, Any]] = []
-        soft: list[Mapping[str, Any]] = []
         for toleration in tolerations:
             key = toleration.get("key")
             if key and key not in keys:
                 continue
-            effect = toleration.get("effect")
-            if effect != "PreferNoSchedule":
+            if toleration.get("effect") != "PreferNoSchedule":
                 hard.append(toleration)
-            if not effect or effect == "PreferNoSchedule":
-                soft.append(toleration)
-        return hard, soft
+        return hard
 
     # ---------------------------------------------------------------- tables
     def tables(self, class_ids: Sequence[int]) -> StaticTables:
@@ -555,18 +659,21 @@ class Encoder:
             self._aff.clear()
             self._image.clear()
             self._numeric.clear()
-            self._taint_rows.clear()
+            for entries in self.masks.values():
+                for *_, cache in entries:
+                    cache.clear()
             self._affinity_rows.clear()
             self._version = self.state.version
         rows = self.state.rows
         classes = [self.classes[cid] for cid in class_ids]
+        c_x, x_raw = self._extra_tables(classes)
         parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {}
         index: dict[str, npt.NDArray[np.int32]] = {}
         tables: list[tuple[str, dict[bytes, Any], Callable[[ClassInfo], np.ndarray]]] = [
             ("static", self._static, self._static_reason),
-            ("fixed", self._image, self._fixed_score),
-            ("taint", self._taint, self._prefer_taints),
-            ("aff", self._aff, self._preferred_affinity),
+            ("fixed", self._image, self._fixed_with_const),
+            ("taint", self._taint, self._reverse_max_raw),
+            ("aff", self._aff, self._max_raw),
         ]
         for kind, cache, build in tables:
             seen: dict[bytes, int] = {}
@@ -607,6 +714,10 @@ class Encoder:
             taint_count=stack("taint", np.int16),
             c_aff=index["aff"],
             aff_score=stack("aff", np.int32),
+            c_x=c_x,
+            x_raw=x_raw,
+            x_w=self.x_w,
+            x_rev=self.x_rev,
             late_code=self.late_code,
         )
 
@@ -648,10 +759,11 @@ class Encoder:
                     if row is not None:
                         match[row] = True
                     reject(~match, R_NODE_NAME)
-            elif name == names.TAINT_TOLERATION:
-                failing = self._untolerated_rows(tolerations)
-                if failing is not None:
-                    reject(failing, R_TAINT)
+            elif name in self.masks:
+                for code, mask, args, cache in self.masks[name]:
+                    failing = self._mask_rows(mask, args, cache, info)
+                    if failing is not None:
+                        reject(failing, code)
             elif name in self.extensions:
                 static_filter, args, code = self.extensions[name]
                 reject(~static_filter(args, self, info), code)
@@ -659,41 +771,31 @@ class Encoder:
                 reason_codes = self.class_filters[name][3]
                 for reason, failing in info.class_filters[name].failing:
                     reject(failing, reason_codes[reason])
-            elif name == names.DYNAMIC_RESOURCES and self.devices is not None:
-                if spec.get("resourceClaims"):
-                    codes = self.devices.filter_rows(
-                        state.names, todo, state.node_labels.__getitem__
-                    )
-                    if self.devices.error:  # a Filter error ends the attempt
-                        info.error = self.devices.error
-                        out[todo] = R_NARROWED
-                        return out
-                    reject(codes == _codes.DRA_ALLOCATE, _codes.DRA_ALLOCATE)
-                    reject(codes == _codes.DRA_UNAVAILABLE, _codes.DRA_UNAVAILABLE)
-                    reject(codes == _codes.DRA_TIMEOUT, _codes.DRA_TIMEOUT)
-            elif name == names.NODE_AFFINITY:
-                added = self.profile.node_affinity.added_affinity
-                added_required = (added or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-                if added_required is not None:
-                    reject(~self._node_selector(added_required), R_ENFORCED_AFFINITY)
-                reject(~self.required_affinity(info), R_NODE_AFFINITY)
+            elif (
+                name == names.DYNAMIC_RESOURCES
+                and self.devices is not None
+                and spec.get("resourceClaims")
+            ):
+                # the one pod with claims: its Filter answer per row
+                codes = self.devices.filter_rows(state.names, todo, state.node_labels.__getitem__)
+                if self.devices.error:  # a Filter error ends the attempt
+                    info.error = self.devices.error
+                    out[todo] = R_NARROWED
+                    return out
+                reject(codes == _codes.DRA_ALLOCATE, _codes.DRA_ALLOCATE)
+                reject(codes == _codes.DRA_UNAVAILABLE, _codes.DRA_UNAVAILABLE)
+                reject(codes == _codes.DRA_TIMEOUT, _codes.DRA_TIMEOUT)
         return out
 
-    def _untolerated_rows(self, tolerations: Sequence[Mapping[str, Any]]) -> Any:
-        """Rows with a NoSchedule/NoExecute taint none of ``tolerations`` tolerates."""
-        key = _ENCODE.encode(tolerations)
-        if key in self._taint_rows:
-            return self._taint_rows[key]
-        state = self.state
-        bad = [
-            tid
-            for tid, taint in enumerate(state.taint_list)
-            if taint[2] in ("NoSchedule", "NoExecute")
-            and not any(tolerates(t, taint) for t in tolerations)
-        ]
-        rows = state.taints[: state.rows, bad].any(axis=1) if bad else None
-        self._taint_rows[key] = rows
-        return rows
+    def _mask_rows(
+        self, mask: framework.FilterMask, args: Any, cache: dict[bytes, Any], info: ClassInfo
+    ) -> npt.NDArray[np.bool_] | None:
+        """A filter mask's failing rows for the class, once per distinct key and state."""
+        key = info.key if mask.key is None else self._key_value(mask.key(args, self, info))
+        if key in cache:
+            return cache[key]
+        failing = cache[key] = mask.failing(args, self, info)
+        return failing
 
     def required_affinity(self, info: ClassInfo) -> npt.NDArray[np.bool_]:
         """Rows matching the pod's nodeSelector and required node affinity (no added one)."""
@@ -857,37 +959,76 @@ class Encoder:
         return match
 
     # -------------------------------------------------------------- static scores
-    def _prefer_taints(self, info: ClassInfo) -> npt.NDArray[np.int16]:
-        state = self.state
-        rows = state.rows
-        tolerations = [
-            t
-            for t in info.spec.get("tolerations") or ()
-            if (t.get("effect") or "") in ("", "PreferNoSchedule")
-        ]
-        bad = [
-            tid
-            for tid, taint in enumerate(state.taint_list)
-            if taint[2] == "PreferNoSchedule" and not any(tolerates(t, taint) for t in tolerations)
-        ]
-        if not bad or names.TAINT_TOLERATION not in self.weights:
-            return np.zeros(rows, dtype=np.int16)
-        return state.taints[:rows, bad].sum(axis=1, dtype=np.int16)
+    def term_match(self, term: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        """Rows matching one node selector term (NodeTable.term_match)."""
+        return self._term(term)
 
-    def _preferred_affinity(self, info: ClassInfo) -> npt.NDArray[np.int32]:
-        rows = self.state.rows
-        out = np.zeros(rows, dtype=np.int32)
-        if names.NODE_AFFINITY not in self.weights:
-            return out
-        affinity = (info.spec.get("affinity") or {}).get("nodeAffinity") or {}
-        terms = list(affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ())
-        added = self.profile.node_affinity.added_affinity or {}
-        terms += list(added.get("preferredDuringSchedulingIgnoredDuringExecution") or ())
-        for term in terms:
-            weight = int(term.get("weight") or 0)
-            if weight:
-                out += weight * self._term(term.get("preference") or {})
-        return out
+    def _extra_tables(
+        self, classes: Sequence[ClassInfo]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """The extra channels' rows for these classes (c_x, x_raw), and each class's
+        ``fixed_const``: a channel whose values are 0 on every row is no row of x_raw
+        (-1) but a constant, 100 x its weight when REVERSE_MAX, 0 when MAX."""
+        extras = self.extras
+        c_x = np.full((len(classes), len(extras)), -1, dtype=np.int32)
+        if not extras:
+            return c_x, np.zeros((1, max(1, self.state.rows)), dtype=np.int32)
+        if self._extras_version != self.state.version:
+            for cache in self._extra_rows:
+                cache.clear()
+            self._extras_version = self.state.version
+        arrays: list[npt.NDArray[np.int32]] = []
+        seen: dict[tuple[int, bytes], int] = {}
+        for i, info in enumerate(classes):
+            const = 0
+            for k, (name, channel, args, weight) in enumerate(extras):
+                key = info.extra_keys[k]
+                cached = self._extra_rows[k].get(key)
+                if cached is None:
+                    raw = self._channel_raw(name, channel, args, info, np.int32)
+                    cached = self._extra_rows[k][key] = (raw, bool(raw.any()))
+                if not cached[1]:
+                    if channel.normalise is Normalise.REVERSE_MAX:
+                        const += framework.MAX_NODE_SCORE * weight
+                    continue
+                row = seen.get((k, key))
+                if row is None:
+                    row = seen[(k, key)] = len(arrays)
+                    arrays.append(cached[0])
+                c_x[i, k] = row
+            info.fixed_const = const
+        if not arrays:
+            return c_x, np.zeros((1, max(1, self.state.rows)), dtype=np.int32)
+        return c_x, np.ascontiguousarray(np.vstack(arrays), dtype=np.int32)
+
+    def _fixed_with_const(self, info: ClassInfo) -> npt.NDArray[np.int32]:
+        fixed = self._fixed_score(info)
+        return fixed + np.int32(info.fixed_const) if info.fixed_const else fixed
+
+    def _reverse_max_raw(self, info: ClassInfo) -> npt.NDArray[np.int16]:
+        return self._lane_raw(Normalise.REVERSE_MAX, info, np.int16)
+
+    def _max_raw(self, info: ClassInfo) -> npt.NDArray[np.int32]:
+        return self._lane_raw(Normalise.MAX, info, np.int32)
+
+    def _lane_raw(self, kind: Normalise, info: ClassInfo, dtype: Any) -> Any:
+        """The class's raw values in the channel of ``kind``, in the kernel's dtype for
+        it (zeros without such a channel)."""
+        lane = self.lanes.get(kind)
+        if lane is None:
+            return np.zeros(self.state.rows, dtype=dtype)
+        name, channel, args = lane
+        return self._channel_raw(name, channel, args, info, dtype)
+
+    def _channel_raw(
+        self, name: str, channel: ScoreChannel, args: Any, info: ClassInfo, dtype: Any
+    ) -> Any:
+        """A channel's raw values for the class, checked to fit ``dtype`` (not negative)."""
+        raw = np.asarray(channel.raw(args, self, info), dtype=np.int64)
+        top = np.iinfo(dtype).max
+        if raw.size and not 0 <= raw.min() <= raw.max() <= top:
+            raise ValueError(f"{name}: a raw score outside 0..{top}")
+        return raw.astype(dtype)
 
     def _fixed_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:
         """The weighted scores no placement changes: ImageLocality and static scores."""
@@ -898,6 +1039,12 @@ class Encoder:
                 # kube-scheduler fails the attempt of a plugin scoring out of range.
                 raise ValueError(f"{static_score.__module__}: a score outside 0..100")
             fixed = fixed + (weight * scores).astype(np.int32)
+        for name, answer in info.class_filters.items():
+            # A class filter's own score (VolumeBinding's capacity score), from the
+            # storage as its Filter read it for this class.
+            weight = self.weights.get(name, 0)
+            if answer.scores is not None and weight:
+                fixed = fixed + (weight * answer.scores).astype(np.int32)
         return fixed
 
     def _image_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:

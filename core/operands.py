@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins import names, registry
+from kubesalvo.core.plugins.framework import Normalise
 from kubesalvo.core.plugins.node_resources_fit import ScoringStrategyType
 from kubesalvo.core.profile import Profile
 
@@ -39,12 +40,18 @@ def kernel_settings(profile: Profile, max_constraints: int) -> dict[str, int | b
     """The profile's scalars, keyed as the fields of ``KernelSettings`` (_place.pxd)."""
     weights = profile.score_weights
     filters = set(profile.filters)
+    # The normalised score channels' weights: the kernel's REVERSE_MAX lane is w_taint,
+    # its MAX lane w_aff: the first channel of each kind (the further ones are extra
+    # channels, with their weights in encode.StaticTables).
+    lanes: dict[Normalise, int] = {}
+    for _, channel, weight in registry.score_channels(profile.scores):
+        lanes.setdefault(channel.normalise, weight)
     return {
         "strategy": _STRATEGIES[profile.fit.scoring_strategy.type],
         "w_fit": weights.get(names.NODE_RESOURCES_FIT, 0),
         "w_bal": weights.get(names.NODE_RESOURCES_BALANCED_ALLOCATION, 0),
-        "w_taint": weights.get(names.TAINT_TOLERATION, 0),
-        "w_aff": weights.get(names.NODE_AFFINITY, 0),
+        "w_taint": lanes.get(Normalise.REVERSE_MAX, 0),
+        "w_aff": lanes.get(Normalise.MAX, 0),
         "w_spread": weights.get(names.POD_TOPOLOGY_SPREAD, 0),
         "w_ipa": weights.get(names.INTER_POD_AFFINITY, 0),
         "fit_on": names.NODE_RESOURCES_FIT in filters,

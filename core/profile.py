@@ -25,6 +25,7 @@ from kubesalvo.core.plugins.inter_pod_affinity import InterPodAffinityArgs
 from kubesalvo.core.plugins.node_affinity import NodeAffinityArgs
 from kubesalvo.core.plugins.node_resources_fit import NodeResourcesFitArgs
 from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs
+from kubesalvo.core.reasons import FIXED_REASONS
 
 __all__ = ["DEFAULT_SCHEDULER_NAME", "Profile", "ProfileError"]
 
@@ -68,11 +69,18 @@ class Profile:
         if len(set(self.filters)) != len(self.filters):
             raise ProfileError("plugins.filter.enabled", "Duplicate plugin")
         static = [n for n in self.filters if registry.PLUGINS[n].static_filter is not None]
-        # Each static filter takes one reason code, each class filter one per reason.
+        # Each static filter takes one reason code, each class filter one per reason, each
+        # filter mask one unless its reason has a code of its own (kube-scheduler's).
+        fixed = set(FIXED_REASONS.values())
         codes = len(static) + sum(
             len(registry.PLUGINS[n].reasons)
             for n in self.filters
             if registry.PLUGINS[n].class_filter is not None
+        )
+        codes += sum(
+            (n, m.reason) not in fixed
+            for n in self.filters
+            for m in registry.PLUGINS[n].filter_masks
         )
         if codes > _MAX_EXTENSION_CODES:
             raise ProfileError(
@@ -94,6 +102,10 @@ class Profile:
             total += weight * framework.MAX_NODE_SCORE
             if total > framework.MAX_TOTAL_SCORE:
                 raise ProfileError(f"{path}.weight", "total score of Score plugins could overflow")
+        try:
+            registry.score_channels(self.scores)
+        except registry.ScoreChannelConflict as err:
+            raise ProfileError("plugins.score.enabled", str(err)) from None
 
     @classmethod
     def from_args(
@@ -114,6 +126,13 @@ class Profile:
         }
         static = [n for n in filters if registry.PLUGINS[n].static_filter is not None]
         static += [n for n, _ in scores if registry.PLUGINS[n].static_score is not None]
+        # A class filter's args too (VolumeBinding's capacity score shape).
+        static += [n for n in filters if registry.PLUGINS[n].class_filter is not None]
+        static += [
+            n
+            for n, _ in scores
+            if registry.PLUGINS[n].score_channel is not None and n not in _ARGS_FIELDS
+        ]
         kwargs["plugin_args"] = tuple(
             (name, args[name]) for name in dict.fromkeys(static) if name in args
         )
@@ -126,6 +145,9 @@ class Profile:
 
     def args_of(self, plugin: str) -> Any:
         """The args of a static filter or score plugin: as configured, else its defaults."""
+        attr = _ARGS_FIELDS.get(plugin)
+        if attr is not None:
+            return getattr(self, attr)
         for name, args in self.plugin_args:
             if name == plugin:
                 return args

@@ -1,4 +1,5 @@
-"""The registry's static plugins (``static_filter``, ``static_score``) for one pod.
+"""The registry's static plugins (``static_filter``, ``static_score``, ``score_channel``)
+for one pod.
 
 A static plugin is written over a ``NodeTable``: one answer per node, at once. The encoder
 gives it the ClusterState's interned label columns; here it gets the nodes of one pod's
@@ -11,7 +12,7 @@ its module's own tests' job.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +22,9 @@ import numpy.typing as npt
 from kubesalvo.core.pernode.framework import Pod, Status
 from kubesalvo.core.pernode.selectors import node_selector_terms
 from kubesalvo.core.pernode.snapshot import NodeInfo, namespace_of
-from kubesalvo.core.plugins.framework import PluginSpec
+from kubesalvo.core.plugins.framework import MAX_NODE_SCORE, Normalise, PluginSpec
 
-__all__ = ["StaticFilter", "static_scores"]
+__all__ = ["StaticFilter", "channel_scores", "static_scores"]
 
 
 class _Nodes:
@@ -47,6 +48,33 @@ class _Nodes:
         return np.array(
             [any(t.matches({"metadata": {"labels": n.labels}}) for t in terms) for n in self.nodes],
             dtype=bool,
+        )
+
+    def term_match(self, term: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        terms = node_selector_terms({"nodeSelectorTerms": [term]})  # empty: no term
+        return np.array(
+            [
+                any(t.matches({"metadata": {"name": n.name, "labels": n.labels}}) for t in terms)
+                for n in self.nodes
+            ],
+            dtype=bool,
+        )
+
+    def taint_keys(self) -> Set[str]:
+        return {t.get("key") or "" for n in self.nodes for t in n.taints}
+
+    def taint_counts(
+        self, counted: Callable[[tuple[str, str, str]], bool]
+    ) -> npt.NDArray[np.int64]:
+        return np.array(
+            [
+                sum(
+                    counted((t.get("key") or "", t.get("value") or "", t.get("effect") or ""))
+                    for t in n.taints
+                )
+                for n in self.nodes
+            ],
+            dtype=np.int64,
         )
 
 
@@ -87,3 +115,24 @@ def static_scores(
     assert spec.static_score is not None
     scores = spec.static_score(args, _Nodes(feasible), _OnePod.of(pod))
     return {n.name: int(s) for n, s in zip(feasible, scores, strict=True)}
+
+
+def channel_scores(
+    spec: PluginSpec, args: Any, pod: Pod, feasible: Sequence[NodeInfo]
+) -> dict[str, int]:
+    """A score channel's normalised score of each feasible node, as kube-scheduler's
+    DefaultNormalizeScore: MAX scales by the largest raw value (all 0 when it is 0),
+    REVERSE_MAX reverses that (all 100 when it is 0); NONE values are final."""
+    channel = spec.score_channel
+    assert channel is not None
+    raw = [int(v) for v in channel.raw(args, _Nodes(feasible), _OnePod.of(pod))]
+    if channel.normalise is not Normalise.NONE:
+        top = max(raw, default=0)
+        reverse = channel.normalise is Normalise.REVERSE_MAX
+        if top == 0:
+            raw = [MAX_NODE_SCORE if reverse else 0 for _ in raw]
+        else:
+            raw = [MAX_NODE_SCORE * v // top for v in raw]
+            if reverse:
+                raw = [MAX_NODE_SCORE - v for v in raw]
+    return {n.name: v for n, v in zip(feasible, raw, strict=True)}

@@ -13,6 +13,8 @@ This is kubesalvo's small version of kube-scheduler's ``framework`` package:
   invalid field with its path below ``pluginConfig[i].args`` and the accepted values, in
   apimachinery's words; the config loader reports them under the file's path, a direct
   construction raises :class:`ArgsError` with them;
+* :class:`ScoreChannel`: a score computed per class of pods by its plugin's module, with
+  the normalisation the kernel applies over each pod's feasible nodes;
 * :class:`PluginSpec`: one plugin's entry in the registry;
 * kube-scheduler's FitError text, rendered from reason counts at the edge.
 """
@@ -20,7 +22,7 @@ This is kubesalvo's small version of kube-scheduler's ``framework`` package:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from enum import Enum, IntFlag, StrEnum
 from typing import Any, Protocol
@@ -45,12 +47,15 @@ __all__ = [
     "ErrorKind",
     "EventResource",
     "FieldError",
+    "FilterMask",
     "HintFn",
     "NodeTable",
+    "Normalise",
     "PluginSpec",
     "PodClass",
     "ProfileError",
     "ResourceSpec",
+    "ScoreChannel",
     "StaticFilter",
     "StaticScore",
     "check",
@@ -316,6 +321,22 @@ class NodeTable(Protocol):
         a PersistentVolume's node affinity is checked upstream."""
         ...
 
+    def term_match(self, term: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        """Rows matching one node selector term (its requirements ANDed, ``matchFields``
+        on the node's name; an empty term matches nothing), as a preferred scheduling
+        term's preference is matched."""
+        ...
+
+    def taint_keys(self) -> Set[str]:
+        """The keys of every taint some row carries."""
+        ...
+
+    def taint_counts(
+        self, counted: Callable[[tuple[str, str, str]], bool]
+    ) -> npt.NDArray[np.int64]:
+        """Per row, how many of its taints (key, value, effect) ``counted`` holds."""
+        ...
+
 
 class PodClass(Protocol):
     """What the pods of one equivalence class share (``core.encode.ClassInfo``)."""
@@ -335,6 +356,69 @@ StaticFilter = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.bool_]]
 StaticScore = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.integer[Any]]]
 
 
+class Normalise(Enum):
+    """How the kernel turns a score channel's raw values into scores in 0..100.
+
+    ``MAX``: 100 * x // m, m the largest raw value over the pod's feasible nodes (every
+    node 0 when m is 0), kube-scheduler's DefaultNormalizeScore; ``REVERSE_MAX``: 100 -
+    100 * x // m (every node 100 when m is 0), the reversed one; ``NONE``: the raw values
+    are the scores already (in 0..100, checked), added to the class's fixed scores.
+    """
+
+    NONE = "None"
+    MAX = "Max"
+    REVERSE_MAX = "ReverseMax"
+
+
+# A channel's raw values: (its args, the nodes, a class of pods) -> one non-negative
+# integer per row. Called once per class and burst (and cached by ``key``).
+ScoreRaw = Callable[[Any, NodeTable, PodClass], npt.NDArray[np.integer[Any]]]
+# The part of a class that a channel's raw values depend on (encodable as JSON): classes
+# with equal keys share one row of raw values.
+ScoreKey = Callable[[Any, NodeTable, PodClass], Any]
+
+
+@dataclass(frozen=True)
+class ScoreChannel:
+    """A score plugin's per-class contribution: raw values per node and their normalisation.
+
+    The encoder gathers the channels of a profile's enabled score plugins from the
+    registry and calls ``raw`` once per distinct ``key`` (None: the whole class is the
+    key); the kernel normalises the values over each pod's feasible nodes as ``normalise``
+    says and adds them with the plugin's weight. ``reads``: the spec field the key reads
+    (empty: any); classes whose spec lacks it share one key without a call, which spares
+    a burst of many classes a call per class.
+    """
+
+    normalise: Normalise
+    raw: ScoreRaw
+    key: ScoreKey | None = None
+    reads: str = ""
+
+
+# A filter mask's answer: (its args, the nodes, a class of pods) -> the rows failing it, or
+# None when no row does.
+MaskFn = Callable[[Any, NodeTable, PodClass], "npt.NDArray[np.bool_] | None"]
+
+
+@dataclass(frozen=True)
+class FilterMask:
+    """One reason of a filter whose answer depends on the nodes and the pod's signature.
+
+    The encoder asks the masks of a profile's filter plugins once per distinct ``key``
+    (None: the whole class) and per burst, in the order the plugin lists them; a row counts
+    under the first reason that fails it (the plugin's reason code). ``signature``: the
+    rows depend on the pod only through what the encoder's static rows already tell apart
+    (``spec.nodeName``, ``spec.nodeSelector``, required node affinity, tolerations), so
+    the key need not split them further; otherwise the key joins the static row's key.
+    """
+
+    reason: str
+    failing: MaskFn
+    key: ScoreKey | None = None
+    signature: bool = False
+
+
 @dataclass(frozen=True)
 class ClassFilterResult:
     """What a class filter's PreFilter and Filter say for one class of pods.
@@ -344,11 +428,15 @@ class ClassFilterResult:
     attempt fails with this error; else ``failing``: per reason text of the plugin, in the
     order its Filter checks them, the rows failing with it (a row counts under the first
     reason that holds it; one Filter status per node, as upstream returns one).
+    ``scores``: the plugin's Score per row, 0..100 and final (no NormalizeScore), when it
+    scores the class from what its Filter found (VolumeBinding's capacity score); the
+    encoder adds it, weighted, to the class's fixed scores.
     """
 
     prefilter_message: str = ""
     error: str = ""
     failing: tuple[tuple[str, npt.NDArray[np.bool_]], ...] = ()
+    scores: npt.NDArray[np.int64] | None = None
 
 
 # A class filter: (its args, the nodes, a class of pods, the cluster's objects it reads)
@@ -375,6 +463,9 @@ class PluginSpec:
     node's labels and the pod's signature. The same functions, run over one pod's nodes,
     are what the per-node evaluator runs for the tests' oracle, preemption's dry run
     and ``explain`` (``core/pernode/static_plugins.py``).
+    ``score_channel``: a score computed per class by the module (raw values per node) and
+    normalised by the kernel over the feasible nodes (:class:`ScoreChannel`).
+    ``filter_masks``: a filter's per-class answers, one per reason (:class:`FilterMask`).
     ``class_filter``: for a filter that also reads cluster objects (the volume filters read
     the storage objects of ``ClusterState.storage``) and may reject at PreFilter, the
     function the encoder calls for classes whose spec holds ``class_filter_reads``; each of
@@ -390,6 +481,8 @@ class PluginSpec:
     class_filter: ClassFilter | None = None
     class_filter_reads: str = ""
     static_score: StaticScore | None = None
+    score_channel: ScoreChannel | None = None
+    filter_masks: tuple[FilterMask, ...] = ()
 
     def __post_init__(self) -> None:
         if self.static_filter is not None and len(self.reasons) != 1:
@@ -398,6 +491,13 @@ class PluginSpec:
             raise ValueError(f"class filter {self.name} must name the spec field it reads")
         if self.static_score is not None and SCORE not in self.points:
             raise ValueError(f"static score {self.name} must implement the score point")
+        if self.score_channel is not None and SCORE not in self.points:
+            raise ValueError(f"score channel {self.name} must implement the score point")
+        for mask in self.filter_masks:
+            if mask.reason not in self.reasons or FILTER not in self.points:
+                raise ValueError(f"filter mask of {self.name}: {mask.reason!r} is not its reason")
+        if self.score_channel is not None and self.static_score is not None:
+            raise ValueError(f"score {self.name} is a static score or a channel, not both")
 
 
 # --- texts of the framework (rendered at the edge) --------------------------------------

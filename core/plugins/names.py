@@ -32,8 +32,10 @@ DYNAMIC_RESOURCES = "DynamicResources"
 QOS_AWARE = "QosAware"
 GROUP_PRIORITY = "GroupPriority"
 COSCHEDULING = "Coscheduling"
-# The example plugins of "Writing a plugin": a static filter and a static score.
+# The example plugins of "Writing a plugin": a static filter, a static score and a
+# normalised score.
 NODE_POOL = "NodePool"
 NODE_LABEL_PREFERENCE = "NodeLabelPreference"
+NODE_LABEL_RANK = "NodeLabelRank"
 # Improves a burst's assignment before binding (issue 29).
 BURST_PACKING = "BurstPacking"

@@ -1,8 +1,12 @@
 """NodeAffinity: ``spec.nodeSelector`` and required node affinity filter, preferred terms
 score; the profile's ``addedAffinity`` applies to every pod of it.
 
-Static per class (``core/encode.py``: reason codes 4, 5 and 7 for the nodes a
-``metadata.name`` term leaves out; the preferred weights the kernel normalises).
+The filter is this module's two masks (:data:`FILTER_MASKS`): the profile's added required
+affinity, then the pod's nodeSelector and required terms; its PreFilter (the nodes a
+``metadata.name`` term leaves out, code 7) is the encoder's. The score is this module's channel
+(:data:`SCORE_CHANNEL`): per node, the summed weights of the preferred terms it matches
+(the pod's and the profile's added ones), which the kernel normalises over the feasible
+nodes by their largest sum.
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
@@ -23,7 +30,12 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    FilterMask,
+    NodeTable,
+    Normalise,
     PluginSpec,
+    PodClass,
+    ScoreChannel,
     check,
 )
 
@@ -31,8 +43,13 @@ __all__ = [
     "ERR_REASON_ENFORCED_NODE_AFFINITY",
     "ERR_REASON_NODE_AFFINITY",
     "ERR_REASON_NODE_AFFINITY_CONFLICT",
+    "FILTER_MASKS",
     "NAME",
+    "SCORE_CHANNEL",
     "NodeAffinityArgs",
+    "preferred_terms_of",
+    "preferred_weights",
+    "selector_failing",
 ]
 
 NAME = names.NODE_AFFINITY
@@ -97,6 +114,80 @@ class NodeAffinityArgs:
         return out
 
 
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def preferred_terms_of(args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass) -> Any:
+    """The pod's own preferred terms (the added ones are the profile's, the same for all)."""
+    return ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(_PREFERRED)
+
+
+def preferred_weights(
+    args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass
+) -> npt.NDArray[np.int64]:
+    """Per node, the summed weights of the preferred terms whose preference it matches:
+    the pod's, then the profile's ``addedAffinity`` ones (the plugin's raw score)."""
+    terms = list(preferred_terms_of(args, nodes, pod) or ())
+    added = (args.added_affinity if args is not None else None) or {}
+    terms += list(added.get(_PREFERRED) or ())
+    out: npt.NDArray[np.int64] | None = None
+    for term in terms:
+        weight = int(term.get("weight") or 0)
+        if weight:
+            matched = weight * nodes.term_match(term.get("preference") or {}).astype(np.int64)
+            out = matched if out is None else out + matched
+    return out if out is not None else np.zeros(len(nodes.node_names()), dtype=np.int64)
+
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _selector_match(nodes: NodeTable, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+    # A NodeSelector's terms ORed (no terms: no node); term_match ANDs a term's parts.
+    match = np.zeros(len(nodes.node_names()), dtype=bool)
+    for term in selector.get("nodeSelectorTerms") or ():
+        match |= nodes.term_match(term)
+    return match
+
+
+def added_failing(
+    args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass
+) -> npt.NDArray[np.bool_] | None:
+    """The nodes the profile's added required affinity refuses (None: it adds none)."""
+    added = ((args.added_affinity if args is not None else None) or {}).get(_REQUIRED)
+    return None if added is None else ~_selector_match(nodes, added)
+
+
+def selector_failing(
+    args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass
+) -> npt.NDArray[np.bool_]:
+    """The nodes the pod's nodeSelector or required node affinity refuses."""
+    match = np.ones(len(nodes.node_names()), dtype=bool)
+    for label, value in (pod.spec.get("nodeSelector") or {}).items():
+        match &= nodes.label_in(label, [value])
+    required = ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(_REQUIRED)
+    if required is not None:
+        match &= _selector_match(nodes, required)
+    return ~match
+
+
+def _no_pod_part(args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass) -> None:
+    return None  # the profile's: the same for every pod
+
+
+def _selector_of(args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass) -> Any:
+    required = ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(_REQUIRED)
+    return (pod.spec.get("nodeSelector"), required)
+
+
+# Both depend on no more than the static rows' signature (nodeSelector, required terms).
+FILTER_MASKS = (
+    FilterMask(ERR_REASON_ENFORCED_NODE_AFFINITY, added_failing, _no_pod_part, True),
+    FilterMask(ERR_REASON_NODE_AFFINITY, selector_failing, _selector_of, True),
+)
+
+# The more preferred weight a node matches, the more it scores (max-normalised).
+SCORE_CHANNEL = ScoreChannel(Normalise.MAX, preferred_weights, preferred_terms_of, reads="affinity")
 EVENTS = (ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
 SPEC = PluginSpec(
     NAME,
@@ -107,4 +198,6 @@ SPEC = PluginSpec(
         ERR_REASON_ENFORCED_NODE_AFFINITY: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
     },
     events=EVENTS,
+    score_channel=SCORE_CHANNEL,
+    filter_masks=FILTER_MASKS,
 )

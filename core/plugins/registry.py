@@ -3,13 +3,15 @@
 The config loader reads which extension points a plugin implements and its args model;
 the queue reads the events each plugin registered; the encoder, the failure reports and
 ``explain`` read the reasons; the encoder and the reference run the static filters and
-scores (``static_filter``, ``static_score``). Adding a plugin: write its module (see any
+scores (``static_filter``, ``static_score``) and the score channels (``score_channel``,
+gathered per profile by :func:`score_channels`). Adding a plugin: write its module (see any
 module here; ``node_name`` is the smallest filter) and add its ``SPEC`` to ``_SPECS``
 below.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import MappingProxyType
 
 from kubesalvo.core.plugins import (
@@ -25,6 +27,7 @@ from kubesalvo.core.plugins import (
     names,
     node_affinity,
     node_label_preference,
+    node_label_rank,
     node_name,
     node_pool,
     node_ports,
@@ -40,7 +43,14 @@ from kubesalvo.core.plugins import (
     volume_restrictions,
     volume_zone,
 )
-from kubesalvo.core.plugins.framework import FILTER, ClusterEvent, Code, PluginSpec
+from kubesalvo.core.plugins.framework import (
+    FILTER,
+    ClusterEvent,
+    Code,
+    Normalise,
+    PluginSpec,
+    ScoreChannel,
+)
 
 __all__ = [
     "ARGS",
@@ -48,10 +58,13 @@ __all__ = [
     "DEFAULT_PLUGINS",
     "DEFAULT_SCORE_WEIGHTS",
     "EXTENSION_POINTS",
+    "MAX_EXTRA_CHANNELS",
     "PLUGINS",
     "PLUGIN_EVENTS",
     "REASON_CODES",
     "REASON_PLUGIN",
+    "ScoreChannelConflict",
+    "score_channels",
 ]
 
 _SPECS: tuple[PluginSpec, ...] = (
@@ -79,6 +92,7 @@ _SPECS: tuple[PluginSpec, ...] = (
     coscheduling.SPEC,
     node_pool.SPEC,
     node_label_preference.SPEC,
+    node_label_rank.SPEC,
     burst_packing.SPEC,
 )
 
@@ -138,3 +152,43 @@ DEFAULT_SCORE_WEIGHTS: dict[str, int] = {
     names.NODE_RESOURCES_BALANCED_ALLOCATION: 1,
     names.IMAGE_LOCALITY: 1,
 }
+
+
+# The normalised channels a profile may score beyond the first of each kind (the kernel's
+# extra channels, KS_EXTRA in core/_scan.h).
+MAX_EXTRA_CHANNELS = 8
+
+
+class ScoreChannelConflict(ValueError):
+    """More normalised score channels than the kernel takes."""
+
+
+def score_channels(
+    scores: Iterable[tuple[str, int]],
+) -> list[tuple[str, ScoreChannel, int]]:
+    """The score channels of a profile's enabled score plugins, in the profile's order:
+    (plugin, channel, weight).
+
+    The kernel takes the first MAX and the first REVERSE_MAX channel in lanes of their own
+    (its fast paths) and up to :data:`MAX_EXTRA_CHANNELS` further normalised ones; more
+    raise :class:`ScoreChannelConflict` naming them (the profile is refused at start).
+    NONE channels are summed into the fixed scores, any number of them.
+    """
+    out: list[tuple[str, ScoreChannel, int]] = []
+    kinds: set[Normalise] = set()
+    extra: list[str] = []
+    for name, weight in scores:
+        channel = PLUGINS[name].score_channel
+        if channel is None or not weight:
+            continue
+        if channel.normalise is not Normalise.NONE:
+            if channel.normalise in kinds:
+                extra.append(name)
+            kinds.add(channel.normalise)
+        out.append((name, channel, weight))
+    if len(extra) > MAX_EXTRA_CHANNELS:
+        raise ScoreChannelConflict(
+            f"score plugins {extra}: at most {MAX_EXTRA_CHANNELS} normalised scores beyond "
+            "the first of each normalisation kind"
+        )
+    return out

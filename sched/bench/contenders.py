@@ -236,6 +236,14 @@ def kubesalvo_config(cp: ControlPlane, qps: float, burst: int) -> dict[str, Any]
     }
 
 
+def release_flags(cp: ControlPlane) -> list[str]:
+    """kubesalvo's flags for deciding as the control plane's kube-scheduler release does
+    by default: kubesalvo's defaults are v1.34's, and v1.37 turned StorageCapacityScoring
+    on (VolumeBinding scores by capacity)."""
+    minor = int(cp.kubernetes.lstrip("v").split(".")[1])
+    return ["--feature-gates=StorageCapacityScoring=true"] if minor >= 37 else []
+
+
 def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
     began = time.monotonic()
     config = _work_dir(cp, KUBESALVO) / "config.yaml"
@@ -249,6 +257,7 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
         f"--metrics-address={processes.LOOPBACK}",
         f"--metrics-port={metrics_port}",
         f"--debug-port={debug_port}",
+        *release_flags(cp),
     ]
     pid, log, stop = _spawn(cp, KUBESALVO, command)
     base = f"http://{processes.LOOPBACK}:{metrics_port}"

@@ -413,8 +413,8 @@ def test_requested_to_capacity_ratio_args() -> None:
         """,
     )
     fit = profile.core.fit
-    assert fit.ignored_resources == frozenset({"example.com/foo"})
-    assert fit.ignored_resource_groups == frozenset({"example.com"})
+    assert fit.ignored_resources == ("example.com/foo",)
+    assert fit.ignored_resource_groups == ("example.com",)
     strategy = fit.scoring_strategy
     assert strategy.type is ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO
     assert [(r.name, r.weight) for r in strategy.resources] == [("cpu", 1), ("nvidia.com/gpu", 5)]

@@ -12,7 +12,7 @@ import pytest
 from kubesalvo.core.plugins import registry
 from kubesalvo.core.plugins.burst_packing import BurstPackingArgs
 from kubesalvo.core.plugins.framework import RESERVE, ProfileError
-from kubesalvo.sched.config import ConfigError, parse_config
+from kubesalvo.sched.config import ConfigError, gates, parse_config
 from kubesalvo.sched.simulate.cli import _profile
 
 HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -71,7 +71,9 @@ def test_its_args_are_checked_with_their_field_paths():
 def test_simulate_strategy_keeps_burst_packing(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(HEADER + ENABLED.replace("ARGS", "{maxExactNodes: 7}"))
-    args = argparse.Namespace(config=str(path), strategy="MostAllocated")
+    args = argparse.Namespace(
+        config=str(path), strategy="MostAllocated", feature_gates=gates.FeatureGates()
+    )
     assert _profile(args).packing == BurstPackingArgs(max_exact_nodes=7)
 
 
