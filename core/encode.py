@@ -158,6 +158,9 @@ class ClassInfo:
     # the answers of the profile's class filters (core/plugins, ``class_filter``) that
     # have something to check for the class: plugin -> answer
     class_filters: dict[str, framework.ClassFilterResult] = field(default_factory=dict)
+    # DynamicResources' cycle state of the class's one pod with claims (core.dra.pod's
+    # PodDevices), when the caller places it with its devices; its score channel reads it
+    devices: Any = None
     # False until Encoder.complete has set images, containers, spread_selectors,
     # spread_invalid, the *_key fields, affinity_error, prefilter_*, score_error
     complete: bool = True
@@ -473,6 +476,7 @@ class Encoder:
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
         if self.devices is not None and spec.get("resourceClaims"):
             info.static_key = info.key + b"/devices"  # the one pod's own Filter answer
+            info.devices = self.devices
         pod_affinity = info.affinity
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
@@ -666,7 +670,6 @@ class Encoder:
             self._version = self.state.version
         rows = self.state.rows
         classes = [self.classes[cid] for cid in class_ids]
-        c_x, x_raw = self._extra_tables(classes)
         parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {}
         index: dict[str, npt.NDArray[np.int32]] = {}
         tables: list[tuple[str, dict[bytes, Any], Callable[[ClassInfo], np.ndarray]]] = [
@@ -675,7 +678,12 @@ class Encoder:
             ("taint", self._taint, self._reverse_max_raw),
             ("aff", self._aff, self._max_raw),
         ]
+        c_x = x_raw = None
         for kind, cache, build in tables:
+            if kind == "fixed":
+                # The extra channels after the static filters (DynamicResources' score reads
+                # what its Filter found) and before the fixed row (their constants join it).
+                c_x, x_raw = self._extra_tables(classes)
             seen: dict[bytes, int] = {}
             arrays: list[np.ndarray] = []
             rows_of: list[int] = []
@@ -699,6 +707,7 @@ class Encoder:
                 return np.zeros((1, rows), dtype=dtype)
             return np.ascontiguousarray(np.vstack(arrays), dtype=dtype)
 
+        assert c_x is not None and x_raw is not None
         static_reason = stack("static", np.uint8)
         passing = [np.flatnonzero(row == 0).astype(np.int32) for row in static_reason]
         static_off = np.zeros(len(passing) + 1, dtype=np.int32)

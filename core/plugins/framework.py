@@ -470,6 +470,9 @@ class PluginSpec:
     the storage objects of ``ClusterState.storage``) and may reject at PreFilter, the
     function the encoder calls for classes whose spec holds ``class_filter_reads``; each of
     its ``reasons`` gets a reason code.
+    ``named_only``: points among ``points`` that ``multiPoint`` does not expand into: the
+    plugin runs there only where a profile names it at the point (an upstream release
+    later than v1.34 added it there; kubesalvo's defaults stay v1.34's).
     """
 
     name: str
@@ -483,6 +486,7 @@ class PluginSpec:
     static_score: StaticScore | None = None
     score_channel: ScoreChannel | None = None
     filter_masks: tuple[FilterMask, ...] = ()
+    named_only: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.static_filter is not None and len(self.reasons) != 1:
@@ -498,6 +502,8 @@ class PluginSpec:
                 raise ValueError(f"filter mask of {self.name}: {mask.reason!r} is not its reason")
         if self.score_channel is not None and self.static_score is not None:
             raise ValueError(f"score {self.name} is a static score or a channel, not both")
+        if not self.named_only <= self.points:
+            raise ValueError(f"{self.name}: named-only points must be among its points")
 
 
 # --- texts of the framework (rendered at the edge) --------------------------------------
