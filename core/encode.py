@@ -158,6 +158,9 @@ class ClassInfo:
     # the answers of the profile's class filters (core/plugins, ``class_filter``) that
     # have something to check for the class: plugin -> answer
     class_filters: dict[str, framework.ClassFilterResult] = field(default_factory=dict)
+    # DynamicResources' cycle state of the class's one pod with claims (core.dra.pod's
+    # PodDevices), when the caller places it with its devices; its score channel reads it
+    devices: Any = None
     # False until Encoder.complete has set images, containers, spread_selectors,
     # spread_invalid, the *_key fields, affinity_error, prefilter_*, score_error
     complete: bool = True
@@ -466,12 +469,14 @@ class Encoder:
             info.static_key = info.key
         if self.class_filters:
             self._class_filters(info)
-        if self.static_scores:
-            info.image_key = info.key  # so may a static score or channel (the fixed row)
+        if self.static_scores or any(a.scores is not None for a in info.class_filters.values()):
+            # so may a static score, a NONE channel or a class filter's score (the fixed row)
+            info.image_key = info.key
         if info.error:  # a quantity no int64 holds (_class_info)
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
         if self.devices is not None and spec.get("resourceClaims"):
             info.static_key = info.key + b"/devices"  # the one pod's own Filter answer
+            info.devices = self.devices
         pod_affinity = info.affinity
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
@@ -673,11 +678,11 @@ class Encoder:
             ("taint", self._taint, self._reverse_max_raw),
             ("aff", self._aff, self._max_raw),
         ]
-        # The static rows first: the score channels come after the class's filters, so a
-        # channel may read what a filter left for the class (a plugin's cycle state).
-        c_x, x_raw = self._extra_tables([])
+        c_x = x_raw = None
         for kind, cache, build in tables:
-            if kind == "fixed":  # the extra channels' constants join the fixed rows
+            if kind == "fixed":
+                # The extra channels after the static filters (DynamicResources' score reads
+                # what its Filter found) and before the fixed row (their constants join it).
                 c_x, x_raw = self._extra_tables(classes)
             seen: dict[bytes, int] = {}
             arrays: list[np.ndarray] = []
@@ -702,6 +707,7 @@ class Encoder:
                 return np.zeros((1, rows), dtype=dtype)
             return np.ascontiguousarray(np.vstack(arrays), dtype=dtype)
 
+        assert c_x is not None and x_raw is not None
         static_reason = stack("static", np.uint8)
         passing = [np.flatnonzero(row == 0).astype(np.int32) for row in static_reason]
         static_off = np.zeros(len(passing) + 1, dtype=np.int32)
@@ -1042,6 +1048,12 @@ class Encoder:
                 # kube-scheduler fails the attempt of a plugin scoring out of range.
                 raise ValueError(f"{static_score.__module__}: a score outside 0..100")
             fixed = fixed + (weight * scores).astype(np.int32)
+        for name, answer in info.class_filters.items():
+            # A class filter's own score (VolumeBinding's capacity score), from the
+            # storage as its Filter read it for this class.
+            weight = self.weights.get(name, 0)
+            if answer.scores is not None and weight:
+                fixed = fixed + (weight * answer.scores).astype(np.int32)
         return fixed
 
     def _image_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:

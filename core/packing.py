@@ -1,24 +1,34 @@
-"""Packing after greedy: emptying the least filled nodes of a burst (issue 29, a first part).
+"""Packing after greedy: BurstPacking's improvement of a burst's assignment (issue 29).
 
 The kernel places a burst pod by pod; the node count it reaches can be above the optimum
-(bench/packing). ``empty_least_filled`` takes its assignment and tries, node by node from
-the least filled, to move every burst pod of a node onto the other nodes in use, best fit
-first; a node is emptied only when all its pods find room, otherwise nothing moves. A
-node that held pods before the burst is never a candidate: it cannot be scaled down.
+and, when capacity is short, it can leave out pods a better packing fits (bench/packing).
+``improve`` takes its assignment and returns one at least as good - most pods placed
+at each priority level, the highest first, then fewest nodes newly used - keeping every
+guarantee: a pod goes only where its class passes the production filters
+(``class_feasible``, from the caller) and its requests fit, immovable pods (those whose
+placement depends on other pods: spread, inter-pod affinity, host ports, gangs, volumes
+and claims) stay, and no level places fewer pods than the kernel did, nor any level
+below it more at its expense (a lower priority never takes room a higher one needed).
+Inside one level, a pod the kernel placed may be left out for two it could not: the
+count is what matters. A node that held pods before the burst is never counted as
+freed.
 
-Inputs are plain arrays (no I/O, no cluster objects): the pods' requests and the nodes'
-free room per resource, and which pods may go on which node (``feasible``; the caller
-gives the production filters' verdict, and leaves pods with placement constraints that
-depend on other pods - spread, inter-pod affinity, gangs - immovable). Not yet wired into
-``place``: see issue 29.
+Small bursts are solved exactly (``solve_exact``: scipy's HiGHS under a time budget, the
+kernel's result the fallback); every burst also gets the bounded moves
+(``bounded_moves``): the unplaced pods placed first-fit-decreasing inside a priority
+level, then the least filled nodes emptied (``empty_least_filled`` is the unbounded
+first version, kept for the yardstick). Inputs are plain arrays: no I/O, no cluster
+objects.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["empty_least_filled"]
+__all__ = ["Burst", "Limits", "better", "empty_least_filled", "improve", "newly_used", "valid"]
 
 
 def empty_least_filled(
@@ -74,6 +84,486 @@ def empty_least_filled(
             for moved, target in moves:
                 out[moved] = target
     return out
+
+
+@dataclass(frozen=True)
+class Burst:
+    """One burst as the improvement sees it: plain arrays, no cluster objects.
+
+    ``requests``: pods x resources; ``free``: nodes x resources, the room before the burst;
+    ``assigned``: the kernel's node per pod (-1 unplaced); ``pod_class``: per pod, its row
+    of ``class_feasible`` (classes x nodes: the production filters' verdict other than
+    resources); ``movable``: pods that may be moved, or placed when the kernel left them
+    out; ``level``: per pod its priority (higher goes first); ``held_before``: nodes with
+    pods before the burst.
+    """
+
+    requests: npt.NDArray[np.int64]
+    free: npt.NDArray[np.int64]
+    assigned: npt.NDArray[np.int32]
+    pod_class: npt.NDArray[np.intp]
+    class_feasible: npt.NDArray[np.bool_]
+    movable: npt.NDArray[np.bool_]
+    level: npt.NDArray[np.int64]
+    held_before: npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How far the improvement goes: the exact solve's size limits and time budget, and
+    how many of the least filled nodes the bounded moves try to empty."""
+
+    exact_pods: int = 500
+    exact_nodes: int = 100
+    time_budget: float = 1.0
+    emptied_nodes: int = 256
+
+
+def newly_used(assigned: npt.NDArray[np.int32], held_before: npt.NDArray[np.bool_]) -> int:
+    """Nodes the burst puts pods on that held none before (what a scale-down can take)."""
+    used = np.zeros(len(held_before), dtype=bool)
+    used[assigned[assigned >= 0]] = True
+    return int(np.count_nonzero(used & ~held_before))
+
+
+def valid(burst: Burst, out: npt.NDArray[np.int32]) -> bool:
+    """Whether ``out`` keeps the guarantees: every pod it places fits and passes its
+    class's filters there, and immovable pods stay where the kernel put them (that a
+    priority level is not served worse is ``better``'s part)."""
+    placed = out >= 0
+    if (burst.assigned[~burst.movable] != out[~burst.movable]).any():
+        return False
+    movers = placed & burst.movable
+    if not burst.class_feasible[burst.pod_class[movers], out[movers]].all():
+        return False
+    return bool((_load(burst.requests, out, len(burst.free)) <= burst.free).all())
+
+
+def better(burst: Burst, out: npt.NDArray[np.int32], than: npt.NDArray[np.int32]) -> bool:
+    """Whether ``out`` beats ``than``: more pods placed at the highest priority where they
+    differ, then fewer nodes newly used."""
+    return _worth(burst, out) > _worth(burst, than)
+
+
+def _worth(burst: Burst, out: npt.NDArray[np.int32]) -> tuple[int, ...]:
+    placed = out >= 0
+    per_level = [
+        int(np.count_nonzero(placed & (burst.level == level)))
+        for level in np.unique(burst.level)[::-1].tolist()
+    ]
+    return (*per_level, -newly_used(out, burst.held_before))
+
+
+def improve(burst: Burst, limits: Limits = Limits()) -> tuple[npt.NDArray[np.int32], str]:
+    """A valid assignment at least as good as the kernel's, and how it was found
+    ("exact", "moves" or "greedy" when nothing better was found)."""
+    best = burst.assigned.astype(np.int32)
+    how = "greedy"
+    n_nodes = len(burst.free)
+    movers = int(np.count_nonzero(burst.movable))
+    if movers == 0:
+        return best, how
+    if movers <= limits.exact_pods and n_nodes <= limits.exact_nodes:
+        exact = solve_exact(burst, limits.time_budget)
+        if exact is not None and valid(burst, exact) and better(burst, exact, best):
+            best, how = exact, "exact"
+    moved = bounded_moves(burst, limits.emptied_nodes)
+    if valid(burst, moved) and better(burst, moved, best):
+        best, how = moved, "moves"
+    return best, how
+
+
+def bounded_moves(burst: Burst, emptied_nodes: int) -> npt.NDArray[np.int32]:
+    """Greedy plus bounded moves. The best valid start of three: (a) the kernel's
+    assignment with its unplaced movable pods added into the room left, (b) the movable
+    pods of the nodes the burst alone uses packed again first-fit-decreasing
+    (``repack``), (c) the same smallest first when the kernel left movable pods out;
+    then pods still left out placed by moving one pod out of their way (``_relocate``),
+    and the ``emptied_nodes`` least filled nodes emptied where their pods all fit on the
+    other nodes in use. The kernel's assignment when none helps."""
+    best = burst.assigned.astype(np.int32)
+    start = best
+    # Largest first packs tightest; smallest first places most pods when room is short
+    # (the kernel left movable pods out), and is not tried otherwise.
+    candidates = [_with_unplaced(burst), repack(burst)]
+    if ((burst.assigned < 0) & burst.movable).any():
+        candidates.append(repack(burst, largest_first=False))
+    for candidate in candidates:
+        if valid(burst, candidate) and better(burst, candidate, start):
+            start = candidate
+    room = burst.free - _load(burst.requests, start, len(burst.free))
+    in_use = burst.held_before.copy()
+    in_use[start[start >= 0]] = True
+    if ((start < 0) & burst.movable).any():
+        start = start.copy()
+        _relocate(burst, start, room, in_use, emptied_nodes)
+    out = _empty_nodes(burst, start.copy(), room, in_use, emptied_nodes)
+    if valid(burst, out) and better(burst, out, best):
+        best = out
+    elif better(burst, start, best):
+        best = start
+    return best
+
+
+# Nodes a left-out pod tries to make room on, by moving one of their pods elsewhere.
+_RELOCATION_NODES = 16
+
+
+def _relocate(
+    burst: Burst,
+    out: npt.NDArray[np.int32],
+    room: npt.NDArray[np.int64],
+    in_use: npt.NDArray[np.bool_],
+    limit: int,
+) -> None:
+    """Swaps for the pods left out: by priority, smallest first, at most ``limit`` of
+    them, each placed where it fits or else on a node (of the few closest to fitting) one
+    of whose movable pods fits on another node and frees enough room by leaving."""
+    pods = np.flatnonzero((out < 0) & burst.movable)
+    order = np.lexsort((_dominant(burst, pods), -burst.level[pods]))
+    capacity = np.maximum(burst.free, 1)
+    failed: set[tuple[int, int]] = set()
+    for pod in pods[order][:limit].tolist():
+        key = (int(burst.pod_class[pod]), int(burst.level[pod]))
+        if key in failed:
+            continue
+        need = burst.requests[pod]
+        feasible = burst.class_feasible[burst.pod_class[pod]]
+        fits = feasible & (room >= need).all(axis=1)
+        if fits.any():
+            left = ((room - need) / capacity).min(axis=1)
+            target = int(np.flatnonzero(fits)[np.argmin(left[fits])])
+        else:
+            target = _make_room(burst, out, room, need, feasible, in_use)
+            if target < 0:
+                failed.add(key)
+                continue
+        out[pod] = target
+        room[target] -= need
+        in_use[target] = True
+
+
+def _make_room(
+    burst: Burst,
+    out: npt.NDArray[np.int32],
+    room: npt.NDArray[np.int64],
+    need: npt.NDArray[np.int64],
+    feasible: npt.NDArray[np.bool_],
+    in_use: npt.NDArray[np.bool_],
+) -> int:
+    """A node made to fit ``need`` by moving one movable pod of it to another node (the
+    move done in ``out`` and ``room``), or -1."""
+    short = np.maximum(need - room, 0)
+    capacity = np.maximum(burst.free, 1)
+    closeness = (short / capacity).max(axis=1)
+    nodes = np.flatnonzero(feasible & in_use)
+    nodes = nodes[np.argsort(closeness[nodes], kind="stable")][:_RELOCATION_NODES]
+    for node in nodes.tolist():
+        movers = np.flatnonzero((out == node) & burst.movable)
+        big_enough = (burst.requests[movers] >= short[node]).all(axis=1)
+        for mover in movers[big_enough].tolist():
+            asks = burst.requests[mover]
+            where = burst.class_feasible[burst.pod_class[mover]] & (room >= asks).all(axis=1)
+            where[node] = False
+            if not where.any():
+                continue
+            # Rather a node in use, the fullest it fits on.
+            pool = where & in_use if (where & in_use).any() else where
+            left = ((room - asks) / capacity).min(axis=1)
+            other = int(np.flatnonzero(pool)[np.argmin(left[pool])])
+            out[mover] = other
+            room[other] -= asks
+            room[node] += asks
+            in_use[other] = True
+            return node
+    return -1
+
+
+def _with_unplaced(burst: Burst) -> npt.NDArray[np.int32]:
+    out = burst.assigned.astype(np.int32)
+    room = burst.free - _load(burst.requests, out, len(burst.free))
+    in_use = burst.held_before.copy()
+    in_use[out[out >= 0]] = True
+    _place_unplaced(burst, out, room, in_use)
+    return out
+
+
+def repack(burst: Burst, largest_first: bool = True) -> npt.NDArray[np.int32]:
+    """The movable pods of the nodes only the burst uses, and the unplaced movable pods,
+    placed again: by priority, then the largest dominant share first (the smallest with
+    ``largest_first`` False), a class's pods at a time, each run onto the fullest open
+    node they fit (nodes in use anyway are open), a new node (the roomiest that fits)
+    opened only when none does. Pods on nodes that
+    hold pods from before the burst or immovable ones stay where the kernel put them."""
+    out = burst.assigned.astype(np.int32)
+    n_nodes = len(burst.free)
+    stuck = burst.held_before.copy()
+    stuck[out[(out >= 0) & ~burst.movable]] = True
+    placed = out >= 0
+    again = burst.movable & (~placed | ~stuck[np.where(placed, out, 0)])
+    out[again] = -1
+    room = burst.free - _load(burst.requests, out, n_nodes)
+    open_ = stuck.copy()
+    open_[out[out >= 0]] = True
+    pods = np.flatnonzero(again)
+    if not len(pods):
+        return out
+    keys = np.concatenate(
+        [burst.pod_class[pods, None], burst.level[pods, None], burst.requests[pods]], axis=1
+    )
+    groups, group_of = np.unique(keys, axis=0, return_inverse=True)
+    group_of = group_of.reshape(-1)
+    members = [pods[group_of == g] for g in range(len(groups))]
+    share = _dominant(burst, np.array([m[0] for m in members], dtype=np.intp))
+    capacity = np.maximum(burst.free, 1)
+    largest = capacity.max(axis=0)
+    # Per node, its room left in its tightest resource: relative to the node (how full
+    # it is) and to the largest node (how much it can still take); kept up to date per
+    # node placed, as recomputing them per run of pods costs O(nodes x resources).
+    fullness = (room / capacity).min(axis=1)
+    roomy = (room / largest).min(axis=1)
+    for g in np.lexsort((-share if largest_first else share, -groups[:, 1])).tolist():
+        queue = members[g].tolist()
+        need = burst.requests[queue[0]]
+        asked = need > 0
+        fits = burst.class_feasible[burst.pod_class[queue[0]]] & (room >= need).all(axis=1)
+        open_fit = np.where(fits & open_, fullness, np.inf)
+        new_fit = np.where(fits & ~open_, roomy, -np.inf)
+        while queue:
+            node = int(np.argmin(open_fit))
+            if open_fit[node] == np.inf:
+                node = int(np.argmax(new_fit))
+                if new_fit[node] == -np.inf:
+                    break
+                open_[node] = True
+                new_fit[node] = -np.inf
+            k = int((room[node, asked] // need[asked]).min()) if asked.any() else len(queue)
+            k = max(1, min(k, len(queue)))
+            out[queue[:k]] = node
+            room[node] -= need * k
+            queue = queue[k:]
+            fullness[node] = (room[node] / capacity[node]).min()
+            roomy[node] = (room[node] / largest).min()
+            # The node took all of this run it could: full for these pods.
+            open_fit[node] = fullness[node] if (room[node] >= need).all() else np.inf
+    return out
+
+
+def _dominant(burst: Burst, pods: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+    """Each pod's largest share of the fleet's largest node, per resource."""
+    scale = np.maximum(burst.free.max(axis=0), 1)
+    return (burst.requests[pods] / scale).max(axis=1)
+
+
+def _place_unplaced(
+    burst: Burst,
+    out: npt.NDArray[np.int32],
+    room: npt.NDArray[np.int64],
+    in_use: npt.NDArray[np.bool_],
+) -> None:
+    pods = np.flatnonzero((out < 0) & burst.movable)
+    if not len(pods):
+        return
+    # Higher priority first; inside a level, the largest dominant share first.
+    order = np.lexsort((-_dominant(burst, pods), -burst.level[pods]))
+    capacity = np.maximum(burst.free, 1)
+    failed: set[tuple[int, int]] = set()
+    for pod in pods[order].tolist():
+        key = (int(burst.pod_class[pod]), int(burst.level[pod]))
+        if key in failed:  # an identical pod found no room: neither will this one
+            continue
+        need = burst.requests[pod]
+        fits = burst.class_feasible[burst.pod_class[pod]] & (room >= need).all(axis=1)
+        if not fits.any():
+            failed.add(key)
+            continue
+        # Nodes in use first; among them the best fit (least room left, relative).
+        pool = fits & in_use if (fits & in_use).any() else fits
+        left = ((room - need) / capacity).min(axis=1)
+        target = int(np.flatnonzero(pool)[np.argmin(left[pool])])
+        out[pod] = target
+        room[target] -= need
+        in_use[target] = True
+
+
+def _empty_nodes(
+    burst: Burst,
+    out: npt.NDArray[np.int32],
+    room: npt.NDArray[np.int64],
+    in_use: npt.NDArray[np.bool_],
+    limit: int,
+) -> npt.NDArray[np.int32]:
+    n_nodes = len(room)
+    load = _load(burst.requests, out, n_nodes)
+    capacity = np.maximum(burst.free, 1)
+    fill = (load / capacity).max(axis=1)
+    # Only nodes the burst alone uses, all of whose pods may move, are candidates.
+    stuck = np.zeros(n_nodes, dtype=bool)
+    stuck[out[(out >= 0) & ~burst.movable]] = True
+    candidate = in_use & ~burst.held_before & ~stuck
+    order = np.flatnonzero(candidate)
+    order = order[np.argsort(fill[order], kind="stable")][:limit]
+    for node in order.tolist():
+        pods = np.flatnonzero(out == node)
+        if not len(pods):
+            continue
+        pods = pods[np.argsort(-_dominant(burst, pods), kind="stable")]
+        asked = burst.requests[pods]
+        # Only the nodes in use with room for the smallest of these pods can take any:
+        # the loop below works on them alone (after a repack, few nodes have room left).
+        targets = in_use & (room >= asked.min(axis=0)).all(axis=1)
+        targets[node] = False
+        idx = np.flatnonzero(targets)
+        trial = room[idx]
+        if (trial.sum(axis=0) < asked.sum(axis=0)).any():
+            continue
+        moves: list[tuple[int, int]] = []
+        for pod in pods.tolist():
+            need = burst.requests[pod]
+            fits = burst.class_feasible[burst.pod_class[pod], idx] & (trial >= need).all(axis=1)
+            if not fits.any():
+                break
+            left = ((trial - need) / capacity[idx]).min(axis=1)
+            target = int(np.flatnonzero(fits)[np.argmin(left[fits])])
+            trial[target] -= need
+            moves.append((pod, int(idx[target])))
+        else:
+            room[idx] = trial
+            room[node] += asked.sum(axis=0)
+            in_use[node] = False
+            for pod, target in moves:
+                out[pod] = target
+    return out
+
+
+def solve_exact(burst: Burst, time_budget: float) -> npt.NDArray[np.int32] | None:
+    """The exact optimum for the movable pods (HiGHS through scipy's ``milp``): most pods
+    placed, higher priorities first, then fewest nodes newly used. None when HiGHS found
+    no solution within ``time_budget``."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    out = burst.assigned.astype(np.int32)
+    n_nodes = len(burst.free)
+    fixed = ~burst.movable
+    fixed_out = np.where(fixed, out, -1).astype(np.int32)
+    room = burst.free - _load(burst.requests, fixed_out, n_nodes)
+    if (room < 0).any():
+        return None
+    movers = np.flatnonzero(burst.movable)
+    # Interchangeable pods (one class, one priority) are one integer count per node.
+    keys = np.concatenate(
+        [burst.pod_class[movers, None], burst.level[movers, None], burst.requests[movers]], axis=1
+    )
+    groups, group_of = np.unique(keys, axis=0, return_inverse=True)
+    group_of = group_of.reshape(-1)
+    n_groups = len(groups)
+    count = np.bincount(group_of, minlength=n_groups)
+    requests = groups[:, 2:]
+    weights = _level_weights(groups[:, 1], count, n_nodes)
+    if weights is None:
+        return None
+    # A node in use anyway (pods before the burst, or immovable ones) costs nothing.
+    used_anyway = burst.held_before.copy()
+    used_anyway[fixed_out[fixed_out >= 0]] = True
+    feasible = burst.class_feasible[groups[:, 0]]  # groups x nodes
+    gi, ni = np.nonzero(feasible)
+    n_x = len(gi)
+    n_vars = n_x + n_nodes
+    cost = np.concatenate([-weights[gi].astype(float), (~used_anyway).astype(float)])
+    rows: list[npt.NDArray[np.intp]] = []
+    cols: list[npt.NDArray[np.intp]] = []
+    vals: list[npt.NDArray[np.float64]] = []
+    lower: list[float] = []
+    upper: list[float] = []
+    row = 0
+    # Per group: at most its pods.
+    rows.append(gi.astype(np.intp))
+    cols.append(np.arange(n_x, dtype=np.intp))
+    vals.append(np.ones(n_x))
+    lower.extend([0.0] * n_groups)
+    upper.extend(count.astype(float).tolist())
+    row += n_groups
+    # Identical nodes (same room, same filters' verdict, not in use anyway) are opened in
+    # order: the solver need not tell apart packings that only swap them.
+    seen: dict[bytes, int] = {}
+    for n in range(n_nodes):
+        if used_anyway[n]:
+            continue
+        key = room[n].tobytes() + feasible[:, n].tobytes()
+        if key in seen:
+            rows.append(np.array([row, row], dtype=np.intp))
+            cols.append(np.array([n_x + n, n_x + seen[key]], dtype=np.intp))
+            vals.append(np.array([1.0, -1.0]))
+            lower.append(-np.inf)
+            upper.append(0.0)
+            row += 1
+        seen[key] = n
+    # Per node and resource asked for: the pods' requests within the room, scaled by the
+    # room so that the coefficients stay near 1 (HiGHS's tolerances are relative).
+    for r in np.flatnonzero(requests.max(axis=0) > 0).tolist():
+        scale = np.maximum(room[:, r], 1).astype(float)
+        rows.append(row + ni.astype(np.intp))
+        cols.append(np.arange(n_x, dtype=np.intp))
+        vals.append(requests[gi, r] / scale[ni])
+        rows.append(row + np.arange(n_nodes, dtype=np.intp))
+        cols.append(n_x + np.arange(n_nodes, dtype=np.intp))
+        vals.append(np.where(room[:, r] > 0, -1.0, 0.0))
+        lower.extend([-np.inf] * n_nodes)
+        upper.extend([0.0] * n_nodes)
+        row += n_nodes
+    matrix = coo_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(row, n_vars)
+    ).tocsr()
+    x_upper = np.minimum(count[gi], np.iinfo(np.int32).max).astype(float)
+    y_lower = used_anyway.astype(float)
+    result = milp(
+        cost,
+        constraints=LinearConstraint(matrix, lower, upper),
+        integrality=np.ones(n_vars),
+        bounds=Bounds(
+            np.concatenate([np.zeros(n_x), y_lower]), np.concatenate([x_upper, np.ones(n_nodes)])
+        ),
+        options={"time_limit": max(0.01, time_budget)},
+    )
+    if result.x is None:
+        return None
+    take = np.round(result.x[:n_x]).astype(np.int64)
+    # Hand each group's counts to its pods: those the kernel placed first, then in queue
+    # order (the fewest pods change their fate).
+    new = fixed_out.copy()
+    for g in range(n_groups):
+        members = movers[group_of == g]
+        members = members[np.argsort(out[members] < 0, kind="stable")]
+        slots = [
+            int(n)
+            for n, k in zip(ni[gi == g].tolist(), take[gi == g].tolist(), strict=True)
+            for _ in range(k)
+        ]
+        if len(slots) > len(members):
+            return None
+        new[members[: len(slots)]] = slots
+    return new
+
+
+def _level_weights(
+    levels: npt.NDArray[np.int64], count: npt.NDArray[np.int64], n_nodes: int
+) -> npt.NDArray[np.int64] | None:
+    """Per group, the worth of placing one of its pods: more than every node together,
+    and at each priority more than every pod of the lower priorities together (a lower
+    pod never takes room a higher one needed). None when that outgrows what HiGHS
+    tells apart reliably (too many priority levels in one burst)."""
+    weights = np.zeros(len(levels), dtype=np.int64)
+    worth = n_nodes + 1
+    below = 0
+    for level in np.unique(levels).tolist():  # ascending
+        mask = levels == level
+        worth = max(worth, below + n_nodes + 1)
+        weights[mask] = worth
+        below += int((count[mask] * worth).sum())
+    if below > 10**7:
+        return None
+    return weights
 
 
 def _load(

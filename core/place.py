@@ -17,6 +17,7 @@ core/results.py turns the kernel's outputs into outcomes.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import os
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _typedefs, volume_burst, volumes
+from kubesalvo.core import _typedefs, burst_packing, volume_burst, volumes
 from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
 from kubesalvo.core.dra.pod import PodDevices
@@ -446,12 +447,44 @@ def place_burst(
     evaluateNominatedNode: the room its preemption freed); otherwise it is placed as
     any other pod.
 
+    With BurstPacking in ``profile`` (``profile.packing``), the kernel's plan of the burst
+    is improved first and its pods placed with the improved nodes as their nominated ones
+    (``core/burst_packing.py``); ``packing_moved`` of the result names the pods moved.
+
     ``devices``: DynamicResources' state (``core.dra.pod.prefilter``) of the one pod with
     resource claims placed by this call (``pods`` is then that pod alone); without it a
     pod with claims is rejected.
     """
     if devices is not None and len(pods) != 1:
         raise ValueError("a pod with resource claims is placed alone")
+    if profile is not None and profile.packing is not None and devices is None and len(pods) > 1:
+        # BurstPacking: the kernel's plan improved, handed back as nominated nodes.
+        def planner(burst, plain, trial_ties):
+            return place_burst(
+                state,
+                burst,
+                plain,
+                commit=False,
+                workloads=workloads,
+                gang_needed=gang_needed,
+                ties=trial_ties,
+            )
+
+        plain = dataclasses.replace(profile, packing=None)
+        packed = burst_packing.pack(state, pods, profile, planner, ties)
+        if packed is None:
+            profile = plain
+        else:
+            result = place_burst(
+                state,
+                packed.pods,
+                plain,
+                commit=commit,
+                workloads=workloads,
+                gang_needed=gang_needed,
+                ties=ties,
+            )
+            return packed.result(result)
     # The burst allocates many small objects that all live until it ends: cyclic GC
     # passes over them find nothing to free and cost several percent of the burst.
     was_enabled = gc.isenabled()
@@ -636,6 +669,10 @@ def _place_burst(
     result = results.result()
     result.kernel_seconds = kernel_seconds
     result.encode_seconds = encode_seconds
+    if not commit:
+        pod_class = np.empty(n, dtype=np.intp)
+        pod_class[order] = class_of
+        result.classified = (encoder, pod_class)
     if commit:
         # The kernel's copies hold exactly the state's columns plus the kept placements,
         # unless a pod of the burst was counted already (it moves: counted per pod).

@@ -12,13 +12,14 @@ weights and args), under kubesalvo's default scheduler name.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesalvo.core import _codes
 from kubesalvo.core.plugins import framework, names, registry
 from kubesalvo.core.plugins.balanced_allocation import NodeResourcesBalancedAllocationArgs
+from kubesalvo.core.plugins.burst_packing import BurstPackingArgs
 from kubesalvo.core.plugins.framework import ProfileError
 from kubesalvo.core.plugins.inter_pod_affinity import InterPodAffinityArgs
 from kubesalvo.core.plugins.node_affinity import NodeAffinityArgs
@@ -53,6 +54,9 @@ class Profile:
     # The args of the enabled static filter plugins (core/plugins, ``static_filter``), by
     # name; a plugin not listed gets its defaults.
     plugin_args: tuple[tuple[str, object], ...] = ()
+    # BurstPacking's args when the profile enables it (place_burst then improves each
+    # burst's assignment: core/burst_packing.py); None: the kernel's assignment as is.
+    packing: BurstPackingArgs | None = None
 
     def __post_init__(self) -> None:
         if not self.scheduler_name:
@@ -110,9 +114,11 @@ class Profile:
         filters: tuple[str, ...],
         scores: tuple[tuple[str, int], ...],
         args: Mapping[str, object],
+        enabled: Collection[str] = (),
     ) -> Profile:
         """A profile from the plugins' args models by plugin name (the ones the kernels
-        read; the others stay with the caller)."""
+        read; the others stay with the caller); ``enabled``: every plugin the profile
+        runs (BurstPacking acts only when enabled, not when only configured)."""
         kwargs: dict[str, Any] = {
             attr: args[plugin]
             for plugin, attr in _ARGS_FIELDS.items()
@@ -120,6 +126,8 @@ class Profile:
         }
         static = [n for n in filters if registry.PLUGINS[n].static_filter is not None]
         static += [n for n, _ in scores if registry.PLUGINS[n].static_score is not None]
+        # A class filter's args too (VolumeBinding's capacity score shape).
+        static += [n for n in filters if registry.PLUGINS[n].class_filter is not None]
         static += [
             n
             for n, _ in scores
@@ -128,6 +136,11 @@ class Profile:
         kwargs["plugin_args"] = tuple(
             (name, args[name]) for name in dict.fromkeys(static) if name in args
         )
+        if names.BURST_PACKING in enabled:
+            packing = args.get(names.BURST_PACKING)
+            kwargs["packing"] = (
+                packing if isinstance(packing, BurstPackingArgs) else BurstPackingArgs()
+            )
         return cls(scheduler_name, filters, scores, **kwargs)
 
     def args_of(self, plugin: str) -> Any:

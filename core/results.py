@@ -59,6 +59,12 @@ class PlacementResult:
     # "ns/name", volume name, or "" to provision it on the node); empty when no pod of
     # the burst has such claims
     volume_bindings: list[list[tuple[str, str]]] = field(default_factory=list)
+    # BurstPacking (core/burst_packing.py): pod index -> the node the kernel alone chose
+    # (None: it left the pod out), for the pods it moved; empty without the plugin
+    packing_moved: dict[int, str | None] = field(default_factory=dict)
+    # a plan's (commit False) encoder and each pod's class in it, in the burst's order:
+    # BurstPacking reads the filters' per-class verdict from them without classing again
+    classified: Any = field(default=None, repr=False, compare=False)
     placed: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -265,4 +271,15 @@ def merged(results: list[PlacementResult]) -> PlacementResult:
         classes=sum(r.classes for r in results),
         kernel_seconds=sum(r.kernel_seconds for r in results),
         encode_seconds=sum(r.encode_seconds for r in results),
+        packing_moved=_shifted_moves(results),
     )
+
+
+def _shifted_moves(results: list[PlacementResult]) -> dict[int, str | None]:
+    """The segments' BurstPacking moves by their index in the whole burst."""
+    moved: dict[int, str | None] = {}
+    offset = 0
+    for r in results:
+        moved.update((offset + i, node) for i, node in r.packing_moved.items())
+        offset += len(r.nodes)
+    return moved

@@ -50,7 +50,7 @@ FORMAT = "kubesalvo-snapshot"
 VERSION = 4
 KINDS = ("nodes", "pods", "namespaces", "priorityclasses", "workloads")
 # DynamicResources' objects (resource.k8s.io/v1), by resource name; claims are namespaced.
-DEVICE_KINDS = ("deviceclasses", "resourceclaims", "resourceslices")
+DEVICE_KINDS = ("deviceclasses", "resourceclaims", "resourceslices", "resourceclaimtemplates")
 # The sections each version holds besides the header (3: the volume filters' objects,
 # 4: DynamicResources' objects).
 _SECTIONS = {
@@ -239,7 +239,9 @@ def _check_devices(document: dict[str, Any]) -> dict[str, list[Object]]:
                 f"devices.{kind}: unknown kind; accepted: {', '.join(DEVICE_KINDS)}"
             )
         out[kind] = _check_objects(
-            {f"devices.{kind}": objects}, f"devices.{kind}", namespaced=kind == "resourceclaims"
+            {f"devices.{kind}": objects},
+            f"devices.{kind}",
+            namespaced=kind in ("resourceclaims", "resourceclaimtemplates"),
         )
         for index, obj in enumerate(out[kind]):
             for part in ("spec", "status"):

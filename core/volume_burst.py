@@ -9,6 +9,12 @@ left), then VolumeBinding's Reserve assumes the chosen volumes in
 ``ClusterState.storage`` (``core/plugins/volume_binding.reserve``) and the next segment's
 filter sees them taken. Bursts without such pods never come here.
 
+With StorageCapacityScoring on (VolumeBinding's args have a shape), a pod's capacity
+score depends on the volume it would take on each node: a run is counted only while every
+node's free volumes for it have one size (each pod of the run then scores each node
+alike, ``volume_slots.capacity_scores``); otherwise its pods go one segment each, scored
+against the storage as the earlier pods left it.
+
 Only used when the caller binds what is reserved (``StorageObjects.bind_delayed``).
 With ``commit`` False (``plan``) the segments are committed and then taken back, with
 the volumes they assumed.
@@ -23,7 +29,7 @@ from typing import Any
 
 from kubesalvo.core import in_tree_disks, volume_slots, volumes
 from kubesalvo.core.encode import Encoder
-from kubesalvo.core.plugins import coscheduling, node_volume_limits, volume_binding
+from kubesalvo.core.plugins import coscheduling, names, node_volume_limits, volume_binding
 from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.plugins.framework import fit_error_message
 from kubesalvo.core.profile import Profile
@@ -110,7 +116,8 @@ def place_in_segments(
     than its minimum is taken back whole (its volumes unassumed), as one burst would."""
     minimums = _gang_minimums(pods, gang_needed)
     relaxed = {key: 0 for key in minimums} if minimums else gang_needed
-    run = _Segments(place, state, profile or Profile.default(), workloads, relaxed)
+    profile = profile or Profile.default()
+    run = _Segments(place, state, profile, workloads, relaxed)
     limited = _limited_drivers(state.storage)
     alike: dict[int, tuple[volumes.Object, volume_slots.Signature]] = {}
     if COUNT_ALIKE and not any(gang.group_of(pod) for pod in pods):
@@ -134,7 +141,7 @@ def place_in_segments(
             first = delayed[position]
             group = [first]
             signature = None
-            if first != alone and first in alike:
+            if first != alone and first in alike and alike[first][1] not in run.uncountable:
                 signature = alike[first][1]
                 most = len(pods) if signature in exhausted else limit
                 for later in delayed[position + 1 :]:
@@ -151,7 +158,7 @@ def place_in_segments(
                 run.plain(pods, start, first + 1, delayed_set)
                 start = first + 1
                 continue
-            cut, left = run.counted(pods, start, group, [alike[i][0] for i in group])
+            cut, left = run.counted(pods, start, group, [alike[i][0] for i in group], signature)
             if cut is None:
                 start = group[-1] + 1
                 limit = 2 * limit
@@ -257,6 +264,11 @@ class _Segments:
         self.assumed_here: list[str] = []
         self.placed_keys: list[str] = []
         self._rows: volume_slots.RowCache = {}
+        # Signatures whose runs go pod by pod: with the capacity score on, some node's
+        # free volumes for them differ in size.
+        self.uncountable: set[volume_slots.Signature] = set()
+        args = profile.args_of(names.VOLUME_BINDING)
+        self.shape = args.shape if volume_binding.scores_capacity(args) else ()
 
     def _placed(self, segment: Sequence[Mapping[str, Any]]) -> PlacementResult:
         return self._place(
@@ -299,6 +311,7 @@ class _Segments:
         start: int,
         group: list[int],
         claims: list[volumes.Object],
+        signature: volume_slots.Signature,
     ) -> tuple[int | None, int]:
         """Pods [start, group[-1]] as one segment, the free volumes of the alike claims of
         ``group`` counted per node. Returns (None when every pod of the group was placed,
@@ -309,6 +322,12 @@ class _Segments:
         end = group[-1] + 1
         nodes = Encoder(state, self.profile)
         free = volume_slots.free_volumes(nodes, claims, storage, self._rows)
+        scores = None
+        if free is not None and self.shape:
+            scores = volume_slots.capacity_scores(self.shape, claims[0], free, state.rows)
+            if scores is None:  # the pods of the run would not score alike
+                self.uncountable.add(signature)
+                free = None
         if free is None:  # not countable after all: the first pod alone, then on
             self.plain(pods, start, group[0] + 1, set(group))
             return group[0] + 1, 1
@@ -323,10 +342,12 @@ class _Segments:
             for k, pod in enumerate(pods[start:end])
         ]
         storage.counted = frozenset(volumes.claim_key(c) for c in claims)
+        storage.counted_scores = scores
         try:
             result = self._placed(segment)
         finally:
             storage.counted = frozenset()
+            storage.counted_scores = None
         failed = next((i for i in group if result.rows[i - start] < 0), None)
         keep = end - start if failed is None else failed - start
         for offset in range(keep, end - start):  # taken back, placed again later

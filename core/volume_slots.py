@@ -11,6 +11,10 @@ count as a resource column the pods each request one of (the kernel's fit does t
 rest), and Reserve gives each placed pod, in order, the smallest free volume on its node,
 as VolumeBinding's ``findMatchingVolumes`` would have.
 
+With StorageCapacityScoring on, each pod of such a run scores a node by the volume it
+would take there: the run stays counted only when each node's free volumes have one size
+(:func:`capacity_scores`, the score every pod of the run gets per node).
+
 A pod that is not alike (a claim of its own kind, two delayed claims, a selected node, a
 prebound volume, a provisioner, ReadWriteOncePod, a limited CSI driver, a gang) keeps
 the segment of its own.
@@ -23,8 +27,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from kubesalvo.core import in_tree_disks, volumes
+from kubesalvo.core import in_tree_disks, volume_capacity, volumes
 from kubesalvo.core.plugins import node_volume_limits
 from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.plugins.framework import NodeTable
@@ -149,3 +154,23 @@ def with_request(pod: Object) -> dict[str, Any]:
     spec = dict(pod.get("spec") or {})
     spec["overhead"] = {**(spec.get("overhead") or {}), COLUMN: "1"}
     return {**pod, "spec": spec}
+
+
+def capacity_scores(
+    shape: Sequence[Any], claim: Object, free: dict[int, list[Object]], rows: int
+) -> npt.NDArray[np.int64] | None:
+    """VolumeBinding's capacity score per row for each pod of a counted run of ``claim``'s
+    alike claims: a pod takes the smallest free volume on its node, so when every free
+    volume of a node has the same capacity each pod of the run scores the node alike,
+    and the run stays countable; None when some node's free volumes differ in size (a
+    later pod there would score otherwise: the run goes pod by pod)."""
+    out = np.zeros(rows, dtype=np.int64)
+    for row, listed in free.items():
+        sizes = {volumes.storage_bytes((pv.get("spec") or {}).get("capacity")) for pv in listed}
+        if len(sizes) > 1:
+            return None
+        if listed:
+            out[row] = volume_capacity.class_score(
+                shape, volume_capacity.static_usage([claim], [listed[0]])
+            )
+    return out

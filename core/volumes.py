@@ -101,6 +101,9 @@ class StorageObjects:
     # per node in a resource column (core/volume_burst.py): VolumeBinding's class filter
     # leaves them to that column while the segment is placed.
     counted: frozenset[str] = frozenset()
+    # While such a segment is placed with StorageCapacityScoring on: VolumeBinding's score
+    # per row for its counted pods (the same for each of them: core/volume_slots.py).
+    counted_scores: npt.NDArray[np.int64] | None = None
 
     @staticmethod
     def key(kind: str, obj: Object) -> str:
@@ -137,6 +140,7 @@ class StorageObjects:
             disk_nodes=dict(self.disk_nodes),
             bind_delayed=self.bind_delayed,
             counted=self.counted,
+            counted_scores=self.counted_scores,
         )
 
     def use(self, pod_key: str, namespace: str, spec: Mapping[str, Any], node: str) -> None:

@@ -51,7 +51,7 @@ from kubesalvo.core.plugins import names
 from kubesalvo.sched import default_spread, disruption_budgets
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, CredentialsError, load_credentials
-from kubesalvo.sched.config import ConfigError, SchedulerConfig, load_config
+from kubesalvo.sched.config import ConfigError, SchedulerConfig, gates, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
 from kubesalvo.sched.debug_token import default_token_file, new_token
 from kubesalvo.sched.debug_token import write_token as write_debug_token
@@ -516,6 +516,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--config", help="KubeSchedulerConfiguration file (default profile if none)"
     )
     parser.add_argument(
+        "--feature-gates",
+        type=gates.flag_type,
+        default=gates.FeatureGates(),
+        metavar="NAME=BOOL,...",
+        help=gates.FLAG_HELP,
+    )
+    parser.add_argument(
         "--kubeconfig",
         help="kubeconfig file (default: clientConnection.kubeconfig, else $KUBECONFIG, "
         "~/.kube/config, in-cluster credentials)",
@@ -568,7 +575,7 @@ def main(args: argparse.Namespace) -> int:
     setup_logging(args.verbosity, args.log_format)
     try:
         serving = options_from_args(args)
-        config = load_config(args.config)
+        config = load_config(args.config, args.feature_gates)
     except (ConfigError, OptionsError) as error:
         print(f"kubesalvo run: {error}", file=sys.stderr)
         return EXIT_CONFIG

@@ -7,10 +7,12 @@ The scheduler's debug server answers ``/debug/explain?pod=NAMESPACE/NAME`` with 
   in the queue;
 * for a **placed** pod, its node and the top nodes with each score plugin's weighted
   score, and whether its node was drawn at random among several nodes sharing the best
-  total score (``lastAttempt.tiedNodes``: how many; kube-scheduler draws the same way).
-  The burst kernel returns only each pod's total, so the per-plugin breakdown is
-  computed by ``kubesalvo.core.pernode`` (kube-scheduler's plugins written plainly) for
-  that one pod against the cluster as it is now, the pod itself left out. The answer says
+  total score (``lastAttempt.tiedNodes``: how many; kube-scheduler draws the same way);
+  when BurstPacking decided otherwise than the kernel alone, ``lastAttempt.burstPacking``
+  holds the node the kernel chose (``kernelNode``). The burst kernel returns only each
+  pod's total, so the per-plugin breakdown is computed by ``kubesalvo.core.pernode``
+  (kube-scheduler's plugins written plainly) for that one pod against the cluster as it
+  is now, the pod itself left out. The answer says
   so (``scoresFrom``): the cluster has moved since the burst, so the per-node choice
   may differ from the node the pod got.
 
@@ -146,6 +148,8 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
             "tiedNodes": attempt.ties,
             "at": attempt.at,
         }
+        if attempt.packed:
+            answer["lastAttempt"]["burstPacking"] = {"kernelNode": attempt.kernel_node}
     if not pod.spec.node_name and not scheduler.cache.is_assumed(pod.metadata.uid):
         answer["status"] = "pending"
         where = scheduler.queue.where(pod.metadata.uid)
@@ -248,6 +252,9 @@ def render(answer: Mapping[str, Any]) -> str:
     if answer.get("status") == "pending":
         lines.append(f"  queue: {answer.get('queue')}")
         lines.append(f"  {answer.get('message', '')}")
+        packing = packing_line(answer.get("lastAttempt") or {})
+        if packing:
+            lines.append(f"  {packing}")
         reasons = answer.get("reasons") or {}
         if reasons:
             lines.append("  nodes  reason")
@@ -255,6 +262,9 @@ def render(answer: Mapping[str, Any]) -> str:
                 lines.append(f"  {count:>5}  {reason}")
     elif answer.get("status") == "placed":
         lines.append(f"  node: {answer.get('node')}")
+        packing = packing_line(answer.get("lastAttempt") or {})
+        if packing:
+            lines.append(f"  {packing}")
         tie = tie_line(answer.get("lastAttempt") or {})
         if tie:
             lines.append(f"  {tie}")
@@ -275,6 +285,19 @@ def render(answer: Mapping[str, Any]) -> str:
     else:
         lines.append(f"  {answer.get('message', answer.get('error', ''))}")
     return "\n".join(lines)
+
+
+def packing_line(attempt: Mapping[str, Any]) -> str:
+    """What BurstPacking changed for the pod in its last attempt ("" when nothing)."""
+    packing = attempt.get("burstPacking")
+    if packing is None:
+        return ""
+    kernel = packing.get("kernelNode")
+    if not attempt.get("node"):
+        return f"left out by BurstPacking for more pods of its burst (the kernel chose {kernel})"
+    if kernel is None:
+        return "placed by BurstPacking (the kernel alone left it out)"
+    return f"moved by BurstPacking (the kernel alone chose {kernel})"
 
 
 def tie_line(attempt: Mapping[str, Any]) -> str:

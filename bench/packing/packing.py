@@ -7,29 +7,43 @@ with kube-scheduler's default profile (LeastAllocated) and with MostAllocated, i
 order and sorted largest cpu first, and the table compares nodes used and pods placed.
 
 Scenarios: two node mixes (homogeneous, mixed sizes) x three loads (bursts whose cpu
-requests add up to 70%, 95% and 105% of the nodes' allocatable cpu), 20 seeds each.
+requests add up to 70%, 95% and 105% of the nodes' allocatable cpu), 20 seeds each. The
+BurstPacking rows are ``plan`` under the same profiles with the plugin enabled (its
+defaults: the exact solve within 1 s, then the bounded moves), and with the moves alone.
 
-Run: ``python3 bench/packing/packing.py [--seeds 20] [--nodes 20] [--time-limit 30]``;
-``bench/test_packing.py`` runs it small. Needs scipy (the ``bench`` extra).
+``--scenarios`` instead runs ``kubesalvo simulate --json`` on the ``scale-up`` and
+``churn`` scenarios of bench/e2e (their bench section dropped; ``--scale`` shrinks fleet
+and pods) without and with a profile enabling BurstPacking, and reports the nodes the
+burst leaves empty for a scale-down.
+
+Run: ``python3 bench/packing/packing.py [--seeds 20] [--nodes 20] [--time-limit 30]``,
+``python3 bench/packing/packing.py --scenarios [--scale 1]``; ``bench/test_packing.py``
+runs both small.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import lil_matrix
 
 from kubesalvo.core.packing import empty_least_filled
 from kubesalvo.core.place import plan
+from kubesalvo.core.plugins.burst_packing import BurstPackingArgs
 from kubesalvo.core.plugins.node_resources_fit import (
     NodeResourcesFitArgs,
     ScoringStrategy,
@@ -214,12 +228,20 @@ def strategies(instance: Instance) -> dict[str, Callable[[], Solution]]:
     """The packings compared with the optimum, by the name the table shows."""
     least = profile(ScoringStrategyType.LEAST_ALLOCATED)
     most = profile(ScoringStrategyType.MOST_ALLOCATED)
+    packed_least = dataclasses.replace(least, packing=BurstPackingArgs())
+    packed_most = dataclasses.replace(most, packing=BurstPackingArgs())
+    moves_least = dataclasses.replace(least, packing=BurstPackingArgs(max_exact_pods=0))
+    moves_most = dataclasses.replace(most, packing=BurstPackingArgs(max_exact_pods=0))
     return {
         "LeastAllocated": lambda: greedy(instance, least),
         "MostAllocated": lambda: greedy(instance, most),
         "MostAllocated, largest first": lambda: greedy(instance, most, largest_first(instance)),
         "MostAllocated, then emptying": lambda: greedy(instance, most, then_empty=True),
         "LeastAllocated, then emptying": lambda: greedy(instance, least, then_empty=True),
+        "LeastAllocated + BurstPacking": lambda: greedy(instance, packed_least),
+        "MostAllocated + BurstPacking": lambda: greedy(instance, packed_most),
+        "LeastAllocated + BurstPacking, moves only": lambda: greedy(instance, moves_least),
+        "MostAllocated + BurstPacking, moves only": lambda: greedy(instance, moves_most),
     }
 
 
@@ -265,14 +287,83 @@ def table(rows: list[dict[str, Any]]) -> str:
     """The rows as a Markdown table."""
     lines = [
         "| nodes | load | packing | nodes / optimum (mean, worst) "
-        "| pods the optimum places and it does not (mean, worst) |",
-        "|---|---|---|---|---|",
+        "| pods the optimum places and it does not (mean, worst) | placed / optimum (worst) |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['mix']} | {r['load']:.0%} | {r['packing']} | "
             f"{r['nodes_vs_optimum_mean']:.3f}, {r['nodes_vs_optimum_worst']:.3f} | "
-            f"{r['unplaced_that_optimum_fits_mean']:.2f}, {r['unplaced_that_optimum_fits_worst']} |"
+            f"{r['unplaced_that_optimum_fits_mean']:.2f}, {r['unplaced_that_optimum_fits_worst']} "
+            f"| {r['placed_vs_optimum_worst']:.4f} |"
+        )
+    return "\n".join(lines)
+
+
+E2E = Path(__file__).resolve().parent.parent / "e2e"
+SIMULATE_SCENARIOS = ("scale-up", "churn")
+PACKED_CONFIG = """\
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- plugins:
+    reserve:
+      enabled: [{name: BurstPacking}]
+"""
+
+
+def simulate_scenarios(scale: float = 1.0) -> list[dict[str, Any]]:
+    """``kubesalvo simulate`` on bench/e2e's scale-up and churn scenarios, without and
+    with BurstPacking: pods placed, nodes used, nodes left empty (for a scale-down)."""
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "packed.yaml"
+        config.write_text(PACKED_CONFIG)
+        for name in SIMULATE_SCENARIOS:
+            scenario = yaml.safe_load((E2E / f"{name}.yaml").read_text())
+            scenario.pop("bench", None)  # the runtime bench's arrival settings
+            scenario["fleet"]["nodes"] = max(1, round(scenario["fleet"]["nodes"] * scale))
+            for workload in scenario["workloads"]:
+                workload["pods"] = max(1, round(workload["pods"] * scale))
+            path = Path(tmp) / f"{name}.yaml"
+            path.write_text(yaml.safe_dump(scenario))
+            for label, extra in (
+                ("default profile", []),
+                ("BurstPacking", ["--config", str(config)]),
+            ):
+                out = subprocess.run(
+                    [sys.executable, "-m", "kubesalvo.sched.cli", "simulate", "--scenario",
+                     str(path), "--json", *extra],
+                    check=True, capture_output=True, text=True,
+                )  # fmt: skip
+                summary = json.loads(out.stdout)
+                rows.append(
+                    {
+                        "scenario": name,
+                        "profile": label,
+                        "nodes": summary["nodes"],
+                        "pods": summary["pods"],
+                        "placed": summary["placed"],
+                        "nodes_used_before": summary["nodes_used_before"],
+                        "nodes_used_after": summary["nodes_used_after"],
+                        "nodes_empty_after": summary["nodes"] - summary["nodes_used_after"],
+                        "seconds": round(summary["seconds"], 3),
+                    }
+                )
+    return rows
+
+
+def scenario_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| scenario | profile | pods placed | nodes used before, after | nodes left empty "
+        "| seconds (indicative) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['scenario']} ({r['nodes']:,} nodes) | {r['profile']} | "
+            f"{r['placed']:,} / {r['pods']:,} | {r['nodes_used_before']:,}, "
+            f"{r['nodes_used_after']:,} | {r['nodes_empty_after']:,} | {r['seconds']:.2f} |"
         )
     return "\n".join(lines)
 
@@ -282,8 +373,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds per optimum")
+    parser.add_argument("--scenarios", action="store_true", help="simulate scale-up and churn")
+    parser.add_argument("--scale", type=float, default=1.0, help="--scenarios: size factor")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.scenarios:
+        rows = simulate_scenarios(args.scale)
+        print(json.dumps(rows, indent=1) if args.json else scenario_table(rows))
+        return 0
     rows = run(args.seeds, args.nodes, args.time_limit)
     print(json.dumps(rows, indent=1) if args.json else table(rows))
     return 0

@@ -51,7 +51,7 @@ from kubesalvo.core.pernode.pod_topology_spread import PodTopologySpread
 from kubesalvo.core.pernode.snapshot import NodeInfo, Snapshot
 from kubesalvo.core.pernode.static_plugins import StaticFilter, channel_scores, static_scores
 from kubesalvo.core.pernode.taint_toleration import TaintToleration
-from kubesalvo.core.pernode.volumes import check_in_scope, volume_filter
+from kubesalvo.core.pernode.volumes import capacity_score, check_in_scope, volume_filter
 from kubesalvo.core.plugins import framework, names, registry
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.volumes import StorageObjects
@@ -213,7 +213,11 @@ class PodEvaluator:
         if name == names.IMAGE_LOCALITY:
             return image_locality.score(pod, self.snapshot, feasible)
         if name == names.VOLUME_BINDING:
-            return None  # scores only with StorageCapacityScoring, off in v1.34
+            # Scores only with StorageCapacityScoring on (its args then have a shape).
+            shape = [(pt.utilization, pt.score) for pt in p.args_of(name).shape]
+            if not shape:
+                return None
+            return {n.name: capacity_score(pod, self.storage, n, shape) for n in feasible}
         spec = registry.PLUGINS.get(name)
         if spec is not None and spec.static_score is not None:
             return static_scores(spec, self.profile.args_of(name), pod, feasible)

@@ -8,8 +8,8 @@ the node's labels, as kube-scheduler v1.34's plugins do:
 
 * VolumeRestrictions: every persistentVolumeClaim of the pod must exist; a
   ReadWriteOncePod claim another pod on a node uses fails every node;
-* NodeVolumeLimits: the pod's unique CSI volumes per driver, with those of the node's
-  pods, within the count the node's CSINode gives the driver;
+* NodeVolumeLimits: the pod's unique CSI volumes (of its claims) per driver, with those
+  of the node's pods, within the count the node's CSINode gives the driver;
 * VolumeBinding: claims exist, are not lost or being deleted, none is an unbound
   Immediate (or prebound) one; a bound claim's volume must exist and its node affinity
   match the node's labels (the first claim in the pod's order that fails decides);
@@ -21,15 +21,27 @@ the node's labels, as kube-scheduler v1.34's plugins do:
   selector, class, access mode rules are core/volumes.volume_fits_claim's, shared), else
   its class must provision there (allowedTopologies).
 
+  Score (:func:`capacity_score`, with StorageCapacityScoring on): how full the volumes
+  those claims take on the node are, else the pools they would be provisioned from.
+
+A generic ephemeral volume is the claim ``<pod>-<volume>`` (the pod read with
+``volumes.resolve_ephemeral``, as the runtime reads it): VolumeBinding waits for a
+missing one (``waiting for ephemeral volume controller to create the
+persistentvolumeclaim "x"``) and refuses one the pod does not control (``PVC ns/x was
+not created for pod ns/p (pod is not owner)``), then treats it as any claim;
+NodeVolumeLimits counts it; VolumeRestrictions and VolumeZone read
+persistentVolumeClaim volumes only, as upstream's do.
+
 Out of this package's scope (``PodInvalid``), as kubesalvo does not implement them yet
 and fails such pods with an error: unbound WaitForFirstConsumer claims without a binder,
-generic ephemeral and inline CSI
-volumes and resource claims (DynamicResources).
+inline CSI volumes and resource claims (DynamicResources).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubesalvo.core import in_tree_disks
@@ -57,12 +69,13 @@ __all__ = [
     "VolumeBinding",
     "VolumeRestrictions",
     "VolumeZone",
+    "capacity_score",
     "check_in_scope",
     "volume_filter",
 ]
 
-# Volume sources the per-node filters do not model.
-UNMODELLED_VOLUME_SOURCES = frozenset({"ephemeral", "csi"})
+# Volume sources the per-node filters do not model (inline CSI volumes).
+UNMODELLED_VOLUME_SOURCES = frozenset({"csi"})
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 BETA_REGION = "failure-domain.beta.kubernetes.io/region"
 ZONE = "topology.kubernetes.io/zone"
@@ -93,6 +106,40 @@ def _claims(pod: Pod) -> list[str]:
         for v in (pod.get("spec") or {}).get("volumes") or ()
         if v.get("persistentVolumeClaim") is not None
     ]
+
+
+def _all_claims(pod: Pod) -> list[tuple[str, Mapping[str, Any] | None]]:
+    """Every claim of the pod in spec order: (name, None) for a persistentVolumeClaim
+    volume, (name, its source) for a generic ephemeral volume, whose claim is
+    ``<pod>-<volume>`` (the source names it once the pod is read with
+    ``volumes.resolve_ephemeral``, as the runtime reads every pod)."""
+    found: list[tuple[str, Mapping[str, Any] | None]] = []
+    for volume in (pod.get("spec") or {}).get("volumes") or ():
+        if volume.get("persistentVolumeClaim") is not None:
+            found.append((volume["persistentVolumeClaim"].get("claimName") or "", None))
+        elif volume.get("ephemeral") is not None:
+            source = volume["ephemeral"]
+            if "claimName" not in source:
+                raise SchedulingError(
+                    f'generic ephemeral volume "{volume.get("name")}" names no claim: the pod '
+                    "was read without its name"
+                )
+            found.append((source["claimName"], source))
+    return found
+
+
+def _owner_error(pod: Pod, claim: Mapping[str, Any], source: Mapping[str, Any]) -> str:
+    """The claim of an ephemeral volume must be controlled by the pod, in its namespace."""
+    meta = claim.get("metadata") or {}
+    if meta.get("namespace") == _namespace(pod) and any(
+        ref.get("controller") and ref.get("uid") == source.get("podUID")
+        for ref in meta.get("ownerReferences") or ()
+    ):
+        return ""
+    return (
+        f"PVC {meta.get('namespace') or ''}/{meta.get('name') or ''} was not created for pod "
+        f"{_namespace(pod)}/{source.get('podName') or ''} (pod is not owner)"
+    )
 
 
 def _request(claim: Mapping[str, Any]) -> int:
@@ -171,7 +218,7 @@ class NodeVolumeLimits(_Skip):
     def __init__(self, pod: Pod, storage: StorageObjects) -> None:
         self.storage = storage
         self.new = {}
-        for name in _claims(pod):
+        for name, _ in _all_claims(pod):  # generic ephemeral volumes' claims count too
             claim = storage.claim(_namespace(pod), name)
             if claim is None:
                 continue  # VolumeBinding's PreFilter rejects the pod (before any Filter)
@@ -209,7 +256,7 @@ class NodeVolumeLimits(_Skip):
             return None
         attached: dict[str, str] = {}
         for other in node.pods:
-            for name in _claims(other):
+            for name, _ in _all_claims(other):
                 claim = self.storage.claim(_namespace(other), name)
                 if claim is not None:
                     driver, unique = self._volume(claim)
@@ -236,8 +283,13 @@ class VolumeBinding:
         self.delayed: list[Mapping[str, Any]] = []
         unbound_immediate = False
         claims = []
-        for name in _claims(pod):
+        for name, ephemeral in _all_claims(pod):
             claim = storage.claim(_namespace(pod), name)
+            if claim is None and ephemeral is not None:
+                self._reject(
+                    "waiting for ephemeral volume controller to create the "
+                    f'persistentvolumeclaim "{name}"'
+                )
             if claim is None:
                 self._reject(f'persistentvolumeclaim "{name}" not found')
             assert claim is not None
@@ -249,6 +301,8 @@ class VolumeBinding:
                 )
             if meta.get("deletionTimestamp"):
                 self._reject(f'persistentvolumeclaim "{name}" is being deleted')
+            if ephemeral is not None and (not_owned := _owner_error(pod, claim, ephemeral)):
+                self._reject(not_owned)
             claims.append(claim)
         for claim in claims:
             spec, meta = claim.get("spec") or {}, claim.get("metadata") or {}
@@ -380,6 +434,14 @@ class VolumeBinding:
         if "storage" not in requests or not (driver or {}).get("spec", {}).get("storageCapacity"):
             return ""
         size = storage_bytes(requests)
+        if self._admitting_pool(class_name, size, node) is not None:
+            return ""
+        return "node(s) did not have enough free storage"
+
+    def _admitting_pool(
+        self, class_name: str, size: int, node: NodeInfo
+    ) -> Mapping[str, Any] | None:
+        """The first CSIStorageCapacity of the class that holds ``size`` on ``node``."""
         for capacity in self.storage.objects["csistoragecapacities"].values():
             limit = capacity.get("maximumVolumeSize") or capacity.get("capacity")
             if capacity.get("storageClassName") != class_name or limit is None:
@@ -388,8 +450,83 @@ class VolumeBinding:
                 continue
             selector, error = parse_selector(capacity.get("nodeTopology"))
             if error is None and selector is not None and selector_matches(selector, node.labels):
-                return ""
-        return "node(s) did not have enough free storage"
+                return capacity
+        return None
+
+    def pool_capacity(self, claim: Mapping[str, Any], node: NodeInfo) -> int | None:
+        """The capacity of the pool that admits provisioning ``claim`` on ``node``, or None
+        when its capacity is not checked (no request, a driver that does not ask)."""
+        class_name = _class_name(claim)
+        provisioner = (self.storage.storage_class(class_name) or {}).get("provisioner") or ""
+        requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+        driver = self.storage.objects["csidrivers"].get(provisioner)
+        if "storage" not in requests or not (driver or {}).get("spec", {}).get("storageCapacity"):
+            return None
+        pool = self._admitting_pool(class_name, storage_bytes(requests), node)
+        assert pool is not None, "provisioned on a node without a pool"
+        amount = pool.get("capacity")
+        return 0 if amount is None else storage_bytes({"storage": amount})
+
+
+def capacity_score(
+    pod: Pod, storage: StorageObjects, node: NodeInfo, shape: Sequence[tuple[int, int]]
+) -> int:
+    """VolumeBinding's Score with StorageCapacityScoring on, for a node the pod passes:
+    the volumes its unbound delayed claims take there (requested and capacity summed per
+    volume class), else, none taken, the claims it provisions there whose capacity a
+    CSIStorageCapacity was checked against (requested summed, that pool's capacity, per
+    claim class); each class scores the shape (utilization, score 0..10) at
+    requested x 100 // capacity (100 when it does not fit), the node their rounded mean."""
+    if not (pod.get("spec") or {}).get("volumes"):
+        return 0  # every volume plugin skips the pod
+    plugin = VolumeBinding(pod, storage)
+    if not plugin.delayed:
+        return 0
+    chosen, reason = plugin.delayed_outcome(node)
+    assert not reason, "scored on a node its Filter rejects"
+    per_class: dict[str, list[int]] = {}
+    for claim in plugin.delayed:  # smallest request first, as matched
+        pv_name = chosen.get(claim_key(claim))
+        if pv_name:
+            pv = storage.objects["persistentvolumes"][pv_name]
+            entry = per_class.setdefault(
+                (pv.get("spec") or {}).get("storageClassName") or "", [0, 0]
+            )
+            entry[0] += _request(claim)
+            entry[1] += _capacity(pv)
+    if not per_class:
+        provisioned = [c for c in plugin.delayed if _selected(c)]
+        provisioned += [c for c in plugin.delayed if not _selected(c)]
+        for claim in provisioned:
+            pool = plugin.pool_capacity(claim, node)
+            if pool is not None:
+                entry = per_class.setdefault(_class_name(claim), [0, 0])
+                entry[0] += _request(claim)
+                entry[1] = pool  # one pool per class and node: not summed
+    if not per_class:
+        return 0
+    total = 0
+    for requested, capacity in per_class.values():
+        used = 100 if capacity == 0 or requested > capacity else requested * 100 // capacity
+        total += _broken_line(shape, used)
+    return math.floor(total / len(per_class) + 0.5)
+
+
+def _selected(claim: Mapping[str, Any]) -> bool:
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    return "volume.kubernetes.io/selected-node" in annotations
+
+
+def _broken_line(shape: Sequence[tuple[int, int]], used: int) -> int:
+    """The shape's line at ``used``, its scores x10, interpolated towards zero."""
+    points = [(u, 10 * score) for u, score in shape]
+    if used <= points[0][0]:
+        return points[0][1]
+    for (u0, s0), (u1, s1) in itertools.pairwise(points):
+        if used <= u1:
+            step = (s1 - s0) * (used - u0)
+            return s0 + int(step / (u1 - u0))  # Go's division truncates towards zero
+    return points[-1][1]
 
 
 class VolumeZone:

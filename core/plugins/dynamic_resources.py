@@ -14,7 +14,12 @@ rather than bound without its devices.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
@@ -24,12 +29,17 @@ from kubesalvo.core.plugins.framework import (
     PRE_ENQUEUE,
     PRE_FILTER,
     RESERVE,
+    SCORE,
     ActionType,
     ClusterEvent,
     Code,
     EventResource,
     FieldError,
+    NodeTable,
+    Normalise,
     PluginSpec,
+    PodClass,
+    ScoreChannel,
     check,
     non_negative,
 )
@@ -38,6 +48,7 @@ __all__ = [
     "CANNOT_ALLOCATE",
     "CLAIM_IN_USE",
     "CLAIM_NOT_CREATED",
+    "FIRST_AVAILABLE_MAX",
     "NAME",
     "NOT_ALLOCATED",
     "NOT_AVAILABLE_ON_NODE",
@@ -51,6 +62,7 @@ __all__ = [
     "claim_not_found",
     "class_missing",
     "prefilter_error",
+    "subrequest_score",
 ]
 
 NAME = names.DYNAMIC_RESOURCES
@@ -103,6 +115,56 @@ def prefilter_error(error: str) -> str:
     return f'running PreFilter plugin "{NAME}": {error}'
 
 
+# resourceapi.FirstAvailableDeviceRequestMaxSize: the most subrequests a request may list.
+FIRST_AVAILABLE_MAX = 8
+
+
+def subrequest_score(
+    claims: Iterable[Mapping[str, Any]], allocations: Iterable[Mapping[str, Any] | None]
+) -> int:
+    """Score (kube-scheduler v1.37; v1.34 has none) of a node, before normalisation.
+
+    ``claims``: the pod's claims; ``allocations``: per claim, the allocation it would have
+    on the node (its ``status.allocation`` when allocated already). Each firstAvailable
+    request adds ``FIRST_AVAILABLE_MAX - i`` for the subrequest ``i`` its results name, so
+    the node where the earlier subrequests can be served scores higher; ``exactly``
+    requests add nothing. The plugin normalises the sums over the feasible nodes (the
+    highest scores 100).
+    """
+    score = 0
+    for claim, allocation in zip(claims, allocations, strict=True):
+        results = ((allocation or {}).get("devices") or {}).get("results") or ()
+        taken = {r.get("request", "") for r in results if "/" in r.get("request", "")}
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+            if request.get("exactly") is not None:
+                continue
+            for i, sub in enumerate(request.get("firstAvailable") or ()):
+                if f"{request.get('name', '')}/{sub.get('name', '')}" in taken:
+                    score += FIRST_AVAILABLE_MAX - i
+    return score
+
+
+def _raw_scores(args: Any, nodes: NodeTable, pod: PodClass) -> npt.NDArray[np.int64]:
+    """The Score's raw values per row (:func:`subrequest_score` on the allocation its
+    Filter found there) for the class's one pod with claims; 0 everywhere for a class
+    without its cycle state (no claims, or placed without DRA objects)."""
+    devices = getattr(pod, "devices", None)
+    if devices is None:
+        return np.zeros(len(nodes.node_names()), dtype=np.int64)
+    scores: npt.NDArray[np.int64] = devices.scores(nodes.node_names())
+    return scores
+
+
+def _key(args: Any, nodes: NodeTable, pod: PodClass) -> Any:
+    """Each pod with claims has raw values of its own (its cycle's allocations)."""
+    devices = getattr(pod, "devices", None)
+    return None if devices is None else (devices.pod.get("metadata") or {}).get("uid", "")
+
+
+# v1.37's Score, normalised over the pod's feasible nodes by the kernel (DefaultNormalizeScore).
+SCORE_CHANNEL = ScoreChannel(Normalise.MAX, _raw_scores, key=_key, reads="resourceClaims")
+
+
 @dataclass(frozen=True)
 class DynamicResourcesArgs:
     """DynamicResourcesArgs: the Filter's time limit per node, in seconds (0: none)."""
@@ -130,7 +192,7 @@ EVENTS = (
 )
 SPEC = PluginSpec(
     NAME,
-    frozenset({PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, RESERVE, PRE_BIND}),
+    frozenset({PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, SCORE, RESERVE, PRE_BIND}),
     args=DynamicResourcesArgs,
     reasons={
         NOT_ALLOCATED: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -140,4 +202,8 @@ SPEC = PluginSpec(
         CLAIM_IN_USE: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
     },
     events=EVENTS,
+    # v1.37's Score (weight 2 in its default profile); v1.34 has none, so a profile runs it
+    # only by naming it at score: ``{name: DynamicResources, weight: 2}``.
+    named_only=frozenset({SCORE}),
+    score_channel=SCORE_CHANNEL,
 )

@@ -428,11 +428,15 @@ class ClassFilterResult:
     attempt fails with this error; else ``failing``: per reason text of the plugin, in the
     order its Filter checks them, the rows failing with it (a row counts under the first
     reason that holds it; one Filter status per node, as upstream returns one).
+    ``scores``: the plugin's Score per row, 0..100 and final (no NormalizeScore), when it
+    scores the class from what its Filter found (VolumeBinding's capacity score); the
+    encoder adds it, weighted, to the class's fixed scores.
     """
 
     prefilter_message: str = ""
     error: str = ""
     failing: tuple[tuple[str, npt.NDArray[np.bool_]], ...] = ()
+    scores: npt.NDArray[np.int64] | None = None
 
 
 # A class filter: (its args, the nodes, a class of pods, the cluster's objects it reads)
@@ -466,6 +470,9 @@ class PluginSpec:
     the storage objects of ``ClusterState.storage``) and may reject at PreFilter, the
     function the encoder calls for classes whose spec holds ``class_filter_reads``; each of
     its ``reasons`` gets a reason code.
+    ``named_only``: points among ``points`` that ``multiPoint`` does not expand into: the
+    plugin runs there only where a profile names it at the point (an upstream release
+    later than v1.34 added it there; kubesalvo's defaults stay v1.34's).
     """
 
     name: str
@@ -479,6 +486,7 @@ class PluginSpec:
     static_score: StaticScore | None = None
     score_channel: ScoreChannel | None = None
     filter_masks: tuple[FilterMask, ...] = ()
+    named_only: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.static_filter is not None and len(self.reasons) != 1:
@@ -494,6 +502,8 @@ class PluginSpec:
                 raise ValueError(f"filter mask of {self.name}: {mask.reason!r} is not its reason")
         if self.score_channel is not None and self.static_score is not None:
             raise ValueError(f"score {self.name} is a static score or a channel, not both")
+        if not self.named_only <= self.points:
+            raise ValueError(f"{self.name}: named-only points must be among its points")
 
 
 # --- texts of the framework (rendered at the edge) --------------------------------------

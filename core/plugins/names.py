@@ -37,3 +37,5 @@ COSCHEDULING = "Coscheduling"
 NODE_POOL = "NodePool"
 NODE_LABEL_PREFERENCE = "NodeLabelPreference"
 NODE_LABEL_RANK = "NodeLabelRank"
+# Improves a burst's assignment before binding (issue 29).
+BURST_PACKING = "BurstPacking"

@@ -174,10 +174,11 @@ class ScoringStrategy:
 class NodeResourcesFitArgs:
     """NodeResourcesFitArgs."""
 
-    # Extended resources the filter does not check (another component accounts for them).
-    ignored_resources: frozenset[str] = frozenset()
+    # Extended resources the filter does not check (another component accounts for them),
+    # in the file's order: /configz and the field paths of errors keep it.
+    ignored_resources: tuple[str, ...] = ()
     # Extended-resource groups (the part before "/") the filter does not check.
-    ignored_resource_groups: frozenset[str] = frozenset()
+    ignored_resource_groups: tuple[str, ...] = ()
     scoring_strategy: ScoringStrategy = field(default_factory=ScoringStrategy)
 
     def __post_init__(self) -> None:
@@ -186,10 +187,10 @@ class NodeResourcesFitArgs:
     def problems(self) -> list[FieldError]:
         """Every invalid field, with its path below the args (the strategy checks itself)."""
         out: list[FieldError] = []
-        for i, name in enumerate(sorted(self.ignored_resources)):
+        for i, name in enumerate(self.ignored_resources):
             for problem in qualified_name_problems(name):
                 out.append(FieldError(f"ignoredResources[{i}]", ErrorKind.INVALID, name, problem))
-        for i, group in enumerate(sorted(self.ignored_resource_groups)):
+        for i, group in enumerate(self.ignored_resource_groups):
             path = f"ignoredResourceGroups[{i}]"
             if "/" in group:
                 out.append(

@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 from kubesalvo.core.plugins import (
     balanced_allocation,
+    burst_packing,
     coscheduling,
     default_binder,
     default_preemption,
@@ -58,6 +59,7 @@ __all__ = [
     "DEFAULT_SCORE_WEIGHTS",
     "EXTENSION_POINTS",
     "MAX_EXTRA_CHANNELS",
+    "MULTI_POINT_EXPANSION",
     "PLUGINS",
     "PLUGIN_EVENTS",
     "REASON_CODES",
@@ -92,12 +94,16 @@ _SPECS: tuple[PluginSpec, ...] = (
     node_pool.SPEC,
     node_label_preference.SPEC,
     node_label_rank.SPEC,
+    burst_packing.SPEC,
 )
 
 # Name -> plugin.
 PLUGINS: MappingProxyType[str, PluginSpec] = MappingProxyType({s.name: s for s in _SPECS})
-# Which extension points each plugin implements (what "multiPoint" expands into).
+# Which extension points each plugin implements.
 EXTENSION_POINTS: dict[str, frozenset[str]] = {s.name: s.points for s in _SPECS}
+# What "multiPoint" expands each plugin into: its points but those it runs at only where
+# a profile names it there (DynamicResources' v1.37 Score).
+MULTI_POINT_EXPANSION: dict[str, frozenset[str]] = {s.name: s.points - s.named_only for s in _SPECS}
 # Plugin -> its args model, for the plugins that take args.
 ARGS: dict[str, type] = {s.name: s.args for s in _SPECS if s.args is not None}
 # Plugin -> the events after which a pod it rejected may fit (kube-scheduler v1.34, with

@@ -27,9 +27,14 @@ Generic ephemeral volumes count as claims ``<pod>-<volume>`` (``volumes.resolve_
 names them when the pod is read): a missing one waits for the ephemeral-volume controller
 (``waiting for ephemeral volume controller to create the persistentvolumeclaim "x"``), one
 the pod does not control is refused (``PVC ns/x was not created for pod ns/p (pod is not
-owner)``), both UnschedulableAndUnresolvable in PreFilter. Its Score needs the
-StorageCapacityScoring feature (off in v1.34), so it always adds 0; v1.37 turns the
-feature on by default, and kubesalvo does not score by capacity yet.
+owner)``), both UnschedulableAndUnresolvable in PreFilter.
+
+Score needs the StorageCapacityScoring gate (alpha and off in v1.34, beta and on in
+v1.37; ``--feature-gates``, sched/config/gates.py): off, the args have no ``shape`` and
+every node scores 0; on, :func:`filter_class` also answers each row's capacity score
+(core/volume_capacity.py), which the encoder adds, weighted, to the class's
+fixed scores. A class's answer reads the storage as the burst's segment finds it
+(core/volume_burst.py), so each pod is scored after the volumes earlier pods took.
 
 The filter is a class filter (``core/plugins/framework.py``): :func:`filter_class` runs
 once per class of pods and burst, for classes with volumes only, and answers with node
@@ -42,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kubesalvo.core import volumes
+from kubesalvo.core import volume_capacity, volumes
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     FILTER,
@@ -63,8 +68,14 @@ from kubesalvo.core.plugins.framework import (
     check,
     non_negative,
 )
+from kubesalvo.core.plugins.node_resources_fit import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    ShapePoint,
+    shape_problems,
+)
 
 __all__ = [
+    "DEFAULT_SHAPE",
     "ERR_REASON_BIND_CONFLICT",
     "ERR_REASON_NODE_CONFLICT",
     "ERR_REASON_NOT_ENOUGH_SPACE",
@@ -98,21 +109,33 @@ UNRESOLVED_EPHEMERAL = (
 )
 
 
+# The shape kube-scheduler defaults to when StorageCapacityScoring is on: the emptier
+# the storage a pod's claims would use, the higher the node scores.
+DEFAULT_SHAPE = (ShapePoint(0, MAX_CUSTOM_PRIORITY_SCORE), ShapePoint(100, 0))
+
+
 @dataclass(frozen=True)
 class VolumeBindingArgs:
-    """VolumeBindingArgs: how long PreBind waits for the volumes, in seconds."""
+    """VolumeBindingArgs: how long PreBind waits for the volumes, in seconds, and the
+    capacity score's shape (utilization 0..100 -> score 0..10). An empty ``shape`` means
+    the StorageCapacityScoring gate is off, and VolumeBinding scores every node 0; the
+    configuration reader gives it :data:`DEFAULT_SHAPE` when the gate is on."""
 
     bind_timeout_seconds: int = 600
+    shape: tuple[ShapePoint, ...] = ()
 
     def __post_init__(self) -> None:
         check(self.problems())
 
     def problems(self) -> list[FieldError]:
-        return non_negative(
+        found = non_negative(
             "bindTimeoutSeconds",
             self.bind_timeout_seconds,
             "invalid BindTimeoutSeconds, should not be a negative value",
         )
+        if self.shape:
+            found.extend(shape_problems("shape", self.shape))
+        return found
 
 
 def filter_class(
@@ -165,14 +188,21 @@ def filter_class(
     if immediate:
         return ClassFilterResult(UNBOUND_IMMEDIATE)
     failing = _bound_claims(nodes, bound, storage)
+    counted = False
     if storage.counted:  # a column of the segment counts their free volumes per node
-        delayed = [c for c in delayed if volumes.claim_key(c) not in storage.counted]
+        left = [c for c in delayed if volumes.claim_key(c) not in storage.counted]
+        counted, delayed = len(left) < len(delayed), left
     if not delayed:
-        return ClassFilterResult(failing=failing)
+        # A counted pod's one delayed claim: its score is the segment's, per row.
+        scored = counted and args is not None and bool(args.shape)
+        return ClassFilterResult(failing=failing, scores=storage.counted_scores if scored else None)
     unsupported = _unsupported(delayed, storage)
     if unsupported:
         return ClassFilterResult(error=unsupported)
-    codes = unbound_codes(nodes, delayed, storage)
+    matching = [c for c in delayed if _selected_node(c) is None]
+    # The candidates of the claims to match, found once for the filter and the score.
+    found = volumes.delayed_claims(nodes, matching, storage) if matching else None
+    codes = unbound_codes(nodes, delayed, storage, found)
     if isinstance(codes, str):
         return ClassFilterResult(error=codes)
     # A row failing a bound claim counts under that reason (one reason per row here;
@@ -181,7 +211,16 @@ def filter_class(
         (ERR_REASON_BIND_CONFLICT, codes == _BIND),
         (ERR_REASON_NOT_ENOUGH_SPACE, codes == _SPACE),
     )
-    return ClassFilterResult(failing=(*failing, *unbound))
+    scores = None
+    if args is not None and args.shape:  # StorageCapacityScoring on
+        selected = [c for c in delayed if _selected_node(c) is not None]
+        scores = volume_capacity.scores(args.shape, nodes, selected, found, storage, codes == _OK)
+    return ClassFilterResult(failing=(*failing, *unbound), scores=scores)
+
+
+def scores_capacity(args: VolumeBindingArgs | None) -> bool:
+    """Whether VolumeBinding scores by capacity (StorageCapacityScoring on)."""
+    return args is not None and bool(args.shape)
 
 
 def _unsupported(delayed: list[volumes.Object], storage: volumes.StorageObjects) -> str:
@@ -202,14 +241,18 @@ _OK, _BIND, _SPACE = 0, 1, 2
 
 
 def unbound_codes(
-    nodes: NodeTable, delayed: list[volumes.Object], storage: volumes.StorageObjects
+    nodes: NodeTable,
+    delayed: list[volumes.Object],
+    storage: volumes.StorageObjects,
+    found: volumes.DelayedClaims | None = None,
 ) -> np.ndarray | str:
     """Per row: 0 when the unbound delayed claims can all be matched to distinct static
     volumes (each the smallest that fits, claims by increasing request) or provisioned,
     1 (no volume to bind) or 2 (not enough free storage) as the first claim to provision
     that fails there says; or the error that ends the attempt. A claim that already
     names a selected node (a provisioning asked for earlier) admits that node only, and
-    is provisioned there, before the others."""
+    is provisioned there, before the others. ``found``: the candidates of the claims
+    that name no selected node, when the caller has them already."""
     selected = [c for c in delayed if _selected_node(c) is not None]
     matching = [c for c in delayed if _selected_node(c) is None]
     codes = np.zeros(len(volumes.every_row(nodes)), dtype=np.int8)
@@ -226,7 +269,8 @@ def unbound_codes(
             to_provision.append(code)
     first = _first_failing(to_provision, len(codes))
     if matching:
-        found = volumes.delayed_claims(nodes, matching, storage)
+        if found is None:
+            found = volumes.delayed_claims(nodes, matching, storage)
         claim_codes = []
         for claim in found.claims:
             code = _provision_code(nodes, claim, storage)

@@ -232,8 +232,27 @@ def kubesalvo_config(cp: ControlPlane, qps: float, burst: int) -> dict[str, Any]
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(cp.kubeconfig), "qps": qps, "burst": burst},
         "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": KUBESALVO}],
+        "profiles": [{"schedulerName": KUBESALVO, **_release_plugins(cp)}],
     }
+
+
+def _minor(cp: ControlPlane) -> int:
+    return int(cp.kubernetes.lstrip("v").split(".")[1])
+
+
+def release_flags(cp: ControlPlane) -> list[str]:
+    """kubesalvo's flags for deciding as the control plane's kube-scheduler release does
+    by default: kubesalvo's defaults are v1.34's, and v1.37 turned StorageCapacityScoring
+    on (VolumeBinding scores by capacity)."""
+    return ["--feature-gates=StorageCapacityScoring=true"] if _minor(cp) >= 37 else []
+
+
+def _release_plugins(cp: ControlPlane) -> dict[str, Any]:
+    """The profile's plugins for the same: v1.37's default profile scores DynamicResources
+    (weight 2), which kubesalvo runs only where a profile names it."""
+    if _minor(cp) < 37:
+        return {}
+    return {"plugins": {"score": {"enabled": [{"name": "DynamicResources", "weight": 2}]}}}
 
 
 def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -> Contender:
@@ -249,6 +268,7 @@ def _start_kubesalvo(cp: ControlPlane, qps: float, burst: int, timeout: float) -
         f"--metrics-address={processes.LOOPBACK}",
         f"--metrics-port={metrics_port}",
         f"--debug-port={debug_port}",
+        *release_flags(cp),
     ]
     pid, log, stop = _spawn(cp, KUBESALVO, command)
     base = f"http://{processes.LOOPBACK}:{metrics_port}"

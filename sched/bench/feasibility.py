@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesalvo.core.resources import PODS, node_allocatable, pod_requests
+from kubesalvo.sched.bench import quality
 
 Object = Mapping[str, Any]
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -42,6 +43,8 @@ class Feasibility:
     # Claims of the run's bound pods whose binding was read back (a scenario with
     # storage, sched/bench/volumes.py); their problems are among the violations.
     claims_checked: int = 0
+    # How good the placements are (sched/bench/quality.py): nodes used, balance, skew.
+    quality: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -87,6 +90,7 @@ def check(nodes: Iterable[Object], pods: Iterable[Object], run_keys: set[str]) -
     ``namespace/name``) for static fit."""
     result = Feasibility()
     by_name = {n["metadata"]["name"]: n for n in nodes}
+    pods = list(pods)
     requested: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for pod in pods:
         meta = pod["metadata"]
@@ -119,4 +123,5 @@ def check(nodes: Iterable[Object], pods: Iterable[Object], run_keys: set[str]) -
                     f"{node_name} overcommitted: {resource} requested {amount} > "
                     f"allocatable {allocatable.get(resource, 0)}"
                 )
+    result.quality = quality.measure(by_name.values(), pods, run_keys)
     return result

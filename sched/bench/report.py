@@ -99,6 +99,29 @@ def _rate_rows(result: BenchResult) -> list[tuple[str, list[str]]]:
     ]
 
 
+def _quality_rows(result: BenchResult) -> list[tuple[str, list[str]]]:
+    """Placement quality (sched/bench/quality.py), for runs whose placements were read."""
+    quality = [r.feasibility.get("quality") or {} for r in result.runs]
+    if not any(quality):
+        return []
+
+    def cells(render) -> list[str]:
+        return [render(q) if q else "-" for q in quality]
+
+    def skew(value: int | None) -> str:
+        return "-" if value is None else str(value)
+
+    return [
+        ("nodes holding the run's pods", cells(lambda q: f"{q['nodes_used']:,}")),
+        ("cpu share over all nodes: sd", cells(lambda q: f"{q['cpu_share_sd']:.2f} pp")),
+        ("cpu/memory imbalance (mean)", cells(lambda q: f"{q['imbalance']:.2f} pp")),
+        (
+            "worst skew per owner: zone / node",
+            cells(lambda q: f"{skew(q['zone_skew'])} / {skew(q['node_skew'])}"),
+        ),
+    ]
+
+
 def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
     rows: list[tuple[str, list[str]]] = [
         ("bound", [f"{r.bound:,}/{r.pods:,} ({r.outcome})" for r in result.runs]),
@@ -144,6 +167,7 @@ def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
         ("scheduler start (informers synced)", [f"{r.startup_seconds:.1f}s" for r in result.runs])
     )
     rows.append(("placements", [_check(r) for r in result.runs]))
+    rows += _quality_rows(result)
     rows += _stage_rows(result)
     rows += _traffic_rows(result)
     others = ["kube_scheduler", "raw_bind"]

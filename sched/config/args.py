@@ -31,10 +31,11 @@ from kubesalvo.core.plugins.node_resources_fit import (
     ShapePoint,
 )
 from kubesalvo.core.plugins.pod_topology_spread import DefaultConstraint, PodTopologySpreadArgs
-from kubesalvo.core.plugins.volume_binding import VolumeBindingArgs
+from kubesalvo.core.plugins.volume_binding import DEFAULT_SHAPE, VolumeBindingArgs
 from kubesalvo.sched.config.affinity import decode_node_affinity, node_affinity_to_api
 from kubesalvo.sched.config.decode import INT64_MAX, Decoder, Fields
 from kubesalvo.sched.config.errors import ErrorKind
+from kubesalvo.sched.config.gates import FeatureGates
 
 __all__ = ["API_VERSION", "ARGS_DECODERS", "PluginArgs", "default_args"]
 
@@ -93,8 +94,8 @@ def decode_node_resources_fit(d: Decoder, raw: Any, path: str) -> NodeResourcesF
         names.NODE_RESOURCES_FIT,
         ("ignoredResources", "ignoredResourceGroups", "scoringStrategy"),
     )
-    ignored = frozenset(f.text_list("ignoredResources"))
-    groups = frozenset(f.text_list("ignoredResourceGroups"))
+    ignored = tuple(f.text_list("ignoredResources"))
+    groups = tuple(f.text_list("ignoredResourceGroups"))
     strategy = ScoringStrategy()
     if f.has("scoringStrategy"):
         spath = f.at("scoringStrategy")
@@ -232,15 +233,22 @@ def decode_volume_binding(d: Decoder, raw: Any, path: str) -> VolumeBindingArgs:
     f = _fields(d, raw, path, names.VOLUME_BINDING, ("bindTimeoutSeconds", "shape"))
     timeout = f.integer("bindTimeoutSeconds", 600, INT64_MAX)
     assert timeout is not None
-    if f.has("shape"):
-        # StorageCapacityScoring is alpha (off) in v1.34, so kube-scheduler refuses it too.
-        d.invalid(
-            f.at("shape"),
-            f.raw("shape"),
-            "unexpected field `shape`, remove it or turn on the feature gate "
-            "StorageCapacityScoring",
-        )
-    return _build(d, path, lambda: VolumeBindingArgs(timeout), VolumeBindingArgs())
+    shape: tuple[ShapePoint, ...] = ()
+    if not d.gates.storage_capacity_scoring:
+        if f.has("shape") and f.raw("shape") is not None:
+            # Off (v1.34's default): kube-scheduler refuses it, so that it cannot take
+            # effect unseen the day the gate turns on.
+            d.invalid(
+                f.at("shape"),
+                f.raw("shape"),
+                "unexpected field `shape`, remove it or turn on the feature gate "
+                "StorageCapacityScoring",
+            )
+    else:
+        # On: an empty or missing shape takes upstream's default, then the model
+        # validates it as ValidateVolumeBindingArgs does.
+        shape = _shape(d, f.raw("shape"), f.at("shape")) or DEFAULT_SHAPE
+    return _build(d, path, lambda: VolumeBindingArgs(timeout, shape), VolumeBindingArgs())
 
 
 def decode_dynamic_resources(d: Decoder, raw: Any, path: str) -> DynamicResourcesArgs:
@@ -311,7 +319,7 @@ for _plugin, _model in registry.ARGS.items():
     ARGS_DECODERS.setdefault(_plugin, _reader(_plugin, _model))
 
 
-def default_args(plugin: str) -> Any:
+def default_args(plugin: str, gates: FeatureGates | None = None) -> Any:
     """The defaulted args of a plugin that has an args kind, else None."""
     decoder = ARGS_DECODERS.get(plugin)
-    return None if decoder is None else decoder(Decoder(), {}, "")
+    return None if decoder is None else decoder(Decoder(gates), {}, "")

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from kubesalvo.sched.config.errors import ErrorKind, FieldError
+from kubesalvo.sched.config.gates import FeatureGates
 
 __all__ = [
     "INT32_MAX",
@@ -135,8 +136,10 @@ def _type_name(value: Any) -> str:
 class Decoder:
     """Collects field errors while typed values are read out of a parsed document."""
 
-    def __init__(self) -> None:
+    def __init__(self, gates: FeatureGates | None = None) -> None:
         self.errors: list[FieldError] = []
+        # The feature gates some args read (``--feature-gates``; v1.34's defaults if None).
+        self.gates = gates or FeatureGates()
 
     def fail(
         self,

@@ -21,6 +21,7 @@ from kubesalvo.core.profile import Profile, ProfileError
 from kubesalvo.sched.config.args import API_VERSION, ARGS_DECODERS, PluginArgs, default_args
 from kubesalvo.sched.config.decode import INT64_MAX, Decoder, Fields, child, safe_load_strict
 from kubesalvo.sched.config.errors import ConfigError, ErrorKind, FieldError
+from kubesalvo.sched.config.gates import FeatureGates
 from kubesalvo.sched.config.model import (
     DEFAULT_LEASE_NAME,
     DEFAULT_LEASE_NAMESPACE,
@@ -69,10 +70,11 @@ _NOT_SCORED_NOTE = (
 )
 
 
-def load_config(path: str | Path | None) -> SchedulerConfig:
-    """The configuration in ``path``, or the default one when ``path`` is None."""
+def load_config(path: str | Path | None, gates: FeatureGates | None = None) -> SchedulerConfig:
+    """The configuration in ``path``, or the default one when ``path`` is None, read
+    with the feature gates ``gates`` (``--feature-gates``; v1.34's defaults if None)."""
     if path is None:
-        return default_config()
+        return default_config(gates)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -81,14 +83,17 @@ def load_config(path: str | Path | None) -> SchedulerConfig:
             [_error("", ErrorKind.INVALID, str(path), f"cannot read file: {reason}")],
             source=str(path),
         ) from exc
-    return parse_config(text, source=str(path))
+    return parse_config(text, source=str(path), gates=gates)
 
 
-def default_config() -> SchedulerConfig:
-    return parse_config(f"apiVersion: {API_VERSION}\nkind: {KIND}\n", source="<default>")
+def default_config(gates: FeatureGates | None = None) -> SchedulerConfig:
+    text = f"apiVersion: {API_VERSION}\nkind: {KIND}\n"
+    return parse_config(text, source="<default>", gates=gates)
 
 
-def parse_config(text: str, source: str = "<string>") -> SchedulerConfig:
+def parse_config(
+    text: str, source: str = "<string>", gates: FeatureGates | None = None
+) -> SchedulerConfig:
     """Parse, default and validate a configuration document given as YAML or JSON text."""
     try:
         raw = safe_load_strict(text)
@@ -102,7 +107,7 @@ def parse_config(text: str, source: str = "<string>") -> SchedulerConfig:
             [_error("", ErrorKind.INVALID, None, "nested too deeply to be a configuration")],
             source=source,
         ) from exc
-    d = Decoder()
+    d = Decoder(gates)
     config = _decode(d, raw, source)
     if d.errors or config is None:
         raise ConfigError(d.errors, source=source)
@@ -379,7 +384,11 @@ def _profiles(
     for draft in drafts:
         try:
             core = Profile.from_args(
-                draft.name, draft.plugins.at("filter"), draft.plugins.score_weights, draft.args
+                draft.name,
+                draft.plugins.at("filter"),
+                draft.plugins.score_weights,
+                draft.args,
+                draft.plugins.enabled,
             )
         except ProfileError as exc:
             d.invalid(child(draft.path, exc.path), None, str(exc))
@@ -411,7 +420,7 @@ def _profile(
     plugins = decode_plugins(d, f.raw("plugins"), f.at("plugins"), name)
     args = _plugin_config(d, f, plugins.enabled, name, notes, found)
     for plugin in sorted(plugins.enabled):
-        if plugin not in args and (default := default_args(plugin)) is not None:
+        if plugin not in args and (default := default_args(plugin, d.gates)) is not None:
             args[plugin] = default
     return _Draft(path, name, plugins, args, percentage)
 

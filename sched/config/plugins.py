@@ -236,7 +236,7 @@ def _expand(sets: dict[str, _PluginSet]) -> dict[str, tuple[str, ...]]:
         overrides: set[str] = set()
         from_multi: list[str] = []
         for entry in multi.enabled:
-            if point not in registry.EXTENSION_POINTS.get(entry.name, frozenset()):
+            if point not in registry.MULTI_POINT_EXPANSION.get(entry.name, frozenset()):
                 continue
             if entry.name in own.disabled:
                 continue

@@ -105,6 +105,10 @@ class Attempt:
     at: float = field(default_factory=time.time)
     # What DefaultPreemption last decided for it, when it ran (for the web view's pod page).
     preemption: dict[str, Any] | None = None
+    # BurstPacking decided otherwise than the kernel alone: the node the kernel chose
+    # (None: it left the pod out); ``packed`` False when BurstPacking did not move it.
+    packed: bool = False
+    kernel_node: str | None = None
 
 
 @dataclass
@@ -856,6 +860,9 @@ class BurstCycle:
             burst_size=size,
             ties=result.ties[i],
         )
+        if i in result.packing_moved:
+            attempt.packed = True
+            attempt.kernel_node = result.packing_moved[i]
         # A preemptor placed after its victims left still shows whom it evicted.
         previous = self.attempts.get(qp.name)
         if previous is not None and previous.uid == qp.key:

@@ -5,7 +5,9 @@ The specs and the claims' status stay plain dicts: the allocator (``kubesalvo.co
 reads selectors, requests, devices and allocations in the API's own shapes, and every
 field of those may matter to it. ResourceClaimTemplates are not watched: the pod waits
 for kube-controller-manager's resourceclaim controller to make its claim and to write the
-claim's name into ``pod.status.resourceClaimStatuses``, as kube-scheduler does.
+claim's name into ``pod.status.resourceClaimStatuses``, as kube-scheduler does; only
+``kubesalvo snapshot`` lists them (``RESOURCECLAIMTEMPLATES``), for simulate to make the
+claims the controller would.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ __all__ = [
     "DEVICECLASSES",
     "DRA_RESOURCES",
     "RESOURCECLAIMS",
+    "RESOURCECLAIMTEMPLATES",
     "RESOURCESLICES",
     "DeviceClass",
     "DraConverter",
     "ResourceClaim",
+    "ResourceClaimTemplate",
     "ResourceSlice",
     "dra_objects",
 ]
@@ -44,6 +48,11 @@ class ResourceClaim(_Api):
     status: dict[str, Any] = msgspec.field(default_factory=dict)  # allocation, reservedFor
 
 
+class ResourceClaimTemplate(_Api):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: dict[str, Any] = msgspec.field(default_factory=dict)  # metadata, spec
+
+
 class ResourceSlice(_Api):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -53,6 +62,9 @@ DEVICECLASSES = Resource("deviceclasses", f"{GROUP_VERSION}/deviceclasses", Devi
 RESOURCECLAIMS = Resource("resourceclaims", f"{GROUP_VERSION}/resourceclaims", ResourceClaim)
 RESOURCESLICES = Resource("resourceslices", f"{GROUP_VERSION}/resourceslices", ResourceSlice)
 DRA_RESOURCES: tuple[Resource[Any], ...] = (DEVICECLASSES, RESOURCECLAIMS, RESOURCESLICES)
+RESOURCECLAIMTEMPLATES = Resource(
+    "resourceclaimtemplates", f"{GROUP_VERSION}/resourceclaimtemplates", ResourceClaimTemplate
+)
 
 
 def dra_objects(

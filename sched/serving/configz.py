@@ -147,8 +147,8 @@ def go_args(args: Any) -> dict[str, Any]:
             shape = [{"Utilization": p.utilization, "Score": p.score} for p in strategy.shape]
             ratio = {"Shape": shape or None}
         return {
-            "IgnoredResources": sorted(args.ignored_resources) or None,
-            "IgnoredResourceGroups": sorted(args.ignored_resource_groups) or None,
+            "IgnoredResources": list(args.ignored_resources) or None,
+            "IgnoredResourceGroups": list(args.ignored_resource_groups) or None,
             "ScoringStrategy": {
                 "Type": strategy.type.value,
                 "Resources": _resources(strategy.resources),
@@ -165,8 +165,9 @@ def go_args(args: Any) -> dict[str, Any]:
     if isinstance(args, DynamicResourcesArgs):
         return {"FilterTimeout": go_duration(args.filter_timeout_seconds)}
     if isinstance(args, VolumeBindingArgs):
-        # Shape needs StorageCapacityScoring, which kubesalvo refuses: never set.
-        return {"BindTimeoutSeconds": args.bind_timeout_seconds, "Shape": None}
+        # Shape is set only with the StorageCapacityScoring gate on (else nil upstream).
+        shape = [{"Utilization": p.utilization, "Score": p.score} for p in args.shape]
+        return {"BindTimeoutSeconds": args.bind_timeout_seconds, "Shape": shape or None}
     out: dict[str, Any] = {}
     for f in dataclasses.fields(args):
         name = "".join(part[:1].upper() + part[1:] for part in f.name.split("_"))

@@ -24,7 +24,7 @@ from kubesalvo.core.profile import Profile, ProfileError
 from kubesalvo.core.snapshot import DEVICE_KINDS, SnapshotError
 from kubesalvo.core.synthetic import WORKLOAD_SHAPES, ScenarioError
 from kubesalvo.core.volumes import KINDS as STORAGE_KINDS
-from kubesalvo.sched.config import ConfigError, load_config
+from kubesalvo.sched.config import ConfigError, gates, load_config
 from kubesalvo.sched.simulate.report import render, summary_json
 from kubesalvo.sched.simulate.run import placed_snapshot, simulate
 from kubesalvo.sched.simulate.source import ClusterChoice, SimulateError, build_cluster
@@ -92,6 +92,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--config", metavar="FILE", help="a KubeSchedulerConfiguration (its first profile is used)"
     )
     parser.add_argument(
+        "--feature-gates",
+        type=gates.flag_type,
+        default=gates.FeatureGates(),
+        metavar="NAME=BOOL,...",
+        help=gates.FLAG_HELP,
+    )
+    parser.add_argument(
         "--strategy",
         choices=[t.value for t in ScoringStrategyType],
         help="NodeResourcesFit scoring strategy (default: the profile's, LeastAllocated)",
@@ -126,8 +133,8 @@ def _omitted(omitted: list[str]) -> list[tuple[list[str], str]]:
 
 def _profile(args: argparse.Namespace) -> Profile:
     profile = Profile.default()
-    if args.config:
-        profile = load_config(args.config).profiles[0].core
+    if args.config or args.feature_gates != gates.FeatureGates():
+        profile = load_config(args.config, args.feature_gates).profiles[0].core
     if args.strategy:
         strategy = profile.fit.scoring_strategy
         shape = strategy.shape
@@ -149,6 +156,8 @@ def _profile(args: argparse.Namespace) -> Profile:
             spread=profile.spread,
             inter_pod_affinity=profile.inter_pod_affinity,
             node_affinity=profile.node_affinity,
+            plugin_args=profile.plugin_args,
+            packing=profile.packing,
         )
     return profile
 

@@ -44,6 +44,7 @@ from kubesalvo.core.dra.claiming import place_claiming
 from kubesalvo.core.dra.objects import DraObjects
 from kubesalvo.core.dra.pod import PodDevices, Reserved
 from kubesalvo.core.dra.selectors import Selectors
+from kubesalvo.core.dra.templates import claims_from_templates
 from kubesalvo.core.place import PlacementResult, place_burst
 from kubesalvo.core.plugins import coscheduling, names
 from kubesalvo.core.plugins.coscheduling import gang
@@ -51,7 +52,7 @@ from kubesalvo.core.plugins.dynamic_resources import DynamicResourcesArgs
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.resources import pod_requests
 from kubesalvo.core.results import merged
-from kubesalvo.core.snapshot import DEVICE_KINDS, Snapshot
+from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.ties import TieBreak
 from kubesalvo.sched.simulate.source import SimulateError
@@ -256,13 +257,35 @@ def _place(
         raise
 
 
+def _templated(pod: Mapping[str, Any]) -> bool:
+    entries = (pod.get("spec") or {}).get("resourceClaims") or ()
+    return any(e.get("resourceClaimTemplateName") for e in entries)
+
+
 class _Devices:
     """DynamicResources in-process: the snapshot's DRA objects (its claims copied, so the
     snapshot stays as read), and the devices this run's placements took."""
 
-    def __init__(self, snapshot: Snapshot, profile: Profile) -> None:
-        classes, claims, slices = (snapshot.devices.get(kind, []) for kind in DEVICE_KINDS)
-        self.objects = DraObjects.of(classes, copy.deepcopy(claims), slices)
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        profile: Profile,
+        pending: Sequence[dict[str, Any]] = (),
+        seed: int = 0,
+    ) -> None:
+        devices = snapshot.devices
+        classes, slices = devices.get("deviceclasses", []), devices.get("resourceslices", [])
+        claims = copy.deepcopy(devices.get("resourceclaims", []))
+        # The claims kube-controller-manager would make for the pending pods' templates;
+        # the pods whose statuses name them are this run's copies (``burst``), so that the
+        # snapshot stays as read.
+        self.burst = [
+            {**p, "status": dict(p.get("status") or {})} if _templated(p) else p for p in pending
+        ]
+        claims += claims_from_templates(
+            self.burst, devices.get("resourceclaimtemplates", []), claims, seed
+        )
+        self.objects = DraObjects.of(classes, claims, slices)
         self.held: set[DeviceId] = allocated_devices(self.objects.claims.values())
         self.selectors = Selectors()
         args = profile.args_of(names.DYNAMIC_RESOURCES)
@@ -403,7 +426,8 @@ def simulate(
 
     devices = None
     if names.DYNAMIC_RESOURCES in profile.filters:
-        devices = _Devices(snapshot, profile)
+        devices = _Devices(snapshot, profile, burst, seed)
+        burst = devices.burst
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     burst, result = _place_all(state, burst, profile, workloads, seed, devices)
@@ -457,21 +481,29 @@ def simulate(
     )
 
 
+def _key(pod: Mapping[str, Any]) -> tuple[str, str]:
+    meta = pod.get("metadata") or {}
+    return meta.get("namespace") or "default", meta.get("name", "")
+
+
 def placed_snapshot(snapshot: Snapshot, summary: Summary) -> Snapshot:
     """The cluster after the burst: each placed pod carries its node in ``spec.nodeName``."""
     if summary.result is None:
         raise ValueError("the summary carries no placement result")
-    nodes_of = {
-        id(pod): node for pod, node in zip(summary.burst, summary.result.nodes, strict=True) if node
+    # The burst's pods by key: the run's own copies where it wrote a status (the claims
+    # made from templates), with the node each got.
+    ran = {
+        _key(pod): (pod, node)
+        for pod, node in zip(summary.burst, summary.result.nodes, strict=True)
     }
     pods = []
     for pod in snapshot.pods:
-        node = nodes_of.get(id(pod))
+        pod, node = ran.get(_key(pod), (pod, None))
         if node is not None:
             pod = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
         pods.append(pod)
     devices = snapshot.devices
-    if summary.claims is not None and "resourceclaims" in devices:
+    if summary.claims is not None and ("resourceclaims" in devices or summary.claims):
         devices = {**devices, "resourceclaims": summary.claims}
     return Snapshot(
         nodes=snapshot.nodes,

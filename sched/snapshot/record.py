@@ -35,7 +35,7 @@ from kubesalvo.sched.client import (
     load_credentials,
 )
 from kubesalvo.sched.informers.models import object_list, to_api_dict
-from kubesalvo.sched.informers.resources import DRA_RESOURCES
+from kubesalvo.sched.informers.resources import DRA_RESOURCES, RESOURCECLAIMTEMPLATES
 from kubesalvo.sched.informers.storage import STORAGE_RESOURCES
 from kubesalvo.sched.informers.watch import Resource
 from kubesalvo.sched.informers.workloads import WORKLOAD_KINDS
@@ -124,7 +124,7 @@ async def take(client: ApiClient) -> Snapshot:
     # resource.k8s.io/v1 may not be served at all (404) on an older or gated cluster.
     devices = await _list_kinds(
         client,
-        DRA_RESOURCES,
+        (*DRA_RESOURCES, RESOURCECLAIMTEMPLATES),
         (FORBIDDEN, NOT_FOUND),
         omitted,
         "leaves pods with device claims pending",

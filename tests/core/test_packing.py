@@ -1,5 +1,8 @@
 """core/packing.py: emptying the least filled nodes keeps every pod fitting and feasible,
-moves a node's pods all or none, and never uses more nodes than the greedy assignment."""
+moves a node's pods all or none, and never uses more nodes than the greedy assignment;
+BurstPacking's ``improve`` (exact solve and bounded moves) places at least the kernel's
+pods per priority level, higher priorities first, on fewer nodes, every pod fitting
+where its class may go."""
 
 from __future__ import annotations
 
@@ -7,7 +10,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesalvo.core.packing import empty_least_filled
+from kubesalvo.core.packing import (
+    Burst,
+    Limits,
+    better,
+    empty_least_filled,
+    improve,
+    newly_used,
+    valid,
+)
 
 
 def _run(requests, capacity, assigned, feasible=None, movable=None, held_before=None, used=None):
@@ -110,3 +121,155 @@ def test_every_packed_assignment_fits_is_feasible_and_uses_no_more_nodes(instanc
             assert n == assigned[p]
     assert (load <= np.array(capacity)).all()
     assert len(set(out[out >= 0].tolist())) <= len({n for n in assigned if n >= 0})
+
+
+# --- improve: BurstPacking's improvement of the kernel's assignment -------------------
+
+
+def _burst(requests, capacity, assigned, *, classes=None, feasible=None, **kw):
+    requests = np.array(requests, dtype=np.int64)
+    free = np.array(capacity, dtype=np.int64) - np.array(
+        kw.pop("used", np.zeros_like(capacity)), dtype=np.int64
+    )
+    pods, nodes = len(requests), len(free)
+    if classes is None:  # one class per distinct request, as the encoder's classes
+        _, classes = np.unique(requests, axis=0, return_inverse=True)
+    classes = np.asarray(classes, dtype=np.intp).reshape(-1)
+    n_classes = int(classes.max()) + 1 if pods else 0
+    return Burst(
+        requests,
+        free,
+        np.array(assigned, dtype=np.int32),
+        classes,
+        np.ones((n_classes, nodes), bool) if feasible is None else np.array(feasible, bool),
+        np.array(kw.get("movable", [True] * pods), bool),
+        np.array(kw.get("level", [0] * pods), np.int64),
+        np.array(kw.get("held_before", [False] * nodes), bool),
+    )
+
+
+NO_EXACT = Limits(exact_pods=0)
+
+
+def test_the_exact_solve_places_the_large_pods_greedy_stranded():
+    # MostAllocated stacked three small pods on one node; the third large pod found none.
+    burst = _burst([[1000]] * 3 + [[3000]] * 3, [[4000]] * 3, [0, 0, 0, 1, 2, -1])
+    out, how = improve(burst)
+    assert how == "exact"
+    assert (out >= 0).all() and valid(burst, out)
+
+
+def test_the_exact_solve_and_the_moves_use_fewer_nodes_than_the_spread():
+    burst = _burst([[1000]] * 8, [[4000]] * 4, [0, 1, 2, 3] * 2)
+    for limits in (Limits(), NO_EXACT):
+        out, how = improve(burst, limits)
+        assert how == ("exact" if limits.exact_pods else "moves")
+        assert newly_used(out, burst.held_before) == 2
+
+
+def test_a_higher_priority_pod_takes_the_room_before_a_lower_one():
+    # Room for one more 2000m pod: the high one (level 10) gets it, not the low one.
+    burst = _burst([[2000], [2000], [2000]], [[4000]], [0, -1, -1], level=[0, 0, 10])
+    for limits in (Limits(), NO_EXACT):
+        out, _ = improve(burst, limits)
+        assert out.tolist() == [0, -1, 0]
+
+
+def test_two_pods_of_one_priority_take_the_room_of_one_large_one():
+    burst = _burst([[4000], [2000], [2000]], [[4000]], [0, -1, -1])
+    for limits in (Limits(), NO_EXACT):
+        assert improve(burst, limits)[0].tolist() == [-1, 0, 0]
+
+
+def test_a_placed_pod_of_higher_priority_is_never_left_out_for_more_lower_ones():
+    burst = _burst([[4000], [2000], [2000]], [[4000]], [0, -1, -1], level=[5, 0, 0])
+    for limits in (Limits(), NO_EXACT):
+        assert improve(burst, limits)[0].tolist() == [0, -1, -1]
+
+
+def test_immovable_pods_and_filters_are_kept():
+    burst = _burst(
+        [[1000]] * 4,
+        [[4000]] * 4,
+        [0, 1, 2, 3],
+        classes=[0, 0, 1, 1],
+        feasible=[[True, True, False, False], [False, False, True, True]],
+        movable=[True, True, True, False],
+    )
+    for limits in (Limits(), NO_EXACT):
+        out, _ = improve(burst, limits)
+        assert out[3] == 3 and out[2] in (2, 3) and set(out[:2].tolist()) <= {0, 1}
+        assert newly_used(out, burst.held_before) == 2
+
+
+def test_a_node_held_before_the_burst_is_never_counted_as_freed():
+    burst = _burst([[500], [500]], [[2000], [2000]], [0, 1], held_before=[True, False])
+    for limits in (Limits(), NO_EXACT):
+        out, _ = improve(burst, limits)
+        assert out.tolist() == [0, 0]
+        assert newly_used(out, burst.held_before) == 0
+
+
+def test_a_large_burst_is_packed_by_the_moves_onto_far_fewer_nodes():
+    rng = np.random.default_rng(0)
+    pods, nodes = 2000, 1000
+    requests = np.stack(
+        [
+            rng.choice([250, 500, 1000, 2000], pods),
+            rng.choice([1, 2, 4], pods) * 512,
+            np.ones(pods),
+        ],
+        axis=1,
+    )
+    capacity = [[8000, 32768, 110]] * nodes
+    burst = _burst(requests, capacity, np.arange(pods) // 2)
+    out, how = improve(burst)
+    assert how == "moves" and valid(burst, out)
+    # Everything fits in under a third of the nodes the spread used.
+    assert newly_used(out, burst.held_before) * 3 < nodes
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances(), st.lists(st.integers(0, 2), min_size=30, max_size=30), st.booleans())
+def test_every_improved_assignment_is_valid_and_no_worse(instance, levels, exact):
+    requests, capacity, assigned, feasible, movable = instance
+    burst = _burst(
+        requests,
+        capacity,
+        assigned,
+        classes=np.arange(len(requests)),
+        feasible=feasible,
+        movable=movable,
+        level=levels[: len(requests)],
+    )
+    out, _ = improve(burst, Limits(time_budget=5.0) if exact else NO_EXACT)
+    load = np.zeros((len(capacity), 2), dtype=np.int64)
+    for level in set(levels[: len(requests)]):
+        # no priority level is served worse unless a higher one is served better
+        higher = [v for v in levels[: len(requests)] if v > level]
+        mine = [p for p in range(len(requests)) if levels[p] == level]
+        if not higher:
+            assert sum(out[p] >= 0 for p in mine) >= sum(assigned[p] >= 0 for p in mine)
+    for p, n in enumerate(out.tolist()):
+        if not movable[p]:
+            assert n == assigned[p]
+        if n >= 0:
+            assert feasible[p][n]
+            load[n] += requests[p]
+    assert (load <= np.array(capacity)).all()
+    assert not better(burst, burst.assigned, out)
+
+
+def test_a_pod_left_out_is_placed_by_moving_one_pod_out_of_its_way():
+    # Both nodes held pods before (a repack leaves their pods alone): the 2-cpu pod fits
+    # only once the 1-cpu pod y moves from n1 to n0.
+    burst = _burst(
+        [[2000], [1000], [1000], [2000]],  # x on n0; y, w on n1; u left out
+        [[4000], [4000]],
+        [0, 1, 1, -1],
+        used=[[1000], [1000]],
+        held_before=[True, True],
+    )
+    out, how = improve(burst, NO_EXACT)
+    assert how == "moves" and valid(burst, out)
+    assert out.tolist() == [0, 0, 1, 1]

@@ -132,8 +132,8 @@ def selector(value) -> dict:
         (pack({**V3, "devices": {}}), "devices: unknown field in a version 3 snapshot"),
         (pack({**HEADER, "devices": []}), "devices: expected a map"),
         (
-            pack({**HEADER, "devices": {"resourceclaimtemplates": []}}),
-            "devices.resourceclaimtemplates: unknown kind",
+            pack({**HEADER, "devices": {"devicetaintrules": []}}),
+            "devices.devicetaintrules: unknown kind",
         ),
         (
             pack({**HEADER, "devices": {"resourceclaims": [{"metadata": {"name": "c"}}]}}),

@@ -197,6 +197,21 @@ def test_star_disables_every_default_at_a_point() -> None:
     assert "TaintToleration" in plugins.at("filter")
 
 
+def test_dynamic_resources_scores_only_where_a_profile_names_it_at_score() -> None:
+    """v1.37's DynamicResources Score: kubesalvo's defaults stay v1.34's (no such score,
+    multiPoint does not reach it); named at score it runs with the given weight."""
+    assert "DynamicResources" not in dict(default_config().profiles[0].plugins.score_weights)
+    plugins = one_profile(
+        "plugins",
+        """
+        score:
+          enabled: [{name: DynamicResources, weight: 2}]
+        """,
+    ).plugins
+    assert dict(plugins.score_weights)["DynamicResources"] == 2
+    assert "DynamicResources" in plugins.at("filter")
+
+
 def test_reconfigured_default_at_its_point_runs_first_with_the_new_weight() -> None:
     plugins = one_profile(
         "plugins",
@@ -413,8 +428,8 @@ def test_requested_to_capacity_ratio_args() -> None:
         """,
     )
     fit = profile.core.fit
-    assert fit.ignored_resources == frozenset({"example.com/foo"})
-    assert fit.ignored_resource_groups == frozenset({"example.com"})
+    assert fit.ignored_resources == ("example.com/foo",)
+    assert fit.ignored_resource_groups == ("example.com",)
     strategy = fit.scoring_strategy
     assert strategy.type is ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO
     assert [(r.name, r.weight) for r in strategy.resources] == [("cpu", 1), ("nvidia.com/gpu", 5)]

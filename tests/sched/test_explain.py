@@ -8,9 +8,13 @@ import socket
 import subprocess
 import sys
 
+from kubesalvo.core.plugins import names
 from kubesalvo.core.profile import Profile
+from kubesalvo.core.volumes import CLAIMS, CLASSES, VOLUMES, StorageObjects
+from kubesalvo.sched.config import default_config, gates
 from kubesalvo.sched.debug_token import default_token_file, write_token
 from kubesalvo.sched.explain import debug_token, plugin_scores, render
+from tests.helpers.volumes import claim, claim_volume, local_volume, storage_class
 
 
 def node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> dict:
@@ -183,3 +187,44 @@ def test_explain_finds_the_token_where_kubesalvo_run_writes_it_by_default(tmp_pa
     given = tmp_path / "given.token"
     write_token(given, "given")
     assert debug_token("http://127.0.0.1:10123", given) == "given"
+
+
+def test_with_storage_capacity_scoring_on_the_breakdown_shows_volume_bindings_score():
+    on = default_config(gates.parse("StorageCapacityScoring=true")).profiles[0].core
+    storage = StorageObjects()
+    storage.bind_delayed = True
+    storage.put(CLASSES, storage_class("local"))
+    storage.put(CLAIMS, claim("d", size="4Gi"))
+    for name, host, size in (("pv-a", "a", "5Gi"), ("pv-b", "b", "40Gi")):
+        pv = local_volume(name, host, size=size)
+        pv["status"] = {"phase": "Available"}
+        storage.put(VOLUMES, pv)
+    target = pod("web", "1")
+    target["spec"]["volumes"] = [claim_volume("data", "d")]
+    nodes = [node("a", "4"), node("b", "4")]
+    answer = plugin_scores(target, nodes, [target], [], on, storage=storage)
+    by_node = {e["node"]: e["plugins"][names.VOLUME_BINDING] for e in answer["topNodes"]}
+    assert by_node == {"a": 20, "b": 90}  # 4Gi of 5Gi, of 40Gi, under the default shape
+
+
+def test_the_text_says_what_burst_packing_changed_for_the_pod():
+    moved = {
+        "pod": "ns/web",
+        "status": "placed",
+        "node": "n1",
+        "lastAttempt": {"node": "n1", "burstPacking": {"kernelNode": "n0"}},
+    }
+    assert "moved by BurstPacking (the kernel alone chose n0)" in render(moved)
+    added = {**moved, "lastAttempt": {"node": "n1", "burstPacking": {"kernelNode": None}}}
+    assert "placed by BurstPacking (the kernel alone left it out)" in render(added)
+    left_out = {
+        "pod": "ns/web",
+        "status": "pending",
+        "queue": "unschedulable",
+        "message": "0/2 nodes are available",
+        "lastAttempt": {"node": None, "burstPacking": {"kernelNode": "n0"}},
+    }
+    assert "left out by BurstPacking for more pods of its burst (the kernel chose n0)" in (
+        render(left_out)
+    )
+    assert "BurstPacking" not in render({**moved, "lastAttempt": {"node": "n1"}})

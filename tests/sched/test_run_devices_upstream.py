@@ -48,7 +48,9 @@ SIDES = ("ours", "theirs")
 class Setup:
     """The test's nodes, slices, classes and templates, and the two schedulers."""
 
-    def __init__(self, control_plane: Any, namespace: str, tmp_path: Any, nodes: int) -> None:
+    def __init__(
+        self, control_plane: Any, namespace: str, tmp_path: Any, nodes: int, profile: str = ""
+    ) -> None:
         self.control_plane = control_plane
         self.namespace = namespace
         self.token = secrets.token_hex(3)
@@ -84,9 +86,9 @@ class Setup:
             extra={"profiles": [{"schedulerName": self.upstream_name}]},
             name=self.upstream_name,
         )
-        self.process = SchedulerProcess(
-            tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=1000), "dra"
-        )
+        # ``profile``: kubesalvo's profile, as YAML lines under ``profiles:`` (default: none).
+        config = CONFIG.format(max_burst=1000) + (f"profiles:\n{profile}" if profile else "")
+        self.process = SchedulerProcess(tmp_path, control_plane.kubeconfig, config, "dra")
         self.process.wait_ready()
 
     def node_objects(self) -> dict[str, dict[str, Any]]:

@@ -156,3 +156,63 @@ def test_a_snapshot_without_device_kinds_is_warned_about_by_what_it_changes(tmp_
     assert "lacks replicasets" in warnings[0] and "default topology spreading" in warnings[0]
     assert "lacks deviceclasses, resourceclaims, resourceslices" in warnings[1]
     assert "pods with device claims are placed without those objects" in warnings[1]
+
+
+def templated(name: str, template_name: str) -> dict[str, Any]:
+    made = pod(name)
+    made["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template_name}]
+    made["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return made
+
+
+def test_pods_with_templates_get_the_claims_the_controller_would_make(tmp_path: Path):
+    """A snapshot taken while pods wait for kube-controller-manager holds their templates
+    but no claims: simulate makes them as the controller would, allocates them, and the
+    placed snapshot carries the claims and the pods' statuses naming them."""
+    slices = [DRIVER.slice("n1", "a100"), DRIVER.slice("n2", "h100")]
+    one = dra.template("ns", "one-gpu", dra.claim_spec(dra.request("gpu", GPU_CLASS, 1)))
+    pods = [templated(f"w{i}", "one-gpu") for i in range(10)]
+    pods.append(templated("lost", "absent"))
+    devices = {
+        "deviceclasses": [GPU],
+        "resourceclaims": [],
+        "resourceslices": slices,
+        "resourceclaimtemplates": [one],
+    }
+    nodes = [node("n1"), node("n2"), node("n3")]
+    snapshot = loads(dumps(from_objects(nodes, pods, devices=devices)))
+    path, out = tmp_path / "cluster.snapshot", tmp_path / "placed.snapshot"
+    path.write_bytes(dumps(snapshot))
+    done = subprocess.run(
+        [sys.executable, "-m", "kubesalvo.sched.cli", "simulate", "--snapshot", str(path),
+         "--json", "--save-placed", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    # 8 GPUs for 10 pods of one each; the pod of a missing template gets no claim.
+    assert (report["pods"], report["placed"]) == (11, 8)
+    placed = loads(out.read_bytes())
+    claims = {c["metadata"]["name"]: c for c in placed.devices["resourceclaims"]}
+    assert len(claims) == 10
+    by_pod = {p["metadata"]["name"]: p for p in placed.pods}
+    bound = [p for p in placed.pods if p["spec"].get("nodeName")]
+    assert len(bound) == 8
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    assert dra.check_allocations(bound, claims, slices, by_name) == []
+    for name in (f"w{i}" for i in range(10)):
+        (status,) = by_pod[name]["status"]["resourceClaimStatuses"]
+        made = claims[status["resourceClaimName"]]
+        assert status["resourceClaimName"].startswith(f"{name}-gpu-")
+        assert made["metadata"]["ownerReferences"][0]["uid"] == f"uid-{name}"
+        assert bool(made.get("status", {}).get("allocation")) == bool(
+            by_pod[name]["spec"].get("nodeName")
+        )
+    assert "resourceClaimStatuses" not in (by_pod["lost"].get("status") or {})
+    assert not by_pod["lost"]["spec"].get("nodeName")
+    # The snapshot file as read is unchanged: no statuses written into its pods.
+    assert all("status" not in p or not p["status"] for p in loads(path.read_bytes()).pods)
+    # In-process too: the caller's snapshot keeps its pods as they were.
+    summary = simulate(snapshot, Profile.default(), seed=1)
+    assert summary.placed == 8
+    assert all(not p.get("status") for p in snapshot.pods)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.snapshot import dumps, from_objects, loads
+from kubesalvo.sched import cli
 from kubesalvo.sched.simulate.run import simulate
 from tests.helpers.volumes import claim, claim_volume, local_volume, storage_class
 
@@ -49,3 +50,45 @@ def test_a_recorded_stateful_set_takes_one_free_volume_per_pod():
     assert [text for text, _ in summary.messages] == [
         "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind."
     ]
+
+
+def test_simulate_scores_capacity_only_with_the_feature_gate(tmp_path):
+    # One pod, a 4Gi claim: node a (8 cpus) holds a 5Gi volume, b (4 cpus) a 40Gi one.
+    # Without the gate the emptier cpu decides (a); with it, the emptier volume (b).
+    volumes = []
+    for name, size in (("a", "5Gi"), ("b", "40Gi")):
+        pv = local_volume(f"pv-{name}", name, size=size)
+        pv["status"] = {"phase": "Available"}
+        volumes.append(pv)
+    big = node("a")
+    big["status"]["allocatable"] = big["status"]["capacity"] = {
+        "cpu": "8",
+        "memory": "8Gi",
+        "pods": "110",
+    }
+    web = {
+        "metadata": {"name": "web-0", "namespace": "ns", "uid": "web-0"},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            "volumes": [claim_volume("data", "data-web-0")],
+        },
+    }
+    recorded = from_objects(
+        [big, node("b")],
+        [web],
+        storage={
+            "persistentvolumeclaims": [claim("data-web-0", size="4Gi")],
+            "persistentvolumes": volumes,
+            "storageclasses": [storage_class("local")],
+        },
+    )
+    source = tmp_path / "cluster.snapshot"
+    source.write_bytes(dumps(recorded))
+    chosen = {}
+    for flags in ((), ("--feature-gates", "StorageCapacityScoring=true")):
+        out = tmp_path / f"placed{len(flags)}.snapshot"
+        argv = ["simulate", "--snapshot", str(source), "--save-placed", str(out), *flags]
+        assert cli.main(argv) == 0
+        (placed,) = loads(out.read_bytes()).pods
+        chosen[bool(flags)] = placed["spec"]["nodeName"]
+    assert chosen == {False: "a", True: "b"}

@@ -114,7 +114,7 @@ def test_default_profile_has_the_v1_34_weights_and_args():
 
 
 def at(point):
-    return tuple(n for n in registry.DEFAULT_PLUGINS if point in registry.EXTENSION_POINTS[n])
+    return tuple(n for n in registry.DEFAULT_PLUGINS if point in registry.MULTI_POINT_EXPANSION[n])
 
 
 def test_default_plugins_expand_per_point_as_upstreams_defaults():

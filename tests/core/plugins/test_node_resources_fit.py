@@ -36,4 +36,4 @@ def test_requested_to_capacity_ratio_needs_a_sorted_shape_in_range():
 
 def test_ignored_resource_groups_cannot_contain_a_slash():
     with pytest.raises(ProfileError, match="can't contain '/'"):
-        NodeResourcesFitArgs(ignored_resource_groups=frozenset({"example.com/gpu"}))
+        NodeResourcesFitArgs(ignored_resource_groups=("example.com/gpu",))

@@ -68,15 +68,15 @@ def test_ignored_resources_and_groups_are_not_checked():
     p = pod(requests={"example.com/foo": "1", "vendor.io/bar": "1"})
     ref = ReferenceScheduler(
         nodes,
-        profile=Profile(fit=NodeResourcesFitArgs(ignored_resources=frozenset({"example.com/foo"}))),
+        profile=Profile(fit=NodeResourcesFitArgs(ignored_resources=("example.com/foo",))),
     )
     assert ref.filter(p) == {"plain": ["Insufficient vendor.io/bar"]}
     ref = ReferenceScheduler(
         nodes,
         profile=Profile(
             fit=NodeResourcesFitArgs(
-                ignored_resources=frozenset({"example.com/foo"}),
-                ignored_resource_groups=frozenset({"vendor.io"}),
+                ignored_resources=("example.com/foo",),
+                ignored_resource_groups=("vendor.io",),
             )
         ),
     )

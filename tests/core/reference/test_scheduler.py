@@ -110,9 +110,15 @@ def test_gangs_are_per_namespace():
 
 def test_pods_with_unmodelled_volumes_or_claims_are_refused():
     ref = ReferenceScheduler([node("a")])
+    inline_csi = pod(volumes=[{"name": "data", "csi": {"driver": "csi.example.com"}}])
+    with pytest.raises(PodInvalid, match="csi"):
+        ref.schedule(inline_csi)
+    # A generic ephemeral volume is modelled once the pod is read with its claim's name
+    # (volumes.resolve_ephemeral); read without, the attempt is an error, as in the kernel.
     with_ephemeral = pod(volumes=[{"name": "data", "ephemeral": {"volumeClaimTemplate": {}}}])
-    with pytest.raises(PodInvalid, match="ephemeral"):
-        ref.schedule(with_ephemeral)
+    unresolved = ref.schedule(with_ephemeral)
+    assert unresolved.error and unresolved.node is None
+    assert "names no claim" in unresolved.message
     # A claim is modelled (core/pernode/volumes.py): a missing one is a PreFilter reject.
     with_pvc = pod(volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}])
     assert ref.schedule(with_pvc).message.endswith('persistentvolumeclaim "d" not found.')

@@ -116,6 +116,12 @@ def test_scheduled_placements_pass_the_independent_check(
         assert run.feasibility["pods_checked"] == run.feasibility["run_pods_found"] == 200
         assert run.feasibility["run_pods_unbound"] == 0
         assert 0 < run.feasibility["nodes_used"] <= 50
+        quality = run.feasibility["quality"]
+        assert 0 < quality["nodes_used"] <= run.feasibility["nodes_used"]
+        assert quality["cpu_share_sd"] >= 0 and quality["node_skew"] >= 1
+    text = report.markdown(result)
+    assert "| nodes holding the run's pods |" in text
+    assert "| worst skew per owner: zone / node |" in text
 
 
 def test_figures_agree_with_one_another(bench: tuple[BenchResult, Path, Path]) -> None:

@@ -10,7 +10,7 @@ import secrets
 import pytest
 
 from kubesalvo.sched.cluster import start_kube_scheduler
-from kubesalvo.sched.config import load_config
+from kubesalvo.sched.config import gates, load_config
 from kubesalvo.sched.serving.configz import componentconfig, go_duration
 from tests.helpers.deploy import bind_rules, delete_cluster_rbac, service_account_token
 from tests.sched.test_app import CONFIG, SchedulerProcess, free_port
@@ -30,10 +30,10 @@ BINPACK = {
 }
 
 # A third profile's args, one of each shape /configz writes (upstream keeps a list's order
-# as given; these are given sorted).
+# as given: ignoredResources is given unsorted to show it).
 CUSTOM_ARGS = [
     {"name": "NodeResourcesFit", "args": {
-        "ignoredResources": ["example.com/a", "example.com/b"],
+        "ignoredResources": ["example.com/b", "example.com/a"],
         "scoringStrategy": {
             "type": "RequestedToCapacityRatio",
             "resources": [{"name": "cpu", "weight": 2}],
@@ -86,6 +86,20 @@ def test_the_default_configuration_is_listed_under_upstream_field_names():
     assert all(s == {"Enabled": None, "Disabled": None} for s in plugins.values())
     assert len(plugins) == 12
     assert listed["Kubesalvo"]["BurstGatheringWindow"] == "10ms"
+
+
+def test_volume_bindings_shape_is_listed_only_with_its_feature_gate():
+    def volume_binding(config):
+        (profile,) = componentconfig(config)["Profiles"]
+        (entry,) = [c for c in profile["PluginConfig"] if c["Name"] == "VolumeBinding"]
+        return entry["Args"]
+
+    assert volume_binding(load_config(None))["Shape"] is None
+    on = load_config(None, gates.parse("StorageCapacityScoring=true"))
+    assert volume_binding(on) == {
+        "BindTimeoutSeconds": 600,
+        "Shape": [{"Utilization": 0, "Score": 10}, {"Utilization": 100, "Score": 0}],
+    }
 
 
 @pytest.mark.integration

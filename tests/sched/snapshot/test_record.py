@@ -250,7 +250,8 @@ RULES = [
     {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes", "csidrivers",
                                                     "csistoragecapacities"], "verbs": ["list"]},
     {"apiGroups": ["resource.k8s.io"], "resources": ["deviceclasses", "resourceclaims",
-                                                     "resourceslices"], "verbs": ["list"]},
+                                                     "resourceslices", "resourceclaimtemplates"],
+     "verbs": ["list"]},
 ]  # fmt: skip
 
 
@@ -400,7 +401,8 @@ def test_device_objects_are_recorded_and_simulate_allocates_from_them(
         dra.pod(namespace, "wants-two", "nobody", pool_name, claims=["two"]),
         dra.pod(namespace, "wants-three", "nobody", pool_name, claims=["three"]),
     ]
-    control_plane.create([*nodes, gpu, *slices, *claims])
+    one = dra.template(namespace, "one-gpu", dra.claim_spec(dra.request("gpu", gpu_class, 1)))
+    control_plane.create([*nodes, gpu, *slices, *claims, one])
     control_plane.create(pods)
     try:
         out, placed_out = tmp_path / "cluster.snapshot", tmp_path / "placed.snapshot"
@@ -410,6 +412,7 @@ def test_device_objects_are_recorded_and_simulate_allocates_from_them(
         taken = snapshot.load(out)
         names = {k: {o["metadata"]["name"] for o in v} for k, v in taken.devices.items()}
         assert gpu_class in names["deviceclasses"]
+        assert "one-gpu" in names["resourceclaimtemplates"]
         assert {s["metadata"]["name"] for s in slices} <= names["resourceslices"]
         recorded = {
             c["metadata"]["name"]: c
@@ -452,5 +455,5 @@ def test_device_objects_are_recorded_and_simulate_allocates_from_them(
         assert dra.check_allocations(mine.values(), after, slices, by_name) == []
     finally:
         delete_pods(control_plane, pods)
-        control_plane.delete([*claims, *slices, gpu])
+        control_plane.delete([*claims, *slices, gpu, one])
         delete_nodes(control_plane, nodes)
