@@ -9,7 +9,7 @@ most such taints scores 0, a node with none 100).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -78,21 +78,7 @@ def prefer_no_schedule_tolerations(
     """The pod's tolerations the score looks at: PreferNoSchedule or any effect, and of a
     key some node's taint has (the others tolerate nothing, and leaving them out lets pods
     that differ only there share one row of counts)."""
-    tolerations: Sequence[Mapping[str, Any]] = pod.spec.get("tolerations") or ()
-    kept: list[Mapping[str, Any]] = []
-    keys = None
-    for toleration in tolerations:  # a loop: this runs once per class of a burst
-        effect = toleration.get("effect")
-        if effect and effect != PREFER_NO_SCHEDULE:
-            continue
-        key = toleration.get("key")
-        if key:
-            if keys is None:
-                keys = nodes.taint_keys()
-            if key not in keys:
-                continue
-        kept.append(toleration)
-    return kept
+    return _of_known_keys(nodes, pod, lambda effect: not effect or effect == PREFER_NO_SCHEDULE)
 
 
 def untolerated_prefer_no_schedule(
@@ -114,11 +100,19 @@ _HARD_EFFECTS = ("NoSchedule", "NoExecute")
 def hard_tolerations(args: None, nodes: NodeTable, pod: PodClass) -> list[Mapping[str, Any]]:
     """The pod's tolerations the filter looks at: not PreferNoSchedule, and of a key some
     node's taint has (or empty)."""
+    return _of_known_keys(nodes, pod, lambda effect: effect != PREFER_NO_SCHEDULE)
+
+
+def _of_known_keys(
+    nodes: NodeTable, pod: PodClass, wanted: Callable[[Any], bool]
+) -> list[Mapping[str, Any]]:
+    """The pod's tolerations whose effect is ``wanted`` and whose key is empty or some
+    node's taint's (the others tolerate nothing here)."""
     tolerations: Sequence[Mapping[str, Any]] = pod.spec.get("tolerations") or ()
     kept: list[Mapping[str, Any]] = []
     keys = None
     for toleration in tolerations:  # a loop: this runs once per class of a burst
-        if toleration.get("effect") == PREFER_NO_SCHEDULE:
+        if not wanted(toleration.get("effect")):
             continue
         key = toleration.get("key")
         if key:
