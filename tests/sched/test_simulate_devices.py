@@ -117,10 +117,9 @@ def test_without_device_objects_a_pod_with_claims_stays_pending_and_the_rest_are
     assert all(text.endswith(" not found.") for text, _ in summary.messages)
 
 
-def test_the_command_replays_a_snapshot_with_devices_and_saves_the_allocations(
-    tmp_path: Path,
-):
-    snapshot, slices, nodes = recorded()
+def _replay(snapshot: Any, tmp_path: Path) -> tuple[Any, Path, Path]:
+    """``kubesalvo simulate --snapshot F --json --save-placed OUT`` on ``snapshot``: its
+    report, OUT and F."""
     path, out = tmp_path / "cluster.snapshot", tmp_path / "placed.snapshot"
     path.write_bytes(dumps(snapshot))
     done = subprocess.run(
@@ -129,7 +128,14 @@ def test_the_command_replays_a_snapshot_with_devices_and_saves_the_allocations(
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    return json.loads(done.stdout), out, path
+
+
+def test_the_command_replays_a_snapshot_with_devices_and_saves_the_allocations(
+    tmp_path: Path,
+):
+    snapshot, slices, nodes = recorded()
+    report, out, _ = _replay(snapshot, tmp_path)
     assert report["pods"] == 8 and report["placed"] == 5
     placed = loads(out.read_bytes())
     claims = {c["metadata"]["name"]: c for c in placed.devices["resourceclaims"]}
@@ -181,15 +187,7 @@ def test_pods_with_templates_get_the_claims_the_controller_would_make(tmp_path: 
     }
     nodes = [node("n1"), node("n2"), node("n3")]
     snapshot = loads(dumps(from_objects(nodes, pods, devices=devices)))
-    path, out = tmp_path / "cluster.snapshot", tmp_path / "placed.snapshot"
-    path.write_bytes(dumps(snapshot))
-    done = subprocess.run(
-        [sys.executable, "-m", "kubesalvo.sched.cli", "simulate", "--snapshot", str(path),
-         "--json", "--save-placed", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report, out, path = _replay(snapshot, tmp_path)
     # 8 GPUs for 10 pods of one each; the pod of a missing template gets no claim.
     assert (report["pods"], report["placed"]) == (11, 8)
     placed = loads(out.read_bytes())
