@@ -36,7 +36,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _codes, in_tree_disks, reasons
+from kubesalvo.core import _codes, class_cache, in_tree_disks, reasons
 from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.label_selectors import (
     Selector,
@@ -196,7 +196,8 @@ class Encoder:
     """Classifies the pods of bursts and builds their static tables against one state.
 
     Table rows are cached by sub-signature for as long as the state's nodes do not change
-    (``state.version``), so consecutive chunks and bursts reuse them.
+    (``state.version``), so consecutive chunks reuse them, and so do later bursts of the
+    same profile where the rows depend on the nodes alone (core/class_cache.py).
     """
 
     def __init__(
@@ -209,6 +210,7 @@ class Encoder:
         self.devices = devices
         self.weights = profile.score_weights
         self.filters = set(profile.filters)
+        # The row caches (bound by _bind_tables), by sub-signature, of state.version.
         self._version = -1
         self._static: dict[bytes, npt.NDArray[np.uint8]] = {}
         self._taint: dict[bytes, npt.NDArray[np.int16]] = {}
@@ -217,6 +219,8 @@ class Encoder:
         self._numeric: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]] = {}
         # rows of required node affinity, by (nodeSelector, required terms): spread's policy
         self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}
+        # the rows of classes _shared refuses, this encoder's alone: table kind -> key -> row
+        self._unshared: dict[str, dict[bytes, Any]] = {}
         self.classes: list[ClassInfo] = []
         self._class_of: dict[bytes, int] = {}
         # Whether a class mounts an in-tree disk (VolumeRestrictions compares those of the
@@ -319,6 +323,35 @@ class Encoder:
         # Per lane, what its key needs, unpacked once: (key function, args, spec field).
         self._rev_key = self._key_of(Normalise.REVERSE_MAX)
         self._max_key = self._key_of(Normalise.MAX)
+        # Whether this profile's rows may be kept across bursts (core/class_cache.py): its
+        # further channels, and a DynamicResources channel, read more than the nodes.
+        self._share = devices is None and not self.extras
+        self._share &= all(name != names.DYNAMIC_RESOURCES for name, _, _ in self.lanes.values())
+        self._bind_tables()
+
+    def _bind_tables(self) -> None:
+        """Take the row caches of the state's current version (class_cache.tables_for;
+        tables of this encoder's own when its rows may not be shared)."""
+        state = self.state
+        if self._share:
+            tables = class_cache.tables_for(state, self.profile)
+        else:
+            tables = class_cache.NodeTables(state.version)
+        self._static, self._taint, self._aff = tables.static, tables.taint, tables.aff
+        self._image, self._numeric = tables.image, tables.numeric
+        self._affinity_rows = tables.affinity_rows
+        for name, entries in self.masks.items():
+            self.masks[name] = [
+                (code, mask, args, tables.masks.setdefault((name, i), {}))
+                for i, (code, mask, args, _) in enumerate(entries)
+            ]
+        self._unshared = {"static": {}, "fixed": {}, "taint": {}, "aff": {}}
+        self._version = tables.version
+
+    def _shared(self, info: ClassInfo) -> bool:
+        """Whether the class's rows depend on the nodes alone (not on the storage objects
+        its class filters read, nor on its pod's devices): kept across bursts."""
+        return self._share and not info.class_filters and info.devices is None
 
     # ------------------------------------------------------------------ classes
     def classify(
@@ -658,16 +691,7 @@ class Encoder:
         """Static tables for the given classes, rows deduplicated by sub-signature."""
         self.complete(class_ids)
         if self._version != self.state.version:
-            self._static.clear()
-            self._taint.clear()
-            self._aff.clear()
-            self._image.clear()
-            self._numeric.clear()
-            for entries in self.masks.values():
-                for *_, cache in entries:
-                    cache.clear()
-            self._affinity_rows.clear()
-            self._version = self.state.version
+            self._bind_tables()
         rows = self.state.rows
         classes = [self.classes[cid] for cid in class_ids]
         parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {}
@@ -688,13 +712,15 @@ class Encoder:
             arrays: list[np.ndarray] = []
             rows_of: list[int] = []
             sub_key = _SUB_KEYS[kind]
+            unshared = self._unshared[kind]
             for info in classes:
                 key = sub_key(info)
                 row = seen.get(key)
                 if row is None:
-                    array = cache.get(key)
+                    store = cache if self._shared(info) else unshared
+                    array = store.get(key)
                     if array is None:
-                        array = cache[key] = build(info)
+                        array = store[key] = build(info)
                     row = seen[key] = len(arrays)
                     arrays.append(array)
                 rows_of.append(row)
