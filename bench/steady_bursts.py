@@ -4,14 +4,15 @@ Run from the worktree's root as ``python3 bench/steady_bursts.py [options]``.
 
 The runtime under a steady rate places many small bursts one after another (at 75% of
 the bind ceiling on the quiet machine: ~2,000 bursts of ~17 pods), each through
-``core.place.place_burst`` on the scheduler cache's state with the default profile, every
-placement assumed in the state. This builds the bench's state (``--nodes`` nodes of the
-synthetic fleet with ``--running`` ReplicaSet pods of the bench's ``replicasets`` shape
-bound) and places ``--bursts`` bursts of ``--min``-``--max`` pending pods of the same shape
-the same way, reporting the CPU time per burst and per pod, and the encode and kernel
-seconds the results carry. ``--profile FILE`` runs the bursts under cProfile and prints
-the functions with the most own and cumulative time; ``--no-class-cache`` places every
-burst with a fresh class cache (core/class_cache.py), the cost before it existed.
+``core.place.place_burst`` on the scheduler cache's state, every placement assumed in
+the state. This builds the bench's state (``--nodes`` nodes of the synthetic fleet with
+``--running`` ReplicaSet pods of the bench's ``replicasets`` shape bound) and places
+``--bursts`` bursts of ``--min``-``--max`` pending pods of the same shape the same way,
+with the profile ``kubesalvo bench --kubernetes`` gives kubesalvo for ``--release``,
+reporting the CPU time per burst and per pod, and the encode and kernel seconds the
+results carry. ``--profile FILE`` runs the bursts under cProfile and prints the
+functions with the most own and cumulative time; ``--no-class-cache`` places every burst
+with fresh class tables (core/class_cache.py), the cost before they were kept.
 
 The ``digest`` line hashes every burst's nodes: two runs that print the same digest made
 the same decisions. The figures are CPU seconds of this process; on a shared machine
@@ -34,7 +35,8 @@ from typing import Any
 from kubesalvo.core.place import place_burst
 from kubesalvo.core.synthetic import parse_scenario
 from kubesalvo.core.ties import TieBreak
-from kubesalvo.sched.config.loader import default_config
+from kubesalvo.sched.config.gates import FeatureGates
+from kubesalvo.sched.config.loader import parse_config
 from kubesalvo.sched.simulate.run import load_state
 
 try:
@@ -76,11 +78,29 @@ def cut(queue: list[dict[str, Any]], bursts: int, low: int, high: int, seed: int
     return out
 
 
+# The profile `kubesalvo bench --kubernetes v1.37.2` gives kubesalvo (sched/bench/contenders.py):
+# v1.37's default profile scores DynamicResources, and StorageCapacityScoring is on.
+_V137 = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: kubesalvo
+    plugins: {score: {enabled: [{name: DynamicResources, weight: 2}]}}
+"""
+_V134 = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+def profile_of(release: str) -> Any:
+    if release == "1.37":
+        return parse_config(_V137, gates=FeatureGates(storage_capacity_scoring=True))
+    return parse_config(_V134)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     total = args.bursts * args.max
     state, queue = build(args.nodes, args.running, total, args.seed)
     bursts = cut(queue, args.bursts, args.min, args.max, args.seed)
-    profile = default_config().profiles[0].core
+    profile = profile_of(args.release).profiles[0].core
     ties = TieBreak(args.seed)
     digest = hashlib.sha256()
     encode = kernel = 0.0
@@ -118,6 +138,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "nodes": args.nodes,
         "running": args.running,
+        "release": args.release,
         "bursts": len(bursts),
         "pods": pods,
         "placed": placed,
@@ -141,6 +162,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--min", type=int, default=5, help="fewest pods in a burst")
     parser.add_argument("--max", type=int, default=20, help="most pods in a burst")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--release", choices=["1.34", "1.37"], default="1.37",
+        help="the profile kubesalvo bench gives kubesalvo against this release (default 1.37)",
+    )  # fmt: skip
     parser.add_argument("--profile", metavar="FILE", help="cProfile the bursts into FILE")
     parser.add_argument("--top", type=int, default=40, help="functions the profile lists")
     parser.add_argument(

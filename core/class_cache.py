@@ -1,20 +1,21 @@
 """Per-class node tables kept across bursts while the nodes stay the same (issue 33).
 
 A scheduler under a steady rate places thousands of small bursts of the same few classes
-onto the same nodes. Each burst's Encoder (core/encode.py) builds a class's static rows
-(the static filters' reasons, the fixed score, the normalised channels' raw values, the
-filter masks, the numeric labels, the required-affinity rows): every one of them a
-function of the nodes and the class's sub-signature alone, yet rebuilt over every row
-for every burst. ``tables_for`` hands the encoders of one state and one profile the same
-``NodeTables`` for as long as ``state.version`` (bumped on every node added, removed or
-updated: labels, taints, allocatable, images) and the profile stay the same, so a
-burst builds only the rows no burst before it built.
+onto the same nodes. Each burst's Encoder (core/encode.py) built each class afresh (its
+requests, keys, PreFilter outcome) and its static rows (the static filters' reasons, the
+fixed score, the normalised channels' raw values, the filter masks, the numeric labels,
+the required-affinity rows): every one of them a function of the nodes, the profile and
+the class's key alone, yet rebuilt over every row for every burst. ``tables_for`` hands
+the encoders of one state and one profile the same ``NodeTables`` for as long as
+``state.version`` (bumped on every node added, removed or updated: labels, taints,
+allocatable, images) and the profile stay the same, so a burst builds only the classes
+and rows no burst before it built.
 
 What is kept is only what depends on nothing but the nodes, the profile and the key it is
-filed under (encode.py decides per class, ``Encoder._shared``): not the rows of a class
-whose class filters answered (they read the storage objects, which pods change), nor of
-the one pod placed with its devices, nor any table of a profile with extra channels or a
-DynamicResources channel (they read what its Filter found). A version change gives new
+filed under (encode.py decides per class, ``Encoder._shared`` and ``_keep_class``): not a
+class with volumes or claims, nor the rows of a class whose class filters answered (they
+read the storage objects, which pods change), nor of the one pod placed with its devices
+(DynamicResources' Filter answer and its Score read them). A version change gives new
 tables, never clears the old ones in place, so an encoder still holding them (another
 thread's) sees no rows of another version. Each table is emptied when it holds more than
 ``_CELLS`` cells, at the start of a burst.
@@ -54,11 +55,16 @@ class NodeTables:
     affinity_rows: dict[bytes, Any] = field(default_factory=dict)
     # per filter mask of the profile (in the encoder's order), its rows by key
     masks: dict[tuple[str, int], dict[bytes, Any]] = field(default_factory=dict)
+    # per extra channel (by its index), its rows by key
+    extras: dict[int, dict[bytes, Any]] = field(default_factory=dict)
+    # completed classes (encode.ClassInfo) by their key, without pods
+    classes: dict[bytes, Any] = field(default_factory=dict)
 
     def trim(self, rows: int) -> None:
         limit = max(64, _CELLS // max(1, rows))
         tables = [self.static, self.taint, self.aff, self.image, self.affinity_rows]
-        for table in [*tables, *self.masks.values()]:
+        tables.append(self.classes)
+        for table in [*tables, *self.masks.values(), *self.extras.values()]:
             if len(table) > limit:
                 table.clear()
 

@@ -26,6 +26,7 @@ stays small. Nothing here looks at one node at a time in Python.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -165,6 +166,10 @@ class ClassInfo:
     # spread_invalid, the *_key fields, affinity_error, prefilter_*, score_error
     complete: bool = True
 
+    def copy(self) -> ClassInfo:
+        """The class as a new burst starts it: no pods yet (see Encoder._keep_class)."""
+        return dataclasses.replace(self, pods=0, class_filters={})
+
 
 @dataclass
 class StaticTables:
@@ -221,6 +226,8 @@ class Encoder:
         self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}
         # the rows of classes _shared refuses, this encoder's alone: table kind -> key -> row
         self._unshared: dict[str, dict[bytes, Any]] = {}
+        # completed classes of earlier bursts, by key (_keep_class)
+        self._known: dict[bytes, ClassInfo] = {}
         self.classes: list[ClassInfo] = []
         self._class_of: dict[bytes, int] = {}
         # Whether a class mounts an in-tree disk (VolumeRestrictions compares those of the
@@ -310,11 +317,10 @@ class Encoder:
         self._extra_keys = [
             [channel.key, args, channel.reads, (-1, b"")] for _, channel, args, _ in self.extras
         ]
-        # per extra channel: key -> (its raw values, whether any is not 0)
-        self._extra_rows: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = [
-            {} for _ in self.extras
-        ]
-        self._extras_version = -1
+        # per extra channel: key -> (its raw values, whether any is not 0); bound by
+        # _bind_tables, and the unshared classes' own
+        self._extra_rows: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = []
+        self._extra_unshared: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = []
         self.x_w = np.array([w for *_, w in self.extras] or [0], dtype=np.int64)
         self.x_rev = np.array(
             [int(c.normalise is Normalise.REVERSE_MAX) for _, c, _, _ in self.extras] or [0],
@@ -323,10 +329,9 @@ class Encoder:
         # Per lane, what its key needs, unpacked once: (key function, args, spec field).
         self._rev_key = self._key_of(Normalise.REVERSE_MAX)
         self._max_key = self._key_of(Normalise.MAX)
-        # Whether this profile's rows may be kept across bursts (core/class_cache.py): its
-        # further channels, and a DynamicResources channel, read more than the nodes.
-        self._share = devices is None and not self.extras
-        self._share &= all(name != names.DYNAMIC_RESOURCES for name, _, _ in self.lanes.values())
+        # Whether rows may be kept across bursts (core/class_cache.py): not those of the
+        # one pod placed with its devices (DynamicResources' Filter answer and Score).
+        self._share = devices is None
         self._bind_tables()
 
     def _bind_tables(self) -> None:
@@ -340,17 +345,21 @@ class Encoder:
         self._static, self._taint, self._aff = tables.static, tables.taint, tables.aff
         self._image, self._numeric = tables.image, tables.numeric
         self._affinity_rows = tables.affinity_rows
+        self._known = tables.classes
         for name, entries in self.masks.items():
             self.masks[name] = [
                 (code, mask, args, tables.masks.setdefault((name, i), {}))
                 for i, (code, mask, args, _) in enumerate(entries)
             ]
+        self._extra_rows = [tables.extras.setdefault(k, {}) for k in range(len(self.extras))]
         self._unshared = {"static": {}, "fixed": {}, "taint": {}, "aff": {}}
+        self._extra_unshared = [{} for _ in self.extras]
         self._version = tables.version
 
     def _shared(self, info: ClassInfo) -> bool:
         """Whether the class's rows depend on the nodes alone (not on the storage objects
-        its class filters read, nor on its pod's devices): kept across bursts."""
+        its class filters read, nor on its pod's devices, which DynamicResources' channel
+        reads): kept across bursts."""
         return self._share and not info.class_filters and info.devices is None
 
     # ------------------------------------------------------------------ classes
@@ -382,7 +391,8 @@ class Encoder:
             cid = class_of.get(key)
             if cid is None:
                 cid = class_of[key] = len(classes)
-                classes.append(self._class_info(key, pod))
+                known = self._known.get(key)
+                classes.append(self._class_info(key, pod) if known is None else known.copy())
             classes[cid].pods += 1
             ids.append(cid)
         if complete:
@@ -525,6 +535,20 @@ class Encoder:
             info.error or info.prefilter_message  # the attempt ends before PreScore
         ):
             info.score_error = self._prescore_error(info)
+        self._keep_class(info)
+
+    def _keep_class(self, info: ClassInfo) -> None:
+        """Keep a completed class for later bursts (core/class_cache.py) when all of it
+        follows from its key, the profile and the nodes: not when it has volumes (the
+        class filters and the disk check read the storage objects) or resource claims."""
+        spec = info.spec
+        if (
+            self._share
+            and not (spec.get("volumes") or spec.get("resourceClaims"))
+            and not info.class_filters
+            and info.devices is None
+        ):
+            self._known[info.key] = info.copy()
 
     def _class_filters(self, info: ClassInfo) -> None:
         """Ask the profile's class filters about the class, those whose spec field it has
@@ -1008,20 +1032,17 @@ class Encoder:
         c_x = np.full((len(classes), len(extras)), -1, dtype=np.int32)
         if not extras:
             return c_x, np.zeros((1, max(1, self.state.rows)), dtype=np.int32)
-        if self._extras_version != self.state.version:
-            for cache in self._extra_rows:
-                cache.clear()
-            self._extras_version = self.state.version
         arrays: list[npt.NDArray[np.int32]] = []
         seen: dict[tuple[int, bytes], int] = {}
         for i, info in enumerate(classes):
             const = 0
+            rows = self._extra_rows if self._shared(info) else self._extra_unshared
             for k, (name, channel, args, weight) in enumerate(extras):
                 key = info.extra_keys[k]
-                cached = self._extra_rows[k].get(key)
+                cached = rows[k].get(key)
                 if cached is None:
                     raw = self._channel_raw(name, channel, args, info, np.int32)
-                    cached = self._extra_rows[k][key] = (raw, bool(raw.any()))
+                    cached = rows[k][key] = (raw, bool(raw.any()))
                 if not cached[1]:
                     if channel.normalise is Normalise.REVERSE_MAX:
                         const += framework.MAX_NODE_SCORE * weight

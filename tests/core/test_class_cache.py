@@ -9,6 +9,7 @@ while the nodes stay the same and to be new after each kind of node change.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -88,7 +89,19 @@ CLASSES: list[dict[str, Any]] = [
     },
     {"image": "big:2"},
     {"cpu": "1500m"},
+    # a claim placed without DRA objects: DynamicResources' PreFilter keeps it pending
+    {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]},
 ]
+
+
+def v137() -> Profile:
+    """The profile `kubesalvo bench --kubernetes v1.37.2` runs: DynamicResources scores,
+    a further channel of the MAX kind beside NodeAffinity's."""
+    default = Profile.default()
+    return dataclasses.replace(default, scores=(*default.scores, (names.DYNAMIC_RESOURCES, 2)))
+
+
+PROFILES = {"default": Profile.default, "v1.37": v137}
 _names = itertools.count()
 
 
@@ -144,13 +157,15 @@ def fleet() -> list[dict[str, Any]]:
     ]
 
 
-def test_a_later_burst_reuses_the_rows_an_earlier_one_built():
-    profile = Profile.default()
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_a_later_burst_reuses_the_rows_an_earlier_one_built(profile):
+    profile = PROFILES[profile]()
     twins = Twins(fleet(), profile)
     twins.place([pod(c) for c in range(len(CLASSES))])
     tables = class_cache.tables_for(twins.kept, profile)
     built = {key: id(row) for key, row in tables.static.items()}
-    assert built and tables.image and tables.aff
+    assert built and tables.image and tables.aff and tables.classes
+    assert bool(tables.extras) == (profile.score_weights.get(names.DYNAMIC_RESOURCES, 0) > 0)
     twins.place([pod(c) for c in range(len(CLASSES))])
     again = class_cache.tables_for(twins.kept, profile)
     assert again is tables
@@ -247,10 +262,11 @@ steps_st = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("profile", list(PROFILES))
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=st.lists(nodes_st, min_size=1, max_size=4), steps=steps_st)
-def test_random_bursts_and_node_changes_place_as_fresh_tables_do(first, steps):
-    twins = Twins(first, Profile.default())
+def test_random_bursts_and_node_changes_place_as_fresh_tables_do(profile, first, steps):
+    twins = Twins(first, PROFILES[profile]())
     for kind, arg in steps:
         if kind == "burst":
             twins.place([pod(c) for c in arg])
@@ -258,3 +274,15 @@ def test_random_bursts_and_node_changes_place_as_fresh_tables_do(first, steps):
             twins.change(lambda s, n=arg: s.add_node(copy.deepcopy(n)))
         else:
             twins.change(lambda s, name=arg: s.remove_node(name))
+
+
+def test_a_class_is_kept_without_its_pods_and_one_with_volumes_is_not():
+    profile = Profile.default()
+    twins = Twins(fleet(), profile)
+    with_volume = pod(0)
+    with_volume["spec"]["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    twins.place([pod(1), pod(1), with_volume])
+    kept = list(class_cache.tables_for(twins.kept, profile).classes.values())
+    assert [info.spec.get("nodeSelector") for info in kept] == [{"zone": "b"}]
+    assert kept[0].pods == 0
+    twins.place([pod(1), with_volume | {"metadata": {**with_volume["metadata"], "uid": "v2"}}])
