@@ -168,7 +168,14 @@ class ClassInfo:
 
     def copy(self) -> ClassInfo:
         """The class as a new burst starts it: no pods yet (see Encoder._keep_class)."""
-        return dataclasses.replace(self, pods=0, class_filters={})
+        # Positional: a fifth of dataclasses.replace's time, which checks every field.
+        info = ClassInfo(*_CLASS_FIELDS(self))
+        info.pods = 0
+        info.class_filters = {}
+        return info
+
+
+_CLASS_FIELDS = operator.attrgetter(*[f.name for f in dataclasses.fields(ClassInfo)])
 
 
 @dataclass

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesalvo.core import class_cache
+from kubesalvo.core.encode import ClassInfo, Encoder
 from kubesalvo.core.place import place_burst
 from kubesalvo.core.plugins import names
 from kubesalvo.core.profile import Profile
@@ -286,3 +287,17 @@ def test_a_class_is_kept_without_its_pods_and_one_with_volumes_is_not():
     assert [info.spec.get("nodeSelector") for info in kept] == [{"zone": "b"}]
     assert kept[0].pods == 0
     twins.place([pod(1), with_volume | {"metadata": {**with_volume["metadata"], "uid": "v2"}}])
+
+
+def test_a_kept_class_is_copied_with_every_field_but_its_pods():
+    state = ClusterState()
+    state.add_node(node("n0"))
+    encoder = Encoder(state, Profile.default())
+    encoder.classify([pod(3), pod(3)])
+    info = encoder.classes[0]
+    copied = info.copy()
+    assert copied.pods == 0 and info.pods == 2
+    assert copied.class_filters == {} and copied.class_filters is not info.class_filters
+    for f in dataclasses.fields(ClassInfo):
+        if f.name not in ("pods", "class_filters"):
+            assert getattr(copied, f.name) is getattr(info, f.name), f.name
