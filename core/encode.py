@@ -15,9 +15,10 @@ with numpy over all rows at once:
   (NodeAffinity's preferred weights), each normalised over a pod's feasible rows;
   further channels of a kind are ``x_raw`` rows, one per channel and sub-signature
   (``c_x``: -1 where a class's values are 0 on every row: a constant score);
-* ``fixed``: the weighted ImageLocality score, the registry's static scores
-  (``PluginSpec.static_score``) and NONE channels, weighted, which placements never change,
-  and the constant 100 x weight of a further REVERSE_MAX channel that is 0 on every row.
+* ``fixed``: the registry's static scores (``PluginSpec.static_score``) and NONE channels
+  (ImageLocality's in the default profile), weighted, which placements never change, and
+  the constant 100 x weight of a further REVERSE_MAX channel that is 0 on every row; the
+  row is keyed by the NONE channels' keys, so classes that differ elsewhere share it.
 
 Parts of a signature that several classes share (the same tolerations, the same node
 selector) share one table row, so a burst of many classes with few distinct constraints
@@ -47,7 +48,6 @@ from kubesalvo.core.label_selectors import (
 from kubesalvo.core.plugins import (
     dynamic_resources,
     framework,
-    image_locality,
     inter_pod_affinity,
     names,
     node_affinity,
@@ -105,8 +105,8 @@ _PREFILTERS = (
 def _fixed_key(info: ClassInfo) -> bytes:
     # A constant of the extra channels joins the fixed row: classes differ by it too.
     if info.fixed_const:
-        return info.image_key + b"\0+%d" % info.fixed_const
-    return info.image_key
+        return info.fixed_key + b"\0+%d" % info.fixed_const
+    return info.fixed_key
 
 
 # The sub-signature each static table is deduplicated by.
@@ -130,8 +130,6 @@ class ClassInfo:
     nonzero: tuple[int, int]  # cpu/memory as NodeResourcesFit's score sees the pod
     nonzero_add: tuple[int, int]  # what the pod adds to a node's non-zero requests
     ports: list[HostPort]
-    images: list[str]
-    containers: int  # init containers + containers (ImageLocality's thresholds scale with it)
     spec: Mapping[str, Any]
     affinity: Mapping[str, Any] | None  # spec.affinity when it has pod (anti-)affinity
     owners: list[Mapping[str, Any]] = field(default_factory=list)  # metadata.ownerReferences
@@ -154,15 +152,16 @@ class ClassInfo:
     # the 100 x weight of the further REVERSE_MAX channels whose values are 0 on every row
     # (set by Encoder.tables for its chunk): every row scores 100 there, a fixed score
     fixed_const: int = 0
-    image_key: bytes = b""
+    # the sub-signature of the fixed scores: the NONE channels' keys (or the whole class)
+    fixed_key: bytes = b""
     # the answers of the profile's class filters (core/plugins, ``class_filter``) that
     # have something to check for the class: plugin -> answer
     class_filters: dict[str, framework.ClassFilterResult] = field(default_factory=dict)
     # DynamicResources' cycle state of the class's one pod with claims (core.dra.pod's
     # PodDevices), when the caller places it with its devices; its score channel reads it
     devices: Any = None
-    # False until Encoder.complete has set images, containers, spread_selectors,
-    # spread_invalid, the *_key fields, affinity_error, prefilter_*, score_error
+    # False until Encoder.complete has set spread_selectors, spread_invalid, the *_key
+    # fields, affinity_error, prefilter_*, score_error
     complete: bool = True
 
 
@@ -213,7 +212,7 @@ class Encoder:
         self._static: dict[bytes, npt.NDArray[np.uint8]] = {}
         self._taint: dict[bytes, npt.NDArray[np.int16]] = {}
         self._aff: dict[bytes, npt.NDArray[np.int32]] = {}
-        self._image: dict[bytes, npt.NDArray[np.int32]] = {}
+        self._fixed: dict[bytes, npt.NDArray[np.int32]] = {}
         self._numeric: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]] = {}
         # rows of required node affinity, by (nodeSelector, required terms): spread's policy
         self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}
@@ -224,7 +223,6 @@ class Encoder:
         self.has_disks = False
         self._taint_keys: set[str] = set()
         self._taint_keys_version = -1
-        self._image_names: dict[str, str] = {}
         # The filters whose PreFilter may end a class's attempt (see _prefilter), in order.
         self._prefilters = [name for name in profile.filters if name in _PREFILTERS]
         # The profile's static filter plugins (core/plugins, ``static_filter``): name ->
@@ -281,30 +279,32 @@ class Encoder:
             self.late_code[code] = order[name] > after
         for code, (name, _) in self.class_reasons.items():
             self.late_code[code] = order[name] > after
-        # The profile's static score plugins and NONE channels: (function, args, weight),
-        # added to ``fixed``.
+        # The profile's static score plugins: (function, args, weight), added to ``fixed``.
         self.static_scores: list[tuple[framework.StaticScore, Any, int]] = []
         for name, weight in profile.scores:
             static_score = registry.PLUGINS[name].static_score
             if static_score is not None and weight:
                 self.static_scores.append((static_score, profile.args_of(name), weight))
-        # The normalised channels, one per kind (the profile refuses two of a kind):
-        # kind -> (plugin, channel, args).
-        # The normalised channels: the first of each kind has its kernel lane (the fast
-        # paths: TaintToleration's and NodeAffinity's in the default profile), kind ->
+        # The NONE channels, final scores added to ``fixed``: (plugin, channel, args,
+        # weight). The normalised channels: the first of each kind has its kernel lane (the
+        # fast paths: TaintToleration's and NodeAffinity's in the default profile), kind ->
         # (plugin, channel, args); the further ones are extra channels, in profile order:
         # (plugin, channel, args, weight).
+        self.nones: list[tuple[str, ScoreChannel, Any, int]] = []
         self.lanes: dict[Normalise, tuple[str, ScoreChannel, Any]] = {}
         self.extras: list[tuple[str, ScoreChannel, Any, int]] = []
         for name, channel, weight in registry.score_channels(profile.scores):
             if channel.normalise is Normalise.NONE:
-                self.static_scores.append((channel.raw, profile.args_of(name), weight))
+                self.nones.append((name, channel, profile.args_of(name), weight))
             elif channel.normalise in self.lanes:
                 self.extras.append((name, channel, profile.args_of(name), weight))
             else:
                 self.lanes[channel.normalise] = (name, channel, profile.args_of(name))
         self._extra_keys = [
             [channel.key, args, channel.reads, (-1, b"")] for _, channel, args, _ in self.extras
+        ]
+        self._none_keys = [
+            [channel.key, args, channel.reads, (-1, b"")] for _, channel, args, _ in self.nones
         ]
         # per extra channel: key -> (its raw values, whether any is not 0)
         self._extra_rows: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = [
@@ -407,8 +407,6 @@ class Encoder:
             nonzero=nonzero,
             nonzero_add=nonzero_add,
             ports=ports,
-            images=[],
-            containers=0,
             spec=spec,
             affinity=pod_affinity,
             owners=list(meta.get("ownerReferences") or ()),
@@ -417,8 +415,8 @@ class Encoder:
         )
 
     def complete(self, class_ids: Iterable[int]) -> None:
-        """Add to these classes what ``classify(complete=False)`` left out: images, the
-        parsed spread selectors, the static tables' sub-signatures, and what ends a
+        """Add to these classes what ``classify(complete=False)`` left out: the parsed
+        spread selectors, the static tables' sub-signatures, and what ends a
         class's attempt before or at PreScore."""
         classes = self.classes
         for cid in class_ids:
@@ -428,17 +426,8 @@ class Encoder:
 
     def _complete(self, info: ClassInfo) -> None:
         spec = info.spec
-        init = spec.get("initContainers")
-        containers = list(spec.get("containers") or ())
-        if init:
-            containers = list(init) + containers
         node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        images: list[str] = []
-        for container in containers:
-            image = container.get("image")
-            if image:
-                images.append(self._image_name(image))
         # Each selector parsed once: the spread PreFilter's check and the class's
         # constraints (core/spread.py) both read this.
         spread_selectors = [
@@ -451,8 +440,6 @@ class Encoder:
         # Likewise the filters only see NoSchedule/NoExecute tolerations, the score only
         # PreferNoSchedule ones (an empty effect counts for both).
         hard_tolerations = self._relevant_tolerations(spec.get("tolerations"))
-        info.images = images
-        info.containers = len(containers)
         info.spread_selectors = spread_selectors
         info.spread_invalid = spread_invalid
         info.static_key = _ENCODE.encode(
@@ -462,7 +449,13 @@ class Encoder:
         info.max_key = self._lane_key(self._max_key, info)
         if self._extra_keys:
             info.extra_keys = tuple(self._lane_key(lane, info) for lane in self._extra_keys)
-        info.image_key = _ENCODE.encode((images, len(containers)))
+        none_keys = self._none_keys
+        if len(none_keys) == 1:
+            info.fixed_key = self._lane_key(none_keys[0], info)
+        elif none_keys:
+            info.fixed_key = b"\0".join([self._lane_key(lane, info) for lane in none_keys])
+        else:
+            info.fixed_key = _NONE_KEY  # no NONE channel: fixed rows differ by const only
         info.complete = True
         if self.extensions or not self._mask_signature:
             # A static filter plugin may read any part of the signature (labels, say).
@@ -470,8 +463,8 @@ class Encoder:
         if self.class_filters:
             self._class_filters(info)
         if self.static_scores or any(a.scores is not None for a in info.class_filters.values()):
-            # so may a static score, a NONE channel or a class filter's score (the fixed row)
-            info.image_key = info.key
+            # so may a static score or a class filter's score (the fixed row)
+            info.fixed_key = info.key
         if info.error:  # a quantity no int64 holds (_class_info)
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
         if self.devices is not None and spec.get("resourceClaims"):
@@ -506,13 +499,6 @@ class Encoder:
                     info.class_filters[name] = answer
         if info.class_filters:
             info.static_key = info.key
-
-    def _image_name(self, image: str) -> str:
-        """normalized_image_name, once per distinct image of the burst (they repeat)."""
-        name = self._image_names.get(image)
-        if name is None:
-            name = self._image_names[image] = image_locality.normalized_image_name(image)
-        return name
 
     def _prefilter(self, info: ClassInfo, required: Mapping[str, Any] | None) -> None:
         """What ends the class's attempt before any node is tried, the first filter's
@@ -661,7 +647,7 @@ class Encoder:
             self._static.clear()
             self._taint.clear()
             self._aff.clear()
-            self._image.clear()
+            self._fixed.clear()
             self._numeric.clear()
             for entries in self.masks.values():
                 for *_, cache in entries:
@@ -674,7 +660,7 @@ class Encoder:
         index: dict[str, npt.NDArray[np.int32]] = {}
         tables: list[tuple[str, dict[bytes, Any], Callable[[ClassInfo], np.ndarray]]] = [
             ("static", self._static, self._static_reason),
-            ("fixed", self._image, self._fixed_with_const),
+            ("fixed", self._fixed, self._fixed_with_const),
             ("taint", self._taint, self._reverse_max_raw),
             ("aff", self._aff, self._max_raw),
         ]
@@ -1040,14 +1026,13 @@ class Encoder:
         return raw.astype(dtype)
 
     def _fixed_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:
-        """The weighted scores no placement changes: ImageLocality and static scores."""
-        fixed = self._image_score(info)
+        """The weighted scores no placement changes: static scores and NONE channels."""
+        fixed = np.zeros(self.state.rows, dtype=np.int32)
         for static_score, args, weight in self.static_scores:
             scores = np.asarray(static_score(args, self, info), dtype=np.int64)
-            if scores.size and not 0 <= scores.min() <= scores.max() <= framework.MAX_NODE_SCORE:
-                # kube-scheduler fails the attempt of a plugin scoring out of range.
-                raise ValueError(f"{static_score.__module__}: a score outside 0..100")
-            fixed = fixed + (weight * scores).astype(np.int32)
+            fixed = self._add_final(fixed, scores, weight, static_score.__module__)
+        for name, channel, args, weight in self.nones:
+            fixed = self._add_final(fixed, np.asarray(channel.raw(args, self, info)), weight, name)
         for name, answer in info.class_filters.items():
             # A class filter's own score (VolumeBinding's capacity score), from the
             # storage as its Filter read it for this class.
@@ -1056,25 +1041,29 @@ class Encoder:
                 fixed = fixed + (weight * answer.scores).astype(np.int32)
         return fixed
 
-    def _image_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:
-        """ImageLocality, weighted: its module's score of the class's images' sums."""
-        state = self.state
-        rows = state.rows
-        weight = self.weights.get(names.IMAGE_LOCALITY, 0)
-        if not weight:
-            return np.zeros(rows, dtype=np.int32)
-        total_nodes = state.node_count
-        sums = np.zeros(rows, dtype=np.int64)
-        for image in info.images:
-            holders = state.images.get(image)
-            if not holders:
-                continue
-            # One size per image: the first node's report (upstream's image state).
-            size = next(iter(holders.values()))
-            scaled = image_locality.scaled_size(size, len(holders), total_nodes)
-            rows_with = np.fromiter(holders.keys(), np.int64, len(holders))
-            sums[rows_with] += scaled
-        return (weight * image_locality.scores(sums, info.containers)).astype(np.int32)
+    @staticmethod
+    def _add_final(
+        fixed: npt.NDArray[np.int32], scores: npt.NDArray[Any], weight: int, plugin: str
+    ) -> npt.NDArray[np.int32]:
+        """``fixed`` plus a plugin's final scores, weighted, checked to be in 0..100."""
+        scores = scores.astype(np.int64, copy=False)
+        if scores.size and not 0 <= scores.min() <= scores.max() <= framework.MAX_NODE_SCORE:
+            # kube-scheduler fails the attempt of a plugin scoring out of range.
+            raise ValueError(f"{plugin}: a score outside 0..100")
+        return fixed + (weight * scores).astype(np.int32)
+
+    # ------------------------------------------------------------------ images
+    def image_rows(self, image: str) -> tuple[npt.NDArray[np.int64], int, int]:
+        """The rows holding ``image``, its size and its holders (NodeTable.image_rows)."""
+        holders = self.state.images.get(image)
+        if not holders:
+            return np.zeros(0, dtype=np.int64), 0, 0
+        rows = np.fromiter(holders.keys(), np.int64, len(holders))
+        return rows, self.state.image_sizes[image], len(holders)
+
+    def node_count(self) -> int:
+        """How many nodes the state has (NodeTable.node_count)."""
+        return self.state.node_count
 
 
 @dataclass

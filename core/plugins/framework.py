@@ -331,6 +331,16 @@ class NodeTable(Protocol):
         """The keys of every taint some row carries."""
         ...
 
+    def image_rows(self, image: str) -> tuple[npt.NDArray[np.int64], int, int]:
+        """The rows whose node holds ``image`` (a name as the nodes report it), the image's
+        size in bytes (the first reporting node's, upstream's image state) and how many of
+        the cluster's nodes hold it (0, with no rows: none does)."""
+        ...
+
+    def node_count(self) -> int:
+        """How many nodes the cluster has (rows without a node do not count)."""
+        ...
+
     def taint_counts(
         self, counted: Callable[[tuple[str, str, str]], bool]
     ) -> npt.NDArray[np.int64]:
