@@ -6,8 +6,10 @@ everything that depends only on the nodes and that signature is computed once pe
 with numpy over all rows at once:
 
 * ``static_reason``: the first static filter that rejects each row, in kube-scheduler's
-  order - NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (and the rows that
-  NodeAffinity's PreFilter leaves out when a term names nodes by ``metadata.name``);
+  order, each a contribution of its plugin's module: filter masks (NodeUnschedulable,
+  NodeName, TaintToleration, NodeAffinity), static and class filters, node filters
+  (DynamicResources) - and the rows a plugin's PreFilter leaves out (``PluginSpec.
+  pre_filter``: NodeAffinity's, when a term names nodes by ``metadata.name``);
 * the raw values of the profile's normalised score channels (``PluginSpec.score_channel``,
   computed by their plugins' modules; no plugin is named here): the kernel takes one
   channel of each kind, ``taint_count`` the REVERSE_MAX one (TaintToleration's untolerated
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,17 +48,14 @@ from kubesalvo.core.label_selectors import (
     spread_constraint_error,
 )
 from kubesalvo.core.plugins import (
-    dynamic_resources,
     framework,
     inter_pod_affinity,
     names,
-    node_affinity,
     node_unschedulable,
     pod_topology_spread,
     registry,
 )
-from kubesalvo.core.plugins.framework import Normalise, ScoreChannel
-from kubesalvo.core.plugins.taint_toleration import tolerates
+from kubesalvo.core.plugins.framework import Normalise, ScoreChannel, tolerates
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import INT64_MAX, parse_quantity
 from kubesalvo.core.resources import (
@@ -94,12 +93,9 @@ _INT = re.compile(r"^[+-]?[0-9]+$")
 _ENCODE = msgspec.json.Encoder(order="deterministic")
 _NONE_KEY = _ENCODE.encode(None)
 _EMPTY_LIST_KEY = _ENCODE.encode([])
-_PREFILTERS = (
-    names.NODE_AFFINITY,
-    names.POD_TOPOLOGY_SPREAD,
-    names.INTER_POD_AFFINITY,
-    names.DYNAMIC_RESOURCES,
-)
+# The PreFilters of the kernel's dynamic terms (their selectors must parse); the
+# registry's PreFilters (``PluginSpec.pre_filter``) and class filters join them.
+_KERNEL_PREFILTERS = (names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
 
 
 def _fixed_key(info: ClassInfo) -> bytes:
@@ -141,6 +137,9 @@ class ClassInfo:
     pods: int = 0
     prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
     prefilter_plugin: str = ""  # and the plugin whose PreFilter it is (unresolvable)
+    # the only rows a PreFilter lets the filters pass (None: every row), and the others
+    # are narrowed (R_NARROWED); an array, which == cannot compare
+    narrowed: npt.NDArray[np.bool_] | None = field(default=None, compare=False)
     error: str = ""  # set when a PreFilter fails the attempt with an error (no node either)
     # set when a PreScore fails the attempt with an error; kube-scheduler runs PreScore only
     # when two or more nodes are feasible, which the kernel checks (c_score_error)
@@ -224,7 +223,11 @@ class Encoder:
         self._taint_keys: set[str] = set()
         self._taint_keys_version = -1
         # The filters whose PreFilter may end a class's attempt (see _prefilter), in order.
-        self._prefilters = [name for name in profile.filters if name in _PREFILTERS]
+        self._prefilters = [name for name in profile.filters if name in _KERNEL_PREFILTERS]
+        # The registry's PreFilters: name -> (PreFilter, args), and the spec fields they read.
+        self.pre_filters: dict[str, tuple[framework.PreFilter, Any]] = {}
+        # The registry's node filters: name -> (NodeFilter, args, reason text -> code).
+        self.node_filters: dict[str, tuple[framework.NodeFilter, Any, dict[str, int]]] = {}
         # The profile's static filter plugins (core/plugins, ``static_filter``): name ->
         # (function, args, reason code). Profile allows no more than there are codes.
         self.extensions: dict[str, tuple[framework.StaticFilter, Any, int]] = {}
@@ -242,6 +245,19 @@ class Encoder:
         code = _codes.EXTENSION_FIRST
         for name in profile.filters:
             spec = registry.PLUGINS[name]
+            if spec.pre_filter is not None:
+                self.pre_filters[name] = (spec.pre_filter, profile.args_of(name))
+                self._prefilters.append(name)
+            if spec.node_filter is not None:
+                node_codes: dict[str, int] = {}
+                for reason in spec.node_filter.reasons:
+                    reason_code = fixed_codes.get((name, reason))
+                    if reason_code is None:
+                        reason_code = code
+                        self.class_reasons[code] = (name, reason)
+                        code += 1
+                    node_codes[reason] = reason_code
+                self.node_filters[name] = (spec.node_filter, profile.args_of(name), node_codes)
             if spec.filter_masks:
                 entries: list[tuple[int, framework.FilterMask, Any, dict[bytes, Any]]] = []
                 for mask in spec.filter_masks:
@@ -271,6 +287,7 @@ class Encoder:
                 self._prefilters.append(name)
         order = {name: i for i, name in enumerate(profile.filters)}
         self._prefilters.sort(key=order.__getitem__)
+        self._prefilter_reads = tuple({pf.reads for pf, _ in self.pre_filters.values()})
         # A plugin filter after NodePorts and NodeResourcesFit (the volume filters, in
         # kube-scheduler's order) is reported on a row only when those two pass it.
         after = max(order.get(n, -1) for n in (names.NODE_PORTS, names.NODE_RESOURCES_FIT))
@@ -474,13 +491,12 @@ class Encoder:
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
         if self._prefilters and (
-            required is not None
-            or spread_invalid
+            spread_invalid
             or pod_affinity is not None
             or info.class_filters
-            or spec.get("resourceClaims")
+            or any(spec.get(reads) for reads in self._prefilter_reads)
         ):
-            self._prefilter(info, required)
+            self._prefilter(info)
         if (spread_invalid or info.affinity_error is not None) and not (
             info.error or info.prefilter_message  # the attempt ends before PreScore
         ):
@@ -500,19 +516,29 @@ class Encoder:
         if info.class_filters:
             info.static_key = info.key
 
-    def _prefilter(self, info: ClassInfo, required: Mapping[str, Any] | None) -> None:
+    def _prefilter(self, info: ClassInfo) -> None:
         """What ends the class's attempt before any node is tried, the first filter's
-        PreFilter in the profile's order deciding (as the reference's PreFilter run):
-        NodeAffinity's name conflict, InterPodAffinity's invalid selector or
-        DynamicResources' claims, which kubesalvo does not allocate (a rejection,
-        ``prefilter_message``), or PodTopologySpread's invalid selector in a
+        PreFilter in the profile's order deciding (as the reference's PreFilter run): a
+        registry PreFilter's rejection or error (NodeAffinity's name conflict,
+        DynamicResources' claims), a class filter's, InterPodAffinity's invalid selector
+        (a rejection, ``prefilter_message``), or PodTopologySpread's invalid selector in a
         DoNotSchedule constraint (an error, ``error``). Every row is then narrowed (see
-        ``_static_reason``), so the kernel places none of the class's pods."""
+        ``_static_reason``), so the kernel places none of the class's pods. A registry
+        PreFilter may instead keep some rows only (``narrowed``)."""
         for name in self._prefilters:
-            if name == names.NODE_AFFINITY:
-                if required is not None and self._names_conflict(required):
-                    info.prefilter_message = node_affinity.ERR_REASON_NODE_AFFINITY_CONFLICT
-                    info.prefilter_plugin = name
+            pre_filter = self.pre_filters.get(name)
+            if pre_filter is not None:
+                pf, args = pre_filter
+                answer = pf.run(args, self, info) if info.spec.get(pf.reads) else None
+                if answer is not None:
+                    if answer.message:
+                        info.prefilter_message = answer.message
+                        info.prefilter_plugin = name
+                    elif answer.error:
+                        info.error = answer.error
+                    elif answer.keep is not None and pf.narrows:
+                        kept = answer.keep
+                        info.narrowed = kept if info.narrowed is None else info.narrowed & kept
             elif name == names.POD_TOPOLOGY_SPREAD:
                 if info.spread_selectors:
                     error = spread_constraint_error(
@@ -524,24 +550,12 @@ class Encoder:
                 info.prefilter_message = inter_pod_affinity.PARSING_POD + info.affinity_error
                 info.prefilter_plugin = name
             elif name in info.class_filters:
-                answer = info.class_filters[name]
-                if answer.prefilter_message:
-                    info.prefilter_message = answer.prefilter_message
+                found = info.class_filters[name]
+                if found.prefilter_message:
+                    info.prefilter_message = found.prefilter_message
                     info.prefilter_plugin = name
-                elif answer.error:
-                    info.error = answer.error
-            elif name == names.DYNAMIC_RESOURCES and info.spec.get("resourceClaims"):
-                devices = self.devices
-                if devices is None:
-                    # Binding the pod without allocating its claims would put it on a
-                    # node whose devices it cannot use: it waits instead.
-                    info.prefilter_message = dynamic_resources.NOT_ALLOCATED
-                    info.prefilter_plugin = name
-                elif devices.rejection:
-                    info.prefilter_message = devices.rejection
-                    info.prefilter_plugin = name
-                elif devices.error:
-                    info.error = devices.error
+                elif found.error:
+                    info.error = found.error
             if info.prefilter_message or info.error:
                 # All its rows are narrowed whatever the nodes: one static row serves all.
                 info.static_key = b"prefilter"
@@ -726,11 +740,8 @@ class Encoder:
         if info.prefilter_message or info.error:
             out[todo] = R_NARROWED
             return out
-        tolerations = spec.get("tolerations") or ()
-        affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
-        required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        narrowed = self._narrowed_rows(required) if required is not None else None
-        if narrowed is not None and names.NODE_AFFINITY in self.filters:
+        narrowed = info.narrowed
+        if narrowed is not None:
             out[todo & ~narrowed] = R_NARROWED
             todo &= narrowed
 
@@ -743,18 +754,7 @@ class Encoder:
             todo ^= hit
 
         for name in self.profile.filters:
-            if name == names.NODE_UNSCHEDULABLE:
-                if not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations):
-                    reject(state.unschedulable[:rows].astype(bool), R_UNSCHEDULABLE)
-            elif name == names.NODE_NAME:
-                wanted = spec.get("nodeName")
-                if wanted:
-                    match = np.zeros(rows, dtype=bool)
-                    row = state.row_of.get(wanted)
-                    if row is not None:
-                        match[row] = True
-                    reject(~match, R_NODE_NAME)
-            elif name in self.masks:
+            if name in self.masks:
                 for code, mask, args, cache in self.masks[name]:
                     failing = self._mask_rows(mask, args, cache, info)
                     if failing is not None:
@@ -766,20 +766,17 @@ class Encoder:
                 reason_codes = self.class_filters[name][3]
                 for reason, failing in info.class_filters[name].failing:
                     reject(failing, reason_codes[reason])
-            elif (
-                name == names.DYNAMIC_RESOURCES
-                and self.devices is not None
-                and spec.get("resourceClaims")
-            ):
-                # the one pod with claims: its Filter answer per row
-                codes = self.devices.filter_rows(state.names, todo, state.node_labels.__getitem__)
-                if self.devices.error:  # a Filter error ends the attempt
-                    info.error = self.devices.error
+            elif name in self.node_filters:
+                node_filter, args, reason_codes = self.node_filters[name]
+                answer = (
+                    node_filter.run(args, self, info, todo) if spec.get(node_filter.reads) else None
+                )
+                if answer is not None and answer.error:  # a Filter error ends the attempt
+                    info.error = answer.error
                     out[todo] = R_NARROWED
                     return out
-                reject(codes == _codes.DRA_ALLOCATE, _codes.DRA_ALLOCATE)
-                reject(codes == _codes.DRA_UNAVAILABLE, _codes.DRA_UNAVAILABLE)
-                reject(codes == _codes.DRA_TIMEOUT, _codes.DRA_TIMEOUT)
+                for reason, failing in answer.failing if answer is not None else ():
+                    reject(failing, reason_codes[reason])
         return out
 
     def _mask_rows(
@@ -808,44 +805,6 @@ class Encoder:
             match &= self._node_selector(required)
         self._affinity_rows[key] = match
         return match
-
-    def _names_conflict(self, required: Mapping[str, Any]) -> bool:
-        """NodeAffinity's PreFilter: every term names nodes, and no name is in all of a term."""
-        terms = required.get("nodeSelectorTerms") or ()
-        union: set[str] | None = None
-        for term in terms:
-            in_term = self._term_names(term)
-            if in_term is None:
-                return False
-            union = in_term if union is None else union | in_term
-        return union is not None and not union
-
-    @staticmethod
-    def _term_names(term: Mapping[str, Any]) -> set[str] | None:
-        found: set[str] | None = None
-        for req in term.get("matchFields") or ():
-            if req.get("key") == "metadata.name" and req.get("operator") == "In":
-                values = set(req.get("values") or ())
-                found = values if found is None else found & values
-        return found
-
-    def _narrowed_rows(self, required: Mapping[str, Any]) -> npt.NDArray[np.bool_] | None:
-        """The rows NodeAffinity's PreFilter keeps, or None when it keeps every row."""
-        terms = required.get("nodeSelectorTerms") or ()
-        wanted: set[str] = set()
-        for term in terms:
-            in_term = self._term_names(term)
-            if in_term is None:
-                return None
-            wanted |= in_term
-        if not terms:
-            return None
-        keep = np.zeros(self.state.rows, dtype=bool)
-        for name in wanted:
-            row = self.state.row_of.get(name)
-            if row is not None:
-                keep[row] = True
-        return keep
 
     # ---------------------------------------------------------- node selectors
     def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
@@ -938,6 +897,23 @@ class Encoder:
     def node_names(self) -> Sequence[str | None]:
         """Each row's node name (NodeTable.node_names)."""
         return self.state.names[: self.state.rows]
+
+    def name_in(self, names: Set[str]) -> npt.NDArray[np.bool_]:
+        """Rows whose node has one of ``names`` (NodeTable.name_in)."""
+        match = np.zeros(self.state.rows, dtype=bool)
+        for name in names:
+            row = self.state.row_of.get(name)
+            if row is not None:
+                match[row] = True
+        return match
+
+    def labels_of(self, row: int) -> Mapping[str, str]:
+        """One row's node labels (NodeTable.labels_of)."""
+        return self.state.node_labels[row]
+
+    def unschedulable(self) -> npt.NDArray[np.bool_]:
+        """Rows whose node is cordoned (NodeTable.unschedulable)."""
+        return self.state.unschedulable[: self.state.rows].astype(bool)
 
     def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
         """Rows matching a node selector by their labels alone (NodeTable.labels_match)."""

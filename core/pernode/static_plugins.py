@@ -54,6 +54,12 @@ class _Nodes:
     def node_names(self) -> Sequence[str | None]:
         return [n.name for n in self.nodes]
 
+    def name_in(self, names: Set[str]) -> npt.NDArray[np.bool_]:
+        return np.array([n.name in names for n in self.nodes], dtype=bool)
+
+    def labels_of(self, row: int) -> Mapping[str, str]:
+        return self.nodes[row].labels
+
     def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
         terms = node_selector_terms(selector)
         return np.array(
@@ -88,6 +94,9 @@ class _Nodes:
             dtype=np.int64,
         )
 
+    def unschedulable(self) -> npt.NDArray[np.bool_]:
+        return np.array([n.unschedulable for n in self.nodes], dtype=bool)
+
     def image_rows(self, image: str) -> tuple[npt.NDArray[np.int64], int, int]:
         cluster = self._cluster()
         state = cluster.images.get(image)
@@ -107,6 +116,7 @@ class _OnePod:
     namespace: str
     spec: Mapping[str, Any]
     label_map: dict[str, str] = field(default_factory=dict)
+    devices: Any = None  # its DynamicResources cycle state: the evaluator's own (DeviceVerdicts)
 
     @classmethod
     def of(cls, pod: Pod) -> _OnePod:

@@ -246,6 +246,12 @@ def test_classes_completed_later_equal_classes_completed_at_once(shape, extensio
     later.complete(range(half, len(later.classes)))
     later.complete(range(half))
     assert later.classes == at_once.classes
+    for done_later, done_at_once in zip(later.classes, at_once.classes, strict=True):
+        if done_at_once.narrowed is None:
+            assert done_later.narrowed is None
+        else:
+            assert done_later.narrowed.tolist() == done_at_once.narrowed.tolist()
+    assert any(info.narrowed is not None for info in at_once.classes)
     assert any(info.error for info in at_once.classes)
     assert any(info.score_error for info in at_once.classes)
     assert any(info.prefilter_message for info in at_once.classes)
