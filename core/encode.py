@@ -468,7 +468,11 @@ class Encoder:
             info.extra_keys = tuple(self._lane_key(lane, info) for lane in self._extra_keys)
         none_keys = self._none_keys
         if len(none_keys) == 1:
-            info.fixed_key = self._lane_key(none_keys[0], info)
+            key, args, reads, _ = none_keys[0]
+            if key is not None and not reads:  # ImageLocality's: one call, once per class
+                info.fixed_key = _ENCODE.encode(key(args, self, info))
+            else:
+                info.fixed_key = self._lane_key(none_keys[0], info)
         elif none_keys:
             info.fixed_key = b"\0".join([self._lane_key(lane, info) for lane in none_keys])
         else:
@@ -490,13 +494,14 @@ class Encoder:
         pod_affinity = info.affinity
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
-        if self._prefilters and (
-            spread_invalid
-            or pod_affinity is not None
-            or info.class_filters
-            or any(spec.get(reads) for reads in self._prefilter_reads)
-        ):
-            self._prefilter(info)
+        if self._prefilters:
+            asks = bool(spread_invalid or pod_affinity is not None or info.class_filters)
+            for reads in self._prefilter_reads:  # a loop: this runs once per class
+                if asks:
+                    break
+                asks = bool(spec.get(reads))
+            if asks:
+                self._prefilter(info)
         if (spread_invalid or info.affinity_error is not None) and not (
             info.error or info.prefilter_message  # the attempt ends before PreScore
         ):
