@@ -70,7 +70,8 @@ class Profile:
             raise ProfileError("plugins.filter.enabled", "Duplicate plugin")
         static = [n for n in self.filters if registry.PLUGINS[n].static_filter is not None]
         # Each static filter takes one reason code, each class filter one per reason, each
-        # filter mask one unless its reason has a code of its own (kube-scheduler's).
+        # filter mask and node filter reason one unless it has a code of its own
+        # (kube-scheduler's).
         fixed = set(FIXED_REASONS.values())
         codes = len(static) + sum(
             len(registry.PLUGINS[n].reasons)
@@ -81,6 +82,13 @@ class Profile:
             (n, m.reason) not in fixed
             for n in self.filters
             for m in registry.PLUGINS[n].filter_masks
+        )
+        node_filters = [(n, registry.PLUGINS[n].node_filter) for n in self.filters]
+        codes += sum(
+            (n, reason) not in fixed
+            for n, node_filter in node_filters
+            if node_filter is not None
+            for reason in node_filter.reasons
         )
         if codes > _MAX_EXTENSION_CODES:
             raise ProfileError(

@@ -30,3 +30,32 @@ def test_a_running_plugins_configured_args_reach_args_of():
     assert profile.args_of(names.DYNAMIC_RESOURCES) == DynamicResourcesArgs(3.0)
     # a plugin the profile does not run keeps no args
     assert profile.args_of(names.NODE_LABEL_RANK) == NodeLabelRankArgs()
+
+
+def test_node_filter_reasons_without_a_code_of_their_own_count_against_the_budget(monkeypatch):
+    from types import MappingProxyType
+
+    from kubesalvo.core import _codes
+    from kubesalvo.core.plugins import framework, registry
+
+    free = _codes.EXTENSION_LAST - _codes.EXTENSION_FIRST + 1
+    texts = tuple(f"reason {i}" for i in range(free + 1))
+    wide = framework.PluginSpec(
+        "Wide",
+        frozenset({framework.FILTER}),
+        reasons=dict.fromkeys(texts, framework.Code.UNSCHEDULABLE),
+        node_filter=framework.NodeFilter(lambda *_: None, "containers", texts),
+    )
+    monkeypatch.setattr(registry, "PLUGINS", MappingProxyType({**registry.PLUGINS, "Wide": wide}))
+    monkeypatch.setitem(registry.EXTENSION_POINTS, "Wide", wide.points)
+    with pytest.raises(ProfileError, match=f"reason codes, at most {free} are free"):
+        Profile(filters=(*registry.DEFAULT_FILTER_ORDER, "Wide"))
+    # with one reason it fits beside the defaults
+    one = framework.PluginSpec(
+        "Wide",
+        frozenset({framework.FILTER}),
+        reasons={texts[0]: framework.Code.UNSCHEDULABLE},
+        node_filter=framework.NodeFilter(lambda *_: None, "containers", texts[:1]),
+    )
+    monkeypatch.setattr(registry, "PLUGINS", MappingProxyType({**registry.PLUGINS, "Wide": one}))
+    Profile(filters=(*registry.DEFAULT_FILTER_ORDER, "Wide"))
