@@ -50,7 +50,7 @@ class NodeTables:
     static: dict[bytes, Any] = field(default_factory=dict)
     taint: dict[bytes, Any] = field(default_factory=dict)
     aff: dict[bytes, Any] = field(default_factory=dict)
-    image: dict[bytes, Any] = field(default_factory=dict)
+    fixed: dict[bytes, Any] = field(default_factory=dict)
     numeric: dict[str, Any] = field(default_factory=dict)
     affinity_rows: dict[bytes, Any] = field(default_factory=dict)
     # per filter mask of the profile (in the encoder's order), its rows by key
@@ -62,7 +62,7 @@ class NodeTables:
 
     def trim(self, rows: int) -> None:
         limit = max(64, _CELLS // max(1, rows))
-        tables = [self.static, self.taint, self.aff, self.image, self.affinity_rows]
+        tables = [self.static, self.taint, self.aff, self.fixed, self.affinity_rows]
         tables.append(self.classes)
         for table in [*tables, *self.masks.values(), *self.extras.values()]:
             if len(table) > limit:

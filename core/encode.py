@@ -6,8 +6,10 @@ everything that depends only on the nodes and that signature is computed once pe
 with numpy over all rows at once:
 
 * ``static_reason``: the first static filter that rejects each row, in kube-scheduler's
-  order - NodeUnschedulable, NodeName, TaintToleration, NodeAffinity (and the rows that
-  NodeAffinity's PreFilter leaves out when a term names nodes by ``metadata.name``);
+  order, each a contribution of its plugin's module: filter masks (NodeUnschedulable,
+  NodeName, TaintToleration, NodeAffinity), static and class filters, node filters
+  (DynamicResources) - and the rows a plugin's PreFilter leaves out (``PluginSpec.
+  pre_filter``: NodeAffinity's, when a term names nodes by ``metadata.name``);
 * the raw values of the profile's normalised score channels (``PluginSpec.score_channel``,
   computed by their plugins' modules; no plugin is named here): the kernel takes one
   channel of each kind, ``taint_count`` the REVERSE_MAX one (TaintToleration's untolerated
@@ -15,9 +17,10 @@ with numpy over all rows at once:
   (NodeAffinity's preferred weights), each normalised over a pod's feasible rows;
   further channels of a kind are ``x_raw`` rows, one per channel and sub-signature
   (``c_x``: -1 where a class's values are 0 on every row: a constant score);
-* ``fixed``: the weighted ImageLocality score, the registry's static scores
-  (``PluginSpec.static_score``) and NONE channels, weighted, which placements never change,
-  and the constant 100 x weight of a further REVERSE_MAX channel that is 0 on every row.
+* ``fixed``: the registry's static scores (``PluginSpec.static_score``) and NONE channels
+  (ImageLocality's in the default profile), weighted, which placements never change, and
+  the constant 100 x weight of a further REVERSE_MAX channel that is 0 on every row; the
+  row is keyed by the NONE channels' keys, so classes that differ elsewhere share it.
 
 Parts of a signature that several classes share (the same tolerations, the same node
 selector) share one table row, so a burst of many classes with few distinct constraints
@@ -29,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,18 +49,14 @@ from kubesalvo.core.label_selectors import (
     spread_constraint_error,
 )
 from kubesalvo.core.plugins import (
-    dynamic_resources,
     framework,
-    image_locality,
     inter_pod_affinity,
     names,
-    node_affinity,
     node_unschedulable,
     pod_topology_spread,
     registry,
 )
-from kubesalvo.core.plugins.framework import Normalise, ScoreChannel
-from kubesalvo.core.plugins.taint_toleration import tolerates
+from kubesalvo.core.plugins.framework import Normalise, ScoreChannel, tolerates
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.quantity import INT64_MAX, parse_quantity
 from kubesalvo.core.resources import (
@@ -95,19 +94,16 @@ _INT = re.compile(r"^[+-]?[0-9]+$")
 _ENCODE = msgspec.json.Encoder(order="deterministic")
 _NONE_KEY = _ENCODE.encode(None)
 _EMPTY_LIST_KEY = _ENCODE.encode([])
-_PREFILTERS = (
-    names.NODE_AFFINITY,
-    names.POD_TOPOLOGY_SPREAD,
-    names.INTER_POD_AFFINITY,
-    names.DYNAMIC_RESOURCES,
-)
+# The PreFilters of the kernel's dynamic terms (their selectors must parse); the
+# registry's PreFilters (``PluginSpec.pre_filter``) and class filters join them.
+_KERNEL_PREFILTERS = (names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
 
 
 def _fixed_key(info: ClassInfo) -> bytes:
     # A constant of the extra channels joins the fixed row: classes differ by it too.
     if info.fixed_const:
-        return info.image_key + b"\0+%d" % info.fixed_const
-    return info.image_key
+        return info.fixed_key + b"\0+%d" % info.fixed_const
+    return info.fixed_key
 
 
 # The sub-signature each static table is deduplicated by.
@@ -131,8 +127,6 @@ class ClassInfo:
     nonzero: tuple[int, int]  # cpu/memory as NodeResourcesFit's score sees the pod
     nonzero_add: tuple[int, int]  # what the pod adds to a node's non-zero requests
     ports: list[HostPort]
-    images: list[str]
-    containers: int  # init containers + containers (ImageLocality's thresholds scale with it)
     spec: Mapping[str, Any]
     affinity: Mapping[str, Any] | None  # spec.affinity when it has pod (anti-)affinity
     owners: list[Mapping[str, Any]] = field(default_factory=list)  # metadata.ownerReferences
@@ -144,6 +138,9 @@ class ClassInfo:
     pods: int = 0
     prefilter_message: str = ""  # set when a PreFilter rejects the class on every node
     prefilter_plugin: str = ""  # and the plugin whose PreFilter it is (unresolvable)
+    # the only rows a PreFilter lets the filters pass (None: every row), and the others
+    # are narrowed (R_NARROWED); an array, which == cannot compare
+    narrowed: npt.NDArray[np.bool_] | None = field(default=None, compare=False)
     error: str = ""  # set when a PreFilter fails the attempt with an error (no node either)
     # set when a PreScore fails the attempt with an error; kube-scheduler runs PreScore only
     # when two or more nodes are feasible, which the kernel checks (c_score_error)
@@ -155,15 +152,16 @@ class ClassInfo:
     # the 100 x weight of the further REVERSE_MAX channels whose values are 0 on every row
     # (set by Encoder.tables for its chunk): every row scores 100 there, a fixed score
     fixed_const: int = 0
-    image_key: bytes = b""
+    # the sub-signature of the fixed scores: the NONE channels' keys (or the whole class)
+    fixed_key: bytes = b""
     # the answers of the profile's class filters (core/plugins, ``class_filter``) that
     # have something to check for the class: plugin -> answer
     class_filters: dict[str, framework.ClassFilterResult] = field(default_factory=dict)
     # DynamicResources' cycle state of the class's one pod with claims (core.dra.pod's
     # PodDevices), when the caller places it with its devices; its score channel reads it
     devices: Any = None
-    # False until Encoder.complete has set images, containers, spread_selectors,
-    # spread_invalid, the *_key fields, affinity_error, prefilter_*, score_error
+    # False until Encoder.complete has set spread_selectors, spread_invalid, the *_key
+    # fields, affinity_error, prefilter_*, score_error
     complete: bool = True
 
     def copy(self) -> ClassInfo:
@@ -227,7 +225,7 @@ class Encoder:
         self._static: dict[bytes, npt.NDArray[np.uint8]] = {}
         self._taint: dict[bytes, npt.NDArray[np.int16]] = {}
         self._aff: dict[bytes, npt.NDArray[np.int32]] = {}
-        self._image: dict[bytes, npt.NDArray[np.int32]] = {}
+        self._fixed: dict[bytes, npt.NDArray[np.int32]] = {}
         self._numeric: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]] = {}
         # rows of required node affinity, by (nodeSelector, required terms): spread's policy
         self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}
@@ -242,9 +240,12 @@ class Encoder:
         self.has_disks = False
         self._taint_keys: set[str] = set()
         self._taint_keys_version = -1
-        self._image_names: dict[str, str] = {}
         # The filters whose PreFilter may end a class's attempt (see _prefilter), in order.
-        self._prefilters = [name for name in profile.filters if name in _PREFILTERS]
+        self._prefilters = [name for name in profile.filters if name in _KERNEL_PREFILTERS]
+        # The registry's PreFilters: name -> (PreFilter, args), and the spec fields they read.
+        self.pre_filters: dict[str, tuple[framework.PreFilter, Any]] = {}
+        # The registry's node filters: name -> (NodeFilter, args, reason text -> code).
+        self.node_filters: dict[str, tuple[framework.NodeFilter, Any, dict[str, int]]] = {}
         # The profile's static filter plugins (core/plugins, ``static_filter``): name ->
         # (function, args, reason code). Profile allows no more than there are codes.
         self.extensions: dict[str, tuple[framework.StaticFilter, Any, int]] = {}
@@ -262,6 +263,19 @@ class Encoder:
         code = _codes.EXTENSION_FIRST
         for name in profile.filters:
             spec = registry.PLUGINS[name]
+            if spec.pre_filter is not None:
+                self.pre_filters[name] = (spec.pre_filter, profile.args_of(name))
+                self._prefilters.append(name)
+            if spec.node_filter is not None:
+                node_codes: dict[str, int] = {}
+                for reason in spec.node_filter.reasons:
+                    reason_code = fixed_codes.get((name, reason))
+                    if reason_code is None:
+                        reason_code = code
+                        self.class_reasons[code] = (name, reason)
+                        code += 1
+                    node_codes[reason] = reason_code
+                self.node_filters[name] = (spec.node_filter, profile.args_of(name), node_codes)
             if spec.filter_masks:
                 entries: list[tuple[int, framework.FilterMask, Any, dict[bytes, Any]]] = []
                 for mask in spec.filter_masks:
@@ -291,6 +305,7 @@ class Encoder:
                 self._prefilters.append(name)
         order = {name: i for i, name in enumerate(profile.filters)}
         self._prefilters.sort(key=order.__getitem__)
+        self._prefilter_reads = tuple({pf.reads for pf, _ in self.pre_filters.values()})
         # A plugin filter after NodePorts and NodeResourcesFit (the volume filters, in
         # kube-scheduler's order) is reported on a row only when those two pass it.
         after = max(order.get(n, -1) for n in (names.NODE_PORTS, names.NODE_RESOURCES_FIT))
@@ -299,30 +314,32 @@ class Encoder:
             self.late_code[code] = order[name] > after
         for code, (name, _) in self.class_reasons.items():
             self.late_code[code] = order[name] > after
-        # The profile's static score plugins and NONE channels: (function, args, weight),
-        # added to ``fixed``.
+        # The profile's static score plugins: (function, args, weight), added to ``fixed``.
         self.static_scores: list[tuple[framework.StaticScore, Any, int]] = []
         for name, weight in profile.scores:
             static_score = registry.PLUGINS[name].static_score
             if static_score is not None and weight:
                 self.static_scores.append((static_score, profile.args_of(name), weight))
-        # The normalised channels, one per kind (the profile refuses two of a kind):
-        # kind -> (plugin, channel, args).
-        # The normalised channels: the first of each kind has its kernel lane (the fast
-        # paths: TaintToleration's and NodeAffinity's in the default profile), kind ->
+        # The NONE channels, final scores added to ``fixed``: (plugin, channel, args,
+        # weight). The normalised channels: the first of each kind has its kernel lane (the
+        # fast paths: TaintToleration's and NodeAffinity's in the default profile), kind ->
         # (plugin, channel, args); the further ones are extra channels, in profile order:
         # (plugin, channel, args, weight).
+        self.nones: list[tuple[str, ScoreChannel, Any, int]] = []
         self.lanes: dict[Normalise, tuple[str, ScoreChannel, Any]] = {}
         self.extras: list[tuple[str, ScoreChannel, Any, int]] = []
         for name, channel, weight in registry.score_channels(profile.scores):
             if channel.normalise is Normalise.NONE:
-                self.static_scores.append((channel.raw, profile.args_of(name), weight))
+                self.nones.append((name, channel, profile.args_of(name), weight))
             elif channel.normalise in self.lanes:
                 self.extras.append((name, channel, profile.args_of(name), weight))
             else:
                 self.lanes[channel.normalise] = (name, channel, profile.args_of(name))
         self._extra_keys = [
             [channel.key, args, channel.reads, (-1, b"")] for _, channel, args, _ in self.extras
+        ]
+        self._none_keys = [
+            [channel.key, args, channel.reads, (-1, b"")] for _, channel, args, _ in self.nones
         ]
         # per extra channel: key -> (its raw values, whether any is not 0); bound by
         # _bind_tables, and the unshared classes' own
@@ -350,7 +367,7 @@ class Encoder:
         else:
             tables = class_cache.NodeTables(state.version)
         self._static, self._taint, self._aff = tables.static, tables.taint, tables.aff
-        self._image, self._numeric = tables.image, tables.numeric
+        self._fixed, self._numeric = tables.fixed, tables.numeric
         self._affinity_rows = tables.affinity_rows
         self._known = tables.classes
         for name, entries in self.masks.items():
@@ -457,8 +474,6 @@ class Encoder:
             nonzero=nonzero,
             nonzero_add=nonzero_add,
             ports=ports,
-            images=[],
-            containers=0,
             spec=spec,
             affinity=pod_affinity,
             owners=list(meta.get("ownerReferences") or ()),
@@ -467,8 +482,8 @@ class Encoder:
         )
 
     def complete(self, class_ids: Iterable[int]) -> None:
-        """Add to these classes what ``classify(complete=False)`` left out: images, the
-        parsed spread selectors, the static tables' sub-signatures, and what ends a
+        """Add to these classes what ``classify(complete=False)`` left out: the parsed
+        spread selectors, the static tables' sub-signatures, and what ends a
         class's attempt before or at PreScore."""
         classes = self.classes
         for cid in class_ids:
@@ -478,17 +493,8 @@ class Encoder:
 
     def _complete(self, info: ClassInfo) -> None:
         spec = info.spec
-        init = spec.get("initContainers")
-        containers = list(spec.get("containers") or ())
-        if init:
-            containers = list(init) + containers
         node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
         required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        images: list[str] = []
-        for container in containers:
-            image = container.get("image")
-            if image:
-                images.append(self._image_name(image))
         # Each selector parsed once: the spread PreFilter's check and the class's
         # constraints (core/spread.py) both read this.
         spread_selectors = [
@@ -501,8 +507,6 @@ class Encoder:
         # Likewise the filters only see NoSchedule/NoExecute tolerations, the score only
         # PreferNoSchedule ones (an empty effect counts for both).
         hard_tolerations = self._relevant_tolerations(spec.get("tolerations"))
-        info.images = images
-        info.containers = len(containers)
         info.spread_selectors = spread_selectors
         info.spread_invalid = spread_invalid
         info.static_key = _ENCODE.encode(
@@ -512,7 +516,17 @@ class Encoder:
         info.max_key = self._lane_key(self._max_key, info)
         if self._extra_keys:
             info.extra_keys = tuple(self._lane_key(lane, info) for lane in self._extra_keys)
-        info.image_key = _ENCODE.encode((images, len(containers)))
+        none_keys = self._none_keys
+        if len(none_keys) == 1:
+            key, args, reads, _ = none_keys[0]
+            if key is not None and not reads:  # ImageLocality's: one call, once per class
+                info.fixed_key = _ENCODE.encode(key(args, self, info))
+            else:
+                info.fixed_key = self._lane_key(none_keys[0], info)
+        elif none_keys:
+            info.fixed_key = b"\0".join([self._lane_key(lane, info) for lane in none_keys])
+        else:
+            info.fixed_key = _NONE_KEY  # no NONE channel: fixed rows differ by const only
         info.complete = True
         if self.extensions or not self._mask_signature:
             # A static filter plugin may read any part of the signature (labels, say).
@@ -520,8 +534,8 @@ class Encoder:
         if self.class_filters:
             self._class_filters(info)
         if self.static_scores or any(a.scores is not None for a in info.class_filters.values()):
-            # so may a static score, a NONE channel or a class filter's score (the fixed row)
-            info.image_key = info.key
+            # so may a static score or a class filter's score (the fixed row)
+            info.fixed_key = info.key
         if info.error:  # a quantity no int64 holds (_class_info)
             info.static_key = b"prefilter"  # every row narrowed, as _prefilter does
         if self.devices is not None and spec.get("resourceClaims"):
@@ -530,14 +544,14 @@ class Encoder:
         pod_affinity = info.affinity
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
-        if self._prefilters and (
-            required is not None
-            or spread_invalid
-            or pod_affinity is not None
-            or info.class_filters
-            or spec.get("resourceClaims")
-        ):
-            self._prefilter(info, required)
+        if self._prefilters:
+            asks = bool(spread_invalid or pod_affinity is not None or info.class_filters)
+            for reads in self._prefilter_reads:  # a loop: this runs once per class
+                if asks:
+                    break
+                asks = bool(spec.get(reads))
+            if asks:
+                self._prefilter(info)
         if (spread_invalid or info.affinity_error is not None) and not (
             info.error or info.prefilter_message  # the attempt ends before PreScore
         ):
@@ -571,26 +585,29 @@ class Encoder:
         if info.class_filters:
             info.static_key = info.key
 
-    def _image_name(self, image: str) -> str:
-        """normalized_image_name, once per distinct image of the burst (they repeat)."""
-        name = self._image_names.get(image)
-        if name is None:
-            name = self._image_names[image] = image_locality.normalized_image_name(image)
-        return name
-
-    def _prefilter(self, info: ClassInfo, required: Mapping[str, Any] | None) -> None:
+    def _prefilter(self, info: ClassInfo) -> None:
         """What ends the class's attempt before any node is tried, the first filter's
-        PreFilter in the profile's order deciding (as the reference's PreFilter run):
-        NodeAffinity's name conflict, InterPodAffinity's invalid selector or
-        DynamicResources' claims, which kubesalvo does not allocate (a rejection,
-        ``prefilter_message``), or PodTopologySpread's invalid selector in a
+        PreFilter in the profile's order deciding (as the reference's PreFilter run): a
+        registry PreFilter's rejection or error (NodeAffinity's name conflict,
+        DynamicResources' claims), a class filter's, InterPodAffinity's invalid selector
+        (a rejection, ``prefilter_message``), or PodTopologySpread's invalid selector in a
         DoNotSchedule constraint (an error, ``error``). Every row is then narrowed (see
-        ``_static_reason``), so the kernel places none of the class's pods."""
+        ``_static_reason``), so the kernel places none of the class's pods. A registry
+        PreFilter may instead keep some rows only (``narrowed``)."""
         for name in self._prefilters:
-            if name == names.NODE_AFFINITY:
-                if required is not None and self._names_conflict(required):
-                    info.prefilter_message = node_affinity.ERR_REASON_NODE_AFFINITY_CONFLICT
-                    info.prefilter_plugin = name
+            pre_filter = self.pre_filters.get(name)
+            if pre_filter is not None:
+                pf, args = pre_filter
+                answer = pf.run(args, self, info) if info.spec.get(pf.reads) else None
+                if answer is not None:
+                    if answer.message:
+                        info.prefilter_message = answer.message
+                        info.prefilter_plugin = name
+                    elif answer.error:
+                        info.error = answer.error
+                    elif answer.keep is not None and pf.narrows:
+                        kept = answer.keep
+                        info.narrowed = kept if info.narrowed is None else info.narrowed & kept
             elif name == names.POD_TOPOLOGY_SPREAD:
                 if info.spread_selectors:
                     error = spread_constraint_error(
@@ -602,24 +619,12 @@ class Encoder:
                 info.prefilter_message = inter_pod_affinity.PARSING_POD + info.affinity_error
                 info.prefilter_plugin = name
             elif name in info.class_filters:
-                answer = info.class_filters[name]
-                if answer.prefilter_message:
-                    info.prefilter_message = answer.prefilter_message
+                found = info.class_filters[name]
+                if found.prefilter_message:
+                    info.prefilter_message = found.prefilter_message
                     info.prefilter_plugin = name
-                elif answer.error:
-                    info.error = answer.error
-            elif name == names.DYNAMIC_RESOURCES and info.spec.get("resourceClaims"):
-                devices = self.devices
-                if devices is None:
-                    # Binding the pod without allocating its claims would put it on a
-                    # node whose devices it cannot use: it waits instead.
-                    info.prefilter_message = dynamic_resources.NOT_ALLOCATED
-                    info.prefilter_plugin = name
-                elif devices.rejection:
-                    info.prefilter_message = devices.rejection
-                    info.prefilter_plugin = name
-                elif devices.error:
-                    info.error = devices.error
+                elif found.error:
+                    info.error = found.error
             if info.prefilter_message or info.error:
                 # All its rows are narrowed whatever the nodes: one static row serves all.
                 info.static_key = b"prefilter"
@@ -729,7 +734,7 @@ class Encoder:
         index: dict[str, npt.NDArray[np.int32]] = {}
         tables: list[tuple[str, dict[bytes, Any], Callable[[ClassInfo], np.ndarray]]] = [
             ("static", self._static, self._static_reason),
-            ("fixed", self._image, self._fixed_with_const),
+            ("fixed", self._fixed, self._fixed_with_const),
             ("taint", self._taint, self._reverse_max_raw),
             ("aff", self._aff, self._max_raw),
         ]
@@ -797,11 +802,8 @@ class Encoder:
         if info.prefilter_message or info.error:
             out[todo] = R_NARROWED
             return out
-        tolerations = spec.get("tolerations") or ()
-        affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
-        required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        narrowed = self._narrowed_rows(required) if required is not None else None
-        if narrowed is not None and names.NODE_AFFINITY in self.filters:
+        narrowed = info.narrowed
+        if narrowed is not None:
             out[todo & ~narrowed] = R_NARROWED
             todo &= narrowed
 
@@ -814,18 +816,7 @@ class Encoder:
             todo ^= hit
 
         for name in self.profile.filters:
-            if name == names.NODE_UNSCHEDULABLE:
-                if not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in tolerations):
-                    reject(state.unschedulable[:rows].astype(bool), R_UNSCHEDULABLE)
-            elif name == names.NODE_NAME:
-                wanted = spec.get("nodeName")
-                if wanted:
-                    match = np.zeros(rows, dtype=bool)
-                    row = state.row_of.get(wanted)
-                    if row is not None:
-                        match[row] = True
-                    reject(~match, R_NODE_NAME)
-            elif name in self.masks:
+            if name in self.masks:
                 for code, mask, args, cache in self.masks[name]:
                     failing = self._mask_rows(mask, args, cache, info)
                     if failing is not None:
@@ -837,20 +828,17 @@ class Encoder:
                 reason_codes = self.class_filters[name][3]
                 for reason, failing in info.class_filters[name].failing:
                     reject(failing, reason_codes[reason])
-            elif (
-                name == names.DYNAMIC_RESOURCES
-                and self.devices is not None
-                and spec.get("resourceClaims")
-            ):
-                # the one pod with claims: its Filter answer per row
-                codes = self.devices.filter_rows(state.names, todo, state.node_labels.__getitem__)
-                if self.devices.error:  # a Filter error ends the attempt
-                    info.error = self.devices.error
+            elif name in self.node_filters:
+                node_filter, args, reason_codes = self.node_filters[name]
+                answer = (
+                    node_filter.run(args, self, info, todo) if spec.get(node_filter.reads) else None
+                )
+                if answer is not None and answer.error:  # a Filter error ends the attempt
+                    info.error = answer.error
                     out[todo] = R_NARROWED
                     return out
-                reject(codes == _codes.DRA_ALLOCATE, _codes.DRA_ALLOCATE)
-                reject(codes == _codes.DRA_UNAVAILABLE, _codes.DRA_UNAVAILABLE)
-                reject(codes == _codes.DRA_TIMEOUT, _codes.DRA_TIMEOUT)
+                for reason, failing in answer.failing if answer is not None else ():
+                    reject(failing, reason_codes[reason])
         return out
 
     def _mask_rows(
@@ -879,44 +867,6 @@ class Encoder:
             match &= self._node_selector(required)
         self._affinity_rows[key] = match
         return match
-
-    def _names_conflict(self, required: Mapping[str, Any]) -> bool:
-        """NodeAffinity's PreFilter: every term names nodes, and no name is in all of a term."""
-        terms = required.get("nodeSelectorTerms") or ()
-        union: set[str] | None = None
-        for term in terms:
-            in_term = self._term_names(term)
-            if in_term is None:
-                return False
-            union = in_term if union is None else union | in_term
-        return union is not None and not union
-
-    @staticmethod
-    def _term_names(term: Mapping[str, Any]) -> set[str] | None:
-        found: set[str] | None = None
-        for req in term.get("matchFields") or ():
-            if req.get("key") == "metadata.name" and req.get("operator") == "In":
-                values = set(req.get("values") or ())
-                found = values if found is None else found & values
-        return found
-
-    def _narrowed_rows(self, required: Mapping[str, Any]) -> npt.NDArray[np.bool_] | None:
-        """The rows NodeAffinity's PreFilter keeps, or None when it keeps every row."""
-        terms = required.get("nodeSelectorTerms") or ()
-        wanted: set[str] = set()
-        for term in terms:
-            in_term = self._term_names(term)
-            if in_term is None:
-                return None
-            wanted |= in_term
-        if not terms:
-            return None
-        keep = np.zeros(self.state.rows, dtype=bool)
-        for name in wanted:
-            row = self.state.row_of.get(name)
-            if row is not None:
-                keep[row] = True
-        return keep
 
     # ---------------------------------------------------------- node selectors
     def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
@@ -1010,6 +960,23 @@ class Encoder:
         """Each row's node name (NodeTable.node_names)."""
         return self.state.names[: self.state.rows]
 
+    def name_in(self, names: Set[str]) -> npt.NDArray[np.bool_]:
+        """Rows whose node has one of ``names`` (NodeTable.name_in)."""
+        match = np.zeros(self.state.rows, dtype=bool)
+        for name in names:
+            row = self.state.row_of.get(name)
+            if row is not None:
+                match[row] = True
+        return match
+
+    def labels_of(self, row: int) -> Mapping[str, str]:
+        """One row's node labels (NodeTable.labels_of)."""
+        return self.state.node_labels[row]
+
+    def unschedulable(self) -> npt.NDArray[np.bool_]:
+        """Rows whose node is cordoned (NodeTable.unschedulable)."""
+        return self.state.unschedulable[: self.state.rows].astype(bool)
+
     def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
         """Rows matching a node selector by their labels alone (NodeTable.labels_match)."""
         match = np.zeros(self.state.rows, dtype=bool)
@@ -1094,14 +1061,13 @@ class Encoder:
         return raw.astype(dtype)
 
     def _fixed_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:
-        """The weighted scores no placement changes: ImageLocality and static scores."""
-        fixed = self._image_score(info)
+        """The weighted scores no placement changes: static scores and NONE channels."""
+        fixed = np.zeros(self.state.rows, dtype=np.int32)
         for static_score, args, weight in self.static_scores:
             scores = np.asarray(static_score(args, self, info), dtype=np.int64)
-            if scores.size and not 0 <= scores.min() <= scores.max() <= framework.MAX_NODE_SCORE:
-                # kube-scheduler fails the attempt of a plugin scoring out of range.
-                raise ValueError(f"{static_score.__module__}: a score outside 0..100")
-            fixed = fixed + (weight * scores).astype(np.int32)
+            fixed = self._add_final(fixed, scores, weight, static_score.__module__)
+        for name, channel, args, weight in self.nones:
+            fixed = self._add_final(fixed, np.asarray(channel.raw(args, self, info)), weight, name)
         for name, answer in info.class_filters.items():
             # A class filter's own score (VolumeBinding's capacity score), from the
             # storage as its Filter read it for this class.
@@ -1110,25 +1076,29 @@ class Encoder:
                 fixed = fixed + (weight * answer.scores).astype(np.int32)
         return fixed
 
-    def _image_score(self, info: ClassInfo) -> npt.NDArray[np.int32]:
-        """ImageLocality, weighted: its module's score of the class's images' sums."""
-        state = self.state
-        rows = state.rows
-        weight = self.weights.get(names.IMAGE_LOCALITY, 0)
-        if not weight:
-            return np.zeros(rows, dtype=np.int32)
-        total_nodes = state.node_count
-        sums = np.zeros(rows, dtype=np.int64)
-        for image in info.images:
-            holders = state.images.get(image)
-            if not holders:
-                continue
-            # One size per image: the first node's report (upstream's image state).
-            size = next(iter(holders.values()))
-            scaled = image_locality.scaled_size(size, len(holders), total_nodes)
-            rows_with = np.fromiter(holders.keys(), np.int64, len(holders))
-            sums[rows_with] += scaled
-        return (weight * image_locality.scores(sums, info.containers)).astype(np.int32)
+    @staticmethod
+    def _add_final(
+        fixed: npt.NDArray[np.int32], scores: npt.NDArray[Any], weight: int, plugin: str
+    ) -> npt.NDArray[np.int32]:
+        """``fixed`` plus a plugin's final scores, weighted, checked to be in 0..100."""
+        scores = scores.astype(np.int64, copy=False)
+        if scores.size and not 0 <= scores.min() <= scores.max() <= framework.MAX_NODE_SCORE:
+            # kube-scheduler fails the attempt of a plugin scoring out of range.
+            raise ValueError(f"{plugin}: a score outside 0..100")
+        return fixed + (weight * scores).astype(np.int32)
+
+    # ------------------------------------------------------------------ images
+    def image_rows(self, image: str) -> tuple[npt.NDArray[np.int64], int, int]:
+        """The rows holding ``image``, its size and its holders (NodeTable.image_rows)."""
+        holders = self.state.images.get(image)
+        if not holders:
+            return np.zeros(0, dtype=np.int64), 0, 0
+        rows = np.fromiter(holders.keys(), np.int64, len(holders))
+        return rows, self.state.image_sizes[image], len(holders)
+
+    def node_count(self) -> int:
+        """How many nodes the state has (NodeTable.node_count)."""
+        return self.state.node_count
 
 
 @dataclass

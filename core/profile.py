@@ -51,8 +51,8 @@ class Profile:
     spread: PodTopologySpreadArgs = field(default_factory=PodTopologySpreadArgs)
     inter_pod_affinity: InterPodAffinityArgs = field(default_factory=InterPodAffinityArgs)
     node_affinity: NodeAffinityArgs = field(default_factory=NodeAffinityArgs)
-    # The args of the enabled static filter plugins (core/plugins, ``static_filter``), by
-    # name; a plugin not listed gets its defaults.
+    # The args of the plugins the profile runs, by name, but those of the fields above; a
+    # plugin not listed gets its defaults.
     plugin_args: tuple[tuple[str, object], ...] = ()
     # BurstPacking's args when the profile enables it (place_burst then improves each
     # burst's assignment: core/burst_packing.py); None: the kernel's assignment as is.
@@ -70,7 +70,8 @@ class Profile:
             raise ProfileError("plugins.filter.enabled", "Duplicate plugin")
         static = [n for n in self.filters if registry.PLUGINS[n].static_filter is not None]
         # Each static filter takes one reason code, each class filter one per reason, each
-        # filter mask one unless its reason has a code of its own (kube-scheduler's).
+        # filter mask and node filter reason one unless it has a code of its own
+        # (kube-scheduler's).
         fixed = set(FIXED_REASONS.values())
         codes = len(static) + sum(
             len(registry.PLUGINS[n].reasons)
@@ -81,6 +82,13 @@ class Profile:
             (n, m.reason) not in fixed
             for n in self.filters
             for m in registry.PLUGINS[n].filter_masks
+        )
+        node_filters = [(n, registry.PLUGINS[n].node_filter) for n in self.filters]
+        codes += sum(
+            (n, reason) not in fixed
+            for n, node_filter in node_filters
+            if node_filter is not None
+            for reason in node_filter.reasons
         )
         if codes > _MAX_EXTENSION_CODES:
             raise ProfileError(
@@ -124,17 +132,12 @@ class Profile:
             for plugin, attr in _ARGS_FIELDS.items()
             if isinstance(args.get(plugin), registry.ARGS[plugin])
         }
-        static = [n for n in filters if registry.PLUGINS[n].static_filter is not None]
-        static += [n for n, _ in scores if registry.PLUGINS[n].static_score is not None]
-        # A class filter's args too (VolumeBinding's capacity score shape).
-        static += [n for n in filters if registry.PLUGINS[n].class_filter is not None]
-        static += [
-            n
-            for n, _ in scores
-            if registry.PLUGINS[n].score_channel is not None and n not in _ARGS_FIELDS
-        ]
+        # Every other plugin the profile runs keeps its configured args: the registry's
+        # contributions read them (``args_of``), and so do the runtime halves
+        # (DynamicResources' filterTimeout).
+        running = dict.fromkeys((*filters, *(n for n, _ in scores), *enabled))
         kwargs["plugin_args"] = tuple(
-            (name, args[name]) for name in dict.fromkeys(static) if name in args
+            (name, args[name]) for name in running if name in args and name not in _ARGS_FIELDS
         )
         if names.BURST_PACKING in enabled:
             packing = args.get(names.BURST_PACKING)
@@ -144,7 +147,7 @@ class Profile:
         return cls(scheduler_name, filters, scores, **kwargs)
 
     def args_of(self, plugin: str) -> Any:
-        """The args of a static filter or score plugin: as configured, else its defaults."""
+        """A plugin's args: as configured, else its defaults (None: it takes none)."""
         attr = _ARGS_FIELDS.get(plugin)
         if attr is not None:
             return getattr(self, attr)

@@ -95,6 +95,7 @@ class _Pod:
     namespace: str
     spec: Mapping[str, Any]
     label_map: dict[str, str] = field(default_factory=dict)
+    devices: Any = None  # no DynamicResources cycle state: Reserve reads volumes only
 
 
 def place_in_segments(

@@ -133,6 +133,14 @@ class PodDevices:
                 codes[row] = _codes.DRA_UNAVAILABLE
         return codes
 
+    def filter_failing(
+        self, names: Sequence[str | None], rows: npt.NDArray[np.bool_], labels: Callable[[int], Obj]
+    ) -> tuple[tuple[str, npt.NDArray[np.bool_]], ...]:
+        """:meth:`filter_rows` as the plugin's node filter answers: per failure text, the
+        rows failing with it."""
+        codes = self.filter_rows(names, rows, labels)
+        return tuple((text, codes == code) for code, text in _FAILURE_TEXTS.items())
+
     def node_failures(
         self, names: Sequence[str | None], rows: npt.NDArray[np.bool_], labels: Callable[[int], Obj]
     ) -> dict[str, str]:

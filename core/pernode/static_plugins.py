@@ -21,17 +21,28 @@ import numpy.typing as npt
 
 from kubesalvo.core.pernode.framework import Pod, Status
 from kubesalvo.core.pernode.selectors import node_selector_terms
-from kubesalvo.core.pernode.snapshot import NodeInfo, namespace_of
+from kubesalvo.core.pernode.snapshot import Cache, NodeInfo, Snapshot, namespace_of
 from kubesalvo.core.plugins.framework import MAX_NODE_SCORE, Normalise, PluginSpec
 
 __all__ = ["StaticFilter", "channel_scores", "static_scores"]
 
 
 class _Nodes:
-    """A NodeTable over a list of nodes' labels."""
+    """A NodeTable over a list of nodes: their labels, taints and images. ``snapshot``:
+    the cluster they are some of (images are shared by a share of all its nodes); without
+    one, the nodes are the whole cluster."""
 
-    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+    def __init__(self, nodes: Sequence[NodeInfo], snapshot: Snapshot | None = None) -> None:
         self.nodes = nodes
+        self._snapshot = snapshot
+
+    def _cluster(self) -> Snapshot:
+        if self._snapshot is None:
+            cache = Cache()
+            for node in self.nodes:
+                cache.add_node(node.node)
+            self._snapshot = cache.snapshot()
+        return self._snapshot
 
     def label_in(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
         wanted = set(values)
@@ -42,6 +53,12 @@ class _Nodes:
 
     def node_names(self) -> Sequence[str | None]:
         return [n.name for n in self.nodes]
+
+    def name_in(self, names: Set[str]) -> npt.NDArray[np.bool_]:
+        return np.array([n.name in names for n in self.nodes], dtype=bool)
+
+    def labels_of(self, row: int) -> Mapping[str, str]:
+        return self.nodes[row].labels
 
     def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
         terms = node_selector_terms(selector)
@@ -77,6 +94,20 @@ class _Nodes:
             dtype=np.int64,
         )
 
+    def unschedulable(self) -> npt.NDArray[np.bool_]:
+        return np.array([n.unschedulable for n in self.nodes], dtype=bool)
+
+    def image_rows(self, image: str) -> tuple[npt.NDArray[np.int64], int, int]:
+        cluster = self._cluster()
+        state = cluster.images.get(image)
+        if state is None:
+            return np.zeros(0, dtype=np.int64), 0, 0
+        held = [i for i, n in enumerate(self.nodes) if image in cluster.node_images[n.name]]
+        return np.array(held, dtype=np.int64), state.size, state.num_nodes
+
+    def node_count(self) -> int:
+        return len(self._cluster().nodes)
+
 
 @dataclass
 class _OnePod:
@@ -85,6 +116,7 @@ class _OnePod:
     namespace: str
     spec: Mapping[str, Any]
     label_map: dict[str, str] = field(default_factory=dict)
+    devices: Any = None  # its DynamicResources cycle state: the evaluator's own (DeviceVerdicts)
 
     @classmethod
     def of(cls, pod: Pod) -> _OnePod:
@@ -118,14 +150,20 @@ def static_scores(
 
 
 def channel_scores(
-    spec: PluginSpec, args: Any, pod: Pod, feasible: Sequence[NodeInfo]
+    spec: PluginSpec,
+    args: Any,
+    pod: Pod,
+    feasible: Sequence[NodeInfo],
+    snapshot: Snapshot | None = None,
 ) -> dict[str, int]:
     """A score channel's normalised score of each feasible node, as kube-scheduler's
     DefaultNormalizeScore: MAX scales by the largest raw value (all 0 when it is 0),
-    REVERSE_MAX reverses that (all 100 when it is 0); NONE values are final."""
+    REVERSE_MAX reverses that (all 100 when it is 0); NONE values are final.
+    ``snapshot``: the cluster of the feasible nodes (None: they are all of it)."""
     channel = spec.score_channel
     assert channel is not None
-    raw = [int(v) for v in channel.raw(args, _Nodes(feasible), _OnePod.of(pod))]
+    nodes = _Nodes(feasible, snapshot)
+    raw = [int(v) for v in channel.raw(args, nodes, _OnePod.of(pod))]
     if channel.normalise is not Normalise.NONE:
         top = max(raw, default=0)
         reverse = channel.normalise is Normalise.REVERSE_MAX

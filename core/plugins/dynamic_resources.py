@@ -1,11 +1,14 @@
 """DynamicResources: resource claims (DRA), with kube-scheduler v1.34's semantics and texts.
 
-Its behaviour is in ``core/dra``: ``pod.prefilter`` and ``PodDevices.filter_rows`` (the
-PreFilter and the Filter, the latter a per-node mask with two reason codes),
-``allocator`` (the structured-parameters allocator) and ``selectors`` (CEL). The runtime
-places a pod with claims alone, after the burst's other pods, with that mask; Reserve
-holds its devices for the rest of the burst and PreBind writes the claims' allocation
-and reservedFor before the binding.
+The caller resolves a pod's claims into its cycle state (``core/dra/pod.py``:
+``prefilter`` builds a ``PodDevices``, which runs ``allocator``, the
+structured-parameters allocator, and ``selectors``, CEL), given to its class as
+``devices``. This module's contributions read it: :data:`CLAIMS_PREFILTER` (the claims'
+rejection or error, for every node), :data:`NODE_FILTER` (the Filter, node by node on the
+rows the earlier filters passed, with three reasons) and :data:`SCORE_CHANNEL`. The
+runtime places a pod with claims alone, after the burst's other pods; Reserve holds its
+devices for the rest of the burst and PreBind writes the claims' allocation and
+reservedFor before the binding.
 
 Without the runtime's DRA objects (``kubesalvo simulate``, core's callers that give no
 ``devices``), a pod with claims is rejected by the PreFilter with :data:`NOT_ALLOCATED`
@@ -35,10 +38,14 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     FieldError,
+    NodeFilter,
+    NodeFilterResult,
     NodeTable,
     Normalise,
     PluginSpec,
     PodClass,
+    PreFilter,
+    PreFilterResult,
     ScoreChannel,
     check,
     non_negative,
@@ -46,10 +53,12 @@ from kubesalvo.core.plugins.framework import (
 
 __all__ = [
     "CANNOT_ALLOCATE",
+    "CLAIMS_PREFILTER",
     "CLAIM_IN_USE",
     "CLAIM_NOT_CREATED",
     "FIRST_AVAILABLE_MAX",
     "NAME",
+    "NODE_FILTER",
     "NOT_ALLOCATED",
     "NOT_AVAILABLE_ON_NODE",
     "NO_NEW_CLAIMS_TO_DEALLOCATE",
@@ -148,7 +157,7 @@ def _raw_scores(args: Any, nodes: NodeTable, pod: PodClass) -> npt.NDArray[np.in
     """The Score's raw values per row (:func:`subrequest_score` on the allocation its
     Filter found there) for the class's one pod with claims; 0 everywhere for a class
     without its cycle state (no claims, or placed without DRA objects)."""
-    devices = getattr(pod, "devices", None)
+    devices = pod.devices
     if devices is None:
         return np.zeros(len(nodes.node_names()), dtype=np.int64)
     scores: npt.NDArray[np.int64] = devices.scores(nodes.node_names())
@@ -157,10 +166,41 @@ def _raw_scores(args: Any, nodes: NodeTable, pod: PodClass) -> npt.NDArray[np.in
 
 def _key(args: Any, nodes: NodeTable, pod: PodClass) -> Any:
     """Each pod with claims has raw values of its own (its cycle's allocations)."""
-    devices = getattr(pod, "devices", None)
+    devices = pod.devices
     return None if devices is None else (devices.pod.get("metadata") or {}).get("uid", "")
 
 
+def _prefilter(args: Any, nodes: NodeTable, pod: PodClass) -> PreFilterResult | None:
+    """What the claims' resolution found for every node: without a cycle state (no DRA
+    objects to allocate from) :data:`NOT_ALLOCATED`, as binding the pod without its
+    devices would put it where it cannot use them; else its rejection or error."""
+    devices = pod.devices
+    if devices is None:
+        return PreFilterResult(message=NOT_ALLOCATED)
+    if devices.rejection:
+        return PreFilterResult(message=devices.rejection)
+    if devices.error:
+        return PreFilterResult(error=devices.error)
+    return None
+
+
+def _filter(
+    args: Any, nodes: NodeTable, pod: PodClass, rows: npt.NDArray[np.bool_]
+) -> NodeFilterResult | None:
+    """The Filter on each of ``rows``: the claims' allocation there (PodDevices)."""
+    devices = pod.devices
+    if devices is None:  # the PreFilter rejected the pod already
+        return None
+    failing = devices.filter_failing(nodes.node_names(), rows, nodes.labels_of)
+    if devices.error:  # an allocator error ends the attempt
+        return NodeFilterResult(error=devices.error)
+    return NodeFilterResult(failing=failing)
+
+
+CLAIMS_PREFILTER = PreFilter(_prefilter, reads="resourceClaims")
+NODE_FILTER = NodeFilter(
+    _filter, reads="resourceClaims", reasons=(CANNOT_ALLOCATE, NOT_AVAILABLE_ON_NODE, TIMED_OUT)
+)
 # v1.37's Score, normalised over the pod's feasible nodes by the kernel (DefaultNormalizeScore).
 SCORE_CHANNEL = ScoreChannel(Normalise.MAX, _raw_scores, key=_key, reads="resourceClaims")
 
@@ -206,4 +246,6 @@ SPEC = PluginSpec(
     # only by naming it at score: ``{name: DynamicResources, weight: 2}``.
     named_only=frozenset({SCORE}),
     score_channel=SCORE_CHANNEL,
+    pre_filter=CLAIMS_PREFILTER,
+    node_filter=NODE_FILTER,
 )

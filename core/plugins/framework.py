@@ -49,10 +49,14 @@ __all__ = [
     "FieldError",
     "FilterMask",
     "HintFn",
+    "NodeFilter",
+    "NodeFilterResult",
     "NodeTable",
     "Normalise",
     "PluginSpec",
     "PodClass",
+    "PreFilter",
+    "PreFilterResult",
     "ProfileError",
     "ResourceSpec",
     "ScoreChannel",
@@ -65,6 +69,7 @@ __all__ = [
     "post_filter_message",
     "prefilter_narrowing_reason",
     "success_message",
+    "tolerates",
 ]
 
 # Extension points, with kube-scheduler's configuration field names.
@@ -296,6 +301,24 @@ FORCE_ACTIVATE = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "ForceActi
 # --- static plugins: what they read ----------------------------------------------------
 
 
+def tolerates(toleration: Mapping[str, Any], taint: tuple[str, str, str]) -> bool:
+    """Whether a toleration tolerates a (key, value, effect) taint (upstream ToleratesTaint;
+    TaintToleration and NodeUnschedulable share the rule)."""
+    key, value, effect = taint
+    t_effect = toleration.get("effect") or ""
+    if t_effect and t_effect != effect:
+        return False
+    t_key = toleration.get("key") or ""
+    if t_key and t_key != key:
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    if operator == "Equal":
+        return (toleration.get("value") or "") == value
+    return False
+
+
 class NodeTable(Protocol):
     """The nodes as a static plugin sees them: one answer per ClusterState row, at once.
 
@@ -315,6 +338,14 @@ class NodeTable(Protocol):
         """Each row's node name (None: a row without a node)."""
         ...
 
+    def name_in(self, names: Set[str]) -> npt.NDArray[np.bool_]:
+        """Rows whose node's name is one of ``names``."""
+        ...
+
+    def labels_of(self, row: int) -> Mapping[str, str]:
+        """One row's node labels (read-only), for a filter that checks node by node."""
+        ...
+
     def labels_match(self, selector: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
         """Rows whose labels match a node selector (``nodeSelectorTerms``, ORed) when the
         node is known by its labels alone (a ``matchFields`` term sees an empty name), as
@@ -331,10 +362,24 @@ class NodeTable(Protocol):
         """The keys of every taint some row carries."""
         ...
 
+    def image_rows(self, image: str) -> tuple[npt.NDArray[np.int64], int, int]:
+        """The rows whose node holds ``image`` (a name as the nodes report it), the image's
+        size in bytes (the first reporting node's, upstream's image state) and how many of
+        the cluster's nodes hold it (0, with no rows: none does)."""
+        ...
+
+    def node_count(self) -> int:
+        """How many nodes the cluster has (rows without a node do not count)."""
+        ...
+
     def taint_counts(
         self, counted: Callable[[tuple[str, str, str]], bool]
     ) -> npt.NDArray[np.int64]:
         """Per row, how many of its taints (key, value, effect) ``counted`` holds."""
+        ...
+
+    def unschedulable(self) -> npt.NDArray[np.bool_]:
+        """Rows whose node is cordoned (``spec.unschedulable``)."""
         ...
 
 
@@ -344,6 +389,9 @@ class PodClass(Protocol):
     namespace: str
     label_map: dict[str, str]
     spec: Mapping[str, Any]
+    # DynamicResources' cycle state of the class's one pod with resource claims, when the
+    # caller places it with its devices (``core.dra.pod.PodDevices``); else None
+    devices: Any
 
 
 # A static filter: (its args, the nodes, a class of pods) -> the rows that pass it. It is
@@ -446,6 +494,70 @@ class ClassFilterResult:
 ClassFilter = Callable[[Any, NodeTable, PodClass, Any], "ClassFilterResult | None"]
 
 
+@dataclass(frozen=True)
+class PreFilterResult:
+    """What a plugin's PreFilter says of a class of pods.
+
+    ``message``: it rejects the pod on every node (UnschedulableAndUnresolvable; the
+    PreFilter run ends); ``error``: the attempt fails with this error; else ``keep``: the
+    only rows its Filter may pass (upstream's PreFilterResult.NodeNames; None: every row).
+    """
+
+    message: str = ""
+    error: str = ""
+    keep: npt.NDArray[np.bool_] | None = None
+
+
+# A PreFilter: (its args, the nodes, a class of pods) -> its answer, or None when it has
+# nothing to say of the class (every row stays).
+PreFilterFn = Callable[[Any, NodeTable, PodClass], "PreFilterResult | None"]
+
+
+@dataclass(frozen=True)
+class PreFilter:
+    """A plugin's PreFilter, asked by the encoder once per class of pods whose spec holds
+    ``reads`` (other classes pay nothing), in the profile's filter order beside the
+    kernel's own PreFilters; the first rejection or error ends the run. ``narrows``: it
+    may answer ``keep``; the rows left out are counted under the kernel's narrowing code,
+    whose text names the narrowing plugin (NodeAffinity: the only one kube-scheduler's
+    plugins have, which tests/core/plugins/test_registry.py holds), and the kept rows
+    depend on the pod only through the static rows' signature."""
+
+    run: PreFilterFn
+    reads: str
+    narrows: bool = False
+
+
+@dataclass(frozen=True)
+class NodeFilterResult:
+    """A node filter's answer for its rows: per reason text, in the order the plugin
+    checks them, the rows failing with it; or ``error``, which fails the attempt."""
+
+    failing: tuple[tuple[str, npt.NDArray[np.bool_]], ...] = ()
+    error: str = ""
+
+
+# A node filter: (its args, the nodes, a class of pods, the rows every earlier filter
+# passed; read-only) -> its answer, or None when it has nothing to check for the class.
+NodeFilterFn = Callable[
+    [Any, NodeTable, PodClass, npt.NDArray[np.bool_]], "NodeFilterResult | None"
+]
+
+
+@dataclass(frozen=True)
+class NodeFilter:
+    """A filter run node by node on the rows the earlier filters passed, for a class
+    whose answer is its own (DynamicResources: its one pod's allocations), as upstream
+    runs a node's filters in order and stops at the first failure: the search is costly,
+    and an error on a node an earlier filter rejected would never be seen. Asked for
+    classes whose spec holds ``reads``; ``reasons``: the texts its answers use, each
+    counted under a reason code (those with a fixed code keep it)."""
+
+    run: NodeFilterFn
+    reads: str
+    reasons: tuple[str, ...]
+
+
 # --- the registry's entry ---------------------------------------------------------------
 
 
@@ -466,6 +578,8 @@ class PluginSpec:
     ``score_channel``: a score computed per class by the module (raw values per node) and
     normalised by the kernel over the feasible nodes (:class:`ScoreChannel`).
     ``filter_masks``: a filter's per-class answers, one per reason (:class:`FilterMask`).
+    ``pre_filter``: its PreFilter for a class (:class:`PreFilter`); ``node_filter``: a
+    filter run node by node on the rows still passing (:class:`NodeFilter`).
     ``class_filter``: for a filter that also reads cluster objects (the volume filters read
     the storage objects of ``ClusterState.storage``) and may reject at PreFilter, the
     function the encoder calls for classes whose spec holds ``class_filter_reads``; each of
@@ -486,6 +600,8 @@ class PluginSpec:
     static_score: StaticScore | None = None
     score_channel: ScoreChannel | None = None
     filter_masks: tuple[FilterMask, ...] = ()
+    pre_filter: PreFilter | None = None
+    node_filter: NodeFilter | None = None
     named_only: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -500,6 +616,12 @@ class PluginSpec:
         for mask in self.filter_masks:
             if mask.reason not in self.reasons or FILTER not in self.points:
                 raise ValueError(f"filter mask of {self.name}: {mask.reason!r} is not its reason")
+        if self.pre_filter is not None and PRE_FILTER not in self.points:
+            raise ValueError(f"PreFilter of {self.name} must implement the preFilter point")
+        if self.node_filter is not None and not (
+            FILTER in self.points and set(self.node_filter.reasons) <= set(self.reasons)
+        ):
+            raise ValueError(f"node filter of {self.name}: its reasons must be its own")
         if self.score_channel is not None and self.static_score is not None:
             raise ValueError(f"score {self.name} is a static score or a channel, not both")
         if not self.named_only <= self.points:

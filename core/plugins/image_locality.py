@@ -1,13 +1,17 @@
-"""ImageLocality: nodes that already hold the pod's images score higher (static, ``fixed``).
+"""ImageLocality: nodes that already hold the pod's images score higher.
 
 The score is kube-scheduler's, and this module holds it: each container's (and init
 container's) image that a node holds adds its size scaled by the share of all nodes that
 hold it (:func:`scaled_size`: an image everywhere gives no edge), and the sum, clamped to
 [23 MiB, 1000 MiB x containers], maps linearly onto 0..100 (:func:`scores`). Names
-without a tag mean ``:latest`` (:func:`normalized_image_name`). ``core/encode.py`` gathers
-the sums for a class of pods over all rows, ``core/pernode/image_locality.py`` for one pod
-over its nodes; both score with these functions. What a node holds comes from one of two
-reports, whichever is newer (:func:`node_images`):
+without a tag mean ``:latest`` (:func:`normalized_image_name`). The score depends on no
+other node, so it is a score channel of kind NONE (:data:`SCORE_CHANNEL`): the module
+computes each row's final score for a class of pods (:func:`locality_scores`) and the
+encoder adds it, weighted, to the class's fixed scores; classes with the same images and
+container count (:func:`class_images`, the channel's key) share one row.
+``core/pernode/image_locality.py`` gathers the same sums for one pod over its nodes, plainly,
+and scores them with these functions. What a node holds comes from one of two reports,
+whichever is newer (:func:`node_images`):
 
 * ``status.images``, written by the kubelet (many clusters, and every kwok node, report
   none);
@@ -43,7 +47,15 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesalvo.core.plugins import names
-from kubesalvo.core.plugins.framework import MAX_NODE_SCORE, SCORE, PluginSpec
+from kubesalvo.core.plugins.framework import (
+    MAX_NODE_SCORE,
+    SCORE,
+    NodeTable,
+    Normalise,
+    PluginSpec,
+    PodClass,
+    ScoreChannel,
+)
 
 __all__ = [
     "ANNOTATION",
@@ -52,11 +64,14 @@ __all__ = [
     "MAX_CONTAINER_THRESHOLD",
     "MIN_THRESHOLD",
     "NAME",
+    "SCORE_CHANNEL",
     "ImageReport",
     "ReportedImage",
+    "class_images",
     "decode_annotation",
     "encode_annotation",
     "format_time",
+    "locality_scores",
     "node_images",
     "normalized_image_name",
     "scaled_size",
@@ -64,7 +79,6 @@ __all__ = [
 ]
 
 NAME = names.IMAGE_LOCALITY
-SPEC = PluginSpec(NAME, frozenset({SCORE}))
 
 ANNOTATION = "kubesalvo.io/images"
 FORMAT_VERSION = 1
@@ -98,6 +112,52 @@ def scores(sums: npt.NDArray[np.int64], containers: int) -> npt.NDArray[np.int64
         return np.zeros(len(sums), dtype=np.int64)
     clipped = np.clip(np.asarray(sums, dtype=np.int64), MIN_THRESHOLD, max_threshold)
     return MAX_NODE_SCORE * (clipped - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+# Distinct image names of the pods seen, normalised (they repeat across a burst's classes).
+_NORMALIZED: dict[str, str] = {}
+_NORMALIZED_MAX = 65_536
+
+
+def class_images(args: None, nodes: NodeTable, pod: PodClass) -> tuple[list[str], int]:
+    """What the score reads of a class: its containers' and init containers' image names,
+    normalised, and how many containers (and init containers) it has (the thresholds scale
+    with them). Classes that agree here get the same scores: the channel's key."""
+    spec = pod.spec
+    init = spec.get("initContainers")
+    containers = list(spec.get("containers") or ())
+    if init:
+        containers = list(init) + containers
+    images: list[str] = []
+    for container in containers:  # a loop: this runs once per class of a burst
+        image = container.get("image")
+        if image:
+            name = _NORMALIZED.get(image)
+            if name is None:
+                name = normalized_image_name(image)
+                if len(_NORMALIZED) < _NORMALIZED_MAX:
+                    _NORMALIZED[image] = name
+            images.append(name)
+    return images, len(containers)
+
+
+def locality_scores(args: None, nodes: NodeTable, pod: PodClass) -> npt.NDArray[np.int64]:
+    """Each row's score for the class, 0..100 and final (kube-scheduler's Score, which
+    has no NormalizeScore): the scaled sizes of the class's images its node holds, summed
+    and mapped by :func:`scores`."""
+    images, containers = class_images(args, nodes, pod)
+    sums = np.zeros(len(nodes.node_names()), dtype=np.int64)
+    total_nodes = nodes.node_count()
+    for image in images:
+        rows, size, holders = nodes.image_rows(image)
+        if holders:
+            sums[rows] += scaled_size(size, holders, total_nodes)
+    return scores(sums, containers)
+
+
+# Final scores per node: added as they are, weighted, to the class's fixed scores.
+SCORE_CHANNEL = ScoreChannel(Normalise.NONE, locality_scores, class_images)
+SPEC = PluginSpec(NAME, frozenset({SCORE}), score_channel=SCORE_CHANNEL)
 
 
 @dataclass(frozen=True, order=True)

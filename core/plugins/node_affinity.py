@@ -2,11 +2,13 @@
 score; the profile's ``addedAffinity`` applies to every pod of it.
 
 The filter is this module's two masks (:data:`FILTER_MASKS`): the profile's added required
-affinity, then the pod's nodeSelector and required terms; its PreFilter (the nodes a
-``metadata.name`` term leaves out, code 7) is the encoder's. The score is this module's channel
-(:data:`SCORE_CHANNEL`): per node, the summed weights of the preferred terms it matches
-(the pod's and the profile's added ones), which the kernel normalises over the feasible
-nodes by their largest sum.
+affinity, then the pod's nodeSelector and required terms. Its PreFilter
+(:data:`NAMED_NODES`) reads the required terms' ``metadata.name`` fields: when every term
+names nodes, only those may pass (the others fail with the narrowing reason, code 7),
+and none at all rejects the pod (:data:`ERR_REASON_NODE_AFFINITY_CONFLICT`). The score is
+this module's channel (:data:`SCORE_CHANNEL`): per node, the summed weights of the
+preferred terms it matches (the pod's and the profile's added ones), which the kernel
+normalises over the feasible nodes by their largest sum.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from kubesalvo.core.plugins.framework import (
     Normalise,
     PluginSpec,
     PodClass,
+    PreFilter,
+    PreFilterResult,
     ScoreChannel,
     check,
 )
@@ -45,8 +49,10 @@ __all__ = [
     "ERR_REASON_NODE_AFFINITY_CONFLICT",
     "FILTER_MASKS",
     "NAME",
+    "NAMED_NODES",
     "SCORE_CHANNEL",
     "NodeAffinityArgs",
+    "named_nodes",
     "preferred_terms_of",
     "preferred_weights",
     "selector_failing",
@@ -180,6 +186,43 @@ def _selector_of(args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass)
     return (pod.spec.get("nodeSelector"), required)
 
 
+def _term_names(term: Mapping[str, Any]) -> set[str] | None:
+    """The nodes a term's ``metadata.name In`` fields leave (their intersection), or None
+    when it has none."""
+    found: set[str] | None = None
+    for req in term.get("matchFields") or ():
+        if req.get("key") == "metadata.name" and req.get("operator") == "In":
+            values = set(req.get("values") or ())
+            found = values if found is None else found & values
+    return found
+
+
+def named_nodes(
+    args: NodeAffinityArgs | None, nodes: NodeTable, pod: PodClass
+) -> PreFilterResult | None:
+    """The PreFilter: when every required term names nodes by ``metadata.name``, the rows
+    of the named nodes (the union over the terms), or the rejection when no node is named
+    at all; None when some term names none (every node stays)."""
+    required = ((pod.spec.get("affinity") or {}).get("nodeAffinity") or {}).get(_REQUIRED)
+    if required is None:
+        return None
+    terms = required.get("nodeSelectorTerms") or ()
+    if not terms:
+        return None
+    wanted: set[str] = set()
+    for term in terms:
+        in_term = _term_names(term)
+        if in_term is None:
+            return None
+        wanted |= in_term
+    if not wanted:
+        return PreFilterResult(message=ERR_REASON_NODE_AFFINITY_CONFLICT)
+    return PreFilterResult(keep=nodes.name_in(wanted))
+
+
+# The named rows depend on the required terms only: part of the static rows' signature.
+NAMED_NODES = PreFilter(named_nodes, reads="affinity", narrows=True)
+
 # Both depend on no more than the static rows' signature (nodeSelector, required terms).
 FILTER_MASKS = (
     FilterMask(ERR_REASON_ENFORCED_NODE_AFFINITY, added_failing, _no_pod_part, True),
@@ -200,4 +243,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     score_channel=SCORE_CHANNEL,
     filter_masks=FILTER_MASKS,
+    pre_filter=NAMED_NODES,
 )

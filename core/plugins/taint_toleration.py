@@ -30,6 +30,7 @@ from kubesalvo.core.plugins.framework import (
     PluginSpec,
     PodClass,
     ScoreChannel,
+    tolerates,
 )
 
 __all__ = [
@@ -53,23 +54,6 @@ EVENTS = (
     ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
     ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION),
 )
-
-
-def tolerates(toleration: Mapping[str, Any], taint: tuple[str, str, str]) -> bool:
-    """Whether a toleration tolerates a (key, value, effect) taint (upstream ToleratesTaint)."""
-    key, value, effect = taint
-    t_effect = toleration.get("effect") or ""
-    if t_effect and t_effect != effect:
-        return False
-    t_key = toleration.get("key") or ""
-    if t_key and t_key != key:
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return (toleration.get("value") or "") == value
-    return False
 
 
 def prefer_no_schedule_tolerations(

@@ -165,7 +165,7 @@ def test_a_later_burst_reuses_the_rows_an_earlier_one_built(profile):
     twins.place([pod(c) for c in range(len(CLASSES))])
     tables = class_cache.tables_for(twins.kept, profile)
     built = {key: id(row) for key, row in tables.static.items()}
-    assert built and tables.image and tables.aff and tables.classes
+    assert built and tables.fixed and tables.aff and tables.classes
     assert bool(tables.extras) == (profile.score_weights.get(names.DYNAMIC_RESOURCES, 0) > 0)
     twins.place([pod(c) for c in range(len(CLASSES))])
     again = class_cache.tables_for(twins.kept, profile)

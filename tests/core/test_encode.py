@@ -246,6 +246,27 @@ def test_classes_completed_later_equal_classes_completed_at_once(shape, extensio
     later.complete(range(half, len(later.classes)))
     later.complete(range(half))
     assert later.classes == at_once.classes
+    for done_later, done_at_once in zip(later.classes, at_once.classes, strict=True):
+        if done_at_once.narrowed is None:
+            assert done_later.narrowed is None
+        else:
+            assert done_later.narrowed.tolist() == done_at_once.narrowed.tolist()
+    assert any(info.narrowed is not None for info in at_once.classes)
     assert any(info.error for info in at_once.classes)
     assert any(info.score_error for info in at_once.classes)
     assert any(info.prefilter_message for info in at_once.classes)
+
+
+def test_classes_with_the_same_images_share_the_fixed_row_of_image_locality():
+    # ImageLocality is a NONE channel: the fixed row is keyed by its key (the images and
+    # the container count), so distinct pods of one image share it.
+    held = node("a")
+    held["status"]["images"] = [{"names": ["app:1"], "sizeBytes": 500 * 1024 * 1024}]
+    enc = encoder(held, node("b"))
+    other = pod("p4")
+    other["spec"]["containers"][0]["image"] = "other:1"
+    ids = enc.classify([pod("p1", cpu="1"), pod("p2", app="db"), pod("p3", cpu="2"), other])
+    tables = enc.tables(ids.tolist())
+    assert tables.c_fixed.tolist() == [0, 0, 0, 1]
+    # 500 MiB on one node of two: 250 MiB, (250 - 23) / (1000 - 23) of the way, weight 1.
+    assert tables.fixed.tolist() == [[23, 0], [0, 0]]

@@ -12,6 +12,7 @@ import pytest
 
 from kubesalvo.core.pernode import image_locality as reference
 from kubesalvo.core.pernode.snapshot import Cache
+from kubesalvo.core.pernode.static_plugins import channel_scores
 from kubesalvo.core.place import plan
 from kubesalvo.core.plugins import image_locality
 from kubesalvo.core.plugins.image_locality import (
@@ -220,3 +221,22 @@ def test_the_score_is_upstreams_calculate_priority() -> None:
     assert image_locality.scores(sums, 0).tolist() == [0, 0, 0, 0]
     assert image_locality.normalized_image_name("nginx") == "nginx:latest"
     assert image_locality.normalized_image_name("host:5000/app") == "host:5000/app:latest"
+
+
+def test_the_modules_channel_scores_one_pod_as_the_plain_reference() -> None:
+    nodes = [node("n0", [PAUSE]), node("n1", [APP, PAUSE]), node("n2", [APP]), node("n3")]
+    cache = Cache()
+    for n in nodes:
+        cache.add_node(n)
+    snapshot = cache.snapshot()
+    sidecar = pod("p")
+    sidecar["spec"]["initContainers"] = [{"name": "i", "image": "registry.k8s.io/pause:3.10"}]
+    for p in (pod("p"), pod("q", image="registry.k8s.io/pause:3.10"), sidecar):
+        expected = reference.score(p, snapshot, snapshot.nodes)
+        assert channel_scores(image_locality.SPEC, None, p, snapshot.nodes) == expected
+        # over some of the nodes, the shares stay those of the whole cluster
+        some = snapshot.nodes[1:3]
+        assert channel_scores(image_locality.SPEC, None, p, some, snapshot) == {
+            n.name: expected[n.name] for n in some
+        }
+    assert max(reference.score(sidecar, snapshot, snapshot.nodes).values()) > 0

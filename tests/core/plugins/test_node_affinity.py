@@ -131,3 +131,61 @@ def test_its_filter_masks_check_the_added_terms_then_the_pods_selector_and_terms
     enforced = NodeAffinityArgs({"requiredDuringSchedulingIgnoredDuringExecution": terms})
     assert added.failing(enforced, enc, cls).tolist() == [True, False, True]
     assert own.failing(NodeAffinityArgs(), enc, cls).tolist() == [False, True, True]
+
+
+def _named(*terms):
+    """A pod whose required terms are ``terms``, each a list of metadata.name In lists (an
+    empty list: a term naming no node by name)."""
+    node_terms = []
+    for names in terms:
+        fields = [{"key": "metadata.name", "operator": "In", "values": v} for v in names]
+        labels = [] if names else [{"key": "zone", "operator": "Exists"}]
+        node_terms.append({"matchFields": fields, "matchExpressions": labels})
+    required = {"nodeSelectorTerms": node_terms}
+    return {
+        "containers": [{"name": "c"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}},
+    }
+
+
+def test_its_prefilter_keeps_the_named_nodes_or_rejects_a_conflict():
+    from kubesalvo.core.plugins import node_affinity, registry
+
+    enc = _encoder(("a", {"zone": "z1"}), ("b", {"zone": "z2"}), ("c", {}))
+    pre_filter = registry.PLUGINS[node_affinity.NAME].pre_filter
+    assert pre_filter is node_affinity.NAMED_NODES and pre_filter.narrows
+
+    def answer(spec):
+        (cid,) = enc.classify([{"metadata": {"name": "p", "namespace": "ns"}, "spec": spec}])
+        return pre_filter.run(NodeAffinityArgs(), enc, enc.classes[cid])
+
+    # the union over the terms of each term's intersection; an unknown name keeps no row
+    kept = answer(_named([["a", "b"], ["b", "x"]], [["c"]]))
+    assert kept.keep.tolist() == [False, True, True] and not kept.message
+    # a term that names no node by name leaves every node to the filters
+    assert answer(_named([["a"]], [])) is None
+    assert answer({"containers": [{"name": "c"}]}) is None
+    # a term whose fields name no node at once adds nothing to the union
+    assert answer(_named([["a"], ["b"]], [["c"]])).keep.tolist() == [False, False, True]
+    # and when no term names a node at all, the pod is rejected on every node
+    conflict = answer(_named([["a"], ["b"]]))
+    assert conflict.message == node_affinity.ERR_REASON_NODE_AFFINITY_CONFLICT
+    assert conflict.keep is None
+
+
+def test_placement_counts_the_nodes_its_prefilter_left_out_under_the_narrowing_reason():
+    from kubesalvo.core.place import plan
+    from kubesalvo.core.plugins import framework, names
+    from kubesalvo.core.profile import Profile
+
+    enc = _encoder(("a", {"zone": "z1"}), ("b", {"zone": "z2"}), ("c", {}))
+    spec = _named([["b"]])
+    spec["nodeSelector"] = {"zone": "z1"}
+    pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "p"}, "spec": spec}
+    result = plan(enc.state, [pod], Profile.default())
+    assert result.nodes == [None]
+    narrowed = framework.prefilter_narrowing_reason([names.NODE_AFFINITY])
+    assert result.messages[0] == (
+        f"0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+        f"2 {narrowed}."
+    )

@@ -79,3 +79,10 @@ def test_a_field_error_moves_below_a_path():
 def test_every_fixed_reason_has_a_status_code_and_one_plugin():
     assert set(registry.REASON_CODES) == set(registry.REASON_PLUGIN)
     assert registry.REASON_PLUGIN["node(s) had untolerated taint(s)"] == "TaintToleration"
+
+
+def test_only_node_affinity_narrows_at_prefilter():
+    # The kernel counts narrowed rows under one code whose text names NodeAffinity
+    # (core/reasons.py): a second narrowing plugin needs that text to name the set.
+    narrowing = [s.name for s in registry.PLUGINS.values() if s.pre_filter and s.pre_filter.narrows]
+    assert narrowing == [names.NODE_AFFINITY]
