@@ -23,6 +23,7 @@ thread's) sees no rows of another version. Each table is emptied when it holds m
 
 from __future__ import annotations
 
+import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,6 +74,8 @@ class NodeTables:
 _by_state: weakref.WeakKeyDictionary[ClusterState, list[tuple[Profile, NodeTables]]] = (
     weakref.WeakKeyDictionary()
 )
+# The runtime places a burst in a worker thread while preemption may plan in another.
+_lock = threading.Lock()
 
 
 def tables_for(state: ClusterState, profile: Profile) -> NodeTables:
@@ -82,6 +85,11 @@ def tables_for(state: ClusterState, profile: Profile) -> NodeTables:
     version = state.version
     if not ENABLED:
         return NodeTables(version)
+    with _lock:
+        return _tables_for(state, profile, version)
+
+
+def _tables_for(state: ClusterState, profile: Profile, version: int) -> NodeTables:
     kept = _by_state.get(state)
     if kept is None:
         kept = _by_state[state] = []
