@@ -268,6 +268,7 @@ cdef class BurstKernel:
     cdef int64_t[::1] s_max_aff              # slot -> max preferred node affinity score over feasible rows
     cdef int32_t[:, ::1] s_perm              # slots x rows: row -> position in the slot's tree
     cdef int32_t[:, ::1] s_iperm             # slots x leaves: position -> row (-1 = padding)
+    cdef uint8_t[::1] s_ready                # slot -> its tree and s_iperm are set (_slot_ready)
     cdef int32_t[:, ::1] s_gstart            # slots x (MAX_ZONES + 2): first position of each zone
                                              #   (the last group: rows without the key)
     cdef int64_t[:, ::1] s_zc                # slots x (MAX_ZONES + 1): matching pods per zone
@@ -343,6 +344,7 @@ cdef class BurstKernel:
     cdef const ks_extra* _extra(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil
     cdef void _rebuild(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef void _sync(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef void _slot_ready(self, Py_ssize_t s) noexcept nogil
     cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil
     cdef void _apply(self, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil
     cdef void _spread_prepare(self, Py_ssize_t c) noexcept nogil

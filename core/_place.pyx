@@ -447,14 +447,19 @@ cdef class BurstKernel:
         self.class_slot = np.full(self.nclasses, -1, dtype=np.int32)
         self.s_feas = np.zeros((nslots, self.rows), dtype=np.uint8)
         self.s_local = np.zeros((nslots, self.rows), dtype=np.int64)
-        tree = np.full((nslots, 2 * self.leaves, 2), NEG, dtype=np.int64)
-        tree[:, :, 1] = 1  # (maximum, leaves holding it) per node
-        self.s_tree = tree.reshape(nslots, 4 * self.leaves)
+        # A slot's tree and position -> row map are set on its first use in the chunk
+        # (_slot_ready), not here: a burst's classes come one after the other, so most
+        # chunks use one or two of their slots, and filling every slot's tree afresh per
+        # chunk page-faulted tens of MiB at 50,000 nodes. The arrays stay with the kernel
+        # for the next chunk when they are large enough.
+        if self.s_tree is None or self.s_tree.shape[0] < nslots:
+            self.s_tree = np.empty((nslots, 4 * self.leaves), dtype=np.int64)
+            self.s_iperm = np.empty((nslots, self.leaves), dtype=np.int32)
+        self.s_ready = np.zeros(nslots, dtype=np.uint8)
         self.s_max_taint = np.zeros(nslots, dtype=np.int64)
         self.s_max_aff = np.zeros(nslots, dtype=np.int64)
         self.s_xmax = np.zeros((nslots, max(1, self.nx)), dtype=np.int64)
         self.s_perm = np.zeros((nslots, self.rows), dtype=np.int32)
-        self.s_iperm = np.full((nslots, self.leaves), -1, dtype=np.int32)
         self.s_gstart = np.zeros((nslots, MAX_ZONES + 2), dtype=np.int32)
         self.s_zc = np.zeros((nslots, MAX_ZONES + 1), dtype=np.int64)
         self.s_fz = np.zeros((nslots, MAX_ZONES + 1), dtype=np.int64)
@@ -1215,6 +1220,20 @@ cdef class BurstKernel:
             n = self.log_row[i]
             self._tree_set(s, self.s_perm[s, n], self._total(s, c, n) if self.s_feas[s, n] else NEG)
 
+    cdef void _slot_ready(self, Py_ssize_t s) noexcept nogil:
+        """Slot s's first use in the chunk: every tree node (NEG, 1 leaf) and no row at
+        any position, as a fresh slot starts (only the positions below rows are set by
+        the layouts; the padding above keeps these values)."""
+        cdef Py_ssize_t i
+        cdef int64_t* t = &self.s_tree[s, 0]
+        cdef int32_t* ip = &self.s_iperm[s, 0]
+        for i in range(2 * self.leaves):
+            t[2 * i] = NEG
+            t[2 * i + 1] = 1
+        for i in range(self.leaves):
+            ip[i] = -1
+        self.s_ready[s] = 1
+
     cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil:
         """The slot caching class c, taking if needed the most recently used one of a class
         with no pod left in the chunk (its memory is warm), else the least recently used."""
@@ -1235,6 +1254,8 @@ cdef class BurstKernel:
                 self.class_slot[self.slot_class[s]] = -1
             self.slot_class[s] = c
             self.class_slot[c] = s
+            if not self.s_ready[s]:
+                self._slot_ready(s)
             self._rebuild(s, c)
         self.slot_used[s] = p
         return s
