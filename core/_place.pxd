@@ -269,6 +269,13 @@ cdef class BurstKernel:
     cdef int32_t[:, ::1] s_perm              # slots x rows: row -> position in the slot's tree
     cdef int32_t[:, ::1] s_iperm             # slots x leaves: position -> row (-1 = padding)
     cdef uint8_t[::1] s_ready                # slot -> its tree and s_iperm are set (_slot_ready)
+    cdef int64_t[:, ::1] s_order             # slots x 6: what its positions (s_perm, s_iperm)
+                                             #   follow: [0] 0 a zone layout or none, 1 the
+                                             #   rows, 2 _group_order's groups for the zone key
+                                             #   [1], static rows [2], taint row [3], affinity
+                                             #   row [4] and the terms' keys (bits) [5] (its
+                                             #   s_rowgrp, s_ggs, s_ng, s_gzone, s_gtv, s_gav
+                                             #   with them)
     cdef int32_t[:, ::1] s_gstart            # slots x (MAX_ZONES + 2): first position of each zone
                                              #   (the last group: rows without the key)
     cdef int64_t[:, ::1] s_zc                # slots x (MAX_ZONES + 1): matching pods per zone
@@ -294,6 +301,7 @@ cdef class BurstKernel:
     cdef int64_t[:, ::1] s_gav               # slots x MAX_GROUPS: its preferred node affinity score
     cdef uint8_t[::1] key_unique             # per topology key: no two rows share a domain
     cdef readonly int64_t grouped_pods       # pods placed by _place_grouped (tests read it)
+    cdef readonly int64_t orders_reused      # group layouts that kept the slot's order (tests)
     # ---- log of rows whose usage changed (placements and rollbacks), within one chunk
     cdef int32_t[::1] log_row                # row whose usage changed
     cdef int32_t[::1] log_class              # class of the pod placed (or taken back) there

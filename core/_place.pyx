@@ -456,6 +456,7 @@ cdef class BurstKernel:
             self.s_tree = np.empty((nslots, 4 * self.leaves), dtype=np.int64)
             self.s_iperm = np.empty((nslots, self.leaves), dtype=np.int32)
         self.s_ready = np.zeros(nslots, dtype=np.uint8)
+        self.s_order = np.zeros((nslots, 6), dtype=np.int64)  # the tables' ids are the chunk's
         self.s_max_taint = np.zeros(nslots, dtype=np.int64)
         self.s_max_aff = np.zeros(nslots, dtype=np.int64)
         self.s_xmax = np.zeros((nslots, max(1, self.nx)), dtype=np.int64)
@@ -1153,13 +1154,16 @@ cdef class BurstKernel:
                 self._group_layout(s, c)
             return
         if self.c_mode[c] == 1:
+            self.s_order[s, 0] = 0  # the zone layouts set (and move) positions their own way
             self._zone_layout(s, c)
         elif self.c_mode[c] == 3:
+            self.s_order[s, 0] = 0
             self._host_zone_layout(s, c)
-        else:
+        elif self.s_order[s, 0] != 1:  # the slot's positions are not the rows' already
             for n in range(self.rows):
                 self.s_perm[s, n] = <int32_t>n
                 self.s_iperm[s, n] = <int32_t>n
+            self.s_order[s, 0] = 1
         self.s_max_taint[s] = -1  # force the maxima to count as changed
         for i in range(self.nx):
             self.s_xmax[s, i] = -1
@@ -1934,6 +1938,22 @@ cdef class BurstKernel:
         cdef int64_t tval[TAINT_TABLE]
         cdef int64_t aval[MAX_AFF_VALUES]
         cdef int32_t tidx[TAINT_TABLE]
+        # the topology keys the checks below read (every key of the class's terms)
+        cdef int64_t keys = 0
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            keys = keys | (<int64_t>1 << self.k_key[j]) if 0 <= keys and self.k_key[j] < 62 \
+                else -1
+        for j in range(self.c_a_off[c], self.c_a_off[c + 1]):
+            keys = keys | (<int64_t>1 << self.a_key[j]) if 0 <= keys and self.a_key[j] < 62 \
+                else -1
+        if keys >= 0 and self.s_order[s, 0] == 2 and self.s_order[s, 1] == key \
+                and self.s_order[s, 2] == st and self.s_order[s, 3] == self.c_taint[c] \
+                and self.s_order[s, 4] == self.c_aff[c] and self.s_order[s, 5] == keys:
+            # The slot's last layout read the same keys and the same static tables: the
+            # same checks, groups and order (none depends on the class's requests or on
+            # the counters, and the tables are the chunk's).
+            self.orders_reused += 1
+            return True
         for i in range(TAINT_TABLE):
             tidx[i] = -1
         nt = 0 if tg else 1
@@ -2008,6 +2028,12 @@ cdef class BurstKernel:
         for g in range(ng, 0, -1):  # the running cursors ended at the next group's start
             self.s_ggs[s, g] = self.s_ggs[s, g - 1]
         self.s_ggs[s, 0] = 0
+        self.s_order[s, 0] = 2 if keys >= 0 else 0
+        self.s_order[s, 1] = key
+        self.s_order[s, 2] = st
+        self.s_order[s, 3] = self.c_taint[c]
+        self.s_order[s, 4] = self.c_aff[c]
+        self.s_order[s, 5] = keys
         return True
 
     cdef void _mark_special(self, Py_ssize_t s, Py_ssize_t q) noexcept nogil:
