@@ -88,7 +88,7 @@ cdef class BurstKernel:
     cdef const quantity_t[:, ::1] alloc      # rows x resources: allocatable (millicores, bytes, counts)
     cdef quantity_t[:, ::1] req              # rows x resources: requested incl. placed pods (same units)
     cdef quantity_t[:, ::1] nzreq            # rows x 2: non-zero cpu (millicores), memory (bytes) for scores
-    cdef int32_t[:, ::1] port_use            # rows x port keys: pods using each (ip, protocol, port)
+    cdef int32_t[:, ::1] port_use            # port keys x rows: pods using each (ip, protocol, port)
     cdef int64_t[::1] port_rows              # per port key: rows where port_use is above 0
     cdef const quantity_t* p_alloc           # alloc, req, nzreq as raw C-contiguous pointers
     cdef quantity_t* p_req                   #   (for the per-pod scans; NULL with no rows)

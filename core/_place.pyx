@@ -4,7 +4,8 @@
 # Layout (all C-contiguous; "rows" are ClusterState rows, present or not):
 # * node state: alloc/req (rows x resources, int64: millicores, bytes, counts; column 3 is
 #   the pod count), nzreq (rows x 2: non-zero cpu/memory as the scores see them),
-#   port_use (rows x port keys, int32 pod counts). req/nzreq/port_use are the kernel's
+#   port_use (port keys x rows, int32 pod counts: a class's few keys are read along the
+#   rows its scans visit). req/nzreq/port_use are the kernel's
 #   own copies: the kernel mutates them; the Python side commits placements to the state.
 # * a chunk of the burst: equivalence classes (c_*) and pods (p_*) in queue order. The
 #   static work of a class is a row of deduplicated tables (static_reason, fixed,
@@ -222,8 +223,8 @@ cdef class BurstKernel:
             self.p_req = &self.req[0, 0]
             self.p_nz = &self.nzreq[0, 0]
         self.port_use = port_use
-        self.port_rows = (np.asarray(port_use) > 0).sum(axis=0).astype(np.int64) \
-            if np.ndim(port_use) == 2 and np.shape(port_use)[1] else np.zeros(1, dtype=np.int64)
+        self.port_rows = (np.asarray(port_use) > 0).sum(axis=1).astype(np.int64) \
+            if np.ndim(port_use) == 2 and np.shape(port_use)[0] else np.zeros(1, dtype=np.int64)
         self.rows = alloc.shape[0]
         self.nres = alloc.shape[1]
         self.strategy = strategy
@@ -597,7 +598,7 @@ cdef class BurstKernel:
                 return False
         if self.ports_on and self.c_port_conf_off[c + 1] > self.c_port_conf_off[c]:
             for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
-                if self.port_use[n, self.c_port_conf[k]] > 0:
+                if self.port_use[self.c_port_conf[k], n] > 0:
                     return False
         return True
 
@@ -900,7 +901,7 @@ cdef class BurstKernel:
         """Whether a host port of class c is taken on row n (NodePorts)."""
         cdef Py_ssize_t k
         for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
-            if self.port_use[n, self.c_port_conf[k]] > 0:
+            if self.port_use[self.c_port_conf[k], n] > 0:
                 return True
         return False
 
@@ -1281,8 +1282,8 @@ cdef class BurstKernel:
             if self.nres > POD_COLUMN:
                 self.podfree[n] = self.alloc[n, POD_COLUMN] - self.req[n, POD_COLUMN]
         for k in range(self.c_port_own_off[c], self.c_port_own_off[c + 1]):
-            self.port_use[n, self.c_port_own[k]] += sign
-            if self.port_use[n, self.c_port_own[k]] == (1 if sign > 0 else 0):
+            self.port_use[self.c_port_own[k], n] += sign
+            if self.port_use[self.c_port_own[k], n] == (1 if sign > 0 else 0):
                 self.port_rows[self.c_port_own[k]] += sign  # the row took / freed the port
         for k in range(self.c_inc_off[c], self.c_inc_off[c + 1]):
             self.counters[self.c_inc[k], n] += sign
@@ -1309,7 +1310,7 @@ cdef class BurstKernel:
         if self.ports_on:
             port_clash = False
             for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
-                if self.port_use[n, self.c_port_conf[k]] > 0:
+                if self.port_use[self.c_port_conf[k], n] > 0:
                     port_clash = True
             if port_clash:
                 self.out_reasons[p, R_PORTS] += 1
