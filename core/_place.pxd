@@ -165,6 +165,10 @@ cdef class BurstKernel:
     cdef uint8_t[:, ::1] smask               # SMASKS x rows: membership of a static row set
     cdef int32_t[::1] smask_of               # per static row set of the chunk: its smask row or -1
     cdef Py_ssize_t smask_used               # smask rows taken in this chunk
+    cdef int32_t[:, ::1] tlist               # SMASKS x rows: the rows of a taint-count row above 0
+    cdef int64_t[::1] tlist_n                # per tlist row: its rows
+    cdef int32_t[::1] tlist_of               # per taint-count row of the chunk: its tlist row or -1
+    cdef Py_ssize_t tlist_used               # tlist rows taken in this chunk
     cdef int64_t[::1] fixed_max              # per fixed-score row of the chunk: its maximum (-1 unknown)
     # ---- the score channels beyond the first of each kind (encode.StaticTables)
     cdef const int32_t[:, ::1] x_raw         # channel rows x rows: raw values (>= 0)
@@ -329,8 +333,9 @@ cdef class BurstKernel:
     cdef void _query(self, Py_ssize_t c, ks_single* q) noexcept nogil
     cdef const uint8_t* _static_member(self, Py_ssize_t st, bint* usable) noexcept nogil
     cdef int64_t _fixed_max(self, Py_ssize_t f) noexcept nogil
-    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, int64_t* score,
-                                    int64_t* ties) noexcept nogil
+    cdef const int32_t* _taint_rows(self, Py_ssize_t t, Py_ssize_t* count) noexcept nogil
+    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, bint taints,
+                                    int64_t* score, int64_t* ties) noexcept nogil
     cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
                       bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                       int64_t* hi, int64_t* lo) noexcept nogil

@@ -293,6 +293,8 @@ cdef class BurstKernel:
         self.levels.count = &self.lv_count[0]
         self.lv_built = False
         self.smask = np.zeros((SMASKS, max(1, self.rows)), dtype=np.uint8)
+        self.tlist = np.zeros((SMASKS, max(1, self.rows)), dtype=np.int32)
+        self.tlist_n = np.zeros(SMASKS, dtype=np.int64)
         self._hot_rows()
         self.w_ipa = settings.w_ipa
         self.ipa_on = settings.ipa_on
@@ -382,6 +384,8 @@ cdef class BurstKernel:
         self.fixed_max = np.full(max(1, fixed.shape[0]), -1, dtype=np.int64)
         self.smask_of = np.full(max(1, static_reason.shape[0]), -1, dtype=np.int32)
         self.smask_used = 0
+        self.tlist_of = np.full(max(1, taint_count.shape[0]), -1, dtype=np.int32)
+        self.tlist_used = 0
         self.c_taint = c_taint
         self.taint_count = taint_count
         self.taint_any = np.asarray(taint_count).any(axis=1).astype(np.uint8)
@@ -780,6 +784,25 @@ cdef class BurstKernel:
                 self.smask[m, self.static_rows[i]] = 1
         return &self.smask[m, 0]
 
+    cdef const int32_t* _taint_rows(self, Py_ssize_t t, Py_ssize_t* count) noexcept nogil:
+        """The rows of taint-count row t (taint_count) above 0, ascending, in count: a row
+        of tlist built on first use in the chunk; NULL when the chunk's SMASKS rows are
+        taken."""
+        cdef Py_ssize_t n, k = 0, m = self.tlist_of[t]
+        if m < 0:
+            if self.tlist_used == SMASKS:
+                return NULL
+            m = self.tlist_used
+            self.tlist_used += 1
+            self.tlist_of[t] = <int32_t>m
+            for n in range(self.rows):
+                if self.taint_count[t, n] > 0:
+                    self.tlist[m, k] = <int32_t>n
+                    k += 1
+            self.tlist_n[m] = k
+        count[0] = self.tlist_n[m]
+        return &self.tlist[m, 0]
+
     cdef int64_t _fixed_max(self, Py_ssize_t f) noexcept nogil:
         """The largest fixed score of fixed-score row f over every row (at least 0),
         computed once a chunk."""
@@ -791,14 +814,14 @@ cdef class BurstKernel:
             self.fixed_max[f] = m
         return self.fixed_max[f]
 
-    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, int64_t* score,
-                                    int64_t* ties) noexcept nogil:
+    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, bint taints,
+                                    int64_t* score, int64_t* ties) noexcept nogil:
         """What _place_single's scan chooses for class c's only pod (c_mode 0, the default
-        scores with equal weights, no normalised term that varies over the rows, no host
-        port taken), visiting the rows cell by cell (ks_levels: per shape, its levels from
+        scores with equal weights, no normalised term other than TaintToleration's that
+        varies over the rows, no host port taken), visiting the rows cell by cell (ks_levels: per shape, its levels from
         the top, the shape whose next cell has the highest bound first) and stopping when
         no cell left has a bound (the largest fixed score + w_fit * ks_cell_fit + w_bal *
-        100 + the flat TaintToleration score) as high as the best total found: no row
+        100 + w_taint * 100, TaintToleration's most) as high as the best total found: no row
         there can reach it. Every row holding the best total is visited (a cell whose
         bound equals it is searched), so the tied rows are the scan's; ordered by row
         they give the scan's draw (ks_pick_tied).
@@ -807,26 +830,47 @@ cdef class BurstKernel:
         instead of a vectorised pass), so the search gives up, before visiting the cell
         that would take it past rows / _share rows (16), and returns -2 for the caller
         to scan: it has drawn nothing yet, so the scan draws as it would have. Where
-        every row is equal the first cell holds them all and nothing is visited."""
+        every row is equal the first cell holds them all and nothing is visited.
+
+        With ``taints`` (untolerated PreferNoSchedule taints on some rows) a row's
+        TaintToleration score is normalised by the largest count over the feasible rows,
+        found first among the rows that have one (_taint_rows), as the scan's maximum;
+        returns -2 when the chunk has no tlist row left."""
         cdef ks_single q
         cdef const quantity_t* creq = &self.c_req[c, 0]
         cdef const quantity_t* cnz = &self.c_nz[c, 0]
         cdef const int32_t* fixed = &self.fixed[self.c_fixed[c], 0]
         cdef int64_t wb = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
-        # every row's TaintToleration score, as mt is 0; the balanced score at most 100
+        # TaintToleration's score at most 100 (every row's when mt is 0), the balanced too
         cdef int64_t base = self._fixed_max(self.c_fixed[c]) + self.w_taint * MAX_SCORE \
             + wb * MAX_SCORE
         cdef int64_t flat = self.w_taint * MAX_SCORE
         cdef int64_t best = NEG, cnt = 0, t, top, cell
         cdef int64_t seen = 0, limit = self.rows // _share
-        cdef Py_ssize_t k, i, sh, pick
+        cdef Py_ssize_t k, i, sh, pick, n
         cdef int32_t* rows = &self.frows[0]
         cdef int64_t level[KS_SHAPES]   # per shape: its next level to visit (-1: done)
         cdef int64_t bound[KS_SHAPES]   # per shape: the bound of that level's cell
+        cdef int64_t mt = 0
+        cdef int64_t tsc[TAINT_TABLE]
+        cdef bint ttab = False
+        cdef const int16_t* tcount = &self.taint_count[self.c_taint[c], 0]
+        cdef const int32_t* tlist = NULL
+        cdef Py_ssize_t nt = 0
+        if taints:
+            tlist = self._taint_rows(self.c_taint[c], &nt)
+            if tlist == NULL:
+                return -2
         if not self.lv_built:
             ks_levels_build(&self.levels, self.hot, self.rows)
             self.lv_built = True
         self._query(c, &q)
+        if taints:  # the scan's maximum: over the feasible rows, those with a count
+            for i in range(nt):
+                n = tlist[i]
+                if tcount[n] > mt and (member == NULL or member[n]) and ks_fits(&q, <int32_t>n):
+                    mt = tcount[n]
+            ttab = _taint_table(tsc, self.w_taint, mt)
         self.bounded_pods += 1
         for sh in range(KS_SHAPES):
             level[sh] = KS_LEVELS - 1 if sh < self.levels.nshapes or sh == KS_SHAPES - 1 \
@@ -859,7 +903,12 @@ cdef class BurstKernel:
             for i in range(k):
                 t = self._local_fast(c, rows[i], creq, cnz, fixed) if self.redo[i] \
                     else self.rawloc[i]
-                t += flat
+                if mt == 0:
+                    t += flat
+                elif ttab:
+                    t += tsc[tcount[rows[i]]]
+                else:
+                    t += self.w_taint * (MAX_SCORE - MAX_SCORE * tcount[rows[i]] // mt)
                 if t > best:
                     best = t
                     cnt = 0
@@ -2552,11 +2601,11 @@ cdef class BurstKernel:
         cdef bint usable
         cdef const ks_extra* x
         if not zone and _bounded and self.p_alloc != NULL and self._vector() \
-                and not track_taints and not track_aff and not self.c_xvary[c] \
+                and not track_aff and not self.c_xvary[c] \
                 and not (self.ports_on and self._ports_taken(c)):
             member = self._static_member(self.c_static[c], &usable)
             if usable:
-                n = self._single_bounded(c, member, score, ties)
+                n = self._single_bounded(c, member, track_taints, score, ties)
                 if n != -2:
                     return n
         if not zone:
