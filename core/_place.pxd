@@ -88,7 +88,7 @@ cdef class BurstKernel:
     cdef const quantity_t[:, ::1] alloc      # rows x resources: allocatable (millicores, bytes, counts)
     cdef quantity_t[:, ::1] req              # rows x resources: requested incl. placed pods (same units)
     cdef quantity_t[:, ::1] nzreq            # rows x 2: non-zero cpu (millicores), memory (bytes) for scores
-    cdef int32_t[:, ::1] port_use            # rows x port keys: pods using each (ip, protocol, port)
+    cdef int32_t[:, ::1] port_use            # port keys x rows: pods using each (ip, protocol, port)
     cdef int64_t[::1] port_rows              # per port key: rows where port_use is above 0
     cdef const quantity_t* p_alloc           # alloc, req, nzreq as raw C-contiguous pointers
     cdef quantity_t* p_req                   #   (for the per-pod scans; NULL with no rows)
@@ -165,6 +165,10 @@ cdef class BurstKernel:
     cdef uint8_t[:, ::1] smask               # SMASKS x rows: membership of a static row set
     cdef int32_t[::1] smask_of               # per static row set of the chunk: its smask row or -1
     cdef Py_ssize_t smask_used               # smask rows taken in this chunk
+    cdef int32_t[:, ::1] tlist               # SMASKS x rows: the rows of a taint-count row above 0
+    cdef int64_t[::1] tlist_n                # per tlist row: its rows
+    cdef int32_t[::1] tlist_of               # per taint-count row of the chunk: its tlist row or -1
+    cdef Py_ssize_t tlist_used               # tlist rows taken in this chunk
     cdef int64_t[::1] fixed_max              # per fixed-score row of the chunk: its maximum (-1 unknown)
     # ---- the score channels beyond the first of each kind (encode.StaticTables)
     cdef const int32_t[:, ::1] x_raw         # channel rows x rows: raw values (>= 0)
@@ -268,6 +272,14 @@ cdef class BurstKernel:
     cdef int64_t[::1] s_max_aff              # slot -> max preferred node affinity score over feasible rows
     cdef int32_t[:, ::1] s_perm              # slots x rows: row -> position in the slot's tree
     cdef int32_t[:, ::1] s_iperm             # slots x leaves: position -> row (-1 = padding)
+    cdef uint8_t[::1] s_ready                # slot -> its tree and s_iperm are set (_slot_ready)
+    cdef int64_t[:, ::1] s_order             # slots x 6: what its positions (s_perm, s_iperm)
+                                             #   follow: [0] 0 a zone layout or none, 1 the
+                                             #   rows, 2 _group_order's groups for the zone key
+                                             #   [1], static rows [2], taint row [3], affinity
+                                             #   row [4] and the terms' keys (bits) [5] (its
+                                             #   s_rowgrp, s_ggs, s_ng, s_gzone, s_gtv, s_gav
+                                             #   with them)
     cdef int32_t[:, ::1] s_gstart            # slots x (MAX_ZONES + 2): first position of each zone
                                              #   (the last group: rows without the key)
     cdef int64_t[:, ::1] s_zc                # slots x (MAX_ZONES + 1): matching pods per zone
@@ -293,6 +305,7 @@ cdef class BurstKernel:
     cdef int64_t[:, ::1] s_gav               # slots x MAX_GROUPS: its preferred node affinity score
     cdef uint8_t[::1] key_unique             # per topology key: no two rows share a domain
     cdef readonly int64_t grouped_pods       # pods placed by _place_grouped (tests read it)
+    cdef readonly int64_t orders_reused      # group layouts that kept the slot's order (tests)
     # ---- log of rows whose usage changed (placements and rollbacks), within one chunk
     cdef int32_t[::1] log_row                # row whose usage changed
     cdef int32_t[::1] log_class              # class of the pod placed (or taken back) there
@@ -320,8 +333,9 @@ cdef class BurstKernel:
     cdef void _query(self, Py_ssize_t c, ks_single* q) noexcept nogil
     cdef const uint8_t* _static_member(self, Py_ssize_t st, bint* usable) noexcept nogil
     cdef int64_t _fixed_max(self, Py_ssize_t f) noexcept nogil
-    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, int64_t* score,
-                                    int64_t* ties) noexcept nogil
+    cdef const int32_t* _taint_rows(self, Py_ssize_t t, Py_ssize_t* count) noexcept nogil
+    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, bint taints,
+                                    int64_t* score, int64_t* ties) noexcept nogil
     cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
                       bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                       int64_t* hi, int64_t* lo) noexcept nogil
@@ -343,6 +357,7 @@ cdef class BurstKernel:
     cdef const ks_extra* _extra(self, Py_ssize_t c, Py_ssize_t nf) noexcept nogil
     cdef void _rebuild(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef void _sync(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
+    cdef void _slot_ready(self, Py_ssize_t s) noexcept nogil
     cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil
     cdef void _apply(self, Py_ssize_t c, Py_ssize_t n, int sign) noexcept nogil
     cdef void _spread_prepare(self, Py_ssize_t c) noexcept nogil

@@ -20,6 +20,7 @@ def set_bounded_search(on: bool, share: int = 16) -> tuple[bool, int]: ...
 
 class BurstKernel:
     grouped_pods: int  # pods placed by group of rows (c_mode 2 without a pass over the rows)
+    orders_reused: int  # group layouts that kept their slot's order from the class before
     bounded_pods: int  # a class's only pods placed by the bounded search
     bounded_rows: int  # the rows those searches visited
     bounded_gaveup: int  # the searches that gave up for the scan

@@ -4,7 +4,8 @@
 # Layout (all C-contiguous; "rows" are ClusterState rows, present or not):
 # * node state: alloc/req (rows x resources, int64: millicores, bytes, counts; column 3 is
 #   the pod count), nzreq (rows x 2: non-zero cpu/memory as the scores see them),
-#   port_use (rows x port keys, int32 pod counts). req/nzreq/port_use are the kernel's
+#   port_use (port keys x rows, int32 pod counts: a class's few keys are read along the
+#   rows its scans visit). req/nzreq/port_use are the kernel's
 #   own copies: the kernel mutates them; the Python side commits placements to the state.
 # * a chunk of the burst: equivalence classes (c_*) and pods (p_*) in queue order. The
 #   static work of a class is a row of deduplicated tables (static_reason, fixed,
@@ -222,8 +223,8 @@ cdef class BurstKernel:
             self.p_req = &self.req[0, 0]
             self.p_nz = &self.nzreq[0, 0]
         self.port_use = port_use
-        self.port_rows = (np.asarray(port_use) > 0).sum(axis=0).astype(np.int64) \
-            if np.ndim(port_use) == 2 and np.shape(port_use)[1] else np.zeros(1, dtype=np.int64)
+        self.port_rows = (np.asarray(port_use) > 0).sum(axis=1).astype(np.int64) \
+            if np.ndim(port_use) == 2 and np.shape(port_use)[0] else np.zeros(1, dtype=np.int64)
         self.rows = alloc.shape[0]
         self.nres = alloc.shape[1]
         self.strategy = strategy
@@ -292,6 +293,8 @@ cdef class BurstKernel:
         self.levels.count = &self.lv_count[0]
         self.lv_built = False
         self.smask = np.zeros((SMASKS, max(1, self.rows)), dtype=np.uint8)
+        self.tlist = np.zeros((SMASKS, max(1, self.rows)), dtype=np.int32)
+        self.tlist_n = np.zeros(SMASKS, dtype=np.int64)
         self._hot_rows()
         self.w_ipa = settings.w_ipa
         self.ipa_on = settings.ipa_on
@@ -381,6 +384,8 @@ cdef class BurstKernel:
         self.fixed_max = np.full(max(1, fixed.shape[0]), -1, dtype=np.int64)
         self.smask_of = np.full(max(1, static_reason.shape[0]), -1, dtype=np.int32)
         self.smask_used = 0
+        self.tlist_of = np.full(max(1, taint_count.shape[0]), -1, dtype=np.int32)
+        self.tlist_used = 0
         self.c_taint = c_taint
         self.taint_count = taint_count
         self.taint_any = np.asarray(taint_count).any(axis=1).astype(np.uint8)
@@ -447,14 +452,20 @@ cdef class BurstKernel:
         self.class_slot = np.full(self.nclasses, -1, dtype=np.int32)
         self.s_feas = np.zeros((nslots, self.rows), dtype=np.uint8)
         self.s_local = np.zeros((nslots, self.rows), dtype=np.int64)
-        tree = np.full((nslots, 2 * self.leaves, 2), NEG, dtype=np.int64)
-        tree[:, :, 1] = 1  # (maximum, leaves holding it) per node
-        self.s_tree = tree.reshape(nslots, 4 * self.leaves)
+        # A slot's tree and position -> row map are set on its first use in the chunk
+        # (_slot_ready), not here: a burst's classes come one after the other, so most
+        # chunks use one or two of their slots, and filling every slot's tree afresh per
+        # chunk page-faulted tens of MiB at 50,000 nodes. The arrays stay with the kernel
+        # for the next chunk when they are large enough.
+        if self.s_tree is None or self.s_tree.shape[0] < nslots:
+            self.s_tree = np.empty((nslots, 4 * self.leaves), dtype=np.int64)
+            self.s_iperm = np.empty((nslots, self.leaves), dtype=np.int32)
+        self.s_ready = np.zeros(nslots, dtype=np.uint8)
+        self.s_order = np.zeros((nslots, 6), dtype=np.int64)  # the tables' ids are the chunk's
         self.s_max_taint = np.zeros(nslots, dtype=np.int64)
         self.s_max_aff = np.zeros(nslots, dtype=np.int64)
         self.s_xmax = np.zeros((nslots, max(1, self.nx)), dtype=np.int64)
         self.s_perm = np.zeros((nslots, self.rows), dtype=np.int32)
-        self.s_iperm = np.full((nslots, self.leaves), -1, dtype=np.int32)
         self.s_gstart = np.zeros((nslots, MAX_ZONES + 2), dtype=np.int32)
         self.s_zc = np.zeros((nslots, MAX_ZONES + 1), dtype=np.int64)
         self.s_fz = np.zeros((nslots, MAX_ZONES + 1), dtype=np.int64)
@@ -591,7 +602,7 @@ cdef class BurstKernel:
                 return False
         if self.ports_on and self.c_port_conf_off[c + 1] > self.c_port_conf_off[c]:
             for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
-                if self.port_use[n, self.c_port_conf[k]] > 0:
+                if self.port_use[self.c_port_conf[k], n] > 0:
                     return False
         return True
 
@@ -773,6 +784,25 @@ cdef class BurstKernel:
                 self.smask[m, self.static_rows[i]] = 1
         return &self.smask[m, 0]
 
+    cdef const int32_t* _taint_rows(self, Py_ssize_t t, Py_ssize_t* count) noexcept nogil:
+        """The rows of taint-count row t (taint_count) above 0, ascending, in count: a row
+        of tlist built on first use in the chunk; NULL when the chunk's SMASKS rows are
+        taken."""
+        cdef Py_ssize_t n, k = 0, m = self.tlist_of[t]
+        if m < 0:
+            if self.tlist_used == SMASKS:
+                return NULL
+            m = self.tlist_used
+            self.tlist_used += 1
+            self.tlist_of[t] = <int32_t>m
+            for n in range(self.rows):
+                if self.taint_count[t, n] > 0:
+                    self.tlist[m, k] = <int32_t>n
+                    k += 1
+            self.tlist_n[m] = k
+        count[0] = self.tlist_n[m]
+        return &self.tlist[m, 0]
+
     cdef int64_t _fixed_max(self, Py_ssize_t f) noexcept nogil:
         """The largest fixed score of fixed-score row f over every row (at least 0),
         computed once a chunk."""
@@ -784,14 +814,14 @@ cdef class BurstKernel:
             self.fixed_max[f] = m
         return self.fixed_max[f]
 
-    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, int64_t* score,
-                                    int64_t* ties) noexcept nogil:
+    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, bint taints,
+                                    int64_t* score, int64_t* ties) noexcept nogil:
         """What _place_single's scan chooses for class c's only pod (c_mode 0, the default
-        scores with equal weights, no normalised term that varies over the rows, no host
-        port taken), visiting the rows cell by cell (ks_levels: per shape, its levels from
+        scores with equal weights, no normalised term other than TaintToleration's that
+        varies over the rows, no host port taken), visiting the rows cell by cell (ks_levels: per shape, its levels from
         the top, the shape whose next cell has the highest bound first) and stopping when
         no cell left has a bound (the largest fixed score + w_fit * ks_cell_fit + w_bal *
-        100 + the flat TaintToleration score) as high as the best total found: no row
+        100 + w_taint * 100, TaintToleration's most) as high as the best total found: no row
         there can reach it. Every row holding the best total is visited (a cell whose
         bound equals it is searched), so the tied rows are the scan's; ordered by row
         they give the scan's draw (ks_pick_tied).
@@ -800,26 +830,47 @@ cdef class BurstKernel:
         instead of a vectorised pass), so the search gives up, before visiting the cell
         that would take it past rows / _share rows (16), and returns -2 for the caller
         to scan: it has drawn nothing yet, so the scan draws as it would have. Where
-        every row is equal the first cell holds them all and nothing is visited."""
+        every row is equal the first cell holds them all and nothing is visited.
+
+        With ``taints`` (untolerated PreferNoSchedule taints on some rows) a row's
+        TaintToleration score is normalised by the largest count over the feasible rows,
+        found first among the rows that have one (_taint_rows), as the scan's maximum;
+        returns -2 when the chunk has no tlist row left."""
         cdef ks_single q
         cdef const quantity_t* creq = &self.c_req[c, 0]
         cdef const quantity_t* cnz = &self.c_nz[c, 0]
         cdef const int32_t* fixed = &self.fixed[self.c_fixed[c], 0]
         cdef int64_t wb = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
-        # every row's TaintToleration score, as mt is 0; the balanced score at most 100
+        # TaintToleration's score at most 100 (every row's when mt is 0), the balanced too
         cdef int64_t base = self._fixed_max(self.c_fixed[c]) + self.w_taint * MAX_SCORE \
             + wb * MAX_SCORE
         cdef int64_t flat = self.w_taint * MAX_SCORE
         cdef int64_t best = NEG, cnt = 0, t, top, cell
         cdef int64_t seen = 0, limit = self.rows // _share
-        cdef Py_ssize_t k, i, sh, pick
+        cdef Py_ssize_t k, i, sh, pick, n
         cdef int32_t* rows = &self.frows[0]
         cdef int64_t level[KS_SHAPES]   # per shape: its next level to visit (-1: done)
         cdef int64_t bound[KS_SHAPES]   # per shape: the bound of that level's cell
+        cdef int64_t mt = 0
+        cdef int64_t tsc[TAINT_TABLE]
+        cdef bint ttab = False
+        cdef const int16_t* tcount = &self.taint_count[self.c_taint[c], 0]
+        cdef const int32_t* tlist = NULL
+        cdef Py_ssize_t nt = 0
+        if taints:
+            tlist = self._taint_rows(self.c_taint[c], &nt)
+            if tlist == NULL:
+                return -2
         if not self.lv_built:
             ks_levels_build(&self.levels, self.hot, self.rows)
             self.lv_built = True
         self._query(c, &q)
+        if taints:  # the scan's maximum: over the feasible rows, those with a count
+            for i in range(nt):
+                n = tlist[i]
+                if tcount[n] > mt and (member == NULL or member[n]) and ks_fits(&q, <int32_t>n):
+                    mt = tcount[n]
+            ttab = _taint_table(tsc, self.w_taint, mt)
         self.bounded_pods += 1
         for sh in range(KS_SHAPES):
             level[sh] = KS_LEVELS - 1 if sh < self.levels.nshapes or sh == KS_SHAPES - 1 \
@@ -852,7 +903,12 @@ cdef class BurstKernel:
             for i in range(k):
                 t = self._local_fast(c, rows[i], creq, cnz, fixed) if self.redo[i] \
                     else self.rawloc[i]
-                t += flat
+                if mt == 0:
+                    t += flat
+                elif ttab:
+                    t += tsc[tcount[rows[i]]]
+                else:
+                    t += self.w_taint * (MAX_SCORE - MAX_SCORE * tcount[rows[i]] // mt)
                 if t > best:
                     best = t
                     cnt = 0
@@ -894,7 +950,7 @@ cdef class BurstKernel:
         """Whether a host port of class c is taken on row n (NodePorts)."""
         cdef Py_ssize_t k
         for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
-            if self.port_use[n, self.c_port_conf[k]] > 0:
+            if self.port_use[self.c_port_conf[k], n] > 0:
                 return True
         return False
 
@@ -1148,13 +1204,16 @@ cdef class BurstKernel:
                 self._group_layout(s, c)
             return
         if self.c_mode[c] == 1:
+            self.s_order[s, 0] = 0  # the zone layouts set (and move) positions their own way
             self._zone_layout(s, c)
         elif self.c_mode[c] == 3:
+            self.s_order[s, 0] = 0
             self._host_zone_layout(s, c)
-        else:
+        elif self.s_order[s, 0] != 1:  # the slot's positions are not the rows' already
             for n in range(self.rows):
                 self.s_perm[s, n] = <int32_t>n
                 self.s_iperm[s, n] = <int32_t>n
+            self.s_order[s, 0] = 1
         self.s_max_taint[s] = -1  # force the maxima to count as changed
         for i in range(self.nx):
             self.s_xmax[s, i] = -1
@@ -1215,6 +1274,20 @@ cdef class BurstKernel:
             n = self.log_row[i]
             self._tree_set(s, self.s_perm[s, n], self._total(s, c, n) if self.s_feas[s, n] else NEG)
 
+    cdef void _slot_ready(self, Py_ssize_t s) noexcept nogil:
+        """Slot s's first use in the chunk: every tree node (NEG, 1 leaf) and no row at
+        any position, as a fresh slot starts (only the positions below rows are set by
+        the layouts; the padding above keeps these values)."""
+        cdef Py_ssize_t i
+        cdef int64_t* t = &self.s_tree[s, 0]
+        cdef int32_t* ip = &self.s_iperm[s, 0]
+        for i in range(2 * self.leaves):
+            t[2 * i] = NEG
+            t[2 * i + 1] = 1
+        for i in range(self.leaves):
+            ip[i] = -1
+        self.s_ready[s] = 1
+
     cdef Py_ssize_t _slot(self, Py_ssize_t c, Py_ssize_t p) noexcept nogil:
         """The slot caching class c, taking if needed the most recently used one of a class
         with no pod left in the chunk (its memory is warm), else the least recently used."""
@@ -1235,6 +1308,8 @@ cdef class BurstKernel:
                 self.class_slot[self.slot_class[s]] = -1
             self.slot_class[s] = c
             self.class_slot[c] = s
+            if not self.s_ready[s]:
+                self._slot_ready(s)
             self._rebuild(s, c)
         self.slot_used[s] = p
         return s
@@ -1256,8 +1331,8 @@ cdef class BurstKernel:
             if self.nres > POD_COLUMN:
                 self.podfree[n] = self.alloc[n, POD_COLUMN] - self.req[n, POD_COLUMN]
         for k in range(self.c_port_own_off[c], self.c_port_own_off[c + 1]):
-            self.port_use[n, self.c_port_own[k]] += sign
-            if self.port_use[n, self.c_port_own[k]] == (1 if sign > 0 else 0):
+            self.port_use[self.c_port_own[k], n] += sign
+            if self.port_use[self.c_port_own[k], n] == (1 if sign > 0 else 0):
                 self.port_rows[self.c_port_own[k]] += sign  # the row took / freed the port
         for k in range(self.c_inc_off[c], self.c_inc_off[c + 1]):
             self.counters[self.c_inc[k], n] += sign
@@ -1284,7 +1359,7 @@ cdef class BurstKernel:
         if self.ports_on:
             port_clash = False
             for k in range(self.c_port_conf_off[c], self.c_port_conf_off[c + 1]):
-                if self.port_use[n, self.c_port_conf[k]] > 0:
+                if self.port_use[self.c_port_conf[k], n] > 0:
                     port_clash = True
             if port_clash:
                 self.out_reasons[p, R_PORTS] += 1
@@ -1913,6 +1988,22 @@ cdef class BurstKernel:
         cdef int64_t tval[TAINT_TABLE]
         cdef int64_t aval[MAX_AFF_VALUES]
         cdef int32_t tidx[TAINT_TABLE]
+        # the topology keys the checks below read (every key of the class's terms)
+        cdef int64_t keys = 0
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            keys = keys | (<int64_t>1 << self.k_key[j]) if 0 <= keys and self.k_key[j] < 62 \
+                else -1
+        for j in range(self.c_a_off[c], self.c_a_off[c + 1]):
+            keys = keys | (<int64_t>1 << self.a_key[j]) if 0 <= keys and self.a_key[j] < 62 \
+                else -1
+        if keys >= 0 and self.s_order[s, 0] == 2 and self.s_order[s, 1] == key \
+                and self.s_order[s, 2] == st and self.s_order[s, 3] == self.c_taint[c] \
+                and self.s_order[s, 4] == self.c_aff[c] and self.s_order[s, 5] == keys:
+            # The slot's last layout read the same keys and the same static tables: the
+            # same checks, groups and order (none depends on the class's requests or on
+            # the counters, and the tables are the chunk's).
+            self.orders_reused += 1
+            return True
         for i in range(TAINT_TABLE):
             tidx[i] = -1
         nt = 0 if tg else 1
@@ -1987,6 +2078,12 @@ cdef class BurstKernel:
         for g in range(ng, 0, -1):  # the running cursors ended at the next group's start
             self.s_ggs[s, g] = self.s_ggs[s, g - 1]
         self.s_ggs[s, 0] = 0
+        self.s_order[s, 0] = 2 if keys >= 0 else 0
+        self.s_order[s, 1] = key
+        self.s_order[s, 2] = st
+        self.s_order[s, 3] = self.c_taint[c]
+        self.s_order[s, 4] = self.c_aff[c]
+        self.s_order[s, 5] = keys
         return True
 
     cdef void _mark_special(self, Py_ssize_t s, Py_ssize_t q) noexcept nogil:
@@ -2504,11 +2601,11 @@ cdef class BurstKernel:
         cdef bint usable
         cdef const ks_extra* x
         if not zone and _bounded and self.p_alloc != NULL and self._vector() \
-                and not track_taints and not track_aff and not self.c_xvary[c] \
+                and not track_aff and not self.c_xvary[c] \
                 and not (self.ports_on and self._ports_taken(c)):
             member = self._static_member(self.c_static[c], &usable)
             if usable:
-                n = self._single_bounded(c, member, score, ties)
+                n = self._single_bounded(c, member, track_taints, score, ties)
                 if n != -2:
                     return n
         if not zone:

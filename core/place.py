@@ -159,12 +159,13 @@ def _kernel(
         ],
         dtype=np.uint8,
     )
-    port_use = np.zeros((rows, max(1, len(ports.keys))), dtype=np.int32)
+    # port keys x rows: a class's scans read its few keys along the rows
+    port_use = np.zeros((max(1, len(ports.keys)), rows), dtype=np.int32)
     for row in port_rows:  # the rows holding a host port
         for port, count in state.ports[row].items():
             kid = ports.keys.get(port)
             if kid is not None:
-                port_use[row, kid] = count
+                port_use[kid, row] = count
     dom, ndom = spread.domain_ids()
     requested = np.array(state.requested[:rows], dtype=_typedefs.QUANTITY, order="C")
     nonzero = np.array(state.nonzero_requested[:rows], dtype=_typedefs.QUANTITY, order="C")

@@ -143,6 +143,40 @@ def test_many_exact_ties_are_drawn_alike_by_both(seed):
     assert_same(full, pruned)
 
 
+def prefer_no_schedule(node: dict[str, Any], count: int) -> dict[str, Any]:
+    taints = [{"key": f"t{k}", "value": "x", "effect": "PreferNoSchedule"} for k in range(count)]
+    return {**node, "spec": {"taints": taints}}
+
+
+def on_node(name: str, cpu: str, memory: str, node: int) -> dict[str, Any]:
+    pod = single(name, cpu, memory)
+    return {**pod, "spec": {**pod["spec"], "nodeName": f"n{node:04d}"}}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_prefer_no_schedule_taints_are_scored_alike_by_both(seed):
+    """400 identical nodes, half with one, two or three PreferNoSchedule taints the pods do
+    not tolerate (TaintToleration then varies over the rows, normalised by the largest
+    count among the feasible ones), the untainted ones full, some tainted ones half full,
+    and the three-taint ones too full for the larger pods (whose maximum is then 2): both
+    paths give the same totals, ties and draws."""
+    counts = {1: 3, 2: 1, 3: 2, 7: 1, 8: 2}
+    fleet = [
+        prefer_no_schedule(node, counts[i % 10]) if i % 10 in counts else node
+        for i, node in enumerate(uniform_fleet(400))
+    ]
+    bound = [on_node(f"full{i}", "8", "32Gi", i) for i in range(400) if i % 10 not in counts]
+    bound += [on_node(f"busy{i}", "7", "28Gi", i) for i in range(1, 400, 10)]
+    bound += [on_node(f"half{i}", "4", "16Gi", i) for i in range(400) if i % 20 in (2, 8)]
+    # each pod its own class (its class's only pod: the bounded search's case)
+    shapes = [("100m", "128Mi"), ("2", "8Gi"), ("1500m", "6Gi"), ("3", "12Gi"), ("500m", "1Gi")]
+    burst = [single(f"p{i}", *shapes[i % len(shapes)]) for i in range(5)]
+    burst += [single(f"q{i}", f"{1 + i}100m", f"{2 + i}Gi") for i in range(5)]
+    full, pruned, searched = both_ways(fleet, burst, seed, bound=bound)
+    assert searched == len(burst)
+    assert_same(full, pruned)
+
+
 def test_the_search_stops_before_the_rows_no_pod_can_prefer():
     """On a fleet where most nodes are busy, a pod's search visits the free ones and stops:
     fewer rows than the scan, same choice."""

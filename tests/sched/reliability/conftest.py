@@ -1,5 +1,6 @@
 """The ``reliability`` suite: full-scale runs (10,000 pods onto 1,000 nodes, control-plane
-restarts mid-burst, a 30-minute soak) that a default ``python3 -m pytest`` leaves out.
+restarts mid-burst, a 30-minute soak; 1,000,000 pods onto 100,000 nodes in ``kubesalvo
+simulate``) that a default ``python3 -m pytest`` leaves out.
 They run when the marker expression names them: ``python3 -m pytest -m reliability``.
 Each of them also runs at small scale in the default suite."""
 
