@@ -29,6 +29,7 @@ stays small. Nothing here looks at one node at a time in Python.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
@@ -39,7 +40,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesalvo.core import _codes, in_tree_disks, reasons
+from kubesalvo.core import _codes, class_cache, in_tree_disks, reasons
 from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.label_selectors import (
     Selector,
@@ -163,6 +164,17 @@ class ClassInfo:
     # fields, affinity_error, prefilter_*, score_error
     complete: bool = True
 
+    def copy(self) -> ClassInfo:
+        """The class as a new burst starts it: no pods yet (see Encoder._keep_class)."""
+        # Positional: a fifth of dataclasses.replace's time, which checks every field.
+        info = ClassInfo(*_CLASS_FIELDS(self))
+        info.pods = 0
+        info.class_filters = {}
+        return info
+
+
+_CLASS_FIELDS = operator.attrgetter(*[f.name for f in dataclasses.fields(ClassInfo)])
+
 
 @dataclass
 class StaticTables:
@@ -194,7 +206,8 @@ class Encoder:
     """Classifies the pods of bursts and builds their static tables against one state.
 
     Table rows are cached by sub-signature for as long as the state's nodes do not change
-    (``state.version``), so consecutive chunks and bursts reuse them.
+    (``state.version``), so consecutive chunks reuse them, and so do later bursts of the
+    same profile where the rows depend on the nodes alone (core/class_cache.py).
     """
 
     def __init__(
@@ -207,6 +220,7 @@ class Encoder:
         self.devices = devices
         self.weights = profile.score_weights
         self.filters = set(profile.filters)
+        # The row caches (bound by _bind_tables), by sub-signature, of state.version.
         self._version = -1
         self._static: dict[bytes, npt.NDArray[np.uint8]] = {}
         self._taint: dict[bytes, npt.NDArray[np.int16]] = {}
@@ -215,6 +229,10 @@ class Encoder:
         self._numeric: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]] = {}
         # rows of required node affinity, by (nodeSelector, required terms): spread's policy
         self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}
+        # the rows of classes _shared refuses, this encoder's alone: table kind -> key -> row
+        self._unshared: dict[str, dict[bytes, Any]] = {}
+        # completed classes of earlier bursts, by key (_keep_class)
+        self._known: dict[bytes, ClassInfo] = {}
         self.classes: list[ClassInfo] = []
         self._class_of: dict[bytes, int] = {}
         # Whether a class mounts an in-tree disk (VolumeRestrictions compares those of the
@@ -323,11 +341,10 @@ class Encoder:
         self._none_keys = [
             [channel.key, args, channel.reads, (-1, b"")] for _, channel, args, _ in self.nones
         ]
-        # per extra channel: key -> (its raw values, whether any is not 0)
-        self._extra_rows: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = [
-            {} for _ in self.extras
-        ]
-        self._extras_version = -1
+        # per extra channel: key -> (its raw values, whether any is not 0); bound by
+        # _bind_tables, and the unshared classes' own
+        self._extra_rows: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = []
+        self._extra_unshared: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = []
         self.x_w = np.array([w for *_, w in self.extras] or [0], dtype=np.int64)
         self.x_rev = np.array(
             [int(c.normalise is Normalise.REVERSE_MAX) for _, c, _, _ in self.extras] or [0],
@@ -336,6 +353,38 @@ class Encoder:
         # Per lane, what its key needs, unpacked once: (key function, args, spec field).
         self._rev_key = self._key_of(Normalise.REVERSE_MAX)
         self._max_key = self._key_of(Normalise.MAX)
+        # Whether rows may be kept across bursts (core/class_cache.py): not those of the
+        # one pod placed with its devices (DynamicResources' Filter answer and Score).
+        self._share = devices is None
+        self._bind_tables()
+
+    def _bind_tables(self) -> None:
+        """Take the row caches of the state's current version (class_cache.tables_for;
+        tables of this encoder's own when its rows may not be shared)."""
+        state = self.state
+        if self._share:
+            tables = class_cache.tables_for(state, self.profile)
+        else:
+            tables = class_cache.NodeTables(state.version)
+        self._static, self._taint, self._aff = tables.static, tables.taint, tables.aff
+        self._fixed, self._numeric = tables.fixed, tables.numeric
+        self._affinity_rows = tables.affinity_rows
+        self._known = tables.classes
+        for name, entries in self.masks.items():
+            self.masks[name] = [
+                (code, mask, args, tables.masks.setdefault((name, i), {}))
+                for i, (code, mask, args, _) in enumerate(entries)
+            ]
+        self._extra_rows = [tables.extras.setdefault(k, {}) for k in range(len(self.extras))]
+        self._unshared = {"static": {}, "fixed": {}, "taint": {}, "aff": {}}
+        self._extra_unshared = [{} for _ in self.extras]
+        self._version = tables.version
+
+    def _shared(self, info: ClassInfo) -> bool:
+        """Whether the class's rows depend on the nodes alone (not on the storage objects
+        its class filters read, nor on its pod's devices, which DynamicResources' channel
+        reads): kept across bursts."""
+        return self._share and not info.class_filters and info.devices is None
 
     # ------------------------------------------------------------------ classes
     def classify(
@@ -366,7 +415,8 @@ class Encoder:
             cid = class_of.get(key)
             if cid is None:
                 cid = class_of[key] = len(classes)
-                classes.append(self._class_info(key, pod))
+                known = self._known.get(key)
+                classes.append(self._class_info(key, pod) if known is None else known.copy())
             classes[cid].pods += 1
             ids.append(cid)
         if complete:
@@ -506,6 +556,20 @@ class Encoder:
             info.error or info.prefilter_message  # the attempt ends before PreScore
         ):
             info.score_error = self._prescore_error(info)
+        self._keep_class(info)
+
+    def _keep_class(self, info: ClassInfo) -> None:
+        """Keep a completed class for later bursts (core/class_cache.py) when all of it
+        follows from its key, the profile and the nodes: not when it has volumes (the
+        class filters and the disk check read the storage objects) or resource claims."""
+        spec = info.spec
+        if (
+            self._share
+            and not (spec.get("volumes") or spec.get("resourceClaims"))
+            and not info.class_filters
+            and info.devices is None
+        ):
+            self._known[info.key] = info.copy()
 
     def _class_filters(self, info: ClassInfo) -> None:
         """Ask the profile's class filters about the class, those whose spec field it has
@@ -663,16 +727,7 @@ class Encoder:
         """Static tables for the given classes, rows deduplicated by sub-signature."""
         self.complete(class_ids)
         if self._version != self.state.version:
-            self._static.clear()
-            self._taint.clear()
-            self._aff.clear()
-            self._fixed.clear()
-            self._numeric.clear()
-            for entries in self.masks.values():
-                for *_, cache in entries:
-                    cache.clear()
-            self._affinity_rows.clear()
-            self._version = self.state.version
+            self._bind_tables()
         rows = self.state.rows
         classes = [self.classes[cid] for cid in class_ids]
         parts: dict[str, tuple[dict[bytes, int], list[np.ndarray]]] = {}
@@ -693,13 +748,15 @@ class Encoder:
             arrays: list[np.ndarray] = []
             rows_of: list[int] = []
             sub_key = _SUB_KEYS[kind]
+            unshared = self._unshared[kind]
             for info in classes:
                 key = sub_key(info)
                 row = seen.get(key)
                 if row is None:
-                    array = cache.get(key)
+                    store = cache if self._shared(info) else unshared
+                    array = store.get(key)
                     if array is None:
-                        array = cache[key] = build(info)
+                        array = store[key] = build(info)
                     row = seen[key] = len(arrays)
                     arrays.append(array)
                 rows_of.append(row)
@@ -949,20 +1006,17 @@ class Encoder:
         c_x = np.full((len(classes), len(extras)), -1, dtype=np.int32)
         if not extras:
             return c_x, np.zeros((1, max(1, self.state.rows)), dtype=np.int32)
-        if self._extras_version != self.state.version:
-            for cache in self._extra_rows:
-                cache.clear()
-            self._extras_version = self.state.version
         arrays: list[npt.NDArray[np.int32]] = []
         seen: dict[tuple[int, bytes], int] = {}
         for i, info in enumerate(classes):
             const = 0
+            rows = self._extra_rows if self._shared(info) else self._extra_unshared
             for k, (name, channel, args, weight) in enumerate(extras):
                 key = info.extra_keys[k]
-                cached = self._extra_rows[k].get(key)
+                cached = rows[k].get(key)
                 if cached is None:
                     raw = self._channel_raw(name, channel, args, info, np.int32)
-                    cached = self._extra_rows[k][key] = (raw, bool(raw.any()))
+                    cached = rows[k][key] = (raw, bool(raw.any()))
                 if not cached[1]:
                     if channel.normalise is Normalise.REVERSE_MAX:
                         const += framework.MAX_NODE_SCORE * weight

@@ -106,6 +106,9 @@ class _Group:
     terminating: bool = False  # being deleted: spread no longer counts them
     per_row: dict[int, int] = field(default_factory=dict)
     refs: int = 0  # records (counted or ghosts) of this group
+    # per_row as an array over the state's capacity, built by group_counts for a group
+    # on many rows and kept in step with per_row from then on (None: not built)
+    counts: npt.NDArray[np.int64] | None = None
 
 
 class ClusterState:
@@ -193,6 +196,8 @@ class ClusterState:
         self.taints = grown(self.taints)
         for key, column in self.label_columns.items():
             self.label_columns[key] = grown(column, -1)
+        for group in self.groups:
+            group.counts = None  # built again at the new capacity when next read
         self.capacity = cap
 
     def resource_column(self, name: str) -> int:
@@ -584,12 +589,15 @@ class ClusterState:
                 self._port_rows.add(row)
             else:
                 ports.pop(port, None)
-        per_row = self.groups[record.group].per_row
+        group = self.groups[record.group]
+        per_row = group.per_row
         left = per_row.get(row, 0) + sign
         if left:
             per_row[row] = left
         else:
             per_row.pop(row, None)
+        if group.counts is not None:
+            group.counts[row] += sign
         if record.affinity is not None:
             self.affinity_pods_on_row[row] += sign
         if sign > 0:
@@ -651,7 +659,8 @@ class ClusterState:
         shared_requests = dict(requests)
         shared_ports = list(ports)
         gid = self._group(namespace, labels, refs=count)
-        per_row = self.groups[gid].per_row
+        group = self.groups[gid]
+        per_row = group.per_row
         pods_on_row = self.pods_on_row
         for key, row in zip(keys, rows, strict=True):
             pods[key] = PodRecord(  # positional, in field order: this runs once per placement
@@ -659,6 +668,8 @@ class ClusterState:
             )
             pods_on_row[row].add(key)
             per_row[row] = per_row.get(row, 0) + 1
+        if group.counts is not None:
+            np.add.at(group.counts, np.asarray(rows, dtype=np.intp), 1)
         if shared_ports:
             self._port_rows.update(rows)
             for row in rows:
@@ -679,18 +690,37 @@ class ClusterState:
     # ------------------------------------------------------------------- queries
     def frozen_groups(self) -> list[_Group]:
         """A copy of the pod groups as they are now, which later records leave alone."""
-        return [dataclasses.replace(group, per_row=dict(group.per_row)) for group in self.groups]
+        return [
+            dataclasses.replace(group, per_row=dict(group.per_row), counts=None)
+            for group in self.groups
+        ]
 
     def group_counts(
         self, groups: list[int], table: Sequence[_Group] | None = None
     ) -> npt.NDArray[np.int64]:
         """Pods per row, summed over the given (namespace, labels) groups of ``table``
         (``frozen_groups``; the state's own groups by default)."""
+        own = table is None or table is self.groups
         table = self.groups if table is None else table
-        out = np.zeros(self.rows, dtype=np.int64)
+        rows = self.rows
+        out = np.zeros(rows, dtype=np.int64)
         for gid in groups:
-            per_row = table[gid].per_row
-            if per_row:
+            group = table[gid]
+            per_row = group.per_row
+            if not per_row:
+                continue
+            counts = group.counts
+            if counts is None and own and 16 * len(per_row) >= rows:
+                # A group on a sixteenth of the rows or more (a ReplicaSet's pods under a
+                # steady stream): its array, kept in step by every record, is summed at
+                # each burst instead of the dict (about the size of the dict's entries).
+                counts = group.counts = np.zeros(self.capacity, dtype=np.int64)
+                counts[np.fromiter(per_row.keys(), np.int64, len(per_row))] = np.fromiter(
+                    per_row.values(), np.int64, len(per_row)
+                )
+            if counts is not None and own:
+                out += counts[:rows]
+            else:
                 out[np.fromiter(per_row.keys(), np.int64, len(per_row))] += np.fromiter(
                     per_row.values(), np.int64, len(per_row)
                 )

@@ -1,6 +1,8 @@
 """ClusterState: rows, columns and counts follow node and pod changes incrementally."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubesalvo.core.resources import HostPort
 from kubesalvo.core.state import ClusterState, normalized_image_name
@@ -453,3 +455,50 @@ def test_a_label_group_goes_with_its_last_pod_and_its_id_is_reused():
     assert len(state.group_ids) == 1
     state.remove_pod(pod("k", "a"))
     assert state.group_ids == {}
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("pod"), st.integers(0, 19), st.integers(0, 7), st.integers(0, 2)),
+            st.tuples(st.just("placed"), st.integers(0, 19), st.integers(0, 7), st.integers(0, 2)),
+            st.tuples(st.just("gone"), st.integers(0, 19), st.just(0), st.just(0)),
+            st.tuples(st.just("node"), st.integers(0, 7), st.just(0), st.just(0)),
+            st.tuples(st.just("unnode"), st.integers(0, 7), st.just(0), st.just(0)),
+            st.tuples(st.just("count"), st.just(0), st.just(0), st.just(0)),
+        ),
+        max_size=60,
+    )
+)
+def test_group_counts_kept_as_arrays_follow_every_record_as_the_dicts_do(steps):
+    # Few rows, so that a group covers an eighth of them at once and is kept as an array
+    # from its first count on; a frozen copy of the groups is summed from the dicts.
+    state = ClusterState(capacity=2)
+    for i in range(3):
+        state.add_node(node(f"n{i}"))
+    for kind, a, b, app in steps:
+        labels = {"app": str(app)}
+        if kind == "pod":
+            state.add_pod(pod(f"p{a}", f"n{b}", cpu="10m", labels=labels))
+        elif kind == "placed":
+            row = state.row_of.get(f"n{b}")
+            if row is not None:
+                state.add_placed_many(
+                    [f"p{a}"], [row], "ns", (("app", str(app)),), {}, (0, 0), [], None
+                )
+        elif kind == "gone":
+            state.remove_pod_key(f"p{a}")
+        elif kind == "node":
+            state.add_node(node(f"n{a}"))
+        elif kind == "unnode":
+            state.remove_node(f"n{a}")
+        gids = [gid for gid, group in enumerate(state.groups) if group.per_row]
+        for gid in gids:
+            from_arrays = state.group_counts([gid])
+            from_dicts = state.group_counts([gid], state.frozen_groups())
+            assert from_arrays.tolist() == from_dicts.tolist()
+        assert (
+            state.group_counts(gids).tolist()
+            == state.group_counts(gids, state.frozen_groups()).tolist()
+        )

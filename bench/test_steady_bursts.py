@@ -1,0 +1,42 @@
+"""bench/steady_bursts.py at a small scale: it places every burst, the class cache changes
+no decision (the same digest with and without it), and ``--profile`` writes where the
+bursts' time went. Its figures come from the script at 5,000 nodes (bench/RESULTS.md); no
+timing is asserted here."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SMALL = ["--nodes", "60", "--running", "120", "--bursts", "40", "--min", "2", "--max", "9"]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("steady_bursts", HERE / "steady_bursts.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_stream_is_placed_alike_with_and_without_the_class_cache(tmp_path):
+    bench = _bench()
+    kept = bench.run(bench.parse(SMALL))
+    fresh = bench.run(bench.parse([*SMALL, "--no-class-cache"]))
+    assert kept["bursts"] == fresh["bursts"] == 40
+    assert 80 <= kept["pods"] == fresh["pods"] <= 360
+    assert kept["placed"] == kept["pods"]
+    assert kept["class_cache"] and not fresh["class_cache"]
+    assert kept["digest"] == fresh["digest"]
+
+
+def test_the_profile_names_the_burst_entry_point(tmp_path):
+    bench = _bench()
+    out = tmp_path / "profile.txt"
+    report = bench.run(bench.parse([*SMALL, "--profile", str(out)]))
+    assert report["profiled"]
+    assert "place_burst" in out.read_text()
+    assert (tmp_path / "profile.txt.prof").stat().st_size > 0
