@@ -13,7 +13,7 @@ package, one per plugin), run as the framework runs them for one cycle:
 
 The burst kernel answers for many pods at once and reports neither per-node status codes
 nor per-plugin scores; what needs those for one pod uses this: DefaultPreemption's dry run
-(core/preemption.py), the queueing hints (sched/queue/hints.py), ``explain`` and the web
+(core/preemption.py), the queueing hints (``*_hint.py``), ``explain`` and the web
 view. The tests' oracle (core/reference) drives the same evaluator through whole bursts.
 """
 

@@ -38,6 +38,7 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     FieldError,
+    HintFn,
     NodeFilter,
     NodeFilterResult,
     NodeTable,
@@ -230,6 +231,15 @@ EVENTS = (
     ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE_OTHER),
     ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE_OTHER),
 )
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.dynamic_resources_hint import queueing_hint
+
+    return queueing_hint
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, SCORE, RESERVE, PRE_BIND}),
@@ -248,4 +258,5 @@ SPEC = PluginSpec(
     score_channel=SCORE_CHANNEL,
     pre_filter=CLAIMS_PREFILTER,
     node_filter=NODE_FILTER,
+    queueing_hint=_queueing_hint,
 )

@@ -587,6 +587,10 @@ class PluginSpec:
     ``named_only``: points among ``points`` that ``multiPoint`` does not expand into: the
     plugin runs there only where a profile names it at the point (an upstream release
     later than v1.34 added it there; kubesalvo's defaults stay v1.34's).
+    ``queueing_hint``: loads its queueing hint (:data:`HintFn`: whether one of its
+    ``events`` can help a pod it rejected; without one, every such event does). A loader,
+    as a hint reads the plugin's per-node logic (core/pernode), which imports the plugin's
+    module; the registry loads each once (``registry.queueing_hints``).
     """
 
     name: str
@@ -603,8 +607,11 @@ class PluginSpec:
     pre_filter: PreFilter | None = None
     node_filter: NodeFilter | None = None
     named_only: frozenset[str] = frozenset()
+    queueing_hint: Callable[[], HintFn] | None = None
 
     def __post_init__(self) -> None:
+        if self.queueing_hint is not None and not self.events:
+            raise ValueError(f"queueing hint of {self.name}: it registers no events")
         if self.static_filter is not None and len(self.reasons) != 1:
             raise ValueError(f"static filter {self.name} needs exactly one reason text")
         if self.class_filter is not None and not self.class_filter_reads:

@@ -21,6 +21,7 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    HintFn,
     PluginSpec,
     check,
 )
@@ -78,6 +79,15 @@ EVENTS = (
     ),
     ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
 )
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.inter_pod_affinity_hint import queueing_hint
+
+    return queueing_hint
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -88,4 +98,5 @@ SPEC = PluginSpec(
         ERR_REASON_ANTI_AFFINITY: Code.UNSCHEDULABLE,
     },
     events=EVENTS,
+    queueing_hint=_queueing_hint,
 )

@@ -33,6 +33,7 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FieldError,
     FilterMask,
+    HintFn,
     NodeTable,
     Normalise,
     PluginSpec,
@@ -232,6 +233,15 @@ FILTER_MASKS = (
 # The more preferred weight a node matches, the more it scores (max-normalised).
 SCORE_CHANNEL = ScoreChannel(Normalise.MAX, preferred_weights, preferred_terms_of, reads="affinity")
 EVENTS = (ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.node_affinity_hint import queueing_hint
+
+    return queueing_hint
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -244,4 +254,5 @@ SPEC = PluginSpec(
     score_channel=SCORE_CHANNEL,
     filter_masks=FILTER_MASKS,
     pre_filter=NAMED_NODES,
+    queueing_hint=_queueing_hint,
 )

@@ -24,6 +24,7 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    HintFn,
     PluginSpec,
     ResourceSpec,
     check,
@@ -217,9 +218,19 @@ EVENTS = (
 )
 # Its reasons are "Too many pods" and one "Insufficient <resource>" per resource; their
 # status code depends on the node (see core/pernode/node_resources_fit.py).
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.node_resources_fit_hint import queueing_hint
+
+    return queueing_hint
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
     args=NodeResourcesFitArgs,
     events=EVENTS,
+    queueing_hint=_queueing_hint,
 )

@@ -25,6 +25,7 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    HintFn,
     PluginSpec,
     check,
 )
@@ -217,6 +218,15 @@ EVENTS = (
         | ActionType.UPDATE_NODE_TAINT,
     ),
 )
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.pod_topology_spread_hint import queueing_hint
+
+    return queueing_hint
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -226,4 +236,5 @@ SPEC = PluginSpec(
         ERR_REASON_SPREAD_MISSING_LABEL: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
     },
     events=EVENTS,
+    queueing_hint=_queueing_hint,
 )

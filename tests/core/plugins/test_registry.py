@@ -86,3 +86,31 @@ def test_only_node_affinity_narrows_at_prefilter():
     # (core/reasons.py): a second narrowing plugin needs that text to name the set.
     narrowing = [s.name for s in registry.PLUGINS.values() if s.pre_filter and s.pre_filter.narrows]
     assert narrowing == [names.NODE_AFFINITY]
+
+
+def test_the_registry_gathers_each_plugins_queueing_hint():
+    hints = registry.queueing_hints()
+    assert set(hints) == {
+        names.NODE_RESOURCES_FIT,
+        names.NODE_AFFINITY,
+        names.TAINT_TOLERATION,
+        names.NODE_UNSCHEDULABLE,
+        names.INTER_POD_AFFINITY,
+        names.POD_TOPOLOGY_SPREAD,
+        names.COSCHEDULING,
+        names.DYNAMIC_RESOURCES,
+    }
+    assert all(registry.PLUGIN_EVENTS[name] for name in hints)
+
+
+def test_a_queueing_hint_needs_events_to_answer_for():
+    with pytest.raises(ValueError, match="registers no events"):
+        PluginSpec("NoEvents", frozenset({framework.FILTER}), queueing_hint=lambda: print)
+
+
+def test_every_queueing_hint_queues_when_it_lacks_the_objects():
+    from kubesalvo.core.plugins.framework import NODE_ADD
+    from tests.core.pernode.hint_fixtures import pod
+
+    for name, hint in registry.queueing_hints().items():
+        assert hint(pod(), NODE_ADD, None, None), name
