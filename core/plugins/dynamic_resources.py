@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesalvo.core.args_reading import ArgsDecoder, build, open_args
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     FILTER,
@@ -240,6 +241,19 @@ def _queueing_hint() -> HintFn:
     return queueing_hint
 
 
+def read_args(d: ArgsDecoder, raw: Any, path: str) -> DynamicResourcesArgs:
+    """DynamicResourcesArgs from its pluginConfig document (a Go duration)."""
+    f = open_args(d, raw, path, NAME, ("filterTimeout",))
+    timeout = f.duration("filterTimeout")
+    if timeout is None:
+        return DynamicResourcesArgs()
+    if timeout < 0:
+        # The model checks the seconds; the file's value is the duration string.
+        d.invalid(f.at("filterTimeout"), f.raw("filterTimeout"), "must be zero or positive")
+        return DynamicResourcesArgs()
+    return build(d, path, lambda: DynamicResourcesArgs(timeout), DynamicResourcesArgs())
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, SCORE, RESERVE, PRE_BIND}),
@@ -259,4 +273,5 @@ SPEC = PluginSpec(
     pre_filter=CLAIMS_PREFILTER,
     node_filter=NODE_FILTER,
     queueing_hint=_queueing_hint,
+    args_reader=read_args,
 )

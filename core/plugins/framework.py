@@ -587,6 +587,10 @@ class PluginSpec:
     ``named_only``: points among ``points`` that ``multiPoint`` does not expand into: the
     plugin runs there only where a profile names it at the point (an upstream release
     later than v1.34 added it there; kubesalvo's defaults stay v1.34's).
+    ``args_reader``: reads its args from a ``pluginConfig`` document (``(decoder, raw,
+    path) -> args``, written against ``core/args_reading.py``; None: an args model of plain
+    values, read field by field); ``profile_field``: the ``Profile`` field the kernels read
+    its args from ("": they are kept in ``Profile.plugin_args``).
     ``queueing_hint``: loads its queueing hint (:data:`HintFn`: whether one of its
     ``events`` can help a pod it rejected; without one, every such event does). A loader,
     as a hint reads the plugin's per-node logic (core/pernode), which imports the plugin's
@@ -608,8 +612,12 @@ class PluginSpec:
     node_filter: NodeFilter | None = None
     named_only: frozenset[str] = frozenset()
     queueing_hint: Callable[[], HintFn] | None = None
+    args_reader: Callable[[Any, Any, str], Any] | None = None
+    profile_field: str = ""
 
     def __post_init__(self) -> None:
+        if (self.args_reader is not None or self.profile_field) and self.args is None:
+            raise ValueError(f"{self.name} takes no args to read or keep")
         if self.queueing_hint is not None and not self.events:
             raise ValueError(f"queueing hint of {self.name}: it registers no events")
         if self.static_filter is not None and len(self.reasons) != 1:

@@ -8,7 +8,9 @@ an invalid selector is rejected by the PreFilter ("parsing pod: ...", unresolvab
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from kubesalvo.core.args_reading import ArgsDecoder, build, open_args
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     FILTER,
@@ -88,6 +90,17 @@ def _queueing_hint() -> HintFn:
     return queueing_hint
 
 
+def read_args(d: ArgsDecoder, raw: Any, path: str) -> InterPodAffinityArgs:
+    """InterPodAffinityArgs from its pluginConfig document."""
+    f = open_args(
+        d, raw, path, NAME, ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods")
+    )
+    weight = f.integer("hardPodAffinityWeight", 1)
+    assert weight is not None
+    ignore = bool(f.flag("ignorePreferredTermsOfExistingPods", False))
+    return build(d, path, lambda: InterPodAffinityArgs(weight, ignore), InterPodAffinityArgs())
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -99,4 +112,6 @@ SPEC = PluginSpec(
     },
     events=EVENTS,
     queueing_hint=_queueing_hint,
+    args_reader=read_args,
+    profile_field="inter_pod_affinity",
 )

@@ -63,6 +63,7 @@ __all__ = [
     "MULTI_POINT_EXPANSION",
     "PLUGINS",
     "PLUGIN_EVENTS",
+    "PROFILE_FIELDS",
     "REASON_CODES",
     "REASON_PLUGIN",
     "ScoreChannelConflict",
@@ -108,6 +109,8 @@ EXTENSION_POINTS: dict[str, frozenset[str]] = {s.name: s.points for s in _SPECS}
 MULTI_POINT_EXPANSION: dict[str, frozenset[str]] = {s.name: s.points - s.named_only for s in _SPECS}
 # Plugin -> its args model, for the plugins that take args.
 ARGS: dict[str, type] = {s.name: s.args for s in _SPECS if s.args is not None}
+# Plugin -> the Profile field its args are kept in, for the args the kernels read.
+PROFILE_FIELDS: dict[str, str] = {s.name: s.profile_field for s in _SPECS if s.profile_field}
 # Plugin -> the events after which a pod it rejected may fit (kube-scheduler v1.34, with
 # queueing hints on).
 PLUGIN_EVENTS: dict[str, tuple[ClusterEvent, ...]] = {s.name: s.events for s in _SPECS if s.events}

@@ -114,3 +114,38 @@ def test_every_queueing_hint_queues_when_it_lacks_the_objects():
 
     for name, hint in registry.queueing_hints().items():
         assert hint(pod(), NODE_ADD, None, None), name
+
+
+def test_each_profile_field_holds_its_plugins_args_model_by_default():
+    from kubesalvo.core.profile import Profile
+
+    profile = Profile.default()
+    assert set(registry.PROFILE_FIELDS) == {
+        names.NODE_RESOURCES_FIT,
+        names.NODE_RESOURCES_BALANCED_ALLOCATION,
+        names.POD_TOPOLOGY_SPREAD,
+        names.INTER_POD_AFFINITY,
+        names.NODE_AFFINITY,
+    }
+    for plugin, attr in registry.PROFILE_FIELDS.items():
+        assert getattr(profile, attr) == registry.ARGS[plugin]()
+        assert profile.args_of(plugin) is getattr(profile, attr)
+
+
+def test_kube_schedulers_args_kinds_have_their_readers_in_their_modules():
+    readers = {name for name, spec in registry.PLUGINS.items() if spec.args_reader is not None}
+    assert readers == {
+        names.DEFAULT_PREEMPTION,
+        names.DYNAMIC_RESOURCES,
+        names.INTER_POD_AFFINITY,
+        names.NODE_AFFINITY,
+        names.NODE_RESOURCES_BALANCED_ALLOCATION,
+        names.NODE_RESOURCES_FIT,
+        names.POD_TOPOLOGY_SPREAD,
+        names.VOLUME_BINDING,
+    }
+
+
+def test_a_plugin_without_args_has_no_args_reader():
+    with pytest.raises(ValueError, match="takes no args"):
+        PluginSpec("NoArgs", frozenset({framework.FILTER}), args_reader=lambda d, raw, path: None)
