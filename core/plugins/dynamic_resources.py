@@ -274,4 +274,9 @@ SPEC = PluginSpec(
     node_filter=NODE_FILTER,
     queueing_hint=_queueing_hint,
     args_reader=read_args,
+    kernel_codes={
+        CANNOT_ALLOCATE: "DRA_ALLOCATE",
+        NOT_AVAILABLE_ON_NODE: "DRA_UNAVAILABLE",
+        TIMED_OUT: "DRA_TIMEOUT",
+    },
 )

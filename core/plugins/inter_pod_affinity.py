@@ -114,4 +114,9 @@ SPEC = PluginSpec(
     queueing_hint=_queueing_hint,
     args_reader=read_args,
     profile_field="inter_pod_affinity",
+    kernel_codes={
+        ERR_REASON_AFFINITY: "IPA_AFFINITY",
+        ERR_REASON_ANTI_AFFINITY: "IPA_ANTI",
+        ERR_REASON_EXISTING_ANTI_AFFINITY: "IPA_EXISTING",
+    },
 )

@@ -44,6 +44,7 @@ from kubesalvo.core.plugins.framework import (
     PreFilterResult,
     ScoreChannel,
     check,
+    prefilter_narrowing_reason,
 )
 
 __all__ = [
@@ -272,4 +273,10 @@ SPEC = PluginSpec(
     queueing_hint=_queueing_hint,
     args_reader=read_args,
     profile_field="node_affinity",
+    kernel_codes={
+        ERR_REASON_NODE_AFFINITY: "NODE_AFFINITY",
+        ERR_REASON_ENFORCED_NODE_AFFINITY: "ENFORCED_AFFINITY",
+        # the nodes its PreFilter left out (its metadata.name terms)
+        prefilter_narrowing_reason([NAME]): "NARROWED",
+    },
 )

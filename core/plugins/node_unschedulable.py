@@ -72,4 +72,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     filter_masks=(FILTER_MASK,),
     queueing_hint=_queueing_hint,
+    kernel_codes={ERR_REASON_UNSCHEDULABLE: "UNSCHEDULABLE"},
 )

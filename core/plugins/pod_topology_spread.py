@@ -289,4 +289,8 @@ SPEC = PluginSpec(
     queueing_hint=_queueing_hint,
     args_reader=read_args,
     profile_field="spread",
+    kernel_codes={
+        ERR_REASON_SPREAD_CONSTRAINTS: "SPREAD",
+        ERR_REASON_SPREAD_MISSING_LABEL: "SPREAD_LABEL",
+    },
 )

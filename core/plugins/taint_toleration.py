@@ -148,4 +148,5 @@ SPEC = PluginSpec(
     score_channel=SCORE_CHANNEL,
     filter_masks=(FILTER_MASK,),
     queueing_hint=_queueing_hint,
+    kernel_codes={ERR_REASON_UNTOLERATED_TAINT: "TAINT"},
 )

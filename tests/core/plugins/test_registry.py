@@ -149,3 +149,26 @@ def test_kube_schedulers_args_kinds_have_their_readers_in_their_modules():
 def test_a_plugin_without_args_has_no_args_reader():
     with pytest.raises(ValueError, match="takes no args"):
         PluginSpec("NoArgs", frozenset({framework.FILTER}), args_reader=lambda d, raw, path: None)
+
+
+def test_each_kernel_code_a_plugin_names_is_the_kernels_and_given_once():
+    from kubesalvo.core import _codes
+    from kubesalvo.core.reasons import FIXED_REASONS
+
+    named = [
+        (spec.name, text, code)
+        for spec in registry.PLUGINS.values()
+        for text, code in spec.kernel_codes.items()
+    ]
+    assert len({code for _, _, code in named}) == len(named) == len(FIXED_REASONS)
+    for plugin, text, code in named:
+        assert FIXED_REASONS[getattr(_codes, code)] == (plugin, text)
+    assert FIXED_REASONS[_codes.TAINT] == (
+        names.TAINT_TOLERATION,
+        "node(s) had untolerated taint(s)",
+    )
+
+
+def test_a_kernel_code_is_for_one_of_the_plugins_own_reasons():
+    with pytest.raises(ValueError, match="is not its reason"):
+        PluginSpec("Codes", frozenset({framework.FILTER}), kernel_codes={"other": "TAINT"})
