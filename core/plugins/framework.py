@@ -594,6 +594,8 @@ class PluginSpec:
     ``kernel_codes``: its reasons the kernels (or its filter masks) count under a fixed
     code of their own rather than an extension code: reason text -> the code's name in
     ``core/_codes.pxd`` (``reasons.FIXED_REASONS`` gathers them).
+    ``sort_key``: a queue sort's key of a queued pod (``sched/queue``'s ``QueuedPod``: its
+    ``priority``, ``timestamp`` and ``pod``); smaller keys pop first.
     ``queueing_hint``: loads its queueing hint (:data:`HintFn`: whether one of its
     ``events`` can help a pod it rejected; without one, every such event does). A loader,
     as a hint reads the plugin's per-node logic (core/pernode), which imports the plugin's
@@ -617,11 +619,14 @@ class PluginSpec:
     queueing_hint: Callable[[], HintFn] | None = None
     args_reader: Callable[[Any, Any, str], Any] | None = None
     kernel_codes: Mapping[str, str] = field(default_factory=dict)
+    sort_key: Callable[[Any], tuple[Any, ...]] | None = None
     profile_field: str = ""
 
     def __post_init__(self) -> None:
         if (self.args_reader is not None or self.profile_field) and self.args is None:
             raise ValueError(f"{self.name} takes no args to read or keep")
+        if self.sort_key is not None and QUEUE_SORT not in self.points:
+            raise ValueError(f"sort key of {self.name} must implement the queueSort point")
         narrowed = prefilter_narrowing_reason([self.name])
         for text in self.kernel_codes:
             if text not in self.reasons and text != narrowed:

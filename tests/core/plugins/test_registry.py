@@ -172,3 +172,14 @@ def test_each_kernel_code_a_plugin_names_is_the_kernels_and_given_once():
 def test_a_kernel_code_is_for_one_of_the_plugins_own_reasons():
     with pytest.raises(ValueError, match="is not its reason"):
         PluginSpec("Codes", frozenset({framework.FILTER}), kernel_codes={"other": "TAINT"})
+
+
+def test_the_queue_sort_plugins_carry_their_own_sort_keys():
+    from kubesalvo.sched.queue.sorting import sort_key_for
+
+    keyed = {name for name, spec in registry.PLUGINS.items() if spec.sort_key is not None}
+    assert keyed == {names.PRIORITY_SORT, names.GROUP_PRIORITY, names.QOS_AWARE}
+    for name in keyed:
+        assert sort_key_for(name) is registry.PLUGINS[name].sort_key
+    with pytest.raises(ValueError, match="queueSort point"):
+        PluginSpec("Keyed", frozenset({framework.FILTER}), sort_key=lambda qp: ())
