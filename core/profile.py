@@ -170,14 +170,8 @@ class Profile:
 
 # Plugin filters get codes R_EXT_FIRST..R_EXT_LAST (core/_codes.pxd).
 _MAX_EXTENSION_CODES = _codes.EXTENSION_LAST - _codes.EXTENSION_FIRST + 1
-# The args the kernels read: plugin -> Profile field.
-_ARGS_FIELDS = {
-    names.NODE_RESOURCES_FIT: "fit",
-    names.NODE_RESOURCES_BALANCED_ALLOCATION: "balanced_allocation",
-    names.POD_TOPOLOGY_SPREAD: "spread",
-    names.INTER_POD_AFFINITY: "inter_pod_affinity",
-    names.NODE_AFFINITY: "node_affinity",
-}
+# The args the kernels read: plugin -> Profile field (each plugin's ``profile_field``).
+_ARGS_FIELDS = registry.PROFILE_FIELDS
 
 
 def _not_a_plugin(name: str, point: str) -> str:

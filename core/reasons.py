@@ -15,55 +15,24 @@ from typing import Any
 
 from kubesalvo.core import _codes
 from kubesalvo.core.plugins import (
-    dynamic_resources,
-    framework,
-    inter_pod_affinity,
     names,
-    node_affinity,
-    node_name,
-    node_ports,
     node_resources_fit,
-    node_unschedulable,
-    pod_topology_spread,
     registry,
-    taint_toleration,
     volume_binding,
 )
 from kubesalvo.core.volumes import FREE_LOCAL_VOLUMES
 
 __all__ = ["FIXED_REASONS", "ReasonTable"]
 
-# Code -> (plugin, text) for the codes that do not depend on the state's columns.
-FIXED_REASONS: dict[int, tuple[str, str]] = {
-    _codes.UNSCHEDULABLE: (names.NODE_UNSCHEDULABLE, node_unschedulable.ERR_REASON_UNSCHEDULABLE),
-    _codes.NODE_NAME: (names.NODE_NAME, node_name.ERR_REASON_NODE_NAME),
-    _codes.TAINT: (names.TAINT_TOLERATION, taint_toleration.ERR_REASON_UNTOLERATED_TAINT),
-    _codes.NODE_AFFINITY: (names.NODE_AFFINITY, node_affinity.ERR_REASON_NODE_AFFINITY),
-    _codes.ENFORCED_AFFINITY: (
-        names.NODE_AFFINITY,
-        node_affinity.ERR_REASON_ENFORCED_NODE_AFFINITY,
-    ),
-    _codes.PORTS: (names.NODE_PORTS, node_ports.ERR_REASON_NODE_PORTS),
-    # Nodes NodeAffinity's PreFilter left out (its metadata.name terms).
-    _codes.NARROWED: (
-        names.NODE_AFFINITY,
-        framework.prefilter_narrowing_reason([names.NODE_AFFINITY]),
-    ),
-    _codes.SPREAD: (names.POD_TOPOLOGY_SPREAD, pod_topology_spread.ERR_REASON_SPREAD_CONSTRAINTS),
-    _codes.SPREAD_LABEL: (
-        names.POD_TOPOLOGY_SPREAD,
-        pod_topology_spread.ERR_REASON_SPREAD_MISSING_LABEL,
-    ),
-    _codes.IPA_AFFINITY: (names.INTER_POD_AFFINITY, inter_pod_affinity.ERR_REASON_AFFINITY),
-    _codes.IPA_ANTI: (names.INTER_POD_AFFINITY, inter_pod_affinity.ERR_REASON_ANTI_AFFINITY),
-    _codes.IPA_EXISTING: (
-        names.INTER_POD_AFFINITY,
-        inter_pod_affinity.ERR_REASON_EXISTING_ANTI_AFFINITY,
-    ),
-    _codes.DRA_ALLOCATE: (names.DYNAMIC_RESOURCES, dynamic_resources.CANNOT_ALLOCATE),
-    _codes.DRA_UNAVAILABLE: (names.DYNAMIC_RESOURCES, dynamic_resources.NOT_AVAILABLE_ON_NODE),
-    _codes.DRA_TIMEOUT: (names.DYNAMIC_RESOURCES, dynamic_resources.TIMED_OUT),
-}
+# Code -> (plugin, text) for the codes that do not depend on the state's columns: each
+# plugin's ``kernel_codes``, by the code's name in core/_codes.pxd.
+FIXED_REASONS: dict[int, tuple[str, str]] = dict(
+    sorted(
+        (int(getattr(_codes, code)), (spec.name, text))
+        for spec in registry.PLUGINS.values()
+        for text, code in spec.kernel_codes.items()
+    )
+)
 
 
 @dataclass(frozen=True)

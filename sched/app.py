@@ -47,7 +47,6 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from kubesalvo.core.plugins import names
 from kubesalvo.sched import default_spread, disruption_budgets
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, CredentialsError, load_credentials
@@ -246,12 +245,9 @@ class Scheduler:
             is_leader=self.is_leader,
             scheduler_names=self.names,
             add_page=self.debug.add_page,
-            # the cycle's own parts of Coscheduling (its PreFilter) and DynamicResources
-            # (its reservations and PreBind), fed by their runtime halves
-            live={
-                names.COSCHEDULING: self.cycle.gangs,
-                names.DYNAMIC_RESOURCES: self.cycle.devices,
-            },
+            # the cycle's own parts of plugins (say Coscheduling's PreFilter), fed by their
+            # runtime halves
+            live=self.cycle.plugin_parts(),
         )
         for install in INSTALLS:
             install(self.plugins)

@@ -36,7 +36,7 @@ import msgspec
 from kubesalvo.core.dra import slots
 from kubesalvo.core.dra.allocator import DeviceId, allocated_devices
 from kubesalvo.core.dra.objects import DraObjects
-from kubesalvo.core.dra.pod import PodDevices, Reserved, prefilter
+from kubesalvo.core.dra.pod import PodDevices, Reserved, left_out, prefilter
 from kubesalvo.core.dra.selectors import Selectors
 from kubesalvo.core.plugins import dynamic_resources, names
 from kubesalvo.core.plugins.framework import ActionType, ClusterEvent, EventResource, event_label
@@ -82,6 +82,24 @@ class DeviceBook:
         objects = self.objects()
         held, pending = self._held(objects)
         return prefilter(pod, objects, self.selectors, held, pending, timeout)
+
+    def prefilter_left_out(self, pod: dict[str, Any], timeout: float = 0.0) -> PodDevices:
+        """:meth:`prefilter` for a pod placed already, as if it were not there (``explain``:
+        the Score it had, against the cluster as it is now): its claims deallocated where
+        only it used them (``left_out``), its own reservation not held."""
+        uid = (pod.get("metadata") or {}).get("uid", "")
+        objects = self.objects()
+        held, pending = self._held(objects)
+        view = left_out(objects, uid)
+        mine = self._reserved.get(uid)
+        if mine is not None:
+            held -= mine.devices
+            pending -= {(c.get("metadata") or {}).get("uid", "") for c, _ in mine.claims}
+        changed = [k for k, c in objects.claims.items() if view.claims[k] is not c]
+        held -= allocated_devices(objects.claims[k] for k in changed) - allocated_devices(
+            view.claims[k] for k in changed
+        )
+        return prefilter(pod, view, self.selectors, held, pending, timeout)
 
     def reserve(self, uid: str, devices: PodDevices, node: str) -> None:
         self.keep(uid, devices.reserve(node))

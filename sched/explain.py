@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kubesalvo.core.plugins import dynamic_resources
 from kubesalvo.core.plugins.coscheduling.gang import gang_of, min_available
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.core.plugins.qos_aware import go_duration
@@ -67,10 +68,13 @@ def plugin_scores(
     top: int = TOP_NODES,
     workloads: Sequence[Mapping[str, Any]] = (),
     storage: Any = None,
+    devices: Any = None,
 ) -> dict[str, Any]:
     """The per-node filter and score of ``pod``: the top nodes with per-plugin scores.
     ``workloads`` (Services and controllers) give default spreading its selectors, as the
-    burst had them; ``storage`` (core/volumes.StorageObjects) the volume filters' objects."""
+    burst had them; ``storage`` (core/volumes.StorageObjects) the volume filters' objects;
+    ``devices`` (core/dra/pod.PodDevices) its claims' DynamicResources state, which
+    that plugin's Filter and Score read as in the burst."""
     from kubesalvo.core.pernode.evaluator import PodEvaluator
 
     uid = (pod.get("metadata") or {}).get("uid")
@@ -79,6 +83,8 @@ def plugin_scores(
     evaluator = PodEvaluator(nodes, others, namespaces, profile, workloads)
     if storage is not None:
         evaluator.storage = storage
+    if devices is not None:
+        evaluator.devices[uid or ""] = devices
     outcome = evaluator.evaluate(unbound)
     scores = evaluator.scores_for(unbound, outcome.feasible)
     ranked = sorted(scores.items(), key=lambda item: (-sum(item[1].values()), item[0]))
@@ -173,6 +179,11 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
     workloads = scheduler.workloads_of({namespace})
     # The per-node evaluator is plain Python: keep the event loop free while it runs.
     storage = scheduler.cache.state.storage.copy()
+    devices = None
+    if scheduler.cycle.devices is not None and core is not None and pod.spec.resource_claims:
+        # On the event loop, where the claims' store and the reservations change.
+        timeout = core.args_of(dynamic_resources.NAME).filter_timeout_seconds
+        devices = scheduler.cycle.devices.prefilter_left_out(to_api_dict(pod), timeout)
     breakdown = await asyncio.to_thread(
         plugin_scores,
         to_api_dict(pod),
@@ -183,6 +194,7 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
         TOP_NODES,
         workloads,
         storage,
+        devices,
     )
     answer.update(breakdown)
     answer["scoresFrom"] = SCORES_FROM

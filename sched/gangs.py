@@ -109,6 +109,8 @@ def _declared_minimum(pods: Iterable[Mapping[str, Any]]) -> int | None:
 class GangBook:
     """Members, PodGroups and waiting timers of every gang (see the module docstring)."""
 
+    name = COSCHEDULING  # the plugin whose cycle part it is (BurstCycle.plugin_parts)
+
     def __init__(
         self,
         queue: SchedulingQueue,

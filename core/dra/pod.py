@@ -36,7 +36,7 @@ from kubesalvo.core.dra.objects import DraObjects, pod_claim_names
 from kubesalvo.core.dra.selectors import SelectorError, Selectors
 from kubesalvo.core.plugins import dynamic_resources as plugin
 
-__all__ = ["PodDevices", "Reserved", "claim_change_helps", "prefilter"]
+__all__ = ["PodDevices", "Reserved", "claim_change_helps", "left_out", "prefilter"]
 
 Obj = Mapping[str, Any]
 # ResourceClaimReservedForMaxSize: the most consumers a claim can be reserved for.
@@ -303,6 +303,25 @@ def prefilter(
     if state.to_allocate:
         state.allocator = Allocator(objects, selectors, held)
     return state
+
+
+def left_out(objects: DraObjects, uid: str) -> DraObjects:
+    """The objects as if the pod ``uid`` were not there (what ``explain`` asks of a placed
+    pod): its claims no longer reserved for it, and deallocated where it was their only
+    consumer, as kube-controller-manager's claim controller deallocates them."""
+    claims: dict[tuple[str, str], Obj] = {}
+    for key, claim in objects.claims.items():
+        status = claim.get("status") or {}
+        reserved = status.get("reservedFor") or ()
+        if not any(r.get("uid") == uid for r in reserved):
+            claims[key] = claim
+            continue
+        others = [r for r in reserved if r.get("uid") != uid]
+        kept = {k: v for k, v in status.items() if k not in ("reservedFor", "allocation")}
+        if others:
+            kept.update(reservedFor=others, allocation=status.get("allocation"))
+        claims[key] = {**claim, "status": kept}
+    return DraObjects(objects.classes, claims, objects.pools)
 
 
 def claim_change_helps(pod: Obj, old: Obj | None, new: Obj | None) -> bool:

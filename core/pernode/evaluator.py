@@ -13,7 +13,7 @@ package, one per plugin), run as the framework runs them for one cycle:
 
 The burst kernel answers for many pods at once and reports neither per-node status codes
 nor per-plugin scores; what needs those for one pod uses this: DefaultPreemption's dry run
-(core/preemption.py), the queueing hints (sched/queue/hints.py), ``explain`` and the web
+(core/preemption.py), the queueing hints (``*_hint.py``), ``explain`` and the web
 view. The tests' oracle (core/reference) drives the same evaluator through whole bursts.
 """
 
@@ -23,6 +23,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Self, cast
+
+import numpy as np
 
 from kubesalvo.core.pernode import (
     balanced_allocation,
@@ -114,6 +116,10 @@ class PodEvaluator:
         # DynamicResources' Filter failures (node name -> text) of pods with claims, by pod
         # uid, from their cycle (set by the caller: preemption's dry run)
         self.device_failures: dict[str, Mapping[str, str]] = {}
+        # DynamicResources' cycle state (core/dra/pod.PodDevices) of pods with claims, by pod
+        # uid (set by the caller: explain). Its Filter and its v1.37 Score then read it as
+        # the burst's kernel did; the Score needs the Filter's allocations, so evaluate first.
+        self.devices: dict[str, Any] = {}
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot, profile: Profile | None = None) -> Self:
@@ -148,6 +154,8 @@ class PodEvaluator:
         if name == names.DYNAMIC_RESOURCES:
             uid = (pod.get("metadata") or {}).get("uid", "")
             failures = self.device_failures.get(uid)
+            if failures is None and uid in self.devices:
+                failures = self._device_failures(self.devices[uid])
             # Without its cycle's verdicts (a pod without claims) it admits every node.
             return None if failures is None else DeviceVerdicts(failures)
         spec = registry.PLUGINS.get(name)
@@ -155,9 +163,23 @@ class PodEvaluator:
             return StaticFilter(spec, self.profile.args_of(name), pod, self.snapshot.nodes)
         raise PodInvalid(f"no per-node filter is written for {name}")
 
+    def _device_failures(self, devices: Any) -> Mapping[str, str]:
+        """The Filter of a pod's DynamicResources cycle state on every node (it keeps the
+        allocation it finds on each node that passes: what the Score reads). A rejection or
+        error of its PreFilter rejects the pod on every node, as in the burst."""
+        problem = devices.rejection or devices.error
+        if problem:
+            raise PreFilterRejection(names.DYNAMIC_RESOURCES, problem)
+        nodes = self.snapshot.nodes
+        failures: Mapping[str, str] = devices.node_failures(
+            [n.name for n in nodes], np.ones(len(nodes), dtype=bool), lambda row: nodes[row].labels
+        )
+        return failures
+
     def evaluate(self, pod: Pod) -> FilterOutcome:
         """Run PreFilter and Filter for ``pod`` on every node."""
-        check_in_scope(pod)
+        uid = (pod.get("metadata") or {}).get("uid", "")
+        check_in_scope(pod, uid in self.devices or uid in self.device_failures)
         plugins: list[FilterPlugin] = []
         allowed: frozenset[str] | None = None
         narrowing: list[str] = []
@@ -222,7 +244,10 @@ class PodEvaluator:
         if spec is not None and spec.static_score is not None:
             return static_scores(spec, self.profile.args_of(name), pod, feasible)
         if spec is not None and spec.score_channel is not None:
-            return channel_scores(spec, self.profile.args_of(name), pod, feasible)
+            uid = (pod.get("metadata") or {}).get("uid", "")
+            return channel_scores(
+                spec, self.profile.args_of(name), pod, feasible, devices=self.devices.get(uid)
+            )
         raise PodInvalid(f"no per-node score is written for {name}")
 
     def scores_for(self, pod: Pod, feasible: list[str]) -> dict[str, dict[str, int]]:

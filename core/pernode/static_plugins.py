@@ -155,15 +155,19 @@ def channel_scores(
     pod: Pod,
     feasible: Sequence[NodeInfo],
     snapshot: Snapshot | None = None,
+    devices: Any = None,
 ) -> dict[str, int]:
     """A score channel's normalised score of each feasible node, as kube-scheduler's
     DefaultNormalizeScore: MAX scales by the largest raw value (all 0 when it is 0),
     REVERSE_MAX reverses that (all 100 when it is 0); NONE values are final.
-    ``snapshot``: the cluster of the feasible nodes (None: they are all of it)."""
+    ``snapshot``: the cluster of the feasible nodes (None: they are all of it);
+    ``devices``: the pod's DynamicResources cycle state, as its class carries it."""
     channel = spec.score_channel
     assert channel is not None
     nodes = _Nodes(feasible, snapshot)
-    raw = [int(v) for v in channel.raw(args, nodes, _OnePod.of(pod))]
+    one = _OnePod.of(pod)
+    one.devices = devices
+    raw = [int(v) for v in channel.raw(args, nodes, one)]
     if channel.normalise is not Normalise.NONE:
         top = max(raw, default=0)
         reverse = channel.normalise is Normalise.REVERSE_MAX

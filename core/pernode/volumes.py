@@ -84,8 +84,9 @@ ZONE_LABELS = (BETA_ZONE, BETA_REGION, ZONE, REGION)
 GA_LABEL = {BETA_ZONE: ZONE, BETA_REGION: REGION}
 
 
-def check_in_scope(pod: Pod) -> None:
-    """Raise PodInvalid for volumes and claims the per-node filters do not model."""
+def check_in_scope(pod: Pod, claims_known: bool = False) -> None:
+    """Raise PodInvalid for volumes and claims the per-node filters do not model
+    (``claims_known``: the caller gave the pod's DynamicResources cycle state)."""
     spec = pod.get("spec") or {}
     for volume in spec.get("volumes") or ():
         kinds = UNMODELLED_VOLUME_SOURCES.intersection(volume)
@@ -94,7 +95,7 @@ def check_in_scope(pod: Pod) -> None:
             raise PodInvalid(
                 f"volume {volume.get('name')!r} uses {kind}: not modelled by the per-node filters"
             )
-    if spec.get("resourceClaims"):
+    if spec.get("resourceClaims") and not claims_known:
         raise PodInvalid(
             "resource claims (DynamicResources) are not modelled by the per-node filters"
         )

@@ -6,7 +6,9 @@ Dynamic, in the burst kernel; here its args (every weight must be 1).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from kubesalvo.core.args_reading import ArgsDecoder, build, open_args, resources
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     PRE_SCORE,
@@ -48,4 +50,20 @@ class NodeResourcesBalancedAllocationArgs:
         return out
 
 
-SPEC = PluginSpec(NAME, frozenset({PRE_SCORE, SCORE}), args=NodeResourcesBalancedAllocationArgs)
+def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeResourcesBalancedAllocationArgs:
+    """NodeResourcesBalancedAllocationArgs from its pluginConfig document."""
+    f = open_args(d, raw, path, NAME, ("resources",))
+    weighted = tuple(resources(d, f, "resources"))
+    default = NodeResourcesBalancedAllocationArgs()
+    return build(
+        d, path, lambda: NodeResourcesBalancedAllocationArgs(weighted or default.resources), default
+    )
+
+
+SPEC = PluginSpec(
+    NAME,
+    frozenset({PRE_SCORE, SCORE}),
+    args=NodeResourcesBalancedAllocationArgs,
+    args_reader=read_args,
+    profile_field="balanced_allocation",
+)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from kubesalvo.core.args_reading import ArgsDecoder, build, open_args
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     POST_FILTER,
@@ -98,6 +100,21 @@ class DefaultPreemptionArgs:
 
 # Asynchronous preemption (beta, on in v1.34): a victim's deletion retries the pod.
 EVENTS = (ClusterEvent(EventResource.POD, ActionType.DELETE),)
+
+
+def read_args(d: ArgsDecoder, raw: Any, path: str) -> DefaultPreemptionArgs:
+    """DefaultPreemptionArgs from its pluginConfig document."""
+    f = open_args(d, raw, path, NAME, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"))
+    pct = f.integer("minCandidateNodesPercentage", 10)
+    absolute = f.integer("minCandidateNodesAbsolute", 100)
+    assert pct is not None and absolute is not None
+    return build(d, path, lambda: DefaultPreemptionArgs(pct, absolute), DefaultPreemptionArgs())
+
+
 SPEC = PluginSpec(
-    NAME, frozenset({PRE_ENQUEUE, POST_FILTER}), args=DefaultPreemptionArgs, events=EVENTS
+    NAME,
+    frozenset({PRE_ENQUEUE, POST_FILTER}),
+    args=DefaultPreemptionArgs,
+    events=EVENTS,
+    args_reader=read_args,
 )

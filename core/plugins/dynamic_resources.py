@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesalvo.core.args_reading import ArgsDecoder, build, open_args
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     FILTER,
@@ -38,6 +39,7 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     FieldError,
+    HintFn,
     NodeFilter,
     NodeFilterResult,
     NodeTable,
@@ -230,6 +232,28 @@ EVENTS = (
     ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE_OTHER),
     ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE_OTHER),
 )
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.dynamic_resources_hint import queueing_hint
+
+    return queueing_hint
+
+
+def read_args(d: ArgsDecoder, raw: Any, path: str) -> DynamicResourcesArgs:
+    """DynamicResourcesArgs from its pluginConfig document (a Go duration)."""
+    f = open_args(d, raw, path, NAME, ("filterTimeout",))
+    timeout = f.duration("filterTimeout")
+    if timeout is None:
+        return DynamicResourcesArgs()
+    if timeout < 0:
+        # The model checks the seconds; the file's value is the duration string.
+        d.invalid(f.at("filterTimeout"), f.raw("filterTimeout"), "must be zero or positive")
+        return DynamicResourcesArgs()
+    return build(d, path, lambda: DynamicResourcesArgs(timeout), DynamicResourcesArgs())
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, SCORE, RESERVE, PRE_BIND}),
@@ -248,4 +272,11 @@ SPEC = PluginSpec(
     score_channel=SCORE_CHANNEL,
     pre_filter=CLAIMS_PREFILTER,
     node_filter=NODE_FILTER,
+    queueing_hint=_queueing_hint,
+    args_reader=read_args,
+    kernel_codes={
+        CANNOT_ALLOCATE: "DRA_ALLOCATE",
+        NOT_AVAILABLE_ON_NODE: "DRA_UNAVAILABLE",
+        TIMED_OUT: "DRA_TIMEOUT",
+    },
 )

@@ -587,6 +587,19 @@ class PluginSpec:
     ``named_only``: points among ``points`` that ``multiPoint`` does not expand into: the
     plugin runs there only where a profile names it at the point (an upstream release
     later than v1.34 added it there; kubesalvo's defaults stay v1.34's).
+    ``args_reader``: reads its args from a ``pluginConfig`` document (``(decoder, raw,
+    path) -> args``, written against ``core/args_reading.py``; None: an args model of plain
+    values, read field by field); ``profile_field``: the ``Profile`` field the kernels read
+    its args from ("": they are kept in ``Profile.plugin_args``).
+    ``kernel_codes``: its reasons the kernels (or its filter masks) count under a fixed
+    code of their own rather than an extension code: reason text -> the code's name in
+    ``core/_codes.pxd`` (``reasons.FIXED_REASONS`` gathers them).
+    ``sort_key``: a queue sort's key of a queued pod (``sched/queue``'s ``QueuedPod``: its
+    ``priority``, ``timestamp`` and ``pod``); smaller keys pop first.
+    ``queueing_hint``: loads its queueing hint (:data:`HintFn`: whether one of its
+    ``events`` can help a pod it rejected; without one, every such event does). A loader,
+    as a hint reads the plugin's per-node logic (core/pernode), which imports the plugin's
+    module; the registry loads each once (``registry.queueing_hints``).
     """
 
     name: str
@@ -603,8 +616,23 @@ class PluginSpec:
     pre_filter: PreFilter | None = None
     node_filter: NodeFilter | None = None
     named_only: frozenset[str] = frozenset()
+    queueing_hint: Callable[[], HintFn] | None = None
+    args_reader: Callable[[Any, Any, str], Any] | None = None
+    kernel_codes: Mapping[str, str] = field(default_factory=dict)
+    sort_key: Callable[[Any], tuple[Any, ...]] | None = None
+    profile_field: str = ""
 
     def __post_init__(self) -> None:
+        if (self.args_reader is not None or self.profile_field) and self.args is None:
+            raise ValueError(f"{self.name} takes no args to read or keep")
+        if self.sort_key is not None and QUEUE_SORT not in self.points:
+            raise ValueError(f"sort key of {self.name} must implement the queueSort point")
+        narrowed = prefilter_narrowing_reason([self.name])
+        for text in self.kernel_codes:
+            if text not in self.reasons and text != narrowed:
+                raise ValueError(f"kernel code of {self.name}: {text!r} is not its reason")
+        if self.queueing_hint is not None and not self.events:
+            raise ValueError(f"queueing hint of {self.name}: it registers no events")
         if self.static_filter is not None and len(self.reasons) != 1:
             raise ValueError(f"static filter {self.name} needs exactly one reason text")
         if self.class_filter is not None and not self.class_filter_reads:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from enum import IntEnum
+from typing import Any
 
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import QUEUE_SORT, PluginSpec
@@ -117,4 +118,26 @@ def qos_class(containers: Iterable[tuple[Mapping[str, str], Mapping[str, str]]])
     return QosClass.BURSTABLE
 
 
-SPEC = PluginSpec(NAME, frozenset({QUEUE_SORT}))
+def _resources(container: Any) -> tuple[dict[str, str], dict[str, str]]:
+    resources = container.resources
+    if resources is None:
+        return {}, {}
+    return resources.requests, resources.limits
+
+
+def sort_key(qp: Any) -> tuple[Any, ...]:
+    """The key of a queued pod (``sched/queue``'s ``QueuedPod``, its pod the informers'
+    model): the higher groupPriority, then the better QoS class, then the earlier queued."""
+    spec = qp.pod.spec
+    priority, _ = group_priority(qp.pod.metadata.labels)
+    pod_level = spec.resources
+    if pod_level is not None and (pod_level.requests or pod_level.limits):
+        # Pod-level resources (beta in 1.34) decide the class when set, as in the kubelet.
+        qos = qos_class([(pod_level.requests, pod_level.limits)])
+    else:
+        containers = (*spec.init_containers, *spec.containers)
+        qos = qos_class(_resources(c) for c in containers)
+    return (-priority, int(qos), qp.timestamp)
+
+
+SPEC = PluginSpec(NAME, frozenset({QUEUE_SORT}), sort_key=sort_key)

@@ -8,7 +8,9 @@ an invalid selector is rejected by the PreFilter ("parsing pod: ...", unresolvab
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from kubesalvo.core.args_reading import ArgsDecoder, build, open_args
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     FILTER,
@@ -21,6 +23,7 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    HintFn,
     PluginSpec,
     check,
 )
@@ -78,6 +81,26 @@ EVENTS = (
     ),
     ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
 )
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.inter_pod_affinity_hint import queueing_hint
+
+    return queueing_hint
+
+
+def read_args(d: ArgsDecoder, raw: Any, path: str) -> InterPodAffinityArgs:
+    """InterPodAffinityArgs from its pluginConfig document."""
+    f = open_args(
+        d, raw, path, NAME, ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods")
+    )
+    weight = f.integer("hardPodAffinityWeight", 1)
+    assert weight is not None
+    ignore = bool(f.flag("ignorePreferredTermsOfExistingPods", False))
+    return build(d, path, lambda: InterPodAffinityArgs(weight, ignore), InterPodAffinityArgs())
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -88,4 +111,12 @@ SPEC = PluginSpec(
         ERR_REASON_ANTI_AFFINITY: Code.UNSCHEDULABLE,
     },
     events=EVENTS,
+    queueing_hint=_queueing_hint,
+    args_reader=read_args,
+    profile_field="inter_pod_affinity",
+    kernel_codes={
+        ERR_REASON_AFFINITY: "IPA_AFFINITY",
+        ERR_REASON_ANTI_AFFINITY: "IPA_ANTI",
+        ERR_REASON_EXISTING_ANTI_AFFINITY: "IPA_EXISTING",
+    },
 )

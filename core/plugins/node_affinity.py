@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kubesalvo.core.added_affinity import decode_node_affinity, node_affinity_to_api
+from kubesalvo.core.args_reading import ArgsDecoder, build, open_args
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     FILTER,
@@ -33,6 +35,7 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FieldError,
     FilterMask,
+    HintFn,
     NodeTable,
     Normalise,
     PluginSpec,
@@ -41,6 +44,7 @@ from kubesalvo.core.plugins.framework import (
     PreFilterResult,
     ScoreChannel,
     check,
+    prefilter_narrowing_reason,
 )
 
 __all__ = [
@@ -70,7 +74,7 @@ ERR_REASON_NODE_AFFINITY_CONFLICT = "pod affinity terms conflict"
 class NodeAffinityArgs:
     """NodeAffinityArgs: a node affinity (API shape) added to every pod of the profile.
 
-    The config loader reads ``addedAffinity`` field by field (``sched/config/affinity.py``)
+    The config loader reads ``addedAffinity`` field by field (``core/added_affinity.py``)
     and hands it here in the API shape the encoder reads.
     """
 
@@ -232,6 +236,28 @@ FILTER_MASKS = (
 # The more preferred weight a node matches, the more it scores (max-normalised).
 SCORE_CHANNEL = ScoreChannel(Normalise.MAX, preferred_weights, preferred_terms_of, reads="affinity")
 EVENTS = (ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.node_affinity_hint import queueing_hint
+
+    return queueing_hint
+
+
+def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeAffinityArgs:
+    """NodeAffinityArgs from its pluginConfig document (``core/added_affinity.py`` reads
+    and checks the terms)."""
+    f = open_args(d, raw, path, NAME, ("addedAffinity",))
+    if not f.has("addedAffinity"):
+        return NodeAffinityArgs()
+    errors = len(d.errors)
+    added = decode_node_affinity(d, f.raw("addedAffinity"), f.at("addedAffinity"))
+    if len(d.errors) > errors:
+        return NodeAffinityArgs()
+    return build(d, path, lambda: NodeAffinityArgs(node_affinity_to_api(added)), NodeAffinityArgs())
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -244,4 +270,13 @@ SPEC = PluginSpec(
     score_channel=SCORE_CHANNEL,
     filter_masks=FILTER_MASKS,
     pre_filter=NAMED_NODES,
+    queueing_hint=_queueing_hint,
+    args_reader=read_args,
+    profile_field="node_affinity",
+    kernel_codes={
+        ERR_REASON_NODE_AFFINITY: "NODE_AFFINITY",
+        ERR_REASON_ENFORCED_NODE_AFFINITY: "ENFORCED_AFFINITY",
+        # the nodes its PreFilter left out (its metadata.name terms)
+        prefilter_narrowing_reason([NAME]): "NARROWED",
+    },
 )

@@ -48,4 +48,5 @@ SPEC = PluginSpec(
     reasons={ERR_REASON_NODE_NAME: Code.UNSCHEDULABLE_AND_UNRESOLVABLE},
     events=EVENTS,
     filter_masks=(FILTER_MASK,),
+    kernel_codes={ERR_REASON_NODE_NAME: "NODE_NAME"},
 )

@@ -24,4 +24,5 @@ SPEC = PluginSpec(
     frozenset({PRE_FILTER, FILTER}),
     reasons={ERR_REASON_NODE_PORTS: Code.UNSCHEDULABLE},
     events=EVENTS,
+    kernel_codes={ERR_REASON_NODE_PORTS: "PORTS"},
 )

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
+from kubesalvo.core.args_reading import ArgsDecoder, build, open_args, resources
 from kubesalvo.core.label_names import qualified_name_problems
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
@@ -24,6 +26,7 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    HintFn,
     PluginSpec,
     ResourceSpec,
     check,
@@ -217,9 +220,69 @@ EVENTS = (
 )
 # Its reasons are "Too many pods" and one "Insufficient <resource>" per resource; their
 # status code depends on the node (see core/pernode/node_resources_fit.py).
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.node_resources_fit_hint import queueing_hint
+
+    return queueing_hint
+
+
+def read_shape(d: ArgsDecoder, raw: Any, path: str) -> tuple[ShapePoint, ...]:
+    """A list of utilization/score points (requestedToCapacityRatio, VolumeBinding)."""
+    points: list[ShapePoint] = []
+    for item, p in d.items(raw, path):
+        pf = d.fields(item, p, ("utilization", "score"))
+        points.append(ShapePoint(pf.integer("utilization", 0) or 0, pf.integer("score", 0) or 0))
+    return tuple(points)
+
+
+def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeResourcesFitArgs:
+    """NodeResourcesFitArgs from its pluginConfig document."""
+    f = open_args(
+        d, raw, path, NAME, ("ignoredResources", "ignoredResourceGroups", "scoringStrategy")
+    )
+    ignored = tuple(f.text_list("ignoredResources"))
+    groups = tuple(f.text_list("ignoredResourceGroups"))
+    strategy = ScoringStrategy()
+    if f.has("scoringStrategy"):
+        spath = f.at("scoringStrategy")
+        sf = d.fields(
+            f.raw("scoringStrategy"), spath, ("type", "resources", "requestedToCapacityRatio")
+        )
+        # Inside a given scoringStrategy the type has no default, as upstream.
+        stype: Any = sf.text("type")
+        weighted = tuple(resources(d, sf, "resources")) or DEFAULT_RESOURCES
+        shape: tuple[ShapePoint, ...] = ()
+        if sf.has("requestedToCapacityRatio"):
+            rpath = sf.at("requestedToCapacityRatio")
+            rf = d.fields(sf.raw("requestedToCapacityRatio"), rpath, ("shape",))
+            shape = read_shape(d, rf.raw("shape"), rf.at("shape"))
+            if not shape and stype != ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO:
+                # (with that type the model itself asks for the points)
+                d.fail(
+                    rf.at("shape"),
+                    ErrorKind.REQUIRED,
+                    detail="at least one point must be specified",
+                )
+        strategy = build(
+            d, path, lambda: ScoringStrategy(stype, weighted, shape), ScoringStrategy()
+        )
+    return build(
+        d,
+        path,
+        lambda: NodeResourcesFitArgs(ignored, groups, strategy),
+        NodeResourcesFitArgs(scoring_strategy=strategy),
+    )
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
     args=NodeResourcesFitArgs,
     events=EVENTS,
+    queueing_hint=_queueing_hint,
+    args_reader=read_args,
+    profile_field="fit",
 )

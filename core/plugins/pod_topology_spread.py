@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
+from kubesalvo.core.args_reading import ArgsDecoder, build, open_args
 from kubesalvo.core.label_names import qualified_name_problems
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
@@ -25,6 +27,7 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    HintFn,
     PluginSpec,
     check,
 )
@@ -217,6 +220,63 @@ EVENTS = (
         | ActionType.UPDATE_NODE_TAINT,
     ),
 )
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.pod_topology_spread_hint import queueing_hint
+
+    return queueing_hint
+
+
+def _read_constraint(d: ArgsDecoder, raw: Any, path: str) -> DefaultConstraint:
+    f = d.fields(
+        raw,
+        path,
+        (
+            "maxSkew",
+            "topologyKey",
+            "whenUnsatisfiable",
+            "labelSelector",
+            "minDomains",
+            "nodeAffinityPolicy",
+            "nodeTaintsPolicy",
+            "matchLabelKeys",
+        ),
+    )
+    if f.has("labelSelector"):
+        d.fail(
+            f.at("labelSelector"),
+            ErrorKind.FORBIDDEN,
+            detail="constraint must not define a selector, as they deduced for each pod",
+        )
+    return DefaultConstraint(
+        f.integer("maxSkew", 0) or 0,
+        f.text("topologyKey"),
+        f.text("whenUnsatisfiable"),
+        f.integer("minDomains"),
+        f.opt_text("nodeAffinityPolicy"),
+        f.opt_text("nodeTaintsPolicy"),
+        tuple(f.text_list("matchLabelKeys")),
+    )
+
+
+def read_args(d: ArgsDecoder, raw: Any, path: str) -> PodTopologySpreadArgs:
+    """PodTopologySpreadArgs from its pluginConfig document."""
+    f = open_args(d, raw, path, NAME, ("defaultConstraints", "defaultingType"))
+    cpath = f.at("defaultConstraints")
+    constraints = tuple(
+        _read_constraint(d, c, p) for c, p in d.items(f.raw("defaultConstraints"), cpath)
+    )
+    defaulting: Any = f.text("defaultingType", "System") or "System"
+    return build(
+        d,
+        path,
+        lambda: PodTopologySpreadArgs(constraints, defaulting),
+        PodTopologySpreadArgs(),
+    )
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -226,4 +286,11 @@ SPEC = PluginSpec(
         ERR_REASON_SPREAD_MISSING_LABEL: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
     },
     events=EVENTS,
+    queueing_hint=_queueing_hint,
+    args_reader=read_args,
+    profile_field="spread",
+    kernel_codes={
+        ERR_REASON_SPREAD_CONSTRAINTS: "SPREAD",
+        ERR_REASON_SPREAD_MISSING_LABEL: "SPREAD_LABEL",
+    },
 )

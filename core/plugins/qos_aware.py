@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
@@ -242,4 +242,17 @@ def render_table(rows: Sequence[tuple[Controller, Totals]]) -> str:
     return "\n".join(out) + "\n"
 
 
-SPEC = PluginSpec(NAME, frozenset({QUEUE_SORT, PRE_BIND, POST_BIND}), args=QosAwareArgs)
+def fallback_sort_key(qp: Any) -> tuple[Any, ...]:
+    """Its order changes with time (each controller's time to violation): the running
+    scheduler hands the queue its live table's key at every pop (``SchedulingQueue.
+    key_factory``, see sched/qos.py). Where no table runs (``simulate`` places pods in the
+    order given) it falls back to PrioritySort's order."""
+    return (-qp.priority, qp.timestamp)
+
+
+SPEC = PluginSpec(
+    NAME,
+    frozenset({QUEUE_SORT, PRE_BIND, POST_BIND}),
+    args=QosAwareArgs,
+    sort_key=fallback_sort_key,
+)

@@ -1,12 +1,12 @@
 """The registry: every plugin kubesalvo knows, by name (kube-scheduler's registry.go).
 
 The config loader reads which extension points a plugin implements and its args model;
-the queue reads the events each plugin registered; the encoder, the failure reports and
-``explain`` read the reasons; the encoder and the reference run the static filters and
-scores (``static_filter``, ``static_score``) and the score channels (``score_channel``,
-gathered per profile by :func:`score_channels`). Adding a plugin: write its module (see any
-module here; ``node_name`` is the smallest filter) and add its ``SPEC`` to ``_SPECS``
-below.
+the queue reads the events each plugin registered and their queueing hints
+(:func:`queueing_hints`); the encoder, the failure reports and ``explain`` read the
+reasons; the encoder and the reference run the static filters and scores
+(``static_filter``, ``static_score``) and the score channels (``score_channel``, gathered
+per profile by :func:`score_channels`). Adding a plugin: write its module (see any module
+here; ``node_name`` is the smallest filter) and add its ``SPEC`` to ``_SPECS`` below.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from kubesalvo.core.plugins.framework import (
     FILTER,
     ClusterEvent,
     Code,
+    HintFn,
     Normalise,
     PluginSpec,
     ScoreChannel,
@@ -62,9 +63,11 @@ __all__ = [
     "MULTI_POINT_EXPANSION",
     "PLUGINS",
     "PLUGIN_EVENTS",
+    "PROFILE_FIELDS",
     "REASON_CODES",
     "REASON_PLUGIN",
     "ScoreChannelConflict",
+    "queueing_hints",
     "score_channels",
 ]
 
@@ -106,9 +109,19 @@ EXTENSION_POINTS: dict[str, frozenset[str]] = {s.name: s.points for s in _SPECS}
 MULTI_POINT_EXPANSION: dict[str, frozenset[str]] = {s.name: s.points - s.named_only for s in _SPECS}
 # Plugin -> its args model, for the plugins that take args.
 ARGS: dict[str, type] = {s.name: s.args for s in _SPECS if s.args is not None}
+# Plugin -> the Profile field its args are kept in, for the args the kernels read.
+PROFILE_FIELDS: dict[str, str] = {s.name: s.profile_field for s in _SPECS if s.profile_field}
 # Plugin -> the events after which a pod it rejected may fit (kube-scheduler v1.34, with
 # queueing hints on).
 PLUGIN_EVENTS: dict[str, tuple[ClusterEvent, ...]] = {s.name: s.events for s in _SPECS if s.events}
+
+
+def queueing_hints() -> dict[str, HintFn]:
+    """Plugin -> its queueing hint, for the plugins that have one (loaded on each call:
+    the queue takes them once)."""
+    return {s.name: s.queueing_hint() for s in _SPECS if s.queueing_hint is not None}
+
+
 # The status code of each fixed reason (NodeResourcesFit decides per node).
 REASON_CODES: dict[str, Code] = {r: c for s in _SPECS for r, c in s.reasons.items()}
 # Fixed reason text -> the plugin that gives it.

@@ -25,6 +25,7 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     FilterMask,
+    HintFn,
     NodeTable,
     Normalise,
     PluginSpec,
@@ -130,6 +131,15 @@ SCORE_CHANNEL = ScoreChannel(
     prefer_no_schedule_tolerations,
     reads="tolerations",
 )
+
+
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.taint_toleration_hint import queueing_hint
+
+    return queueing_hint
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({FILTER, PRE_SCORE, SCORE}),
@@ -137,4 +147,6 @@ SPEC = PluginSpec(
     events=EVENTS,
     score_channel=SCORE_CHANNEL,
     filter_masks=(FILTER_MASK,),
+    queueing_hint=_queueing_hint,
+    kernel_codes={ERR_REASON_UNTOLERATED_TAINT: "TAINT"},
 )

@@ -44,10 +44,12 @@ masks.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from kubesalvo.core import volume_capacity, volumes
+from kubesalvo.core.args_reading import INT64_MAX, ArgsDecoder, build, open_args
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     FILTER,
@@ -71,6 +73,7 @@ from kubesalvo.core.plugins.framework import (
 from kubesalvo.core.plugins.node_resources_fit import (
     MAX_CUSTOM_PRIORITY_SCORE,
     ShapePoint,
+    read_shape,
     shape_problems,
 )
 
@@ -377,6 +380,31 @@ EVENTS = (
     ClusterEvent(EventResource.CSI_STORAGE_CAPACITY, _UPDATE),
 )
 _UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+def read_args(d: ArgsDecoder, raw: Any, path: str) -> VolumeBindingArgs:
+    """VolumeBindingArgs from its pluginConfig document (``shape`` by the feature gate)."""
+    f = open_args(d, raw, path, NAME, ("bindTimeoutSeconds", "shape"))
+    timeout = f.integer("bindTimeoutSeconds", 600, INT64_MAX)
+    assert timeout is not None
+    shape: tuple[ShapePoint, ...] = ()
+    if not d.gates.storage_capacity_scoring:
+        if f.has("shape") and f.raw("shape") is not None:
+            # Off (v1.34's default): kube-scheduler refuses it, so that it cannot take
+            # effect unseen the day the gate turns on.
+            d.invalid(
+                f.at("shape"),
+                f.raw("shape"),
+                "unexpected field `shape`, remove it or turn on the feature gate "
+                "StorageCapacityScoring",
+            )
+    else:
+        # On: an empty or missing shape takes upstream's default, then the model
+        # validates it as ValidateVolumeBindingArgs does.
+        shape = read_shape(d, f.raw("shape"), f.at("shape")) or DEFAULT_SHAPE
+    return build(d, path, lambda: VolumeBindingArgs(timeout, shape), VolumeBindingArgs())
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, RESERVE, PRE_BIND, PRE_SCORE, SCORE}),
@@ -391,4 +419,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     class_filter=filter_class,
     class_filter_reads="volumes",
+    args_reader=read_args,
 )

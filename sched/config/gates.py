@@ -9,7 +9,7 @@ it on. The gates it models:
 
 * ``StorageCapacityScoring`` (alpha, off in v1.34; beta, on in v1.37): VolumeBinding
   scores nodes by the capacity its claims would use there, and its args accept ``shape``
-  (``sched/config/args.py``, ``core/plugins/volume_binding.py``).
+  (``core/plugins/volume_binding.py``: its args reader and its model).
 
 Every other gate name is refused at start, with the list of those kubesalvo knows, even
 one that would not change a decision: kubesalvo cannot vouch that a gate it has not read

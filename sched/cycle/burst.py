@@ -575,6 +575,11 @@ class BurstCycle:
         uid = (devices.pod.get("metadata") or {}).get("uid", "")
         return {uid: failures}
 
+    def plugin_parts(self) -> dict[str, Any]:
+        """The cycle's own parts of plugins (GangBook, DeviceBook) by their plugin's name,
+        which their runtime halves feed through the handle's ``live``."""
+        return {part.name: part for part in (self.gangs, self.devices) if part is not None}
+
     def _admit_gangs(
         self, profile_name: str, pods: list[QueuedPod], objects: list[dict[str, Any]]
     ) -> tuple[list[QueuedPod], list[dict[str, Any]], dict[gang.GroupKey, int]]:

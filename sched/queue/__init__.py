@@ -1,9 +1,10 @@
 """kubesalvo's scheduling queue: activeQ, backoffQ, unschedulable and gated pods.
 
 See ``queue`` for the behaviour (kube-scheduler's PriorityQueue, drained in bursts),
-``cluster_events`` for the cluster events that bring parked pods back, ``hints`` for the checks
-that skip events which cannot help, ``sorting`` for the QueueSort plugins and ``clock``
-for the clocks (a fake one for tests).
+``cluster_events`` for the cluster events that bring parked pods back (each plugin's
+queueing hint, which skips events that cannot help, is its module's: the registry's
+``queueing_hints``), ``sorting`` for the QueueSort plugins and ``clock`` for the clocks (a
+fake one for tests).
 """
 
 from kubesalvo.sched.queue.clock import Clock, FakeClock, MonotonicClock

@@ -5,8 +5,9 @@ The events themselves (:class:`ClusterEvent`, action bits, the fixed events such
 the registry's ``PLUGIN_EVENTS``) are pure data in ``core/plugins``. The queue parks an
 unschedulable pod together with the plugins that rejected it and moves it back only on
 an event one of those plugins registered; kube-scheduler also runs a per-plugin hint
-function on each matching event to skip events that cannot help (``hints``), and a
-plugin without one is retried on every matching event.
+function on each matching event to skip events that cannot help (the plugin's
+``queueing_hint``, gathered by ``registry.queueing_hints``), and a plugin without one is
+retried on every matching event.
 
 ``node_update_events`` and ``pod_update_events`` derive the events of an update from the
 old and new objects (the informers' typed models), as ``framework/events.go`` does.

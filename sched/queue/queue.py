@@ -57,7 +57,7 @@ from typing import Any
 
 import msgspec
 
-from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins import names, registry
 from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.plugins.coscheduling.gang import gang_of
 from kubesalvo.sched.queue.clock import Clock, MonotonicClock
@@ -71,7 +71,6 @@ from kubesalvo.sched.queue.cluster_events import (
     HintFn,
     pod_update_events,
 )
-from kubesalvo.sched.queue.hints import DEFAULT_HINTS
 from kubesalvo.sched.queue.sorting import SortKey, sort_key_for
 
 __all__ = ["QueueName", "QueuedPod", "SchedulingQueue", "incoming_label", "pod_key"]
@@ -219,7 +218,7 @@ class SchedulingQueue:
         pre_enqueue: Mapping[str, Iterable[str]] | None = None,
         default_pre_enqueue: Iterable[str] = (names.SCHEDULING_GATES,),
         plugin_events: Mapping[str, tuple[ClusterEvent, ...]] = PLUGIN_EVENTS,
-        hints: Mapping[str, HintFn] | None = None,  # None: DEFAULT_HINTS
+        hints: Mapping[str, HintFn] | None = None,  # None: the plugins' own
         pop_from_backoff: bool = True,
         on_active: Callable[[], None] | None = None,
     ) -> None:
@@ -235,7 +234,7 @@ class SchedulingQueue:
         self._pre_enqueue = {k: tuple(v) for k, v in (pre_enqueue or {}).items()}
         self._default_pre_enqueue = tuple(default_pre_enqueue)
         self._events = dict(plugin_events)
-        self._hints = dict(DEFAULT_HINTS if hints is None else hints)
+        self._hints = dict(registry.queueing_hints() if hints is None else hints)
         self._pop_from_backoff = pop_from_backoff
         # Called whenever pods become ready, so the cycle can wake up.
         self.on_active = on_active

@@ -8,6 +8,7 @@ h100, else any GPU. Both nodes can serve every pod (the first by the second subr
 so only the Score tells them apart: 8 points for the first subrequest against 7, 100
 against 87 once normalised, x2: every pod on the h100 node, each claim's result named
 "gpu/h100", on both sides. Without the Score the resource scores would spread them.
+``kubesalvo explain`` shows that Score per node for a placed pod.
 """
 
 from __future__ import annotations
@@ -75,5 +76,12 @@ def test_first_available_claims_go_where_the_first_subrequest_fits_as_upstream_s
                 (claim,) = dra.claims_of(pod, claims)
                 results = claim["status"]["allocation"]["devices"]["results"]
                 assert [r["request"] for r in results] == ["gpu/h100"], side
+        # kubesalvo explain: the Score per node is the one the kernel added (pod left out,
+        # 3 H100s are free again on its node: 8 points against 7, 100 and 87, x2).
+        a100_node, h100_node = (n["metadata"]["name"] for n in s.nodes["ours"])
+        answer = s.process.debug(f"/debug/explain?pod={newest_namespace}/w0-ours")
+        assert answer["status"] == "placed" and answer["node"] == h100_node
+        device_scores = {e["node"]: e["plugins"]["DynamicResources"] for e in answer["topNodes"]}
+        assert device_scores == {h100_node: 200, a100_node: 174}
     finally:
         s.close()

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.coscheduling import hint
 from kubesalvo.core.plugins.framework import (
     PERMIT,
     PRE_FILTER,
@@ -176,4 +177,5 @@ SPEC = PluginSpec(
         ERR_REASON_MIN_RESOURCES: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
     },
     events=EVENTS,
+    queueing_hint=lambda: hint.queueing_hint,
 )

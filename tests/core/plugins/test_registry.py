@@ -86,3 +86,100 @@ def test_only_node_affinity_narrows_at_prefilter():
     # (core/reasons.py): a second narrowing plugin needs that text to name the set.
     narrowing = [s.name for s in registry.PLUGINS.values() if s.pre_filter and s.pre_filter.narrows]
     assert narrowing == [names.NODE_AFFINITY]
+
+
+def test_the_registry_gathers_each_plugins_queueing_hint():
+    hints = registry.queueing_hints()
+    assert set(hints) == {
+        names.NODE_RESOURCES_FIT,
+        names.NODE_AFFINITY,
+        names.TAINT_TOLERATION,
+        names.NODE_UNSCHEDULABLE,
+        names.INTER_POD_AFFINITY,
+        names.POD_TOPOLOGY_SPREAD,
+        names.COSCHEDULING,
+        names.DYNAMIC_RESOURCES,
+    }
+    assert all(registry.PLUGIN_EVENTS[name] for name in hints)
+
+
+def test_a_queueing_hint_needs_events_to_answer_for():
+    with pytest.raises(ValueError, match="registers no events"):
+        PluginSpec("NoEvents", frozenset({framework.FILTER}), queueing_hint=lambda: print)
+
+
+def test_every_queueing_hint_queues_when_it_lacks_the_objects():
+    from kubesalvo.core.plugins.framework import NODE_ADD
+    from tests.core.pernode.hint_fixtures import pod
+
+    for name, hint in registry.queueing_hints().items():
+        assert hint(pod(), NODE_ADD, None, None), name
+
+
+def test_each_profile_field_holds_its_plugins_args_model_by_default():
+    from kubesalvo.core.profile import Profile
+
+    profile = Profile.default()
+    assert set(registry.PROFILE_FIELDS) == {
+        names.NODE_RESOURCES_FIT,
+        names.NODE_RESOURCES_BALANCED_ALLOCATION,
+        names.POD_TOPOLOGY_SPREAD,
+        names.INTER_POD_AFFINITY,
+        names.NODE_AFFINITY,
+    }
+    for plugin, attr in registry.PROFILE_FIELDS.items():
+        assert getattr(profile, attr) == registry.ARGS[plugin]()
+        assert profile.args_of(plugin) is getattr(profile, attr)
+
+
+def test_kube_schedulers_args_kinds_have_their_readers_in_their_modules():
+    readers = {name for name, spec in registry.PLUGINS.items() if spec.args_reader is not None}
+    assert readers == {
+        names.DEFAULT_PREEMPTION,
+        names.DYNAMIC_RESOURCES,
+        names.INTER_POD_AFFINITY,
+        names.NODE_AFFINITY,
+        names.NODE_RESOURCES_BALANCED_ALLOCATION,
+        names.NODE_RESOURCES_FIT,
+        names.POD_TOPOLOGY_SPREAD,
+        names.VOLUME_BINDING,
+    }
+
+
+def test_a_plugin_without_args_has_no_args_reader():
+    with pytest.raises(ValueError, match="takes no args"):
+        PluginSpec("NoArgs", frozenset({framework.FILTER}), args_reader=lambda d, raw, path: None)
+
+
+def test_each_kernel_code_a_plugin_names_is_the_kernels_and_given_once():
+    from kubesalvo.core import _codes
+    from kubesalvo.core.reasons import FIXED_REASONS
+
+    named = [
+        (spec.name, text, code)
+        for spec in registry.PLUGINS.values()
+        for text, code in spec.kernel_codes.items()
+    ]
+    assert len({code for _, _, code in named}) == len(named) == len(FIXED_REASONS)
+    for plugin, text, code in named:
+        assert FIXED_REASONS[getattr(_codes, code)] == (plugin, text)
+    assert FIXED_REASONS[_codes.TAINT] == (
+        names.TAINT_TOLERATION,
+        "node(s) had untolerated taint(s)",
+    )
+
+
+def test_a_kernel_code_is_for_one_of_the_plugins_own_reasons():
+    with pytest.raises(ValueError, match="is not its reason"):
+        PluginSpec("Codes", frozenset({framework.FILTER}), kernel_codes={"other": "TAINT"})
+
+
+def test_the_queue_sort_plugins_carry_their_own_sort_keys():
+    from kubesalvo.sched.queue.sorting import sort_key_for
+
+    keyed = {name for name, spec in registry.PLUGINS.items() if spec.sort_key is not None}
+    assert keyed == {names.PRIORITY_SORT, names.GROUP_PRIORITY, names.QOS_AWARE}
+    for name in keyed:
+        assert sort_key_for(name) is registry.PLUGINS[name].sort_key
+    with pytest.raises(ValueError, match="queueSort point"):
+        PluginSpec("Keyed", frozenset({framework.FILTER}), sort_key=lambda qp: ())

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kubesalvo.core.args_reading import ArgsDecoder, index
 from kubesalvo.core.label_names import label_value_problems, qualified_name_problems
-from kubesalvo.sched.config.decode import Decoder, index
-from kubesalvo.sched.config.errors import ErrorKind
+from kubesalvo.core.plugins.framework import ErrorKind
 
 __all__ = [
     "FIELD_OPERATORS",
@@ -68,7 +68,7 @@ class NodeAffinity:
 
 
 def _requirements(
-    d: Decoder, raw: Any, path: str, operators: tuple[str, ...], is_field: bool
+    d: ArgsDecoder, raw: Any, path: str, operators: tuple[str, ...], is_field: bool
 ) -> tuple[NodeSelectorRequirement, ...]:
     out: list[NodeSelectorRequirement] = []
     for item, p in d.items(raw, path):
@@ -106,7 +106,7 @@ def _requirements(
     return tuple(out)
 
 
-def _term(d: Decoder, raw: Any, path: str) -> NodeSelectorTerm:
+def _term(d: ArgsDecoder, raw: Any, path: str) -> NodeSelectorTerm:
     f = d.fields(raw, path, ("matchExpressions", "matchFields"))
     exprs = _requirements(
         d, f.raw("matchExpressions"), f.at("matchExpressions"), LABEL_OPERATORS, is_field=False
@@ -126,7 +126,7 @@ def _term(d: Decoder, raw: Any, path: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(exprs, fields)
 
 
-def decode_node_affinity(d: Decoder, raw: Any, path: str) -> NodeAffinity:
+def decode_node_affinity(d: ArgsDecoder, raw: Any, path: str) -> NodeAffinity:
     f = d.fields(
         raw,
         path,
