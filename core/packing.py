@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from kubesalvo.core import _pack
+
 __all__ = ["Burst", "Limits", "better", "empty_least_filled", "improve", "newly_used", "valid"]
 
 
@@ -57,6 +59,7 @@ def empty_least_filled(
     candidates = [
         int(n) for n in np.argsort(fill, kind="stable") if in_use[n] and not held_before[n]
     ]
+    scale = capacity.astype(np.float64)
     for node in candidates:
         pods = np.flatnonzero(out == node)
         if not movable[pods].all():
@@ -69,12 +72,9 @@ def empty_least_filled(
         targets[node] = False
         moves: list[tuple[int, int]] = []
         for pod in pods:
-            fits = targets & feasible[pod] & (trial >= requests[pod]).all(axis=1)
-            if not fits.any():
+            target = _best_fit(trial, requests[pod], targets & feasible[pod], scale)
+            if target < 0:
                 break
-            # Best fit: the target left with the least room in its tightest resource.
-            left = ((trial - requests[pod]) / capacity).min(axis=1)
-            target = int(np.flatnonzero(fits)[np.argmin(left[fits])])
             trial[target] -= requests[pod]
             moves.append((int(pod), target))
         else:
@@ -221,7 +221,7 @@ def _relocate(
     of whose movable pods fits on another node and frees enough room by leaving."""
     pods = np.flatnonzero((out < 0) & burst.movable)
     order = np.lexsort((_dominant(burst, pods), -burst.level[pods]))
-    capacity = np.maximum(burst.free, 1)
+    capacity = _capacity(burst)
     failed: set[tuple[int, int]] = set()
     for pod in pods[order][:limit].tolist():
         key = (int(burst.pod_class[pod]), int(burst.level[pod]))
@@ -229,11 +229,8 @@ def _relocate(
             continue
         need = burst.requests[pod]
         feasible = burst.class_feasible[burst.pod_class[pod]]
-        fits = feasible & (room >= need).all(axis=1)
-        if fits.any():
-            left = ((room - need) / capacity).min(axis=1)
-            target = int(np.flatnonzero(fits)[np.argmin(left[fits])])
-        else:
+        target = _best_fit(room, need, feasible, capacity)
+        if target < 0:
             target = _make_room(burst, out, room, need, feasible, in_use)
             if target < 0:
                 failed.add(key)
@@ -254,7 +251,7 @@ def _make_room(
     """A node made to fit ``need`` by moving one movable pod of it to another node (the
     move done in ``out`` and ``room``), or -1."""
     short = np.maximum(need - room, 0)
-    capacity = np.maximum(burst.free, 1)
+    capacity = _capacity(burst)
     closeness = (short / capacity).max(axis=1)
     nodes = np.flatnonzero(feasible & in_use)
     nodes = nodes[np.argsort(closeness[nodes], kind="stable")][:_RELOCATION_NODES]
@@ -263,14 +260,12 @@ def _make_room(
         big_enough = (burst.requests[movers] >= short[node]).all(axis=1)
         for mover in movers[big_enough].tolist():
             asks = burst.requests[mover]
-            where = burst.class_feasible[burst.pod_class[mover]] & (room >= asks).all(axis=1)
+            where = burst.class_feasible[burst.pod_class[mover]].copy()
             where[node] = False
-            if not where.any():
-                continue
             # Rather a node in use, the fullest it fits on.
-            pool = where & in_use if (where & in_use).any() else where
-            left = ((room - asks) / capacity).min(axis=1)
-            other = int(np.flatnonzero(pool)[np.argmin(left[pool])])
+            other = _best_fit(room, asks, where, capacity, prefer=in_use)
+            if other < 0:
+                continue
             out[mover] = other
             room[other] -= asks
             room[node] += asks
@@ -293,8 +288,8 @@ def repack(burst: Burst, largest_first: bool = True) -> npt.NDArray[np.int32]:
     placed again: by priority, then the largest dominant share first (the smallest with
     ``largest_first`` False), a class's pods at a time, each run onto the fullest open
     node they fit (nodes in use anyway are open), a new node (the roomiest that fits)
-    opened only when none does. Pods on nodes that
-    hold pods from before the burst or immovable ones stay where the kernel put them."""
+    opened only when none does (``_pack.repack_runs``). Pods on nodes that hold pods
+    from before the burst or immovable ones stay where the kernel put them."""
     out = burst.assigned.astype(np.int32)
     n_nodes = len(burst.free)
     stuck = burst.held_before.copy()
@@ -302,7 +297,7 @@ def repack(burst: Burst, largest_first: bool = True) -> npt.NDArray[np.int32]:
     placed = out >= 0
     again = burst.movable & (~placed | ~stuck[np.where(placed, out, 0)])
     out[again] = -1
-    room = burst.free - _load(burst.requests, out, n_nodes)
+    room = np.ascontiguousarray(burst.free - _load(burst.requests, out, n_nodes))
     open_ = stuck.copy()
     open_[out[out >= 0]] = True
     pods = np.flatnonzero(again)
@@ -311,42 +306,65 @@ def repack(burst: Burst, largest_first: bool = True) -> npt.NDArray[np.int32]:
     keys = np.concatenate(
         [burst.pod_class[pods, None], burst.level[pods, None], burst.requests[pods]], axis=1
     )
-    groups, group_of = np.unique(keys, axis=0, return_inverse=True)
+    groups, first, group_of = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     group_of = group_of.reshape(-1)
-    members = [pods[group_of == g] for g in range(len(groups))]
-    share = _dominant(burst, np.array([m[0] for m in members], dtype=np.intp))
-    capacity = np.maximum(burst.free, 1)
-    largest = capacity.max(axis=0)
-    # Per node, its room left in its tightest resource: relative to the node (how full
-    # it is) and to the largest node (how much it can still take); kept up to date per
-    # node placed, as recomputing them per run of pods costs O(nodes x resources).
-    fullness = (room / capacity).min(axis=1)
-    roomy = (room / largest).min(axis=1)
-    for g in np.lexsort((-share if largest_first else share, -groups[:, 1])).tolist():
-        queue = members[g].tolist()
-        need = burst.requests[queue[0]]
-        asked = need > 0
-        fits = burst.class_feasible[burst.pod_class[queue[0]]] & (room >= need).all(axis=1)
-        open_fit = np.where(fits & open_, fullness, np.inf)
-        new_fit = np.where(fits & ~open_, roomy, -np.inf)
-        while queue:
-            node = int(np.argmin(open_fit))
-            if open_fit[node] == np.inf:
-                node = int(np.argmax(new_fit))
-                if new_fit[node] == -np.inf:
-                    break
-                open_[node] = True
-                new_fit[node] = -np.inf
-            k = int((room[node, asked] // need[asked]).min()) if asked.any() else len(queue)
-            k = max(1, min(k, len(queue)))
-            out[queue[:k]] = node
-            room[node] -= need * k
-            queue = queue[k:]
-            fullness[node] = (room[node] / capacity[node]).min()
-            roomy[node] = (room[node] / largest).min()
-            # The node took all of this run it could: full for these pods.
-            open_fit[node] = fullness[node] if (room[node] >= need).all() else np.inf
+    # Each run's pods in queue order, runs in placing order: priority, then dominant share.
+    share = _dominant(burst, pods[first])
+    runs = np.lexsort((-share if largest_first else share, -groups[:, 1]))
+    rank = np.empty(len(groups), dtype=np.intp)
+    rank[runs] = np.arange(len(groups))
+    members = pods[np.argsort(rank[group_of], kind="stable")].astype(np.int64)
+    run_start = np.zeros(len(groups) + 1, dtype=np.int64)
+    run_start[1:] = np.cumsum(np.bincount(group_of, minlength=len(groups))[runs])
+    capacity = _capacity(burst)
+    _pack.repack_runs(
+        room,
+        capacity,
+        np.ascontiguousarray(capacity.max(axis=0)),
+        _as_u8(burst.class_feasible),
+        _as_u8(open_),
+        np.ascontiguousarray(groups[runs, 2:], dtype=np.int64),
+        np.ascontiguousarray(groups[runs, 0], dtype=np.int64),
+        run_start,
+        members,
+        out,
+    )
     return out
+
+
+def _capacity(burst: Burst) -> npt.NDArray[np.float64]:
+    """Per node and resource, its room before the burst (at least 1): the scale of the
+    relative room the node scans compare."""
+    return np.ascontiguousarray(np.maximum(burst.free, 1), dtype=np.float64)
+
+
+def _as_u8(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint8]:
+    return np.ascontiguousarray(mask).view(np.uint8)
+
+
+_NO_NODES = np.zeros(0, dtype=np.uint8)
+_ALL_NODES = np.zeros(0, dtype=np.int64)
+
+
+def _best_fit(
+    room: npt.NDArray[np.int64],
+    need: npt.NDArray[np.int64],
+    feasible: npt.NDArray[np.bool_],
+    capacity: npt.NDArray[np.float64],
+    prefer: npt.NDArray[np.bool_] | None = None,
+) -> int:
+    """The node (row of ``room``) that passes ``feasible``, has room for ``need`` and is
+    left with the least room in its tightest resource, relative to ``capacity``; one in
+    ``prefer`` when any of those fits; -1 when none fits (``_pack.best_fit``). Every
+    move of the improvement picks its target node here."""
+    return _pack.best_fit(
+        np.ascontiguousarray(room),
+        np.ascontiguousarray(need, dtype=np.int64),
+        _as_u8(feasible),
+        capacity,
+        _NO_NODES if prefer is None else _as_u8(prefer),
+        _ALL_NODES,
+    )
 
 
 def _dominant(burst: Burst, pods: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
@@ -366,21 +384,20 @@ def _place_unplaced(
         return
     # Higher priority first; inside a level, the largest dominant share first.
     order = np.lexsort((-_dominant(burst, pods), -burst.level[pods]))
-    capacity = np.maximum(burst.free, 1)
+    capacity = _capacity(burst)
     failed: set[tuple[int, int]] = set()
     for pod in pods[order].tolist():
         key = (int(burst.pod_class[pod]), int(burst.level[pod]))
         if key in failed:  # an identical pod found no room: neither will this one
             continue
         need = burst.requests[pod]
-        fits = burst.class_feasible[burst.pod_class[pod]] & (room >= need).all(axis=1)
-        if not fits.any():
+        # Nodes in use first; among them the best fit (least room left, relative).
+        target = _best_fit(
+            room, need, burst.class_feasible[burst.pod_class[pod]], capacity, prefer=in_use
+        )
+        if target < 0:
             failed.add(key)
             continue
-        # Nodes in use first; among them the best fit (least room left, relative).
-        pool = fits & in_use if (fits & in_use).any() else fits
-        left = ((room - need) / capacity).min(axis=1)
-        target = int(np.flatnonzero(pool)[np.argmin(left[pool])])
         out[pod] = target
         room[target] -= need
         in_use[target] = True
@@ -395,7 +412,7 @@ def _empty_nodes(
 ) -> npt.NDArray[np.int32]:
     n_nodes = len(room)
     load = _load(burst.requests, out, n_nodes)
-    capacity = np.maximum(burst.free, 1)
+    capacity = _capacity(burst)
     fill = (load / capacity).max(axis=1)
     # Only nodes the burst alone uses, all of whose pods may move, are candidates.
     stuck = np.zeros(n_nodes, dtype=bool)
@@ -417,14 +434,13 @@ def _empty_nodes(
         trial = room[idx]
         if (trial.sum(axis=0) < asked.sum(axis=0)).any():
             continue
+        scale = np.ascontiguousarray(capacity[idx])
         moves: list[tuple[int, int]] = []
         for pod in pods.tolist():
             need = burst.requests[pod]
-            fits = burst.class_feasible[burst.pod_class[pod], idx] & (trial >= need).all(axis=1)
-            if not fits.any():
+            target = _best_fit(trial, need, burst.class_feasible[burst.pod_class[pod], idx], scale)
+            if target < 0:
                 break
-            left = ((trial - need) / capacity[idx]).min(axis=1)
-            target = int(np.flatnonzero(fits)[np.argmin(left[fits])])
             trial[target] -= need
             moves.append((pod, int(idx[target])))
         else:
@@ -570,7 +586,17 @@ def _load(
     requests: npt.NDArray[np.int64], assigned: npt.NDArray[np.int32], n_nodes: int
 ) -> npt.NDArray[np.int64]:
     """Per node and resource, the requests of the pods ``assigned`` to it."""
-    load = np.zeros((n_nodes, requests.shape[1]), dtype=np.int64)
     placed = assigned >= 0
-    np.add.at(load, assigned[placed], requests[placed])
+    rows, asked = assigned[placed], requests[placed]
+    if not len(rows) or int(np.abs(asked).max()) * len(rows) >= _EXACT_IN_DOUBLE:
+        load = np.zeros((n_nodes, requests.shape[1]), dtype=np.int64)
+        np.add.at(load, rows, asked)
+        return load
+    load = np.empty((n_nodes, requests.shape[1]), dtype=np.int64)
+    for r in range(requests.shape[1]):  # per column: bincount, not the slower add.at
+        load[:, r] = np.bincount(rows, weights=asked[:, r], minlength=n_nodes)
     return load
+
+
+# bincount sums in doubles: exact while every partial sum stays below this.
+_EXACT_IN_DOUBLE = 2**53
