@@ -15,10 +15,14 @@ freed.
 
 Small bursts are solved exactly (``solve_exact``: scipy's HiGHS under a time budget, the
 kernel's result the fallback); every burst also gets the bounded moves
-(``bounded_moves``): the unplaced pods placed first-fit-decreasing inside a priority
-level, then the least filled nodes emptied (``empty_least_filled`` is the unbounded
-first version, kept for the yardstick). Inputs are plain arrays: no I/O, no cluster
-objects.
+(``bounded_moves``): the burst's movable pods packed again first-fit-decreasing inside a
+priority level (by two measures of size; when room is short also smallest first, and
+with the largest set aside), pods left out placed by moving one pod out of their way,
+then the least filled nodes emptied by moves and by swaps with smaller pods
+(``empty_least_filled`` is the unbounded first version, kept for the yardstick). The
+scans over nodes are in C (core/_pack.pyx); the work per burst is bounded by counts, not
+by time, so that a burst is packed the same way on any machine. Inputs are plain
+arrays: no I/O, no cluster objects.
 """
 
 from __future__ import annotations
@@ -174,35 +178,166 @@ def improve(burst: Burst, limits: Limits = Limits()) -> tuple[npt.NDArray[np.int
 
 
 def bounded_moves(burst: Burst, emptied_nodes: int) -> npt.NDArray[np.int32]:
-    """Greedy plus bounded moves. The best valid start of three: (a) the kernel's
-    assignment with its unplaced movable pods added into the room left, (b) the movable
-    pods of the nodes the burst alone uses packed again first-fit-decreasing
-    (``repack``), (c) the same smallest first when the kernel left movable pods out;
-    then pods still left out placed by moving one pod out of their way (``_relocate``),
-    and the ``emptied_nodes`` least filled nodes emptied where their pods all fit on the
-    other nodes in use. The kernel's assignment when none helps."""
+    """Greedy plus bounded moves. Starts: (a) the kernel's assignment with its unplaced
+    movable pods added into the room left, (b) the movable pods of the nodes the burst
+    alone uses packed again first-fit-decreasing (``repack``) by two measures of a pod's
+    size (its dominant share, and its requests weighted by how scarce each resource is
+    in the burst), and when the kernel left movable pods out (c) the same smallest
+    first and (d) the largest pods set aside until the rest fits the room (``_SLACKS``),
+    then the set-aside ones smallest first. The best ``_POLISHED`` valid starts are
+    polished (``_polish``: pods left out placed by moving one pod out of their way, the
+    ``emptied_nodes`` least filled nodes emptied, by moves and by swaps with smaller
+    pods). The kernel's assignment when none helps."""
     best = burst.assigned.astype(np.int32)
-    start = best
-    # Largest first packs tightest; smallest first places most pods when room is short
-    # (the kernel left movable pods out), and is not tried otherwise.
-    candidates = [_with_unplaced(burst), repack(burst)]
-    if ((burst.assigned < 0) & burst.movable).any():
-        candidates.append(repack(burst, largest_first=False))
-    for candidate in candidates:
-        if valid(burst, candidate) and better(burst, candidate, start):
-            start = candidate
-    room = burst.free - _load(burst.requests, start, len(burst.free))
-    in_use = burst.held_before.copy()
-    in_use[start[start >= 0]] = True
-    if ((start < 0) & burst.movable).any():
-        start = start.copy()
-        _relocate(burst, start, room, in_use, emptied_nodes)
-    out = _empty_nodes(burst, start.copy(), room, in_use, emptied_nodes)
-    if valid(burst, out) and better(burst, out, best):
-        best = out
-    elif better(burst, start, best):
-        best = start
+    short = bool(((burst.assigned < 0) & burst.movable).any())
+    movers = int(np.count_nonzero(burst.movable))
+    small = movers <= _SMALL_BURST
+    everyone = np.arange(len(burst.requests), dtype=np.intp)
+    weighted = _weighted(burst)
+    candidates = [_with_unplaced(burst)]
+    # (a large burst: the dominant share alone, each repack scanning every node per run)
+    dominant = _dominant(burst, everyone)
+    for size in (dominant, weighted) if small else (dominant,):
+        candidates.append(repack(burst, size))
+        # Smallest first, or the largest set aside, place most pods when room is short,
+        # and are not tried otherwise.
+        if short:
+            candidates.append(repack(burst, size, largest_first=False))
+            candidates.extend(repack(burst, size, slack=slack) for slack in _SLACKS)
+    starts = [c for c in candidates if valid(burst, c)]
+    starts.sort(key=lambda c: _worth(burst, c), reverse=True)  # stable: first tried first
+    polished = _POLISHED if small else 1
+    for start in starts[:polished]:
+        out = _polish(burst, start, emptied_nodes, weighted)
+        if valid(burst, out) and better(burst, out, best):
+            best = out
+        elif better(burst, start, best):
+            best = start
     return best
+
+
+# When room is short: the shares of the aggregate room left free when choosing the pods
+# a first-fit-decreasing pass packs (the larger pods beyond it go last, smallest first).
+_SLACKS = (0.0, 0.01, 0.02, 0.04)
+# The starts polished: the best by worth (each polish costs a pass over the nodes), and
+# only the best one in bursts of more movable pods than _SMALL_BURST.
+_POLISHED = 3
+_SMALL_BURST = 2000
+# The moves and swaps the drains of one polish make at most together: each looks at
+# every placed pod, so the pods times the steps are bounded too (the time, whatever the
+# burst).
+_DRAIN_STEPS = 512
+_DRAIN_WORK = 500_000
+
+
+def _polish(
+    burst: Burst, start: npt.NDArray[np.int32], emptied_nodes: int, size: npt.NDArray[np.float64]
+) -> npt.NDArray[np.int32]:
+    """``start`` improved: pods left out placed by moving one pod out of their way
+    (``_relocate``), the least filled nodes emptied into the others (``_empty_nodes``),
+    then drained by moves and swaps (``_drain``)."""
+    out = start.copy()
+    room = burst.free - _load(burst.requests, out, len(burst.free))
+    in_use = burst.held_before.copy()
+    in_use[out[out >= 0]] = True
+    if ((out < 0) & burst.movable).any():
+        _relocate(burst, out, room, in_use, emptied_nodes)
+    emptied = _empty_nodes(burst, out.copy(), room, in_use, emptied_nodes)
+    if valid(burst, emptied) and not better(burst, out, emptied):
+        out = emptied
+    else:  # (room and in_use follow ``emptied``: start again from ``out``)
+        room = burst.free - _load(burst.requests, out, len(burst.free))
+        in_use = burst.held_before.copy()
+        in_use[out[out >= 0]] = True
+    if ((out < 0) & burst.movable).any():
+        return out  # a node emptied by swaps would take no pod left out: not worth it
+    stuck = burst.held_before.copy()
+    stuck[out[(out >= 0) & ~burst.movable]] = True
+    nodes = np.flatnonzero(in_use & ~stuck)
+    load = _load(burst.requests, out, len(room)) @ _scarcity(burst)
+    steps = [min(_DRAIN_STEPS, _DRAIN_WORK // max(1, len(out)))]
+    # The room of the nodes in use together: moves between them leave it as it is.
+    spare = room[in_use].sum(axis=0)
+    capacity = _capacity(burst)
+    for node in nodes[np.argsort(load[nodes], kind="stable")][:emptied_nodes].tolist():
+        if steps[0] <= 0:
+            break
+        # Cheap first: the other nodes in use together have room for the node's pods.
+        fits = (spare - room[node] >= burst.free[node] - room[node]).all()
+        if fits and _drain(burst, out, room, in_use, node, size, capacity, steps):
+            spare -= burst.free[node]
+    return out
+
+
+def _drain(
+    burst: Burst,
+    out: npt.NDArray[np.int32],
+    room: npt.NDArray[np.int64],
+    in_use: npt.NDArray[np.bool_],
+    node: int,
+    size: npt.NDArray[np.float64],
+    capacity: npt.NDArray[np.float64],
+    steps: list[int],
+) -> bool:
+    """Empty ``node`` (all its pods movable) into the other nodes in use, each step moving
+    one of its pods (the largest that can go) to the node it fits best, or else swapping
+    it with a smaller pod of another node that then has room for it (the smallest such:
+    the node's load shrinks every step). Applied to ``out``, ``room`` and ``in_use`` only
+    when the node ends empty (True); ``steps`` (a shared count) bounds the work."""
+    trial, left = out.copy(), room.copy()
+    targets = in_use.copy()
+    targets[node] = False
+    requests, feasible, of = burst.requests, burst.class_feasible, burst.pod_class
+    while steps[0] > 0:
+        mine = np.flatnonzero(trial == node)
+        if not len(mine):
+            out[:], room[:] = trial, left
+            in_use[node] = False
+            return True
+        steps[0] -= 1
+        for pod in mine[np.argsort(-size[mine], kind="stable")].tolist():
+            need = requests[pod]
+            target = _best_fit(left, need, feasible[of[pod]] & targets, capacity)
+            if target >= 0:
+                trial[pod] = target
+                left[target] -= need
+                left[node] += need
+                break
+            # A smaller movable pod elsewhere whose node then fits this one, and which
+            # fits here in its place.
+            others = np.flatnonzero(
+                (trial >= 0) & (trial != node) & burst.movable & (size < size[pod])
+            )
+            where = trial[others]
+            ok = targets[where] & feasible[of[pod], where] & feasible[of[others], node]
+            ok &= (left[where] + requests[others] >= need).all(axis=1)
+            ok &= (left[node] + need >= requests[others]).all(axis=1)
+            if not ok.any():
+                continue
+            chosen = others[ok]
+            other = int(chosen[np.argmin(size[chosen])])
+            there = int(trial[other])
+            trial[pod], trial[other] = there, node
+            left[there] += requests[other] - need
+            left[node] += need - requests[other]
+            break
+        else:
+            return False  # no pod of the node can go: it stays in use
+    return False
+
+
+def _scarcity(burst: Burst) -> npt.NDArray[np.float64]:
+    """Per resource, the weight of one unit in a pod's size: how much of the room the
+    movable pods ask for (the scarcer, the heavier), per unit of that room."""
+    demand = burst.requests[burst.movable].sum(axis=0).astype(np.float64)
+    supply = np.maximum(burst.free.sum(axis=0), 1).astype(np.float64)
+    return demand / supply / supply
+
+
+def _weighted(burst: Burst) -> npt.NDArray[np.float64]:
+    """Each pod's size: its requests weighted by ``_scarcity`` (first-fit-decreasing by
+    this packs tighter than by the dominant share when one resource binds)."""
+    return np.asarray(burst.requests @ _scarcity(burst), dtype=np.float64)
 
 
 # Nodes a left-out pod tries to make room on, by moving one of their pods elsewhere.
@@ -283,13 +418,21 @@ def _with_unplaced(burst: Burst) -> npt.NDArray[np.int32]:
     return out
 
 
-def repack(burst: Burst, largest_first: bool = True) -> npt.NDArray[np.int32]:
+def repack(
+    burst: Burst,
+    size: npt.NDArray[np.float64] | None = None,
+    largest_first: bool = True,
+    slack: float | None = None,
+) -> npt.NDArray[np.int32]:
     """The movable pods of the nodes only the burst uses, and the unplaced movable pods,
-    placed again: by priority, then the largest dominant share first (the smallest with
-    ``largest_first`` False), a class's pods at a time, each run onto the fullest open
-    node they fit (nodes in use anyway are open), a new node (the roomiest that fits)
-    opened only when none does (``_pack.repack_runs``). Pods on nodes that hold pods
-    from before the burst or immovable ones stay where the kernel put them."""
+    placed again: by priority, then by ``size`` (per pod; the dominant share when None),
+    the largest first (the smallest with ``largest_first`` False), a class's pods at a
+    time, each run onto the fullest open node they fit (nodes in use anyway are open),
+    a new node (the roomiest that fits) opened only when none does
+    (``_pack.repack_runs``). With ``slack``, inside each priority the largest pods are set
+    aside until the rest ask for at most ``1 - slack`` of the room in every resource:
+    the rest go largest first, then those set aside smallest first. Pods on nodes that
+    hold pods from before the burst or immovable ones stay where the kernel put them."""
     out = burst.assigned.astype(np.int32)
     n_nodes = len(burst.free)
     stuck = burst.held_before.copy()
@@ -308,14 +451,24 @@ def repack(burst: Burst, largest_first: bool = True) -> npt.NDArray[np.int32]:
     )
     groups, first, group_of = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     group_of = group_of.reshape(-1)
-    # Each run's pods in queue order, runs in placing order: priority, then dominant share.
-    share = _dominant(burst, pods[first])
-    runs = np.lexsort((-share if largest_first else share, -groups[:, 1]))
+    count = np.bincount(group_of, minlength=len(groups))
+    # Each run's pods in queue order, runs in placing order: priority, then size.
+    share = (_dominant(burst, pods[first]) if size is None else size[pods[first]]).astype(float)
+    level = groups[:, 1]
+    if slack is None:
+        runs = np.lexsort((-share if largest_first else share, -level))
+    else:
+        # Smallest first, the runs' requests add up; those beyond the room go aside.
+        by_size = np.lexsort((share, -level))
+        asked = np.cumsum(groups[by_size, 2:] * count[by_size, None], axis=0)
+        aside = np.zeros(len(groups), dtype=bool)
+        aside[by_size] = (asked > np.maximum(room, 0).sum(axis=0) * (1 - slack)).any(axis=1)
+        runs = np.lexsort((np.where(aside, share, -share), aside, -level))
     rank = np.empty(len(groups), dtype=np.intp)
     rank[runs] = np.arange(len(groups))
     members = pods[np.argsort(rank[group_of], kind="stable")].astype(np.int64)
     run_start = np.zeros(len(groups) + 1, dtype=np.int64)
-    run_start[1:] = np.cumsum(np.bincount(group_of, minlength=len(groups))[runs])
+    run_start[1:] = np.cumsum(count[runs])
     capacity = _capacity(burst)
     _pack.repack_runs(
         room,
