@@ -21,4 +21,5 @@ def repack_runs(
     run_start: npt.NDArray[np.int64],
     members: npt.NDArray[np.int64],
     out: npt.NDArray[np.int32],
+    balance: bool = False,
 ) -> None: ...

@@ -82,6 +82,7 @@ def repack_runs(
     const i64[::1] run_start,
     const i64[::1] members,
     i32[::1] out,
+    bint balance=False,
 ):
     """Runs of identical pods placed in turn (``repack`` of core/packing.py): run g's
     pods are ``members[run_start[g]:run_start[g + 1]]``, its requests ``run_need[g]``, its
@@ -89,7 +90,10 @@ def repack_runs(
     the fullest open node they fit on (fullness: the node's room in its tightest resource,
     relative to it), a node opened only when none fits (the roomiest relative to the
     ``largest`` node); pods of a run that fit nowhere stay as they are in ``out``.
-    ``room`` and ``open_`` are updated."""
+    With ``balance``, one pod at a time, onto the open node whose room left is most
+    aligned with its requests (relative to the node: a cpu-heavy pod goes where cpu is
+    left over, not where memory is), so that one shape does not fill a node's one
+    resource and strand the others. ``room`` and ``open_`` are updated."""
     cdef Py_ssize_t n_nodes = room.shape[0], n_res = room.shape[1]
     cdef Py_ssize_t g, n, r, node, start, end, k, fit_k, j
     cdef double value, best_open, best_new
@@ -118,8 +122,9 @@ def repack_runs(
                     if not row[n] or not _fits(room, need, n):
                         continue
                     if open_[n]:
-                        if fullness[n] < best_open:
-                            at_open, best_open = n, fullness[n]
+                        value = _aligned(room, need, capacity, n) if balance else fullness[n]
+                        if value < best_open:
+                            at_open, best_open = n, value
                     elif roomy[n] > best_new:
                         at_new, best_new = n, roomy[n]
                 if at_open >= 0:
@@ -136,7 +141,7 @@ def repack_runs(
                         fit_k = room[node, r] // need[r]
                         if fit_k < k:
                             k = fit_k
-                if k < 1:
+                if k < 1 or balance:
                     k = 1
                 for j in range(start, start + k):
                     out[members[j]] = <i32>node
@@ -145,6 +150,18 @@ def repack_runs(
                 start += k
                 fullness[node] = _share(room, capacity, node)
                 roomy[node] = _share_of_largest(room, largest, node)
+
+
+cdef inline double _aligned(
+    const i64[:, ::1] room, const i64[::1] need, const double[:, ::1] capacity, Py_ssize_t n
+) noexcept nogil:
+    """Minus the dot product of the pod's requests and the node's room, both relative to
+    the node (the most aligned node has the least value)."""
+    cdef Py_ssize_t r
+    cdef double total = 0.0
+    for r in range(room.shape[1]):
+        total -= (need[r] / capacity[n, r]) * (room[n, r] / capacity[n, r])
+    return total
 
 
 cdef inline double _share(

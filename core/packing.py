@@ -199,6 +199,8 @@ def bounded_moves(burst: Burst, emptied_nodes: int) -> npt.NDArray[np.int32]:
     dominant = _dominant(burst, everyone)
     for size in (dominant, weighted) if small else (dominant,):
         candidates.append(repack(burst, size))
+        if small:  # (one pod at a time over every node: small bursts only)
+            candidates.append(repack(burst, size, balanced=True))
         # Smallest first, or the largest set aside, place most pods when room is short,
         # and are not tried otherwise.
         if short:
@@ -423,6 +425,7 @@ def repack(
     size: npt.NDArray[np.float64] | None = None,
     largest_first: bool = True,
     slack: float | None = None,
+    balanced: bool = False,
 ) -> npt.NDArray[np.int32]:
     """The movable pods of the nodes only the burst uses, and the unplaced movable pods,
     placed again: by priority, then by ``size`` (per pod; the dominant share when None),
@@ -431,8 +434,12 @@ def repack(
     a new node (the roomiest that fits) opened only when none does
     (``_pack.repack_runs``). With ``slack``, inside each priority the largest pods are set
     aside until the rest ask for at most ``1 - slack`` of the room in every resource:
-    the rest go largest first, then those set aside smallest first. Pods on nodes that
-    hold pods from before the burst or immovable ones stay where the kernel put them."""
+    the rest go largest first, then those set aside smallest first. ``balanced``: the
+    fewest of the roomiest nodes whose room covers the pods' requests in every resource
+    are open from the start, and each pod goes to the open node whose room is most
+    aligned with its requests (``_pack.repack_runs``'s balance): memory-heavy pods do not
+    fill a node's memory and strand its cpu. Pods on nodes that hold pods from before
+    the burst or immovable ones stay where the kernel put them."""
     out = burst.assigned.astype(np.int32)
     n_nodes = len(burst.free)
     stuck = burst.held_before.copy()
@@ -470,10 +477,20 @@ def repack(
     run_start = np.zeros(len(groups) + 1, dtype=np.int64)
     run_start[1:] = np.cumsum(count[runs])
     capacity = _capacity(burst)
+    largest = np.ascontiguousarray(capacity.max(axis=0))
+    if balanced:
+        # The roomiest closed nodes, in the order a repack would open them, until their
+        # room covers what the pods ask for.
+        closed = np.flatnonzero(~open_)
+        closed = closed[np.argsort(-(room[closed] / largest).min(axis=1), kind="stable")]
+        asked = burst.requests[pods].sum(axis=0) - np.maximum(room[open_], 0).sum(axis=0)
+        covered = (np.cumsum(room[closed], axis=0) >= asked).all(axis=1)
+        opened = int(np.argmax(covered)) + 1 if covered.any() else len(closed)
+        open_[closed[:opened]] = True
     _pack.repack_runs(
         room,
         capacity,
-        np.ascontiguousarray(capacity.max(axis=0)),
+        largest,
         _as_u8(burst.class_feasible),
         _as_u8(open_),
         np.ascontiguousarray(groups[runs, 2:], dtype=np.int64),
@@ -481,6 +498,7 @@ def repack(
         run_start,
         members,
         out,
+        balanced,
     )
     return out
 

@@ -126,3 +126,28 @@ def test_pods_of_a_run_that_fit_nowhere_stay_out():
         out,
     )
     assert out.tolist() == [1, 1, -1]
+
+
+def test_balance_places_one_pod_at_a_time_where_the_room_matches_it():
+    # Two open nodes, n0 with cpu left over, n1 with memory. Balanced, the first
+    # cpu-heavy pod goes to n0 (its room most aligned with the pod), the second, n0's
+    # room having shrunk, to n1; without balance the run goes as many pods at a time as
+    # fit onto the fullest node, n0.
+    room = _i64([[3000, 1000], [1500, 3000]])
+    capacity = _f64([[4000, 4000]] * 2)
+    for balance, expected in ((True, [0, 1]), (False, [0, 0])):
+        out = np.full(2, -1, dtype=np.int32)
+        _pack.repack_runs(
+            room.copy(),
+            capacity,
+            _f64([4000, 4000]),
+            _u8([[1, 1]]),
+            _u8([1, 1]),
+            _i64([[1000, 500]]),
+            _i64([0]),
+            _i64([0, 2]),
+            _i64([0, 1]),
+            out,
+            balance,
+        )
+        assert out.tolist() == expected, balance

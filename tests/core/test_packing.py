@@ -311,3 +311,18 @@ def test_repack_with_slack_places_the_largest_pods_last_smallest_first():
     burst = _burst([[6000], [2000], [5000], [3000], [4000]], [[10000]], [-1] * 5)
     assert repack(burst, slack=0.0).tolist() == [-1, 0, -1, 0, 0]
     assert repack(burst).tolist() == [0, -1, -1, -1, 0]
+
+
+def test_a_balanced_repack_pairs_cpu_and_memory_heavy_pods_on_fewer_nodes():
+    # (cpu, memory) pods on three (4, 4) nodes: first-fit-decreasing puts the two
+    # memory-heavy (1, 2) pods together and strands cpu, using three nodes; the balanced
+    # repack opens the two nodes whose room covers the burst and sends each pod where
+    # the room left matches it, as the moves do.
+    requests = [[1000, 2000], [1000, 1000], [2000, 1000], [2000, 1000], [1000, 2000]]
+    burst = _burst(requests, [[4000, 4000]] * 3, [-1] * 5)
+    assert newly_used(repack(burst), burst.held_before) == 3
+    balanced = repack(burst, balanced=True)
+    assert valid(burst, balanced) and (balanced >= 0).all()
+    assert newly_used(balanced, burst.held_before) == 2
+    out, how = improve(burst, NO_EXACT)
+    assert how == "moves" and (out >= 0).all() and newly_used(out, burst.held_before) == 2
