@@ -206,6 +206,10 @@ def bounded_moves(burst: Burst, emptied_nodes: int) -> npt.NDArray[np.int32]:
         if short:
             candidates.append(repack(burst, size, largest_first=False))
             candidates.extend(repack(burst, size, slack=slack) for slack in _SLACKS)
+            if small:  # the pods kept, balanced over every node; then those set aside
+                candidates.extend(
+                    repack(burst, size, slack=slack, balanced=True) for slack in _SLACKS
+                )
     starts = [c for c in candidates if valid(burst, c)]
     starts.sort(key=lambda c: _worth(burst, c), reverse=True)  # stable: first tried first
     polished = _POLISHED if small else 1

@@ -326,3 +326,17 @@ def test_a_balanced_repack_pairs_cpu_and_memory_heavy_pods_on_fewer_nodes():
     assert newly_used(balanced, burst.held_before) == 2
     out, how = improve(burst, NO_EXACT)
     assert how == "moves" and (out >= 0).all() and newly_used(out, burst.held_before) == 2
+
+
+def test_when_room_is_short_the_kept_pods_are_balanced_so_more_fit():
+    # (cpu, memory) pods on two (4, 4) nodes, memory short: packing the memory-heavy
+    # (1, 3) pods largest first, or smallest first, strands memory and places 3 pods;
+    # balanced, each node gets one (1, 3) and one (2, 1) pod: 4 placed, as the optimum.
+    requests = [[1000, 3000], [2000, 1000], [2000, 1000], [1000, 3000], [1000, 3000]]
+    burst = _burst(requests, [[4000, 4000]] * 2, [-1] * 5)
+    for slack in (0.0, 0.01, 0.02, 0.04):
+        assert (repack(burst, slack=slack) >= 0).sum() == 3
+    assert (repack(burst, largest_first=False) >= 0).sum() == 3
+    assert (repack(burst, slack=0.0, balanced=True) >= 0).sum() == 4
+    out, how = improve(burst, NO_EXACT)
+    assert how == "moves" and valid(burst, out) and (out >= 0).sum() == 4
