@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kubesalvo.core.dra import slots
 from kubesalvo.core.encode import ClassInfo, Encoder
@@ -55,6 +56,9 @@ class Packed:
     order: list[int]
     moved: dict[int, str | None]
     how: str  # "exact", "moves" or "greedy" (nothing better found)
+    # The plan's encoder and each pod's class, in ``order`` (None: the plan was placed in
+    # segments and kept no one encoder): the placement classes the pods no second time.
+    classified: tuple[Encoder, npt.NDArray[np.intp]] | None = None
 
     def result(self, placed: PlacementResult) -> PlacementResult:
         """``placed`` (the result of ``pods`` in ``order``) in the burst's own order."""
@@ -122,7 +126,11 @@ def pack(
     in_gang = np.array([gang.group_of(pod) is not None for pod in pods], dtype=bool)
     left_out = (out < 0) & ~in_gang
     order = [*np.flatnonzero(~left_out).tolist(), *np.flatnonzero(left_out).tolist()]
-    return Packed([nominated[i] for i in order], order, moved, how)
+    classified = None
+    if plan.classified is not None:
+        encoder, class_of = plan.classified
+        classified = (encoder, class_of[np.array(order, dtype=np.intp)])
+    return Packed([nominated[i] for i in order], order, moved, how, classified)
 
 
 def _burst(

@@ -15,10 +15,14 @@ freed.
 
 Small bursts are solved exactly (``solve_exact``: scipy's HiGHS under a time budget, the
 kernel's result the fallback); every burst also gets the bounded moves
-(``bounded_moves``): the unplaced pods placed first-fit-decreasing inside a priority
-level, then the least filled nodes emptied (``empty_least_filled`` is the unbounded
-first version, kept for the yardstick). Inputs are plain arrays: no I/O, no cluster
-objects.
+(``bounded_moves``): the burst's movable pods packed again first-fit-decreasing inside a
+priority level (by two measures of size; when room is short also smallest first, and
+with the largest set aside), pods left out placed by moving one pod out of their way,
+then the least filled nodes emptied by moves and by swaps with smaller pods
+(``empty_least_filled`` is the unbounded first version, kept for the yardstick). The
+scans over nodes are in C (core/_pack.pyx); the work per burst is bounded by counts, not
+by time, so that a burst is packed the same way on any machine. Inputs are plain
+arrays: no I/O, no cluster objects.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+from kubesalvo.core import _pack
 
 __all__ = ["Burst", "Limits", "better", "empty_least_filled", "improve", "newly_used", "valid"]
 
@@ -57,6 +63,7 @@ def empty_least_filled(
     candidates = [
         int(n) for n in np.argsort(fill, kind="stable") if in_use[n] and not held_before[n]
     ]
+    scale = capacity.astype(np.float64)
     for node in candidates:
         pods = np.flatnonzero(out == node)
         if not movable[pods].all():
@@ -69,12 +76,9 @@ def empty_least_filled(
         targets[node] = False
         moves: list[tuple[int, int]] = []
         for pod in pods:
-            fits = targets & feasible[pod] & (trial >= requests[pod]).all(axis=1)
-            if not fits.any():
+            target = _best_fit(trial, requests[pod], targets & feasible[pod], scale)
+            if target < 0:
                 break
-            # Best fit: the target left with the least room in its tightest resource.
-            left = ((trial - requests[pod]) / capacity).min(axis=1)
-            target = int(np.flatnonzero(fits)[np.argmin(left[fits])])
             trial[target] -= requests[pod]
             moves.append((int(pod), target))
         else:
@@ -174,35 +178,172 @@ def improve(burst: Burst, limits: Limits = Limits()) -> tuple[npt.NDArray[np.int
 
 
 def bounded_moves(burst: Burst, emptied_nodes: int) -> npt.NDArray[np.int32]:
-    """Greedy plus bounded moves. The best valid start of three: (a) the kernel's
-    assignment with its unplaced movable pods added into the room left, (b) the movable
-    pods of the nodes the burst alone uses packed again first-fit-decreasing
-    (``repack``), (c) the same smallest first when the kernel left movable pods out;
-    then pods still left out placed by moving one pod out of their way (``_relocate``),
-    and the ``emptied_nodes`` least filled nodes emptied where their pods all fit on the
-    other nodes in use. The kernel's assignment when none helps."""
+    """Greedy plus bounded moves. Starts: (a) the kernel's assignment with its unplaced
+    movable pods added into the room left, (b) the movable pods of the nodes the burst
+    alone uses packed again first-fit-decreasing (``repack``) by two measures of a pod's
+    size (its dominant share, and its requests weighted by how scarce each resource is
+    in the burst), and when the kernel left movable pods out (c) the same smallest
+    first and (d) the largest pods set aside until the rest fits the room (``_SLACKS``),
+    then the set-aside ones smallest first. The best ``_POLISHED`` valid starts are
+    polished (``_polish``: pods left out placed by moving one pod out of their way, the
+    ``emptied_nodes`` least filled nodes emptied, by moves and by swaps with smaller
+    pods). The kernel's assignment when none helps."""
     best = burst.assigned.astype(np.int32)
-    start = best
-    # Largest first packs tightest; smallest first places most pods when room is short
-    # (the kernel left movable pods out), and is not tried otherwise.
-    candidates = [_with_unplaced(burst), repack(burst)]
-    if ((burst.assigned < 0) & burst.movable).any():
-        candidates.append(repack(burst, largest_first=False))
-    for candidate in candidates:
-        if valid(burst, candidate) and better(burst, candidate, start):
-            start = candidate
-    room = burst.free - _load(burst.requests, start, len(burst.free))
-    in_use = burst.held_before.copy()
-    in_use[start[start >= 0]] = True
-    if ((start < 0) & burst.movable).any():
-        start = start.copy()
-        _relocate(burst, start, room, in_use, emptied_nodes)
-    out = _empty_nodes(burst, start.copy(), room, in_use, emptied_nodes)
-    if valid(burst, out) and better(burst, out, best):
-        best = out
-    elif better(burst, start, best):
-        best = start
+    short = bool(((burst.assigned < 0) & burst.movable).any())
+    movers = int(np.count_nonzero(burst.movable))
+    small = movers <= _SMALL_BURST
+    everyone = np.arange(len(burst.requests), dtype=np.intp)
+    weighted = _weighted(burst)
+    candidates = [_with_unplaced(burst)]
+    # (a large burst: the dominant share alone, each repack scanning every node per run)
+    dominant = _dominant(burst, everyone)
+    for size in (dominant, weighted) if small else (dominant,):
+        candidates.append(repack(burst, size))
+        if small:  # (one pod at a time over every node: small bursts only)
+            candidates.append(repack(burst, size, balanced=True))
+        # Smallest first, or the largest set aside, place most pods when room is short,
+        # and are not tried otherwise.
+        if short:
+            candidates.append(repack(burst, size, largest_first=False))
+            candidates.extend(repack(burst, size, slack=slack) for slack in _SLACKS)
+            if small:  # the pods kept, balanced over every node; then those set aside
+                candidates.extend(
+                    repack(burst, size, slack=slack, balanced=True) for slack in _SLACKS
+                )
+    starts = [c for c in candidates if valid(burst, c)]
+    starts.sort(key=lambda c: _worth(burst, c), reverse=True)  # stable: first tried first
+    polished = _POLISHED if small else 1
+    for start in starts[:polished]:
+        out = _polish(burst, start, emptied_nodes, weighted)
+        if valid(burst, out) and better(burst, out, best):
+            best = out
+        elif better(burst, start, best):
+            best = start
     return best
+
+
+# When room is short: the shares of the aggregate room left free when choosing the pods
+# a first-fit-decreasing pass packs (the larger pods beyond it go last, smallest first).
+_SLACKS = (0.0, 0.01, 0.02, 0.04)
+# The starts polished: the best by worth (each polish costs a pass over the nodes), and
+# only the best one in bursts of more movable pods than _SMALL_BURST.
+_POLISHED = 3
+_SMALL_BURST = 2000
+# The moves and swaps the drains of one polish make at most together: each looks at
+# every placed pod, so the pods times the steps are bounded too (the time, whatever the
+# burst).
+_DRAIN_STEPS = 512
+_DRAIN_WORK = 500_000
+
+
+def _polish(
+    burst: Burst, start: npt.NDArray[np.int32], emptied_nodes: int, size: npt.NDArray[np.float64]
+) -> npt.NDArray[np.int32]:
+    """``start`` improved: pods left out placed by moving one pod out of their way
+    (``_relocate``), the least filled nodes emptied into the others (``_empty_nodes``),
+    then drained by moves and swaps (``_drain``)."""
+    out = start.copy()
+    room = burst.free - _load(burst.requests, out, len(burst.free))
+    in_use = burst.held_before.copy()
+    in_use[out[out >= 0]] = True
+    if ((out < 0) & burst.movable).any():
+        _relocate(burst, out, room, in_use, emptied_nodes)
+    emptied = _empty_nodes(burst, out.copy(), room, in_use, emptied_nodes)
+    if valid(burst, emptied) and not better(burst, out, emptied):
+        out = emptied
+    else:  # (room and in_use follow ``emptied``: start again from ``out``)
+        room = burst.free - _load(burst.requests, out, len(burst.free))
+        in_use = burst.held_before.copy()
+        in_use[out[out >= 0]] = True
+    if ((out < 0) & burst.movable).any():
+        return out  # a node emptied by swaps would take no pod left out: not worth it
+    stuck = burst.held_before.copy()
+    stuck[out[(out >= 0) & ~burst.movable]] = True
+    nodes = np.flatnonzero(in_use & ~stuck)
+    load = _load(burst.requests, out, len(room)) @ _scarcity(burst)
+    steps = [min(_DRAIN_STEPS, _DRAIN_WORK // max(1, len(out)))]
+    # The room of the nodes in use together: moves between them leave it as it is.
+    spare = room[in_use].sum(axis=0)
+    capacity = _capacity(burst)
+    for node in nodes[np.argsort(load[nodes], kind="stable")][:emptied_nodes].tolist():
+        if steps[0] <= 0:
+            break
+        # Cheap first: the other nodes in use together have room for the node's pods.
+        fits = (spare - room[node] >= burst.free[node] - room[node]).all()
+        if fits and _drain(burst, out, room, in_use, node, size, capacity, steps):
+            spare -= burst.free[node]
+    return out
+
+
+def _drain(
+    burst: Burst,
+    out: npt.NDArray[np.int32],
+    room: npt.NDArray[np.int64],
+    in_use: npt.NDArray[np.bool_],
+    node: int,
+    size: npt.NDArray[np.float64],
+    capacity: npt.NDArray[np.float64],
+    steps: list[int],
+) -> bool:
+    """Empty ``node`` (all its pods movable) into the other nodes in use, each step moving
+    one of its pods (the largest that can go) to the node it fits best, or else swapping
+    it with a smaller pod of another node that then has room for it (the smallest such:
+    the node's load shrinks every step). Applied to ``out``, ``room`` and ``in_use`` only
+    when the node ends empty (True); ``steps`` (a shared count) bounds the work."""
+    trial, left = out.copy(), room.copy()
+    targets = in_use.copy()
+    targets[node] = False
+    requests, feasible, of = burst.requests, burst.class_feasible, burst.pod_class
+    while steps[0] > 0:
+        mine = np.flatnonzero(trial == node)
+        if not len(mine):
+            out[:], room[:] = trial, left
+            in_use[node] = False
+            return True
+        steps[0] -= 1
+        for pod in mine[np.argsort(-size[mine], kind="stable")].tolist():
+            need = requests[pod]
+            target = _best_fit(left, need, feasible[of[pod]] & targets, capacity)
+            if target >= 0:
+                trial[pod] = target
+                left[target] -= need
+                left[node] += need
+                break
+            # A smaller movable pod elsewhere whose node then fits this one, and which
+            # fits here in its place.
+            others = np.flatnonzero(
+                (trial >= 0) & (trial != node) & burst.movable & (size < size[pod])
+            )
+            where = trial[others]
+            ok = targets[where] & feasible[of[pod], where] & feasible[of[others], node]
+            ok &= (left[where] + requests[others] >= need).all(axis=1)
+            ok &= (left[node] + need >= requests[others]).all(axis=1)
+            if not ok.any():
+                continue
+            chosen = others[ok]
+            other = int(chosen[np.argmin(size[chosen])])
+            there = int(trial[other])
+            trial[pod], trial[other] = there, node
+            left[there] += requests[other] - need
+            left[node] += need - requests[other]
+            break
+        else:
+            return False  # no pod of the node can go: it stays in use
+    return False
+
+
+def _scarcity(burst: Burst) -> npt.NDArray[np.float64]:
+    """Per resource, the weight of one unit in a pod's size: how much of the room the
+    movable pods ask for (the scarcer, the heavier), per unit of that room."""
+    demand = burst.requests[burst.movable].sum(axis=0).astype(np.float64)
+    supply = np.maximum(burst.free.sum(axis=0), 1).astype(np.float64)
+    return demand / supply / supply
+
+
+def _weighted(burst: Burst) -> npt.NDArray[np.float64]:
+    """Each pod's size: its requests weighted by ``_scarcity`` (first-fit-decreasing by
+    this packs tighter than by the dominant share when one resource binds)."""
+    return np.asarray(burst.requests @ _scarcity(burst), dtype=np.float64)
 
 
 # Nodes a left-out pod tries to make room on, by moving one of their pods elsewhere.
@@ -221,7 +362,7 @@ def _relocate(
     of whose movable pods fits on another node and frees enough room by leaving."""
     pods = np.flatnonzero((out < 0) & burst.movable)
     order = np.lexsort((_dominant(burst, pods), -burst.level[pods]))
-    capacity = np.maximum(burst.free, 1)
+    capacity = _capacity(burst)
     failed: set[tuple[int, int]] = set()
     for pod in pods[order][:limit].tolist():
         key = (int(burst.pod_class[pod]), int(burst.level[pod]))
@@ -229,11 +370,8 @@ def _relocate(
             continue
         need = burst.requests[pod]
         feasible = burst.class_feasible[burst.pod_class[pod]]
-        fits = feasible & (room >= need).all(axis=1)
-        if fits.any():
-            left = ((room - need) / capacity).min(axis=1)
-            target = int(np.flatnonzero(fits)[np.argmin(left[fits])])
-        else:
+        target = _best_fit(room, need, feasible, capacity)
+        if target < 0:
             target = _make_room(burst, out, room, need, feasible, in_use)
             if target < 0:
                 failed.add(key)
@@ -254,7 +392,7 @@ def _make_room(
     """A node made to fit ``need`` by moving one movable pod of it to another node (the
     move done in ``out`` and ``room``), or -1."""
     short = np.maximum(need - room, 0)
-    capacity = np.maximum(burst.free, 1)
+    capacity = _capacity(burst)
     closeness = (short / capacity).max(axis=1)
     nodes = np.flatnonzero(feasible & in_use)
     nodes = nodes[np.argsort(closeness[nodes], kind="stable")][:_RELOCATION_NODES]
@@ -263,14 +401,12 @@ def _make_room(
         big_enough = (burst.requests[movers] >= short[node]).all(axis=1)
         for mover in movers[big_enough].tolist():
             asks = burst.requests[mover]
-            where = burst.class_feasible[burst.pod_class[mover]] & (room >= asks).all(axis=1)
+            where = burst.class_feasible[burst.pod_class[mover]].copy()
             where[node] = False
-            if not where.any():
-                continue
             # Rather a node in use, the fullest it fits on.
-            pool = where & in_use if (where & in_use).any() else where
-            left = ((room - asks) / capacity).min(axis=1)
-            other = int(np.flatnonzero(pool)[np.argmin(left[pool])])
+            other = _best_fit(room, asks, where, capacity, prefer=in_use)
+            if other < 0:
+                continue
             out[mover] = other
             room[other] -= asks
             room[node] += asks
@@ -288,13 +424,26 @@ def _with_unplaced(burst: Burst) -> npt.NDArray[np.int32]:
     return out
 
 
-def repack(burst: Burst, largest_first: bool = True) -> npt.NDArray[np.int32]:
+def repack(
+    burst: Burst,
+    size: npt.NDArray[np.float64] | None = None,
+    largest_first: bool = True,
+    slack: float | None = None,
+    balanced: bool = False,
+) -> npt.NDArray[np.int32]:
     """The movable pods of the nodes only the burst uses, and the unplaced movable pods,
-    placed again: by priority, then the largest dominant share first (the smallest with
-    ``largest_first`` False), a class's pods at a time, each run onto the fullest open
-    node they fit (nodes in use anyway are open), a new node (the roomiest that fits)
-    opened only when none does. Pods on nodes that
-    hold pods from before the burst or immovable ones stay where the kernel put them."""
+    placed again: by priority, then by ``size`` (per pod; the dominant share when None),
+    the largest first (the smallest with ``largest_first`` False), a class's pods at a
+    time, each run onto the fullest open node they fit (nodes in use anyway are open),
+    a new node (the roomiest that fits) opened only when none does
+    (``_pack.repack_runs``). With ``slack``, inside each priority the largest pods are set
+    aside until the rest ask for at most ``1 - slack`` of the room in every resource:
+    the rest go largest first, then those set aside smallest first. ``balanced``: the
+    fewest of the roomiest nodes whose room covers the pods' requests in every resource
+    are open from the start, and each pod goes to the open node whose room is most
+    aligned with its requests (``_pack.repack_runs``'s balance): memory-heavy pods do not
+    fill a node's memory and strand its cpu. Pods on nodes that hold pods from before
+    the burst or immovable ones stay where the kernel put them."""
     out = burst.assigned.astype(np.int32)
     n_nodes = len(burst.free)
     stuck = burst.held_before.copy()
@@ -302,7 +451,7 @@ def repack(burst: Burst, largest_first: bool = True) -> npt.NDArray[np.int32]:
     placed = out >= 0
     again = burst.movable & (~placed | ~stuck[np.where(placed, out, 0)])
     out[again] = -1
-    room = burst.free - _load(burst.requests, out, n_nodes)
+    room = np.ascontiguousarray(burst.free - _load(burst.requests, out, n_nodes))
     open_ = stuck.copy()
     open_[out[out >= 0]] = True
     pods = np.flatnonzero(again)
@@ -311,42 +460,86 @@ def repack(burst: Burst, largest_first: bool = True) -> npt.NDArray[np.int32]:
     keys = np.concatenate(
         [burst.pod_class[pods, None], burst.level[pods, None], burst.requests[pods]], axis=1
     )
-    groups, group_of = np.unique(keys, axis=0, return_inverse=True)
+    groups, first, group_of = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     group_of = group_of.reshape(-1)
-    members = [pods[group_of == g] for g in range(len(groups))]
-    share = _dominant(burst, np.array([m[0] for m in members], dtype=np.intp))
-    capacity = np.maximum(burst.free, 1)
-    largest = capacity.max(axis=0)
-    # Per node, its room left in its tightest resource: relative to the node (how full
-    # it is) and to the largest node (how much it can still take); kept up to date per
-    # node placed, as recomputing them per run of pods costs O(nodes x resources).
-    fullness = (room / capacity).min(axis=1)
-    roomy = (room / largest).min(axis=1)
-    for g in np.lexsort((-share if largest_first else share, -groups[:, 1])).tolist():
-        queue = members[g].tolist()
-        need = burst.requests[queue[0]]
-        asked = need > 0
-        fits = burst.class_feasible[burst.pod_class[queue[0]]] & (room >= need).all(axis=1)
-        open_fit = np.where(fits & open_, fullness, np.inf)
-        new_fit = np.where(fits & ~open_, roomy, -np.inf)
-        while queue:
-            node = int(np.argmin(open_fit))
-            if open_fit[node] == np.inf:
-                node = int(np.argmax(new_fit))
-                if new_fit[node] == -np.inf:
-                    break
-                open_[node] = True
-                new_fit[node] = -np.inf
-            k = int((room[node, asked] // need[asked]).min()) if asked.any() else len(queue)
-            k = max(1, min(k, len(queue)))
-            out[queue[:k]] = node
-            room[node] -= need * k
-            queue = queue[k:]
-            fullness[node] = (room[node] / capacity[node]).min()
-            roomy[node] = (room[node] / largest).min()
-            # The node took all of this run it could: full for these pods.
-            open_fit[node] = fullness[node] if (room[node] >= need).all() else np.inf
+    count = np.bincount(group_of, minlength=len(groups))
+    # Each run's pods in queue order, runs in placing order: priority, then size.
+    share = (_dominant(burst, pods[first]) if size is None else size[pods[first]]).astype(float)
+    level = groups[:, 1]
+    if slack is None:
+        runs = np.lexsort((-share if largest_first else share, -level))
+    else:
+        # Smallest first, the runs' requests add up; those beyond the room go aside.
+        by_size = np.lexsort((share, -level))
+        asked = np.cumsum(groups[by_size, 2:] * count[by_size, None], axis=0)
+        aside = np.zeros(len(groups), dtype=bool)
+        aside[by_size] = (asked > np.maximum(room, 0).sum(axis=0) * (1 - slack)).any(axis=1)
+        runs = np.lexsort((np.where(aside, share, -share), aside, -level))
+    rank = np.empty(len(groups), dtype=np.intp)
+    rank[runs] = np.arange(len(groups))
+    members = pods[np.argsort(rank[group_of], kind="stable")].astype(np.int64)
+    run_start = np.zeros(len(groups) + 1, dtype=np.int64)
+    run_start[1:] = np.cumsum(count[runs])
+    capacity = _capacity(burst)
+    largest = np.ascontiguousarray(capacity.max(axis=0))
+    if balanced:
+        # The roomiest closed nodes, in the order a repack would open them, until their
+        # room covers what the pods ask for.
+        closed = np.flatnonzero(~open_)
+        closed = closed[np.argsort(-(room[closed] / largest).min(axis=1), kind="stable")]
+        asked = burst.requests[pods].sum(axis=0) - np.maximum(room[open_], 0).sum(axis=0)
+        covered = (np.cumsum(room[closed], axis=0) >= asked).all(axis=1)
+        opened = int(np.argmax(covered)) + 1 if covered.any() else len(closed)
+        open_[closed[:opened]] = True
+    _pack.repack_runs(
+        room,
+        capacity,
+        largest,
+        _as_u8(burst.class_feasible),
+        _as_u8(open_),
+        np.ascontiguousarray(groups[runs, 2:], dtype=np.int64),
+        np.ascontiguousarray(groups[runs, 0], dtype=np.int64),
+        run_start,
+        members,
+        out,
+        balanced,
+    )
     return out
+
+
+def _capacity(burst: Burst) -> npt.NDArray[np.float64]:
+    """Per node and resource, its room before the burst (at least 1): the scale of the
+    relative room the node scans compare."""
+    return np.ascontiguousarray(np.maximum(burst.free, 1), dtype=np.float64)
+
+
+def _as_u8(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint8]:
+    return np.ascontiguousarray(mask).view(np.uint8)
+
+
+_NO_NODES = np.zeros(0, dtype=np.uint8)
+_ALL_NODES = np.zeros(0, dtype=np.int64)
+
+
+def _best_fit(
+    room: npt.NDArray[np.int64],
+    need: npt.NDArray[np.int64],
+    feasible: npt.NDArray[np.bool_],
+    capacity: npt.NDArray[np.float64],
+    prefer: npt.NDArray[np.bool_] | None = None,
+) -> int:
+    """The node (row of ``room``) that passes ``feasible``, has room for ``need`` and is
+    left with the least room in its tightest resource, relative to ``capacity``; one in
+    ``prefer`` when any of those fits; -1 when none fits (``_pack.best_fit``). Every
+    move of the improvement picks its target node here."""
+    return _pack.best_fit(
+        np.ascontiguousarray(room),
+        np.ascontiguousarray(need, dtype=np.int64),
+        _as_u8(feasible),
+        capacity,
+        _NO_NODES if prefer is None else _as_u8(prefer),
+        _ALL_NODES,
+    )
 
 
 def _dominant(burst: Burst, pods: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
@@ -366,21 +559,20 @@ def _place_unplaced(
         return
     # Higher priority first; inside a level, the largest dominant share first.
     order = np.lexsort((-_dominant(burst, pods), -burst.level[pods]))
-    capacity = np.maximum(burst.free, 1)
+    capacity = _capacity(burst)
     failed: set[tuple[int, int]] = set()
     for pod in pods[order].tolist():
         key = (int(burst.pod_class[pod]), int(burst.level[pod]))
         if key in failed:  # an identical pod found no room: neither will this one
             continue
         need = burst.requests[pod]
-        fits = burst.class_feasible[burst.pod_class[pod]] & (room >= need).all(axis=1)
-        if not fits.any():
+        # Nodes in use first; among them the best fit (least room left, relative).
+        target = _best_fit(
+            room, need, burst.class_feasible[burst.pod_class[pod]], capacity, prefer=in_use
+        )
+        if target < 0:
             failed.add(key)
             continue
-        # Nodes in use first; among them the best fit (least room left, relative).
-        pool = fits & in_use if (fits & in_use).any() else fits
-        left = ((room - need) / capacity).min(axis=1)
-        target = int(np.flatnonzero(pool)[np.argmin(left[pool])])
         out[pod] = target
         room[target] -= need
         in_use[target] = True
@@ -395,7 +587,7 @@ def _empty_nodes(
 ) -> npt.NDArray[np.int32]:
     n_nodes = len(room)
     load = _load(burst.requests, out, n_nodes)
-    capacity = np.maximum(burst.free, 1)
+    capacity = _capacity(burst)
     fill = (load / capacity).max(axis=1)
     # Only nodes the burst alone uses, all of whose pods may move, are candidates.
     stuck = np.zeros(n_nodes, dtype=bool)
@@ -417,14 +609,13 @@ def _empty_nodes(
         trial = room[idx]
         if (trial.sum(axis=0) < asked.sum(axis=0)).any():
             continue
+        scale = np.ascontiguousarray(capacity[idx])
         moves: list[tuple[int, int]] = []
         for pod in pods.tolist():
             need = burst.requests[pod]
-            fits = burst.class_feasible[burst.pod_class[pod], idx] & (trial >= need).all(axis=1)
-            if not fits.any():
+            target = _best_fit(trial, need, burst.class_feasible[burst.pod_class[pod], idx], scale)
+            if target < 0:
                 break
-            left = ((trial - need) / capacity[idx]).min(axis=1)
-            target = int(np.flatnonzero(fits)[np.argmin(left[fits])])
             trial[target] -= need
             moves.append((pod, int(idx[target])))
         else:
@@ -570,7 +761,17 @@ def _load(
     requests: npt.NDArray[np.int64], assigned: npt.NDArray[np.int32], n_nodes: int
 ) -> npt.NDArray[np.int64]:
     """Per node and resource, the requests of the pods ``assigned`` to it."""
-    load = np.zeros((n_nodes, requests.shape[1]), dtype=np.int64)
     placed = assigned >= 0
-    np.add.at(load, assigned[placed], requests[placed])
+    rows, asked = assigned[placed], requests[placed]
+    if not len(rows) or int(np.abs(asked).max()) * len(rows) >= _EXACT_IN_DOUBLE:
+        load = np.zeros((n_nodes, requests.shape[1]), dtype=np.int64)
+        np.add.at(load, rows, asked)
+        return load
+    load = np.empty((n_nodes, requests.shape[1]), dtype=np.int64)
+    for r in range(requests.shape[1]):  # per column: bincount, not the slower add.at
+        load[:, r] = np.bincount(rows, weights=asked[:, r], minlength=n_nodes)
     return load
+
+
+# bincount sums in doubles: exact while every partial sum stays below this.
+_EXACT_IN_DOUBLE = 2**53

@@ -475,6 +475,26 @@ def place_burst(
         packed = burst_packing.pack(state, pods, profile, planner, ties)
         if packed is None:
             profile = plain
+        elif packed.classified is not None:
+            # The plan's classes serve the placement too (the state has not changed and
+            # a nominated node is no part of a class): the burst is encoded once.
+            was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                result = _place_burst(
+                    state,
+                    packed.pods,
+                    plain,
+                    commit=commit,
+                    workloads=workloads,
+                    gang_needed=gang_needed,
+                    ties=ties or TieBreak(),
+                    classified=packed.classified,
+                )
+            finally:
+                if was_enabled:
+                    gc.enable()
+            return packed.result(result)
         else:
             result = place_burst(
                 state,
@@ -532,15 +552,22 @@ def _place_burst(
     devices: PodDevices | None = None,
     ties: TieBreak,
     segmented: bool = False,
+    classified: tuple[Encoder, npt.NDArray[np.intp]] | None = None,
 ) -> PlacementResult:
+    """``classified``: an encoder of ``state`` under ``profile`` that classed these pods
+    already, and each pod's class (BurstPacking's plan): the pods are not classed again."""
     profile = profile or Profile.default()
     began = time.perf_counter()
     keys = [gang.group_of(p) for p in pods]
     refused = gang.malformed_groups(pods) if any(keys) else {}
     order, gang_min, gang_last, minimums = _queue_order(pods, keys, gang_needed, refused)
     ordered = [pods[i] for i in order]
-    encoder = Encoder(state, profile, devices)
-    class_of = encoder.classify(ordered, complete=False)  # completed chunk by chunk
+    if classified is not None:
+        encoder = classified[0]
+        class_of = classified[1][np.array(order, dtype=np.intp)].astype(np.int32)
+    else:
+        encoder = Encoder(state, profile, devices)
+        class_of = encoder.classify(ordered, complete=False)  # completed chunk by chunk
     if encoder.has_disks and not segmented and len(pods) > 1:
         raise _DisksInBurst  # nothing is committed yet
     classes = encoder.classes

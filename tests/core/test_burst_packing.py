@@ -301,3 +301,43 @@ def test_segments_merged_keep_the_moves_at_their_place_in_the_burst():
         **first.packing_moved,
         **{3 + i: node for i, node in second.packing_moved.items()},
     }
+
+
+def test_the_placement_reuses_the_plans_classes_with_the_same_outcome(monkeypatch):
+    # The placement after the plan takes the plan's encoder and classes (the burst is
+    # encoded once); classing the pods again gives the same nodes, messages and state.
+    # Room is short: the two large pods the kernel placed first are left out for four
+    # small ones, so the placement's order differs from the burst's (left out last).
+    from kubesalvo.core import burst_packing
+
+    nodes = [node("a0", labels={"pool": "a"}), node("a1", labels={"pool": "a"})]
+    nodes.append(node("b0", labels={"pool": "b"}))
+    pods = [pod("large-0", "4"), pod("large-1", "4")]
+    pods += [pod(f"small-{i}", "2") for i in range(4)]
+    pods += [pod("b", "1", nodeSelector={"pool": "b"})]
+    gang_labels = {"scheduling.x-k8s.io/pod-group": "g", "minAvailable": "2"}
+    pods += [pod(f"g{i}", "500m", labels=gang_labels) for i in range(2)]
+    reused_calls = []
+    pack = burst_packing.pack
+
+    def spy(*args, **kwargs):
+        packed = pack(*args, **kwargs)
+        reused_calls.append(packed.classified is not None)
+        return packed
+
+    monkeypatch.setattr(burst_packing, "pack", spy)
+    state = cluster(*nodes)
+    reused = place_burst(state, pods, PACKED)
+
+    def again(*args, **kwargs):
+        return dataclasses.replace(pack(*args, **kwargs), classified=None)
+
+    monkeypatch.setattr(burst_packing, "pack", again)
+    other = cluster(*nodes)
+    fresh = place_burst(other, pods, PACKED)
+    assert reused_calls == [True]
+    assert reused.nodes == fresh.nodes and reused.messages == fresh.messages
+    assert reused.packing_moved == fresh.packing_moved
+    assert None in reused.packing_moved.values()  # a pod the kernel placed is left out
+    rows = state.rows
+    assert (state.requested[:rows] == other.requested[:rows]).all()

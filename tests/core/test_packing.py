@@ -17,6 +17,7 @@ from kubesalvo.core.packing import (
     empty_least_filled,
     improve,
     newly_used,
+    repack,
     valid,
 )
 
@@ -273,3 +274,69 @@ def test_a_pod_left_out_is_placed_by_moving_one_pod_out_of_its_way():
     out, how = improve(burst, NO_EXACT)
     assert how == "moves" and valid(burst, out)
     assert out.tolist() == [0, 0, 1, 1]
+
+
+def test_a_node_no_pod_of_which_fits_elsewhere_is_emptied_by_a_swap():
+    # n0 and n1 held pods before (their burst pods stay in a repack), each with 1 cpu
+    # left; n2 holds a 2-cpu pod that fits neither. Swapped with the 1-cpu pod on n0, it
+    # fits there, and the 1-cpu pod then goes to n1: n2 is no longer needed.
+    burst = _burst(
+        [[2000], [1000], [3000], [2000]],  # a, b on n0; c on n1; d on n2
+        [[8000], [8000], [8000]],
+        [0, 0, 1, 2],
+        used=[[4000], [4000], [0]],
+        held_before=[True, True, False],
+    )
+    assert newly_used(burst.assigned, burst.held_before) == 1
+    out, how = improve(burst, NO_EXACT)
+    assert how == "moves" and valid(burst, out)
+    assert out.tolist() == [0, 1, 1, 0]
+    assert newly_used(out, burst.held_before) == 0
+
+
+def test_when_room_is_short_the_largest_pods_go_aside_so_more_fit():
+    # Two 8-cpu nodes for 27 cpu of pods, none placed by the kernel. Smallest first puts
+    # 2 + 2 on one node and 5 on the other: no 6 fits (3 pods). Setting aside the 6s
+    # (beyond the room, smallest first) packs 5 + 2 and 2, then one 6 fits (4 pods).
+    burst = _burst([[5000], [6000], [2000], [2000], [6000], [6000]], [[8000]] * 2, [-1] * 6)
+    assert (repack(burst, largest_first=False) >= 0).sum() == 3
+    out, how = improve(burst, NO_EXACT)
+    assert how == "moves" and valid(burst, out)
+    assert (out >= 0).sum() == 4
+
+
+def test_repack_with_slack_places_the_largest_pods_last_smallest_first():
+    # Room for 10 cpu: 2 + 3 + 4 fit (9), the 6-cpu and 5-cpu pods go aside and then the
+    # 5 fails, the 6 too; without the slack the largest first would take 6 + 4.
+    burst = _burst([[6000], [2000], [5000], [3000], [4000]], [[10000]], [-1] * 5)
+    assert repack(burst, slack=0.0).tolist() == [-1, 0, -1, 0, 0]
+    assert repack(burst).tolist() == [0, -1, -1, -1, 0]
+
+
+def test_a_balanced_repack_pairs_cpu_and_memory_heavy_pods_on_fewer_nodes():
+    # (cpu, memory) pods on three (4, 4) nodes: first-fit-decreasing puts the two
+    # memory-heavy (1, 2) pods together and strands cpu, using three nodes; the balanced
+    # repack opens the two nodes whose room covers the burst and sends each pod where
+    # the room left matches it, as the moves do.
+    requests = [[1000, 2000], [1000, 1000], [2000, 1000], [2000, 1000], [1000, 2000]]
+    burst = _burst(requests, [[4000, 4000]] * 3, [-1] * 5)
+    assert newly_used(repack(burst), burst.held_before) == 3
+    balanced = repack(burst, balanced=True)
+    assert valid(burst, balanced) and (balanced >= 0).all()
+    assert newly_used(balanced, burst.held_before) == 2
+    out, how = improve(burst, NO_EXACT)
+    assert how == "moves" and (out >= 0).all() and newly_used(out, burst.held_before) == 2
+
+
+def test_when_room_is_short_the_kept_pods_are_balanced_so_more_fit():
+    # (cpu, memory) pods on two (4, 4) nodes, memory short: packing the memory-heavy
+    # (1, 3) pods largest first, or smallest first, strands memory and places 3 pods;
+    # balanced, each node gets one (1, 3) and one (2, 1) pod: 4 placed, as the optimum.
+    requests = [[1000, 3000], [2000, 1000], [2000, 1000], [1000, 3000], [1000, 3000]]
+    burst = _burst(requests, [[4000, 4000]] * 2, [-1] * 5)
+    for slack in (0.0, 0.01, 0.02, 0.04):
+        assert (repack(burst, slack=slack) >= 0).sum() == 3
+    assert (repack(burst, largest_first=False) >= 0).sum() == 3
+    assert (repack(burst, slack=0.0, balanced=True) >= 0).sum() == 4
+    out, how = improve(burst, NO_EXACT)
+    assert how == "moves" and valid(burst, out) and (out >= 0).sum() == 4
