@@ -1,7 +1,10 @@
 """One pod evaluated plainly against the cluster: every filter, then every score, node by node.
 
 kube-scheduler's Filter and Score plugins written per pod and per node (the modules of this
-package, one per plugin), run as the framework runs them for one cycle:
+package, one per plugin), run as the framework runs them for one cycle. The evaluator
+names no plugin: each plugin's spec contributes its per-node Filter and Score
+(``PluginSpec.per_node``, gathered by ``registry.per_node``) or its static functions,
+which ``static_plugins`` runs over the pod's nodes.
 
 1. PreFilter: each filter plugin reads the pod and the whole snapshot. NodeAffinity
    may narrow the nodes to those its required terms pin by name (the others get
