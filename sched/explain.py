@@ -59,6 +59,17 @@ SCORES_FROM = (
 )
 
 
+def pod_devices(scheduler: Scheduler, pod: Any, core: Any) -> Any:
+    """The DynamicResources cycle state (core/dra/pod.PodDevices) of a pod with resource
+    claims, its own reservations left out, for the per-node evaluator; None for a pod
+    without claims, or without the plugin's runtime. Call it on the event loop, where the
+    claims' store and the reservations change."""
+    if scheduler.cycle.devices is None or core is None or not pod.spec.resource_claims:
+        return None
+    timeout = core.args_of(dynamic_resources.NAME).filter_timeout_seconds
+    return scheduler.cycle.devices.prefilter_left_out(to_api_dict(pod), timeout)
+
+
 def plugin_scores(
     pod: Mapping[str, Any],
     nodes: Sequence[Mapping[str, Any]],
@@ -179,11 +190,7 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
     workloads = scheduler.workloads_of({namespace})
     # The per-node evaluator is plain Python: keep the event loop free while it runs.
     storage = scheduler.cache.state.storage.copy()
-    devices = None
-    if scheduler.cycle.devices is not None and core is not None and pod.spec.resource_claims:
-        # On the event loop, where the claims' store and the reservations change.
-        timeout = core.args_of(dynamic_resources.NAME).filter_timeout_seconds
-        devices = scheduler.cycle.devices.prefilter_left_out(to_api_dict(pod), timeout)
+    devices = pod_devices(scheduler, pod, core)
     breakdown = await asyncio.to_thread(
         plugin_scores,
         to_api_dict(pod),

@@ -13,11 +13,13 @@ The arithmetic is IEEE double as upstream's, so results match to the unit.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from kubesalvo.core.pernode.framework import Pod
 from kubesalvo.core.pernode.node_resources_fit import allocatable_and_requested
 from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins.balanced_allocation import NodeResourcesBalancedAllocationArgs
+from kubesalvo.core.plugins.framework import PerNode
 from kubesalvo.core.resources import pod_requests
 
 
@@ -54,3 +56,11 @@ def score(
             std = math.sqrt(squares / len(fractions))
         out[node.name] = int((1 - std) * 100.0)
     return out
+
+
+# Its contribution to the per-node evaluator (``PodEvaluator``), loaded by its spec.
+def _score(evaluator: Any, pod: Pod, feasible: list[NodeInfo]) -> dict[str, int] | None:
+    return score(pod, feasible, evaluator.profile.balanced_allocation)
+
+
+PER_NODE = PerNode(score=_score)

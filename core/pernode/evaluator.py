@@ -1,7 +1,10 @@
 """One pod evaluated plainly against the cluster: every filter, then every score, node by node.
 
 kube-scheduler's Filter and Score plugins written per pod and per node (the modules of this
-package, one per plugin), run as the framework runs them for one cycle:
+package, one per plugin), run as the framework runs them for one cycle. The evaluator
+names no plugin: each plugin's spec contributes its per-node Filter and Score
+(``PluginSpec.per_node``, gathered by ``registry.per_node``) or its static functions,
+which ``static_plugins`` runs over the pod's nodes.
 
 1. PreFilter: each filter plugin reads the pod and the whole snapshot. NodeAffinity
    may narrow the nodes to those its required terms pin by name (the others get
@@ -22,20 +25,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Self, cast
 
-import numpy as np
-
-from kubesalvo.core.pernode import (
-    balanced_allocation,
-    image_locality,
-    inter_pod_affinity,
-    node_affinity,
-    node_resources_fit,
-    pod_topology_spread,
-    taint_toleration,
-)
-from kubesalvo.core.pernode.dynamic_resources import DeviceVerdicts
 from kubesalvo.core.pernode.framework import (
     FilterPlugin,
     Pod,
@@ -43,32 +35,35 @@ from kubesalvo.core.pernode.framework import (
     PreFilterRejection,
     Status,
 )
-from kubesalvo.core.pernode.inter_pod_affinity import InterPodAffinity
-from kubesalvo.core.pernode.node_affinity import NodeAffinity
-from kubesalvo.core.pernode.node_name import NodeName
-from kubesalvo.core.pernode.node_ports import NodePorts
-from kubesalvo.core.pernode.node_resources_fit import NodeResourcesFit
-from kubesalvo.core.pernode.node_unschedulable import NodeUnschedulable
-from kubesalvo.core.pernode.pod_topology_spread import PodTopologySpread
 from kubesalvo.core.pernode.snapshot import NodeInfo, Snapshot
-from kubesalvo.core.pernode.static_plugins import StaticFilter, channel_scores, static_scores
-from kubesalvo.core.pernode.taint_toleration import TaintToleration
-from kubesalvo.core.pernode.volumes import capacity_score, check_in_scope, volume_filter
-from kubesalvo.core.plugins import framework, names, registry
+from kubesalvo.core.pernode.static_plugins import static_per_node
+from kubesalvo.core.pernode.volumes import check_in_scope
+from kubesalvo.core.plugins import framework, registry
+from kubesalvo.core.plugins.framework import PerNodeFilter, PerNodeScore
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.volumes import StorageObjects
 
 __all__ = ["FilterOutcome", "PodEvaluator"]
 
-# The volume filters (core/pernode/volumes.py: they read ``storage``).
-_VOLUME_FILTERS = frozenset(
-    {
-        names.VOLUME_RESTRICTIONS,
-        names.NODE_VOLUME_LIMITS,
-        names.VOLUME_BINDING,
-        names.VOLUME_ZONE,
-    }
-)
+
+@cache
+def _contributions() -> tuple[dict[str, PerNodeFilter], dict[str, PerNodeScore]]:
+    """Every plugin's per-node Filter and Score, by name: its own (``registry.per_node``)
+    or else the one running its static functions. Gathered once, on first use: the
+    plugins' loaders import the per-node modules."""
+    own = registry.per_node()
+    filters: dict[str, PerNodeFilter] = {}
+    scores: dict[str, PerNodeScore] = {}
+    for name, spec in registry.PLUGINS.items():
+        static = static_per_node(spec)
+        mine = own.get(name)
+        plugin_filter = (mine and mine.filter) or static.filter
+        plugin_score = (mine and mine.score) or static.score
+        if plugin_filter is not None:
+            filters[name] = plugin_filter
+        if plugin_score is not None:
+            scores[name] = plugin_score
+    return filters, scores
 
 
 @dataclass(frozen=True)
@@ -132,49 +127,12 @@ class PodEvaluator:
     # --- filters ---------------------------------------------------------------------
 
     def filter_plugin(self, name: str, pod: Pod) -> FilterPlugin | None:
-        """The named filter for this pod's cycle (its constructor is the PreFilter)."""
-        if name == names.NODE_UNSCHEDULABLE:
-            return NodeUnschedulable(pod)
-        if name == names.NODE_NAME:
-            return NodeName(pod)
-        if name == names.TAINT_TOLERATION:
-            return TaintToleration(pod)
-        if name == names.NODE_AFFINITY:
-            return NodeAffinity(pod, self.profile.node_affinity.added_affinity)
-        if name == names.NODE_PORTS:
-            return NodePorts(pod)
-        if name == names.NODE_RESOURCES_FIT:
-            return NodeResourcesFit(pod, self.profile.fit)
-        if name == names.POD_TOPOLOGY_SPREAD:
-            return PodTopologySpread(pod, self.snapshot, self.profile.spread)
-        if name == names.INTER_POD_AFFINITY:
-            return InterPodAffinity(pod, self.snapshot)
-        if name in _VOLUME_FILTERS:
-            return cast(FilterPlugin | None, volume_filter(name, pod, self.storage, self.snapshot))
-        if name == names.DYNAMIC_RESOURCES:
-            uid = (pod.get("metadata") or {}).get("uid", "")
-            failures = self.device_failures.get(uid)
-            if failures is None and uid in self.devices:
-                failures = self._device_failures(self.devices[uid])
-            # Without its cycle's verdicts (a pod without claims) it admits every node.
-            return None if failures is None else DeviceVerdicts(failures)
-        spec = registry.PLUGINS.get(name)
-        if spec is not None and spec.static_filter is not None:
-            return StaticFilter(spec, self.profile.args_of(name), pod, self.snapshot.nodes)
-        raise PodInvalid(f"no per-node filter is written for {name}")
-
-    def _device_failures(self, devices: Any) -> Mapping[str, str]:
-        """The Filter of a pod's DynamicResources cycle state on every node (it keeps the
-        allocation it finds on each node that passes: what the Score reads). A rejection or
-        error of its PreFilter rejects the pod on every node, as in the burst."""
-        problem = devices.rejection or devices.error
-        if problem:
-            raise PreFilterRejection(names.DYNAMIC_RESOURCES, problem)
-        nodes = self.snapshot.nodes
-        failures: Mapping[str, str] = devices.node_failures(
-            [n.name for n in nodes], np.ones(len(nodes), dtype=bool), lambda row: nodes[row].labels
-        )
-        return failures
+        """The named filter for this pod's cycle (its constructor is the PreFilter), or
+        None when it has nothing to check for the pod."""
+        plugin_filter = _contributions()[0].get(name)
+        if plugin_filter is None:
+            raise PodInvalid(f"no per-node filter is written for {name}")
+        return cast(FilterPlugin | None, plugin_filter(self, pod))
 
     def evaluate(self, pod: Pod) -> FilterOutcome:
         """Run PreFilter and Filter for ``pod`` on every node."""
@@ -219,36 +177,10 @@ class PodEvaluator:
     def _plugin_scores(
         self, name: str, pod: Pod, feasible: list[NodeInfo]
     ) -> dict[str, int] | None:
-        p = self.profile
-        if name == names.TAINT_TOLERATION:
-            return taint_toleration.score(pod, feasible)
-        if name == names.NODE_AFFINITY:
-            return node_affinity.score(pod, feasible, p.node_affinity.added_affinity)
-        if name == names.NODE_RESOURCES_FIT:
-            return node_resources_fit.score(pod, feasible, p.fit)
-        if name == names.POD_TOPOLOGY_SPREAD:
-            return pod_topology_spread.score(pod, self.snapshot, feasible, p.spread)
-        if name == names.INTER_POD_AFFINITY:
-            return inter_pod_affinity.score(pod, self.snapshot, feasible, p.inter_pod_affinity)
-        if name == names.NODE_RESOURCES_BALANCED_ALLOCATION:
-            return balanced_allocation.score(pod, feasible, p.balanced_allocation)
-        if name == names.IMAGE_LOCALITY:
-            return image_locality.score(pod, self.snapshot, feasible)
-        if name == names.VOLUME_BINDING:
-            # Scores only with StorageCapacityScoring on (its args then have a shape).
-            shape = [(pt.utilization, pt.score) for pt in p.args_of(name).shape]
-            if not shape:
-                return None
-            return {n.name: capacity_score(pod, self.storage, n, shape) for n in feasible}
-        spec = registry.PLUGINS.get(name)
-        if spec is not None and spec.static_score is not None:
-            return static_scores(spec, self.profile.args_of(name), pod, feasible)
-        if spec is not None and spec.score_channel is not None:
-            uid = (pod.get("metadata") or {}).get("uid", "")
-            return channel_scores(
-                spec, self.profile.args_of(name), pod, feasible, devices=self.devices.get(uid)
-            )
-        raise PodInvalid(f"no per-node score is written for {name}")
+        plugin_score = _contributions()[1].get(name)
+        if plugin_score is None:
+            raise PodInvalid(f"no per-node score is written for {name}")
+        return plugin_score(self, pod, feasible)
 
     def scores_for(self, pod: Pod, feasible: list[str]) -> dict[str, dict[str, int]]:
         """Weighted score of every enabled score plugin on each of ``feasible``.

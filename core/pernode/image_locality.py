@@ -5,13 +5,16 @@ images each node holds, scored by the plugin's own functions
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from kubesalvo.core.pernode.framework import Pod
 from kubesalvo.core.pernode.snapshot import NodeInfo, Snapshot
+from kubesalvo.core.plugins.framework import PerNode
 from kubesalvo.core.plugins.image_locality import normalized_image_name, scaled_size, scores
 
-__all__ = ["normalized_image_name", "score"]
+__all__ = ["PER_NODE", "normalized_image_name", "score"]
 
 
 def score(pod: Pod, snapshot: Snapshot, feasible: list[NodeInfo]) -> dict[str, int]:
@@ -30,3 +33,11 @@ def score(pod: Pod, snapshot: Snapshot, feasible: list[NodeInfo]) -> dict[str, i
         sums.append(total)
     found = scores(np.array(sums, dtype=np.int64), len(containers))
     return {node.name: int(s) for node, s in zip(feasible, found, strict=True)}
+
+
+# Its contribution to the per-node evaluator (``PodEvaluator``), loaded by its spec.
+def _score(evaluator: Any, pod: Pod, feasible: list[NodeInfo]) -> dict[str, int]:
+    return score(pod, evaluator.snapshot, feasible)
+
+
+PER_NODE = PerNode(score=_score)

@@ -42,6 +42,7 @@ from kubesalvo.core.pernode.framework import Pod, PreFilterRejection, Scheduling
 from kubesalvo.core.pernode.selectors import NOTHING, InvalidSelector, Selector, label_selector
 from kubesalvo.core.pernode.snapshot import NodeInfo, Snapshot, labels_of, namespace_of
 from kubesalvo.core.plugins import inter_pod_affinity, names
+from kubesalvo.core.plugins.framework import PerNode
 from kubesalvo.core.plugins.inter_pod_affinity import InterPodAffinityArgs
 
 
@@ -239,3 +240,15 @@ def score(
         name: int(100.0 * (float(value - lowest) / float(spread))) if spread > 0 else 0
         for name, value in raw.items()
     }
+
+
+# Its contribution to the per-node evaluator (``PodEvaluator``), loaded by its spec.
+def _filter(evaluator: Any, pod: Pod) -> InterPodAffinity:
+    return InterPodAffinity(pod, evaluator.snapshot)
+
+
+def _score(evaluator: Any, pod: Pod, feasible: list[NodeInfo]) -> dict[str, int] | None:
+    return score(pod, evaluator.snapshot, feasible, evaluator.profile.inter_pod_affinity)
+
+
+PER_NODE = PerNode(filter=_filter, score=_score)

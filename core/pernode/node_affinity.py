@@ -34,6 +34,7 @@ from kubesalvo.core.pernode.selectors import (
 )
 from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import names, node_affinity
+from kubesalvo.core.plugins.framework import PerNode
 
 
 def _node_affinity(pod: Pod) -> Mapping[str, Any]:
@@ -120,3 +121,15 @@ def score(
         for node in feasible
     }
     return default_normalize(sums)
+
+
+# Its contribution to the per-node evaluator (``PodEvaluator``), loaded by its spec.
+def _filter(evaluator: Any, pod: Pod) -> NodeAffinity:
+    return NodeAffinity(pod, evaluator.profile.node_affinity.added_affinity)
+
+
+def _score(evaluator: Any, pod: Pod, feasible: list[NodeInfo]) -> dict[str, int] | None:
+    return score(pod, feasible, evaluator.profile.node_affinity.added_affinity)
+
+
+PER_NODE = PerNode(filter=_filter, score=_score)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubesalvo.core.pernode.framework import Pod, Status
 from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import node_name
+from kubesalvo.core.plugins.framework import PerNode
 
 
 class NodeName:
@@ -17,3 +20,11 @@ class NodeName:
         if self.wanted and self.wanted != node.name:
             return Status.unresolvable(node_name.ERR_REASON_NODE_NAME)
         return None
+
+
+# Its contribution to the per-node evaluator (``PodEvaluator``), loaded by its spec.
+def _filter(evaluator: Any, pod: Pod) -> NodeName:
+    return NodeName(pod)
+
+
+PER_NODE = PerNode(filter=_filter)

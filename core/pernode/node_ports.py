@@ -7,9 +7,12 @@ pod's own ports are not checked against each other.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubesalvo.core.pernode.framework import Pod, Status
 from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import node_ports
+from kubesalvo.core.plugins.framework import PerNode
 from kubesalvo.core.resources import host_ports
 
 _ANY = "0.0.0.0"
@@ -32,3 +35,11 @@ def _conflicts(used: set[tuple[str, str, int]], ip: str, protocol: str, port: in
     if ip == _ANY:
         return any(p == protocol and n == port for _, p, n in used)
     return (_ANY, protocol, port) in used or (ip, protocol, port) in used
+
+
+# Its contribution to the per-node evaluator (``PodEvaluator``), loaded by its spec.
+def _filter(evaluator: Any, pod: Pod) -> NodePorts:
+    return NodePorts(pod)
+
+
+PER_NODE = PerNode(filter=_filter)

@@ -26,9 +26,12 @@ side ignores pod-level requests, as v1.34's scorer does (see resources.pod_reque
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubesalvo.core.pernode.framework import Pod, Status, go_div
 from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import framework, node_resources_fit
+from kubesalvo.core.plugins.framework import PerNode
 from kubesalvo.core.plugins.node_resources_fit import (
     NodeResourcesFitArgs,
     ScoringStrategyType,
@@ -181,3 +184,15 @@ def score(pod: Pod, feasible: list[NodeInfo], args: NodeResourcesFitArgs) -> dic
         else:
             out[node.name] = total // weights
     return out
+
+
+# Its contribution to the per-node evaluator (``PodEvaluator``), loaded by its spec.
+def _filter(evaluator: Any, pod: Pod) -> NodeResourcesFit:
+    return NodeResourcesFit(pod, evaluator.profile.fit)
+
+
+def _score(evaluator: Any, pod: Pod, feasible: list[NodeInfo]) -> dict[str, int]:
+    return score(pod, feasible, evaluator.profile.fit)
+
+
+PER_NODE = PerNode(filter=_filter, score=_score)

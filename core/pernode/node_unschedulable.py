@@ -7,9 +7,12 @@ itself so that the rule holds before the taint appears.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubesalvo.core.pernode.framework import Pod, Status, tolerated
 from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import node_unschedulable
+from kubesalvo.core.plugins.framework import PerNode
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
@@ -26,3 +29,11 @@ class NodeUnschedulable:
         if node.unschedulable and not self.tolerates_cordon:
             return Status.unresolvable(node_unschedulable.ERR_REASON_UNSCHEDULABLE)
         return None
+
+
+# Its contribution to the per-node evaluator (``PodEvaluator``), loaded by its spec.
+def _filter(evaluator: Any, pod: Pod) -> NodeUnschedulable:
+    return NodeUnschedulable(pod)
+
+
+PER_NODE = PerNode(filter=_filter)

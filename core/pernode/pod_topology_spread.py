@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kubesalvo.core.pernode.framework import (
     Pod,
@@ -52,6 +53,7 @@ from kubesalvo.core.pernode.selectors import (
 )
 from kubesalvo.core.pernode.snapshot import NodeInfo, Snapshot, labels_of, namespace_of
 from kubesalvo.core.plugins import pod_topology_spread
+from kubesalvo.core.plugins.framework import PerNode
 from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -300,3 +302,15 @@ def _normalize(raw: dict[str, int], feasible: list[str]) -> dict[str, int]:
         else:
             out[name] = 100 * (highest + lowest - raw[name]) // highest
     return out
+
+
+# Its contribution to the per-node evaluator (``PodEvaluator``), loaded by its spec.
+def _filter(evaluator: Any, pod: Pod) -> PodTopologySpread:
+    return PodTopologySpread(pod, evaluator.snapshot, evaluator.profile.spread)
+
+
+def _score(evaluator: Any, pod: Pod, feasible: list[NodeInfo]) -> dict[str, int] | None:
+    return score(pod, evaluator.snapshot, feasible, evaluator.profile.spread)
+
+
+PER_NODE = PerNode(filter=_filter, score=_score)

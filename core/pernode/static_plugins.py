@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -22,9 +23,15 @@ import numpy.typing as npt
 from kubesalvo.core.pernode.framework import Pod, Status
 from kubesalvo.core.pernode.selectors import node_selector_terms
 from kubesalvo.core.pernode.snapshot import Cache, NodeInfo, Snapshot, namespace_of
-from kubesalvo.core.plugins.framework import MAX_NODE_SCORE, Normalise, PluginSpec
+from kubesalvo.core.plugins.framework import (
+    MAX_NODE_SCORE,
+    Normalise,
+    PerNode,
+    PerNodeScore,
+    PluginSpec,
+)
 
-__all__ = ["StaticFilter", "channel_scores", "static_scores"]
+__all__ = ["StaticFilter", "channel_scores", "static_per_node", "static_scores"]
 
 
 class _Nodes:
@@ -178,3 +185,34 @@ def channel_scores(
             if reverse:
                 raw = [MAX_NODE_SCORE - v for v in raw]
     return {n.name: v for n, v in zip(feasible, raw, strict=True)}
+
+
+def _static_filter(spec: PluginSpec, evaluator: Any, pod: Pod) -> StaticFilter:
+    return StaticFilter(spec, evaluator.profile.args_of(spec.name), pod, evaluator.snapshot.nodes)
+
+
+def _static_score(
+    spec: PluginSpec, evaluator: Any, pod: Pod, feasible: list[NodeInfo]
+) -> dict[str, int]:
+    return static_scores(spec, evaluator.profile.args_of(spec.name), pod, feasible)
+
+
+def _channel_score(
+    spec: PluginSpec, evaluator: Any, pod: Pod, feasible: list[NodeInfo]
+) -> dict[str, int]:
+    uid = (pod.get("metadata") or {}).get("uid", "")
+    args = evaluator.profile.args_of(spec.name)
+    return channel_scores(spec, args, pod, feasible, devices=evaluator.devices.get(uid))
+
+
+def static_per_node(spec: PluginSpec) -> PerNode:
+    """The per-node Filter and Score that run a spec's static functions over one pod's
+    nodes (its ``static_filter``; its ``static_score`` or ``score_channel``, the channel
+    given the pod's DynamicResources cycle state as the evaluator holds it)."""
+    score: PerNodeScore | None = None
+    if spec.static_score is not None:
+        score = partial(_static_score, spec)
+    elif spec.score_channel is not None:
+        score = partial(_channel_score, spec)
+    static_filter = None if spec.static_filter is None else partial(_static_filter, spec)
+    return PerNode(filter=static_filter, score=score)

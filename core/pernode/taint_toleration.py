@@ -9,6 +9,8 @@ the fewest such taints scores 100.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubesalvo.core.pernode.framework import (
     Pod,
     Status,
@@ -18,6 +20,7 @@ from kubesalvo.core.pernode.framework import (
 )
 from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import taint_toleration
+from kubesalvo.core.plugins.framework import PerNode
 
 
 class TaintToleration:
@@ -47,3 +50,15 @@ def score(pod: Pod, feasible: list[NodeInfo]) -> dict[str, int]:
         for node in feasible
     }
     return default_normalize(counts, reverse=True)
+
+
+# Its contribution to the per-node evaluator (``PodEvaluator``), loaded by its spec.
+def _filter(evaluator: Any, pod: Pod) -> TaintToleration:
+    return TaintToleration(pod)
+
+
+def _score(evaluator: Any, pod: Pod, feasible: list[NodeInfo]) -> dict[str, int]:
+    return score(pod, feasible)
+
+
+PER_NODE = PerNode(filter=_filter, score=_score)

@@ -56,6 +56,7 @@ from kubesalvo.core.pernode.framework import (
 from kubesalvo.core.pernode.selectors import node_selector_terms
 from kubesalvo.core.pernode.snapshot import NodeInfo
 from kubesalvo.core.plugins import names
+from kubesalvo.core.plugins.framework import PerNode
 from kubesalvo.core.volumes import (
     StorageObjects,
     bound_to_claim,
@@ -65,13 +66,16 @@ from kubesalvo.core.volumes import (
 )
 
 __all__ = [
+    "NODE_VOLUME_LIMITS",
+    "VOLUME_BINDING",
+    "VOLUME_RESTRICTIONS",
+    "VOLUME_ZONE",
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeRestrictions",
     "VolumeZone",
     "capacity_score",
     "check_in_scope",
-    "volume_filter",
 ]
 
 # Volume sources the per-node filters do not model (inline CSI volumes).
@@ -586,18 +590,44 @@ class VolumeZone:
         return None
 
 
-_PLUGINS: dict[str, Any] = {
-    names.NODE_VOLUME_LIMITS: NodeVolumeLimits,
-    names.VOLUME_BINDING: VolumeBinding,
-    names.VOLUME_ZONE: VolumeZone,
-}
+# Their contributions to the per-node evaluator (``PodEvaluator``: its ``storage`` and
+# ``snapshot``), each loaded by its plugin's spec. A pod without volumes is skipped by every
+# volume plugin.
 
 
-def volume_filter(name: str, pod: Pod, storage: StorageObjects, snapshot: Any) -> Any:
-    """The named volume filter for ``pod``'s cycle, or None for a pod without volumes
-    (every volume plugin skips it)."""
-    if not (pod.get("spec") or {}).get("volumes"):
+def _has_volumes(pod: Pod) -> bool:
+    return bool((pod.get("spec") or {}).get("volumes"))
+
+
+def _restrictions(evaluator: Any, pod: Pod) -> VolumeRestrictions | None:
+    if not _has_volumes(pod):
         return None
-    if name == names.VOLUME_RESTRICTIONS:
-        return VolumeRestrictions(pod, storage, snapshot)
-    return _PLUGINS[name](pod, storage)
+    return VolumeRestrictions(pod, evaluator.storage, evaluator.snapshot)
+
+
+def _limits(evaluator: Any, pod: Pod) -> NodeVolumeLimits | None:
+    return NodeVolumeLimits(pod, evaluator.storage) if _has_volumes(pod) else None
+
+
+def _binding(evaluator: Any, pod: Pod) -> VolumeBinding | None:
+    return VolumeBinding(pod, evaluator.storage) if _has_volumes(pod) else None
+
+
+def _zone(evaluator: Any, pod: Pod) -> VolumeZone | None:
+    return VolumeZone(pod, evaluator.storage) if _has_volumes(pod) else None
+
+
+def _capacity_scores(evaluator: Any, pod: Pod, feasible: list[NodeInfo]) -> dict[str, int] | None:
+    # Scores only with StorageCapacityScoring on (its args then have a shape).
+    shape = [
+        (pt.utilization, pt.score) for pt in evaluator.profile.args_of(names.VOLUME_BINDING).shape
+    ]
+    if not shape:
+        return None
+    return {n.name: capacity_score(pod, evaluator.storage, n, shape) for n in feasible}
+
+
+VOLUME_RESTRICTIONS = PerNode(filter=_restrictions)
+NODE_VOLUME_LIMITS = PerNode(filter=_limits)
+VOLUME_BINDING = PerNode(filter=_binding, score=_capacity_scores)
+VOLUME_ZONE = PerNode(filter=_zone)

@@ -53,6 +53,9 @@ __all__ = [
     "NodeFilterResult",
     "NodeTable",
     "Normalise",
+    "PerNode",
+    "PerNodeFilter",
+    "PerNodeScore",
     "PluginSpec",
     "PodClass",
     "PreFilter",
@@ -558,6 +561,30 @@ class NodeFilter:
     reasons: tuple[str, ...]
 
 
+# --- one pod, node by node (core/pernode) ------------------------------------------------
+
+# A per-node filter: (the evaluator asking, ``core/pernode/evaluator.PodEvaluator``: its
+# ``profile``, ``snapshot``, ``storage`` and the pods' device state; a pod) -> the plugin
+# for the pod's cycle (its constructor is the PreFilter; it then answers ``filter(node)``),
+# or None when it has nothing to check for the pod (upstream's PreFilter Skip).
+PerNodeFilter = Callable[[Any, Any], Any]
+# A per-node score: (the evaluator, a pod, the feasible NodeInfos) -> each node's score,
+# normalised to 0..100 and not yet weighted, or None when it scores nothing for the pod.
+PerNodeScore = Callable[[Any, Any, list[Any]], "dict[str, int] | None"]
+
+
+@dataclass(frozen=True)
+class PerNode:
+    """A plugin's Filter and Score written for one pod, node by node (its ``core/pernode``
+    module): what the per-node evaluator runs for preemption's dry run, the queueing
+    hints, ``explain``, the web view and the tests' oracle. A static filter, static score
+    or score channel needs none: the evaluator runs the spec's own function over the
+    pod's nodes."""
+
+    filter: PerNodeFilter | None = None
+    score: PerNodeScore | None = None
+
+
 # --- the registry's entry ---------------------------------------------------------------
 
 
@@ -600,6 +627,10 @@ class PluginSpec:
     ``events`` can help a pod it rejected; without one, every such event does). A loader,
     as a hint reads the plugin's per-node logic (core/pernode), which imports the plugin's
     module; the registry loads each once (``registry.queueing_hints``).
+    ``per_node``: loads its :class:`PerNode` Filter and Score (a loader for the same
+    reason; ``registry.per_node`` gathers them). ``per_node_none``: why a plugin with a
+    filter or score point has neither a per-node counterpart nor a static function (the
+    evaluator then refuses a pod that needs it).
     """
 
     name: str
@@ -621,6 +652,8 @@ class PluginSpec:
     kernel_codes: Mapping[str, str] = field(default_factory=dict)
     sort_key: Callable[[Any], tuple[Any, ...]] | None = None
     profile_field: str = ""
+    per_node: Callable[[], PerNode] | None = None
+    per_node_none: str = ""
 
     def __post_init__(self) -> None:
         if (self.args_reader is not None or self.profile_field) and self.args is None:
@@ -652,6 +685,10 @@ class PluginSpec:
             raise ValueError(f"node filter of {self.name}: its reasons must be its own")
         if self.score_channel is not None and self.static_score is not None:
             raise ValueError(f"score {self.name} is a static score or a channel, not both")
+        if self.per_node is not None and not {FILTER, SCORE} & self.points:
+            raise ValueError(f"per-node logic of {self.name}: it has no filter or score point")
+        if self.per_node is not None and self.per_node_none:
+            raise ValueError(f"{self.name}: a per-node loader or a reason for none, not both")
         if not self.named_only <= self.points:
             raise ValueError(f"{self.name}: named-only points must be among its points")
 

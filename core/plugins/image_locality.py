@@ -52,6 +52,7 @@ from kubesalvo.core.plugins.framework import (
     SCORE,
     NodeTable,
     Normalise,
+    PerNode,
     PluginSpec,
     PodClass,
     ScoreChannel,
@@ -157,7 +158,17 @@ def locality_scores(args: None, nodes: NodeTable, pod: PodClass) -> npt.NDArray[
 
 # Final scores per node: added as they are, weighted, to the class's fixed scores.
 SCORE_CHANNEL = ScoreChannel(Normalise.NONE, locality_scores, class_images)
-SPEC = PluginSpec(NAME, frozenset({SCORE}), score_channel=SCORE_CHANNEL)
+
+
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.image_locality import PER_NODE
+
+    return PER_NODE
+
+
+SPEC = PluginSpec(NAME, frozenset({SCORE}), score_channel=SCORE_CHANNEL, per_node=_per_node)
 
 
 @dataclass(frozen=True, order=True)

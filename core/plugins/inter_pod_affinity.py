@@ -24,6 +24,7 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FieldError,
     HintFn,
+    PerNode,
     PluginSpec,
     check,
 )
@@ -101,6 +102,14 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> InterPodAffinityArgs:
     return build(d, path, lambda: InterPodAffinityArgs(weight, ignore), InterPodAffinityArgs())
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.inter_pod_affinity import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -119,4 +128,5 @@ SPEC = PluginSpec(
         ERR_REASON_ANTI_AFFINITY: "IPA_ANTI",
         ERR_REASON_EXISTING_ANTI_AFFINITY: "IPA_EXISTING",
     },
+    per_node=_per_node,
 )

@@ -38,6 +38,7 @@ from kubesalvo.core.plugins.framework import (
     HintFn,
     NodeTable,
     Normalise,
+    PerNode,
     PluginSpec,
     PodClass,
     PreFilter,
@@ -258,6 +259,14 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeAffinityArgs:
     return build(d, path, lambda: NodeAffinityArgs(node_affinity_to_api(added)), NodeAffinityArgs())
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.node_affinity import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -279,4 +288,5 @@ SPEC = PluginSpec(
         # the nodes its PreFilter left out (its metadata.name terms)
         prefilter_narrowing_reason([NAME]): "NARROWED",
     },
+    per_node=_per_node,
 )

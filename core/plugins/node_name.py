@@ -18,6 +18,7 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FilterMask,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
 )
@@ -42,6 +43,16 @@ def other_nodes(args: None, nodes: NodeTable, pod: PodClass) -> npt.NDArray[np.b
 
 # Its rows depend on spec.nodeName only: part of the static rows' signature.
 FILTER_MASK = FilterMask(ERR_REASON_NODE_NAME, other_nodes, node_name, True)
+
+
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.node_name import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({FILTER}),
@@ -49,4 +60,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     filter_masks=(FILTER_MASK,),
     kernel_codes={ERR_REASON_NODE_NAME: "NODE_NAME"},
+    per_node=_per_node,
 )

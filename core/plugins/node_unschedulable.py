@@ -23,6 +23,7 @@ from kubesalvo.core.plugins.framework import (
     FilterMask,
     HintFn,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
     tolerates,
@@ -65,6 +66,14 @@ def _queueing_hint() -> HintFn:
     return queueing_hint
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.node_unschedulable import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({FILTER}),
@@ -73,4 +82,5 @@ SPEC = PluginSpec(
     filter_masks=(FILTER_MASK,),
     queueing_hint=_queueing_hint,
     kernel_codes={ERR_REASON_UNSCHEDULABLE: "UNSCHEDULABLE"},
+    per_node=_per_node,
 )

@@ -33,6 +33,7 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
 )
@@ -148,6 +149,16 @@ EVENTS = (
     ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
     ClusterEvent(EventResource.VOLUME_ATTACHMENT, ActionType.DELETE),
 )
+
+
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.volumes import NODE_VOLUME_LIMITS
+
+    return NODE_VOLUME_LIMITS
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER}),
@@ -155,4 +166,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     class_filter=filter_class,
     class_filter_reads="volumes",
+    per_node=_per_node,
 )

@@ -28,6 +28,7 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FieldError,
     HintFn,
+    PerNode,
     PluginSpec,
     check,
 )
@@ -277,6 +278,14 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> PodTopologySpreadArgs:
     )
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.pod_topology_spread import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -293,4 +302,5 @@ SPEC = PluginSpec(
         ERR_REASON_SPREAD_CONSTRAINTS: "SPREAD",
         ERR_REASON_SPREAD_MISSING_LABEL: "SPREAD_LABEL",
     },
+    per_node=_per_node,
 )

@@ -5,8 +5,10 @@ the queue reads the events each plugin registered and their queueing hints
 (:func:`queueing_hints`); the encoder, the failure reports and ``explain`` read the
 reasons; the encoder and the reference run the static filters and scores
 (``static_filter``, ``static_score``) and the score channels (``score_channel``, gathered
-per profile by :func:`score_channels`). Adding a plugin: write its module (see any module
-here; ``node_name`` is the smallest filter) and add its ``SPEC`` to ``_SPECS`` below.
+per profile by :func:`score_channels`); the per-node evaluator (core/pernode) runs each
+plugin's per-node Filter and Score (:func:`per_node`) or else those static functions.
+Adding a plugin: write its module (see any module here; ``node_name`` is the smallest
+filter) and add its ``SPEC`` to ``_SPECS`` below.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from kubesalvo.core.plugins.framework import (
     Code,
     HintFn,
     Normalise,
+    PerNode,
     PluginSpec,
     ScoreChannel,
 )
@@ -67,6 +70,7 @@ __all__ = [
     "REASON_CODES",
     "REASON_PLUGIN",
     "ScoreChannelConflict",
+    "per_node",
     "queueing_hints",
     "score_channels",
 ]
@@ -120,6 +124,13 @@ def queueing_hints() -> dict[str, HintFn]:
     """Plugin -> its queueing hint, for the plugins that have one (loaded on each call:
     the queue takes them once)."""
     return {s.name: s.queueing_hint() for s in _SPECS if s.queueing_hint is not None}
+
+
+def per_node() -> dict[str, PerNode]:
+    """Plugin -> its per-node Filter and Score (core/pernode), for the plugins that write
+    them (loaded on each call: the per-node evaluator takes them once). The static filters,
+    static scores and score channels need none: the evaluator runs their functions."""
+    return {s.name: s.per_node() for s in _SPECS if s.per_node is not None}
 
 
 # The status code of each fixed reason (NodeResourcesFit decides per node).

@@ -34,6 +34,7 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
 )
@@ -101,6 +102,16 @@ EVENTS = (
     ClusterEvent(EventResource.NODE, ActionType.ADD),
     ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
 )
+
+
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.volumes import VOLUME_RESTRICTIONS
+
+    return VOLUME_RESTRICTIONS
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER}),
@@ -111,4 +122,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     class_filter=filter_class,
     class_filter_reads="volumes",
+    per_node=_per_node,
 )

@@ -26,6 +26,7 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
 )
@@ -119,6 +120,16 @@ EVENTS = (
     ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE_OTHER),
     ClusterEvent(EventResource.PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE_OTHER),
 )
+
+
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.volumes import VOLUME_ZONE
+
+    return VOLUME_ZONE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER}),
@@ -126,4 +137,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     class_filter=filter_class,
     class_filter_reads="volumes",
+    per_node=_per_node,
 )

@@ -39,15 +39,21 @@ def node_table(
     chosen: str | None = None,
     workloads: Sequence[Mapping[str, Any]] = (),
     storage: Any = None,
+    devices: Any = None,
 ) -> dict[str, Any]:
     """The node table of ``pod`` (see the module docstring); ``chosen``: its node;
-    ``storage`` (core/volumes.StorageObjects): what the volume filters read."""
+    ``storage`` (core/volumes.StorageObjects): what the volume filters read; ``devices``
+    (core/dra/pod.PodDevices): its claims' DynamicResources cycle state, which that
+    plugin's Filter and Score read as in the burst (without it, a pod with claims is not
+    evaluated)."""
     uid = (pod.get("metadata") or {}).get("uid")
     others = [p for p in pods if (p.get("metadata") or {}).get("uid") != uid]
     unbound = {**pod, "spec": {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}}
     evaluator = PodEvaluator(nodes, others, namespaces, profile, workloads)
     if storage is not None:
         evaluator.storage = storage
+    if devices is not None:
+        evaluator.devices[uid or ""] = devices
     try:
         outcome = evaluator.evaluate(unbound)
         scores = evaluator.scores_for(unbound, outcome.feasible)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from kubesalvo.core.plugins.names import QOS_AWARE
-from kubesalvo.sched.explain import explain_pod
+from kubesalvo.sched.explain import explain_pod, pod_devices
 from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.web.overview import QosHistory, overview
 from kubesalvo.sched.web.verdicts import node_table
@@ -156,8 +156,18 @@ class WebView:
         workloads = scheduler.workloads_of({namespace})
         chosen = answer.get("node") if answer.get("status") == "placed" else None
         storage = scheduler.cache.state.storage.copy()  # the volume filters' objects
+        devices = pod_devices(scheduler, pod, profile.core)  # on the loop, as explain's
         answer["nodeTable"] = await asyncio.to_thread(
-            _node_table, pod, nodes, pods, namespaces, profile.core, chosen, workloads, storage
+            _node_table,
+            pod,
+            nodes,
+            pods,
+            namespaces,
+            profile.core,
+            chosen,
+            workloads,
+            storage,
+            devices,
         )
         return answer
 
@@ -187,6 +197,7 @@ def _node_table(
     chosen: str | None,
     workloads: Any,
     storage: Any = None,
+    devices: Any = None,
 ) -> dict[str, Any]:
     """``node_table`` of the informers' objects (run in a worker thread)."""
     return node_table(
@@ -198,4 +209,5 @@ def _node_table(
         chosen,
         workloads,
         storage,
+        devices,
     )

@@ -183,3 +183,34 @@ def test_the_queue_sort_plugins_carry_their_own_sort_keys():
         assert sort_key_for(name) is registry.PLUGINS[name].sort_key
     with pytest.raises(ValueError, match="queueSort point"):
         PluginSpec("Keyed", frozenset({framework.FILTER}), sort_key=lambda qp: ())
+
+
+def _per_node_of(spec):
+    """The per-node Filter and Score the evaluator runs for a spec: its own, else its
+    static functions'."""
+    own = registry.per_node().get(spec.name) or framework.PerNode()
+    has_filter = own.filter is not None or spec.static_filter is not None
+    has_score = own.score is not None or (spec.static_score or spec.score_channel) is not None
+    return has_filter, has_score
+
+
+@pytest.mark.parametrize("name", sorted(registry.PLUGINS))
+def test_every_filter_and_score_plugin_has_its_per_node_logic_or_says_why_not(name):
+    spec = registry.PLUGINS[name]
+    has_filter, has_score = _per_node_of(spec)
+    if spec.per_node_none:
+        assert not has_filter and not has_score
+        return
+    assert has_filter == (framework.FILTER in spec.points), name
+    assert has_score == (framework.SCORE in spec.points), name
+
+
+def test_a_plugin_has_per_node_logic_or_a_reason_for_none_not_both():
+    spec = registry.PLUGINS["NodeName"]
+    with pytest.raises(ValueError, match="not both"):
+        PluginSpec(spec.name, spec.points, per_node=spec.per_node, per_node_none="kernel-only")
+
+
+def test_per_node_logic_is_for_a_filter_or_score_plugin():
+    with pytest.raises(ValueError, match="no filter or score point"):
+        PluginSpec("Sorter", frozenset({framework.QUEUE_SORT}), per_node=framework.PerNode)

@@ -125,3 +125,30 @@ def test_nodes_the_pods_own_selector_rules_out_come_after_every_other_node():
     rows = table["rows"]
     assert rows[0]["node"] == "too-small" and rows[0]["lacks"] == ["cpu: 2000m short"]
     assert all(row["node"].startswith("other-") for row in rows[1:])
+
+
+def test_a_pod_with_claims_is_tabled_with_its_device_filter_and_score():
+    """Given the pod's DynamicResources cycle state (the view takes it as explain does),
+    the table holds that plugin's Filter and v1.37 Score; without it the pod is refused
+    as not modelled."""
+    from tests.core.dra.test_place_devices import devices_for
+    from tests.core.dra.test_place_devices import node as dra_node
+    from tests.core.dra.test_score_first_available import scored_profile
+    from tests.core.pernode.test_evaluator_dynamic_resources import h100_first
+
+    p, objects = h100_first()
+    nodes = [dra_node("a"), dra_node("b"), dra_node("c")]
+    without = node_table(p, nodes, [], [], scored_profile())
+    assert "not modelled" in without["error"]
+    table = node_table(p, nodes, [], [], scored_profile(), devices=devices_for(p, objects))
+    assert "error" not in table
+    feasible = {row["node"]: row for row in table["rows"] if row["feasible"]}
+    assert list(feasible) == ["a", "b"]
+    # 8 points against 7, normalised 100 against 87, weight 2 (the kernel's, as
+    # tests/core/pernode/test_evaluator_dynamic_resources.py holds).
+    assert feasible["a"]["plugins"]["DynamicResources"] == 200
+    assert feasible["b"]["plugins"]["DynamicResources"] == 174
+    (c,) = [row for row in table["rows"] if not row["feasible"]]
+    assert c["node"] == "c"
+    assert c["reasons"] == ["cannot allocate all claims"]
+    assert c["unresolvable"]
