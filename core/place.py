@@ -17,12 +17,13 @@ core/results.py turns the kernel's outputs into outcomes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import gc
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -417,6 +418,19 @@ class _DisksInBurst(Exception):
     them while classing the pods, at no cost per pod): it is placed in segments."""
 
 
+@contextlib.contextmanager
+def _without_cyclic_gc() -> Iterator[None]:
+    """The burst allocates many small objects that all live until it ends: cyclic GC
+    passes over them find nothing to free and cost several percent of the burst."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def place_burst(
     state: ClusterState,
     pods: Sequence[Mapping[str, Any]],
@@ -478,9 +492,7 @@ def place_burst(
         elif packed.classified is not None:
             # The plan's classes serve the placement too (the state has not changed and
             # a nominated node is no part of a class): the burst is encoded once.
-            was_enabled = gc.isenabled()
-            gc.disable()
-            try:
+            with _without_cyclic_gc():
                 result = _place_burst(
                     state,
                     packed.pods,
@@ -491,9 +503,6 @@ def place_burst(
                     ties=ties or TieBreak(),
                     classified=packed.classified,
                 )
-            finally:
-                if was_enabled:
-                    gc.enable()
             return packed.result(result)
         else:
             result = place_burst(
@@ -506,11 +515,7 @@ def place_burst(
                 ties=ties,
             )
             return packed.result(result)
-    # The burst allocates many small objects that all live until it ends: cyclic GC
-    # passes over them find nothing to free and cost several percent of the burst.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _without_cyclic_gc():
         segmented = functools.partial(
             _place_burst, devices=devices, ties=ties or TieBreak(), segmented=True
         )
@@ -536,9 +541,6 @@ def place_burst(
             return volume_burst.place_in_segments(
                 segmented, state, pods, profile, delayed, commit, workloads, gang_needed
             )
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _place_burst(
