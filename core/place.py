@@ -17,13 +17,11 @@ core/results.py turns the kernel's outputs into outcomes.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import gc
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +34,7 @@ from kubesalvo.core._codes import FIRST_RESOURCE as REASON_FIRST_RESOURCE
 from kubesalvo.core._place import BurstKernel
 from kubesalvo.core.dra.pod import PodDevices
 from kubesalvo.core.encode import Encoder, PortTable, StaticTables, is_scalar_column
+from kubesalvo.core.gc_pause import gc_paused
 from kubesalvo.core.operands import (
     ClassColumns,
     Outputs,
@@ -418,19 +417,6 @@ class _DisksInBurst(Exception):
     them while classing the pods, at no cost per pod): it is placed in segments."""
 
 
-@contextlib.contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """The burst allocates many small objects that all live until it ends: cyclic GC
-    passes over them find nothing to free and cost several percent of the burst."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def place_burst(
     state: ClusterState,
     pods: Sequence[Mapping[str, Any]],
@@ -492,7 +478,7 @@ def place_burst(
         elif packed.classified is not None:
             # The plan's classes serve the placement too (the state has not changed and
             # a nominated node is no part of a class): the burst is encoded once.
-            with _without_cyclic_gc():
+            with gc_paused():
                 result = _place_burst(
                     state,
                     packed.pods,
@@ -515,7 +501,7 @@ def place_burst(
                 ties=ties,
             )
             return packed.result(result)
-    with _without_cyclic_gc():
+    with gc_paused():
         segmented = functools.partial(
             _place_burst, devices=devices, ties=ties or TieBreak(), segmented=True
         )

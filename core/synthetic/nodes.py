@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from kubesalvo.core.gc_pause import gc_paused
 from kubesalvo.core.synthetic import units
-from kubesalvo.core.synthetic._gc import gc_paused
 from kubesalvo.core.synthetic.catalog import (
     CAPACITY_TYPE_LABEL,
     CPU_GENERATION_LABEL,

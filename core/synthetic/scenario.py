@@ -42,9 +42,9 @@ from typing import Any
 
 import yaml
 
+from kubesalvo.core.gc_pause import gc_paused
 from kubesalvo.core.snapshot import Snapshot
 from kubesalvo.core.synthetic import existing
-from kubesalvo.core.synthetic._gc import gc_paused
 from kubesalvo.core.synthetic.catalog import DEFAULT_POOLS
 from kubesalvo.core.synthetic.controllers import REPLICA_SET_WORKLOADS, replica_set
 from kubesalvo.core.synthetic.nodes import Fleet, apportion, make_nodes

@@ -19,8 +19,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from kubesalvo.core.gc_pause import gc_paused
 from kubesalvo.core.synthetic import recipes
-from kubesalvo.core.synthetic._gc import gc_paused
 from kubesalvo.core.synthetic.nodes import DEFAULT_FLEET, Fleet, apportion
 from kubesalvo.core.synthetic.pods import PodClass
 from kubesalvo.core.synthetic.recipes import Context
