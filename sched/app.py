@@ -48,7 +48,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from kubesalvo.sched import default_spread, disruption_budgets
-from kubesalvo.sched.cache import SchedulerCache
+from kubesalvo.sched.cache import SchedulerCache, struct_key
 from kubesalvo.sched.client import ApiClient, CredentialsError, load_credentials
 from kubesalvo.sched.config import ConfigError, SchedulerConfig, gates, load_config
 from kubesalvo.sched.cycle import BurstCycle, ClusterObjects, CycleSettings
@@ -67,6 +67,7 @@ from kubesalvo.sched.informers import (
     WatchSettings,
     to_api_dict,
 )
+from kubesalvo.sched.informers.forms import PodForms
 from kubesalvo.sched.informers.models import (
     Namespace,
     Node,
@@ -142,7 +143,10 @@ class Scheduler:
                 generation=str(generation)
             ).observe(seconds)
         )
-        self.cache = SchedulerCache()
+        # Every pod version's API dict, made once for the cycle, preemption, the cache
+        # and the pages; the pod informer drops a version's entry when it goes.
+        self.forms = PodForms(current=lambda key: self.pods.store.get(key))
+        self.cache = SchedulerCache(api=self.forms.api)
         self.queue = SchedulingQueue.from_config(config)
         self.queue.on_incoming = self.metrics.observe_incoming
         for path, _ in config.deprecations:
@@ -184,6 +188,7 @@ class Scheduler:
             settings=CycleSettings.from_config(config, tie_seed),
             cluster=self._cluster_objects,
             workloads=self.workloads_of,
+            forms=self.forms,
         )
         # API traffic under client-go's metric names (kubernetes-mixin charts them).
         client.on_request = functools.partial(
@@ -196,6 +201,7 @@ class Scheduler:
         self.pods: Informer[Pod] = Informer(
             client, PODS, self._on_pod, WatchSettings(field_selector=ACTIVE_PODS)
         )
+        self.pods.add_handler(self.forms.on_pod)
         self.informers: list[Informer[Any]] = [self.nodes, self.namespaces, self.pods]
         self.metrics.registry.register(InformerCollector(self._informer_requests))
         self.metrics.registry.register(UnschedulablePodsCollector(self._queued_rejectors))
@@ -264,7 +270,7 @@ class Scheduler:
         self._stop = asyncio.Event()
 
     def _all_pods(self) -> Iterator[dict[str, Any]]:
-        return (to_api_dict(pod) for pod in self.pods.store.values())
+        return (self.forms.api(pod) for pod in self.pods.store.values())
 
     def _queued_rejectors(self) -> list[tuple[str, frozenset[str]]]:
         """(scheduler name, rejecting or gating plugins) of each queued pod, for /metrics."""
@@ -302,6 +308,7 @@ class Scheduler:
             namespaces=list(self.namespaces.store.values()),
             assumed=assumed,
             storage=self.cache.state.storage.copy(),
+            forms=self.forms,
         )
 
     def _lease_not_refused(self) -> bool:
@@ -351,7 +358,7 @@ class Scheduler:
         self.plugins.pod_changed(change)
         if change.type == DELETED:
             if pod.spec.node_name or self.cache.is_assumed(key):
-                self.cache.remove_pod(to_api_dict(pod))
+                self.cache.removed(struct_key(pod))
             if pod.spec.node_name:
                 self.queue.on_event(ASSIGNED_POD_DELETE, pod, None)
             self.queue.delete(key)
@@ -398,6 +405,8 @@ class Scheduler:
             "preemptionsPending": self.cycle.preemptions_pending,
             "assumed": self.cache.assumed_count,
             "cache": self.cache.sizes(),
+            # the pods' API dicts (one per live version converted) and how many were made
+            "podForms": self.forms.stats(),
             # last attempts kept for /debug/explain (a deleted pod's goes with it)
             "attemptsRemembered": len(self.cycle.attempts),
             "pods": listing,

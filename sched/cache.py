@@ -35,7 +35,7 @@ from typing import Any
 from kubesalvo.core.state import ClusterState, pod_key
 from kubesalvo.sched.informers.models import Pod, to_api_dict
 
-__all__ = ["Assumed", "SchedulerCache", "same_for_state"]
+__all__ = ["Assumed", "SchedulerCache", "same_for_state", "struct_key"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,12 @@ def _resize_reason(pod: Pod) -> str | None:
         if condition.type == "PodResizePending":
             return condition.reason
     return None
+
+
+def struct_key(pod: Pod) -> str:
+    """``pod_key`` of the informer object, without its API dict."""
+    meta = pod.metadata
+    return meta.uid or f"{meta.namespace or 'default'}/{meta.name}"
 
 
 def same_for_state(old: Pod, new: Pod) -> bool:
@@ -107,8 +113,12 @@ class SchedulerCache:
         *,
         assumed_ttl: float = DEFAULT_ASSUMED_TTL,
         clock: Callable[[], float] = time.monotonic,
+        api: Callable[[Pod], Object] = to_api_dict,
     ) -> None:
         self.state = state if state is not None else ClusterState()
+        # A pod version's API dict: the runtime's memo (sched/informers/forms.py), so that
+        # a bound pod the cycle or preemption converted already is not converted again.
+        self._api = api
         self.assumed_ttl = assumed_ttl
         self._clock = clock
         self._assumed: dict[str, Assumed] = {}
@@ -196,10 +206,10 @@ class SchedulerCache:
         if old is not None and old.spec.node_name and same_for_state(old, pod):
             return
         self.bound(
-            pod.metadata.uid or pod_key(to_api_dict(pod)),
+            struct_key(pod),
             pod.spec.node_name,
             pod.status.phase in FINISHED_PHASES,
-            lambda: to_api_dict(pod),
+            lambda: self._api(pod),
         )
 
     def bound(self, key: str, node: str, finished: bool, pod: Callable[[], Object]) -> None:
@@ -222,7 +232,12 @@ class SchedulerCache:
 
     def remove_pod(self, pod: Object) -> None:
         """The watch shows the pod deleted."""
-        self._do(lambda: self._remove_pod(pod_key(pod)))
+        self.removed(pod_key(pod))
+
+    def removed(self, key: str) -> None:
+        """The watch shows pod ``key`` (``struct_key`` of the informer's object) deleted:
+        no API dict needed."""
+        self._do(lambda: self._remove_pod(key))
 
     def _remove_pod(self, key: str) -> None:
         self._assumed.pop(key, None)

@@ -67,7 +67,7 @@ def pod_devices(scheduler: Scheduler, pod: Any, core: Any) -> Any:
     if scheduler.cycle.devices is None or core is None or not pod.spec.resource_claims:
         return None
     timeout = core.args_of(dynamic_resources.NAME).filter_timeout_seconds
-    return scheduler.cycle.devices.prefilter_left_out(to_api_dict(pod), timeout)
+    return scheduler.cycle.devices.prefilter_left_out(scheduler.forms.api(pod), timeout)
 
 
 def plugin_scores(
@@ -153,7 +153,7 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
         }
     group = gang_of(pod)
     if group is not None:
-        labelled = min_available_or_none(to_api_dict(pod))
+        labelled = min_available_or_none(scheduler.forms.api(pod))
         answer["gang"] = scheduler.cycle.gangs.describe(group, labelled)
     if attempt is not None:
         answer["lastAttempt"] = {
@@ -185,7 +185,7 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
     profile = scheduler.config.profile(pod.spec.scheduler_name)
     core = profile.core if profile is not None else None
     nodes = [to_api_dict(n) for n in scheduler.nodes.store.values()]
-    pods = [to_api_dict(p) for p in scheduler.pods.store.values() if p.spec.node_name]
+    pods = [scheduler.forms.api(p) for p in scheduler.pods.store.values() if p.spec.node_name]
     namespaces = [to_api_dict(ns) for ns in scheduler.namespaces.store.values()]
     workloads = scheduler.workloads_of({namespace})
     # The per-node evaluator is plain Python: keep the event loop free while it runs.
@@ -193,7 +193,7 @@ async def explain_pod(scheduler: Scheduler, namespace: str, name: str) -> dict[s
     devices = pod_devices(scheduler, pod, core)
     breakdown = await asyncio.to_thread(
         plugin_scores,
-        to_api_dict(pod),
+        scheduler.forms.api(pod),
         nodes,
         pods,
         namespaces,

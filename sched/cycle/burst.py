@@ -37,7 +37,6 @@ from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient
 from kubesalvo.sched.config import SchedulerConfig
 from kubesalvo.sched.cycle.binding import BindingCycle
-from kubesalvo.sched.cycle.forms import PodForms
 from kubesalvo.sched.cycle.gathering import Gathering
 from kubesalvo.sched.cycle.post_filter import (
     ClusterObjects,
@@ -53,7 +52,7 @@ from kubesalvo.sched.cycle.report import (
 from kubesalvo.sched.devices import DeviceBook
 from kubesalvo.sched.events import EventRecorder
 from kubesalvo.sched.gangs import GangBook
-from kubesalvo.sched.informers import to_api_dict
+from kubesalvo.sched.informers.forms import PodForms, with_nomination
 from kubesalvo.sched.preemption import PreemptionOutcome, execute
 from kubesalvo.sched.queue import QueuedPod, QueueName, SchedulingQueue
 
@@ -142,6 +141,7 @@ class BurstCycle:
         workloads: Callable[[set[str]], Sequence[Mapping[str, Any]]] | None = None,
         gangs: GangBook | None = None,
         devices: DeviceBook | None = None,
+        forms: PodForms | None = None,
     ) -> None:
         self.config = config
         # DynamicResources' reservations and PreBind, when a profile filters with it (its
@@ -197,8 +197,11 @@ class BurstCycle:
         self._preempting: set[str] = set()
         # How long to wait for company once work is found (sched/cycle/gathering.py).
         self.gathering = Gathering.for_window(self.settings.gathering_window)
-        # The queued pods' API dicts, one per object version (sched/cycle/forms.py).
-        self.forms = PodForms()
+        # The pods' API dicts, one per object version, shared with the rest of the
+        # runtime (sched/informers/forms.py: the app's memo, kept by the pod informer).
+        # A cycle run without informers keeps its own, pruned to the queue's pods.
+        self._own_forms = forms is None
+        self.forms = forms or PodForms()
         self._forms_pruned = time.monotonic()
         queue.on_active = self._arrived
         if is_leader():
@@ -310,7 +313,7 @@ class BurstCycle:
     def _housekeeping(self) -> None:
         self.cache.expire()
         now = time.monotonic()
-        if now - self._forms_pruned >= self.settings.housekeeping_period:
+        if self._own_forms and now - self._forms_pruned >= self.settings.housekeeping_period:
             # Not every pass: this one runs before every burst.
             self._forms_pruned = now
             self.forms.keep_only(self.queue)
@@ -349,8 +352,7 @@ class BurstCycle:
                 claiming = [
                     qp
                     for qp in pods
-                    if qp.pod.spec.resource_claims
-                    and gang.group_of(self.forms.api(qp.key, qp.pod)) is None
+                    if qp.pod.spec.resource_claims and gang.group_of(self.forms.api(qp.pod)) is None
                 ]
                 if claiming:
                     alone = {qp.key for qp in claiming}
@@ -393,14 +395,14 @@ class BurstCycle:
         """Place the pods; returns how many of them were dealt with (all, but for a
         ``counted`` run of claiming pods: those it kept) and whether a counted run was
         cut at a pod that fits nowhere (the pod after those kept)."""
-        objects = [self.forms.api(qp.key, qp.pod) for qp in pods]
+        objects = [self.forms.api(qp.pod) for qp in pods]
         if not counted:
             pods, objects, gang_needed = self._admit_gangs(profile_name, pods, objects)
         else:
             gang_needed = {}  # a gang member is never placed with claims (schedule)
         if not pods:
             return 0, False
-        nominated = self._nominations(pods, objects)
+        nominated = self._nominations(pods, objects)  # objects get their nominations
         workloads: Sequence[Mapping[str, Any]] = ()
         if self.workloads is not None:
             workloads = self.workloads({qp.pod.metadata.namespace for qp in pods})
@@ -632,20 +634,16 @@ class BurstCycle:
     def _nominations(
         self, pods: list[QueuedPod], objects: list[dict[str, Any]]
     ) -> list[tuple[QueuedPod, str]]:
-        """The queue's nominated pods outside this burst; the burst's own objects get the
-        nomination this process wrote if the watch has not shown it yet (place_burst
-        tries a pod's nominated node first)."""
+        """The queue's nominated pods outside this burst; the burst's own objects (the
+        list's items, replaced in place) get the nomination this process wrote if the
+        watch has not shown it yet (place_burst tries a pod's nominated node first): a
+        copy for those whose shared dict says otherwise, never a write into it."""
         nominated = self.queue.nominated_pods()
         if not nominated:
             return []
         burst = {qp.key for qp in pods}
-        for qp, obj in zip(pods, objects, strict=True):
-            node = self.queue.nomination(qp)
-            status = obj.setdefault("status", {})
-            if node:
-                status["nominatedNodeName"] = node
-            else:
-                status.pop("nominatedNodeName", None)
+        for i, qp in enumerate(pods):
+            objects[i] = with_nomination(objects[i], self.queue.nomination(qp))
         return [(qp, node) for qp, node in nominated if qp.key not in burst]
 
     def _reservations(
@@ -660,7 +658,7 @@ class BurstCycle:
         they also weigh in the scores of their node.
         """
         found = [
-            Reservation(qp.key, self.forms.api(qp.key, qp.pod), node, qp.priority)
+            Reservation(qp.key, self.forms.api(qp.pod), node, qp.priority)
             for qp, node in nominated
             if node in state.row_of and qp.key not in state.pods
         ]
@@ -815,14 +813,7 @@ class BurstCycle:
         """The pod's API dict with the nomination the queue knows: one this process wrote
         may not be on the watched object yet, and a preemptor that does not know its
         nomination would not wait for its victims and preempt again."""
-        pod = to_api_dict(qp.pod)
-        node = self.queue.nomination(qp)
-        status = pod.setdefault("status", {})
-        if node:
-            status["nominatedNodeName"] = node
-        else:
-            status.pop("nominatedNodeName", None)
-        return pod
+        return with_nomination(self.forms.api(qp.pod), self.queue.nomination(qp))
 
     def _take(self, qp: QueuedPod) -> bool:
         """Claim the report of a pod pending preemption (False: someone reported it)."""

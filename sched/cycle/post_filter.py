@@ -8,10 +8,12 @@ each committed for the next; the writes are ``sched.preemption.execute``'s, driv
 PreFilter before its own ended the PreFilter run (``no_dynamic_resources_state``), which
 also ends the run before DefaultPreemption (``ends_before_preemption``).
 
-The picture's API dicts are converted once per object version (``ApiDicts``): a burst with
-pods that fit nowhere decides again and again on a cluster that changed by a few objects,
-and converting its 20,000 running pods anew each time was half of the scheduler's CPU
-under churn.
+The picture's API dicts are converted once per object version: a burst with pods that fit
+nowhere decides again and again on a cluster that changed by a few objects, and converting
+its 20,000 running pods anew each time was half of the scheduler's CPU under churn. The
+pods' dicts come from the runtime's memo (``ClusterObjects.forms``,
+sched/informers/forms.py), shared with the cycle and the cache; the nodes' from
+``ApiDicts``.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from kubesalvo.core.profile import Profile
 from kubesalvo.core.volumes import StorageObjects
 from kubesalvo.sched.config import ProfileConfig
 from kubesalvo.sched.informers import to_api_dict
+from kubesalvo.sched.informers.forms import PodForms
 from kubesalvo.sched.queue import QueuedPod
 
 __all__ = [
@@ -65,6 +68,8 @@ class ClusterObjects:
     assumed: dict[str, str] = field(default_factory=dict)
     # the volume filters' objects (a copy: the decision runs in a worker thread)
     storage: StorageObjects | None = None
+    # the runtime's pod dicts (None: converted here, once per version while unchanged)
+    forms: PodForms | None = None
 
 
 class ApiDicts:
@@ -101,7 +106,7 @@ class ApiDicts:
 
 
 _NODES = ApiDicts()
-_PODS = ApiDicts()
+_PODS = ApiDicts()  # for a picture without the runtime's memo (a cycle without informers)
 
 
 def _preemptor(
@@ -115,7 +120,8 @@ def _preemptor(
     keys = {(p.get("metadata") or {}).get("uid") for p in pending}
     others = [obj for obj in objects.pods if obj.metadata.uid not in keys]
     pods: list[dict[str, Any]] = []
-    for obj, pod in zip(others, _PODS.of(others), strict=True):
+    converted = objects.forms.of(others) if objects.forms is not None else _PODS.of(others)
+    for obj, pod in zip(others, converted, strict=True):
         node = objects.assumed.get(obj.metadata.uid)
         if node is not None and not obj.spec.node_name:
             # A copy: the converted dict is shared with later decisions.

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from kubesalvo.core.plugins import coscheduling, names
 from kubesalvo.core.plugins.names import QOS_AWARE
 from kubesalvo.sched.explain import min_available_or_none
-from kubesalvo.sched.informers import to_api_dict
 
 if TYPE_CHECKING:
     from kubesalvo.sched.app import Scheduler
@@ -160,7 +159,7 @@ def _gangs(scheduler: Scheduler, namespace: str) -> dict[str, Any]:
         for key, member in sorted(members.items(), key=lambda kv: _pod_name(by_uid.get(kv[0]))):
             pod = by_uid.get(key)
             if labelled is None and pod is not None:
-                labelled = min_available_or_none(to_api_dict(pod))
+                labelled = min_available_or_none(scheduler.forms.api(pod))
             where = in_queue.get(key)
             if member.node:
                 state = "running" if member.running else "bound"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -159,6 +159,7 @@ class WebView:
         devices = pod_devices(scheduler, pod, profile.core)  # on the loop, as explain's
         answer["nodeTable"] = await asyncio.to_thread(
             _node_table,
+            scheduler.forms.api,
             pod,
             nodes,
             pods,
@@ -189,6 +190,7 @@ class WebView:
 
 
 def _node_table(
+    api: Callable[[Any], dict[str, Any]],
     pod: Any,
     nodes: list[Any],
     pods: list[Any],
@@ -199,11 +201,12 @@ def _node_table(
     storage: Any = None,
     devices: Any = None,
 ) -> dict[str, Any]:
-    """``node_table`` of the informers' objects (run in a worker thread)."""
+    """``node_table`` of the informers' objects (run in a worker thread); ``api`` gives a
+    pod's dict (the runtime's memo: sched/informers/forms.py)."""
     return node_table(
-        to_api_dict(pod),
+        api(pod),
         [to_api_dict(n) for n in nodes],
-        [to_api_dict(p) for p in pods],
+        [api(p) for p in pods],
         [to_api_dict(ns) for ns in namespaces],
         profile,
         chosen,

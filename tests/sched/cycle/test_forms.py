@@ -1,15 +1,17 @@
-"""PodForms: a queued pod is converted to an API dict once per object version, however
-often it is attempted; on the real API server, a pod retried three times was converted
-once and a bound pod once."""
+"""The burst cycle's pod dicts (sched/informers/forms.py's memo): a queued pod is converted
+to an API dict once per object version, however often it is attempted; on the real API
+server, a pod retried three times was converted once and a bound pod once."""
 
 from __future__ import annotations
 
 import msgspec
 
-from kubesalvo.sched.cycle.forms import PodForms
-from kubesalvo.sched.informers import to_api_dict
+from kubesalvo.sched.cache import SchedulerCache
+from kubesalvo.sched.config import default_config
+from kubesalvo.sched.cycle import BurstCycle
+from kubesalvo.sched.informers.forms import PodForms
 from kubesalvo.sched.informers.models import ObjectMeta, Pod
-from kubesalvo.sched.queue import QueueName
+from kubesalvo.sched.queue import QueueName, SchedulingQueue
 from tests.sched.cycle.test_burst import (
     TAINT_KEY,
     cpu_request,
@@ -20,46 +22,6 @@ from tests.sched.cycle.test_burst import (
     until,
 )
 from tests.sched.cycle.test_burst import nodes as nodes  # the fixture
-
-
-def pod(name: str, version: str) -> Pod:
-    return Pod(
-        metadata=ObjectMeta(name=name, namespace="ns", uid=f"uid-{name}", resource_version=version)
-    )
-
-
-def test_the_same_version_is_converted_once_and_a_new_version_again() -> None:
-    forms = PodForms()
-    first = pod("a", "1")
-    made = forms.api("uid-a", first)
-    assert made == to_api_dict(first)
-    assert forms.api("uid-a", first) is made
-    assert forms.conversions == 1
-    second = pod("a", "2")
-    again = forms.api("uid-a", second)
-    assert again["metadata"]["resourceVersion"] == "2"
-    assert forms.conversions == 2
-
-
-def test_an_equal_but_newly_decoded_object_is_a_new_version() -> None:
-    # The informer decodes a new object per watch event: identity, not equality, decides.
-    forms = PodForms()
-    forms.api("uid-a", pod("a", "1"))
-    forms.api("uid-a", pod("a", "1"))
-    assert forms.conversions == 2
-
-
-def test_keep_only_drops_the_pods_the_queue_no_longer_holds() -> None:
-    forms = PodForms()
-    a, b = pod("a", "1"), pod("b", "1")
-    forms.api("uid-a", a)
-    forms.api("uid-b", b)
-    forms.keep_only({"uid-b"})
-    assert len(forms) == 1
-    forms.api("uid-b", b)
-    assert forms.conversions == 2
-    forms.api("uid-a", a)
-    assert forms.conversions == 3
 
 
 async def test_a_pod_retried_three_times_is_converted_once_and_a_bound_one_once(
@@ -101,3 +63,26 @@ async def test_a_pod_retried_three_times_is_converted_once_and_a_bound_one_once(
     finally:
         await cycle.stop()
         await recorder.stop()
+
+
+async def test_the_cycles_nomination_goes_beside_the_shared_dict_never_into_it(api):
+    # The cycle's objects and preemption's pending pods carry the nomination this process
+    # wrote before the watch shows it; the memo's dict, read by everyone, stays the
+    # version's own.
+    forms = PodForms()
+    config = default_config()
+    queue = SchedulingQueue.from_config(config)
+    cycle = BurstCycle(config, SchedulerCache(), queue, api, forms=forms)
+    queued = Pod(metadata=ObjectMeta(name="p", namespace="ns", uid="uid-p", resource_version="1"))
+    queue.add(queued)
+    queue.nominate("uid-p", "node-1")
+    qp = queue.get("uid-p")
+    assert qp is not None
+    shared = forms.api(queued)
+    objects = [shared]
+    assert cycle._nominations([qp], objects) == []  # the only nominated pod is in the burst
+    assert objects[0]["status"]["nominatedNodeName"] == "node-1"
+    assert cycle._with_nomination(qp)["status"]["nominatedNodeName"] == "node-1"
+    assert "nominatedNodeName" not in (shared.get("status") or {})
+    assert forms.api(queued) is shared
+    assert forms.conversions == 1
