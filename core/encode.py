@@ -46,14 +46,11 @@ from kubesalvo.core.label_selectors import (
     Selector,
     parse_selector,
     pod_affinity_error,
-    spread_constraint_error,
 )
 from kubesalvo.core.plugins import (
     framework,
-    inter_pod_affinity,
     names,
     node_unschedulable,
-    pod_topology_spread,
     registry,
 )
 from kubesalvo.core.plugins.framework import Normalise, ScoreChannel, tolerates
@@ -94,9 +91,6 @@ _INT = re.compile(r"^[+-]?[0-9]+$")
 _ENCODE = msgspec.json.Encoder(order="deterministic")
 _NONE_KEY = _ENCODE.encode(None)
 _EMPTY_LIST_KEY = _ENCODE.encode([])
-# The PreFilters of the kernel's dynamic terms (their selectors must parse); the
-# registry's PreFilters (``PluginSpec.pre_filter``) and class filters join them.
-_KERNEL_PREFILTERS = (names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
 
 
 def _fixed_key(info: ClassInfo) -> bytes:
@@ -240,8 +234,9 @@ class Encoder:
         self.has_disks = False
         self._taint_keys: set[str] = set()
         self._taint_keys_version = -1
-        # The filters whose PreFilter may end a class's attempt (see _prefilter), in order.
-        self._prefilters = [name for name in profile.filters if name in _KERNEL_PREFILTERS]
+        # The filters whose PreFilter may end a class's attempt (see _prefilter), in order:
+        # the registry's PreFilters and the class filters.
+        self._prefilters: list[str] = []
         # The registry's PreFilters: name -> (PreFilter, args), and the spec fields they read.
         self.pre_filters: dict[str, tuple[framework.PreFilter, Any]] = {}
         # The registry's node filters: name -> (NodeFilter, args, reason text -> code).
@@ -306,6 +301,12 @@ class Encoder:
         order = {name: i for i, name in enumerate(profile.filters)}
         self._prefilters.sort(key=order.__getitem__)
         self._prefilter_reads = tuple({pf.reads for pf, _ in self.pre_filters.values()})
+        # The score plugins' PreScore checks, in the profile's score order: (check, args).
+        self.pre_scores: list[tuple[framework.PreScore, Any]] = []
+        for name, _ in profile.scores:
+            pre_score = registry.PLUGINS[name].pre_score
+            if pre_score is not None:
+                self.pre_scores.append((pre_score, profile.args_of(name)))
         # A plugin filter after NodePorts and NodeResourcesFit (the volume filters, in
         # kube-scheduler's order) is reported on a row only when those two pass it.
         after = max(order.get(n, -1) for n in (names.NODE_PORTS, names.NODE_RESOURCES_FIT))
@@ -545,14 +546,14 @@ class Encoder:
         if pod_affinity is not None:
             info.affinity_error = pod_affinity_error(spec)
         if self._prefilters:
-            asks = bool(spread_invalid or pod_affinity is not None or info.class_filters)
+            asks = bool(info.class_filters)
             for reads in self._prefilter_reads:  # a loop: this runs once per class
                 if asks:
                     break
                 asks = bool(spec.get(reads))
             if asks:
                 self._prefilter(info)
-        if (spread_invalid or info.affinity_error is not None) and not (
+        if self.pre_scores and not (
             info.error or info.prefilter_message  # the attempt ends before PreScore
         ):
             info.score_error = self._prescore_error(info)
@@ -588,12 +589,12 @@ class Encoder:
     def _prefilter(self, info: ClassInfo) -> None:
         """What ends the class's attempt before any node is tried, the first filter's
         PreFilter in the profile's order deciding (as the reference's PreFilter run): a
-        registry PreFilter's rejection or error (NodeAffinity's name conflict,
-        DynamicResources' claims), a class filter's, InterPodAffinity's invalid selector
-        (a rejection, ``prefilter_message``), or PodTopologySpread's invalid selector in a
-        DoNotSchedule constraint (an error, ``error``). Every row is then narrowed (see
-        ``_static_reason``), so the kernel places none of the class's pods. A registry
-        PreFilter may instead keep some rows only (``narrowed``)."""
+        plugin's PreFilter (``PluginSpec.pre_filter``: NodeAffinity's name conflict,
+        DynamicResources' claims, InterPodAffinity's unparsable terms, PodTopologySpread's
+        invalid DoNotSchedule selector) or a class filter's: a rejection
+        (``prefilter_message``) or an error (``error``). Every row is then narrowed (see
+        ``_static_reason``), so the kernel places none of the class's pods. A PreFilter
+        may instead keep some rows only (``narrowed``)."""
         for name in self._prefilters:
             pre_filter = self.pre_filters.get(name)
             if pre_filter is not None:
@@ -608,16 +609,6 @@ class Encoder:
                     elif answer.keep is not None and pf.narrows:
                         kept = answer.keep
                         info.narrowed = kept if info.narrowed is None else info.narrowed & kept
-            elif name == names.POD_TOPOLOGY_SPREAD:
-                if info.spread_selectors:
-                    error = spread_constraint_error(
-                        info.spec, "DoNotSchedule", info.spread_selectors
-                    )
-                    if error is not None:
-                        info.error = pod_topology_spread.HARD_SPREAD_CONSTRAINTS_ERROR + error
-            elif name == names.INTER_POD_AFFINITY and info.affinity_error is not None:
-                info.prefilter_message = inter_pod_affinity.PARSING_POD + info.affinity_error
-                info.prefilter_plugin = name
             elif name in info.class_filters:
                 found = info.class_filters[name]
                 if found.prefilter_message:
@@ -633,27 +624,16 @@ class Encoder:
     def _prescore_error(self, info: ClassInfo) -> str:
         """The error that fails the attempts of the class's pods at PreScore, or "".
 
-        The first score plugin in the profile's order whose PreScore cannot read the pod
-        decides: PodTopologySpread with an invalid selector in one of the pod's own
-        ScheduleAnyway constraints, InterPodAffinity with an invalid term (its PreFilter
-        rejects such a pod first when the filter is enabled)."""
-        for plugin, _ in self.profile.scores:
-            if plugin == names.POD_TOPOLOGY_SPREAD and info.spread_invalid:
-                error = spread_constraint_error(info.spec, "ScheduleAnyway", info.spread_selectors)
+        The first score plugin in the profile's order whose PreScore check
+        (``PluginSpec.pre_score``) fails decides: PodTopologySpread with an invalid selector
+        in one of the pod's own ScheduleAnyway constraints, InterPodAffinity with an
+        invalid term (its PreFilter rejects such a pod first when the filter is enabled)."""
+        spec = info.spec
+        for pre_score, args in self.pre_scores:
+            if spec.get(pre_score.reads):
+                error = pre_score.run(args, self, info)
                 if error is not None:
-                    return pod_topology_spread.SOFT_SPREAD_CONSTRAINTS_ERROR + error
-            elif plugin == names.INTER_POD_AFFINITY and info.affinity_error is not None:
-                affinity = info.affinity or {}
-                if self.profile.inter_pod_affinity.ignore_preferred_terms_of_existing_pods and (
-                    not any(
-                        (affinity.get(kind) or {}).get(
-                            "preferredDuringSchedulingIgnoredDuringExecution"
-                        )
-                        for kind in ("podAffinity", "podAntiAffinity")
-                    )
-                ):
-                    continue  # PreScore skips the plugin before reading the terms
-                return inter_pod_affinity.PRESCORE_PARSING_POD + info.affinity_error
+                    return error
         return ""
 
     def _key_of(self, kind: Normalise) -> list[Any] | None:

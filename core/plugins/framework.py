@@ -53,6 +53,7 @@ __all__ = [
     "NodeFilterResult",
     "NodeTable",
     "Normalise",
+    "ParsedPodClass",
     "PerNode",
     "PerNodeFilter",
     "PerNodeScore",
@@ -60,6 +61,7 @@ __all__ = [
     "PodClass",
     "PreFilter",
     "PreFilterResult",
+    "PreScore",
     "ProfileError",
     "ResourceSpec",
     "ScoreChannel",
@@ -511,9 +513,28 @@ class PreFilterResult:
     keep: npt.NDArray[np.bool_] | None = None
 
 
+class ParsedPodClass(PodClass, Protocol):
+    """A class as the encoder hands it to PreFilters: with what it parses once per class
+    for the kernel's dynamic terms, whose plugins' PreFilters check it."""
+
+    @property
+    def spread_selectors(self) -> Sequence[tuple[Any, str | None]]:
+        """Each spec.topologySpreadConstraints entry's labelSelector, parsed, and its
+        error (None: it parses)."""
+
+    @property
+    def spread_invalid(self) -> bool:
+        """Whether one of ``spread_selectors`` has an error."""
+
+    @property
+    def affinity_error(self) -> str | None:
+        """The first error of its pod (anti-)affinity terms (None: they parse, or there
+        are none)."""
+
+
 # A PreFilter: (its args, the nodes, a class of pods) -> its answer, or None when it has
 # nothing to say of the class (every row stays).
-PreFilterFn = Callable[[Any, NodeTable, PodClass], "PreFilterResult | None"]
+PreFilterFn = Callable[[Any, NodeTable, ParsedPodClass], "PreFilterResult | None"]
 
 
 @dataclass(frozen=True)
@@ -529,6 +550,23 @@ class PreFilter:
     run: PreFilterFn
     reads: str
     narrows: bool = False
+
+
+# A PreScore check: (its args, the nodes, a class of pods) -> the error that fails the
+# attempts of the class's pods at PreScore, or None.
+PreScoreFn = Callable[[Any, NodeTable, ParsedPodClass], "str | None"]
+
+
+@dataclass(frozen=True)
+class PreScore:
+    """A plugin's PreScore check of a class of pods (kube-scheduler's PreScore that fails
+    with an error, as PodTopologySpread's and InterPodAffinity's do for a pod whose own
+    selectors do not parse): asked by the encoder once per class whose spec holds
+    ``reads`` and whose attempt no PreFilter ended, in the profile's score order; the first
+    error fails the attempts of the class's pods, after the nodes were filtered."""
+
+    run: PreScoreFn
+    reads: str
 
 
 @dataclass(frozen=True)
@@ -605,7 +643,8 @@ class PluginSpec:
     ``score_channel``: a score computed per class by the module (raw values per node) and
     normalised by the kernel over the feasible nodes (:class:`ScoreChannel`).
     ``filter_masks``: a filter's per-class answers, one per reason (:class:`FilterMask`).
-    ``pre_filter``: its PreFilter for a class (:class:`PreFilter`); ``node_filter``: a
+    ``pre_filter``: its PreFilter for a class (:class:`PreFilter`); ``pre_score``: its
+    PreScore's error for a class (:class:`PreScore`); ``node_filter``: a
     filter run node by node on the rows still passing (:class:`NodeFilter`).
     ``class_filter``: for a filter that also reads cluster objects (the volume filters read
     the storage objects of ``ClusterState.storage``) and may reject at PreFilter, the
@@ -628,9 +667,8 @@ class PluginSpec:
     as a hint reads the plugin's per-node logic (core/pernode), which imports the plugin's
     module; the registry loads each once (``registry.queueing_hints``).
     ``per_node``: loads its :class:`PerNode` Filter and Score (a loader for the same
-    reason; ``registry.per_node`` gathers them). ``per_node_none``: why a plugin with a
-    filter or score point has neither a per-node counterpart nor a static function (the
-    evaluator then refuses a pod that needs it).
+    reason; ``registry.per_node`` gathers them). Every filter or score plugin has one, or
+    a static function the evaluator runs instead (tests/core/plugins/test_registry.py).
     """
 
     name: str
@@ -645,6 +683,7 @@ class PluginSpec:
     score_channel: ScoreChannel | None = None
     filter_masks: tuple[FilterMask, ...] = ()
     pre_filter: PreFilter | None = None
+    pre_score: PreScore | None = None
     node_filter: NodeFilter | None = None
     named_only: frozenset[str] = frozenset()
     queueing_hint: Callable[[], HintFn] | None = None
@@ -653,7 +692,6 @@ class PluginSpec:
     sort_key: Callable[[Any], tuple[Any, ...]] | None = None
     profile_field: str = ""
     per_node: Callable[[], PerNode] | None = None
-    per_node_none: str = ""
 
     def __post_init__(self) -> None:
         if (self.args_reader is not None or self.profile_field) and self.args is None:
@@ -679,6 +717,8 @@ class PluginSpec:
                 raise ValueError(f"filter mask of {self.name}: {mask.reason!r} is not its reason")
         if self.pre_filter is not None and PRE_FILTER not in self.points:
             raise ValueError(f"PreFilter of {self.name} must implement the preFilter point")
+        if self.pre_score is not None and not {PRE_SCORE, SCORE} <= self.points:
+            raise ValueError(f"PreScore of {self.name} must implement preScore and score")
         if self.node_filter is not None and not (
             FILTER in self.points and set(self.node_filter.reasons) <= set(self.reasons)
         ):
@@ -687,8 +727,6 @@ class PluginSpec:
             raise ValueError(f"score {self.name} is a static score or a channel, not both")
         if self.per_node is not None and not {FILTER, SCORE} & self.points:
             raise ValueError(f"per-node logic of {self.name}: it has no filter or score point")
-        if self.per_node is not None and self.per_node_none:
-            raise ValueError(f"{self.name}: a per-node loader or a reason for none, not both")
         if not self.named_only <= self.points:
             raise ValueError(f"{self.name}: named-only points must be among its points")
 

@@ -24,8 +24,13 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FieldError,
     HintFn,
+    NodeTable,
+    ParsedPodClass,
     PerNode,
     PluginSpec,
+    PreFilter,
+    PreFilterResult,
+    PreScore,
     check,
 )
 
@@ -102,6 +107,39 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> InterPodAffinityArgs:
     return build(d, path, lambda: InterPodAffinityArgs(weight, ignore), InterPodAffinityArgs())
 
 
+def _parsing_pod(args: Any, nodes: NodeTable, cls: ParsedPodClass) -> PreFilterResult | None:
+    """The PreFilter's parse of the pod's own terms: one that does not parse rejects the
+    pod on every node (the encoder parsed them once per class)."""
+    if cls.affinity_error is None:
+        return None
+    return PreFilterResult(message=PARSING_POD + cls.affinity_error)
+
+
+OWN_TERMS = PreFilter(_parsing_pod, reads="affinity")
+
+
+def _prescore_parsing_pod(
+    args: InterPodAffinityArgs, nodes: NodeTable, cls: ParsedPodClass
+) -> str | None:
+    """The PreScore's parse of the pod's own terms (reached when the filter is disabled:
+    its PreFilter rejects such a pod first): one that does not parse fails the attempt
+    with an error, unless PreScore skips the plugin before reading them (existing pods'
+    preferred terms ignored and the pod has no preferred term of its own)."""
+    if cls.affinity_error is None:
+        return None
+    if args.ignore_preferred_terms_of_existing_pods:
+        affinity = cls.spec.get("affinity") or {}
+        if not any(
+            (affinity.get(kind) or {}).get("preferredDuringSchedulingIgnoredDuringExecution")
+            for kind in ("podAffinity", "podAntiAffinity")
+        ):
+            return None
+    return PRESCORE_PARSING_POD + cls.affinity_error
+
+
+OWN_TERMS_AT_PRESCORE = PreScore(_prescore_parsing_pod, reads="affinity")
+
+
 def _per_node() -> PerNode:
     """Its per-node Filter and Score, those it has (core/pernode, which imports this
     module)."""
@@ -129,4 +167,6 @@ SPEC = PluginSpec(
         ERR_REASON_EXISTING_ANTI_AFFINITY: "IPA_EXISTING",
     },
     per_node=_per_node,
+    pre_filter=OWN_TERMS,
+    pre_score=OWN_TERMS_AT_PRESCORE,
 )

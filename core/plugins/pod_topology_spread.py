@@ -15,6 +15,7 @@ from typing import Any
 
 from kubesalvo.core.args_reading import ArgsDecoder, build, open_args
 from kubesalvo.core.label_names import qualified_name_problems
+from kubesalvo.core.label_selectors import spread_constraint_error
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.framework import (
     FILTER,
@@ -28,8 +29,13 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FieldError,
     HintFn,
+    NodeTable,
+    ParsedPodClass,
     PerNode,
     PluginSpec,
+    PreFilter,
+    PreFilterResult,
+    PreScore,
     check,
 )
 
@@ -278,6 +284,35 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> PodTopologySpreadArgs:
     )
 
 
+def _hard_constraints_error(
+    args: Any, nodes: NodeTable, cls: ParsedPodClass
+) -> PreFilterResult | None:
+    """The PreFilter's check of the pod's own constraints: an invalid labelSelector in a
+    DoNotSchedule one fails the attempt with an error (ScheduleAnyway ones fail it at
+    PreScore, the encoder's). The selectors are the encoder's, parsed once per class."""
+    if not cls.spread_invalid:
+        return None
+    error = spread_constraint_error(cls.spec, "DoNotSchedule", cls.spread_selectors)
+    if error is None:
+        return None
+    return PreFilterResult(error=HARD_SPREAD_CONSTRAINTS_ERROR + error)
+
+
+HARD_CONSTRAINTS = PreFilter(_hard_constraints_error, reads="topologySpreadConstraints")
+
+
+def _soft_constraints_error(args: Any, nodes: NodeTable, cls: ParsedPodClass) -> str | None:
+    """The PreScore's check: an invalid labelSelector in one of the pod's own
+    ScheduleAnyway constraints fails the attempt with an error."""
+    if not cls.spread_invalid:
+        return None
+    error = spread_constraint_error(cls.spec, "ScheduleAnyway", cls.spread_selectors)
+    return None if error is None else SOFT_SPREAD_CONSTRAINTS_ERROR + error
+
+
+SOFT_CONSTRAINTS = PreScore(_soft_constraints_error, reads="topologySpreadConstraints")
+
+
 def _per_node() -> PerNode:
     """Its per-node Filter and Score, those it has (core/pernode, which imports this
     module)."""
@@ -303,4 +338,6 @@ SPEC = PluginSpec(
         ERR_REASON_SPREAD_MISSING_LABEL: "SPREAD_LABEL",
     },
     per_node=_per_node,
+    pre_filter=HARD_CONSTRAINTS,
+    pre_score=SOFT_CONSTRAINTS,
 )

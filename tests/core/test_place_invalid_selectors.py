@@ -22,6 +22,7 @@ from kubesalvo.core.plugins import (
     registry,
 )
 from kubesalvo.core.plugins.coscheduling import gang
+from kubesalvo.core.plugins.inter_pod_affinity import InterPodAffinityArgs
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
@@ -363,3 +364,26 @@ def test_a_gang_member_failing_at_prescore_rolls_its_gang_back():
     assert result.nodes == [None, None]
     assert result.errors[1] == expected[1].message and expected[1].error
     assert bool(result.rolled_back[0]) == expected[0].rolled_back
+
+
+def test_ignoring_existing_preferred_terms_prescore_skips_a_pod_without_its_own():
+    """With the filter off and ignorePreferredTermsOfExistingPods, InterPodAffinity's
+    PreScore skips a pod with no preferred term before parsing its terms: its invalid
+    required term is no error; an invalid preferred term still is."""
+    profile = Profile(
+        filters=tuple(f for f in registry.DEFAULT_FILTER_ORDER if f != names.INTER_POD_AFFINITY),
+        inter_pod_affinity=InterPodAffinityArgs(ignore_preferred_terms_of_existing_pods=True),
+    )
+    required = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term(INVALID)]}}
+    with_preferred = {
+        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [preferred(10, BAD_KEY)]}
+    }
+    burst = [
+        pod("required", {"app": "db"}, affinity=required),
+        pod("pref", {"app": "db"}, affinity=with_preferred),
+    ]
+    result, expected = both([], burst, profile)
+    assert [r.error for r in expected] == [False, True]
+    assert expected[1].message.startswith(inter_pod_affinity.PRESCORE_PARSING_POD)
+    assert result.errors == ["", expected[1].message]
+    assert_same(result, expected)

@@ -195,22 +195,21 @@ def _per_node_of(spec):
 
 
 @pytest.mark.parametrize("name", sorted(registry.PLUGINS))
-def test_every_filter_and_score_plugin_has_its_per_node_logic_or_says_why_not(name):
+def test_every_filter_and_score_plugin_has_its_per_node_logic(name):
     spec = registry.PLUGINS[name]
     has_filter, has_score = _per_node_of(spec)
-    if spec.per_node_none:
-        assert not has_filter and not has_score
-        return
     assert has_filter == (framework.FILTER in spec.points), name
     assert has_score == (framework.SCORE in spec.points), name
-
-
-def test_a_plugin_has_per_node_logic_or_a_reason_for_none_not_both():
-    spec = registry.PLUGINS["NodeName"]
-    with pytest.raises(ValueError, match="not both"):
-        PluginSpec(spec.name, spec.points, per_node=spec.per_node, per_node_none="kernel-only")
 
 
 def test_per_node_logic_is_for_a_filter_or_score_plugin():
     with pytest.raises(ValueError, match="no filter or score point"):
         PluginSpec("Sorter", frozenset({framework.QUEUE_SORT}), per_node=framework.PerNode)
+
+
+def test_a_prescore_check_is_for_a_plugin_with_prescore_and_score_points():
+    check = framework.PreScore(lambda args, nodes, cls: None, reads="affinity")
+    with pytest.raises(ValueError, match="must implement preScore and score"):
+        PluginSpec("Checker", frozenset({framework.PRE_SCORE}), pre_score=check)
+    spec = PluginSpec("Checker", frozenset({framework.PRE_SCORE, framework.SCORE}), pre_score=check)
+    assert spec.pre_score is check
