@@ -150,6 +150,10 @@ async def test_a_run_converts_each_pod_version_once_through_retries_preemption_a
     assert attempted(3)
     assert scheduler.forms.conversions == len(converted) > 0
     assert len(set(converted)) == len(converted), "a pod version was converted twice"
+    # Bounded by the live pods: entries only for pods the informer's store holds now.
+    stats = scheduler.forms.stats()
+    assert stats["conversions"] == len(converted)
+    assert stats["entries"] <= len(store)
     uids = {uid for uid, _ in converted}
     assert elsewhere["metadata"]["uid"] in uids
     assert key in uids
