@@ -105,6 +105,9 @@ async def test_a_run_converts_each_pod_version_once_through_retries_preemption_a
     def bound(*names: str) -> bool:
         return all(ours(n) is not None and ours(n).spec.node_name for n in names)
 
+    def running(*names: str) -> bool:
+        return all(ours(n) is not None and ours(n).status.phase == "Running" for n in names)
+
     async def pod(name: str, cpu: str, priority: str, **spec: Any) -> dict[str, Any]:
         return await create_pod(
             namespace,
@@ -116,7 +119,7 @@ async def test_a_run_converts_each_pod_version_once_through_retries_preemption_a
             **spec,
         )
 
-    running = asyncio.create_task(scheduler.run())
+    task = asyncio.create_task(scheduler.run())
     try:
         # Bound by someone else: the cache counts it from the memo's dict.
         elsewhere = await pod("elsewhere", "500m", "low", nodeName=f"{group}-0")
@@ -136,6 +139,10 @@ async def test_a_run_converts_each_pod_version_once_through_retries_preemption_a
             )
 
         await eventually(lambda: bound(*lows) and attempted(1), 60, "the burst")
+        # Bound pods' last version (kwok's Running) before the decisions: a decision's
+        # picture taken just before a version changes is converted for it alone, once
+        # more (``uncached``), which this test would count as a version converted twice.
+        await eventually(lambda: running("elsewhere", *lows), 60, "kwok's Running")
         for times in (2, 3):
             scheduler.queue.activate([key])
             await eventually(lambda times=times: attempted(times), 60, f"attempt {times}")
@@ -145,7 +152,7 @@ async def test_a_run_converts_each_pod_version_once_through_retries_preemption_a
         victims = [name for name in lows if ours(name) is None]
     finally:
         scheduler.stop()
-        await running
+        await task
     assert victims, "the top pod preempted no low pod"
     assert attempted(3)
     assert scheduler.forms.conversions == len(converted) > 0
