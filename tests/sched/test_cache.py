@@ -10,9 +10,10 @@ from typing import Any
 import msgspec
 
 from kubesalvo.core.place import place_burst
-from kubesalvo.core.state import POD_COLUMN
-from kubesalvo.sched.cache import SchedulerCache, same_for_state
-from kubesalvo.sched.informers.models import Pod
+from kubesalvo.core.state import POD_COLUMN, pod_key
+from kubesalvo.sched.cache import SchedulerCache, same_for_state, struct_key
+from kubesalvo.sched.informers.forms import PodForms
+from kubesalvo.sched.informers.models import Pod, to_api_dict
 from kubesalvo.sched.queue import FakeClock
 
 
@@ -375,3 +376,27 @@ def test_a_status_report_of_a_bound_pod_is_skipped_and_a_relabel_counted():
     cache.seen_bound(running, relabelled)
     assert cache.state.pod_record("uid-web").labels == (("app", "b"),)
     assert _counted(_bound(**_VARIANTS["relabelled"]))[-1] == cache.state.requested[0].tolist()
+
+
+def test_a_pod_bound_elsewhere_is_counted_from_the_runtimes_dict_and_removed_by_key():
+    # The cache asks the runtime's memo (sched/informers/forms.py) for the dict; a delete
+    # needs none, only the key.
+    forms = PodForms()
+    cache = SchedulerCache(api=forms.api)
+    cache.add_node(node("n1"))
+    bound = msgspec.convert(pod("web", "n1", cpu="2"), Pod)
+    cache.seen_bound(None, bound)
+    assert forms.conversions == 1
+    assert forms.api(bound) is forms.api(bound)  # the cache's dict, kept for the others
+    assert forms.conversions == 1
+    assert cpu_used(cache, "n1") == 2000
+    cache.removed(struct_key(bound))
+    assert cpu_used(cache, "n1") == 0 and pods_on(cache, "n1") == 0
+    assert forms.conversions == 1
+
+
+def test_the_key_of_an_informer_object_is_the_states_key_of_its_dict():
+    with_uid = msgspec.convert(pod("web", "n1"), Pod)
+    without = msgspec.convert({"metadata": {"name": "bare", "namespace": ""}}, Pod)
+    for obj in (with_uid, without):
+        assert struct_key(obj) == pod_key(to_api_dict(obj))
