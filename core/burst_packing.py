@@ -28,7 +28,8 @@ import numpy.typing as npt
 
 from kubesalvo.core.dra import slots
 from kubesalvo.core.encode import ClassInfo, Encoder
-from kubesalvo.core.packing import Burst, Limits, improve
+from kubesalvo.core.label_selectors import indexed_candidates, label_selector, selector_matches
+from kubesalvo.core.packing import Burst, Limits, improve, valid
 from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.results import PlacementResult
@@ -59,6 +60,10 @@ class Packed:
     # The plan's encoder and each pod's class, in ``order`` (None: the plan was placed in
     # segments and kept no one encoder): the placement classes the pods no second time.
     classified: tuple[Encoder, npt.NDArray[np.intp]] | None = None
+    # Per pod in ``order``, its nominated node's row when arithmetic proves the kernel
+    # takes every pod's nominated node in turn (``_proven``): the placement then writes
+    # that outcome without a second kernel pass. None: the kernel checks each pod.
+    taken: npt.NDArray[np.int32] | None = None
 
     def result(self, placed: PlacementResult) -> PlacementResult:
         """``placed`` (the result of ``pods`` in ``order``) in the burst's own order."""
@@ -126,11 +131,92 @@ def pack(
     in_gang = np.array([gang.group_of(pod) is not None for pod in pods], dtype=bool)
     left_out = (out < 0) & ~in_gang
     order = [*np.flatnonzero(~left_out).tolist(), *np.flatnonzero(left_out).tolist()]
-    classified = None
+    classified = taken = None
     if plan.classified is not None:
         encoder, class_of = plan.classified
-        classified = (encoder, class_of[np.array(order, dtype=np.intp)])
-    return Packed([nominated[i] for i in order], order, moved, how, classified)
+        at = np.array(order, dtype=np.intp)
+        classified = (encoder, class_of[at])
+        if _proven(state, burst, out, encoder.classes, class_of, plain):
+            taken = out[at]
+    return Packed([nominated[i] for i in order], order, moved, how, classified, taken)
+
+
+def _proven(
+    state: ClusterState,
+    burst: Burst,
+    out: npt.NDArray[np.int32],
+    classes: Sequence[ClassInfo],
+    class_of: npt.NDArray[np.intp],
+    profile: Profile,
+) -> bool:
+    """Whether the kernel, given each pod's node in ``out`` as its nominated one, takes it
+    for every pod (the placement then needs no second kernel pass). The kernel's check of
+    a nominated node (``_place.pyx``'s ``_nominated_fits``) is the static filters' row,
+    the requests' fit and NodePorts, then hard spread constraints and required inter-pod
+    terms. Every pod placed, none left out, the placement runs in the plan's queue order.
+    The requests: ``valid`` checks that every node's room holds all the pods ``out``
+    puts there (so each fits after any of the others) and that each moved pod's static
+    row passes. An immovable pod stays on the node the kernel gave it in that order, and
+    the moved pods are invisible to it (``_unseen``): no host port, no term of theirs, no
+    selector of its terms or constraints matches them, so it passes there again. A moved
+    pod's own check is the static row and the fit alone (no port, no term; no pod in the
+    cluster carries terms whose anti-affinity could reach it)."""
+    if (out < 0).any() or any(state.affinity_pods_on_row[: state.rows]):
+        return False
+    if not valid(burst, out):
+        return False
+    if burst.movable.all():
+        return True
+    return _unseen(classes, class_of, burst.movable, profile)
+
+
+def _unseen(
+    classes: Sequence[ClassInfo],
+    class_of: npt.NDArray[np.intp],
+    movable: npt.NDArray[np.bool_],
+    profile: Profile,
+) -> bool:
+    """Whether no hard spread constraint and no required inter-pod term of the immovable
+    pods' classes selects a movable pod (namespaces not looked at, label keys added to a
+    selector ignored: a wider selector, never a narrower one)."""
+    moving = np.unique(class_of[movable]).tolist()
+    staying = set(np.unique(class_of[~movable]).tolist())
+    index: dict[tuple[str, str], set[int]] = {}
+    for cid in moving:
+        for pair in classes[cid].labels:
+            index.setdefault(pair, set()).add(cid)
+    hard_defaults = any(
+        c.when_unsatisfiable == "DoNotSchedule" for c in profile.spread.default_constraints
+    )
+    for cid in staying:
+        info = classes[cid]
+        spec = info.spec
+        constraints = spec.get("topologySpreadConstraints") or ()
+        if hard_defaults and info.owners and not constraints:
+            return False  # the default constraints' selectors come from the workloads
+        if info.spread_invalid or len(info.spread_selectors) != len(constraints):
+            return False
+        selectors = [
+            selector
+            for constraint, (selector, _) in zip(constraints, info.spread_selectors, strict=True)
+            if (constraint.get("whenUnsatisfiable") or "DoNotSchedule") == "DoNotSchedule"
+        ]
+        if info.affinity is not None:
+            if info.affinity_error is not None:
+                return False
+            for kind in ("podAffinity", "podAntiAffinity"):
+                terms = (info.affinity.get(kind) or {}).get(
+                    "requiredDuringSchedulingIgnoredDuringExecution"
+                )
+                selectors.extend(label_selector(t.get("labelSelector")) for t in terms or ())
+        for selector in selectors:
+            found = indexed_candidates(selector, index)
+            if any(
+                selector_matches(selector, classes[other].label_map)
+                for other in (moving if found is None else found)
+            ):
+                return False
+    return True
 
 
 def _burst(
