@@ -126,10 +126,15 @@ def pack(
         nominated.append({**pod, "status": status})
     # Pods left out go last, so that none takes room meant for a pod after it: those the
     # improvement left out and those the kernel did (an immovable pod placed nowhere
-    # may find room the kernel's order gave to others). Gang members keep their place:
-    # a gang is placed as one run.
-    in_gang = np.array([gang.group_of(pod) is not None for pod in pods], dtype=bool)
-    left_out = (out < 0) & ~in_gang
+    # may find room the kernel's order gave to others), and gangs none of whose members
+    # is placed (a gang is placed as one run, at its first member: a gang with a member
+    # placed keeps its place, its members left out placed with it).
+    left_out = out < 0
+    groups = [gang.group_of(pod) for pod in pods]
+    placed_groups = {key for key, row in zip(groups, out.tolist(), strict=True) if row >= 0}
+    for i, key in enumerate(groups):
+        if key is not None and key in placed_groups:
+            left_out[i] = False
     order = [*np.flatnonzero(~left_out).tolist(), *np.flatnonzero(left_out).tolist()]
     classified = taken = None
     if plan.classified is not None:
