@@ -49,8 +49,9 @@ Planner = Callable[[Sequence[Mapping[str, Any]], Profile, TieBreak], PlacementRe
 
 @dataclasses.dataclass(frozen=True)
 class Packed:
-    """The burst to place instead: its pods with nominated nodes set, in ``order`` (the
-    pods left out last, so that none takes room meant for a later one);
+    """The burst to place instead: its pods with nominated nodes set (as they came when
+    ``taken`` gives the nodes), in ``order`` (the pods left out last, so that none takes
+    room meant for a later one);
     per pod index, the node the kernel alone chose when BurstPacking decided otherwise."""
 
     pods: list[Mapping[str, Any]]
@@ -62,7 +63,8 @@ class Packed:
     classified: tuple[Encoder, npt.NDArray[np.intp]] | None = None
     # Per pod in ``order``, its nominated node's row when arithmetic proves the kernel
     # takes every pod's nominated node in turn (``_proven``): the placement then writes
-    # that outcome without a second kernel pass. None: the kernel checks each pod.
+    # that outcome without a second kernel pass (set only with ``classified``). None: the
+    # kernel checks each pod.
     taken: npt.NDArray[np.int32] | None = None
 
     def result(self, placed: PlacementResult) -> PlacementResult:
@@ -110,27 +112,19 @@ def pack(
     if ties is not None:
         trial.state[0] = ties.state[0]
     plan = planner(pods, plain, trial)
-    burst = _burst(state, pods, plain, plan)
+    groups = [gang.group_of(pod) for pod in pods]
+    burst = _burst(state, pods, plain, plan, groups)
     limits = Limits(
         args.max_exact_pods, args.max_exact_nodes, args.time_budget_seconds, args.max_emptied_nodes
     )
     out, how = improve(burst, limits)
-    names = state.names
     moved = {i: plan.nodes[i] for i in np.flatnonzero(out != plan.rows).tolist()}
-    nominated: list[Mapping[str, Any]] = []
-    for pod, row in zip(pods, out.tolist(), strict=True):
-        if row < 0:
-            nominated.append(pod)
-            continue
-        status = {**(pod.get("status") or {}), "nominatedNodeName": names[row]}
-        nominated.append({**pod, "status": status})
     # Pods left out go last, so that none takes room meant for a pod after it: those the
     # improvement left out and those the kernel did (an immovable pod placed nowhere
     # may find room the kernel's order gave to others), and gangs none of whose members
     # is placed (a gang is placed as one run, at its first member: a gang with a member
     # placed keeps its place, its members left out placed with it).
     left_out = out < 0
-    groups = [gang.group_of(pod) for pod in pods]
     placed_groups = {key for key, row in zip(groups, out.tolist(), strict=True) if row >= 0}
     for i, key in enumerate(groups):
         if key is not None and key in placed_groups:
@@ -143,7 +137,17 @@ def pack(
         classified = (encoder, class_of[at])
         if _proven(state, burst, out, encoder.classes, class_of, plain):
             taken = out[at]
-    return Packed([nominated[i] for i in order], order, moved, how, classified, taken)
+    if taken is not None:  # (the placement reads no nominated node: ``taken`` says it)
+        return Packed([pods[i] for i in order], order, moved, how, classified, taken)
+    names = state.names
+    nominated: list[Mapping[str, Any]] = []
+    for pod, row in zip(pods, out.tolist(), strict=True):
+        if row < 0:
+            nominated.append(pod)
+            continue
+        status = {**(pod.get("status") or {}), "nominatedNodeName": names[row]}
+        nominated.append({**pod, "status": status})
+    return Packed([nominated[i] for i in order], order, moved, how, classified)
 
 
 def _proven(
@@ -229,8 +233,10 @@ def _burst(
     pods: Sequence[Mapping[str, Any]],
     profile: Profile,
     plan: PlacementResult,
+    groups: Sequence[gang.GroupKey | None],
 ) -> Burst:
-    """The arrays ``improve`` reads, from the state and the kernel's ``plan``."""
+    """The arrays ``improve`` reads, from the state and the kernel's ``plan`` (``groups``:
+    each pod's gang, None outside one)."""
     if plan.classified is not None:
         encoder, class_of = plan.classified
     else:  # a plan in segments (volumes) keeps no one encoder
@@ -268,7 +274,10 @@ def _burst(
             if amount:
                 class_requests[cid, index[res]] = amount
     movable_class = np.array([_movable_class(info, profile) for info in classes], dtype=bool)
-    movable = movable_class[class_of] & np.array([_movable_pod(pod) for pod in pods], dtype=bool)
+    movable = movable_class[class_of] & np.array(
+        [key is None and _unnominated(pod) for pod, key in zip(pods, groups, strict=True)],
+        dtype=bool,
+    )
     level = np.array([(pod.get("spec") or {}).get("priority") or 0 for pod in pods], np.int64)
     return Burst(
         class_requests[class_of],
@@ -327,6 +336,8 @@ def _hard_spread(spec: Mapping[str, Any]) -> bool:
 
 def _movable_pod(pod: Mapping[str, Any]) -> bool:
     """Gang members and pods nominated by a preemption stay where the kernel put them."""
-    if gang.group_of(pod) is not None:
-        return False
+    return gang.group_of(pod) is None and _unnominated(pod)
+
+
+def _unnominated(pod: Mapping[str, Any]) -> bool:
     return not (pod.get("status") or {}).get("nominatedNodeName")

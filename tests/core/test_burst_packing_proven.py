@@ -36,7 +36,15 @@ def _both(monkeypatch, make_state, burst, profile, workloads=()):
 
     def second_pass(*args, **kwargs):
         packed = pack(*args, **kwargs)
-        return packed if packed is None else dataclasses.replace(packed, taken=None)
+        if packed is None or packed.taken is None:
+            return packed
+        # The pods as the second pass gets them: each nominated to the node taken.
+        names = args[0].names
+        nominated = [
+            {**p, "status": {**(p.get("status") or {}), "nominatedNodeName": names[row]}}
+            for p, row in zip(packed.pods, packed.taken.tolist(), strict=True)
+        ]
+        return dataclasses.replace(packed, pods=nominated, taken=None)
 
     out = []
     for spy in (watched, second_pass):
