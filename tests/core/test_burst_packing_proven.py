@@ -10,12 +10,15 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesalvo.core import burst_packing
 from kubesalvo.core.place import place_burst
 from kubesalvo.core.plugins.burst_packing import BurstPackingArgs
+from kubesalvo.core.synthetic.nodes import make_nodes
+from kubesalvo.core.synthetic.workloads import make_pods
 from kubesalvo.core.ties import TieBreak
 from tests.core import test_place_vs_reference as vs_reference
 from tests.core.test_burst_packing import PACKED, cluster, movable_bursts, node, pod
@@ -99,6 +102,24 @@ def test_a_burst_whose_fixed_pods_see_no_moved_one_skips_the_second_pass(monkeyp
     _assert_same(shortcut, second)
 
 
+@pytest.mark.parametrize("shape", ["distinct", "replicasets", "mixed"])
+def test_synthetic_bursts_take_the_shortcut_with_the_second_passs_outcome(shape, monkeypatch):
+    # simulate's workloads, small: distinct pods carry a hard spread over their own label
+    # (they stay) beside plain ones (they move); replicasets only soft default ones.
+    fleet = make_nodes(60, seed=3)
+    burst = make_pods(300, seed=4, shape=shape)
+    (shortcut, second), taken = _both(monkeypatch, lambda: state_of(fleet), burst, PACKED)
+    if shape != "mixed":  # (mixed has inter-pod terms: a second pass when they see a move)
+        assert taken
+    _assert_same(shortcut, second)
+    placed = [
+        {**p, "spec": {**p["spec"], "nodeName": where}}
+        for p, where in zip(burst, shortcut[0].nodes, strict=True)
+        if where is not None
+    ]
+    assert not placement_problems(placed, fleet)
+
+
 def test_a_fixed_pods_spread_selecting_a_moved_pod_gets_the_second_pass(monkeypatch):
     nodes = [node(f"n{i}", cpu=4) for i in range(6)]
     spread = _own_spread("s0", "1")
@@ -162,8 +183,6 @@ def test_the_shortcut_equals_the_second_pass_and_passes_the_filters(case, exact)
 
 def _patched():
     """A monkeypatch usable inside a hypothesis example (the fixture is per test)."""
-    import pytest
-
     return pytest.MonkeyPatch.context()
 
 
