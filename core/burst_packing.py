@@ -28,7 +28,13 @@ import numpy.typing as npt
 
 from kubesalvo.core.dra import slots
 from kubesalvo.core.encode import ClassInfo, Encoder
-from kubesalvo.core.label_selectors import indexed_candidates, label_selector, selector_matches
+from kubesalvo.core.interpod import carried_terms
+from kubesalvo.core.label_selectors import (
+    Selector,
+    indexed_candidates,
+    label_selector,
+    selector_matches,
+)
 from kubesalvo.core.packing import Burst, Limits, improve, valid
 from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.profile import Profile
@@ -168,15 +174,45 @@ def _proven(
     row passes. An immovable pod stays on the node the kernel gave it in that order, and
     the moved pods are invisible to it (``_unseen``): no host port, no term of theirs, no
     selector of its terms or constraints matches them, so it passes there again. A moved
-    pod's own check is the static row and the fit alone (no port, no term; no pod in the
-    cluster carries terms whose anti-affinity could reach it)."""
-    if (out < 0).any() or any(state.affinity_pods_on_row[: state.rows]):
+    pod's own check is the static row and the fit alone: no port, no term of its own,
+    and no required anti-affinity term of a pod in the cluster selects it (such a term
+    reaches across its topology domain, beyond the nodes ``_burst`` keeps moves off)."""
+    if (out < 0).any() or not valid(burst, out):
         return False
-    if not valid(burst, out):
-        return False
+    moving = np.unique(class_of[burst.movable]).tolist()
+    index: dict[tuple[str, str], set[int]] = {}
+    for cid in moving:
+        for pair in classes[cid].labels:
+            index.setdefault(pair, set()).add(cid)
+    if any(state.affinity_pods_on_row[: state.rows]):
+        anti = [
+            term.selector
+            for record in state.pods.values()
+            if record.affinity is not None
+            for term in carried_terms(record.namespace, record.affinity)
+            if term.kind == "anti"
+        ]
+        if _select_any(anti, index, moving, classes):
+            return False
     if burst.movable.all():
         return True
-    return _unseen(classes, class_of, burst.movable, profile)
+    return _unseen(classes, class_of, burst.movable, profile, index, moving)
+
+
+def _select_any(
+    selectors: Sequence[Selector],
+    index: Mapping[tuple[str, str], set[int]],
+    moving: list[int],
+    classes: Sequence[ClassInfo],
+) -> bool:
+    """Whether a selector matches the labels of a class in ``moving`` (``index``: those
+    classes by label pair). Namespaces are not looked at: a wider test, never narrower."""
+    for selector in selectors:
+        found = indexed_candidates(selector, index)
+        for other in moving if found is None else found:
+            if selector_matches(selector, classes[other].label_map):
+                return True
+    return False
 
 
 def _unseen(
@@ -184,20 +220,16 @@ def _unseen(
     class_of: npt.NDArray[np.intp],
     movable: npt.NDArray[np.bool_],
     profile: Profile,
+    index: Mapping[tuple[str, str], set[int]],
+    moving: list[int],
 ) -> bool:
     """Whether no hard spread constraint and no required inter-pod term of the immovable
-    pods' classes selects a movable pod (namespaces not looked at, label keys added to a
-    selector ignored: a wider selector, never a narrower one)."""
-    moving = np.unique(class_of[movable]).tolist()
-    staying = set(np.unique(class_of[~movable]).tolist())
-    index: dict[tuple[str, str], set[int]] = {}
-    for cid in moving:
-        for pair in classes[cid].labels:
-            index.setdefault(pair, set()).add(cid)
+    pods' classes selects a class in ``moving`` (label keys added to a selector are
+    ignored: a wider selector, never a narrower one)."""
     hard_defaults = any(
         c.when_unsatisfiable == "DoNotSchedule" for c in profile.spread.default_constraints
     )
-    for cid in staying:
+    for cid in np.unique(class_of[~movable]).tolist():
         info = classes[cid]
         spec = info.spec
         constraints = spec.get("topologySpreadConstraints") or ()
@@ -218,13 +250,8 @@ def _unseen(
                     "requiredDuringSchedulingIgnoredDuringExecution"
                 )
                 selectors.extend(label_selector(t.get("labelSelector")) for t in terms or ())
-        for selector in selectors:
-            found = indexed_candidates(selector, index)
-            if any(
-                selector_matches(selector, classes[other].label_map)
-                for other in (moving if found is None else found)
-            ):
-                return False
+        if _select_any(selectors, index, moving, classes):
+            return False
     return True
 
 

@@ -131,6 +131,32 @@ def test_a_fixed_pods_spread_selecting_a_moved_pod_gets_the_second_pass(monkeypa
     assert not taken
 
 
+@pytest.mark.parametrize("selected", [False, True])
+def test_a_pod_from_before_with_anti_affinity_allows_the_shortcut_unless_it_selects_a_mover(
+    selected, monkeypatch
+):
+    # A zone-wide anti-affinity term of a pod from before repels pods beyond its node:
+    # the shortcut holds only when it selects no pod that moves.
+    nodes = [node(f"n{i}", labels={"zone": f"z{i % 2}"}) for i in range(6)]
+    old = pod("old", "1", labels={"app": "old"})
+    old["spec"]["nodeName"] = "n0"
+    old["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": "zone",
+                    "labelSelector": {"matchLabels": {"app": "web" if selected else "db"}},
+                }
+            ]
+        }
+    }
+    burst = [pod(f"p{i}", "1", labels={"app": "web"}) for i in range(8)]
+    (shortcut, second), taken = _both(monkeypatch, lambda: state_of(nodes, [old]), burst, PACKED)
+    assert taken is not selected
+    _assert_same(shortcut, second)
+    assert all(shortcut[0].nodes)
+
+
 def test_a_pod_left_out_gets_the_second_pass(monkeypatch):
     nodes = [node("n0", cpu=2)]
     burst = [pod(f"p{i}", "1") for i in range(3)]
