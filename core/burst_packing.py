@@ -6,7 +6,9 @@ of ``core.packing.improve`` and hands the improved assignment back as each place
 nominated node. The real placement then runs the kernel over those pods: a pod takes its
 nominated node only when it passes every filter there (the kernel's own check, as for
 the room preemption freed), otherwise it is placed as any other pod. So the guarantees
-are the kernel's even where the improvement's view was short.
+are the kernel's even where the improvement's view was short. Where arithmetic shows the
+kernel would take every pod's nominated node (``_proven``), the placement writes that
+outcome without running the kernel again (``Packed.taken``, core/place.py's ``_taken``).
 
 What the improvement may move: pods whose placement depends on nothing but the node and
 their requests. A pod with host ports, pod (anti-)affinity, hard topology spread constraints
@@ -72,6 +74,8 @@ class Packed:
     # that outcome without a second kernel pass (set only with ``classified``). None: the
     # kernel checks each pod.
     taken: npt.NDArray[np.int32] | None = None
+    # The plan's kernel and encoding seconds: the result counts them with the placement's.
+    plan_seconds: tuple[float, float] = (0.0, 0.0)
 
     def result(self, placed: PlacementResult) -> PlacementResult:
         """``placed`` (the result of ``pods`` in ``order``) in the burst's own order."""
@@ -97,6 +101,8 @@ class Packed:
             tentative=each(placed.tentative),
             volume_bindings=each(placed.volume_bindings),
             packing_moved=dict(self.moved),
+            kernel_seconds=placed.kernel_seconds + self.plan_seconds[0],
+            encode_seconds=placed.encode_seconds + self.plan_seconds[1],
         )
 
 
@@ -143,8 +149,9 @@ def pack(
         classified = (encoder, class_of[at])
         if _proven(state, burst, out, encoder.classes, class_of, plain):
             taken = out[at]
+    seconds = (plan.kernel_seconds, plan.encode_seconds)
     if taken is not None:  # (the placement reads no nominated node: ``taken`` says it)
-        return Packed([pods[i] for i in order], order, moved, how, classified, taken)
+        return Packed([pods[i] for i in order], order, moved, how, classified, taken, seconds)
     names = state.names
     nominated: list[Mapping[str, Any]] = []
     for pod, row in zip(pods, out.tolist(), strict=True):
@@ -153,7 +160,7 @@ def pack(
             continue
         status = {**(pod.get("status") or {}), "nominatedNodeName": names[row]}
         nominated.append({**pod, "status": status})
-    return Packed([nominated[i] for i in order], order, moved, how, classified)
+    return Packed([nominated[i] for i in order], order, moved, how, classified, None, seconds)
 
 
 def _proven(
