@@ -233,9 +233,7 @@ def _unseen(
     """Whether no hard spread constraint and no required inter-pod term of the immovable
     pods' classes selects a class in ``moving`` (label keys added to a selector are
     ignored: a wider selector, never a narrower one)."""
-    hard_defaults = any(
-        c.when_unsatisfiable == "DoNotSchedule" for c in profile.spread.default_constraints
-    )
+    hard_defaults = _hard_defaults(profile)
     for cid in np.unique(class_of[~movable]).tolist():
         info = classes[cid]
         spec = info.spec
@@ -307,7 +305,8 @@ def _burst(
         for res, amount in info.requests.items():
             if amount:
                 class_requests[cid, index[res]] = amount
-    movable_class = np.array([_movable_class(info, profile) for info in classes], dtype=bool)
+    hard_defaults = _hard_defaults(profile)
+    movable_class = np.array([_movable_class(info, hard_defaults) for info in classes], bool)
     movable = movable_class[class_of] & np.array(
         [key is None and _unnominated(pod) for pod, key in zip(pods, groups, strict=True)],
         dtype=bool,
@@ -325,8 +324,14 @@ def _burst(
     )
 
 
-def _movable_class(info: ClassInfo, profile: Profile) -> bool:
-    """Whether the class's placement depends on nothing but the node and its requests."""
+def _hard_defaults(profile: Profile) -> bool:
+    """Whether the profile's default spread constraints filter (owned pods get them)."""
+    return any(c.when_unsatisfiable == "DoNotSchedule" for c in profile.spread.default_constraints)
+
+
+def _movable_class(info: ClassInfo, hard_defaults: bool) -> bool:
+    """Whether the class's placement depends on nothing but the node and its requests
+    (``hard_defaults``: ``_hard_defaults`` of the profile)."""
     spec = info.spec
     if info.ports or info.affinity is not None or _hard_spread(spec):
         return False
@@ -337,9 +342,6 @@ def _movable_class(info: ClassInfo, profile: Profile) -> bool:
         return False
     if any(set(volume) - _PLAIN_VOLUMES for volume in spec.get("volumes") or ()):
         return False
-    hard_defaults = any(
-        c.when_unsatisfiable == "DoNotSchedule" for c in profile.spread.default_constraints
-    )
     return not (hard_defaults and info.owners)
 
 
@@ -362,10 +364,11 @@ def _may_move(pod: Mapping[str, Any]) -> bool:
 
 def _hard_spread(spec: Mapping[str, Any]) -> bool:
     """Whether a spread constraint of the pod filters (ScheduleAnyway ones only score)."""
-    return any(
-        (c.get("whenUnsatisfiable") or "DoNotSchedule") == "DoNotSchedule"
-        for c in spec.get("topologySpreadConstraints") or ()
-    )
+    # A plain loop: this runs per class and per pod of a burst.
+    for c in spec.get("topologySpreadConstraints") or ():
+        if (c.get("whenUnsatisfiable") or "DoNotSchedule") == "DoNotSchedule":
+            return True
+    return False
 
 
 def _movable_pod(pod: Mapping[str, Any]) -> bool:
