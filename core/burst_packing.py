@@ -137,10 +137,11 @@ def pack(
     # is placed (a gang is placed as one run, at its first member: a gang with a member
     # placed keeps its place, its members left out placed with it).
     left_out = out < 0
-    placed_groups = {key for key, row in zip(groups, out.tolist(), strict=True) if row >= 0}
-    for i, key in enumerate(groups):
-        if key is not None and key in placed_groups:
-            left_out[i] = False
+    if any(groups):
+        placed_groups = {key for key, row in zip(groups, out.tolist(), strict=True) if row >= 0}
+        for i, key in enumerate(groups):
+            if key is not None and key in placed_groups:
+                left_out[i] = False
     order = [*np.flatnonzero(~left_out).tolist(), *np.flatnonzero(left_out).tolist()]
     classified = taken = None
     if plan.classified is not None:
