@@ -6,7 +6,9 @@ of ``core.packing.improve`` and hands the improved assignment back as each place
 nominated node. The real placement then runs the kernel over those pods: a pod takes its
 nominated node only when it passes every filter there (the kernel's own check, as for
 the room preemption freed), otherwise it is placed as any other pod. So the guarantees
-are the kernel's even where the improvement's view was short.
+are the kernel's even where the improvement's view was short. Where arithmetic shows the
+kernel would take every pod's nominated node (``_proven``), the placement writes that
+outcome without running the kernel again (``Packed.taken``, core/place.py's ``_taken``).
 
 What the improvement may move: pods whose placement depends on nothing but the node and
 their requests. A pod with host ports, pod (anti-)affinity, hard topology spread constraints
@@ -28,7 +30,14 @@ import numpy.typing as npt
 
 from kubesalvo.core.dra import slots
 from kubesalvo.core.encode import ClassInfo, Encoder
-from kubesalvo.core.packing import Burst, Limits, improve
+from kubesalvo.core.interpod import carried_terms
+from kubesalvo.core.label_selectors import (
+    Selector,
+    indexed_candidates,
+    label_selector,
+    selector_matches,
+)
+from kubesalvo.core.packing import Burst, Limits, improve, valid
 from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.results import PlacementResult
@@ -48,8 +57,9 @@ Planner = Callable[[Sequence[Mapping[str, Any]], Profile, TieBreak], PlacementRe
 
 @dataclasses.dataclass(frozen=True)
 class Packed:
-    """The burst to place instead: its pods with nominated nodes set, in ``order`` (the
-    pods left out last, so that none takes room meant for a later one);
+    """The burst to place instead: its pods with nominated nodes set (as they came when
+    ``taken`` gives the nodes), in ``order`` (the pods left out last, so that none takes
+    room meant for a later one);
     per pod index, the node the kernel alone chose when BurstPacking decided otherwise."""
 
     pods: list[Mapping[str, Any]]
@@ -59,6 +69,13 @@ class Packed:
     # The plan's encoder and each pod's class, in ``order`` (None: the plan was placed in
     # segments and kept no one encoder): the placement classes the pods no second time.
     classified: tuple[Encoder, npt.NDArray[np.intp]] | None = None
+    # Per pod in ``order``, its nominated node's row when arithmetic proves the kernel
+    # takes every pod's nominated node in turn (``_proven``): the placement then writes
+    # that outcome without a second kernel pass (set only with ``classified``). None: the
+    # kernel checks each pod.
+    taken: npt.NDArray[np.int32] | None = None
+    # The plan's kernel and encoding seconds: the result counts them with the placement's.
+    plan_seconds: tuple[float, float] = (0.0, 0.0)
 
     def result(self, placed: PlacementResult) -> PlacementResult:
         """``placed`` (the result of ``pods`` in ``order``) in the burst's own order."""
@@ -84,6 +101,8 @@ class Packed:
             tentative=each(placed.tentative),
             volume_bindings=each(placed.volume_bindings),
             packing_moved=dict(self.moved),
+            kernel_seconds=placed.kernel_seconds + self.plan_seconds[0],
+            encode_seconds=placed.encode_seconds + self.plan_seconds[1],
         )
 
 
@@ -105,13 +124,36 @@ def pack(
     if ties is not None:
         trial.state[0] = ties.state[0]
     plan = planner(pods, plain, trial)
-    burst = _burst(state, pods, plain, plan)
+    groups = [gang.group_of(pod) for pod in pods]
+    burst = _burst(state, pods, plain, plan, groups)
     limits = Limits(
         args.max_exact_pods, args.max_exact_nodes, args.time_budget_seconds, args.max_emptied_nodes
     )
     out, how = improve(burst, limits)
-    names = state.names
     moved = {i: plan.nodes[i] for i in np.flatnonzero(out != plan.rows).tolist()}
+    # Pods left out go last, so that none takes room meant for a pod after it: those the
+    # improvement left out and those the kernel did (an immovable pod placed nowhere
+    # may find room the kernel's order gave to others), and gangs none of whose members
+    # is placed (a gang is placed as one run, at its first member: a gang with a member
+    # placed keeps its place, its members left out placed with it).
+    left_out = out < 0
+    if any(groups):
+        placed_groups = {key for key, row in zip(groups, out.tolist(), strict=True) if row >= 0}
+        for i, key in enumerate(groups):
+            if key is not None and key in placed_groups:
+                left_out[i] = False
+    order = [*np.flatnonzero(~left_out).tolist(), *np.flatnonzero(left_out).tolist()]
+    classified = taken = None
+    if plan.classified is not None:
+        encoder, class_of = plan.classified
+        at = np.array(order, dtype=np.intp)
+        classified = (encoder, class_of[at])
+        if _proven(state, burst, out, encoder.classes, class_of, plain):
+            taken = out[at]
+    seconds = (plan.kernel_seconds, plan.encode_seconds)
+    if taken is not None:  # (the placement reads no nominated node: ``taken`` says it)
+        return Packed([pods[i] for i in order], order, moved, how, classified, taken, seconds)
+    names = state.names
     nominated: list[Mapping[str, Any]] = []
     for pod, row in zip(pods, out.tolist(), strict=True):
         if row < 0:
@@ -119,18 +161,104 @@ def pack(
             continue
         status = {**(pod.get("status") or {}), "nominatedNodeName": names[row]}
         nominated.append({**pod, "status": status})
-    # Pods left out go last, so that none takes room meant for a pod after it: those the
-    # improvement left out and those the kernel did (an immovable pod placed nowhere
-    # may find room the kernel's order gave to others). Gang members keep their place:
-    # a gang is placed as one run.
-    in_gang = np.array([gang.group_of(pod) is not None for pod in pods], dtype=bool)
-    left_out = (out < 0) & ~in_gang
-    order = [*np.flatnonzero(~left_out).tolist(), *np.flatnonzero(left_out).tolist()]
-    classified = None
-    if plan.classified is not None:
-        encoder, class_of = plan.classified
-        classified = (encoder, class_of[np.array(order, dtype=np.intp)])
-    return Packed([nominated[i] for i in order], order, moved, how, classified)
+    return Packed([nominated[i] for i in order], order, moved, how, classified, None, seconds)
+
+
+def _proven(
+    state: ClusterState,
+    burst: Burst,
+    out: npt.NDArray[np.int32],
+    classes: Sequence[ClassInfo],
+    class_of: npt.NDArray[np.intp],
+    profile: Profile,
+) -> bool:
+    """Whether the kernel, given each pod's node in ``out`` as its nominated one, takes it
+    for every pod (the placement then needs no second kernel pass). The kernel's check of
+    a nominated node (``_place.pyx``'s ``_nominated_fits``) is the static filters' row,
+    the requests' fit and NodePorts, then hard spread constraints and required inter-pod
+    terms. Every pod placed, none left out, the placement runs in the plan's queue order.
+    The requests: ``valid`` checks that every node's room holds all the pods ``out``
+    puts there (so each fits after any of the others) and that each moved pod's static
+    row passes. An immovable pod stays on the node the kernel gave it in that order, and
+    the moved pods are invisible to it (``_unseen``): no host port, no term of theirs, no
+    selector of its terms or constraints matches them, so it passes there again. A moved
+    pod's own check is the static row and the fit alone: no port, no term of its own,
+    and no required anti-affinity term of a pod in the cluster selects it (such a term
+    reaches across its topology domain, beyond the nodes ``_burst`` keeps moves off)."""
+    if (out < 0).any() or not valid(burst, out):
+        return False
+    moving = np.unique(class_of[burst.movable]).tolist()
+    index: dict[tuple[str, str], set[int]] = {}
+    for cid in moving:
+        for pair in classes[cid].labels:
+            index.setdefault(pair, set()).add(cid)
+    if any(state.affinity_pods_on_row[: state.rows]):
+        anti = [
+            term.selector
+            for record in state.pods.values()
+            if record.affinity is not None
+            for term in carried_terms(record.namespace, record.affinity)
+            if term.kind == "anti"
+        ]
+        if _select_any(anti, index, moving, classes):
+            return False
+    if burst.movable.all():
+        return True
+    return _unseen(classes, class_of, burst.movable, profile, index, moving)
+
+
+def _select_any(
+    selectors: Sequence[Selector],
+    index: Mapping[tuple[str, str], set[int]],
+    moving: list[int],
+    classes: Sequence[ClassInfo],
+) -> bool:
+    """Whether a selector matches the labels of a class in ``moving`` (``index``: those
+    classes by label pair). Namespaces are not looked at: a wider test, never narrower."""
+    for selector in selectors:
+        found = indexed_candidates(selector, index)
+        for other in moving if found is None else found:
+            if selector_matches(selector, classes[other].label_map):
+                return True
+    return False
+
+
+def _unseen(
+    classes: Sequence[ClassInfo],
+    class_of: npt.NDArray[np.intp],
+    movable: npt.NDArray[np.bool_],
+    profile: Profile,
+    index: Mapping[tuple[str, str], set[int]],
+    moving: list[int],
+) -> bool:
+    """Whether no hard spread constraint and no required inter-pod term of the immovable
+    pods' classes selects a class in ``moving`` (label keys added to a selector are
+    ignored: a wider selector, never a narrower one)."""
+    hard_defaults = _hard_defaults(profile)
+    for cid in np.unique(class_of[~movable]).tolist():
+        info = classes[cid]
+        spec = info.spec
+        constraints = spec.get("topologySpreadConstraints") or ()
+        if hard_defaults and info.owners and not constraints:
+            return False  # the default constraints' selectors come from the workloads
+        if info.spread_invalid or len(info.spread_selectors) != len(constraints):
+            return False
+        selectors = [
+            selector
+            for constraint, (selector, _) in zip(constraints, info.spread_selectors, strict=True)
+            if (constraint.get("whenUnsatisfiable") or "DoNotSchedule") == "DoNotSchedule"
+        ]
+        if info.affinity is not None:
+            if info.affinity_error is not None:
+                return False
+            for kind in ("podAffinity", "podAntiAffinity"):
+                terms = (info.affinity.get(kind) or {}).get(
+                    "requiredDuringSchedulingIgnoredDuringExecution"
+                )
+                selectors.extend(label_selector(t.get("labelSelector")) for t in terms or ())
+        if _select_any(selectors, index, moving, classes):
+            return False
+    return True
 
 
 def _burst(
@@ -138,8 +266,10 @@ def _burst(
     pods: Sequence[Mapping[str, Any]],
     profile: Profile,
     plan: PlacementResult,
+    groups: Sequence[gang.GroupKey | None],
 ) -> Burst:
-    """The arrays ``improve`` reads, from the state and the kernel's ``plan``."""
+    """The arrays ``improve`` reads, from the state and the kernel's ``plan`` (``groups``:
+    each pod's gang, None outside one)."""
     if plan.classified is not None:
         encoder, class_of = plan.classified
     else:  # a plan in segments (volumes) keeps no one encoder
@@ -176,8 +306,12 @@ def _burst(
         for res, amount in info.requests.items():
             if amount:
                 class_requests[cid, index[res]] = amount
-    movable_class = np.array([_movable_class(info, profile) for info in classes], dtype=bool)
-    movable = movable_class[class_of] & np.array([_movable_pod(pod) for pod in pods], dtype=bool)
+    hard_defaults = _hard_defaults(profile)
+    movable_class = np.array([_movable_class(info, hard_defaults) for info in classes], bool)
+    movable = movable_class[class_of] & np.array(
+        [key is None and _unnominated(pod) for pod, key in zip(pods, groups, strict=True)],
+        dtype=bool,
+    )
     level = np.array([(pod.get("spec") or {}).get("priority") or 0 for pod in pods], np.int64)
     return Burst(
         class_requests[class_of],
@@ -191,8 +325,14 @@ def _burst(
     )
 
 
-def _movable_class(info: ClassInfo, profile: Profile) -> bool:
-    """Whether the class's placement depends on nothing but the node and its requests."""
+def _hard_defaults(profile: Profile) -> bool:
+    """Whether the profile's default spread constraints filter (owned pods get them)."""
+    return any(c.when_unsatisfiable == "DoNotSchedule" for c in profile.spread.default_constraints)
+
+
+def _movable_class(info: ClassInfo, hard_defaults: bool) -> bool:
+    """Whether the class's placement depends on nothing but the node and its requests
+    (``hard_defaults``: ``_hard_defaults`` of the profile)."""
     spec = info.spec
     if info.ports or info.affinity is not None or _hard_spread(spec):
         return False
@@ -203,9 +343,6 @@ def _movable_class(info: ClassInfo, profile: Profile) -> bool:
         return False
     if any(set(volume) - _PLAIN_VOLUMES for volume in spec.get("volumes") or ()):
         return False
-    hard_defaults = any(
-        c.when_unsatisfiable == "DoNotSchedule" for c in profile.spread.default_constraints
-    )
     return not (hard_defaults and info.owners)
 
 
@@ -228,14 +365,17 @@ def _may_move(pod: Mapping[str, Any]) -> bool:
 
 def _hard_spread(spec: Mapping[str, Any]) -> bool:
     """Whether a spread constraint of the pod filters (ScheduleAnyway ones only score)."""
-    return any(
-        (c.get("whenUnsatisfiable") or "DoNotSchedule") == "DoNotSchedule"
-        for c in spec.get("topologySpreadConstraints") or ()
-    )
+    # A plain loop: this runs per class and per pod of a burst.
+    for c in spec.get("topologySpreadConstraints") or ():
+        if (c.get("whenUnsatisfiable") or "DoNotSchedule") == "DoNotSchedule":
+            return True
+    return False
 
 
 def _movable_pod(pod: Mapping[str, Any]) -> bool:
     """Gang members and pods nominated by a preemption stay where the kernel put them."""
-    if gang.group_of(pod) is not None:
-        return False
+    return gang.group_of(pod) is None and _unnominated(pod)
+
+
+def _unnominated(pod: Mapping[str, Any]) -> bool:
     return not (pod.get("status") or {}).get("nominatedNodeName")

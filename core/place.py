@@ -488,6 +488,7 @@ def place_burst(
                     gang_needed=gang_needed,
                     ties=ties or TieBreak(),
                     classified=packed.classified,
+                    taken=packed.taken,
                 )
             return packed.result(result)
         else:
@@ -541,9 +542,13 @@ def _place_burst(
     ties: TieBreak,
     segmented: bool = False,
     classified: tuple[Encoder, npt.NDArray[np.intp]] | None = None,
+    taken: npt.NDArray[np.int32] | None = None,
 ) -> PlacementResult:
     """``classified``: an encoder of ``state`` under ``profile`` that classed these pods
-    already, and each pod's class (BurstPacking's plan): the pods are not classed again."""
+    already, and each pod's class (BurstPacking's plan): the pods are not classed again.
+    ``taken`` (with ``classified``): per pod, its nominated node's row, which BurstPacking
+    proved the kernel takes for every pod in turn (``burst_packing.pack``): the outcome is
+    written without running the kernel (``_taken``)."""
     profile = profile or Profile.default()
     began = time.perf_counter()
     keys = [gang.group_of(p) for p in pods]
@@ -579,6 +584,12 @@ def _place_burst(
             if amount:
                 by_column[column] = amount
         class_requests.append(by_column)
+    if taken is not None:
+        rows = taken[np.array(order, dtype=np.intp)].astype(_typedefs.NODE)
+        placing = _Placing(state, ordered, order, [keys[i] for i in order], class_of, classes)
+        result = _taken(placing, encoder, class_requests, rows, commit, minimums, refused)
+        result.encode_seconds = time.perf_counter() - began
+        return result
     ports = PortTable()
     port_rows = state.rows_with_ports()
     for row in port_rows:
@@ -698,6 +709,77 @@ def _place_burst(
             state.requested[:rows, :nres] = kernel_requested
             state.nonzero_requested[:rows] = kernel_nonzero
     result.encode_seconds += time.perf_counter() - t0
+    return result
+
+
+@dataclass
+class _Placing:
+    """A burst in queue order: its pods, their positions in the burst, gangs and classes."""
+
+    state: ClusterState
+    ordered: list[Mapping[str, Any]]
+    order: list[int]
+    gang_keys: list[gang.GroupKey | None]
+    class_of: npt.NDArray[np.int32]
+    classes: list[Any]
+
+
+def _taken(
+    placing: _Placing,
+    encoder: Encoder,
+    class_requests: list[dict[int, int]],
+    rows: npt.NDArray[np.int32],
+    commit: bool,
+    minimums: dict[gang.GroupKey, int],
+    refused: Mapping[gang.GroupKey, str],
+) -> PlacementResult:
+    """What the kernel outputs when each pod (queue order) takes its nominated node
+    ``rows[pos]``, unscored and drawing no tie (``_run``'s first branch), and what the
+    state then assumes: BurstPacking proved every one passes every filter in turn."""
+    state, class_of, classes = placing.state, placing.class_of, placing.classes
+    n = len(rows)
+    nres = len(state.resource_names)
+    outputs = Outputs(
+        rows,
+        np.zeros(n, dtype=_typedefs.SCORE),
+        np.zeros((n, REASON_FIRST_RESOURCE + nres), dtype=np.int32),
+        np.full(n, -1, dtype=_typedefs.NODE),
+        np.zeros(n, dtype=np.uint8),
+        np.ones(n, dtype=np.int32),
+    )
+    results = Results(
+        ReasonTable.for_columns(state.resource_names, encoder.extensions, encoder.class_reasons),
+        state,
+        placing.ordered,
+        placing.order,
+        placing.gang_keys,
+        minimums,
+        refused,
+        class_of,
+        classes,
+        outputs,
+    )
+    results.add(0, n)
+    result = results.result()
+    if not commit:
+        pod_class = np.empty(n, dtype=np.intp)
+        pod_class[placing.order] = class_of
+        result.classified = (encoder, pod_class)
+        return result
+    pod_keys = [pod_key(pod) for pod in placing.ordered]
+    # As _place_burst: the resources in one step unless a pod of the burst is counted
+    # already (it moves: counted per pod).
+    whole = not any(state.pod_record(key) is not None for key in pod_keys)
+    _commit(state, pod_keys, class_of, classes, class_requests, rows, resources=not whole)
+    if whole:
+        c_req = np.zeros((len(classes), state.requested.shape[1]), dtype=_typedefs.QUANTITY)
+        for cid, by_column in enumerate(class_requests):
+            c_req[cid, list(by_column)] = list(by_column.values())
+        c_req[:, POD_COLUMN] = 1
+        at = rows.astype(np.intp)
+        np.add.at(state.requested, at, c_req[class_of])
+        nonzero = np.array([info.nonzero_add for info in classes], dtype=_typedefs.QUANTITY)
+        np.add.at(state.nonzero_requested, at, nonzero.reshape(-1, 2)[class_of])
     return result
 
 

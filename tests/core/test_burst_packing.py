@@ -341,3 +341,39 @@ def test_the_placement_reuses_the_plans_classes_with_the_same_outcome(monkeypatc
     assert None in reused.packing_moved.values()  # a pod the kernel placed is left out
     rows = state.rows
     assert (state.requested[:rows] == other.requested[:rows]).all()
+
+
+def test_a_gang_the_kernel_left_out_goes_after_the_pods_placed(monkeypatch):
+    # The kernel spreads a0, a1 over two nodes and the gang (two pods of 3 cpu) finds no
+    # two nodes with room: rolled back. The improvement packs a0, a1 together, b0, b1
+    # together: a node that was the gang's to take is meant for b0 and b1. The gang goes
+    # after them (as pods left out do), so it takes no room meant for a later pod: every
+    # pod placed keeps the node the improvement gave it.
+    from kubesalvo.core import burst_packing
+
+    nodes = [node(f"n{i}") for i in range(3)]
+    gang_labels = {"scheduling.x-k8s.io/pod-group": "g", "minAvailable": "2"}
+    pods = [pod("a0", "2"), pod("a1", "2")]
+    pods += [pod(f"g{i}", "3", labels=gang_labels) for i in range(2)]
+    pods += [pod("b0", "2"), pod("b1", "2")]
+    packs = []
+    pack = burst_packing.pack
+
+    def spy(*args, **kwargs):
+        packs.append(pack(*args, **kwargs))
+        return packs[-1]
+
+    monkeypatch.setattr(burst_packing, "pack", spy)
+    greedy = plan(cluster(*nodes), pods, LEAST)
+    assert greedy.nodes[2:4] == [None, None]
+    result = place_burst(cluster(*nodes), pods, PACKED)
+    (packed,) = packs
+    assert packed.order[-2:] == [2, 3]  # the gang last, its members in their order
+    nominated = {
+        p["metadata"]["name"]: (p.get("status") or {}).get("nominatedNodeName") for p in packed.pods
+    }
+    for i, name in enumerate(("a0", "a1", "g0", "g1", "b0", "b1")):
+        if nominated[name] is not None:
+            assert result.nodes[i] == nominated[name]
+    assert result.nodes[2:4] == [None, None]
+    assert len(used(result)) == 2

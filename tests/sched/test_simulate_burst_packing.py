@@ -28,7 +28,7 @@ def packed(tmp_path: Path) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("workload", ["replicasets", "mixed"])
+@pytest.mark.parametrize("workload", ["replicasets", "mixed", "distinct"])
 def test_a_packed_burst_uses_fewer_nodes_and_every_placement_is_feasible(
     workload, packed, tmp_path, capsys
 ):
