@@ -12,8 +12,7 @@ informers' objects never being changed in place: an update brings a new object.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
@@ -62,14 +61,22 @@ def to_api(obj: Any) -> Mapping[str, Any]:
     return obj if isinstance(obj, Mapping) else msgspec.to_builtins(obj)
 
 
-@contextmanager
-def pod_forms(convert: PodForm | None) -> Iterator[None]:
-    """Hints asked inside take pods' API dicts from ``convert`` (the runtime's memo)."""
-    token = _POD_FORM.set(convert)
-    try:
-        yield
-    finally:
-        _POD_FORM.reset(token)
+class pod_forms:  # lower case: used as a function-like context manager
+    """Hints asked inside take pods' API dicts from ``convert`` (the runtime's memo).
+
+    A class rather than a generator: the queue enters it for every hint it asks.
+    """
+
+    __slots__ = ("_convert", "_token")
+
+    def __init__(self, convert: PodForm | None) -> None:
+        self._convert = convert
+
+    def __enter__(self) -> None:
+        self._token = _POD_FORM.set(self._convert)
+
+    def __exit__(self, *_: object) -> None:
+        _POD_FORM.reset(self._token)
 
 
 def api(pod: Any) -> Mapping[str, Any]:

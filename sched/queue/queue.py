@@ -896,16 +896,17 @@ class SchedulingQueue:
     def _worth_requeuing(self, qp: QueuedPod, event: ClusterEvent, old: Any, new: Any) -> _Strategy:
         if not qp.rejectors or event.resource is EventResource.WILDCARD:
             return _Strategy.AFTER_BACKOFF
+        with pod_forms(self.pod_api):
+            return self._hints_say(qp, event, old, new)
+
+    def _hints_say(self, qp: QueuedPod, event: ClusterEvent, old: Any, new: Any) -> _Strategy:
         strategy = _Strategy.SKIP
         for plugin in sorted(qp.rejectors):
             if not self._registered(plugin, event):
                 continue
             hint = self._hints.get(plugin)
-            if hint is not None:
-                with pod_forms(self.pod_api):
-                    helps = _ask(hint, qp.pod, event, old, new)
-                if not helps:
-                    continue
+            if hint is not None and not _ask(hint, qp.pod, event, old, new):
+                continue
             if plugin in qp.pending_plugins:
                 return _Strategy.IMMEDIATELY
             strategy = _Strategy.AFTER_BACKOFF
