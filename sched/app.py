@@ -143,11 +143,13 @@ class Scheduler:
                 generation=str(generation)
             ).observe(seconds)
         )
-        # Every pod version's API dict, made once for the cycle, preemption, the cache
-        # and the pages; the pod informer drops a version's entry when it goes.
+        # Every pod version's API dict, made once for the cycle, preemption, the cache,
+        # the queue's hints and the pages; the pod informer drops a version's entry when
+        # it goes (registered after _on_pod: the queue judges an update with the old
+        # version's entry still there).
         self.forms = PodForms(current=lambda key: self.pods.store.get(key))
         self.cache = SchedulerCache(api=self.forms.api)
-        self.queue = SchedulingQueue.from_config(config)
+        self.queue = SchedulingQueue.from_config(config, pod_api=self.forms.api)
         self.queue.on_incoming = self.metrics.observe_incoming
         for path, _ in config.deprecations:
             self.metrics.deprecated_fields.labels(field=path).set(1)
@@ -373,7 +375,7 @@ class Scheduler:
             if old is None or not old.spec.node_name:
                 self.queue.on_event(ASSIGNED_POD_ADD, None, pod)
             else:
-                for event in pod_update_events(old, pod):
+                for event in pod_update_events(old, pod, self.forms.api):
                     self.queue.on_event(event, old, pod)
             return
         if pod.spec.scheduler_name not in self.names or pod.metadata.deletion_timestamp:

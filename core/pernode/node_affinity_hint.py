@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesalvo.core.pernode.hint_objects import ByIdentity, node_info, to_api
+from kubesalvo.core.pernode.hint_objects import ByIdentity, api, node_info
 from kubesalvo.core.pernode.node_affinity import RequiredNodeAffinity
 from kubesalvo.core.plugins.framework import ClusterEvent, EventResource
 
 __all__ = ["queueing_hint"]
 
-_required = ByIdentity(lambda pod: RequiredNodeAffinity(to_api(pod)), 65536)
+_required = ByIdentity(lambda pod: RequiredNodeAffinity(api(pod)), 65536)
 
 
 def queueing_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:

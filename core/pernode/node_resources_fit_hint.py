@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from kubesalvo.core.pernode.hint_objects import ByIdentity, api, node_info, to_api
+from kubesalvo.core.pernode.hint_objects import ByIdentity, api, node_info
 from kubesalvo.core.plugins.framework import ClusterEvent, EventResource
 from kubesalvo.core.resources import pod_requests
 
@@ -33,7 +33,7 @@ def _parse_requests(pod: Any) -> Mapping[str, int]:
     )
     found = _requests_by_shape.get(shape)
     if found is None:
-        found = _requests_by_shape[shape] = pod_requests(to_api(pod))
+        found = _requests_by_shape[shape] = pod_requests(api(pod))
         if len(_requests_by_shape) > 4096:
             _requests_by_shape.popitem(last=False)
     return found

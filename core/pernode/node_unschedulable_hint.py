@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesalvo.core.pernode.framework import tolerated
-from kubesalvo.core.pernode.hint_objects import api
+from kubesalvo.core.pernode.hint_objects import api, node_info
 from kubesalvo.core.pernode.node_unschedulable import UNSCHEDULABLE_TAINT
 from kubesalvo.core.plugins.framework import ClusterEvent, EventResource
 
@@ -20,6 +20,6 @@ def queueing_hint(pod: Any, event: ClusterEvent, old: Any, new: Any) -> bool:
     tolerations = list((api(pod).get("spec") or {}).get("tolerations") or ())
     if tolerated(tolerations, UNSCHEDULABLE_TAINT):
         return True
-    if (api(new).get("spec") or {}).get("unschedulable"):
+    if node_info(new).unschedulable:
         return False
-    return old is None or bool((api(old).get("spec") or {}).get("unschedulable"))
+    return old is None or node_info(old).unschedulable

@@ -15,10 +15,13 @@ the part it changes (``with_nomination``).
 
 Entries go with their version: the pod informer's handler (``on_pod``) drops a key's
 entry when a new version arrives or the pod is deleted, so the memo holds at most one
-dict per live pod. Only the version the informer's store holds now is kept
-(``current``): a reader still holding an older object (a decision that took its picture
-before the event) gets a dict made for it alone (``uncached``), never one that would
-outlive its pod.
+dict per live pod. Only the version the informer's store holds now is kept as an entry
+(``current``). Readers still holding an older object (the queue judging a pod update or
+delete against its parked pods, a logged event judged when an attempt comes back, a
+decision that took its picture before the event) find it among the last ``RETIRED``
+versions: an entry that goes moves there, and an older version converted (``uncached``)
+is kept there too, so such a version is converted once for all of them while memory
+stays bounded by the live pods plus ``RETIRED`` dicts.
 """
 
 from __future__ import annotations
@@ -30,7 +33,11 @@ from typing import Any
 from kubesalvo.sched.informers.models import to_api_dict
 from kubesalvo.sched.informers.store import DELETED, MODIFIED, SYNCED, Change, object_key
 
-__all__ = ["PodForms", "with_nomination"]
+__all__ = ["RETIRED", "PodForms", "with_nomination"]
+
+# Versions no longer current kept by identity: enough for one event judged against every
+# parked group and for the events logged during a burst's attempts.
+RETIRED = 256
 
 
 def _key(pod: Any) -> str:
@@ -53,6 +60,9 @@ class PodForms:
         self.convert = convert
         self._current = current
         self._dicts: dict[str, tuple[Any, dict[str, Any]]] = {}
+        # id(version) -> (version, dict), oldest first; holding the version keeps its id
+        # from being reused while it is here.
+        self._retired: dict[int, tuple[Any, dict[str, Any]]] = {}
         # Preemption converts in a worker thread: a miss is converted under the lock so
         # that two threads asking for one version make one dict. A hit takes no lock.
         self._lock = threading.Lock()
@@ -64,17 +74,26 @@ class PodForms:
         entry = self._dicts.get(_key(pod))
         if entry is not None and entry[0] is pod:
             return entry[1]
+        entry = self._retired.get(id(pod))
+        if entry is not None and entry[0] is pod:
+            return entry[1]
         with self._lock:
             key = _key(pod)
             entry = self._dicts.get(key)
-            if entry is not None and entry[0] is pod:
-                return entry[1]
+            for found in (entry, self._retired.get(id(pod))):
+                if found is not None and found[0] is pod:
+                    return found[1]
             made = self.convert(pod)
             self.conversions += 1
             if self._current is None or self._current(object_key(pod)) is pod:
+                if entry is not None:
+                    # the previous version, asked for before the informer's event reached
+                    # on_pod: its readers (the queue judging this update) still find it
+                    self._retire(*entry)
                 self._dicts[key] = (pod, made)
             else:
                 self.uncached += 1
+                self._retire(pod, made)
             return made
 
     def of(self, pods: Iterable[Any]) -> list[dict[str, Any]]:
@@ -91,6 +110,13 @@ class PodForms:
                 entry = self._dicts.get(key)
                 if entry is not None and (change.type == DELETED or entry[0] is not pod):
                     del self._dicts[key]
+                    self._retire(*entry)
+
+    def _retire(self, pod: Any, made: dict[str, Any]) -> None:
+        # under the lock
+        self._retired[id(pod)] = (pod, made)
+        if len(self._retired) > RETIRED:
+            del self._retired[next(iter(self._retired))]
 
     def forget(self, pod: Any) -> None:
         with self._lock:
@@ -108,6 +134,7 @@ class PodForms:
             "entries": len(self._dicts),
             "conversions": self.conversions,
             "uncached": self.uncached,
+            "retired": len(self._retired),
         }
 
     def __len__(self) -> int:

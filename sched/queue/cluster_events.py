@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from kubesalvo.core.pernode.hint_objects import PodForm
 from kubesalvo.core.plugins.framework import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -85,19 +86,22 @@ def node_update_events(old: Any, new: Any) -> list[ClusterEvent]:
     return [ClusterEvent(R.NODE, a, event_label(R.NODE, a)) for a in A if a in action]
 
 
-def _scaled_down(old: Any, new: Any) -> bool:
+def _scaled_down(old: Any, new: Any, api: PodForm | None) -> bool:
     if old.spec == new.spec:
         return False  # requests are read from the spec alone (most updates are status)
     try:
-        before = pod_requests(msgspec.to_builtins(old))
-        after = pod_requests(msgspec.to_builtins(new))
+        convert = api or msgspec.to_builtins
+        before = pod_requests(convert(old))
+        after = pod_requests(convert(new))
     except ValueError:
         return False  # a quantity beyond int64 (the API server stores 1e400): no scale-down
     return any(after.get(name, 0) < amount for name, amount in before.items())
 
 
-def pod_update_events(old: Any, new: Any) -> list[ClusterEvent]:
-    """The events of a pod update (informers' ``Pod`` models).
+def pod_update_events(old: Any, new: Any, api: PodForm | None = None) -> list[ClusterEvent]:
+    """The events of a pod update (informers' ``Pod`` models); ``api`` gives a pod's API
+    dict for its requests (the runtime's memo, so that no version is converted twice;
+    None: converted here).
 
     Status-only changes give none; a change the finer bits do not name gives
     ``UPDATE_OTHER``, which matches no plugin's registration but is still reported.
@@ -105,7 +109,7 @@ def pod_update_events(old: Any, new: Any) -> list[ClusterEvent]:
     action = A(0)
     if old.metadata.labels != new.metadata.labels:
         action |= A.UPDATE_POD_LABEL
-    if _scaled_down(old, new):
+    if _scaled_down(old, new, api):
         action |= A.UPDATE_POD_SCALE_DOWN
     if old.spec.scheduling_gates and not new.spec.scheduling_gates:
         action |= A.UPDATE_POD_SCHEDULING_GATES_ELIMINATED

@@ -33,6 +33,10 @@ upstream keeps them there) is told to ``on_incoming(queue, event)`` with kube-sc
 event label (``UnschedulablePodAdd``, ``ScheduleAttemptFailure``, ``BackoffComplete``,
 ``PopFromBackoffQ``, ``NodeAdd``, ...), for ``scheduler_queue_incoming_pods_total``.
 
+The hints and the pod update events read pods' API dicts through ``pod_api`` (the
+runtime's pod memo, sched/informers/forms.py): a pod version is converted once in the
+whole runtime, the queue's judgements included.
+
 Gangs (``core/plugins/coscheduling/gang.py``: pods labelled with a pod group) are popped whole: when
 :meth:`pop_burst` takes a member, every other member waiting in activeQ, backoffQ or
 among the unschedulable pods joins the same burst (gated ones stay), so that the kernel
@@ -57,6 +61,7 @@ from typing import Any
 
 import msgspec
 
+from kubesalvo.core.pernode.hint_objects import PodForm, pod_forms
 from kubesalvo.core.plugins import names, registry
 from kubesalvo.core.plugins.coscheduling import gang
 from kubesalvo.core.plugins.coscheduling.gang import gang_of
@@ -221,6 +226,7 @@ class SchedulingQueue:
         hints: Mapping[str, HintFn] | None = None,  # None: the plugins' own
         pop_from_backoff: bool = True,
         on_active: Callable[[], None] | None = None,
+        pod_api: PodForm | None = None,
     ) -> None:
         self.clock: Clock = clock or MonotonicClock()
         self.initial_backoff = float(pod_initial_backoff_seconds)
@@ -236,6 +242,9 @@ class SchedulingQueue:
         self._events = dict(plugin_events)
         self._hints = dict(registry.queueing_hints() if hints is None else hints)
         self._pop_from_backoff = pop_from_backoff
+        # A pod version's API dict for the hints and the update events (None: they
+        # convert it themselves, each time).
+        self.pod_api = pod_api
         # Called whenever pods become ready, so the cycle can wake up.
         self.on_active = on_active
         # Told (queue, event label) for each pod entering a queue (module docstring).
@@ -374,7 +383,7 @@ class SchedulingQueue:
         if where is None:
             self._to_active(QueuedPod(new, key, self.clock.now()), POD_UPDATE)
             return
-        events = pod_update_events(old, new) if old is not None else []
+        events = pod_update_events(old, new, self.pod_api) if old is not None else []
         if where is QueueName.IN_FLIGHT:
             flight = self._in_flight[key]
             flight.qp.pod = new
@@ -887,6 +896,10 @@ class SchedulingQueue:
     def _worth_requeuing(self, qp: QueuedPod, event: ClusterEvent, old: Any, new: Any) -> _Strategy:
         if not qp.rejectors or event.resource is EventResource.WILDCARD:
             return _Strategy.AFTER_BACKOFF
+        with pod_forms(self.pod_api):
+            return self._hints_say(qp, event, old, new)
+
+    def _hints_say(self, qp: QueuedPod, event: ClusterEvent, old: Any, new: Any) -> _Strategy:
         strategy = _Strategy.SKIP
         for plugin in sorted(qp.rejectors):
             if not self._registered(plugin, event):

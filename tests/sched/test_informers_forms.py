@@ -1,6 +1,7 @@
 """PodForms, the runtime's pod dicts: a pod version is converted once, whoever asks; a new
-version or a delete drops the old entry; a version no longer current is converted for its
-reader alone; the nomination a reader needs is a copy, never written into the shared dict."""
+version or a delete drops the old entry, which its late readers still find among the
+last versions retired (bounded), as they find a version converted when no longer current;
+the nomination a reader needs is a copy, never written into the shared dict."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 from typing import Any
 
 from kubesalvo.sched.informers import ADDED, DELETED, MODIFIED, SYNCED, Change, Store, to_api_dict
-from kubesalvo.sched.informers.forms import PodForms, with_nomination
+from kubesalvo.sched.informers.forms import RETIRED, PodForms, with_nomination
 from kubesalvo.sched.informers.models import ObjectMeta, Pod, PodStatus
 
 
@@ -57,16 +58,20 @@ def test_a_new_version_replaces_the_old_entry() -> None:
     assert len(forms) == 1
 
 
-def test_a_new_version_converted_before_its_event_is_kept() -> None:
+def test_a_new_version_converted_before_its_event_is_kept_and_retires_the_old() -> None:
     # The cache may ask for the new version in a handler that runs before the memo's.
+    # The old version's readers (the queue judging the update) still find its dict.
     store, forms = informed()
     first, second = pod("a", "1"), pod("a", "2")
     event(store, forms, ADDED, first)
+    was = forms.api(first)
     store.apply_event(MODIFIED, second)
     made = forms.api(second)
+    assert forms.api(first) is was
     forms.on_pod(Change(MODIFIED, second, first))
     assert forms.api(second) is made
-    assert forms.conversions == 1
+    assert forms.api(first) is was
+    assert (forms.conversions, len(forms)) == (2, 1)
 
 
 def test_a_delete_drops_the_entry() -> None:
@@ -79,19 +84,53 @@ def test_a_delete_drops_the_entry() -> None:
     assert len(forms) == 0
 
 
-def test_a_version_no_longer_current_is_converted_but_not_kept() -> None:
-    # A preemption decision's picture taken before the event: its reader gets a dict, the
-    # memo keeps none (it would outlive the pod).
+def test_a_version_no_longer_current_is_converted_once_but_not_an_entry() -> None:
+    # A preemption decision's picture taken before the event, or the queue judging the
+    # update against every parked pod: its readers share one dict, kept among the
+    # retired versions, never as an entry (it would outlive the pod).
     store, forms = informed()
     first, second = pod("a", "1"), pod("a", "2")
     event(store, forms, ADDED, first)
     event(store, forms, MODIFIED, second)
     old = forms.api(first)
     assert old["metadata"]["resourceVersion"] == "1"
+    assert forms.api(first) is old
     assert (forms.conversions, forms.uncached, len(forms)) == (1, 1, 0)
     event(store, forms, DELETED, second)
     forms.api(second)
+    forms.api(second)
     assert (forms.conversions, forms.uncached, len(forms)) == (2, 2, 0)
+    assert forms.stats()["retired"] == 2
+
+
+def test_a_replaced_or_deleted_version_is_still_served_to_its_late_readers() -> None:
+    # The queue judges an in-flight pod's logged events after the informer moved on.
+    store, forms = informed()
+    first, second = pod("a", "1"), pod("a", "2")
+    event(store, forms, ADDED, first)
+    made = forms.api(first)
+    event(store, forms, MODIFIED, second)
+    assert len(forms) == 0
+    assert forms.api(first) is made
+    newer = forms.api(second)
+    event(store, forms, DELETED, second)
+    assert forms.api(second) is newer
+    assert (forms.conversions, forms.uncached, len(forms)) == (2, 0, 0)
+
+
+def test_the_retired_versions_are_bounded() -> None:
+    store, forms = informed()
+    gone = [pod(f"p{i}", "1") for i in range(RETIRED + 1)]
+    for obj in gone:
+        event(store, forms, ADDED, obj)
+        forms.api(obj)
+        event(store, forms, DELETED, obj)
+    assert forms.stats()["retired"] == RETIRED
+    assert forms.api(gone[-1]) is forms.api(gone[-1])
+    assert forms.conversions == RETIRED + 1
+    forms.api(gone[0])  # the oldest went first: converted again, for its reader
+    assert forms.conversions == RETIRED + 2
+    assert forms.stats()["retired"] == RETIRED
 
 
 def test_an_equal_but_newly_decoded_object_is_a_new_version() -> None:

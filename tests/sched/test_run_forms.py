@@ -4,8 +4,10 @@
 its pod memo (sched/informers/forms.py) converting through a counting function: a pod
 bound by someone else (counted by the cache from its dict), a burst with a pod that fits
 nowhere, retried three times, and a high-priority pod that preempts (decided on the
-memo's dicts in a worker thread, nominated, bound after its victims go). Every version
-converted is converted once, whoever asked for it first.
+memo's dicts in a worker thread, nominated, bound after its victims go), with pod updates
+judged by the queueing hints in between (a parked pod's own label, then an assigned pod's
+label that brings it back). Every version converted is converted once, whoever asked for
+it first, the queue's hints included.
 """
 
 from __future__ import annotations
@@ -97,6 +99,14 @@ async def test_a_run_converts_each_pod_version_once_through_retries_preemption_a
         return to_api_dict(pod)
 
     scheduler.forms.convert = counted
+    # The queue's reads (its hints, its update events) go through the memo: seen here.
+    read_by_queue: list[tuple[str, str]] = []
+
+    def queue_reads(pod: Any) -> dict[str, Any]:
+        read_by_queue.append((pod.metadata.uid, pod.metadata.resource_version))
+        return scheduler.forms.api(pod)
+
+    scheduler.queue.pod_api = queue_reads
     store = scheduler.pods.store
 
     def ours(name: str) -> Any:
@@ -139,14 +149,46 @@ async def test_a_run_converts_each_pod_version_once_through_retries_preemption_a
             )
 
         await eventually(lambda: bound(*lows) and attempted(1), 60, "the burst")
-        # Bound pods' last version (kwok's Running) before the decisions: a decision's
-        # picture taken just before a version changes is converted for it alone, once
-        # more (``uncached``), which this test would count as a version converted twice.
+        # Bound pods' last version (kwok's Running) before the decisions, so that each
+        # step starts from settled pods (a decision reading a version replaced meanwhile
+        # finds it among the memo's retired versions: no second conversion either way).
         await eventually(lambda: running("elsewhere", *lows), 60, "kwok's Running")
         for times in (2, 3):
             scheduler.queue.activate([key])
             await eventually(lambda times=times: attempted(times), 60, f"attempt {times}")
-        # 0.5 cpu left over the two nodes: the 2-cpu top pod preempts lows of one node.
+        # Pod updates through the queueing hints: "lonely" wants a pod labelled
+        # buddy=<group> on its node and is parked by InterPodAffinity; a label of its own
+        # is judged (no help), then "elsewhere" labelled so (an assigned pod's update)
+        # brings it back, and it joins "elsewhere" on its node.
+        lonely = await pod("lonely", "100m", "low", affinity=_wants_buddy(group))
+        lonely_key = lonely["metadata"]["uid"]
+
+        def parked(name: str, key: str) -> bool:
+            queued = scheduler.queue.get(key)
+            return (
+                queued is not None
+                and queued.pod is ours(name)
+                and "InterPodAffinity" in queued.rejectors
+                and scheduler.queue.where(key) is QueueName.UNSCHEDULABLE
+            )
+
+        await eventually(lambda: parked("lonely", lonely_key), 60, "lonely parked")
+        await _label(api, namespace, "lonely", {"touched": "yes"})
+        await eventually(
+            lambda: (
+                ours("lonely").metadata.labels.get("touched") == "yes"
+                and parked("lonely", lonely_key)
+            ),
+            60,
+            "lonely's own update judged",
+        )
+        unlabelled = ours("elsewhere").metadata.resource_version
+        labelled = await _label(api, namespace, "elsewhere", {"buddy": group})
+        await eventually(lambda: bound("lonely"), 60, "lonely bound beside its buddy")
+        assert ours("lonely").spec.node_name == f"{group}-0"
+        assert _incoming(scheduler, "AssignedPodUpdatePodLabel") >= 1
+        await eventually(lambda: running("lonely"), 60, "kwok's Running")
+        # 0.4 cpu left over the two nodes: the 2-cpu top pod preempts lows of one node.
         await pod("top", "2", "top")
         await eventually(lambda: bound("top"), 120, "the preemptor bound")
         victims = [name for name in lows if ours(name) is None]
@@ -164,3 +206,42 @@ async def test_a_run_converts_each_pod_version_once_through_retries_preemption_a
     uids = {uid for uid, _ in converted}
     assert elsewhere["metadata"]["uid"] in uids
     assert key in uids
+    assert lonely_key in uids
+    # The hints read both versions of "elsewhere" around its label, and "lonely", from
+    # the memo: converted once in all (above), whoever asked first.
+    assert (elsewhere["metadata"]["uid"], unlabelled) in read_by_queue
+    assert (elsewhere["metadata"]["uid"], labelled) in read_by_queue
+    assert lonely_key in {uid for uid, _ in read_by_queue}
+    assert set(read_by_queue) <= set(converted)
+
+
+def _wants_buddy(group: str) -> dict[str, Any]:
+    term = {
+        "labelSelector": {"matchLabels": {"buddy": group}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+async def _label(api: ApiClient, namespace: str, name: str, labels: dict[str, str]) -> str:
+    """Adds ``labels`` to the pod; returns its new resourceVersion."""
+    response = await api.request(
+        "PATCH",
+        f"/api/v1/namespaces/{namespace}/pods/{name}",
+        body=msgspec.json.encode({"metadata": {"labels": labels}}),
+        content_type="application/merge-patch+json",
+    )
+    patched: dict[str, Any] = msgspec.json.decode(response.body)
+    return str(patched["metadata"]["resourceVersion"])
+
+
+def _incoming(scheduler: Scheduler, event: str) -> float:
+    """Pods the queue moved on ``event`` (scheduler_queue_incoming_pods_total)."""
+    registry = scheduler.metrics.registry
+    return sum(
+        registry.get_sample_value(
+            "scheduler_queue_incoming_pods_total", {"queue": queue, "event": event}
+        )
+        or 0.0
+        for queue in ("active", "backoff")
+    )
