@@ -259,7 +259,7 @@ class Binder:
         )
         self.counts[outcome] += 1
         if self.metrics is not None:
-            self.metrics.binds.labels(result=outcome.value).inc()
+            self.metrics.count_bind(outcome.value)
         if outcome is not BindOutcome.BOUND:
             log.info("bind of %s/%s to %s %s: %s", namespace, name, node, outcome.value, error)
         callback = self._callbacks[outcome]
