@@ -151,6 +151,9 @@ class Binder:
         self._is_leader = is_leader
         self._slots = asyncio.Semaphore(self.settings.max_in_flight)
         self._tasks: set[asyncio.Task[BindResult]] = set()
+        # Binds ready to send that wait for a free slot: while there are any, a pod placed
+        # now only queues behind them (the burst cycle's gathering reads it).
+        self.waiting = 0
         self.counts = dict.fromkeys(BindOutcome, 0)
 
     @property
@@ -198,7 +201,12 @@ class Binder:
         try:
             if prepare is not None and self._leading():
                 await prepare()
-            async with self._slots:
+            self.waiting += 1
+            try:
+                await self._slots.acquire()
+            finally:
+                self.waiting -= 1
+            try:
                 while True:
                     if not self._leading():
                         error = RuntimeError("not the leader")
@@ -237,6 +245,8 @@ class Binder:
                     if failures >= self.settings.max_attempts:
                         break
                     await asyncio.sleep(self._delay(failures))
+            finally:
+                self._slots.release()
         except asyncio.CancelledError:
             error = RuntimeError("bind cancelled")
             outcome = BindOutcome.FAILED
@@ -249,7 +259,7 @@ class Binder:
         )
         self.counts[outcome] += 1
         if self.metrics is not None:
-            self.metrics.binds.labels(result=outcome.value).inc()
+            self.metrics.count_bind(outcome.value)
         if outcome is not BindOutcome.BOUND:
             log.info("bind of %s/%s to %s %s: %s", namespace, name, node, outcome.value, error)
         callback = self._callbacks[outcome]

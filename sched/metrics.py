@@ -15,6 +15,7 @@ kubernetes-mixin charts, are registered on it too.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -77,6 +78,7 @@ class SchedulerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
@@ -245,25 +247,25 @@ class SchedulerMetrics:
             self.pending_pods.labels(queue=queue).set(0)
 
     def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
-        self.schedule_attempts.labels(result=result, profile=profile).inc()
-        self.scheduling_attempt_duration.labels(result=result, profile=profile).observe(seconds)
+        self._child(self.schedule_attempts, result, profile).inc()
+        self._child(self.scheduling_attempt_duration, result, profile).observe(seconds)
 
     def observe_incoming(self, queue: str, event: str) -> None:
         """A pod entered ``queue`` (active, backoff, unschedulable) on ``event``."""
-        self.queue_incoming.labels(queue=queue, event=event).inc()
+        self._child(self.queue_incoming, queue, event).inc()
 
     def observe_plugin(
         self, plugin: str, extension_point: str, status: str, seconds: float
     ) -> None:
         """One call of ``plugin`` at ``extension_point`` ended with ``status`` (upstream's
         status codes: Success, Unschedulable, UnschedulableAndUnresolvable, Error, ...)."""
-        self.plugin_execution_duration.labels(
-            plugin=plugin, extension_point=extension_point, status=status
-        ).observe(seconds)
+        self._child(self.plugin_execution_duration, plugin, extension_point, status).observe(
+            seconds
+        )
 
     def observe_scheduled_pod(self, attempts: int, sli_seconds: float) -> None:
         """A pod got bound after ``attempts`` tries, ``sli_seconds`` after it was queued."""
-        self.pod_scheduling_sli_duration.labels(attempts=str(attempts)).observe(sli_seconds)
+        self._child(self.pod_scheduling_sli_duration, str(attempts)).observe(sli_seconds)
         self.pod_scheduling_attempts.observe(attempts)
 
     def observe_burst(self, pods: int, kernel_seconds: float) -> None:
@@ -274,11 +276,11 @@ class SchedulerMetrics:
         self.scheduling_algorithm_duration.observe(kernel_seconds)
 
     def observe_stage(self, stage: str, seconds: float) -> None:
-        self.stage_duration.labels(stage=stage).observe(seconds)
+        self._child(self.stage_duration, stage).observe(seconds)
 
     def observe_queue_waits(self, waits: Iterable[float]) -> None:
         """Each popped pod's time in the active queue."""
-        child = self.stage_duration.labels(stage=STAGE_QUEUE_WAIT)
+        child = self._child(self.stage_duration, STAGE_QUEUE_WAIT)
         for seconds in waits:
             child.observe(seconds)
 
@@ -286,11 +288,9 @@ class SchedulerMetrics:
         """A bind POST answered with success after ``in_flight`` seconds, sent
         ``since_event`` seconds after the pod became ready (kube-scheduler's Bind
         extension point is its DefaultBinder's POST)."""
-        self.extension_point_duration.labels(
-            extension_point="Bind", status="Success", profile=profile
-        ).observe(in_flight)
+        self._child(self.extension_point_duration, "Bind", "Success", profile).observe(in_flight)
         self.observe_plugin("DefaultBinder", "Bind", "Success", in_flight)
-        self.stage_duration.labels(stage=STAGE_BIND).observe(in_flight)
+        self._child(self.stage_duration, STAGE_BIND).observe(in_flight)
         self.event_to_bind.observe(since_event)
 
     def observe_preemption(self, victims: int | None) -> None:
@@ -301,10 +301,25 @@ class SchedulerMetrics:
         if victims is not None:
             self.preemption_victims.observe(victims)
 
+    def count_bind(self, result: str) -> None:
+        """A bind settled with ``result`` (bound, forgotten, failed)."""
+        self._child(self.binds, result).inc()
+
     def observe_request(self, host: str, method: str, code: str, seconds: float) -> None:
         """One request to the API server answered (``code``: the status, or "<error>")."""
-        self.rest_client_requests.labels(code=code, host=host, method=method).inc()
-        self.rest_client_request_duration.labels(verb=method, host=host).observe(seconds)
+        self._child(self.rest_client_requests, code, host, method).inc()
+        self._child(self.rest_client_request_duration, method, host).observe(seconds)
+
+    def _child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)`` (values in the order of its label names), kept:
+        prometheus_client checks the values and takes a lock at every ``labels`` call,
+        a few microseconds each on the several series every bound pod touches. A child
+        lives as long as its metric here (none is ever removed)."""
+        key = (metric, values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -8,7 +8,8 @@ nowhere and which PostFilter plugins run; ``report`` is the one failure handler.
 
 One task runs the loop. When the queue has ready pods it may wait for company (``gathering``:
 while pods keep arriving close together, at most ``burstGatheringWindow``; a lone pod does
-not wait) so that pods created together land in one burst, pops every ready
+not wait; longer while binds wait for a slot of the binder, when placing sooner buys
+nothing) so that pods created together land in one burst, pops every ready
 pod (at most ``maxBurstPods`` per profile), and per profile runs ``place_burst`` in a worker
 thread (``asyncio.to_thread``; the kernel releases the GIL), so the event loop keeps reading
 watches and sending the binds of earlier bursts meanwhile. The cache is frozen while the

@@ -263,8 +263,10 @@ class BurstCycle:
             found = time.monotonic()
             while True:
                 ready = self.queue.pending_counts()["active"]
-                delay = self.gathering.wait(time.monotonic(), found, ready, limit)
-                if delay <= 0:
+                delay = self.gathering.wait(
+                    time.monotonic(), found, ready, limit, self.binder.waiting
+                )
+                if delay <= 0 or self._stopping:
                     break
                 await asyncio.sleep(delay)
             burst = self.queue.pop_burst(limit)

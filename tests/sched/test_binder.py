@@ -258,3 +258,34 @@ async def test_a_replica_that_does_not_lead_runs_no_prepare_step(api, namespace,
     binder = Binder(api, FAST, is_leader=lambda: False)
     result = await binder.bind(namespace, "not-prepared", pod["metadata"]["uid"], nodes[0], prepare)
     assert result.outcome is BindOutcome.FAILED and ran == []
+
+
+@pytest.mark.integration
+async def test_binds_waiting_for_a_slot_are_counted_until_each_is_sent(
+    proxied_api, proxy, api, namespace, create_pod, nodes, eventually
+):
+    """With one slot, a throttled bind holds it: the two handed over after it wait for the
+    slot, and a PreBind that waits is not counted (it holds no slot); once the throttling
+    ends every bind is sent and none waits."""
+    pods = [await create_pod(namespace, f"queued-{i}") for i in range(3)]
+    prepared = await create_pod(namespace, "preparing")
+    proxy.faults.throttle, proxy.faults.retry_after = 1_000, 60
+    binder = Binder(proxied_api, BinderSettings(max_in_flight=1))
+    release = asyncio.Event()
+    tasks = [
+        binder.bind(namespace, p["metadata"]["name"], p["metadata"]["uid"], nodes[0]) for p in pods
+    ]
+    held = binder.bind(namespace, "preparing", prepared["metadata"]["uid"], nodes[1], release.wait)
+    await eventually(lambda: proxy.stats.throttled >= 1, what="the first bind throttled")
+    assert binder.waiting == 2 and binder.in_flight == 4
+    await binder.cancel_all()
+    assert binder.waiting == 0 and all(t.result().outcome is BindOutcome.FAILED for t in tasks)
+    assert held.result().outcome is BindOutcome.FAILED
+
+    proxy.faults.throttle = 0
+    again = [
+        binder.bind(namespace, p["metadata"]["name"], p["metadata"]["uid"], nodes[0]) for p in pods
+    ]
+    results = await asyncio.gather(*again)
+    assert {r.outcome for r in results} == {BindOutcome.BOUND}
+    assert binder.waiting == 0 and binder.in_flight == 0

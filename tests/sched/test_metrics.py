@@ -139,3 +139,41 @@ def test_latency_stages_and_the_bind_use_their_own_histograms():
     assert bind[0].labels["le"] == "0.0001" and len(bind) == 13
     whole = found["kubesalvo_pod_event_to_bind_seconds"].samples
     assert [s.value for s in whole if s.name.endswith("_sum")] == [pytest.approx(0.02)]
+
+
+def test_every_labelled_series_counts_into_the_series_its_label_names_say():
+    """The label children kept across calls sit in the series of their own label values,
+    each value under its own name, as ``labels(name=value)`` would put them."""
+    metrics = SchedulerMetrics()
+    for _ in range(2):
+        metrics.observe_attempt("scheduled", "p1", 0.01)
+        metrics.observe_request("h1", "POST", "201", 0.1)
+        metrics.observe_incoming("active", "PodAdd")
+        metrics.observe_plugin("DefaultBinder", "Bind", "Success", 0.1)
+        metrics.observe_bind_post("p1", 0.1, 0.2)
+        metrics.count_bind("bound")
+    metrics.observe_attempt("unschedulable", "p1", 0.01)
+    metrics.observe_request("h1", "GET", "200", 0.1)
+
+    def value(metric, **labels):
+        return metric.labels(**labels)._value.get()
+
+    assert value(metrics.schedule_attempts, result="scheduled", profile="p1") == 2
+    assert value(metrics.schedule_attempts, result="unschedulable", profile="p1") == 1
+    assert value(metrics.rest_client_requests, code="201", host="h1", method="POST") == 2
+    assert value(metrics.rest_client_requests, code="200", host="h1", method="GET") == 1
+    assert value(metrics.queue_incoming, queue="active", event="PodAdd") == 2
+    assert value(metrics.binds, result="bound") == 2
+    sums = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in families(metrics).values()
+        for s in f.samples
+        if s.name.endswith("_count")
+    }
+    bind = (("extension_point", "Bind"), ("profile", "p1"), ("status", "Success"))
+    assert sums["scheduler_framework_extension_point_duration_seconds_count", bind] == 2
+    plugin = (("extension_point", "Bind"), ("plugin", "DefaultBinder"), ("status", "Success"))
+    # two direct calls and two from each bind POST
+    assert sums["scheduler_plugin_execution_duration_seconds_count", plugin] == 4
+    verb = (("host", "h1"), ("verb", "POST"))
+    assert sums["rest_client_request_duration_seconds_count", verb] == 2

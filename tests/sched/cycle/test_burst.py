@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from kubesalvo.sched.binder import BinderSettings, BindOutcome
 from kubesalvo.sched.cache import SchedulerCache
 from kubesalvo.sched.client import ApiClient, ApiError
 from kubesalvo.sched.config import default_config
@@ -379,3 +380,49 @@ async def test_an_invalid_affinity_term_is_rejected_before_dynamic_resources_pre
     assert condition["message"] == message
     await cycle.stop()
     await recorder.stop()
+
+
+async def test_while_binds_wait_for_a_slot_pods_arriving_apart_are_gathered_into_one_burst(
+    api, proxy, proxied_api, nodes, namespace, create_pod, eventually
+):
+    """Pods arriving further apart than the window go one by one while the binder has a
+    free slot; once binds wait for one (one slot, its bind throttled for a minute), the
+    cycle keeps collecting (sched/cycle/gathering.py) and places them in one burst."""
+    group = nodes[0]["metadata"]["labels"][TAINT_KEY]
+    config = default_config()
+    cache = await fed_cache(api, group)
+    queue = SchedulingQueue.from_config(config)
+    cycle = BurstCycle(
+        config,
+        cache,
+        queue,
+        proxied_api,
+        settings=CycleSettings(gathering_window=0.05),
+        binder_settings=BinderSettings(max_in_flight=1),
+    )
+    pods = {
+        name: msgspec.convert(await create_pod(namespace, name, tolerations=toleration(group)), Pod)
+        for name in ("free-0", "free-1", "held-0", "held-1", "b0", "b1", "b2")
+    }
+    cycle.start()
+    bound = cycle.binder.counts
+    queue.add(pods["free-0"])  # the slot is free: each goes alone
+    await eventually(lambda: bound[BindOutcome.BOUND] == 1, what="free-0 bound")
+    queue.add(pods["free-1"])
+    await eventually(lambda: bound[BindOutcome.BOUND] == 2, what="free-1 bound")
+    assert cycle.bursts == 2
+
+    proxy.faults.throttle, proxy.faults.retry_after = 1_000, 60
+    queue.add(pods["held-0"])  # holds the one slot, throttled
+    await eventually(lambda: proxy.stats.throttled >= 1, what="a throttled bind")
+    queue.add(pods["held-1"])  # waits for the slot
+    await eventually(lambda: cycle.binder.waiting == 1, what="a bind waiting for the slot")
+    assert cycle.bursts == 4
+    for name in ("b0", "b1", "b2"):  # twice the window apart
+        queue.add(pods[name])
+        await asyncio.sleep(0.1)
+    await eventually(lambda: cycle.binder.waiting == 4, what="three more binds waiting")
+    assert cycle.bursts == 5 and cycle.recent_bursts[-1].pods == 3
+
+    cycle.leadership_changed(False)  # cancels the throttled binds at once
+    await cycle.stop()

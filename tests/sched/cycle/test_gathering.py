@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesalvo.sched.cycle.gathering import Gathering
+from kubesalvo.sched.cycle.gathering import HOLD, Gathering
 from kubesalvo.sched.queue.clock import FakeClock
 
 WINDOW = 0.010  # the default burstGatheringWindow
@@ -99,3 +99,67 @@ def test_no_arrival_noted_means_no_wait():
     clock = FakeClock()
     gathering = Gathering.for_window(WINDOW)
     assert gathering.wait(clock.now(), clock.now(), ready=1, max_pods=1000) == 0.0
+
+
+# -- while binds wait for the binder's slots ---------------------------------------------
+
+
+def test_a_lone_pod_is_held_while_binds_wait_for_a_slot_and_asks_again_each_window():
+    clock = FakeClock()
+    gathering = Gathering.for_window(WINDOW)
+    started = clock.now()
+    gathering.arrived(clock.now())
+    assert gathering.wait(clock.now(), started, 1, 1000, binds_waiting=0) == 0.0
+    assert gathering.wait(clock.now(), started, 1, 1000, binds_waiting=3) == pytest.approx(WINDOW)
+
+
+def test_a_held_gathering_outlasts_the_window_and_the_quiet_gap_up_to_the_hold():
+    clock = FakeClock()
+    gathering = Gathering.for_window(WINDOW)
+    started = clock.now()
+    gathering.arrived(clock.now())
+    looks = 0
+    while True:
+        delay = gathering.wait(clock.now(), started, 1, 1000, binds_waiting=50)
+        if delay == 0.0:
+            break
+        assert delay <= WINDOW and clock.now() + delay <= started + HOLD + 1e-9
+        clock.step(delay)
+        looks += 1
+    assert clock.now() - started == pytest.approx(HOLD)
+    assert looks == pytest.approx(HOLD / WINDOW, abs=1)
+
+
+def test_a_held_gathering_ends_as_soon_as_no_bind_waits():
+    clock = FakeClock()
+    gathering = Gathering.for_window(WINDOW)
+    started = clock.now()
+    gathering.arrived(clock.now())
+    clock.step(0.2)  # far past the window, held by the binder's queue
+    assert gathering.wait(clock.now(), started, 1, 1000, binds_waiting=1) > 0.0
+    assert gathering.wait(clock.now(), started, 1, 1000, binds_waiting=0) == 0.0
+
+
+def test_a_full_burst_is_taken_even_while_binds_wait():
+    clock = FakeClock()
+    gathering = Gathering.for_window(WINDOW)
+    gathering.arrived(clock.now())
+    assert gathering.wait(clock.now(), clock.now(), 1000, 1000, binds_waiting=500) == 0.0
+
+
+def test_a_window_of_zero_never_waits_even_while_binds_wait():
+    clock = FakeClock()
+    gathering = Gathering.for_window(0.0)
+    gathering.arrived(clock.now())
+    assert gathering.wait(clock.now(), clock.now(), 1, 1000, binds_waiting=500) == 0.0
+
+
+def test_a_window_longer_than_the_hold_bounds_a_held_gathering():
+    clock = FakeClock()
+    gathering = Gathering.for_window(2.0)
+    started = clock.now()
+    gathering.arrived(clock.now())
+    clock.step(1.5)
+    assert gathering.wait(clock.now(), started, 1, 1000, binds_waiting=1) == pytest.approx(0.5)
+    clock.step(0.5)
+    assert gathering.wait(clock.now(), started, 1, 1000, binds_waiting=1) == 0.0
