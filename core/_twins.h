@@ -1,0 +1,257 @@
+/* Twin rows for the bounded search of a class's only pod (core/_place.pyx's
+ * _single_bounded): rows whose whole node state (allocatable, requested and non-zero
+ * requested, every column) is the same score alike for a pod apart from the per-row
+ * tables (static filters, fixed scores, PreferNoSchedule counts), and pass or fail the
+ * resource filters alike. Such rows (a twin group; a fleet's empty nodes of one shape, or
+ * its nodes running the same daemon pods) are kept as one bitset per group over the rows,
+ * a bit set while the row's state is still the group's (a placement clears it, undoing
+ * that placement sets it again). With the tables' rows as bitsets too (one per distinct
+ * value), the rows of a group that share one total are an AND of a few bitsets: their
+ * count is a popcount and the k-th of them in row order a select, both in rows / 64 word
+ * operations, without visiting the rows.
+ */
+#ifndef KUBESALVO_TWINS_H
+#define KUBESALVO_TWINS_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KS_TWIN_GROUPS 64 /* the largest groups kept (each costs a little per search) */
+#define KS_VALUES 4       /* a table row with more distinct values has no bitsets */
+
+typedef struct {
+    int64_t words;      /* uint64 words of a bitset over the rows */
+    int64_t ngroups;
+    int32_t *group;     /* per row: its group, -1 for none */
+    uint64_t *in;       /* KS_TWIN_GROUPS x words: the rows still in the group's state */
+    int64_t *count;     /* per group: the bits set in its `in` */
+    int64_t *hint;      /* per group: no bit of `in` is set below this word */
+    int64_t *base;      /* KS_TWIN_GROUPS x (nres + 2): the group's requested, non-zero cpu,
+                           memory */
+    int64_t nres;
+} ks_twins;
+
+static inline uint64_t ks_twin_hash(const int64_t *a, const int64_t *r, const int64_t *z,
+                                    int64_t nres)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL;
+    for (int64_t k = 0; k < nres; k++) {
+        h = (h ^ (uint64_t)a[k]) * 0xBF58476D1CE4E5B9ULL;
+        h = (h ^ (uint64_t)r[k]) * 0x94D049BB133111EBULL;
+    }
+    h = (h ^ (uint64_t)z[0]) * 0xBF58476D1CE4E5B9ULL;
+    h = (h ^ (uint64_t)z[1]) * 0x94D049BB133111EBULL;
+    return h ^ (h >> 31);
+}
+
+static inline int ks_twin_equal(int64_t m, int64_t n, const int64_t *alloc, const int64_t *req,
+                                const int64_t *nz, int64_t nres)
+{
+    return memcmp(alloc + m * nres, alloc + n * nres, (size_t)nres * sizeof(int64_t)) == 0 &&
+           memcmp(req + m * nres, req + n * nres, (size_t)nres * sizeof(int64_t)) == 0 &&
+           nz[2 * m] == nz[2 * n] && nz[2 * m + 1] == nz[2 * n + 1];
+}
+
+/* Group rows [0, rows) by their whole state (a hash table of each state's first row and
+ * count), keep the largest KS_TWIN_GROUPS of at least min_size rows, and set their
+ * bitsets (every row in). Returns 0, or -1 when memory runs out (then no group). */
+static int ks_twins_build(ks_twins *t, const int64_t *alloc, const int64_t *req,
+                          const int64_t *nz, int64_t nres, int64_t rows, int64_t min_size)
+{
+    int64_t size = 16, n, i;
+    t->ngroups = 0;
+    t->nres = nres;
+    for (n = 0; n < rows; n++)
+        t->group[n] = -1;
+    memset(t->in, 0, (size_t)(KS_TWIN_GROUPS * t->words) * sizeof(uint64_t));
+    while (size < 2 * rows)
+        size *= 2;
+    int64_t *first = malloc((size_t)size * sizeof(int64_t));
+    int64_t *count = malloc((size_t)size * sizeof(int64_t));
+    int32_t *slot = malloc((size_t)(rows > 0 ? rows : 1) * sizeof(int32_t));
+    if (first == NULL || count == NULL || slot == NULL) {
+        free(first);
+        free(count);
+        free(slot);
+        return -1;
+    }
+    for (i = 0; i < size; i++)
+        first[i] = -1;
+    for (n = 0; n < rows; n++) {
+        uint64_t h = ks_twin_hash(alloc + n * nres, req + n * nres, nz + 2 * n, nres);
+        i = (int64_t)(h & (uint64_t)(size - 1));
+        while (first[i] >= 0 && !ks_twin_equal(first[i], n, alloc, req, nz, nres))
+            i = (i + 1) & (size - 1);
+        if (first[i] < 0) {
+            first[i] = n;
+            count[i] = 0;
+        }
+        count[i]++;
+        slot[n] = (int32_t)i;
+    }
+    /* the largest states first: KS_TWIN_GROUPS picks, each a pass over the table */
+    for (int64_t g = 0; g < KS_TWIN_GROUPS; g++) {
+        int64_t top = -1;
+        for (i = 0; i < size; i++) {
+            if (first[i] >= 0 && count[i] >= min_size && (top < 0 || count[i] > count[top]))
+                top = i;
+        }
+        if (top < 0)
+            break;
+        t->count[g] = count[top];
+        t->hint[g] = 0;
+        memcpy(t->base + g * (nres + 2), req + first[top] * nres,
+               (size_t)nres * sizeof(int64_t));
+        t->base[g * (nres + 2) + nres] = nz[2 * first[top]];
+        t->base[g * (nres + 2) + nres + 1] = nz[2 * first[top] + 1];
+        count[top] = -1 - g; /* taken: the rows of this slot go to group g */
+        t->ngroups++;
+    }
+    for (n = 0; n < rows; n++) {
+        int64_t c = count[slot[n]];
+        if (c < 0) {
+            int64_t g = -1 - c;
+            t->group[n] = (int32_t)g;
+            t->in[g * t->words + (n >> 6)] |= (uint64_t)1 << (n & 63);
+        }
+    }
+    free(first);
+    free(count);
+    free(slot);
+    return 0;
+}
+
+/* Whether row n's requested columns (req, nres) and non-zero cpu / memory (nz) are its
+ * group g's. */
+static inline int ks_twin_same(const ks_twins *t, int64_t g, const int64_t *req,
+                               const int64_t *nz)
+{
+    const int64_t *b = t->base + g * (t->nres + 2);
+    return memcmp(b, req, (size_t)t->nres * sizeof(int64_t)) == 0 && b[t->nres] == nz[0] &&
+           b[t->nres + 1] == nz[1];
+}
+
+/* Row n leaves (in 0) or rejoins (in 1) its group's bitset. */
+static inline void ks_twin_set(ks_twins *t, int32_t n, int in)
+{
+    int64_t g = t->group[n], w = n >> 6;
+    uint64_t bit = (uint64_t)1 << (n & 63);
+    if (in) {
+        t->in[g * t->words + w] |= bit;
+        t->count[g]++;
+        if (w < t->hint[g])
+            t->hint[g] = w;
+    } else {
+        t->in[g * t->words + w] &= ~bit;
+        t->count[g]--;
+    }
+}
+
+static inline int ks_twin_has(const ks_twins *t, int32_t n)
+{
+    int64_t g = t->group[n];
+    return g >= 0 && (t->in[g * t->words + (n >> 6)] >> (n & 63)) & 1;
+}
+
+/* A row still in group g (its count above 0), for the group's shared terms. */
+static inline int32_t ks_twin_witness(ks_twins *t, int64_t g)
+{
+    const uint64_t *b = t->in + g * t->words;
+    int64_t w = t->hint[g];
+    while (b[w] == 0)
+        w++;
+    t->hint[g] = w;
+    return (int32_t)((w << 6) + __builtin_ctzll(b[w]));
+}
+
+/* Word w of a AND b AND c AND d, a NULL operand being every row. */
+static inline uint64_t ks_and4(const uint64_t *a, const uint64_t *b, const uint64_t *c,
+                               const uint64_t *d, int64_t w)
+{
+    uint64_t x = a[w];
+    if (b)
+        x &= b[w];
+    if (c)
+        x &= c[w];
+    if (d)
+        x &= d[w];
+    return x;
+}
+
+/* The rows of a AND b AND c AND d (a never NULL), from word lo on. */
+static int64_t ks_count4(const uint64_t *a, const uint64_t *b, const uint64_t *c,
+                         const uint64_t *d, int64_t lo, int64_t words)
+{
+    int64_t k = 0;
+    for (int64_t w = lo; w < words; w++)
+        k += __builtin_popcountll(ks_and4(a, b, c, d, w));
+    return k;
+}
+
+/* The k-th (from 0) set bit of x, k < popcount(x). */
+static inline int64_t ks_select64(uint64_t x, int64_t k)
+{
+    while (k-- > 0)
+        x &= x - 1;
+    return __builtin_ctzll(x);
+}
+
+/* The idx-th (from 0) row, in row order, of the union of the nt sets a[k] AND b AND
+ * c[k] AND d[k] (disjoint; b, c[k], d[k] NULL: every row) and the ascending rows
+ * extra[0..ne) (in none of the sets); -1 past the last. */
+static int64_t ks_union_select(const uint64_t *const *a, const uint64_t *b,
+                               const uint64_t *const *c, const uint64_t *const *d, int64_t nt,
+                               const int32_t *extra, int64_t ne, int64_t words, int64_t idx)
+{
+    int64_t p = 0;
+    for (int64_t w = 0; w < words; w++) {
+        uint64_t x = 0;
+        for (int64_t k = 0; k < nt; k++)
+            x |= ks_and4(a[k], b, c[k], d[k], w);
+        for (; p < ne && (extra[p] >> 6) == w; p++)
+            x |= (uint64_t)1 << (extra[p] & 63);
+        int64_t pc = __builtin_popcountll(x);
+        if (idx < pc)
+            return (w << 6) + ks_select64(x, idx);
+        idx -= pc;
+    }
+    return -1;
+}
+
+/* One bitset per distinct value of an int row v over the rows (at most KS_VALUES values,
+ * ascending, into vals; bits: KS_VALUES x words). Returns the values' count, 1 with no
+ * bitset written when every row holds the one value, -1 past KS_VALUES values. */
+static int64_t ks_value_bits(const void *v, int width, int64_t rows, int64_t words,
+                             int64_t *vals, uint64_t *bits)
+{
+    int64_t nv = 0, n, j;
+    for (n = 0; n < rows; n++) {
+        int64_t x = width == 2 ? ((const int16_t *)v)[n] : ((const int32_t *)v)[n];
+        for (j = 0; j < nv && vals[j] != x; j++)
+            ;
+        if (j == nv) {
+            if (nv == KS_VALUES)
+                return -1;
+            vals[nv++] = x;
+        }
+    }
+    for (int64_t a = 1; a < nv; a++) { /* ascending: few values, insertion sort */
+        int64_t x = vals[a];
+        for (j = a; j > 0 && vals[j - 1] > x; j--)
+            vals[j] = vals[j - 1];
+        vals[j] = x;
+    }
+    if (nv <= 1)
+        return nv;
+    memset(bits, 0, (size_t)(nv * words) * sizeof(uint64_t));
+    for (n = 0; n < rows; n++) {
+        int64_t x = width == 2 ? ((const int16_t *)v)[n] : ((const int32_t *)v)[n];
+        for (j = 0; vals[j] != x; j++)
+            ;
+        bits[j * words + (n >> 6)] |= (uint64_t)1 << (n & 63);
+    }
+    return nv;
+}
+
+#endif
