@@ -52,6 +52,7 @@ cdef extern from "_twins.h" nogil:
         int64_t words, ngroups
         int32_t* group
         uint64_t* inb "in"
+        uint64_t* all_in
         int64_t* count
         int64_t* hint
         int64_t* base
@@ -183,6 +184,9 @@ cdef class BurstKernel:
     cdef ks_twins tw                         # the groups (built with levels, kept by _apply)
     cdef int32_t[::1] tw_group               # its per-row groups
     cdef uint64_t[::1] tw_in                 # its KS_TWIN_GROUPS x words bitsets
+    cdef uint64_t[::1] tw_all                # their union
+    cdef int32_t[::1] tw_list                # scratch, rows: the rows in no group (ks_untwinned)
+    cdef readonly int64_t twin_scans         # searches that scanned the rows in no group (for tests)
     cdef int64_t[::1] tw_count, tw_hint      # its per-group counts and first words
     cdef int64_t[::1] tw_base                # its per-group states (requested, non-zero)
     cdef readonly int64_t twin_groups        # groups kept (for tests)
@@ -361,6 +365,9 @@ cdef class BurstKernel:
     cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint64_t* member, bint taints,
                                     int64_t* score, int64_t* ties) noexcept nogil
     cdef void _twins_build(self) noexcept nogil
+    cdef void _untwinned_scan(self, Py_ssize_t c, const uint64_t* member, int64_t mt,
+                              bint ttab, const int64_t* tsc, int64_t* best, int64_t* cnt,
+                              int64_t* ntied, int64_t* twin) noexcept nogil
     cdef void _twin_move(self, Py_ssize_t n) noexcept nogil
     cdef const uint64_t* _static_bits(self, Py_ssize_t st) noexcept nogil
     cdef int64_t _value_bits(self, bint fixed, Py_ssize_t f) noexcept nogil

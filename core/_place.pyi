@@ -26,6 +26,7 @@ class BurstKernel:
     bounded_gaveup: int  # the searches that gave up for the scan
     twin_groups: int  # twin groups its searches take as one (built with the first search)
     twin_ties: int  # tied rows those searches counted in twin groups, without a visit
+    twin_scans: int  # searches that scanned the rows in no twin group instead of their cells
     def __init__(
         self,
         alloc: npt.NDArray[Any],

@@ -118,6 +118,7 @@ cdef extern from "_twins.h" nogil:
                       const uint64_t* d, int64_t lo, int64_t words)
     int64_t ks_value_bits(const void* v, int width, int64_t rows, int64_t words,
                           int64_t* vals, uint64_t* bits)
+    int64_t ks_untwinned(const ks_twins* t, const uint64_t* member, int64_t rows, int32_t* out)
     int64_t ks_union_select(const uint64_t* const* a, const uint64_t* b,
                             const uint64_t* const* c, const uint64_t* const* d, int64_t nt,
                             const int32_t* extra, int64_t ne, int64_t words, int64_t idx)
@@ -321,6 +322,8 @@ cdef class BurstKernel:
         words = max(1, (self.rows + 63) // 64)
         self.tw_group = np.full(max(1, self.rows), -1, dtype=np.int32)
         self.tw_in = np.zeros(KS_TWIN_GROUPS * words, dtype=np.uint64)
+        self.tw_all = np.zeros(words, dtype=np.uint64)
+        self.tw_list = np.empty(max(1, self.rows), dtype=np.int32)
         self.tw_count = np.zeros(KS_TWIN_GROUPS, dtype=np.int64)
         self.tw_hint = np.zeros(KS_TWIN_GROUPS, dtype=np.int64)
         self.tw_base = np.zeros(KS_TWIN_GROUPS * (self.nres + 2), dtype=np.int64)
@@ -329,6 +332,7 @@ cdef class BurstKernel:
         self.tw.nres = self.nres
         self.tw.group = &self.tw_group[0]
         self.tw.inb = &self.tw_in[0]
+        self.tw.all_in = &self.tw_all[0]
         self.tw.count = &self.tw_count[0]
         self.tw.hint = &self.tw_hint[0]
         self.tw.base = &self.tw_base[0]
@@ -934,9 +938,11 @@ cdef class BurstKernel:
         them in row order (ks_union_select), as the scan's does (ks_pick_tied).
 
         Visiting a row costs about three times what the scan pays for it (a list walk
-        instead of a vectorised pass), so the search gives up, before visiting the cell
-        that would take it past rows / _share rows (16), and returns -2 for the caller
-        to scan: it has drawn nothing yet, so the scan draws as it would have. It returns
+        instead of a vectorised pass), so before visiting the cell that would take it
+        past rows / _share rows (16) the search gives up: without twin groups it returns
+        -2 for the caller to scan (it has drawn nothing yet, so the scan draws as it
+        would have); with them, past 4 / _share of the rows in no group, it scans those
+        rows instead of the cells (_untwinned_scan), the twins' sets kept. It returns
         -2 too when a table row has more than KS_VALUES values, when more than TIED_SETS
         twin sets tie, or when the chunk has no tlist row left.
 
@@ -978,6 +984,7 @@ cdef class BurstKernel:
         cdef const uint64_t* tt[TIED_SETS]
         cdef int32_t w1
         cdef uint8_t redo1
+        cdef int64_t tbest, tsets, tcnt, nl = self.rows
         if taints:
             tlist = self._taint_rows(self.c_taint[c], &nt)
             if tlist == NULL:
@@ -1015,6 +1022,7 @@ cdef class BurstKernel:
             ttab = _taint_table(tsc, self.w_taint, mt)
         self.bounded_pods += 1
         for g in range(self.tw.ngroups):
+            nl -= self.tw.count[g]
             if self.tw.count[g] == 0:
                 continue
             w1 = ks_twin_witness(&self.tw, g)
@@ -1063,6 +1071,9 @@ cdef class BurstKernel:
             tt[ntied] = tbits + j * words if tbits != NULL else NULL
             ntied += 1
             twin += t
+        tbest, tsets, tcnt = best, ntied, twin
+        if self.tw.ngroups:  # the alternative to the cells: a scan of the nl other rows
+            limit = nl * 4 // _share
         for sh in range(KS_SHAPES):
             level[sh] = KS_LEVELS - 1 if sh < self.levels.nshapes or sh == KS_SHAPES - 1 \
                 else -1
@@ -1079,9 +1090,13 @@ cdef class BurstKernel:
                 break
             cell = pick * KS_LEVELS + level[pick]
             seen += self.lv_count[cell]
-            if seen > limit:
+            if seen > limit and not self.tw.ngroups:
                 self.bounded_gaveup += 1
                 return -2
+            if seen > limit:  # scan the rows in no group instead, the twins' sets kept
+                best, ntied, twin, cnt = tbest, tsets, tcnt, 0
+                self._untwinned_scan(c, member, mt, ttab, tsc, &best, &cnt, &ntied, &twin)
+                break
             k = ks_cell_rows(&self.levels, cell, member, &q, rows, &self.bounded_rows)
             level[pick] -= 1
             if level[pick] >= 0:
@@ -1119,6 +1134,48 @@ cdef class BurstKernel:
             return ks_pick_tied(&self.tiebuf[0], cnt, &self.rng)
         return ks_union_select(ta, member, tf, tt, ntied, &self.tiebuf[0], cnt, words,
                                ks_below(&self.rng, cnt + twin) if cnt + twin > 1 else 0)
+
+    cdef void _untwinned_scan(self, Py_ssize_t c, const uint64_t* member, int64_t mt,
+                              bint ttab, const int64_t* tsc, int64_t* best, int64_t* cnt,
+                              int64_t* ntied, int64_t* twin) noexcept nogil:
+        """_single_bounded's other way to the rows outside the twin groups: the vectorised
+        scan (ks_single_scan) over those of the static set (ks_untwinned), each row's
+        total compared with the best so far (the twins'), the tied rows into tiebuf; a
+        better row drops the twins' sets (ntied, twin)."""
+        cdef ks_single q
+        cdef const quantity_t* creq = &self.c_req[c, 0]
+        cdef const quantity_t* cnz = &self.c_nz[c, 0]
+        cdef const int16_t* tcount = &self.taint_count[self.c_taint[c], 0]
+        cdef Py_ssize_t i, nf
+        cdef int64_t t, flat = self.w_taint * MAX_SCORE
+        self.twin_scans += 1
+        self._query(c, &q)
+        q.srows = &self.tw_list[0]
+        q.ns = ks_untwinned(&self.tw, member, self.rows, &self.tw_list[0])
+        q.rows = &self.frows[0]
+        q.fixed = &self.fixed[self.c_fixed[c], 0]
+        q.w_fit = self.w_fit
+        q.w_bal = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
+        q.loc = &self.rawloc[0]
+        q.redo = &self.redo[0]
+        nf = ks_single_scan(&q)
+        for i in range(nf):
+            t = self._local_fast(c, self.frows[i], creq, cnz, q.fixed) if self.redo[i] \
+                else self.rawloc[i]
+            if mt == 0:
+                t += flat
+            elif ttab:
+                t += tsc[tcount[self.frows[i]]]
+            else:
+                t += self.w_taint * (MAX_SCORE - MAX_SCORE * tcount[self.frows[i]] // mt)
+            if t > best[0]:
+                best[0] = t
+                cnt[0] = 0
+                ntied[0] = 0
+                twin[0] = 0
+            if t == best[0]:
+                self.tiebuf[cnt[0]] = self.frows[i]
+                cnt[0] += 1
 
     cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
                       bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,

@@ -25,6 +25,7 @@ typedef struct {
     int64_t ngroups;
     int32_t *group;     /* per row: its group, -1 for none */
     uint64_t *in;       /* KS_TWIN_GROUPS x words: the rows still in the group's state */
+    uint64_t *all_in;   /* words: the union of the groups' `in` */
     int64_t *count;     /* per group: the bits set in its `in` */
     int64_t *hint;      /* per group: no bit of `in` is set below this word */
     int64_t *base;      /* KS_TWIN_GROUPS x (nres + 2): the group's requested, non-zero cpu,
@@ -65,6 +66,7 @@ static int ks_twins_build(ks_twins *t, const int64_t *alloc, const int64_t *req,
     for (n = 0; n < rows; n++)
         t->group[n] = -1;
     memset(t->in, 0, (size_t)(KS_TWIN_GROUPS * t->words) * sizeof(uint64_t));
+    memset(t->all_in, 0, (size_t)t->words * sizeof(uint64_t));
     while (size < 2 * rows)
         size *= 2;
     int64_t *first = malloc((size_t)size * sizeof(int64_t));
@@ -114,6 +116,7 @@ static int ks_twins_build(ks_twins *t, const int64_t *alloc, const int64_t *req,
             int64_t g = -1 - c;
             t->group[n] = (int32_t)g;
             t->in[g * t->words + (n >> 6)] |= (uint64_t)1 << (n & 63);
+            t->all_in[n >> 6] |= (uint64_t)1 << (n & 63);
         }
     }
     free(first);
@@ -139,11 +142,13 @@ static inline void ks_twin_set(ks_twins *t, int32_t n, int in)
     uint64_t bit = (uint64_t)1 << (n & 63);
     if (in) {
         t->in[g * t->words + w] |= bit;
+        t->all_in[w] |= bit;
         t->count[g]++;
         if (w < t->hint[g])
             t->hint[g] = w;
     } else {
         t->in[g * t->words + w] &= ~bit;
+        t->all_in[w] &= ~bit;
         t->count[g]--;
     }
 }
@@ -217,6 +222,22 @@ static int64_t ks_union_select(const uint64_t *const *a, const uint64_t *b,
         idx -= pc;
     }
     return -1;
+}
+
+/* The rows in member (a bitset, NULL: every row) and in no group's `in`, ascending, into
+ * out; returns how many. */
+static int64_t ks_untwinned(const ks_twins *t, const uint64_t *member, int64_t rows,
+                            int32_t *out)
+{
+    int64_t k = 0;
+    for (int64_t w = 0; w < t->words; w++) {
+        uint64_t x = ~t->all_in[w] & (member ? member[w] : ~(uint64_t)0);
+        if (w == t->words - 1 && (rows & 63))
+            x &= ((uint64_t)1 << (rows & 63)) - 1;
+        for (; x; x &= x - 1)
+            out[k++] = (int32_t)((w << 6) + __builtin_ctzll(x));
+    }
+    return k;
 }
 
 /* One bitset per distinct value of an int row v over the rows (at most KS_VALUES values,

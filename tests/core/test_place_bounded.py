@@ -67,12 +67,13 @@ def both_ways(
     profile: Profile | None = None,
     bound: Sequence[Mapping[str, Any]] = (),
     twins: int = 32,
+    share: int = 1,
 ) -> tuple[PlacementResult, PlacementResult, int]:
     """The burst planned with the full scan and with the bounded search (same seed), and
     how many pods the bounded search placed."""
     with bounded(False):
         full = plan(state_of(fleet, bound), burst, profile, ties=TieBreak(seed))
-    with bounded(True, twins=twins), recorded_kernels() as kernels:
+    with bounded(True, share, twins), recorded_kernels() as kernels:
         pruned = plan(state_of(fleet, bound), burst, profile, ties=TieBreak(seed))
     return full, pruned, sum(k.bounded_pods for k in kernels)
 
@@ -101,14 +102,17 @@ profiles = st.sampled_from((Profile.default(),))
     seed=st.integers(0, 2**32),
     small_chunks=st.booleans(),
     twins=st.sampled_from((0, 2)),
+    share=st.sampled_from((1, 10**9)),
 )
 def test_random_clusters_place_the_same_with_the_bounded_search(
-    fleet, burst, seed, small_chunks, twins
+    fleet, burst, seed, small_chunks, twins, share
 ):
+    """share 10**9: with twin groups, a search that meets any row in a cell scans the
+    rows in no group instead (without them, it gives up for the full scan)."""
     with pytest.MonkeyPatch.context() as mp:
         if small_chunks:  # many chunks: more classes have their only pod in one
             mp.setattr(place, "_CHUNK_CELLS", 1)
-        full, pruned, _ = both_ways(fleet, distinct(burst), seed, twins=twins)
+        full, pruned, _ = both_ways(fleet, distinct(burst), seed, twins=twins, share=share)
     assert_same(full, pruned)
 
 
@@ -276,13 +280,16 @@ def with_image(node: dict[str, Any], image: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.parametrize("share", [1, 16, 10**9])
 @pytest.mark.parametrize("seed", range(6))
-def test_thousands_of_empty_twins_draw_as_the_scan(seed):
+def test_thousands_of_empty_twins_draw_as_the_scan(seed, share):
     """3,000 identical empty nodes in two shapes, some already running a pod (touched),
     some with PreferNoSchedule taints and some holding the pods' image (ImageLocality
     splits a group by its fixed score): pods of distinct requests, each its class's only
     one, tie over hundreds to thousands of rows that the search counts as twins, and
-    every pod lands where the scan puts it, with the same totals and tie counts."""
+    every pod lands where the scan puts it, with the same totals and tie counts, whether
+    the touched rows are searched by cell (share 1), by cell up to a quarter of them and
+    scanned past it (16), or scanned (10**9: at the first cell a search would visit)."""
     fleet = []
     for i, node in enumerate(uniform_fleet(3000)):
         if i % 3 == 2:
@@ -315,9 +322,10 @@ def test_thousands_of_empty_twins_draw_as_the_scan(seed):
     ]
     with bounded(False):
         full = plan(state_of(fleet, bound), burst, ties=TieBreak(seed))
-    with bounded(True, 16), recorded_kernels() as kernels:
+    with bounded(True, share), recorded_kernels() as kernels:
         pruned = plan(state_of(fleet, bound), burst, ties=TieBreak(seed))
     assert kernels[0].twin_groups >= 2
+    assert (kernels[0].twin_scans == 0) == (share == 1)
     assert kernels[0].bounded_pods == len(burst)
     assert kernels[0].bounded_gaveup == 0
     assert kernels[0].twin_ties > 100 * len(burst)
