@@ -842,7 +842,8 @@ cdef class BurstKernel:
     cdef int64_t _value_bits(self, bint fixed, Py_ssize_t f) noexcept nogil:
         """The distinct values of fixed-score row f (fixed) or taint-count row f, with a
         bitset per value (ks_value_bits; fx_* / tc_*), built on first use in the chunk:
-        their count, 1 when every row holds one value (no bitset), -1 past KS_VALUES."""
+        their count (1: every row holds one value, the bitsets unused), -1 past
+        KS_VALUES."""
         if fixed:
             if self.fx_nv[f] == -2:
                 self.fx_nv[f] = ks_value_bits(&self.fixed[f, 0], 4, self.rows, self.tw.words,
@@ -1072,13 +1073,27 @@ cdef class BurstKernel:
             ntied += 1
             twin += t
         tbest, tsets, tcnt = best, ntied, twin
-        if self.tw.ngroups:  # the alternative to the cells: a scan of the nl other rows
-            limit = nl * 4 // _share
         for sh in range(KS_SHAPES):
             level[sh] = KS_LEVELS - 1 if sh < self.levels.nshapes or sh == KS_SHAPES - 1 \
                 else -1
             bound[sh] = base + self.w_fit * ks_cell_fit(&self.levels, sh, level[sh], cnz[0],
                                                         cnz[1]) if level[sh] >= 0 else NEG
+        if self.tw.ngroups:
+            # the alternative to the cells: a scan of the nl other rows, chosen at once
+            # when the cells bounded as high as the twins' best (all the walk could visit)
+            # hold more than 4 / _share of them
+            limit = nl * 4 // _share
+            for sh in range(KS_SHAPES):
+                i = level[sh]
+                while i >= 0 and seen <= limit and base + self.w_fit * ks_cell_fit(
+                        &self.levels, sh, i, cnz[0], cnz[1]) >= best:
+                    seen += self.lv_count[sh * KS_LEVELS + i]
+                    i -= 1
+            if seen > limit:
+                self._untwinned_scan(c, member, mt, ttab, tsc, &best, &cnt, &ntied, &twin)
+                for sh in range(KS_SHAPES):
+                    level[sh] = -1  # no cell left to visit
+            seen = 0
         while True:
             pick = -1
             top = NEG

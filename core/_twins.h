@@ -241,36 +241,33 @@ static int64_t ks_untwinned(const ks_twins *t, const uint64_t *member, int64_t r
 }
 
 /* One bitset per distinct value of an int row v over the rows (at most KS_VALUES values,
- * ascending, into vals; bits: KS_VALUES x words). Returns the values' count, 1 with no
- * bitset written when every row holds the one value, -1 past KS_VALUES values. */
+ * in the order met, into vals; bits: KS_VALUES x words), in one pass, without a branch on
+ * the value of a row (rows of two values alternate unpredictably). Returns the values'
+ * count (1: every row holds the one value), -1 past KS_VALUES. */
 static int64_t ks_value_bits(const void *v, int width, int64_t rows, int64_t words,
                              int64_t *vals, uint64_t *bits)
 {
-    int64_t nv = 0, n, j;
-    for (n = 0; n < rows; n++) {
-        int64_t x = width == 2 ? ((const int16_t *)v)[n] : ((const int32_t *)v)[n];
-        for (j = 0; j < nv && vals[j] != x; j++)
-            ;
-        if (j == nv) {
-            if (nv == KS_VALUES)
-                return -1;
-            vals[nv++] = x;
+    int64_t nv = 0;
+    for (int64_t w = 0; w < words; w++) {
+        int64_t lo = w << 6, hi = lo + 64 < rows ? lo + 64 : rows;
+        uint64_t acc[KS_VALUES] = {0};
+        for (int64_t n = lo; n < hi; n++) {
+            int64_t x = width == 2 ? ((const int16_t *)v)[n] : ((const int32_t *)v)[n];
+            uint64_t bit = (uint64_t)1 << (n & 63), hit = 0;
+            for (int64_t j = 0; j < KS_VALUES; j++) {
+                uint64_t eq = (uint64_t)((j < nv) & (vals[j] == x));
+                acc[j] |= (0 - eq) & bit;
+                hit |= eq;
+            }
+            if (!hit) { /* a new value: rare */
+                if (nv == KS_VALUES)
+                    return -1;
+                vals[nv] = x;
+                acc[nv++] |= bit;
+            }
         }
-    }
-    for (int64_t a = 1; a < nv; a++) { /* ascending: few values, insertion sort */
-        int64_t x = vals[a];
-        for (j = a; j > 0 && vals[j - 1] > x; j--)
-            vals[j] = vals[j - 1];
-        vals[j] = x;
-    }
-    if (nv <= 1)
-        return nv;
-    memset(bits, 0, (size_t)(nv * words) * sizeof(uint64_t));
-    for (n = 0; n < rows; n++) {
-        int64_t x = width == 2 ? ((const int16_t *)v)[n] : ((const int32_t *)v)[n];
-        for (j = 0; vals[j] != x; j++)
-            ;
-        bits[j * words + (n >> 6)] |= (uint64_t)1 << (n & 63);
+        for (int64_t j = 0; j < KS_VALUES; j++)
+            bits[j * words + w] = acc[j];
     }
     return nv;
 }
