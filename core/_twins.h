@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_scan.h" /* KS_CLONES */
+
 #define KS_TWIN_GROUPS 64 /* the largest groups kept (each costs a little per search) */
 #define KS_VALUES 4       /* a table row with more distinct values has no bitsets */
 
@@ -240,31 +242,59 @@ static int64_t ks_untwinned(const ks_twins *t, const uint64_t *member, int64_t r
     return k;
 }
 
+/* Bit b of the result: p[b] == x, for b < 64 (int32 or int16 rows); a loop the compiler
+ * turns into vector compares. */
+KS_CLONES
+static uint64_t ks_eq64_32(const int32_t *restrict p, int32_t x)
+{
+    uint64_t r = 0;
+    for (int b = 0; b < 64; b++)
+        r |= (uint64_t)(p[b] == x) << b;
+    return r;
+}
+
+KS_CLONES
+static uint64_t ks_eq64_16(const int16_t *restrict p, int16_t x)
+{
+    uint64_t r = 0;
+    for (int b = 0; b < 64; b++)
+        r |= (uint64_t)(p[b] == x) << b;
+    return r;
+}
+
 /* One bitset per distinct value of an int row v over the rows (at most KS_VALUES values,
- * in the order met, into vals; bits: KS_VALUES x words), in one pass, without a branch on
- * the value of a row (rows of two values alternate unpredictably). Returns the values'
- * count (1: every row holds the one value), -1 past KS_VALUES. */
+ * in the order met, into vals; bits: KS_VALUES x words): per word of 64 rows, one vector
+ * compare per value known, and a value met for the first time (a row no compare hit)
+ * added. Returns the values' count (1: every row holds the one value), -1 past
+ * KS_VALUES. */
 static int64_t ks_value_bits(const void *v, int width, int64_t rows, int64_t words,
                              int64_t *vals, uint64_t *bits)
 {
     int64_t nv = 0;
     for (int64_t w = 0; w < words; w++) {
-        int64_t lo = w << 6, hi = lo + 64 < rows ? lo + 64 : rows;
+        int64_t lo = w << 6, m = rows - lo < 64 ? rows - lo : 64;
+        uint64_t full = m == 64 ? ~(uint64_t)0 : ((uint64_t)1 << m) - 1, hit = 0;
         uint64_t acc[KS_VALUES] = {0};
-        for (int64_t n = lo; n < hi; n++) {
-            int64_t x = width == 2 ? ((const int16_t *)v)[n] : ((const int32_t *)v)[n];
-            uint64_t bit = (uint64_t)1 << (n & 63), hit = 0;
-            for (int64_t j = 0; j < KS_VALUES; j++) {
-                uint64_t eq = (uint64_t)((j < nv) & (vals[j] == x));
-                acc[j] |= (0 - eq) & bit;
-                hit |= eq;
+        for (;;) {
+            for (int64_t j = 0; j < nv; j++) {
+                if (m == 64)
+                    acc[j] = width == 2 ? ks_eq64_16((const int16_t *)v + lo, (int16_t)vals[j])
+                                        : ks_eq64_32((const int32_t *)v + lo, (int32_t)vals[j]);
+                else
+                    for (int64_t b = 0; b < m; b++) {
+                        int64_t x = width == 2 ? ((const int16_t *)v)[lo + b]
+                                               : ((const int32_t *)v)[lo + b];
+                        acc[j] |= (uint64_t)(x == vals[j]) << b;
+                    }
+                hit |= acc[j];
             }
-            if (!hit) { /* a new value: rare */
-                if (nv == KS_VALUES)
-                    return -1;
-                vals[nv] = x;
-                acc[nv++] |= bit;
-            }
+            if ((hit & full) == full)
+                break;
+            if (nv == KS_VALUES)
+                return -1;
+            int64_t b = __builtin_ctzll(~hit & full); /* a row of a value not met yet */
+            vals[nv++] = width == 2 ? ((const int16_t *)v)[lo + b] : ((const int32_t *)v)[lo + b];
+            hit = 0;
         }
         for (int64_t j = 0; j < KS_VALUES; j++)
             bits[j * words + w] = acc[j];
