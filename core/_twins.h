@@ -94,11 +94,25 @@ static int ks_twins_build(ks_twins *t, const int64_t *alloc, const int64_t *req,
         count[i]++;
         slot[n] = (int32_t)i;
     }
-    /* the largest states first: KS_TWIN_GROUPS picks, each a pass over the table */
+    /* the states of at least min_size rows (at most rows / min_size of them), then the
+     * largest first: KS_TWIN_GROUPS picks, each a pass over those */
+    int64_t ncand = 0;
+    int64_t *cand = malloc((size_t)(rows / (min_size > 0 ? min_size : 1) + 1) * sizeof(int64_t));
+    if (cand == NULL) {
+        free(first);
+        free(count);
+        free(slot);
+        return -1;
+    }
+    for (i = 0; i < size; i++) {
+        if (first[i] >= 0 && count[i] >= min_size)
+            cand[ncand++] = i;
+    }
     for (int64_t g = 0; g < KS_TWIN_GROUPS; g++) {
         int64_t top = -1;
-        for (i = 0; i < size; i++) {
-            if (first[i] >= 0 && count[i] >= min_size && (top < 0 || count[i] > count[top]))
+        for (int64_t k = 0; k < ncand; k++) {
+            i = cand[k];
+            if (count[i] >= min_size && (top < 0 || count[i] > count[top]))
                 top = i;
         }
         if (top < 0)
@@ -124,6 +138,7 @@ static int ks_twins_build(ks_twins *t, const int64_t *alloc, const int64_t *req,
     free(first);
     free(count);
     free(slot);
+    free(cand);
     return 0;
 }
 

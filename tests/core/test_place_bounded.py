@@ -331,3 +331,24 @@ def test_thousands_of_empty_twins_draw_as_the_scan(seed, share):
     assert kernels[0].twin_ties > 100 * len(burst)
     assert max(full.ties) > 100
     assert_same(full, pruned)
+
+
+def test_groups_past_the_kept_ones_are_searched_by_cell():
+    """70 shapes of three identical nodes each (groups of two rows searched as one): the
+    kernel keeps 64 groups, the other nodes go through the cells, and every pod lands
+    where the scan puts it."""
+    fleet = [
+        {
+            "metadata": {"name": f"n{i:04d}", "labels": {"kubernetes.io/hostname": f"n{i:04d}"}},
+            "status": {"allocatable": {"cpu": f"{4 + i // 3}", "memory": "32Gi", "pods": "110"}},
+        }
+        for i in range(210)
+    ]
+    burst = [single(f"p{i}", f"{200 + 50 * i}m", f"{1 + i % 4}Gi") for i in range(12)]
+    with bounded(False):
+        full = plan(state_of(fleet), burst, ties=TieBreak(7))
+    with bounded(True, 1, 2), recorded_kernels() as kernels:
+        pruned = plan(state_of(fleet), burst, ties=TieBreak(7))
+    assert kernels[0].twin_groups == 64
+    assert kernels[0].bounded_pods == len(burst)
+    assert_same(full, pruned)
