@@ -119,6 +119,11 @@ cdef extern from "_twins.h" nogil:
     int64_t ks_value_bits(const void* v, int width, int64_t rows, int64_t words,
                           int64_t* vals, uint64_t* bits)
     int64_t ks_untwinned(const ks_twins* t, const uint64_t* member, int64_t rows, int32_t* out)
+    bint ks_any3(const uint64_t* a, const uint64_t* b, const uint64_t* c, int64_t lo,
+                 int64_t words)
+    int64_t ks_untwinned_max16(const ks_twins* t, const uint64_t* member,
+                               const uint64_t* const* pos, int64_t npos, const int16_t* v,
+                               const ks_single* q, int64_t m)
     int64_t ks_union_select(const uint64_t* const* a, const uint64_t* b,
                             const uint64_t* const* c, const uint64_t* const* d, int64_t nt,
                             const int32_t* extra, int64_t ne, int64_t words, int64_t idx)
@@ -986,6 +991,9 @@ cdef class BurstKernel:
         cdef int32_t w1
         cdef uint8_t redo1
         cdef int64_t tbest, tsets, tcnt, nl = self.rows
+        cdef int32_t gw[KS_TWIN_GROUPS]   # per group: a row still in it that fits, or -1
+        cdef const uint64_t* tpos[KS_VALUES]
+        cdef int64_t npos = 0
         if taints:
             tlist = self._taint_rows(self.c_taint[c], &nt)
             if tlist == NULL:
@@ -1014,7 +1022,28 @@ cdef class BurstKernel:
                 else:
                     tv0 = tcount[0] if self.rows else 0
         self._query(c, &q)
-        if taints:  # the scan's maximum: over the feasible rows, those with a count
+        for g in range(self.tw.ngroups):  # the groups the pod fits, by a row of each
+            nl -= self.tw.count[g]
+            gw[g] = -1
+            if self.tw.count[g] > 0:
+                w1 = ks_twin_witness(&self.tw, g)
+                if ks_fits(&q, w1):
+                    gw[g] = w1
+        if taints and tbits != NULL:
+            # the scan's maximum from the sets of each count in the groups that fit, and
+            # the rows outside the groups that have a count
+            for j in range(ntv):
+                if tvals[j] > 0:
+                    tpos[npos] = tbits + j * words
+                    npos += 1
+                    for g in range(self.tw.ngroups):
+                        if gw[g] >= 0 and tvals[j] > mt and ks_any3(
+                                &self.tw.inb[g * words], member, tbits + j * words,
+                                self.tw.hint[g], words):
+                            mt = tvals[j]
+            mt = ks_untwinned_max16(&self.tw, member, tpos, npos, tcount, &q, mt)
+            ttab = _taint_table(tsc, self.w_taint, mt)
+        elif taints:  # the scan's maximum: over the feasible rows, those with a count
             for i in range(nt):
                 n = tlist[i]
                 if tcount[n] > mt and (member == NULL or (member[n >> 6] >> (n & 63)) & 1) \
@@ -1023,12 +1052,9 @@ cdef class BurstKernel:
             ttab = _taint_table(tsc, self.w_taint, mt)
         self.bounded_pods += 1
         for g in range(self.tw.ngroups):
-            nl -= self.tw.count[g]
-            if self.tw.count[g] == 0:
+            if gw[g] < 0:
                 continue
-            w1 = ks_twin_witness(&self.tw, g)
-            if not ks_fits(&q, w1):
-                continue
+            w1 = gw[g]
             ks_local_rows(&w1, 1, self.hot, fixed, cnz[0], cnz[1], creq[0], creq[1],
                           self.w_fit, wb, &loc, &redo1)
             if redo1:

@@ -219,6 +219,39 @@ static inline int64_t ks_select64(uint64_t x, int64_t k)
     return __builtin_ctzll(x);
 }
 
+/* Whether a AND b AND c (b, c NULL: every row) holds a row, from word lo on. */
+static inline int ks_any3(const uint64_t *a, const uint64_t *b, const uint64_t *c, int64_t lo,
+                          int64_t words)
+{
+    for (int64_t w = lo; w < words; w++) {
+        if (ks_and4(a, b, c, NULL, w))
+            return 1;
+    }
+    return 0;
+}
+
+/* The largest v[n] above m over the rows n in member (NULL: every row) and in no group's
+ * `in` that have a bit in one of pos[0..np) and pass q's filters (else m): the
+ * PreferNoSchedule maximum over the rows outside the groups, visiting only those with a
+ * count. */
+static int64_t ks_untwinned_max16(const ks_twins *t, const uint64_t *member,
+                                  const uint64_t *const *pos, int64_t np, const int16_t *v,
+                                  const ks_single *q, int64_t m)
+{
+    for (int64_t w = 0; w < t->words; w++) {
+        uint64_t x = 0;
+        for (int64_t j = 0; j < np; j++)
+            x |= pos[j][w];
+        x &= ~t->all_in[w] & (member ? member[w] : ~(uint64_t)0);
+        for (; x; x &= x - 1) {
+            int32_t n = (int32_t)((w << 6) + __builtin_ctzll(x));
+            if (v[n] > m && ks_fits(q, n))
+                m = v[n];
+        }
+    }
+    return m;
+}
+
 /* The idx-th (from 0) row, in row order, of the union of the nt sets a[k] AND b AND
  * c[k] AND d[k] (disjoint; b, c[k], d[k] NULL: every row) and the ascending rows
  * extra[0..ne) (in none of the sets); -1 past the last. */
