@@ -181,7 +181,9 @@ cdef class BurstKernel:
     cdef Py_ssize_t tlist_used               # tlist rows taken in this chunk
     cdef int64_t[::1] fixed_max              # per fixed-score row of the chunk: its maximum (-1 unknown)
     # ---- twin rows (_twins.h): rows of one whole state, searched as a group's bitset
-    cdef ks_twins tw                         # the groups (built with levels, kept by _apply)
+    cdef ks_twins tw                         # the groups (built after _twin_after searches,
+                                             #   kept by _apply)
+    cdef bint tw_built
     cdef int32_t[::1] tw_group               # its per-row groups
     cdef uint64_t[::1] tw_in                 # its KS_TWIN_GROUPS x words bitsets
     cdef uint64_t[::1] tw_all                # their union

@@ -16,7 +16,9 @@ from kubesalvo.core.spread import SpreadTables
 
 ZONE_LIMIT: int
 
-def set_bounded_search(on: bool, share: int = 16, twins: int = 32) -> tuple[bool, int, int]: ...
+def set_bounded_search(
+    on: bool, share: int = 16, twins: int = 32, twin_after: int = 8
+) -> tuple[bool, int, int, int]: ...
 
 class BurstKernel:
     grouped_pods: int  # pods placed by group of rows (c_mode 2 without a pass over the rows)

@@ -157,23 +157,29 @@ cdef Py_ssize_t _share = 16
 # its rows (0: none; read when a kernel builds its levels): a smaller group costs more
 # per search than its rows would.
 cdef Py_ssize_t _twin_min = 32
+# A kernel groups its rows (a pass over every row's state, a few scans' worth) once it has
+# made this many searches: a burst of fewer one-pod classes would not earn it back.
+cdef Py_ssize_t _twin_after = 8
 
 
-def set_bounded_search(bint on, Py_ssize_t share=16, Py_ssize_t twins=32):
+def set_bounded_search(bint on, Py_ssize_t share=16, Py_ssize_t twins=32,
+                       Py_ssize_t twin_after=8):
     """Turn the bounded search of a class's only pod on or off (for every kernel of the
     process), set the share of the rows past which it gives up for the scan (1: it
-    never gives up, as the tests that hold it to the scan want) and the smallest twin
+    never gives up, as the tests that hold it to the scan want), the smallest twin
     group it searches as one (0: none, every row visited as before; tests lower it to
-    reach small clusters); returns the previous (on, share, twins)."""
-    global _bounded, _share, _twin_min
+    reach small clusters) and after how many searches a kernel builds its twin groups
+    (tests: 0, at the first); returns the previous (on, share, twins, twin_after)."""
+    global _bounded, _share, _twin_min, _twin_after
     if share < 1:
         raise ValueError(f"share must be 1 or more, not {share}")
-    if twins < 0:
-        raise ValueError(f"twins must be 0 or more, not {twins}")
-    before = (_bounded, _share, _twin_min)
+    if twins < 0 or twin_after < 0:
+        raise ValueError(f"twins and twin_after must be 0 or more, not {twins}, {twin_after}")
+    before = (_bounded, _share, _twin_min, _twin_after)
     _bounded = on
     _share = share
     _twin_min = twins
+    _twin_after = twin_after
     return before
 
 
@@ -1000,8 +1006,10 @@ cdef class BurstKernel:
                 return -2
         if not self.lv_built:
             ks_levels_build(&self.levels, self.hot, self.rows)
-            self._twins_build()
             self.lv_built = True
+        if not self.tw_built and self.bounded_pods >= _twin_after:
+            self._twins_build()  # from the state now: every group's rows are in its state
+            self.tw_built = True
         words = self.tw.words
         if self.tw.ngroups:
             nfv = self._value_bits(True, self.c_fixed[c])
