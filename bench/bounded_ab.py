@@ -6,8 +6,10 @@ on its generated cluster; ``equal``: NODES identical empty nodes and PODS one-po
 of distinct requests, where every row ties and no bound can prune. Each round plans the
 burst (nothing committed) with the full scan, then with the bounded search, one seed;
 the figures are the smallest thread CPU time of ``plan`` per pod over the rounds, the
-searches made, those given up for the scan, the rows the others visited per search, and
-whether both placed every pod alike. One JSON object on stdout.
+searches made, those given up for the scan, the rows the searches visited per search,
+the twin groups, the searches that scanned the rows in no group instead of visiting
+cells, the tied rows counted in groups per search, and whether both placed every pod
+alike. One JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -82,6 +84,11 @@ def compare(kind: str, nodes: int, pods: int, rounds: int) -> dict[str, Any]:
                     rows = sum(k.bounded_rows for k in kernels)
                     out["searches"] = searches
                     out["searches_given_up"] = gaveup
+                    out["twin_groups"] = max((k.twin_groups for k in kernels), default=0)
+                    out["twin_scans"] = sum(k.twin_scans for k in kernels)
+                    out["twin_ties_per_search"] = (
+                        sum(k.twin_ties for k in kernels) / searches if searches else 0.0
+                    )
                     out["rows_per_search"] = rows / searches if searches else 0.0
     finally:
         place.BurstKernel = kernel_class  # type: ignore[misc]

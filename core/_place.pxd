@@ -44,6 +44,19 @@ cdef extern from "_scan.h" nogil:
         int64_t nshapes
     ctypedef struct ks_res:
         int64_t best, row, ties
+
+cdef extern from "_twins.h" nogil:
+    enum: KS_TWIN_GROUPS
+    enum: KS_VALUES
+    ctypedef struct ks_twins:
+        int64_t words, ngroups
+        int32_t* group
+        uint64_t* inb "in"
+        uint64_t* all_in
+        int64_t* count
+        int64_t* hint
+        int64_t* base
+        int64_t nres
     enum: KS_EXTRA
     ctypedef struct ks_extra:
         const int32_t* raw[KS_EXTRA]
@@ -162,14 +175,32 @@ cdef class BurstKernel:
     cdef readonly int64_t bounded_pods       # pods placed by _single_bounded (for tests)
     cdef readonly int64_t bounded_rows       # rows its searches visited (for tests)
     cdef readonly int64_t bounded_gaveup     # searches given up for the scan (for tests)
-    cdef uint8_t[:, ::1] smask               # SMASKS x rows: membership of a static row set
-    cdef int32_t[::1] smask_of               # per static row set of the chunk: its smask row or -1
-    cdef Py_ssize_t smask_used               # smask rows taken in this chunk
     cdef int32_t[:, ::1] tlist               # SMASKS x rows: the rows of a taint-count row above 0
     cdef int64_t[::1] tlist_n                # per tlist row: its rows
     cdef int32_t[::1] tlist_of               # per taint-count row of the chunk: its tlist row or -1
     cdef Py_ssize_t tlist_used               # tlist rows taken in this chunk
     cdef int64_t[::1] fixed_max              # per fixed-score row of the chunk: its maximum (-1 unknown)
+    # ---- twin rows (_twins.h): rows of one whole state, searched as a group's bitset
+    cdef ks_twins tw                         # the groups (built after _twin_after searches,
+                                             #   kept by _apply)
+    cdef bint tw_built
+    cdef int32_t[::1] tw_group               # its per-row groups
+    cdef uint64_t[::1] tw_in                 # its KS_TWIN_GROUPS x words bitsets
+    cdef uint64_t[::1] tw_all                # their union
+    cdef int32_t[::1] tw_list                # scratch, rows: the rows in no group (ks_untwinned)
+    cdef readonly int64_t twin_scans         # searches that scanned the rows in no group (for tests)
+    cdef int64_t[::1] tw_count, tw_hint      # its per-group counts and first words
+    cdef int64_t[::1] tw_base                # its per-group states (requested, non-zero)
+    cdef readonly int64_t twin_groups        # groups kept (for tests)
+    cdef readonly int64_t twin_ties          # rows the searches took as tied without a visit
+    cdef uint64_t[:, ::1] st_bits            # per static row set of the chunk: its bitset
+    cdef uint8_t[::1] st_built               #   built (on first use)
+    cdef int64_t[:, ::1] fx_vals             # per fixed-score row: its distinct values,
+    cdef int64_t[::1] fx_nv                  #   their count (-2 unknown, -1 too many),
+    cdef uint64_t[:, ::1] fx_bits            #   KS_VALUES bitsets (ks_value_bits)
+    cdef int64_t[:, ::1] tc_vals             # the same per taint-count row
+    cdef int64_t[::1] tc_nv
+    cdef uint64_t[:, ::1] tc_bits
     # ---- the score channels beyond the first of each kind (encode.StaticTables)
     cdef const int32_t[:, ::1] x_raw         # channel rows x rows: raw values (>= 0)
     cdef const int32_t[:, ::1] c_x           # classes x extra channels: its x_raw row, -1 when
@@ -331,11 +362,17 @@ cdef class BurstKernel:
                           bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                           int64_t* hi, int64_t* lo) noexcept nogil
     cdef void _query(self, Py_ssize_t c, ks_single* q) noexcept nogil
-    cdef const uint8_t* _static_member(self, Py_ssize_t st, bint* usable) noexcept nogil
     cdef int64_t _fixed_max(self, Py_ssize_t f) noexcept nogil
     cdef const int32_t* _taint_rows(self, Py_ssize_t t, Py_ssize_t* count) noexcept nogil
-    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, bint taints,
+    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint64_t* member, bint taints,
                                     int64_t* score, int64_t* ties) noexcept nogil
+    cdef void _twins_build(self) noexcept nogil
+    cdef void _untwinned_scan(self, Py_ssize_t c, const uint64_t* member, int64_t mt,
+                              bint ttab, const int64_t* tsc, int64_t* best, int64_t* cnt,
+                              int64_t* ntied, int64_t* twin) noexcept nogil
+    cdef void _twin_move(self, Py_ssize_t n) noexcept nogil
+    cdef const uint64_t* _static_bits(self, Py_ssize_t st) noexcept nogil
+    cdef int64_t _value_bits(self, bint fixed, Py_ssize_t f) noexcept nogil
     cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
                       bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
                       int64_t* hi, int64_t* lo) noexcept nogil

@@ -16,7 +16,9 @@ from kubesalvo.core.spread import SpreadTables
 
 ZONE_LIMIT: int
 
-def set_bounded_search(on: bool, share: int = 16) -> tuple[bool, int]: ...
+def set_bounded_search(
+    on: bool, share: int = 16, twins: int = 32, twin_after: int = 8
+) -> tuple[bool, int, int, int]: ...
 
 class BurstKernel:
     grouped_pods: int  # pods placed by group of rows (c_mode 2 without a pass over the rows)
@@ -24,6 +26,9 @@ class BurstKernel:
     bounded_pods: int  # a class's only pods placed by the bounded search
     bounded_rows: int  # the rows those searches visited
     bounded_gaveup: int  # the searches that gave up for the scan
+    twin_groups: int  # twin groups its searches take as one (built with the first search)
+    twin_ties: int  # tied rows those searches counted in twin groups, without a visit
+    twin_scans: int  # searches that scanned the rows in no twin group instead of their cells
     def __init__(
         self,
         alloc: npt.NDArray[Any],

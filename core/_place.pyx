@@ -92,7 +92,9 @@ cdef extern from "_scan.h" nogil:
     void ks_levels_build(ks_levels* b, const ks_hot* hot, int64_t rows)
     void ks_levels_move(ks_levels* b, const ks_hot* hot, int32_t n)
     int64_t ks_cell_fit(const ks_levels* b, int64_t sh, int64_t l, int64_t nz0, int64_t nz1)
-    int64_t ks_cell_rows(const ks_levels* b, int64_t c, const uint8_t* member,
+    void ks_levels_unlink(ks_levels* b, int32_t n)
+    void ks_levels_add(ks_levels* b, const ks_hot* hot, int32_t n)
+    int64_t ks_cell_rows(const ks_levels* b, int64_t c, const uint64_t* member,
                          const ks_single* q, int32_t* out, int64_t* seen)
     int64_t ks_host_zone_raw(int64_t h, double wh, int64_t skew_h, int64_t zc, double wz,
                              int64_t skew_z)
@@ -104,6 +106,27 @@ cdef extern from "_scan.h" nogil:
                         int64_t nk, int require_all, const int64_t* dcount, uint8_t* dpresent,
                         int64_t maxdom, double* weights, uint8_t* missing, int64_t* rawsp,
                         int64_t* hi, int64_t* lo)
+
+cdef extern from "_twins.h" nogil:
+    int ks_twins_build(ks_twins* t, const int64_t* alloc, const int64_t* req,
+                       const int64_t* nz, int64_t nres, int64_t rows, int64_t min_size)
+    int ks_twin_same(const ks_twins* t, int64_t g, const int64_t* req, const int64_t* nz)
+    void ks_twin_set(ks_twins* t, int32_t n, int inb)
+    int ks_twin_has(const ks_twins* t, int32_t n)
+    int32_t ks_twin_witness(ks_twins* t, int64_t g)
+    int64_t ks_count4(const uint64_t* a, const uint64_t* b, const uint64_t* c,
+                      const uint64_t* d, int64_t lo, int64_t words)
+    int64_t ks_value_bits(const void* v, int width, int64_t rows, int64_t words,
+                          int64_t* vals, uint64_t* bits)
+    int64_t ks_untwinned(const ks_twins* t, const uint64_t* member, int64_t rows, int32_t* out)
+    bint ks_any3(const uint64_t* a, const uint64_t* b, const uint64_t* c, int64_t lo,
+                 int64_t words)
+    int64_t ks_untwinned_max16(const ks_twins* t, const uint64_t* member,
+                               const uint64_t* const* pos, int64_t npos, const int16_t* v,
+                               const ks_single* q, int64_t m)
+    int64_t ks_union_select(const uint64_t* const* a, const uint64_t* b,
+                            const uint64_t* const* c, const uint64_t* const* d, int64_t nt,
+                            const int32_t* extra, int64_t ne, int64_t words, int64_t idx)
 
 
 # Reason codes and the pods column, declared once in core/_codes.pxd.
@@ -130,26 +153,41 @@ cdef int64_t NEG = -1
 cdef bint _bounded = True
 # It gives up for the scan past rows / _share rows (_single_bounded).
 cdef Py_ssize_t _share = 16
+# The smallest twin group (_twins.h) it takes as one, counting its ties without visiting
+# its rows (0: none; read when a kernel builds its levels): a smaller group costs more
+# per search than its rows would.
+cdef Py_ssize_t _twin_min = 32
+# A kernel groups its rows (a pass over every row's state, a few scans' worth) once it has
+# made this many searches: a burst of fewer one-pod classes would not earn it back.
+cdef Py_ssize_t _twin_after = 8
 
 
-def set_bounded_search(bint on, Py_ssize_t share=16):
+def set_bounded_search(bint on, Py_ssize_t share=16, Py_ssize_t twins=32,
+                       Py_ssize_t twin_after=8):
     """Turn the bounded search of a class's only pod on or off (for every kernel of the
-    process) and set the share of the rows past which it gives up for the scan (1: it
-    never gives up, as the tests that hold it to the scan want); returns the previous
-    (on, share)."""
-    global _bounded, _share
+    process), set the share of the rows past which it gives up for the scan (1: it
+    never gives up, as the tests that hold it to the scan want), the smallest twin
+    group it searches as one (0: none, every row visited as before; tests lower it to
+    reach small clusters) and after how many searches a kernel builds its twin groups
+    (tests: 0, at the first); returns the previous (on, share, twins, twin_after)."""
+    global _bounded, _share, _twin_min, _twin_after
     if share < 1:
         raise ValueError(f"share must be 1 or more, not {share}")
-    before = (_bounded, _share)
+    if twins < 0 or twin_after < 0:
+        raise ValueError(f"twins and twin_after must be 0 or more, not {twins}, {twin_after}")
+    before = (_bounded, _share, _twin_min, _twin_after)
     _bounded = on
     _share = share
+    _twin_min = twins
+    _twin_after = twin_after
     return before
 
 
-# How many static row sets of a chunk get a membership row for the bounded search (the
-# others scan): each costs a pass over the rows and a byte per row.
+# How many taint-count rows of a chunk get a list of their rows for the bounded search
+# (the others scan): each costs a pass over the rows.
 cdef enum:
     SMASKS = 8
+    TIED_SETS = 64   # the twin sets a search may find tied (past it, it scans)
 cdef int64_t MAX_INT32 = 2147483647
 
 
@@ -292,7 +330,23 @@ cdef class BurstKernel:
         self.lv_count = np.zeros(KS_SHAPES * KS_LEVELS, dtype=np.int32)
         self.levels.count = &self.lv_count[0]
         self.lv_built = False
-        self.smask = np.zeros((SMASKS, max(1, self.rows)), dtype=np.uint8)
+        words = max(1, (self.rows + 63) // 64)
+        self.tw_group = np.full(max(1, self.rows), -1, dtype=np.int32)
+        self.tw_in = np.zeros(KS_TWIN_GROUPS * words, dtype=np.uint64)
+        self.tw_all = np.zeros(words, dtype=np.uint64)
+        self.tw_list = np.empty(max(1, self.rows), dtype=np.int32)
+        self.tw_count = np.zeros(KS_TWIN_GROUPS, dtype=np.int64)
+        self.tw_hint = np.zeros(KS_TWIN_GROUPS, dtype=np.int64)
+        self.tw_base = np.zeros(KS_TWIN_GROUPS * (self.nres + 2), dtype=np.int64)
+        self.tw.words = words
+        self.tw.ngroups = 0
+        self.tw.nres = self.nres
+        self.tw.group = &self.tw_group[0]
+        self.tw.inb = &self.tw_in[0]
+        self.tw.all_in = &self.tw_all[0]
+        self.tw.count = &self.tw_count[0]
+        self.tw.hint = &self.tw_hint[0]
+        self.tw.base = &self.tw_base[0]
         self.tlist = np.zeros((SMASKS, max(1, self.rows)), dtype=np.int32)
         self.tlist_n = np.zeros(SMASKS, dtype=np.int64)
         self._hot_rows()
@@ -382,8 +436,7 @@ cdef class BurstKernel:
         self.c_fixed = c_fixed
         self.fixed = fixed
         self.fixed_max = np.full(max(1, fixed.shape[0]), -1, dtype=np.int64)
-        self.smask_of = np.full(max(1, static_reason.shape[0]), -1, dtype=np.int32)
-        self.smask_used = 0
+        self._chunk_bits(static_reason.shape[0], fixed.shape[0], taint_count.shape[0])
         self.tlist_of = np.full(max(1, taint_count.shape[0]), -1, dtype=np.int32)
         self.tlist_used = 0
         self.c_taint = c_taint
@@ -763,26 +816,86 @@ cdef class BurstKernel:
                 self.xcols[q.nx] = <int32_t>col
                 q.nx += 1
 
-    cdef const uint8_t* _static_member(self, Py_ssize_t st, bint* usable) noexcept nogil:
-        """Membership of static row set st for the bounded search: NULL with usable when
-        it holds every row, a row of smask (built on first use) with usable, else usable
-        False (the chunk's SMASKS rows are taken)."""
-        cdef Py_ssize_t i, m
-        usable[0] = True
+    def _chunk_bits(self, Py_ssize_t nstatic, Py_ssize_t nfixed, Py_ssize_t ntaint):
+        """The chunk's bitsets of static row sets and of the values of fixed-score and
+        taint-count rows (_static_bits, _value_bits: built on first use), kept from the
+        chunk before when large enough (only the rows built are touched)."""
+        cdef Py_ssize_t words = self.tw.words
+        if self.st_bits is None or self.st_bits.shape[0] < nstatic:
+            self.st_bits = np.empty((max(1, nstatic), words), dtype=np.uint64)
+        self.st_built = np.zeros(max(1, nstatic), dtype=np.uint8)
+        if self.fx_bits is None or self.fx_bits.shape[0] < nfixed:
+            self.fx_bits = np.empty((max(1, nfixed), KS_VALUES * words), dtype=np.uint64)
+            self.fx_vals = np.empty((max(1, nfixed), KS_VALUES), dtype=np.int64)
+        self.fx_nv = np.full(max(1, nfixed), -2, dtype=np.int64)
+        if self.tc_bits is None or self.tc_bits.shape[0] < ntaint:
+            self.tc_bits = np.empty((max(1, ntaint), KS_VALUES * words), dtype=np.uint64)
+            self.tc_vals = np.empty((max(1, ntaint), KS_VALUES), dtype=np.int64)
+        self.tc_nv = np.full(max(1, ntaint), -2, dtype=np.int64)
+
+    cdef const uint64_t* _static_bits(self, Py_ssize_t st) noexcept nogil:
+        """Static row set st as a bitset over the rows (built on first use in the chunk),
+        NULL when it holds every row."""
+        cdef Py_ssize_t i
+        cdef int32_t n
+        cdef uint64_t* bits
         if self.static_off[st + 1] - self.static_off[st] == self.rows:
             return NULL
-        m = self.smask_of[st]
-        if m < 0:
-            if self.smask_used == SMASKS:
-                usable[0] = False
-                return NULL
-            m = self.smask_used
-            self.smask_used += 1
-            self.smask_of[st] = <int32_t>m
-            memset(&self.smask[m, 0], 0, self.rows)
+        bits = &self.st_bits[st, 0]
+        if not self.st_built[st]:
+            memset(bits, 0, self.tw.words * sizeof(uint64_t))
             for i in range(self.static_off[st], self.static_off[st + 1]):
-                self.smask[m, self.static_rows[i]] = 1
-        return &self.smask[m, 0]
+                n = self.static_rows[i]
+                bits[n >> 6] |= (<uint64_t>1) << (n & 63)
+            self.st_built[st] = 1
+        return bits
+
+    cdef int64_t _value_bits(self, bint fixed, Py_ssize_t f) noexcept nogil:
+        """The distinct values of fixed-score row f (fixed) or taint-count row f, with a
+        bitset per value (ks_value_bits; fx_* / tc_*), built on first use in the chunk:
+        their count (1: every row holds one value, the bitsets unused), -1 past
+        KS_VALUES."""
+        if fixed:
+            if self.fx_nv[f] == -2:
+                self.fx_nv[f] = ks_value_bits(&self.fixed[f, 0], 4, self.rows, self.tw.words,
+                                              &self.fx_vals[f, 0], &self.fx_bits[f, 0])
+            return self.fx_nv[f]
+        if self.tc_nv[f] == -2:
+            self.tc_nv[f] = ks_value_bits(&self.taint_count[f, 0], 2, self.rows, self.tw.words,
+                                          &self.tc_vals[f, 0], &self.tc_bits[f, 0])
+        return self.tc_nv[f]
+
+    cdef void _twins_build(self) noexcept nogil:
+        """The twin groups (ks_twins_build) of the rows as they are now, their rows taken
+        out of the levels' cells; none when twins are off (set_bounded_search)."""
+        cdef Py_ssize_t n
+        self.tw.ngroups = 0
+        if _twin_min == 0 or ks_twins_build(&self.tw, self.p_alloc, self.p_req, self.p_nz,
+                                            self.nres, self.rows, max(2, _twin_min)) != 0:
+            self.tw.ngroups = 0
+            for n in range(self.rows):
+                self.tw.group[n] = -1
+            return
+        self.twin_groups = self.tw.ngroups
+        for n in range(self.rows):
+            if self.tw.group[n] >= 0:
+                ks_levels_unlink(&self.levels, <int32_t>n)
+
+    cdef void _twin_move(self, Py_ssize_t n) noexcept nogil:
+        """Row n of a twin group changed its requests: it leaves the group's bitset for
+        the levels' cells when its state is no longer the group's, comes back when it is
+        again (an undone placement), else moves between cells."""
+        cdef bint now = ks_twin_same(&self.tw, self.tw.group[n], &self.req[n, 0],
+                                     &self.nzreq[n, 0])
+        cdef bint was = ks_twin_has(&self.tw, <int32_t>n)
+        if was and not now:
+            ks_twin_set(&self.tw, <int32_t>n, 0)
+            ks_levels_add(&self.levels, self.hot, <int32_t>n)
+        elif now and not was:
+            ks_levels_unlink(&self.levels, <int32_t>n)
+            ks_twin_set(&self.tw, <int32_t>n, 1)
+        elif not now:
+            ks_levels_move(&self.levels, self.hot, <int32_t>n)
 
     cdef const int32_t* _taint_rows(self, Py_ssize_t t, Py_ssize_t* count) noexcept nogil:
         """The rows of taint-count row t (taint_count) above 0, ascending, in count: a row
@@ -814,28 +927,40 @@ cdef class BurstKernel:
             self.fixed_max[f] = m
         return self.fixed_max[f]
 
-    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint8_t* member, bint taints,
+    cdef Py_ssize_t _single_bounded(self, Py_ssize_t c, const uint64_t* member, bint taints,
                                     int64_t* score, int64_t* ties) noexcept nogil:
         """What _place_single's scan chooses for class c's only pod (c_mode 0, the default
         scores with equal weights, no normalised term other than TaintToleration's that
-        varies over the rows, no host port taken), visiting the rows cell by cell (ks_levels: per shape, its levels from
-        the top, the shape whose next cell has the highest bound first) and stopping when
-        no cell left has a bound (the largest fixed score + w_fit * ks_cell_fit + w_bal *
-        100 + w_taint * 100, TaintToleration's most) as high as the best total found: no row
-        there can reach it. Every row holding the best total is visited (a cell whose
-        bound equals it is searched), so the tied rows are the scan's; ordered by row
-        they give the scan's draw (ks_pick_tied).
+        varies over the rows, no host port taken; member: its static row set as a bitset,
+        NULL for every row), without visiting every row.
+
+        First the twin groups (_twins.h): the rows still in a group's state share the
+        pod's local score but for their fixed score, and its verdict, so per group and per
+        (fixed score, PreferNoSchedule count) value of the class's tables the rows of one
+        total are an AND of bitsets; taken best total first, the first such set that is
+        not empty gives the best total over the twins, and the sets of that total its
+        tied rows (their count by popcount, none visited).
+
+        Then the other rows, cell by cell (ks_levels: per shape, its levels from the top,
+        the shape whose next cell has the highest bound first), stopping when no cell left
+        has a bound (the largest fixed score + w_fit * ks_cell_fit + w_bal * 100 + w_taint
+        * 100, TaintToleration's most) as high as the best total found: no row there can
+        reach it. Every row holding the best total is visited or counted (a cell whose
+        bound equals it is searched), so the tied rows are the scan's; the draw indexes
+        them in row order (ks_union_select), as the scan's does (ks_pick_tied).
 
         Visiting a row costs about three times what the scan pays for it (a list walk
-        instead of a vectorised pass), so the search gives up, before visiting the cell
-        that would take it past rows / _share rows (16), and returns -2 for the caller
-        to scan: it has drawn nothing yet, so the scan draws as it would have. Where
-        every row is equal the first cell holds them all and nothing is visited.
+        instead of a vectorised pass), so before visiting the cell that would take it
+        past rows / _share rows (16) the search gives up: without twin groups it returns
+        -2 for the caller to scan (it has drawn nothing yet, so the scan draws as it
+        would have); with them, past 4 / _share of the rows in no group, it scans those
+        rows instead of the cells (_untwinned_scan), the twins' sets kept. It returns
+        -2 too when a table row has more than KS_VALUES values, when more than TIED_SETS
+        twin sets tie, or when the chunk has no tlist row left.
 
         With ``taints`` (untolerated PreferNoSchedule taints on some rows) a row's
         TaintToleration score is normalised by the largest count over the feasible rows,
-        found first among the rows that have one (_taint_rows), as the scan's maximum;
-        returns -2 when the chunk has no tlist row left."""
+        found first among the rows that have one (_taint_rows), as the scan's maximum."""
         cdef ks_single q
         cdef const quantity_t* creq = &self.c_req[c, 0]
         cdef const quantity_t* cnz = &self.c_nz[c, 0]
@@ -847,7 +972,7 @@ cdef class BurstKernel:
         cdef int64_t flat = self.w_taint * MAX_SCORE
         cdef int64_t best = NEG, cnt = 0, t, top, cell
         cdef int64_t seen = 0, limit = self.rows // _share
-        cdef Py_ssize_t k, i, sh, pick, n
+        cdef Py_ssize_t k, i, j, sh, pick, n
         cdef int32_t* rows = &self.frows[0]
         cdef int64_t level[KS_SHAPES]   # per shape: its next level to visit (-1: done)
         cdef int64_t bound[KS_SHAPES]   # per shape: the bound of that level's cell
@@ -857,6 +982,24 @@ cdef class BurstKernel:
         cdef const int16_t* tcount = &self.taint_count[self.c_taint[c], 0]
         cdef const int32_t* tlist = NULL
         cdef Py_ssize_t nt = 0
+        # the twins: per (group, fixed value, count value) set, its total and code
+        cdef int64_t nfv = 1, ntv = 1, nset = 0, ntied = 0, twin = 0, g, loc, words
+        cdef int64_t fv0 = 0, tv0 = 0
+        cdef const int64_t* fvals = &fv0
+        cdef const int64_t* tvals = &tv0
+        cdef const uint64_t* fbits = NULL
+        cdef const uint64_t* tbits = NULL
+        cdef int64_t stot[KS_TWIN_GROUPS * KS_VALUES * KS_VALUES]
+        cdef int32_t scode[KS_TWIN_GROUPS * KS_VALUES * KS_VALUES]
+        cdef const uint64_t* ta[TIED_SETS]
+        cdef const uint64_t* tf[TIED_SETS]
+        cdef const uint64_t* tt[TIED_SETS]
+        cdef int32_t w1
+        cdef uint8_t redo1
+        cdef int64_t tbest, tsets, tcnt, nl = self.rows
+        cdef int32_t gw[KS_TWIN_GROUPS]   # per group: a row still in it that fits, or -1
+        cdef const uint64_t* tpos[KS_VALUES]
+        cdef int64_t npos = 0
         if taints:
             tlist = self._taint_rows(self.c_taint[c], &nt)
             if tlist == NULL:
@@ -864,19 +1007,127 @@ cdef class BurstKernel:
         if not self.lv_built:
             ks_levels_build(&self.levels, self.hot, self.rows)
             self.lv_built = True
+        if not self.tw_built and self.bounded_pods >= _twin_after:
+            self._twins_build()  # from the state now: every group's rows are in its state
+            self.tw_built = True
+        words = self.tw.words
+        if self.tw.ngroups:
+            nfv = self._value_bits(True, self.c_fixed[c])
+            if nfv < 0:
+                return -2
+            if nfv > 1:
+                fvals = &self.fx_vals[self.c_fixed[c], 0]
+                fbits = &self.fx_bits[self.c_fixed[c], 0]
+            else:
+                fv0 = fixed[0] if self.rows else 0
+            if taints:
+                ntv = self._value_bits(False, self.c_taint[c])
+                if ntv < 0:
+                    return -2
+                if ntv > 1:
+                    tvals = &self.tc_vals[self.c_taint[c], 0]
+                    tbits = &self.tc_bits[self.c_taint[c], 0]
+                else:
+                    tv0 = tcount[0] if self.rows else 0
         self._query(c, &q)
-        if taints:  # the scan's maximum: over the feasible rows, those with a count
+        for g in range(self.tw.ngroups):  # the groups the pod fits, by a row of each
+            nl -= self.tw.count[g]
+            gw[g] = -1
+            if self.tw.count[g] > 0:
+                w1 = ks_twin_witness(&self.tw, g)
+                if ks_fits(&q, w1):
+                    gw[g] = w1
+        if taints and tbits != NULL:
+            # the scan's maximum from the sets of each count in the groups that fit, and
+            # the rows outside the groups that have a count
+            for j in range(ntv):
+                if tvals[j] > 0:
+                    tpos[npos] = tbits + j * words
+                    npos += 1
+                    for g in range(self.tw.ngroups):
+                        if gw[g] >= 0 and tvals[j] > mt and ks_any3(
+                                &self.tw.inb[g * words], member, tbits + j * words,
+                                self.tw.hint[g], words):
+                            mt = tvals[j]
+            mt = ks_untwinned_max16(&self.tw, member, tpos, npos, tcount, &q, mt)
+            ttab = _taint_table(tsc, self.w_taint, mt)
+        elif taints:  # the scan's maximum: over the feasible rows, those with a count
             for i in range(nt):
                 n = tlist[i]
-                if tcount[n] > mt and (member == NULL or member[n]) and ks_fits(&q, <int32_t>n):
+                if tcount[n] > mt and (member == NULL or (member[n >> 6] >> (n & 63)) & 1) \
+                        and ks_fits(&q, <int32_t>n):
                     mt = tcount[n]
             ttab = _taint_table(tsc, self.w_taint, mt)
         self.bounded_pods += 1
+        for g in range(self.tw.ngroups):
+            if gw[g] < 0:
+                continue
+            w1 = gw[g]
+            ks_local_rows(&w1, 1, self.hot, fixed, cnz[0], cnz[1], creq[0], creq[1],
+                          self.w_fit, wb, &loc, &redo1)
+            if redo1:
+                loc = self._local_fast(c, w1, creq, cnz, fixed)
+            loc -= fixed[w1]
+            for i in range(nfv):
+                for j in range(ntv):
+                    if taints and tvals[j] > mt:
+                        continue  # no feasible row has more than mt: the set is empty
+                    t = loc + fvals[i]
+                    if not taints or mt == 0:
+                        t += flat
+                    elif ttab:
+                        t += tsc[tvals[j]]
+                    else:
+                        t += self.w_taint * (MAX_SCORE - MAX_SCORE * tvals[j] // mt)
+                    stot[nset] = t
+                    scode[nset] = <int32_t>((g * KS_VALUES + i) * KS_VALUES + j)
+                    nset += 1
+        while True:  # the sets best total first, up to the first that holds a row
+            pick = -1
+            for k in range(nset):
+                if scode[k] >= 0 and (pick < 0 or stot[k] > stot[pick]):
+                    pick = k
+            if pick < 0 or stot[pick] < best:
+                break
+            g = scode[pick] // (KS_VALUES * KS_VALUES)
+            i = (scode[pick] // KS_VALUES) % KS_VALUES
+            j = scode[pick] % KS_VALUES
+            scode[pick] = -1
+            t = ks_count4(&self.tw.inb[g * words], member,
+                          fbits + i * words if fbits != NULL else NULL,
+                          tbits + j * words if tbits != NULL else NULL, self.tw.hint[g], words)
+            if t == 0:
+                continue
+            if ntied == TIED_SETS:
+                return -2  # nothing drawn yet
+            best = stot[pick]
+            ta[ntied] = &self.tw.inb[g * words]
+            tf[ntied] = fbits + i * words if fbits != NULL else NULL
+            tt[ntied] = tbits + j * words if tbits != NULL else NULL
+            ntied += 1
+            twin += t
+        tbest, tsets, tcnt = best, ntied, twin
         for sh in range(KS_SHAPES):
             level[sh] = KS_LEVELS - 1 if sh < self.levels.nshapes or sh == KS_SHAPES - 1 \
                 else -1
             bound[sh] = base + self.w_fit * ks_cell_fit(&self.levels, sh, level[sh], cnz[0],
                                                         cnz[1]) if level[sh] >= 0 else NEG
+        if self.tw.ngroups:
+            # the alternative to the cells: a scan of the nl other rows, chosen at once
+            # when the cells bounded as high as the twins' best (all the walk could visit)
+            # hold more than 4 / _share of them
+            limit = nl * 4 // _share
+            for sh in range(KS_SHAPES):
+                i = level[sh]
+                while i >= 0 and seen <= limit and base + self.w_fit * ks_cell_fit(
+                        &self.levels, sh, i, cnz[0], cnz[1]) >= best:
+                    seen += self.lv_count[sh * KS_LEVELS + i]
+                    i -= 1
+            if seen > limit:
+                self._untwinned_scan(c, member, mt, ttab, tsc, &best, &cnt, &ntied, &twin)
+                for sh in range(KS_SHAPES):
+                    level[sh] = -1  # no cell left to visit
+            seen = 0
         while True:
             pick = -1
             top = NEG
@@ -888,9 +1139,13 @@ cdef class BurstKernel:
                 break
             cell = pick * KS_LEVELS + level[pick]
             seen += self.lv_count[cell]
-            if seen > limit:
+            if seen > limit and not self.tw.ngroups:
                 self.bounded_gaveup += 1
                 return -2
+            if seen > limit:  # scan the rows in no group instead, the twins' sets kept
+                best, ntied, twin, cnt = tbest, tsets, tcnt, 0
+                self._untwinned_scan(c, member, mt, ttab, tsc, &best, &cnt, &ntied, &twin)
+                break
             k = ks_cell_rows(&self.levels, cell, member, &q, rows, &self.bounded_rows)
             level[pick] -= 1
             if level[pick] >= 0:
@@ -912,16 +1167,64 @@ cdef class BurstKernel:
                 if t > best:
                     best = t
                     cnt = 0
+                    ntied = 0  # the twins' sets fall behind
+                    twin = 0
                 if t == best:
                     self.tiebuf[cnt] = rows[i]
                     cnt += 1
         score[0] = best
-        ties[0] = cnt
-        if cnt == 0:
+        ties[0] = cnt + twin
+        self.twin_ties += twin
+        if cnt + twin == 0:
             return -1
         if cnt > 1:
             qsort(&self.tiebuf[0], cnt, sizeof(int32_t), _cmp_row)
-        return ks_pick_tied(&self.tiebuf[0], cnt, &self.rng)
+        if ntied == 0:
+            return ks_pick_tied(&self.tiebuf[0], cnt, &self.rng)
+        return ks_union_select(ta, member, tf, tt, ntied, &self.tiebuf[0], cnt, words,
+                               ks_below(&self.rng, cnt + twin) if cnt + twin > 1 else 0)
+
+    cdef void _untwinned_scan(self, Py_ssize_t c, const uint64_t* member, int64_t mt,
+                              bint ttab, const int64_t* tsc, int64_t* best, int64_t* cnt,
+                              int64_t* ntied, int64_t* twin) noexcept nogil:
+        """_single_bounded's other way to the rows outside the twin groups: the vectorised
+        scan (ks_single_scan) over those of the static set (ks_untwinned), each row's
+        total compared with the best so far (the twins'), the tied rows into tiebuf; a
+        better row drops the twins' sets (ntied, twin)."""
+        cdef ks_single q
+        cdef const quantity_t* creq = &self.c_req[c, 0]
+        cdef const quantity_t* cnz = &self.c_nz[c, 0]
+        cdef const int16_t* tcount = &self.taint_count[self.c_taint[c], 0]
+        cdef Py_ssize_t i, nf
+        cdef int64_t t, flat = self.w_taint * MAX_SCORE
+        self.twin_scans += 1
+        self._query(c, &q)
+        q.srows = &self.tw_list[0]
+        q.ns = ks_untwinned(&self.tw, member, self.rows, &self.tw_list[0])
+        q.rows = &self.frows[0]
+        q.fixed = &self.fixed[self.c_fixed[c], 0]
+        q.w_fit = self.w_fit
+        q.w_bal = self.w_bal if (creq[0] > 0 or creq[1] > 0) else 0
+        q.loc = &self.rawloc[0]
+        q.redo = &self.redo[0]
+        nf = ks_single_scan(&q)
+        for i in range(nf):
+            t = self._local_fast(c, self.frows[i], creq, cnz, q.fixed) if self.redo[i] \
+                else self.rawloc[i]
+            if mt == 0:
+                t += flat
+            elif ttab:
+                t += tsc[tcount[self.frows[i]]]
+            else:
+                t += self.w_taint * (MAX_SCORE - MAX_SCORE * tcount[self.frows[i]] // mt)
+            if t > best[0]:
+                best[0] = t
+                cnt[0] = 0
+                ntied[0] = 0
+                twin[0] = 0
+            if t == best[0]:
+                self.tiebuf[cnt[0]] = self.frows[i]
+                cnt[0] += 1
 
     cdef void _finish(self, Py_ssize_t c, Py_ssize_t nf, bint local, bint soft_empty,
                       bint track_taints, bint track_aff, int64_t* mt, int64_t* ma,
@@ -1327,7 +1630,10 @@ cdef class BurstKernel:
             self.hot[n].z0 = self.nzreq[n, 0]
             self.hot[n].z1 = self.nzreq[n, 1]
             if self.lv_built:
-                ks_levels_move(&self.levels, self.hot, <int32_t>n)
+                if self.tw.group[n] >= 0:
+                    self._twin_move(n)
+                else:
+                    ks_levels_move(&self.levels, self.hot, <int32_t>n)
             if self.nres > POD_COLUMN:
                 self.podfree[n] = self.alloc[n, POD_COLUMN] - self.req[n, POD_COLUMN]
         for k in range(self.c_port_own_off[c], self.c_port_own_off[c + 1]):
@@ -2597,17 +2903,14 @@ cdef class BurstKernel:
         cdef int64_t fz[MAX_ZONES + 1]
         cdef int64_t zc[MAX_ZONES + 1]
         cdef int64_t zscore[MAX_ZONES + 1]
-        cdef const uint8_t* member
-        cdef bint usable
         cdef const ks_extra* x
         if not zone and _bounded and self.p_alloc != NULL and self._vector() \
                 and not track_aff and not self.c_xvary[c] \
                 and not (self.ports_on and self._ports_taken(c)):
-            member = self._static_member(self.c_static[c], &usable)
-            if usable:
-                n = self._single_bounded(c, member, track_taints, score, ties)
-                if n != -2:
-                    return n
+            n = self._single_bounded(c, self._static_bits(self.c_static[c]), track_taints,
+                                     score, ties)
+            if n != -2:
+                return n
         if not zone:
             feasible = self._scan(c, False, True, False, track_taints, track_aff, &mt, &ma,
                                   &hi, &lo)

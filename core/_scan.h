@@ -615,13 +615,10 @@ static void ks_levels_build(ks_levels *b, const ks_hot *hot, int64_t rows)
         ks_levels_insert(b, (int32_t)n, ks_cell_of(b, hot + n, 1));
 }
 
-/* Row n's requests changed: it moves to its new cell (its shape is unchanged). */
-static inline void ks_levels_move(ks_levels *b, const ks_hot *hot, int32_t n)
+/* Row n leaves its cell (a twin row, _twins.h, is searched through its group instead). */
+static inline void ks_levels_unlink(ks_levels *b, int32_t n)
 {
-    int32_t c = b->cell[n], sh = c / KS_LEVELS;
-    int32_t to = sh == KS_SHAPES - 1 ? c : (int32_t)(sh * KS_LEVELS + ks_level_of(hot + n));
-    if (to == c)
-        return;
+    int32_t c = b->cell[n];
     if (b->prev[n] >= 0)
         b->next[b->prev[n]] = b->next[n];
     else
@@ -629,7 +626,24 @@ static inline void ks_levels_move(ks_levels *b, const ks_hot *hot, int32_t n)
     if (b->next[n] >= 0)
         b->prev[b->next[n]] = b->prev[n];
     b->count[c]--;
+    b->cell[n] = -1;
+}
+
+/* Row n's requests changed: it moves to its new cell (its shape is unchanged). */
+static inline void ks_levels_move(ks_levels *b, const ks_hot *hot, int32_t n)
+{
+    int32_t c = b->cell[n], sh = c / KS_LEVELS;
+    int32_t to = sh == KS_SHAPES - 1 ? c : (int32_t)(sh * KS_LEVELS + ks_level_of(hot + n));
+    if (to == c)
+        return;
+    ks_levels_unlink(b, n);
     ks_levels_insert(b, n, to);
+}
+
+/* Row n (in no cell) joins the cell of its shape and level. */
+static inline void ks_levels_add(ks_levels *b, const ks_hot *hot, int32_t n)
+{
+    ks_levels_insert(b, n, ks_cell_of(b, hot + n, 0));
 }
 
 /* How much less than lf a pod's non-zero request p can leave la on allocatable a:
@@ -654,15 +668,16 @@ static inline int64_t ks_cell_fit(const ks_levels *b, int64_t sh, int64_t l, int
     return v >> 1;
 }
 
-/* The rows of cell c that are in the static set (member NULL: every row) and pass q's
- * filters, into out; returns how many. *seen counts the rows of the cell. */
-static int64_t ks_cell_rows(const ks_levels *b, int64_t c, const uint8_t *member,
+/* The rows of cell c that are in the static set (member: a bitset over the rows, NULL:
+ * every row) and pass q's filters, into out; returns how many. *seen counts the rows of
+ * the cell. */
+static int64_t ks_cell_rows(const ks_levels *b, int64_t c, const uint64_t *member,
                             const ks_single *q, int32_t *out, int64_t *seen)
 {
     int64_t k = 0, m = 0;
     for (int32_t n = b->head[c]; n >= 0; n = b->next[n], m++) {
         out[k] = n;
-        k += (member == NULL || member[n]) && ks_fits(q, n);
+        k += (member == NULL || ((member[n >> 6] >> (n & 63)) & 1)) && ks_fits(q, n);
     }
     *seen += m;
     return k;
