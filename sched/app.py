@@ -492,8 +492,8 @@ class Scheduler:
             log.info(
                 "initial lists: %s",
                 "; ".join(
-                    f"{i.resource.plural} {len(i.store)} listed {i.state.list_seconds:.2f}s"
-                    f" decoded {i.state.decode_seconds:.2f}s handled {i.sync_seconds:.2f}s"
+                    f"{i.resource.plural} {len(i.store)} listed {i.state.list_seconds:.3f}s"
+                    f" decoded {i.state.decode_seconds:.3f}s handled {i.sync_seconds:.3f}s"
                     for i in self.informers
                 ),
             )

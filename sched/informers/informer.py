@@ -72,9 +72,9 @@ class Informer(Generic[T]):
     async def run(self) -> None:
         async for item in infinite_watch(self.client, self.resource, self.settings, self.state):
             if isinstance(item, Listed):
-                began = time.perf_counter()
+                first, began = not self.synced.is_set(), time.perf_counter()
                 self._dispatch(self.store.replace(item.items))
-                if self.state.lists == 0:  # counted after the consumer took the list
+                if first:
                     self.sync_seconds = time.perf_counter() - began
             else:
                 self._dispatch(self.store.apply_event(item.type, item.object))
