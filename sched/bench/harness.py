@@ -361,7 +361,9 @@ def _run_one(
     def launch() -> None:
         say(f"{name}: starting")
         with _on_cpus(options.scheduler_cpus):
-            contender = contenders.start(cp, name, options.qps, options.burst)
+            contender = contenders.start(
+                cp, name, options.qps, options.burst, start_timeout(options.scenario)
+            )
         if options.scheduler_cpus is not None:
             contender.settings["cpus"] = sorted(os.sched_getaffinity(contender.pid))
             apiserver = cp.pids["kube-apiserver"]
@@ -464,6 +466,17 @@ def _run_one(
     return run
 
 
+# The longest wait for a contender to be ready, at least: both sides list every node first,
+# which took 35-65 s at 50,000 nodes on the loaded two-CPU machine (issue 28).
+START_TIMEOUT = 120.0
+START_SECONDS_PER_NODE = 0.004
+
+
+def start_timeout(scenario: Scenario) -> float:
+    """How long a contender may take to list the scenario's cluster and be ready."""
+    return max(START_TIMEOUT, scenario.fleet.nodes * START_SECONDS_PER_NODE)
+
+
 def _stop(contender: contenders.Contender, options: Options) -> None:
     """Stops a contender and keeps its log and saved metrics in ``options.logs`` (if given)."""
     contender.stop()
@@ -496,7 +509,9 @@ def _run_hpa(cp: ControlPlane, name: str, options: Options, say: Say) -> RunResu
     namespace = f"hpa-{run_id}"
     sampler = Sampler({**{c: cp.pids[c] for c in CONTROL_PLANE}, BENCH: os.getpid()})
     say(f"{name}: starting")
-    contender = contenders.start(cp, name, options.qps, options.burst)
+    contender = contenders.start(
+        cp, name, options.qps, options.burst, start_timeout(options.scenario)
+    )
     _sample(sampler, contender)
     say(f"{name}: ready after {contender.startup_seconds:.1f}s")
     deployment, autoscaler = hpa.objects(settings, namespace, name, {RUN_LABEL: run_id})

@@ -92,7 +92,10 @@ def start_kube_scheduler(
     timeout: float = 60.0,
 ) -> KubeScheduler:
     """Starts kube-scheduler (config in ``<dir>/schedulers/<name>/``, log in
-    ``<dir>/logs/<name>.log``) and waits for /healthz.
+    ``<dir>/logs/<name>.log``) and waits until its /readyz answers 200: its
+    ``sched-handler-sync`` check passes only once its informers have synced and their
+    handlers have taken the initial lists in (/healthz answers long before, while a large
+    cluster is still being listed).
 
     It ends when the calling thread ends, so call this from the main thread (or one that
     lives as long as the scheduler should).
@@ -109,7 +112,7 @@ def start_kube_scheduler(
     cp.pids[name] = processes.start(argv, cp.log(name), die_with_parent=True)
     cp.save()
     scheduler = KubeScheduler(cp, name, cp.pids[name], port, config)
-    url = f"https://{processes.LOOPBACK}:{port}/healthz"
+    url = f"https://{processes.LOOPBACK}:{port}/readyz"
     try:
         asyncio.run(wait_healthy(cp, name, url, timeout))
     except BaseException:

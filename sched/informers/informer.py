@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
@@ -49,6 +50,8 @@ class Informer(Generic[T]):
         self.store: Store[T] = Store()
         # Set once the first list has been applied; stays set across relists.
         self.synced = asyncio.Event()
+        # Seconds the handlers took over the first list (the start's state build).
+        self.sync_seconds = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def add_handler(self, handler: Handler[T]) -> None:
@@ -69,10 +72,12 @@ class Informer(Generic[T]):
     async def run(self) -> None:
         async for item in infinite_watch(self.client, self.resource, self.settings, self.state):
             if isinstance(item, Listed):
-                changes = self.store.replace(item.items)
+                first, began = not self.synced.is_set(), time.perf_counter()
+                self._dispatch(self.store.replace(item.items))
+                if first:
+                    self.sync_seconds = time.perf_counter() - began
             else:
-                changes = self.store.apply_event(item.type, item.object)
-            self._dispatch(changes)
+                self._dispatch(self.store.apply_event(item.type, item.object))
 
     def _dispatch(self, changes: Iterable[Change[T]]) -> None:
         for change in changes:

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -125,6 +126,9 @@ class WatchState:
     watches: int = 0
     errors: int = 0
     last_error: BaseException | None = field(default=None, repr=False)
+    # The last list's seconds waiting for its pages and decoding them (the start's split).
+    list_seconds: float = 0.0
+    decode_seconds: float = 0.0
 
 
 class _Envelope(msgspec.Struct):
@@ -222,22 +226,32 @@ def _params(settings: WatchSettings) -> dict[str, str]:
 
 
 async def list_all(
-    client: ApiClient, resource: Resource[T], settings: WatchSettings, decoders: Decoders[T]
+    client: ApiClient,
+    resource: Resource[T],
+    settings: WatchSettings,
+    decoders: Decoders[T],
+    state: WatchState | None = None,
 ) -> Listed[T]:
     """Every object of the collection, page by page, with the list's resourceVersion.
 
     A continue token can expire (410) between pages when the list is slow; then the whole
     list starts again, since pages from two different snapshots must not be mixed.
     """
+    timing = state if state is not None else WatchState()
     for attempt in range(3):
         items: list[T] = []
         params = _params(settings)
         params["limit"] = str(settings.page_size)
+        timing.list_seconds = timing.decode_seconds = 0.0
         try:
             while True:
                 path = resource.collection(settings.namespace)
+                began = time.perf_counter()
                 response = await client.request("GET", path, params=params)
+                answered = time.perf_counter()
                 page = decoders.decode_page(response.body)
+                timing.list_seconds += answered - began
+                timing.decode_seconds += time.perf_counter() - answered
                 items.extend(page.items)
                 if not page.metadata.continue_:
                     return Listed(items, page.metadata.resource_version)
@@ -302,7 +316,7 @@ async def continuous_watch(
     """List if no resourceVersion is held, then watch, re-watching when a watch ends."""
     decoders = Decoders(resource)
     if state.resource_version is None:
-        listed = await list_all(client, resource, settings, decoders)
+        listed = await list_all(client, resource, settings, decoders, state)
         state.lists += 1
         yield listed
         state.resource_version = listed.resource_version
