@@ -281,6 +281,19 @@ def pod_scheduled(pod: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def pod_outcomes(control_plane: Any, path: str) -> dict[str, str]:
+    """Each listed pod's outcome so far: ``on NODE`` once bound, else the message of its
+    PodScheduled=False condition (a pod with neither is left out)."""
+    found = {}
+    for pod in list_objects(control_plane, path):
+        condition = pod_scheduled(pod) or {}
+        if (pod.get("spec") or {}).get("nodeName"):
+            found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
+        elif condition.get("status") == "False":
+            found[pod["metadata"]["name"]] = condition["message"]
+    return found
+
+
 def settled(process: SchedulerProcess, timeout: float, done: Any) -> None:
     """Wait until the scheduler has nothing active or binding and ``done()`` holds.
 

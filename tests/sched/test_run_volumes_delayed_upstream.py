@@ -25,7 +25,14 @@ import pytest
 
 from kubesalvo.sched.cluster import start_kube_scheduler
 from tests.helpers.volumes import HOSTNAME, ZONE
-from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
+from tests.sched.test_app import (
+    CONFIG,
+    SchedulerProcess,
+    delete_pods,
+    list_objects,
+    pod_outcomes,
+    pod_scheduled,
+)
 from tests.sched.test_run_volumes_upstream import POOL, _node
 
 pytestmark = pytest.mark.integration
@@ -161,21 +168,10 @@ def test_wait_for_first_consumer_claims_are_bound_as_kube_scheduler_binds_them(
         control_plane.create(pods)
         path = f"/api/v1/namespaces/{namespace}/pods"
 
-        def outcomes() -> dict[str, str]:
-            found = {}
-            for pod in list_objects(control_plane, path):
-                name = pod["metadata"]["name"]
-                condition = pod_scheduled(pod) or {}
-                if (pod.get("spec") or {}).get("nodeName"):
-                    found[name] = "on " + pod["spec"]["nodeName"]
-                elif condition.get("status") == "False":
-                    found[name] = condition["message"]
-            return found
-
         deadline = time.monotonic() + 120
         while True:
             play_provisioner()
-            seen = outcomes()
+            seen = pod_outcomes(control_plane, path)
             done = [
                 f"{case}-{who}" for case in ("static", "provisioned") for who in ("ours", "theirs")
             ]
@@ -256,13 +252,7 @@ def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, nam
         path = f"/api/v1/namespaces/{namespace}/pods"
         deadline = time.monotonic() + 120
         while True:
-            seen = {}
-            for pod in list_objects(control_plane, path):
-                condition = pod_scheduled(pod) or {}
-                if (pod.get("spec") or {}).get("nodeName"):
-                    seen[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
-                elif condition.get("status") == "False":
-                    seen[pod["metadata"]["name"]] = condition["message"]
+            seen = pod_outcomes(control_plane, path)
             placed_count = sum(v.startswith("on ") for v in seen.values())
             if len(seen) == len(pods) and placed_count >= 2 * RACE_VOLUMES:
                 break

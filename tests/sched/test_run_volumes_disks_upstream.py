@@ -18,7 +18,13 @@ import pytest
 
 from kubesalvo.sched.cluster import start_kube_scheduler
 from tests.helpers.volumes import HOSTNAME
-from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
+from tests.sched.test_app import (
+    CONFIG,
+    SchedulerProcess,
+    delete_pods,
+    list_objects,
+    pod_outcomes,
+)
 from tests.sched.test_run_volumes_upstream import POOL, _node
 
 pytestmark = pytest.mark.integration
@@ -112,14 +118,7 @@ def test_in_tree_disk_conflicts_give_the_same_nodes_and_texts_from_both(
     path = f"/api/v1/namespaces/{namespace}/pods"
 
     def outcomes() -> dict[str, str]:
-        found = {}
-        for pod in list_objects(control_plane, path):
-            condition = pod_scheduled(pod) or {}
-            if (pod.get("spec") or {}).get("nodeName"):
-                found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
-            elif condition.get("status") == "False":
-                found[pod["metadata"]["name"]] = condition["message"]
-        return found
+        return pod_outcomes(control_plane, path)
 
     def ready(node: dict[str, Any]) -> bool:
         conditions = (node.get("status") or {}).get("conditions") or ()

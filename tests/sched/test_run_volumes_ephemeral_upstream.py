@@ -19,7 +19,13 @@ from typing import Any
 import pytest
 
 from kubesalvo.sched.cluster import start_kube_scheduler
-from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
+from tests.sched.test_app import (
+    CONFIG,
+    SchedulerProcess,
+    delete_pods,
+    list_objects,
+    pod_outcomes,
+)
 from tests.sched.test_run_volumes_delayed_upstream import _claim, _class, _volume
 from tests.sched.test_run_volumes_upstream import POOL, _node
 
@@ -89,13 +95,7 @@ def test_ephemeral_volumes_get_the_same_nodes_claims_and_texts_from_both(
         path = f"/api/v1/namespaces/{namespace}/pods"
         deadline = time.monotonic() + 120
         while True:
-            seen = {}
-            for pod in list_objects(control_plane, path):
-                condition = pod_scheduled(pod) or {}
-                if (pod.get("spec") or {}).get("nodeName"):
-                    seen[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
-                elif condition.get("status") == "False":
-                    seen[pod["metadata"]["name"]] = condition["message"]
+            seen = pod_outcomes(control_plane, path)
             placed = all(seen.get(f"eph-{who}", "").startswith("on ") for who in ("ours", "theirs"))
             squats = [seen.get(f"squat-{who}", "") for who in ("ours", "theirs")]
             if placed and all("not owner" in s for s in squats):

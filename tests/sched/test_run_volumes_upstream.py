@@ -27,7 +27,14 @@ import pytest
 
 from kubesalvo.sched.cluster import start_kube_scheduler
 from tests.helpers.volumes import HOSTNAME, ZONE
-from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
+from tests.sched.test_app import (
+    CONFIG,
+    SchedulerProcess,
+    delete_pods,
+    list_objects,
+    pod_outcomes,
+    pod_scheduled,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -164,19 +171,8 @@ def test_pods_with_volumes_get_the_same_nodes_and_texts_from_kubesalvo_and_kube_
         control_plane.create(pods)
         path = f"/api/v1/namespaces/{namespace}/pods"
 
-        def outcomes() -> dict[str, str]:
-            found = {}
-            for pod in list_objects(control_plane, path):
-                name = pod["metadata"]["name"]
-                condition = pod_scheduled(pod) or {}
-                if (pod.get("spec") or {}).get("nodeName"):
-                    found[name] = "on " + pod["spec"]["nodeName"]
-                elif condition.get("status") == "False":
-                    found[name] = condition["message"]
-            return found
-
         deadline = time.monotonic() + 120
-        while len(seen := outcomes()) < len(pods):
+        while len(seen := pod_outcomes(control_plane, path)) < len(pods):
             assert time.monotonic() < deadline, f"outcomes so far: {seen}\n{process.tail()}"
             time.sleep(1.0)
         cases = {p["metadata"]["name"].rsplit("-", 1)[0] for p in pods}
@@ -243,14 +239,7 @@ def test_a_read_write_once_pod_claim_in_use_gets_the_same_text_from_both(
     path = f"/api/v1/namespaces/{namespace}/pods"
 
     def state() -> dict[str, str]:
-        found = {}
-        for pod in list_objects(control_plane, path):
-            condition = pod_scheduled(pod) or {}
-            if (pod.get("spec") or {}).get("nodeName"):
-                found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
-            elif condition.get("status") == "False":
-                found[pod["metadata"]["name"]] = condition["message"]
-        return found
+        return pod_outcomes(control_plane, path)
 
     try:
         process.wait_ready()
@@ -342,14 +331,7 @@ def test_csi_volume_limits_keep_a_pod_off_a_node_that_allows_one_volume(
     path = f"/api/v1/namespaces/{namespace}/pods"
 
     def state() -> dict[str, str]:
-        found = {}
-        for pod in list_objects(control_plane, path):
-            condition = pod_scheduled(pod) or {}
-            if (pod.get("spec") or {}).get("nodeName"):
-                found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
-            elif condition.get("status") == "False":
-                found[pod["metadata"]["name"]] = condition["message"]
-        return found
+        return pod_outcomes(control_plane, path)
 
     try:
         process.wait_ready()
