@@ -45,11 +45,17 @@ pytestmark = pytest.mark.integration
 
 FLEET_NODES = 500
 FLEET_SEED = 0
-CONFIG = """\
+# The least a scheduler's configuration says: no leader election (the tests' processes
+# start alone); the tests add their own settings after it.
+ELECTION_OFF = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
+"""
+CONFIG = (
+    ELECTION_OFF
+    + """\
 clientConnection:
   qps: 5000
   burst: 10000
@@ -59,6 +65,7 @@ kubesalvo:
   maxBurstPods: {max_burst}
   burstGatheringWindow: 20ms
 """
+)
 
 
 LEADER_ELECTION = """\
