@@ -14,6 +14,7 @@ from typing import Any
 
 from kubesalvo.core.pernode.volumes import VolumeBinding
 from kubesalvo.core.place import PlacementResult, plan
+from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
 from kubesalvo.core.volumes import StorageObjects
@@ -92,20 +93,21 @@ def plan_with_volumes_matches_reference(
     fleet: Sequence[Mapping[str, Any]],
     storage: StorageObjects,
     burst: Sequence[Mapping[str, Any]],
+    profile: Profile | None = None,
     *,
     same_volumes: bool = True,
 ) -> tuple[ClusterState, PlacementResult, list[Any]]:
-    """``plan`` of the burst on a state of the fleet holding ``storage``, held to the
-    reference replaying it on a copy of the storage: each pod on the kernel's node, the
-    volumes the kernel gave it there assumed for the next pods (the kernel's Reserve,
-    replayed), and, with ``same_volumes``, those volumes the ones the reference's
-    VolumeBinding picks on that node. Asserts the same outcomes; returns the state, the
-    kernel's result and the reference's."""
+    """``plan`` of the burst (``profile``: the default one if None) on a state of the
+    fleet holding ``storage``, held to the reference replaying it on a copy of the
+    storage: each pod on the kernel's node, the volumes the kernel gave it there assumed
+    for the next pods (the kernel's Reserve, replayed), and, with ``same_volumes``, those
+    volumes the ones the reference's VolumeBinding picks on that node. Asserts the same
+    outcomes; returns the state, the kernel's result and the reference's."""
     state = state_of(fleet)
     state.storage = storage
-    reference = ReferenceScheduler(fleet)
+    reference = ReferenceScheduler(fleet, profile=profile)
     reference.storage = storage.copy()
-    result = plan(state, burst)
+    result = plan(state, burst, profile)
     check = kernel_choices(result, burst)
     position = {f"ns/{p['metadata']['name']}": i for i, p in enumerate(burst)}
 
