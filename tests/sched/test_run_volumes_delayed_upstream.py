@@ -33,7 +33,7 @@ from tests.sched.test_app import (
     pod_outcomes,
     pod_scheduled,
 )
-from tests.sched.test_run_volumes_upstream import POOL, _node
+from tests.sched.test_run_volumes_upstream import _node, claim_volume, volume_pod
 
 pytestmark = pytest.mark.integration
 
@@ -89,17 +89,7 @@ def _claim(namespace: str, name: str, class_name: str, size: str) -> dict[str, A
 
 
 def _pod(namespace: str, name: str, scheduler: str, pool: str, claim: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {POOL: pool},
-            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
-        },
-    }
+    return volume_pod(namespace, name, scheduler, pool, [claim_volume(claim)])
 
 
 def test_wait_for_first_consumer_claims_are_bound_as_kube_scheduler_binds_them(

@@ -25,28 +25,13 @@ from tests.sched.test_app import (
     list_objects,
     pod_outcomes,
 )
-from tests.sched.test_run_volumes_upstream import POOL, _node
+from tests.sched.test_run_volumes_upstream import _node, volume_pod
 
 pytestmark = pytest.mark.integration
 
 
 def _pod(namespace: str, name: str, scheduler: str, pool: str, volumes: list[dict]) -> dict:
-    container = {
-        "name": "c",
-        "image": "registry.k8s.io/pause:3.10",
-        "resources": {"requests": {"cpu": "100m"}},
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {POOL: pool},
-            "containers": [container],
-            "volumes": volumes,
-        },
-    }
+    return volume_pod(namespace, name, scheduler, pool, volumes, "100m")
 
 
 def _disks(tag: str) -> dict[str, Any]:

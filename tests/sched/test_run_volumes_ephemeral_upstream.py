@@ -27,7 +27,7 @@ from tests.sched.test_app import (
     pod_outcomes,
 )
 from tests.sched.test_run_volumes_delayed_upstream import _claim, _class, _volume
-from tests.sched.test_run_volumes_upstream import POOL, _node
+from tests.sched.test_run_volumes_upstream import _node, volume_pod
 
 pytestmark = pytest.mark.integration
 
@@ -40,17 +40,8 @@ def _pod(namespace: str, name: str, scheduler: str, pool: str, class_name: str) 
             "storageClassName": class_name,
         }
     }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {POOL: pool},
-            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-            "volumes": [{"name": "data", "ephemeral": {"volumeClaimTemplate": template}}],
-        },
-    }
+    volume = {"name": "data", "ephemeral": {"volumeClaimTemplate": template}}
+    return volume_pod(namespace, name, scheduler, pool, [volume])
 
 
 def test_ephemeral_volumes_get_the_same_nodes_claims_and_texts_from_both(

@@ -93,12 +93,19 @@ def _claim(namespace: str, name: str, volume: str = "") -> dict[str, Any]:
     }
 
 
-def _pod(namespace: str, name: str, scheduler: str, pool: str, claim: str, cpu: str) -> dict:
-    container = {
-        "name": "c",
-        "image": "registry.k8s.io/pause:3.10",
-        "resources": {"requests": {"cpu": cpu}},
-    }
+def volume_pod(
+    namespace: str,
+    name: str,
+    scheduler: str,
+    pool: str,
+    volumes: list[dict[str, Any]],
+    cpu: str | None = None,
+) -> dict[str, Any]:
+    """A pause pod for ``scheduler`` on ``pool``'s nodes with ``volumes`` (and a cpu
+    request, when given): the pod the volume differential tests send to both."""
+    container: dict[str, Any] = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": cpu}}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -107,9 +114,18 @@ def _pod(namespace: str, name: str, scheduler: str, pool: str, claim: str, cpu: 
             "schedulerName": scheduler,
             "nodeSelector": {POOL: pool},
             "containers": [container],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+            "volumes": volumes,
         },
     }
+
+
+def claim_volume(claim: str) -> dict[str, Any]:
+    """A pod's volume ``data`` of the claim."""
+    return {"name": "data", "persistentVolumeClaim": {"claimName": claim}}
+
+
+def _pod(namespace: str, name: str, scheduler: str, pool: str, claim: str, cpu: str) -> dict:
+    return volume_pod(namespace, name, scheduler, pool, [claim_volume(claim)], cpu)
 
 
 def test_pods_with_volumes_get_the_same_nodes_and_texts_from_kubesalvo_and_kube_scheduler(
