@@ -33,7 +33,7 @@ from tests.sched.test_app import (
     pod_outcomes,
     pod_scheduled,
 )
-from tests.sched.test_run_volumes_upstream import _node, claim_volume, volume_pod
+from tests.sched.test_run_volumes_upstream import _node, claim_volume, start_both, volume_pod
 
 pytestmark = pytest.mark.integration
 
@@ -132,12 +132,7 @@ def test_wait_for_first_consumer_claims_are_bound_as_kube_scheduler_binds_them(
     while not available():
         assert time.monotonic() < deadline, "volumes never became Available"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "wffc"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "wffc")
     provisioned: set[str] = set()
 
     def play_provisioner() -> None:
@@ -230,12 +225,7 @@ def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, nam
     ):
         assert time.monotonic() < deadline, "volumes never became Available"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "race"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "race")
     try:
         process.wait_ready()
         control_plane.create(pods)
@@ -336,12 +326,7 @@ def test_a_stateful_set_with_volume_claim_templates_lands_on_its_volumes(
     ):
         assert time.monotonic() < deadline, "volumes never became Available"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "sts"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "sts")
     path = f"/api/v1/namespaces/{namespace}/pods"
     claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
     try:
@@ -500,12 +485,7 @@ def test_storage_capacity_too_small_on_some_nodes_keeps_provisioning_off_them(
     control_plane.create(nodes)
     control_plane.create([*classes, driver, *capacities])
     control_plane.create(claims)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "cap"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "cap")
     path = f"/api/v1/namespaces/{namespace}/pods"
     claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
     try:

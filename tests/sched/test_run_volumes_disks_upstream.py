@@ -16,16 +16,13 @@ from typing import Any
 
 import pytest
 
-from kubesalvo.sched.cluster import start_kube_scheduler
 from tests.helpers.volumes import HOSTNAME
 from tests.sched.test_app import (
-    CONFIG,
-    SchedulerProcess,
     delete_pods,
     list_objects,
     pod_outcomes,
 )
-from tests.sched.test_run_volumes_upstream import _node, volume_pod
+from tests.sched.test_run_volumes_upstream import _node, start_both, volume_pod
 
 pytestmark = pytest.mark.integration
 
@@ -94,12 +91,7 @@ def test_in_tree_disk_conflicts_give_the_same_nodes_and_texts_from_both(
         ):
             pods.append(_pod(namespace, f"{case}-{who}", scheduler, pool, [volume]))
     control_plane.create(nodes)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "disks"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "disks")
     path = f"/api/v1/namespaces/{namespace}/pods"
 
     def outcomes() -> dict[str, str]:

@@ -18,16 +18,13 @@ from typing import Any
 
 import pytest
 
-from kubesalvo.sched.cluster import start_kube_scheduler
 from tests.sched.test_app import (
-    CONFIG,
-    SchedulerProcess,
     delete_pods,
     list_objects,
     pod_outcomes,
 )
 from tests.sched.test_run_volumes_delayed_upstream import _claim, _class, _volume
-from tests.sched.test_run_volumes_upstream import _node, volume_pod
+from tests.sched.test_run_volumes_upstream import _node, start_both, volume_pod
 
 pytestmark = pytest.mark.integration
 
@@ -73,12 +70,7 @@ def test_ephemeral_volumes_get_the_same_nodes_claims_and_texts_from_both(
     ):
         assert time.monotonic() < deadline, "volumes never became Available"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "eph"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "eph")
     claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
     try:
         process.wait_ready()

@@ -128,6 +128,21 @@ def _pod(namespace: str, name: str, scheduler: str, pool: str, claim: str, cpu: 
     return volume_pod(namespace, name, scheduler, pool, [claim_volume(claim)], cpu)
 
 
+def start_both(
+    control_plane: Any, tmp_path: Any, upstream_name: str, label: str
+) -> tuple[Any, SchedulerProcess]:
+    """kube-scheduler with one profile, ``upstream_name``, and kubesalvo (scheduler name
+    ``kubesalvo``, bursts of up to 100 pods) started on the control plane; the caller
+    waits for kubesalvo to be ready and stops both."""
+    upstream = start_kube_scheduler(
+        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
+    )
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), label
+    )
+    return upstream, process
+
+
 def test_pods_with_volumes_get_the_same_nodes_and_texts_from_kubesalvo_and_kube_scheduler(
     control_plane, namespace, tmp_path
 ):
@@ -176,12 +191,7 @@ def test_pods_with_volumes_get_the_same_nodes_and_texts_from_kubesalvo_and_kube_
     while not wanted <= (found := bound_claims()):
         assert time.monotonic() < deadline, f"claims bound so far: {found}"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "vol"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "vol")
     try:
         process.wait_ready()
         control_plane.create(pods)
@@ -246,12 +256,7 @@ def test_a_read_write_once_pod_claim_in_use_gets_the_same_text_from_both(
     ):
         assert time.monotonic() < deadline, "claims never bound"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "rwop"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "rwop")
     path = f"/api/v1/namespaces/{namespace}/pods"
 
     def state() -> dict[str, str]:
@@ -338,12 +343,7 @@ def test_csi_volume_limits_keep_a_pod_off_a_node_that_allows_one_volume(
     ):
         assert time.monotonic() < deadline, "claims never bound"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "csi"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "csi")
     path = f"/api/v1/namespaces/{namespace}/pods"
 
     def state() -> dict[str, str]:
