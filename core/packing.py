@@ -27,6 +27,7 @@ arrays: no I/O, no cluster objects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -363,19 +364,35 @@ def _relocate(
     pods = np.flatnonzero((out < 0) & burst.movable)
     order = np.lexsort((_dominant(burst, pods), -burst.level[pods]))
     capacity = _capacity(burst)
+
+    def where(need: npt.NDArray[np.int64], feasible: npt.NDArray[np.bool_]) -> int:
+        target = _best_fit(room, need, feasible, capacity)
+        return target if target >= 0 else _make_room(burst, out, room, need, feasible, in_use)
+
+    _place_each(burst, pods[order][:limit], out, room, in_use, where)
+
+
+def _place_each(
+    burst: Burst,
+    pods: npt.NDArray[np.intp],
+    out: npt.NDArray[np.int32],
+    room: npt.NDArray[np.int64],
+    in_use: npt.NDArray[np.bool_],
+    where: Callable[[npt.NDArray[np.int64], npt.NDArray[np.bool_]], int],
+) -> None:
+    """Each pod in turn on the node ``where`` (its request, its class's feasible nodes)
+    gives, or left out when it gives -1; once a pod is left out, the pods of its class
+    and level are passed over (an identical pod found no room: neither will they)."""
     failed: set[tuple[int, int]] = set()
-    for pod in pods[order][:limit].tolist():
+    for pod in pods.tolist():
         key = (int(burst.pod_class[pod]), int(burst.level[pod]))
         if key in failed:
             continue
         need = burst.requests[pod]
-        feasible = burst.class_feasible[burst.pod_class[pod]]
-        target = _best_fit(room, need, feasible, capacity)
+        target = where(need, burst.class_feasible[burst.pod_class[pod]])
         if target < 0:
-            target = _make_room(burst, out, room, need, feasible, in_use)
-            if target < 0:
-                failed.add(key)
-                continue
+            failed.add(key)
+            continue
         out[pod] = target
         room[target] -= need
         in_use[target] = True
@@ -560,22 +577,12 @@ def _place_unplaced(
     # Higher priority first; inside a level, the largest dominant share first.
     order = np.lexsort((-_dominant(burst, pods), -burst.level[pods]))
     capacity = _capacity(burst)
-    failed: set[tuple[int, int]] = set()
-    for pod in pods[order].tolist():
-        key = (int(burst.pod_class[pod]), int(burst.level[pod]))
-        if key in failed:  # an identical pod found no room: neither will this one
-            continue
-        need = burst.requests[pod]
+
+    def where(need: npt.NDArray[np.int64], feasible: npt.NDArray[np.bool_]) -> int:
         # Nodes in use first; among them the best fit (least room left, relative).
-        target = _best_fit(
-            room, need, burst.class_feasible[burst.pod_class[pod]], capacity, prefer=in_use
-        )
-        if target < 0:
-            failed.add(key)
-            continue
-        out[pod] = target
-        room[target] -= need
-        in_use[target] = True
+        return _best_fit(room, need, feasible, capacity, prefer=in_use)
+
+    _place_each(burst, pods[order], out, room, in_use, where)
 
 
 def _empty_nodes(

@@ -39,19 +39,19 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     FieldError,
-    HintFn,
     NodeFilter,
     NodeFilterResult,
     NodeTable,
     Normalise,
-    PerNode,
     PluginSpec,
     PodClass,
     PreFilter,
     PreFilterResult,
     ScoreChannel,
     check,
+    hint_loader,
     non_negative,
+    per_node_loader,
 )
 
 __all__ = [
@@ -235,13 +235,6 @@ EVENTS = (
 )
 
 
-def _queueing_hint() -> HintFn:
-    """Its queueing hint, which reads the per-node logic that imports this module."""
-    from kubesalvo.core.pernode.dynamic_resources_hint import queueing_hint
-
-    return queueing_hint
-
-
 def read_args(d: ArgsDecoder, raw: Any, path: str) -> DynamicResourcesArgs:
     """DynamicResourcesArgs from its pluginConfig document (a Go duration)."""
     f = open_args(d, raw, path, NAME, ("filterTimeout",))
@@ -253,14 +246,6 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> DynamicResourcesArgs:
         d.invalid(f.at("filterTimeout"), f.raw("filterTimeout"), "must be zero or positive")
         return DynamicResourcesArgs()
     return build(d, path, lambda: DynamicResourcesArgs(timeout), DynamicResourcesArgs())
-
-
-def _per_node() -> PerNode:
-    """Its per-node Filter and Score, those it has (core/pernode, which imports this
-    module)."""
-    from kubesalvo.core.pernode.dynamic_resources import PER_NODE
-
-    return PER_NODE
 
 
 SPEC = PluginSpec(
@@ -281,12 +266,12 @@ SPEC = PluginSpec(
     score_channel=SCORE_CHANNEL,
     pre_filter=CLAIMS_PREFILTER,
     node_filter=NODE_FILTER,
-    queueing_hint=_queueing_hint,
+    queueing_hint=hint_loader("dynamic_resources_hint"),
     args_reader=read_args,
     kernel_codes={
         CANNOT_ALLOCATE: "DRA_ALLOCATE",
         NOT_AVAILABLE_ON_NODE: "DRA_UNAVAILABLE",
         TIMED_OUT: "DRA_TIMEOUT",
     },
-    per_node=_per_node,
+    per_node=per_node_loader("dynamic_resources"),
 )

@@ -21,6 +21,7 @@ This is kubesalvo's small version of kube-scheduler's ``framework`` package:
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
@@ -70,7 +71,9 @@ __all__ = [
     "check",
     "event_label",
     "fit_error_message",
+    "hint_loader",
     "non_negative",
+    "per_node_loader",
     "post_filter_message",
     "prefilter_narrowing_reason",
     "success_message",
@@ -621,6 +624,33 @@ class PerNode:
 
     filter: PerNodeFilter | None = None
     score: PerNodeScore | None = None
+
+
+def _from_pernode(module: str, name: str) -> Any:
+    """``name`` of ``kubesalvo.core.pernode.<module>``, imported now: a plugin's loaders
+    call it only once the registry is built, as that module imports the plugin's own."""
+    return getattr(importlib.import_module(f"kubesalvo.core.pernode.{module}"), name)
+
+
+def per_node_loader(module: str, name: str = "PER_NODE") -> Callable[[], PerNode]:
+    """A plugin's ``per_node`` loader: ``name`` of its ``core/pernode`` module."""
+
+    def load() -> PerNode:
+        found: PerNode = _from_pernode(module, name)
+        return found
+
+    return load
+
+
+def hint_loader(module: str) -> Callable[[], HintFn]:
+    """A plugin's ``queueing_hint`` loader: ``queueing_hint`` of its ``core/pernode``
+    module (the hint reads the plugin's per-node logic)."""
+
+    def load() -> HintFn:
+        found: HintFn = _from_pernode(module, "queueing_hint")
+        return found
+
+    return load
 
 
 # --- the registry's entry ---------------------------------------------------------------

@@ -23,15 +23,15 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
-    HintFn,
     NodeTable,
     ParsedPodClass,
-    PerNode,
     PluginSpec,
     PreFilter,
     PreFilterResult,
     PreScore,
     check,
+    hint_loader,
+    per_node_loader,
 )
 
 __all__ = [
@@ -89,13 +89,6 @@ EVENTS = (
 )
 
 
-def _queueing_hint() -> HintFn:
-    """Its queueing hint, which reads the per-node logic that imports this module."""
-    from kubesalvo.core.pernode.inter_pod_affinity_hint import queueing_hint
-
-    return queueing_hint
-
-
 def read_args(d: ArgsDecoder, raw: Any, path: str) -> InterPodAffinityArgs:
     """InterPodAffinityArgs from its pluginConfig document."""
     f = open_args(
@@ -140,14 +133,6 @@ def _prescore_parsing_pod(
 OWN_TERMS_AT_PRESCORE = PreScore(_prescore_parsing_pod, reads="affinity")
 
 
-def _per_node() -> PerNode:
-    """Its per-node Filter and Score, those it has (core/pernode, which imports this
-    module)."""
-    from kubesalvo.core.pernode.inter_pod_affinity import PER_NODE
-
-    return PER_NODE
-
-
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -158,7 +143,7 @@ SPEC = PluginSpec(
         ERR_REASON_ANTI_AFFINITY: Code.UNSCHEDULABLE,
     },
     events=EVENTS,
-    queueing_hint=_queueing_hint,
+    queueing_hint=hint_loader("inter_pod_affinity_hint"),
     args_reader=read_args,
     profile_field="inter_pod_affinity",
     kernel_codes={
@@ -166,7 +151,7 @@ SPEC = PluginSpec(
         ERR_REASON_ANTI_AFFINITY: "IPA_ANTI",
         ERR_REASON_EXISTING_ANTI_AFFINITY: "IPA_EXISTING",
     },
-    per_node=_per_node,
+    per_node=per_node_loader("inter_pod_affinity"),
     pre_filter=OWN_TERMS,
     pre_score=OWN_TERMS_AT_PRESCORE,
 )

@@ -35,16 +35,16 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FieldError,
     FilterMask,
-    HintFn,
     NodeTable,
     Normalise,
-    PerNode,
     PluginSpec,
     PodClass,
     PreFilter,
     PreFilterResult,
     ScoreChannel,
     check,
+    hint_loader,
+    per_node_loader,
     prefilter_narrowing_reason,
 )
 
@@ -239,13 +239,6 @@ SCORE_CHANNEL = ScoreChannel(Normalise.MAX, preferred_weights, preferred_terms_o
 EVENTS = (ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
 
 
-def _queueing_hint() -> HintFn:
-    """Its queueing hint, which reads the per-node logic that imports this module."""
-    from kubesalvo.core.pernode.node_affinity_hint import queueing_hint
-
-    return queueing_hint
-
-
 def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeAffinityArgs:
     """NodeAffinityArgs from its pluginConfig document (``core/added_affinity.py`` reads
     and checks the terms)."""
@@ -257,14 +250,6 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeAffinityArgs:
     if len(d.errors) > errors:
         return NodeAffinityArgs()
     return build(d, path, lambda: NodeAffinityArgs(node_affinity_to_api(added)), NodeAffinityArgs())
-
-
-def _per_node() -> PerNode:
-    """Its per-node Filter and Score, those it has (core/pernode, which imports this
-    module)."""
-    from kubesalvo.core.pernode.node_affinity import PER_NODE
-
-    return PER_NODE
 
 
 SPEC = PluginSpec(
@@ -279,7 +264,7 @@ SPEC = PluginSpec(
     score_channel=SCORE_CHANNEL,
     filter_masks=FILTER_MASKS,
     pre_filter=NAMED_NODES,
-    queueing_hint=_queueing_hint,
+    queueing_hint=hint_loader("node_affinity_hint"),
     args_reader=read_args,
     profile_field="node_affinity",
     kernel_codes={
@@ -288,5 +273,5 @@ SPEC = PluginSpec(
         # the nodes its PreFilter left out (its metadata.name terms)
         prefilter_narrowing_reason([NAME]): "NARROWED",
     },
-    per_node=_per_node,
+    per_node=per_node_loader("node_affinity"),
 )

@@ -26,11 +26,11 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
-    HintFn,
-    PerNode,
     PluginSpec,
     ResourceSpec,
     check,
+    hint_loader,
+    per_node_loader,
 )
 
 __all__ = [
@@ -223,13 +223,6 @@ EVENTS = (
 # status code depends on the node (see core/pernode/node_resources_fit.py).
 
 
-def _queueing_hint() -> HintFn:
-    """Its queueing hint, which reads the per-node logic that imports this module."""
-    from kubesalvo.core.pernode.node_resources_fit_hint import queueing_hint
-
-    return queueing_hint
-
-
 def read_shape(d: ArgsDecoder, raw: Any, path: str) -> tuple[ShapePoint, ...]:
     """A list of utilization/score points (requestedToCapacityRatio, VolumeBinding)."""
     points: list[ShapePoint] = []
@@ -278,21 +271,13 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeResourcesFitArgs:
     )
 
 
-def _per_node() -> PerNode:
-    """Its per-node Filter and Score, those it has (core/pernode, which imports this
-    module)."""
-    from kubesalvo.core.pernode.node_resources_fit import PER_NODE
-
-    return PER_NODE
-
-
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
     args=NodeResourcesFitArgs,
     events=EVENTS,
-    queueing_hint=_queueing_hint,
+    queueing_hint=hint_loader("node_resources_fit_hint"),
     args_reader=read_args,
     profile_field="fit",
-    per_node=_per_node,
+    per_node=per_node_loader("node_resources_fit"),
 )

@@ -21,11 +21,11 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     FilterMask,
-    HintFn,
     NodeTable,
-    PerNode,
     PluginSpec,
     PodClass,
+    hint_loader,
+    per_node_loader,
     tolerates,
 )
 
@@ -59,28 +59,13 @@ def cordoned(args: None, nodes: NodeTable, pod: PodClass) -> npt.NDArray[np.bool
 FILTER_MASK = FilterMask(ERR_REASON_UNSCHEDULABLE, cordoned, tolerates_cordon, True)
 
 
-def _queueing_hint() -> HintFn:
-    """Its queueing hint, which reads the per-node logic that imports this module."""
-    from kubesalvo.core.pernode.node_unschedulable_hint import queueing_hint
-
-    return queueing_hint
-
-
-def _per_node() -> PerNode:
-    """Its per-node Filter and Score, those it has (core/pernode, which imports this
-    module)."""
-    from kubesalvo.core.pernode.node_unschedulable import PER_NODE
-
-    return PER_NODE
-
-
 SPEC = PluginSpec(
     NAME,
     frozenset({FILTER}),
     reasons={ERR_REASON_UNSCHEDULABLE: Code.UNSCHEDULABLE_AND_UNRESOLVABLE},
     events=EVENTS,
     filter_masks=(FILTER_MASK,),
-    queueing_hint=_queueing_hint,
+    queueing_hint=hint_loader("node_unschedulable_hint"),
     kernel_codes={ERR_REASON_UNSCHEDULABLE: "UNSCHEDULABLE"},
-    per_node=_per_node,
+    per_node=per_node_loader("node_unschedulable"),
 )

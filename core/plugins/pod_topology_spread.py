@@ -28,15 +28,15 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
-    HintFn,
     NodeTable,
     ParsedPodClass,
-    PerNode,
     PluginSpec,
     PreFilter,
     PreFilterResult,
     PreScore,
     check,
+    hint_loader,
+    per_node_loader,
 )
 
 __all__ = [
@@ -229,13 +229,6 @@ EVENTS = (
 )
 
 
-def _queueing_hint() -> HintFn:
-    """Its queueing hint, which reads the per-node logic that imports this module."""
-    from kubesalvo.core.pernode.pod_topology_spread_hint import queueing_hint
-
-    return queueing_hint
-
-
 def _read_constraint(d: ArgsDecoder, raw: Any, path: str) -> DefaultConstraint:
     f = d.fields(
         raw,
@@ -313,14 +306,6 @@ def _soft_constraints_error(args: Any, nodes: NodeTable, cls: ParsedPodClass) ->
 SOFT_CONSTRAINTS = PreScore(_soft_constraints_error, reads="topologySpreadConstraints")
 
 
-def _per_node() -> PerNode:
-    """Its per-node Filter and Score, those it has (core/pernode, which imports this
-    module)."""
-    from kubesalvo.core.pernode.pod_topology_spread import PER_NODE
-
-    return PER_NODE
-
-
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -330,14 +315,14 @@ SPEC = PluginSpec(
         ERR_REASON_SPREAD_MISSING_LABEL: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
     },
     events=EVENTS,
-    queueing_hint=_queueing_hint,
+    queueing_hint=hint_loader("pod_topology_spread_hint"),
     args_reader=read_args,
     profile_field="spread",
     kernel_codes={
         ERR_REASON_SPREAD_CONSTRAINTS: "SPREAD",
         ERR_REASON_SPREAD_MISSING_LABEL: "SPREAD_LABEL",
     },
-    per_node=_per_node,
+    per_node=per_node_loader("pod_topology_spread"),
     pre_filter=HARD_CONSTRAINTS,
     pre_score=SOFT_CONSTRAINTS,
 )

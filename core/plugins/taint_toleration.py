@@ -25,13 +25,13 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     FilterMask,
-    HintFn,
     NodeTable,
     Normalise,
-    PerNode,
     PluginSpec,
     PodClass,
     ScoreChannel,
+    hint_loader,
+    per_node_loader,
     tolerates,
 )
 
@@ -134,21 +134,6 @@ SCORE_CHANNEL = ScoreChannel(
 )
 
 
-def _queueing_hint() -> HintFn:
-    """Its queueing hint, which reads the per-node logic that imports this module."""
-    from kubesalvo.core.pernode.taint_toleration_hint import queueing_hint
-
-    return queueing_hint
-
-
-def _per_node() -> PerNode:
-    """Its per-node Filter and Score, those it has (core/pernode, which imports this
-    module)."""
-    from kubesalvo.core.pernode.taint_toleration import PER_NODE
-
-    return PER_NODE
-
-
 SPEC = PluginSpec(
     NAME,
     frozenset({FILTER, PRE_SCORE, SCORE}),
@@ -156,7 +141,7 @@ SPEC = PluginSpec(
     events=EVENTS,
     score_channel=SCORE_CHANNEL,
     filter_masks=(FILTER_MASK,),
-    queueing_hint=_queueing_hint,
+    queueing_hint=hint_loader("taint_toleration_hint"),
     kernel_codes={ERR_REASON_UNTOLERATED_TAINT: "TAINT"},
-    per_node=_per_node,
+    per_node=per_node_loader("taint_toleration"),
 )

@@ -14,8 +14,6 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesalvo.core.place import plan
-from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.volumes import (
     CLAIMS,
     CLASSES,
@@ -24,7 +22,9 @@ from kubesalvo.core.volumes import (
     StorageObjects,
     resolve_ephemeral,
 )
-from tests.helpers.reference import assert_same_outcomes, kernel_choices, state_of
+from tests.helpers.reference import (
+    plan_with_volumes_matches_reference,
+)
 from tests.helpers.volumes import HOSTNAME, claim, claim_volume, csi_node, storage_class
 
 DRIVER = "csi.example.com"
@@ -123,24 +123,7 @@ def scenarios(draw):
 @given(scenarios())
 def test_ephemeral_volumes_match_the_reference(scenario):
     fleet, storage, burst = scenario
-    state = state_of(fleet)
-    state.storage = storage
-    reference = ReferenceScheduler(fleet)
-    reference.storage = storage.copy()
-    result = plan(state, burst)
-    check = kernel_choices(result, burst)
-    position = {f"ns/{p['metadata']['name']}": i for i, p in enumerate(burst)}
-
-    def choose(ref_result):
-        node = check(ref_result)
-        # The kernel's Reserve, replayed: the next pods see its volumes taken.
-        # (no list at all when the burst has no claim to bind)
-        chosen = result.volume_bindings[position[ref_result.pod]] if result.volume_bindings else []
-        for claim_key, pv in chosen:
-            if pv:
-                reference.storage.assumed[pv] = claim_key
-        return node
-
-    expected = reference.place_burst(burst, choose=choose)
-    assert_same_outcomes(result, expected)
+    _, result, expected = plan_with_volumes_matches_reference(
+        fleet, storage, burst, same_volumes=False
+    )
     assert [r.error for r in expected] == [bool(e) for e in result.errors]

@@ -17,16 +17,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesalvo.core import volume_burst
-from kubesalvo.core.pernode.volumes import VolumeBinding
-from kubesalvo.core.place import place_burst, plan
+from kubesalvo.core.place import place_burst
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.node_resources_fit import ShapePoint
 from kubesalvo.core.plugins.volume_binding import DEFAULT_SHAPE, VolumeBindingArgs
 from kubesalvo.core.profile import Profile
-from kubesalvo.core.reference import ReferenceScheduler
 from tests.core.test_place_volume_slots import _stateful_state, alike_runs
 from tests.core.test_place_volumes_vs_reference import delayed_scenarios
-from tests.helpers.reference import assert_same_outcomes, kernel_choices, state_of
+from tests.helpers.reference import (
+    plan_with_volumes_matches_reference,
+)
 
 
 @st.composite
@@ -52,28 +52,7 @@ def _profile(shape, weight):
 def test_capacity_scores_match_the_reference_pod_after_pod(scenario, shape, weight):
     fleet, storage, burst = scenario
     profile = _profile(shape, weight)
-    state = state_of(fleet)
-    state.storage = storage
-    reference = ReferenceScheduler(fleet, profile=profile)
-    reference.storage = storage.copy()
-    result = plan(state, burst, profile)
-    check = kernel_choices(result, burst)
-    position = {f"ns/{p['metadata']['name']}": i for i, p in enumerate(burst)}
-
-    def choose(ref_result):
-        node = check(ref_result)
-        i = position[ref_result.pod]
-        plugin = VolumeBinding(burst[i], reference.storage)
-        assert dict(result.volume_bindings[i]) == plugin.delayed_choice(
-            reference.snapshot.by_name[node]
-        )
-        for claim_key, pv in result.volume_bindings[i]:
-            if pv:
-                reference.storage.assumed[pv] = claim_key
-        return node
-
-    expected = reference.place_burst(burst, choose=choose)
-    assert_same_outcomes(result, expected)
+    plan_with_volumes_matches_reference(fleet, storage, burst, profile)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -83,27 +62,7 @@ def test_alike_runs_are_counted_only_while_they_score_alike(scenario, shape):
     free volumes have one size, pod by pod elsewhere; the reference's scores either way."""
     fleet, storage, burst = scenario
     profile = _profile(shape, 1)
-    state = state_of(fleet)
-    state.storage = storage
-    reference = ReferenceScheduler(fleet, profile=profile)
-    reference.storage = storage.copy()
-    result = plan(state, burst, profile)
-    check = kernel_choices(result, burst)
-    position = {f"ns/{p['metadata']['name']}": i for i, p in enumerate(burst)}
-
-    def choose(ref_result):
-        node = check(ref_result)
-        i = position[ref_result.pod]
-        chosen = result.volume_bindings[i] if result.volume_bindings else []
-        plugin = VolumeBinding(burst[i], reference.storage)
-        assert dict(chosen) == plugin.delayed_choice(reference.snapshot.by_name[node])
-        for claim_key, pv in chosen:
-            if pv:
-                reference.storage.assumed[pv] = claim_key
-        return node
-
-    expected = reference.place_burst(burst, choose=choose)
-    assert_same_outcomes(result, expected)
+    plan_with_volumes_matches_reference(fleet, storage, burst, profile)
     assert storage.counted_scores is None
 
 

@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubesalvo.core import volume_burst, volume_slots
-from kubesalvo.core.pernode.volumes import VolumeBinding
-from kubesalvo.core.place import place_burst, plan
-from kubesalvo.core.reference import ReferenceScheduler
+from kubesalvo.core.place import place_burst
 from kubesalvo.core.synthetic import FleetSpec, Scenario, WorkloadSpec
 from kubesalvo.core.volumes import CLAIMS, CLASSES, VOLUMES, StorageObjects
 from kubesalvo.sched.simulate.run import load_state
-from tests.helpers.reference import assert_same_outcomes, kernel_choices, state_of
+from tests.helpers.reference import (
+    plan_with_volumes_matches_reference,
+)
 from tests.helpers.volumes import HOSTNAME, claim, claim_volume, storage_class
 
 
@@ -76,28 +76,7 @@ def alike_runs(draw):
 @given(alike_runs())
 def test_alike_runs_match_the_reference_and_no_volume_is_given_twice(scenario):
     fleet, storage, burst = scenario
-    state = state_of(fleet)
-    state.storage = storage
-    reference = ReferenceScheduler(fleet)
-    reference.storage = storage.copy()
-    result = plan(state, burst)
-    check = kernel_choices(result, burst)
-    position = {f"ns/{p['metadata']['name']}": i for i, p in enumerate(burst)}
-
-    def choose(ref_result):
-        node = check(ref_result)
-        i = position[ref_result.pod]
-        plugin = VolumeBinding(burst[i], reference.storage)
-        expected = plugin.delayed_choice(reference.snapshot.by_name[node])
-        chosen = result.volume_bindings[i] if result.volume_bindings else []
-        assert dict(chosen) == expected
-        for claim_key, pv in chosen:
-            if pv:
-                reference.storage.assumed[pv] = claim_key
-        return node
-
-    expected = reference.place_burst(burst, choose=choose)
-    assert_same_outcomes(result, expected)
+    state, result, _ = plan_with_volumes_matches_reference(fleet, storage, burst)
     given_out = [pv for chosen in result.volume_bindings for _, pv in chosen if pv]
     assert len(given_out) == len(set(given_out))
     assert storage.assumed == {}  # plan() took its reservations back

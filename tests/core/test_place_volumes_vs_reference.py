@@ -14,7 +14,6 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubesalvo.core.pernode.volumes import VolumeBinding
 from kubesalvo.core.place import plan
 from kubesalvo.core.plugins import registry
 from kubesalvo.core.profile import Profile
@@ -29,7 +28,12 @@ from kubesalvo.core.volumes import (
     VOLUMES,
     StorageObjects,
 )
-from tests.helpers.reference import assert_same_outcomes, kernel_choices, state_of
+from tests.helpers.reference import (
+    assert_same_outcomes,
+    kernel_choices,
+    plan_with_volumes_matches_reference,
+    state_of,
+)
 from tests.helpers.volumes import HOSTNAME, ZONE, claim, claim_volume, csi_node, storage_class
 
 ZONES = ("za", "zb", "zc")
@@ -249,29 +253,7 @@ def delayed_scenarios(draw):
 @given(delayed_scenarios())
 def test_delayed_claims_match_the_reference_and_no_volume_is_given_twice(scenario):
     fleet, storage, burst = scenario
-    state = state_of(fleet)
-    state.storage = storage
-    reference = ReferenceScheduler(fleet)
-    reference.storage = storage.copy()
-    result = plan(state, burst)
-    check = kernel_choices(result, burst)
-    position = {f"ns/{p['metadata']['name']}": i for i, p in enumerate(burst)}
-
-    def choose(ref_result):
-        node = check(ref_result)
-        i = position[ref_result.pod]
-        # The volumes the reference's VolumeBinding picks on that node are the kernel's.
-        plugin = VolumeBinding(burst[i], reference.storage)
-        expected = plugin.delayed_choice(reference.snapshot.by_name[node])
-        assert dict(result.volume_bindings[i]) == expected
-        # The kernel's Reserve, replayed: the next pods see these volumes taken.
-        for claim_key, pv in result.volume_bindings[i]:
-            if pv:
-                reference.storage.assumed[pv] = claim_key
-        return node
-
-    expected = reference.place_burst(burst, choose=choose)
-    assert_same_outcomes(result, expected)
+    _, result, _ = plan_with_volumes_matches_reference(fleet, storage, burst)
     given_out = [pv for chosen in result.volume_bindings for _, pv in chosen if pv]
     assert len(given_out) == len(set(given_out))
     assert storage.assumed == {}  # plan() took its reservations back

@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import shutil
-import subprocess
 import time
 import tomllib
 from collections.abc import Iterator
@@ -29,7 +27,7 @@ import yaml
 from kubesalvo.sched.binder import BindOutcome
 from kubesalvo.sched.config import load_config
 from tests.deploy.test_dashboard import missing, scrape, selectors  # noqa: F401 (fixture)
-from tests.helpers.deploy import DEPLOY, find, kubectl, render
+from tests.helpers.deploy import DEPLOY, find, install_monitoring_crds, kubectl, render
 from tests.helpers.helm import CHART, helm_binary, run_helm, template
 from tests.helpers.promql import parse_errors
 
@@ -67,9 +65,6 @@ EVERYTHING = {
     "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
     "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
 }  # fmt: skip
-PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator"
-PROMETHEUS_OPERATOR_VERSION = "v0.85.0"
-CRDS = "example/prometheus-operator-crd"
 MONITORING_CRDS = ("servicemonitors", "prometheusrules")
 FIELD_MANAGER = "kubesalvo-chart-test"
 HASHED = re.compile(r"^(kubesalvo-config|kube-scheduler-config|kubesalvo-extender-config)-\w{10}$")
@@ -212,34 +207,7 @@ def test_leader_election_off_is_written_as_such_for_one_replica(helm, tmp_path):
 def monitoring_crds(control_plane) -> None:
     """The Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, from its Go module,
     installed (server-side apply: they are too large for client-side apply) and Established."""
-    go = shutil.which("go")
-    if go is None:
-        pytest.fail("`go` is needed to fetch the Prometheus Operator's CRDs from its module")
-    done = subprocess.run(
-        [go, "mod", "download", "-json", f"{PROMETHEUS_OPERATOR}@{PROMETHEUS_OPERATOR_VERSION}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd="/",
-    )
-    assert done.returncode == 0, done.stderr + done.stdout
-    folder = Path(json.loads(done.stdout)["Dir"]) / CRDS
-    for plural in MONITORING_CRDS:
-        crd = folder / f"monitoring.coreos.com_{plural}.yaml"
-        kubectl(control_plane, "apply", "--server-side", "--force-conflicts",
-                f"--field-manager={FIELD_MANAGER}", "-f", str(crd))  # fmt: skip
-    deadline = time.monotonic() + 60
-    for plural in MONITORING_CRDS:
-        while True:
-            crd = json.loads(
-                kubectl(control_plane, "get", f"crd/{plural}.monitoring.coreos.com", "-o=json")
-            )
-            conditions = crd.get("status", {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                break
-            assert time.monotonic() < deadline, f"{plural} is not Established in 60 s"
-            time.sleep(0.5)
+    install_monitoring_crds(control_plane, MONITORING_CRDS, FIELD_MANAGER, "--force-conflicts")
 
 
 def apply(control_plane: Any, objects: list[dict[str, Any]], *flags: str) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import yaml
 from kubesalvo.core.quantity import value
 from kubesalvo.sched.cluster import processes
 from kubesalvo.sched.config import load_config
-from tests.helpers.deploy import DEPLOY, find, kubectl, render
+from tests.helpers.deploy import DEPLOY, find, install_monitoring_crds, kubectl, render
 
 pytestmark = pytest.mark.integration
 
@@ -45,46 +44,13 @@ VARIANTS = {
     "extender": DEPLOY / "overlays" / "extender",
     "image-reporter": DEPLOY / "overlays" / "image-reporter",
 }
-PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator"
-PROMETHEUS_OPERATOR_VERSION = "v0.85.0"
-SERVICEMONITOR_CRD = "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
 FIELD_MANAGER = "kubesalvo-deploy-test"
 
 
 @pytest.fixture(scope="module")
 def servicemonitor_crd(control_plane) -> None:
     """The Prometheus Operator's ServiceMonitor CRD, installed and Established."""
-    go = shutil.which("go")
-    if go is None:
-        pytest.fail("`go` is needed to fetch the Prometheus Operator's CRD from its module")
-    done = subprocess.run(
-        [go, "mod", "download", "-json", f"{PROMETHEUS_OPERATOR}@{PROMETHEUS_OPERATOR_VERSION}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd="/",
-    )
-    assert done.returncode == 0, done.stderr + done.stdout
-    crd = Path(json.loads(done.stdout)["Dir"]) / SERVICEMONITOR_CRD
-    kubectl(
-        control_plane, "apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-f", str(crd)
-    )
-
-    # Polled rather than `kubectl wait`, and read as JSON rather than with a jsonpath
-    # filter: a CRD read before the API server wrote its first status has no conditions
-    # at all (null), on which both fail at once.
-    def established() -> bool:
-        crd = json.loads(
-            kubectl(control_plane, "get", "crd/servicemonitors.monitoring.coreos.com", "-o=json")
-        )
-        conditions = crd.get("status", {}).get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-    deadline = time.monotonic() + 60
-    while not established():
-        assert time.monotonic() < deadline, "the ServiceMonitor CRD is not Established in 60 s"
-        time.sleep(0.5)
+    install_monitoring_crds(control_plane, ("servicemonitors",), FIELD_MANAGER)
 
 
 def apply(control_plane: Any, objects: list[dict[str, Any]], *flags: str) -> str:

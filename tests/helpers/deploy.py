@@ -5,15 +5,22 @@ kubeconfigs that carry such a token instead of the admin's."""
 from __future__ import annotations
 
 import base64
+import json
 import secrets
+import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
+PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator"
+PROMETHEUS_OPERATOR_VERSION = "v0.85.0"
+OPERATOR_CRDS = "example/prometheus-operator-crd"
 
 
 def kubectl(control_plane: Any, *args: str, timeout: float = 120.0) -> str:
@@ -226,3 +233,42 @@ def write_service_account(root: Path, token: str, ca: bytes, namespace: str) -> 
     (folder / "ca.crt").write_bytes(ca)
     (folder / "namespace").write_text(namespace)
     return folder
+
+
+def install_monitoring_crds(
+    control_plane: Any, plurals: tuple[str, ...], field_manager: str, *flags: str
+) -> None:
+    """The Prometheus Operator's monitoring.coreos.com CRDs named by ``plurals``, from its
+    Go module, installed (server-side apply: they are too large for client-side apply;
+    ``flags`` go with it) and Established."""
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail("`go` is needed to fetch the Prometheus Operator's CRDs from its module")
+    done = subprocess.run(
+        [go, "mod", "download", "-json", f"{PROMETHEUS_OPERATOR}@{PROMETHEUS_OPERATOR_VERSION}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd="/",
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    folder = Path(json.loads(done.stdout)["Dir"]) / OPERATOR_CRDS
+    for plural in plurals:
+        crd = folder / f"monitoring.coreos.com_{plural}.yaml"
+        kubectl(control_plane, "apply", "--server-side", f"--field-manager={field_manager}",
+                *flags, "-f", str(crd))  # fmt: skip
+    # Polled rather than `kubectl wait`, and read as JSON rather than with a jsonpath
+    # filter: a CRD read before the API server wrote its first status has no conditions
+    # at all (null), on which both fail at once.
+    deadline = time.monotonic() + 60
+    for plural in plurals:
+        while True:
+            crd = json.loads(
+                kubectl(control_plane, "get", f"crd/{plural}.monitoring.coreos.com", "-o=json")
+            )
+            conditions = crd.get("status", {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                break
+            assert time.monotonic() < deadline, f"{plural} is not Established in 60 s"
+            time.sleep(0.5)

@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kubesalvo.core.pernode.volumes import VolumeBinding
 from kubesalvo.core.place import PlacementResult, plan
+from kubesalvo.core.profile import Profile
 from kubesalvo.core.reference import ReferenceScheduler
 from kubesalvo.core.state import ClusterState
+from kubesalvo.core.volumes import StorageObjects
 
 
 def kernel_choices(
@@ -84,3 +87,43 @@ def assert_plan_matches_reference(
     expected = ReferenceScheduler(fleet).place_burst(burst, choose=kernel_choices(result, burst))
     assert [r.node for r in expected] == result.nodes
     assert [r.message for r in expected] == result.messages
+
+
+def plan_with_volumes_matches_reference(
+    fleet: Sequence[Mapping[str, Any]],
+    storage: StorageObjects,
+    burst: Sequence[Mapping[str, Any]],
+    profile: Profile | None = None,
+    *,
+    same_volumes: bool = True,
+) -> tuple[ClusterState, PlacementResult, list[Any]]:
+    """``plan`` of the burst (``profile``: the default one if None) on a state of the
+    fleet holding ``storage``, held to the reference replaying it on a copy of the
+    storage: each pod on the kernel's node, the volumes the kernel gave it there assumed
+    for the next pods (the kernel's Reserve, replayed), and, with ``same_volumes``, those
+    volumes the ones the reference's VolumeBinding picks on that node. Asserts the same
+    outcomes; returns the state, the kernel's result and the reference's."""
+    state = state_of(fleet)
+    state.storage = storage
+    reference = ReferenceScheduler(fleet, profile=profile)
+    reference.storage = storage.copy()
+    result = plan(state, burst, profile)
+    check = kernel_choices(result, burst)
+    position = {f"ns/{p['metadata']['name']}": i for i, p in enumerate(burst)}
+
+    def choose(ref_result: Any) -> str | None:
+        node = check(ref_result)
+        i = position[ref_result.pod]
+        # no list at all when the burst has no claim to bind
+        chosen = result.volume_bindings[i] if result.volume_bindings else []
+        if same_volumes:
+            plugin = VolumeBinding(burst[i], reference.storage)
+            assert dict(chosen) == plugin.delayed_choice(reference.snapshot.by_name[node])
+        for claim_key, pv in chosen:
+            if pv:
+                reference.storage.assumed[pv] = claim_key
+        return node
+
+    expected = reference.place_burst(burst, choose=choose)
+    assert_same_outcomes(result, expected)
+    return state, result, expected

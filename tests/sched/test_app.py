@@ -45,11 +45,17 @@ pytestmark = pytest.mark.integration
 
 FLEET_NODES = 500
 FLEET_SEED = 0
-CONFIG = """\
+# The least a scheduler's configuration says: no leader election (the tests' processes
+# start alone); the tests add their own settings after it.
+ELECTION_OFF = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 leaderElection:
   leaderElect: false
+"""
+CONFIG = (
+    ELECTION_OFF
+    + """\
 clientConnection:
   qps: 5000
   burst: 10000
@@ -59,6 +65,7 @@ kubesalvo:
   maxBurstPods: {max_burst}
   burstGatheringWindow: 20ms
 """
+)
 
 
 LEADER_ELECTION = """\
@@ -279,6 +286,19 @@ def pod_scheduled(pod: dict[str, Any]) -> dict[str, Any] | None:
         if condition["type"] == "PodScheduled":
             return condition
     return None
+
+
+def pod_outcomes(control_plane: Any, path: str) -> dict[str, str]:
+    """Each listed pod's outcome so far: ``on NODE`` once bound, else the message of its
+    PodScheduled=False condition (a pod with neither is left out)."""
+    found = {}
+    for pod in list_objects(control_plane, path):
+        condition = pod_scheduled(pod) or {}
+        if (pod.get("spec") or {}).get("nodeName"):
+            found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
+        elif condition.get("status") == "False":
+            found[pod["metadata"]["name"]] = condition["message"]
+    return found
 
 
 def settled(process: SchedulerProcess, timeout: float, done: Any) -> None:

@@ -26,16 +26,9 @@ from tests.helpers.deploy import (
     service_account_token,
     write_service_account,
 )
-from tests.sched.test_app import SchedulerProcess
+from tests.sched.test_app import ELECTION_OFF, SchedulerProcess
 
 pytestmark = pytest.mark.integration
-
-CONFIG = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-"""
 
 
 @pytest.mark.parametrize("how", ["environment", "option"])
@@ -60,7 +53,7 @@ def test_the_scheduler_runs_in_cluster_with_no_kubeconfig(control_plane, namespa
             env[INCLUSTER_ROOT_ENV] = str(root)
         else:
             args = ("--incluster-root", str(root))
-        process = SchedulerProcess(tmp_path, None, CONFIG, "incluster", args=args, env=env)
+        process = SchedulerProcess(tmp_path, None, ELECTION_OFF, "incluster", args=args, env=env)
         process.wait_ready()
         pool = f"incluster-{secrets.token_hex(3)}"
         node = node_pool(control_plane, pool, 1)[0]

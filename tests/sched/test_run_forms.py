@@ -29,14 +29,13 @@ from kubesalvo.sched.queue import QueueName
 from kubesalvo.sched.serving import ServingOptions
 from tests.helpers.objects import priority_class
 from tests.sched.cycle.test_burst import cpu_request, own_node, toleration
+from tests.sched.test_app import ELECTION_OFF
 
 pytestmark = pytest.mark.integration
 
-CONFIG = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
+CONFIG = (
+    ELECTION_OFF
+    + """\
 podInitialBackoffSeconds: 1
 podMaxBackoffSeconds: 2
 profiles:
@@ -44,6 +43,7 @@ profiles:
 kubesalvo:
   burstGatheringWindow: 50ms
 """
+)
 
 
 @pytest.fixture

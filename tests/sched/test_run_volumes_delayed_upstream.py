@@ -25,8 +25,15 @@ import pytest
 
 from kubesalvo.sched.cluster import start_kube_scheduler
 from tests.helpers.volumes import HOSTNAME, ZONE
-from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
-from tests.sched.test_run_volumes_upstream import POOL, _node
+from tests.sched.test_app import (
+    CONFIG,
+    SchedulerProcess,
+    delete_pods,
+    list_objects,
+    pod_outcomes,
+    pod_scheduled,
+)
+from tests.sched.test_run_volumes_upstream import _node, claim_volume, start_both, volume_pod
 
 pytestmark = pytest.mark.integration
 
@@ -82,17 +89,7 @@ def _claim(namespace: str, name: str, class_name: str, size: str) -> dict[str, A
 
 
 def _pod(namespace: str, name: str, scheduler: str, pool: str, claim: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {POOL: pool},
-            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
-        },
-    }
+    return volume_pod(namespace, name, scheduler, pool, [claim_volume(claim)])
 
 
 def test_wait_for_first_consumer_claims_are_bound_as_kube_scheduler_binds_them(
@@ -135,12 +132,7 @@ def test_wait_for_first_consumer_claims_are_bound_as_kube_scheduler_binds_them(
     while not available():
         assert time.monotonic() < deadline, "volumes never became Available"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "wffc"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "wffc")
     provisioned: set[str] = set()
 
     def play_provisioner() -> None:
@@ -161,21 +153,10 @@ def test_wait_for_first_consumer_claims_are_bound_as_kube_scheduler_binds_them(
         control_plane.create(pods)
         path = f"/api/v1/namespaces/{namespace}/pods"
 
-        def outcomes() -> dict[str, str]:
-            found = {}
-            for pod in list_objects(control_plane, path):
-                name = pod["metadata"]["name"]
-                condition = pod_scheduled(pod) or {}
-                if (pod.get("spec") or {}).get("nodeName"):
-                    found[name] = "on " + pod["spec"]["nodeName"]
-                elif condition.get("status") == "False":
-                    found[name] = condition["message"]
-            return found
-
         deadline = time.monotonic() + 120
         while True:
             play_provisioner()
-            seen = outcomes()
+            seen = pod_outcomes(control_plane, path)
             done = [
                 f"{case}-{who}" for case in ("static", "provisioned") for who in ("ours", "theirs")
             ]
@@ -244,25 +225,14 @@ def test_a_burst_competing_for_fewer_volumes_never_shares_one(control_plane, nam
     ):
         assert time.monotonic() < deadline, "volumes never became Available"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "race"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "race")
     try:
         process.wait_ready()
         control_plane.create(pods)
         path = f"/api/v1/namespaces/{namespace}/pods"
         deadline = time.monotonic() + 120
         while True:
-            seen = {}
-            for pod in list_objects(control_plane, path):
-                condition = pod_scheduled(pod) or {}
-                if (pod.get("spec") or {}).get("nodeName"):
-                    seen[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
-                elif condition.get("status") == "False":
-                    seen[pod["metadata"]["name"]] = condition["message"]
+            seen = pod_outcomes(control_plane, path)
             placed_count = sum(v.startswith("on ") for v in seen.values())
             if len(seen) == len(pods) and placed_count >= 2 * RACE_VOLUMES:
                 break
@@ -356,12 +326,7 @@ def test_a_stateful_set_with_volume_claim_templates_lands_on_its_volumes(
     ):
         assert time.monotonic() < deadline, "volumes never became Available"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "sts"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "sts")
     path = f"/api/v1/namespaces/{namespace}/pods"
     claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
     try:
@@ -520,12 +485,7 @@ def test_storage_capacity_too_small_on_some_nodes_keeps_provisioning_off_them(
     control_plane.create(nodes)
     control_plane.create([*classes, driver, *capacities])
     control_plane.create(claims)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "cap"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "cap")
     path = f"/api/v1/namespaces/{namespace}/pods"
     claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
     try:

@@ -16,31 +16,19 @@ from typing import Any
 
 import pytest
 
-from kubesalvo.sched.cluster import start_kube_scheduler
 from tests.helpers.volumes import HOSTNAME
-from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
-from tests.sched.test_run_volumes_upstream import POOL, _node
+from tests.sched.test_app import (
+    delete_pods,
+    list_objects,
+    pod_outcomes,
+)
+from tests.sched.test_run_volumes_upstream import _node, start_both, volume_pod
 
 pytestmark = pytest.mark.integration
 
 
 def _pod(namespace: str, name: str, scheduler: str, pool: str, volumes: list[dict]) -> dict:
-    container = {
-        "name": "c",
-        "image": "registry.k8s.io/pause:3.10",
-        "resources": {"requests": {"cpu": "100m"}},
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {POOL: pool},
-            "containers": [container],
-            "volumes": volumes,
-        },
-    }
+    return volume_pod(namespace, name, scheduler, pool, volumes, "100m")
 
 
 def _disks(tag: str) -> dict[str, Any]:
@@ -103,23 +91,11 @@ def test_in_tree_disk_conflicts_give_the_same_nodes_and_texts_from_both(
         ):
             pods.append(_pod(namespace, f"{case}-{who}", scheduler, pool, [volume]))
     control_plane.create(nodes)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "disks"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "disks")
     path = f"/api/v1/namespaces/{namespace}/pods"
 
     def outcomes() -> dict[str, str]:
-        found = {}
-        for pod in list_objects(control_plane, path):
-            condition = pod_scheduled(pod) or {}
-            if (pod.get("spec") or {}).get("nodeName"):
-                found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
-            elif condition.get("status") == "False":
-                found[pod["metadata"]["name"]] = condition["message"]
-        return found
+        return pod_outcomes(control_plane, path)
 
     def ready(node: dict[str, Any]) -> bool:
         conditions = (node.get("status") or {}).get("conditions") or ()

@@ -18,10 +18,13 @@ from typing import Any
 
 import pytest
 
-from kubesalvo.sched.cluster import start_kube_scheduler
-from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
+from tests.sched.test_app import (
+    delete_pods,
+    list_objects,
+    pod_outcomes,
+)
 from tests.sched.test_run_volumes_delayed_upstream import _claim, _class, _volume
-from tests.sched.test_run_volumes_upstream import POOL, _node
+from tests.sched.test_run_volumes_upstream import _node, start_both, volume_pod
 
 pytestmark = pytest.mark.integration
 
@@ -34,17 +37,8 @@ def _pod(namespace: str, name: str, scheduler: str, pool: str, class_name: str) 
             "storageClassName": class_name,
         }
     }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {POOL: pool},
-            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-            "volumes": [{"name": "data", "ephemeral": {"volumeClaimTemplate": template}}],
-        },
-    }
+    volume = {"name": "data", "ephemeral": {"volumeClaimTemplate": template}}
+    return volume_pod(namespace, name, scheduler, pool, [volume])
 
 
 def test_ephemeral_volumes_get_the_same_nodes_claims_and_texts_from_both(
@@ -76,12 +70,7 @@ def test_ephemeral_volumes_get_the_same_nodes_claims_and_texts_from_both(
     ):
         assert time.monotonic() < deadline, "volumes never became Available"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "eph"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "eph")
     claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
     try:
         process.wait_ready()
@@ -89,13 +78,7 @@ def test_ephemeral_volumes_get_the_same_nodes_claims_and_texts_from_both(
         path = f"/api/v1/namespaces/{namespace}/pods"
         deadline = time.monotonic() + 120
         while True:
-            seen = {}
-            for pod in list_objects(control_plane, path):
-                condition = pod_scheduled(pod) or {}
-                if (pod.get("spec") or {}).get("nodeName"):
-                    seen[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
-                elif condition.get("status") == "False":
-                    seen[pod["metadata"]["name"]] = condition["message"]
+            seen = pod_outcomes(control_plane, path)
             placed = all(seen.get(f"eph-{who}", "").startswith("on ") for who in ("ours", "theirs"))
             squats = [seen.get(f"squat-{who}", "") for who in ("ours", "theirs")]
             if placed and all("not owner" in s for s in squats):

@@ -18,7 +18,13 @@ from typing import Any
 import pytest
 
 from kubesalvo.sched.cluster import start_kube_scheduler
-from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
+from tests.sched.test_app import (
+    CONFIG,
+    SchedulerProcess,
+    delete_pods,
+    list_objects,
+    pod_outcomes,
+)
 from tests.sched.test_run_volumes_upstream import _claim, _node, _pod, _volume
 
 pytestmark = pytest.mark.integration
@@ -78,14 +84,7 @@ def test_a_higher_priority_pod_of_a_read_write_once_pod_claim_evicts_its_holder(
             time.sleep(0.5)
 
     def state() -> dict[str, str]:
-        found = {}
-        for item in list_objects(control_plane, pods_path):
-            condition = pod_scheduled(item) or {}
-            if (item.get("spec") or {}).get("nodeName"):
-                found[item["metadata"]["name"]] = "on " + item["spec"]["nodeName"]
-            elif condition.get("status") == "False":
-                found[item["metadata"]["name"]] = condition["message"]
-        return found
+        return pod_outcomes(control_plane, pods_path)
 
     wait(
         "claims bound",

@@ -27,7 +27,14 @@ import pytest
 
 from kubesalvo.sched.cluster import start_kube_scheduler
 from tests.helpers.volumes import HOSTNAME, ZONE
-from tests.sched.test_app import CONFIG, SchedulerProcess, delete_pods, list_objects, pod_scheduled
+from tests.sched.test_app import (
+    CONFIG,
+    SchedulerProcess,
+    delete_pods,
+    list_objects,
+    pod_outcomes,
+    pod_scheduled,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -86,12 +93,19 @@ def _claim(namespace: str, name: str, volume: str = "") -> dict[str, Any]:
     }
 
 
-def _pod(namespace: str, name: str, scheduler: str, pool: str, claim: str, cpu: str) -> dict:
-    container = {
-        "name": "c",
-        "image": "registry.k8s.io/pause:3.10",
-        "resources": {"requests": {"cpu": cpu}},
-    }
+def volume_pod(
+    namespace: str,
+    name: str,
+    scheduler: str,
+    pool: str,
+    volumes: list[dict[str, Any]],
+    cpu: str | None = None,
+) -> dict[str, Any]:
+    """A pause pod for ``scheduler`` on ``pool``'s nodes with ``volumes`` (and a cpu
+    request, when given): the pod the volume differential tests send to both."""
+    container: dict[str, Any] = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": cpu}}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -100,9 +114,33 @@ def _pod(namespace: str, name: str, scheduler: str, pool: str, claim: str, cpu: 
             "schedulerName": scheduler,
             "nodeSelector": {POOL: pool},
             "containers": [container],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+            "volumes": volumes,
         },
     }
+
+
+def claim_volume(claim: str) -> dict[str, Any]:
+    """A pod's volume ``data`` of the claim."""
+    return {"name": "data", "persistentVolumeClaim": {"claimName": claim}}
+
+
+def _pod(namespace: str, name: str, scheduler: str, pool: str, claim: str, cpu: str) -> dict:
+    return volume_pod(namespace, name, scheduler, pool, [claim_volume(claim)], cpu)
+
+
+def start_both(
+    control_plane: Any, tmp_path: Any, upstream_name: str, label: str
+) -> tuple[Any, SchedulerProcess]:
+    """kube-scheduler with one profile, ``upstream_name``, and kubesalvo (scheduler name
+    ``kubesalvo``, bursts of up to 100 pods) started on the control plane; the caller
+    waits for kubesalvo to be ready and stops both."""
+    upstream = start_kube_scheduler(
+        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
+    )
+    process = SchedulerProcess(
+        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), label
+    )
+    return upstream, process
 
 
 def test_pods_with_volumes_get_the_same_nodes_and_texts_from_kubesalvo_and_kube_scheduler(
@@ -153,30 +191,14 @@ def test_pods_with_volumes_get_the_same_nodes_and_texts_from_kubesalvo_and_kube_
     while not wanted <= (found := bound_claims()):
         assert time.monotonic() < deadline, f"claims bound so far: {found}"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "vol"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "vol")
     try:
         process.wait_ready()
         control_plane.create(pods)
         path = f"/api/v1/namespaces/{namespace}/pods"
 
-        def outcomes() -> dict[str, str]:
-            found = {}
-            for pod in list_objects(control_plane, path):
-                name = pod["metadata"]["name"]
-                condition = pod_scheduled(pod) or {}
-                if (pod.get("spec") or {}).get("nodeName"):
-                    found[name] = "on " + pod["spec"]["nodeName"]
-                elif condition.get("status") == "False":
-                    found[name] = condition["message"]
-            return found
-
         deadline = time.monotonic() + 120
-        while len(seen := outcomes()) < len(pods):
+        while len(seen := pod_outcomes(control_plane, path)) < len(pods):
             assert time.monotonic() < deadline, f"outcomes so far: {seen}\n{process.tail()}"
             time.sleep(1.0)
         cases = {p["metadata"]["name"].rsplit("-", 1)[0] for p in pods}
@@ -234,23 +256,11 @@ def test_a_read_write_once_pod_claim_in_use_gets_the_same_text_from_both(
     ):
         assert time.monotonic() < deadline, "claims never bound"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "rwop"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "rwop")
     path = f"/api/v1/namespaces/{namespace}/pods"
 
     def state() -> dict[str, str]:
-        found = {}
-        for pod in list_objects(control_plane, path):
-            condition = pod_scheduled(pod) or {}
-            if (pod.get("spec") or {}).get("nodeName"):
-                found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
-            elif condition.get("status") == "False":
-                found[pod["metadata"]["name"]] = condition["message"]
-        return found
+        return pod_outcomes(control_plane, path)
 
     try:
         process.wait_ready()
@@ -333,23 +343,11 @@ def test_csi_volume_limits_keep_a_pod_off_a_node_that_allows_one_volume(
     ):
         assert time.monotonic() < deadline, "claims never bound"
         time.sleep(0.5)
-    upstream = start_kube_scheduler(
-        control_plane, extra={"profiles": [{"schedulerName": upstream_name}]}, name=upstream_name
-    )
-    process = SchedulerProcess(
-        tmp_path, control_plane.kubeconfig, CONFIG.format(max_burst=100), "csi"
-    )
+    upstream, process = start_both(control_plane, tmp_path, upstream_name, "csi")
     path = f"/api/v1/namespaces/{namespace}/pods"
 
     def state() -> dict[str, str]:
-        found = {}
-        for pod in list_objects(control_plane, path):
-            condition = pod_scheduled(pod) or {}
-            if (pod.get("spec") or {}).get("nodeName"):
-                found[pod["metadata"]["name"]] = "on " + pod["spec"]["nodeName"]
-            elif condition.get("status") == "False":
-                found[pod["metadata"]["name"]] = condition["message"]
-        return found
+        return pod_outcomes(control_plane, path)
 
     try:
         process.wait_ready()

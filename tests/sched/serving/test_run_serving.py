@@ -15,16 +15,9 @@ import urllib.request
 import pytest
 
 from kubesalvo.sched.serving.certs import self_signed_pair
-from tests.sched.test_app import SchedulerProcess, free_port
+from tests.sched.test_app import ELECTION_OFF, SchedulerProcess, free_port
 
 pytestmark = pytest.mark.integration
-
-CONFIG = """\
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-"""
 
 
 def get(url: str, context: ssl.SSLContext) -> int:
@@ -43,7 +36,7 @@ def test_the_given_certificate_is_served_and_metrics_need_a_token(control_plane,
     process = SchedulerProcess(
         tmp_path,
         control_plane.kubeconfig,
-        CONFIG,
+        ELECTION_OFF,
         "serving",
         args=(
             "--bind-address=127.0.0.1",
@@ -70,7 +63,7 @@ def test_the_given_certificate_is_served_and_metrics_need_a_token(control_plane,
 
 def test_a_port_in_use_stops_the_start_with_exit_1_and_says_which(control_plane, tmp_path):
     config = tmp_path / "config.yaml"
-    config.write_text(CONFIG)
+    config.write_text(ELECTION_OFF)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
