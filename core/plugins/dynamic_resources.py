@@ -39,6 +39,7 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     FieldError,
+    HintFn,
     NodeFilter,
     NodeFilterResult,
     NodeTable,
@@ -49,7 +50,6 @@ from kubesalvo.core.plugins.framework import (
     PreFilterResult,
     ScoreChannel,
     check,
-    hint_loader,
     non_negative,
     per_node_loader,
 )
@@ -235,6 +235,13 @@ EVENTS = (
 )
 
 
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.dynamic_resources_hint import queueing_hint
+
+    return queueing_hint
+
+
 def read_args(d: ArgsDecoder, raw: Any, path: str) -> DynamicResourcesArgs:
     """DynamicResourcesArgs from its pluginConfig document (a Go duration)."""
     f = open_args(d, raw, path, NAME, ("filterTimeout",))
@@ -266,7 +273,7 @@ SPEC = PluginSpec(
     score_channel=SCORE_CHANNEL,
     pre_filter=CLAIMS_PREFILTER,
     node_filter=NODE_FILTER,
-    queueing_hint=hint_loader("dynamic_resources_hint"),
+    queueing_hint=_queueing_hint,
     args_reader=read_args,
     kernel_codes={
         CANNOT_ALLOCATE: "DRA_ALLOCATE",

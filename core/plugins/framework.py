@@ -71,7 +71,6 @@ __all__ = [
     "check",
     "event_label",
     "fit_error_message",
-    "hint_loader",
     "non_negative",
     "per_node_loader",
     "post_filter_message",
@@ -626,28 +625,12 @@ class PerNode:
     score: PerNodeScore | None = None
 
 
-def _from_pernode(module: str, name: str) -> Any:
-    """``name`` of ``kubesalvo.core.pernode.<module>``, imported now: a plugin's loaders
-    call it only once the registry is built, as that module imports the plugin's own."""
-    return getattr(importlib.import_module(f"kubesalvo.core.pernode.{module}"), name)
-
-
 def per_node_loader(module: str, name: str = "PER_NODE") -> Callable[[], PerNode]:
-    """A plugin's ``per_node`` loader: ``name`` of its ``core/pernode`` module."""
+    """A plugin's ``per_node`` loader: ``name`` of ``kubesalvo.core.pernode.<module>``,
+    imported only when called, as that module imports the plugin's own."""
 
     def load() -> PerNode:
-        found: PerNode = _from_pernode(module, name)
-        return found
-
-    return load
-
-
-def hint_loader(module: str) -> Callable[[], HintFn]:
-    """A plugin's ``queueing_hint`` loader: ``queueing_hint`` of its ``core/pernode``
-    module (the hint reads the plugin's per-node logic)."""
-
-    def load() -> HintFn:
-        found: HintFn = _from_pernode(module, "queueing_hint")
+        found: PerNode = getattr(importlib.import_module(f"kubesalvo.core.pernode.{module}"), name)
         return found
 
     return load

@@ -23,6 +23,7 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    HintFn,
     NodeTable,
     ParsedPodClass,
     PluginSpec,
@@ -30,7 +31,6 @@ from kubesalvo.core.plugins.framework import (
     PreFilterResult,
     PreScore,
     check,
-    hint_loader,
     per_node_loader,
 )
 
@@ -89,6 +89,13 @@ EVENTS = (
 )
 
 
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.inter_pod_affinity_hint import queueing_hint
+
+    return queueing_hint
+
+
 def read_args(d: ArgsDecoder, raw: Any, path: str) -> InterPodAffinityArgs:
     """InterPodAffinityArgs from its pluginConfig document."""
     f = open_args(
@@ -143,7 +150,7 @@ SPEC = PluginSpec(
         ERR_REASON_ANTI_AFFINITY: Code.UNSCHEDULABLE,
     },
     events=EVENTS,
-    queueing_hint=hint_loader("inter_pod_affinity_hint"),
+    queueing_hint=_queueing_hint,
     args_reader=read_args,
     profile_field="inter_pod_affinity",
     kernel_codes={

@@ -35,6 +35,7 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FieldError,
     FilterMask,
+    HintFn,
     NodeTable,
     Normalise,
     PluginSpec,
@@ -43,7 +44,6 @@ from kubesalvo.core.plugins.framework import (
     PreFilterResult,
     ScoreChannel,
     check,
-    hint_loader,
     per_node_loader,
     prefilter_narrowing_reason,
 )
@@ -239,6 +239,13 @@ SCORE_CHANNEL = ScoreChannel(Normalise.MAX, preferred_weights, preferred_terms_o
 EVENTS = (ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
 
 
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.node_affinity_hint import queueing_hint
+
+    return queueing_hint
+
+
 def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeAffinityArgs:
     """NodeAffinityArgs from its pluginConfig document (``core/added_affinity.py`` reads
     and checks the terms)."""
@@ -264,7 +271,7 @@ SPEC = PluginSpec(
     score_channel=SCORE_CHANNEL,
     filter_masks=FILTER_MASKS,
     pre_filter=NAMED_NODES,
-    queueing_hint=hint_loader("node_affinity_hint"),
+    queueing_hint=_queueing_hint,
     args_reader=read_args,
     profile_field="node_affinity",
     kernel_codes={

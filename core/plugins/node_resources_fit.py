@@ -26,10 +26,10 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    HintFn,
     PluginSpec,
     ResourceSpec,
     check,
-    hint_loader,
     per_node_loader,
 )
 
@@ -223,6 +223,13 @@ EVENTS = (
 # status code depends on the node (see core/pernode/node_resources_fit.py).
 
 
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.node_resources_fit_hint import queueing_hint
+
+    return queueing_hint
+
+
 def read_shape(d: ArgsDecoder, raw: Any, path: str) -> tuple[ShapePoint, ...]:
     """A list of utilization/score points (requestedToCapacityRatio, VolumeBinding)."""
     points: list[ShapePoint] = []
@@ -276,7 +283,7 @@ SPEC = PluginSpec(
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
     args=NodeResourcesFitArgs,
     events=EVENTS,
-    queueing_hint=hint_loader("node_resources_fit_hint"),
+    queueing_hint=_queueing_hint,
     args_reader=read_args,
     profile_field="fit",
     per_node=per_node_loader("node_resources_fit"),

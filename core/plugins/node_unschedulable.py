@@ -21,10 +21,10 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     FilterMask,
+    HintFn,
     NodeTable,
     PluginSpec,
     PodClass,
-    hint_loader,
     per_node_loader,
     tolerates,
 )
@@ -59,13 +59,20 @@ def cordoned(args: None, nodes: NodeTable, pod: PodClass) -> npt.NDArray[np.bool
 FILTER_MASK = FilterMask(ERR_REASON_UNSCHEDULABLE, cordoned, tolerates_cordon, True)
 
 
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.node_unschedulable_hint import queueing_hint
+
+    return queueing_hint
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({FILTER}),
     reasons={ERR_REASON_UNSCHEDULABLE: Code.UNSCHEDULABLE_AND_UNRESOLVABLE},
     events=EVENTS,
     filter_masks=(FILTER_MASK,),
-    queueing_hint=hint_loader("node_unschedulable_hint"),
+    queueing_hint=_queueing_hint,
     kernel_codes={ERR_REASON_UNSCHEDULABLE: "UNSCHEDULABLE"},
     per_node=per_node_loader("node_unschedulable"),
 )

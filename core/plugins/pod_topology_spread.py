@@ -28,6 +28,7 @@ from kubesalvo.core.plugins.framework import (
     ErrorKind,
     EventResource,
     FieldError,
+    HintFn,
     NodeTable,
     ParsedPodClass,
     PluginSpec,
@@ -35,7 +36,6 @@ from kubesalvo.core.plugins.framework import (
     PreFilterResult,
     PreScore,
     check,
-    hint_loader,
     per_node_loader,
 )
 
@@ -229,6 +229,13 @@ EVENTS = (
 )
 
 
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.pod_topology_spread_hint import queueing_hint
+
+    return queueing_hint
+
+
 def _read_constraint(d: ArgsDecoder, raw: Any, path: str) -> DefaultConstraint:
     f = d.fields(
         raw,
@@ -315,7 +322,7 @@ SPEC = PluginSpec(
         ERR_REASON_SPREAD_MISSING_LABEL: Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
     },
     events=EVENTS,
-    queueing_hint=hint_loader("pod_topology_spread_hint"),
+    queueing_hint=_queueing_hint,
     args_reader=read_args,
     profile_field="spread",
     kernel_codes={

@@ -25,12 +25,12 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     FilterMask,
+    HintFn,
     NodeTable,
     Normalise,
     PluginSpec,
     PodClass,
     ScoreChannel,
-    hint_loader,
     per_node_loader,
     tolerates,
 )
@@ -134,6 +134,13 @@ SCORE_CHANNEL = ScoreChannel(
 )
 
 
+def _queueing_hint() -> HintFn:
+    """Its queueing hint, which reads the per-node logic that imports this module."""
+    from kubesalvo.core.pernode.taint_toleration_hint import queueing_hint
+
+    return queueing_hint
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({FILTER, PRE_SCORE, SCORE}),
@@ -141,7 +148,7 @@ SPEC = PluginSpec(
     events=EVENTS,
     score_channel=SCORE_CHANNEL,
     filter_masks=(FILTER_MASK,),
-    queueing_hint=hint_loader("taint_toleration_hint"),
+    queueing_hint=_queueing_hint,
     kernel_codes={ERR_REASON_UNTOLERATED_TAINT: "TAINT"},
     per_node=per_node_loader("taint_toleration"),
 )
