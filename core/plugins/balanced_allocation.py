@@ -15,10 +15,10 @@ from kubesalvo.core.plugins.framework import (
     SCORE,
     ErrorKind,
     FieldError,
+    PerNode,
     PluginSpec,
     ResourceSpec,
     check,
-    per_node_loader,
 )
 
 __all__ = ["NAME", "NodeResourcesBalancedAllocationArgs"]
@@ -61,11 +61,19 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeResourcesBalancedAlloc
     )
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.balanced_allocation import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_SCORE, SCORE}),
     args=NodeResourcesBalancedAllocationArgs,
     args_reader=read_args,
     profile_field="balanced_allocation",
-    per_node=per_node_loader("balanced_allocation"),
+    per_node=_per_node,
 )

@@ -44,6 +44,7 @@ from kubesalvo.core.plugins.framework import (
     NodeFilterResult,
     NodeTable,
     Normalise,
+    PerNode,
     PluginSpec,
     PodClass,
     PreFilter,
@@ -51,7 +52,6 @@ from kubesalvo.core.plugins.framework import (
     ScoreChannel,
     check,
     non_negative,
-    per_node_loader,
 )
 
 __all__ = [
@@ -255,6 +255,14 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> DynamicResourcesArgs:
     return build(d, path, lambda: DynamicResourcesArgs(timeout), DynamicResourcesArgs())
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.dynamic_resources import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_ENQUEUE, PRE_FILTER, FILTER, POST_FILTER, SCORE, RESERVE, PRE_BIND}),
@@ -280,5 +288,5 @@ SPEC = PluginSpec(
         NOT_AVAILABLE_ON_NODE: "DRA_UNAVAILABLE",
         TIMED_OUT: "DRA_TIMEOUT",
     },
-    per_node=per_node_loader("dynamic_resources"),
+    per_node=_per_node,
 )

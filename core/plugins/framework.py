@@ -21,7 +21,6 @@ This is kubesalvo's small version of kube-scheduler's ``framework`` package:
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
@@ -72,7 +71,6 @@ __all__ = [
     "event_label",
     "fit_error_message",
     "non_negative",
-    "per_node_loader",
     "post_filter_message",
     "prefilter_narrowing_reason",
     "success_message",
@@ -623,17 +621,6 @@ class PerNode:
 
     filter: PerNodeFilter | None = None
     score: PerNodeScore | None = None
-
-
-def per_node_loader(module: str, name: str = "PER_NODE") -> Callable[[], PerNode]:
-    """A plugin's ``per_node`` loader: ``name`` of ``kubesalvo.core.pernode.<module>``,
-    imported only when called, as that module imports the plugin's own."""
-
-    def load() -> PerNode:
-        found: PerNode = getattr(importlib.import_module(f"kubesalvo.core.pernode.{module}"), name)
-        return found
-
-    return load
 
 
 # --- the registry's entry ---------------------------------------------------------------

@@ -52,10 +52,10 @@ from kubesalvo.core.plugins.framework import (
     SCORE,
     NodeTable,
     Normalise,
+    PerNode,
     PluginSpec,
     PodClass,
     ScoreChannel,
-    per_node_loader,
 )
 
 __all__ = [
@@ -160,12 +160,15 @@ def locality_scores(args: None, nodes: NodeTable, pod: PodClass) -> npt.NDArray[
 SCORE_CHANNEL = ScoreChannel(Normalise.NONE, locality_scores, class_images)
 
 
-SPEC = PluginSpec(
-    NAME,
-    frozenset({SCORE}),
-    score_channel=SCORE_CHANNEL,
-    per_node=per_node_loader("image_locality"),
-)
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.image_locality import PER_NODE
+
+    return PER_NODE
+
+
+SPEC = PluginSpec(NAME, frozenset({SCORE}), score_channel=SCORE_CHANNEL, per_node=_per_node)
 
 
 @dataclass(frozen=True, order=True)

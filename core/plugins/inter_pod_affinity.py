@@ -26,12 +26,12 @@ from kubesalvo.core.plugins.framework import (
     HintFn,
     NodeTable,
     ParsedPodClass,
+    PerNode,
     PluginSpec,
     PreFilter,
     PreFilterResult,
     PreScore,
     check,
-    per_node_loader,
 )
 
 __all__ = [
@@ -140,6 +140,14 @@ def _prescore_parsing_pod(
 OWN_TERMS_AT_PRESCORE = PreScore(_prescore_parsing_pod, reads="affinity")
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.inter_pod_affinity import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -158,7 +166,7 @@ SPEC = PluginSpec(
         ERR_REASON_ANTI_AFFINITY: "IPA_ANTI",
         ERR_REASON_EXISTING_ANTI_AFFINITY: "IPA_EXISTING",
     },
-    per_node=per_node_loader("inter_pod_affinity"),
+    per_node=_per_node,
     pre_filter=OWN_TERMS,
     pre_score=OWN_TERMS_AT_PRESCORE,
 )

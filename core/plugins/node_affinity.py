@@ -38,13 +38,13 @@ from kubesalvo.core.plugins.framework import (
     HintFn,
     NodeTable,
     Normalise,
+    PerNode,
     PluginSpec,
     PodClass,
     PreFilter,
     PreFilterResult,
     ScoreChannel,
     check,
-    per_node_loader,
     prefilter_narrowing_reason,
 )
 
@@ -259,6 +259,14 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeAffinityArgs:
     return build(d, path, lambda: NodeAffinityArgs(node_affinity_to_api(added)), NodeAffinityArgs())
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.node_affinity import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -280,5 +288,5 @@ SPEC = PluginSpec(
         # the nodes its PreFilter left out (its metadata.name terms)
         prefilter_narrowing_reason([NAME]): "NARROWED",
     },
-    per_node=per_node_loader("node_affinity"),
+    per_node=_per_node,
 )

@@ -18,9 +18,9 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FilterMask,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
-    per_node_loader,
 )
 
 __all__ = ["ERR_REASON_NODE_NAME", "FILTER_MASK", "NAME"]
@@ -45,6 +45,14 @@ def other_nodes(args: None, nodes: NodeTable, pod: PodClass) -> npt.NDArray[np.b
 FILTER_MASK = FilterMask(ERR_REASON_NODE_NAME, other_nodes, node_name, True)
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.node_name import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({FILTER}),
@@ -52,5 +60,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     filter_masks=(FILTER_MASK,),
     kernel_codes={ERR_REASON_NODE_NAME: "NODE_NAME"},
-    per_node=per_node_loader("node_name"),
+    per_node=_per_node,
 )

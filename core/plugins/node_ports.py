@@ -10,8 +10,8 @@ from kubesalvo.core.plugins.framework import (
     ClusterEvent,
     Code,
     EventResource,
+    PerNode,
     PluginSpec,
-    per_node_loader,
 )
 
 NAME = names.NODE_PORTS
@@ -22,11 +22,19 @@ EVENTS = (
 )
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.node_ports import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER}),
     reasons={ERR_REASON_NODE_PORTS: Code.UNSCHEDULABLE},
     events=EVENTS,
     kernel_codes={ERR_REASON_NODE_PORTS: "PORTS"},
-    per_node=per_node_loader("node_ports"),
+    per_node=_per_node,
 )

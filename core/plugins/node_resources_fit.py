@@ -27,10 +27,10 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FieldError,
     HintFn,
+    PerNode,
     PluginSpec,
     ResourceSpec,
     check,
-    per_node_loader,
 )
 
 __all__ = [
@@ -278,6 +278,14 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> NodeResourcesFitArgs:
     )
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.node_resources_fit import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -286,5 +294,5 @@ SPEC = PluginSpec(
     queueing_hint=_queueing_hint,
     args_reader=read_args,
     profile_field="fit",
-    per_node=per_node_loader("node_resources_fit"),
+    per_node=_per_node,
 )

@@ -23,9 +23,9 @@ from kubesalvo.core.plugins.framework import (
     FilterMask,
     HintFn,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
-    per_node_loader,
     tolerates,
 )
 
@@ -66,6 +66,14 @@ def _queueing_hint() -> HintFn:
     return queueing_hint
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.node_unschedulable import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({FILTER}),
@@ -74,5 +82,5 @@ SPEC = PluginSpec(
     filter_masks=(FILTER_MASK,),
     queueing_hint=_queueing_hint,
     kernel_codes={ERR_REASON_UNSCHEDULABLE: "UNSCHEDULABLE"},
-    per_node=per_node_loader("node_unschedulable"),
+    per_node=_per_node,
 )

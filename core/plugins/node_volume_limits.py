@@ -33,9 +33,9 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
-    per_node_loader,
 )
 
 __all__ = [
@@ -151,6 +151,14 @@ EVENTS = (
 )
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.volumes import NODE_VOLUME_LIMITS
+
+    return NODE_VOLUME_LIMITS
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER}),
@@ -158,5 +166,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     class_filter=filter_class,
     class_filter_reads="volumes",
-    per_node=per_node_loader("volumes", "NODE_VOLUME_LIMITS"),
+    per_node=_per_node,
 )

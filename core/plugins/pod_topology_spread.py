@@ -31,12 +31,12 @@ from kubesalvo.core.plugins.framework import (
     HintFn,
     NodeTable,
     ParsedPodClass,
+    PerNode,
     PluginSpec,
     PreFilter,
     PreFilterResult,
     PreScore,
     check,
-    per_node_loader,
 )
 
 __all__ = [
@@ -313,6 +313,14 @@ def _soft_constraints_error(args: Any, nodes: NodeTable, cls: ParsedPodClass) ->
 SOFT_CONSTRAINTS = PreScore(_soft_constraints_error, reads="topologySpreadConstraints")
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.pod_topology_spread import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, PRE_SCORE, SCORE}),
@@ -329,7 +337,7 @@ SPEC = PluginSpec(
         ERR_REASON_SPREAD_CONSTRAINTS: "SPREAD",
         ERR_REASON_SPREAD_MISSING_LABEL: "SPREAD_LABEL",
     },
-    per_node=per_node_loader("pod_topology_spread"),
+    per_node=_per_node,
     pre_filter=HARD_CONSTRAINTS,
     pre_score=SOFT_CONSTRAINTS,
 )

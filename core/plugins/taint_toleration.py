@@ -28,10 +28,10 @@ from kubesalvo.core.plugins.framework import (
     HintFn,
     NodeTable,
     Normalise,
+    PerNode,
     PluginSpec,
     PodClass,
     ScoreChannel,
-    per_node_loader,
     tolerates,
 )
 
@@ -141,6 +141,14 @@ def _queueing_hint() -> HintFn:
     return queueing_hint
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.taint_toleration import PER_NODE
+
+    return PER_NODE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({FILTER, PRE_SCORE, SCORE}),
@@ -150,5 +158,5 @@ SPEC = PluginSpec(
     filter_masks=(FILTER_MASK,),
     queueing_hint=_queueing_hint,
     kernel_codes={ERR_REASON_UNTOLERATED_TAINT: "TAINT"},
-    per_node=per_node_loader("taint_toleration"),
+    per_node=_per_node,
 )

@@ -65,11 +65,11 @@ from kubesalvo.core.plugins.framework import (
     EventResource,
     FieldError,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
     check,
     non_negative,
-    per_node_loader,
 )
 from kubesalvo.core.plugins.node_resources_fit import (
     MAX_CUSTOM_PRIORITY_SCORE,
@@ -406,6 +406,14 @@ def read_args(d: ArgsDecoder, raw: Any, path: str) -> VolumeBindingArgs:
     return build(d, path, lambda: VolumeBindingArgs(timeout, shape), VolumeBindingArgs())
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.volumes import VOLUME_BINDING
+
+    return VOLUME_BINDING
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER, RESERVE, PRE_BIND, PRE_SCORE, SCORE}),
@@ -421,5 +429,5 @@ SPEC = PluginSpec(
     class_filter=filter_class,
     class_filter_reads="volumes",
     args_reader=read_args,
-    per_node=per_node_loader("volumes", "VOLUME_BINDING"),
+    per_node=_per_node,
 )

@@ -34,9 +34,9 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
-    per_node_loader,
 )
 
 __all__ = [
@@ -104,6 +104,14 @@ EVENTS = (
 )
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.volumes import VOLUME_RESTRICTIONS
+
+    return VOLUME_RESTRICTIONS
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER}),
@@ -114,5 +122,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     class_filter=filter_class,
     class_filter_reads="volumes",
-    per_node=per_node_loader("volumes", "VOLUME_RESTRICTIONS"),
+    per_node=_per_node,
 )

@@ -26,9 +26,9 @@ from kubesalvo.core.plugins.framework import (
     Code,
     EventResource,
     NodeTable,
+    PerNode,
     PluginSpec,
     PodClass,
-    per_node_loader,
 )
 
 __all__ = ["ERR_REASON_CONFLICT", "NAME", "filter_class", "zones_of"]
@@ -122,6 +122,14 @@ EVENTS = (
 )
 
 
+def _per_node() -> PerNode:
+    """Its per-node Filter and Score, those it has (core/pernode, which imports this
+    module)."""
+    from kubesalvo.core.pernode.volumes import VOLUME_ZONE
+
+    return VOLUME_ZONE
+
+
 SPEC = PluginSpec(
     NAME,
     frozenset({PRE_FILTER, FILTER}),
@@ -129,5 +137,5 @@ SPEC = PluginSpec(
     events=EVENTS,
     class_filter=filter_class,
     class_filter_reads="volumes",
-    per_node=per_node_loader("volumes", "VOLUME_ZONE"),
+    per_node=_per_node,
 )
