@@ -43,10 +43,12 @@ TOKEN_REFRESH_SECONDS = 60.0
 
 USER_AGENT = "kubesalvo/0.1"
 
-# Connections for short requests: a burst's binds and events wait for one of these
-# instead of each opening (and TLS-handshaking) its own, which made the pool as wide as the
-# widest burst (issue 33). At a few ms per bind, 64 carry thousands of binds a second.
-REQUEST_CONNECTIONS = 64
+# Connections for short requests. A burst's binds and events each take one, so the pool
+# grows to this width in a backlog (every one a TLS handshake, counted below) and then is
+# reused, never closed, for the rest of a run. A pool of 64 opened fewer but halved the
+# backlog's throughput (binds queued for a slot longer than the API server's answers got
+# faster): see bench/RESULTS.md, issue 33 fifth pass.
+REQUEST_CONNECTIONS = 200
 
 # How long an idle connection is kept: long enough to span the gaps between bursts, and
 # below kube-apiserver's own 90 s idle timeout so that the client, not the server, closes
