@@ -11,6 +11,10 @@ A client-side token bucket (``qps``/``burst``, like client-go's) spaces out requ
 burst of thousands of binds does not trip the API server's priority-and-fairness limits.
 Each request's outcome (a watch's when its headers arrive, as client-go measures it) is
 told to ``on_request``, which the scheduler points at its ``rest_client_*`` metrics.
+
+Short requests (binds, events, leases, lists) share one bounded pool of keep-alive
+connections; watches, which hold a connection for minutes, have a pool of their own so they
+never take a slot a bind waits for. Each pool counts the connections it opened.
 """
 
 from __future__ import annotations
@@ -38,6 +42,18 @@ log = logging.getLogger(__name__)
 TOKEN_REFRESH_SECONDS = 60.0
 
 USER_AGENT = "kubesalvo/0.1"
+
+# Connections for short requests. A burst's binds and events each take one, so the pool
+# grows to this width in a backlog (every one a TLS handshake, counted below) and then is
+# reused, never closed, for the rest of a run. A pool of 64 opened fewer but halved the
+# backlog's throughput (binds queued for a slot longer than the API server's answers got
+# faster): see bench/RESULTS.md, issue 33 fifth pass.
+REQUEST_CONNECTIONS = 200
+
+# How long an idle connection is kept: long enough to span the gaps between bursts, and
+# below kube-apiserver's own 90 s idle timeout so that the client, not the server, closes
+# it (a request never lands on a connection the server is closing).
+KEEPALIVE_SECONDS = 60.0
 
 # Where a pod's service account is mounted; under $KUBESALVO_INCLUSTER_ROOT (or
 # ``--incluster-root``) when set, so that the in-cluster path can run outside a pod.
@@ -255,6 +271,17 @@ def _load(choice: KubeconfigChoice, context: str | None, incluster_root: str | N
     )
 
 
+class CountingConnector(aiohttp.TCPConnector):
+    """A TCPConnector that counts the connections it opened (each one a TLS handshake)."""
+
+    opened = 0
+
+    async def _create_connection(self, req: Any, traces: Any, timeout: Any) -> Any:
+        protocol = await super()._create_connection(req, traces, timeout)
+        self.opened += 1
+        return protocol
+
+
 @dataclass
 class Response:
     status: int
@@ -276,14 +303,20 @@ class ApiClient:
         *,
         qps: float = 50.0,
         burst: int = 100,
-        max_connections: int = 200,
+        max_connections: int = REQUEST_CONNECTIONS,
+        keepalive_timeout: float = KEEPALIVE_SECONDS,
         request_timeout: float = 30.0,
     ) -> None:
         self.credentials = credentials
         self.limiter = TokenBucket(qps, burst)
         self.request_timeout = request_timeout
         self._max_connections = max_connections
+        self._keepalive_timeout = keepalive_timeout
         self._session: aiohttp.ClientSession | None = None
+        self._stream_session: aiohttp.ClientSession | None = None
+        # Connections opened by the sessions already closed (a session is recreated after
+        # a close), so that ``connections_opened`` covers the client's whole life.
+        self._opened_before = 0
         self._token = credentials.token
         self._token_checked = time.monotonic()
         # Told (method, status code or "<error>", seconds to the answer's headers).
@@ -293,25 +326,61 @@ class ApiClient:
     def server(self) -> str:
         return self.credentials.server
 
+    def _new_session(self, limit: int) -> aiohttp.ClientSession:
+        connector = CountingConnector(
+            ssl=self.credentials.ssl_context(),
+            limit=limit,
+            keepalive_timeout=self._keepalive_timeout,
+            enable_cleanup_closed=True,
+        )
+        return aiohttp.ClientSession(
+            connector=connector,
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            # The session itself never times out; each call sets its own limits.
+            timeout=aiohttp.ClientTimeout(total=None),
+        )
+
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(
-                ssl=self.credentials.ssl_context(),
-                limit=self._max_connections,
-                enable_cleanup_closed=True,
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-                # The session itself never times out; each call sets its own limits.
-                timeout=aiohttp.ClientTimeout(total=None),
-            )
+            self._session = self._new_session(self._max_connections)
         return self._session
 
+    def _get_stream_session(self) -> aiohttp.ClientSession:
+        # Unbounded: every informer's watch needs its own connection at once.
+        if self._stream_session is None or self._stream_session.closed:
+            self._stream_session = self._new_session(0)
+        return self._stream_session
+
+    @staticmethod
+    def _opened(session: aiohttp.ClientSession | None) -> int:
+        connector = session.connector if session is not None else None
+        return connector.opened if isinstance(connector, CountingConnector) else 0
+
+    @property
+    def connections_opened(self) -> int:
+        """Connections opened for short requests (not watches) since the client was made."""
+        return self._opened_before + self._opened(self._session)
+
+    @property
+    def watch_connections_opened(self) -> int:
+        """Connections opened for watches by the current session."""
+        return self._opened(self._stream_session)
+
     async def close(self) -> None:
+        # Said once at the end, so a run's connection churn can be read from its log.
+        log.info(
+            "API connections opened: %d for requests (pool of %d), %d for watches",
+            self.connections_opened,
+            self._max_connections,
+            self.watch_connections_opened,
+        )
         if self._session is not None:
+            self._opened_before += self._opened(self._session)
             await self._session.close()
             self._session = None
+        if self._stream_session is not None:
+            await self._stream_session.close()
+            self._stream_session = None
 
     async def __aenter__(self) -> ApiClient:
         return self
@@ -406,7 +475,7 @@ class ApiClient:
         await self.limiter.acquire()
         started, answered = time.monotonic(), False
         try:
-            async with self._get_session().get(
+            async with self._get_stream_session().get(
                 self.server + path,
                 params=params,
                 headers=self._headers(None),
