@@ -28,7 +28,7 @@ from kubesalvo.sched.informers import to_api_dict
 from kubesalvo.sched.queue import QueueName
 from kubesalvo.sched.serving import ServingOptions
 from tests.helpers.objects import priority_class
-from tests.sched.cycle.test_burst import cpu_request, own_node, toleration
+from tests.sched.cycle.test_burst import TAINT_KEY, cpu_request, own_node, toleration
 from tests.sched.test_app import ELECTION_OFF
 
 pytestmark = pytest.mark.integration
@@ -125,6 +125,9 @@ async def test_a_run_converts_each_pod_version_once_through_retries_preemption_a
             schedulerName=group,
             priorityClassName=f"{group}-{priority}",
             tolerations=toleration(group),
+            # The toleration lets them onto this test's nodes; the selector keeps them off
+            # the untainted nodes other tests leave on the shared control plane.
+            nodeSelector={TAINT_KEY: group},
             containers=cpu_request(cpu),
             **spec,
         )
