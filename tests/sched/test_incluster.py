@@ -53,11 +53,17 @@ def test_the_scheduler_runs_in_cluster_with_no_kubeconfig(control_plane, namespa
             env[INCLUSTER_ROOT_ENV] = str(root)
         else:
             args = ("--incluster-root", str(root))
-        process = SchedulerProcess(tmp_path, None, ELECTION_OFF, "incluster", args=args, env=env)
+        # A profile of its own: under the default name it would also bind other tests'
+        # pending pods on the session's shared control plane.
+        name = f"incluster-{secrets.token_hex(3)}"
+        config = ELECTION_OFF + f"profiles:\n- schedulerName: {name}\n"
+        process = SchedulerProcess(tmp_path, None, config, "incluster", args=args, env=env)
         process.wait_ready()
         pool = f"incluster-{secrets.token_hex(3)}"
         node = node_pool(control_plane, pool, 1)[0]
-        control_plane.create([pool_pod(namespace, "p", pool)])
+        pod = pool_pod(namespace, "p", pool)
+        pod["spec"]["schedulerName"] = name
+        control_plane.create([pod])
         deadline = time.monotonic() + 40
         while ((get_pod(control_plane, namespace, "p") or {}).get("spec") or {}).get(
             "nodeName"

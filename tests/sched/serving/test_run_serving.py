@@ -5,6 +5,7 @@ SchedulerProcess asks for, serves beside it.)"""
 
 from __future__ import annotations
 
+import secrets
 import socket
 import ssl
 import subprocess
@@ -18,6 +19,12 @@ from kubesalvo.sched.serving.certs import self_signed_pair
 from tests.sched.test_app import ELECTION_OFF, SchedulerProcess, free_port
 
 pytestmark = pytest.mark.integration
+
+
+def own_profile(name: str) -> str:
+    """The config with a profile of its own name: on the session's shared control plane a
+    scheduler under the default name would bind other tests' pending pods."""
+    return ELECTION_OFF + f"profiles:\n- schedulerName: {name}-{secrets.token_hex(3)}\n"
 
 
 def get(url: str, context: ssl.SSLContext) -> int:
@@ -36,7 +43,7 @@ def test_the_given_certificate_is_served_and_metrics_need_a_token(control_plane,
     process = SchedulerProcess(
         tmp_path,
         control_plane.kubeconfig,
-        ELECTION_OFF,
+        own_profile("serving"),
         "serving",
         args=(
             "--bind-address=127.0.0.1",
@@ -63,7 +70,7 @@ def test_the_given_certificate_is_served_and_metrics_need_a_token(control_plane,
 
 def test_a_port_in_use_stops_the_start_with_exit_1_and_says_which(control_plane, tmp_path):
     config = tmp_path / "config.yaml"
-    config.write_text(ELECTION_OFF)
+    config.write_text(own_profile("port-in-use"))
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
