@@ -512,6 +512,8 @@ def _run_one(
     run = _result(name, total, measured, usage, contender, checked, delete_seconds, mode)
     if options.lifetime is not None:
         run.lifetime_deletions = len(measured.deleted)
+        # Those inside the window the figures cover (a run that stalls waits on after it).
+        run.lifetime_deletions_in_window = sum(t <= end for t in measured.deleted.values())
     run.stages = stages.read_stages(contenders.metrics_file(contender.log, contender.name))
     run.created_through = rollout.describe(plan) if plan is not None else {"bare_pods": total}
     if rate:
@@ -654,8 +656,9 @@ class Measured:
     # The API server's counters just before the clock and just after the last bind.
     api_before: dict[str, float] = field(default_factory=dict)
     api_after: dict[str, float] = field(default_factory=dict)
-    # Churn: the pods deleted once they had lived the scenario's lifetime.
-    deleted: set[str] = field(default_factory=set)
+    # Churn: the pods deleted once they had lived the scenario's lifetime, and when the
+    # API server answered each deletion (time.monotonic()).
+    deleted: dict[str, float] = field(default_factory=dict)
 
 
 Creating = Callable[[ApiClient, Created, list[float]], Coroutine[Any, Any, None]]
@@ -711,7 +714,7 @@ async def _measure(
             api_before = await apitraffic.scrape(client)
         clock = time.monotonic()
         creation = asyncio.create_task(creating(client, created, lag))
-        deleted: set[str] = set()
+        deleted: dict[str, float] = {}
         churning = asyncio.create_task(_churn(client, watch, options.lifetime, deleted))
         try:
             if launch is not None:
@@ -786,7 +789,7 @@ CHURN_IN_FLIGHT = 32
 
 
 async def _churn(
-    client: ApiClient, watch: BindWatch, lifetime: float | None, deleted: set[str]
+    client: ApiClient, watch: BindWatch, lifetime: float | None, deleted: dict[str, float]
 ) -> None:
     """Deletes each pod ``lifetime`` seconds after the measuring watch saw it bound
     (churn scenarios), whichever contender bound it, adding it to ``deleted`` once the API
@@ -801,10 +804,10 @@ async def _churn(
         namespace, name = key.split("/", 1)
         try:
             await client.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
-            deleted.add(key)
+            deleted[key] = time.monotonic()
         except ApiError as error:
             if error.status == 404:  # already gone
-                deleted.add(key)
+                deleted[key] = time.monotonic()
         finally:
             slots.release()
 

@@ -200,8 +200,11 @@ def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
     if any(r.lifetime_deletions is not None for r in result.runs):
         rows.append(
             (
-                "deleted once they lived their lifetime",
-                [f"{r.lifetime_deletions or 0:,}" for r in result.runs],
+                "deleted once they lived their lifetime: by the last bind / all",
+                [
+                    f"{r.lifetime_deletions_in_window or 0:,} / {r.lifetime_deletions or 0:,}"
+                    for r in result.runs
+                ],
             )
         )
     for q in ("p50", "p90", "p99", "max"):

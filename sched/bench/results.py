@@ -74,8 +74,10 @@ class RunResult:
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
     # Which round of ``--repeat`` this run belongs to (from 1; the ceiling's is 0).
     round_number: int = 1
-    # Churn (a pod lifetime): the run's pods the bench deleted once they had lived it.
+    # Churn (a pod lifetime): the run's pods the bench deleted once they had lived it, all
+    # and those by the last bind (the figures' window; a stalled run waits on after it).
     lifetime_deletions: int | None = None
+    lifetime_deletions_in_window: int | None = None
 
     @property
     def pending(self) -> int:

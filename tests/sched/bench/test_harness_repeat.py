@@ -1,8 +1,9 @@
 """``kubesalvo bench --rates ... --repeat 2`` at a small size on the real control plane:
 raw-bind-events and kubesalvo, the ceiling measured once, two rounds in alternating order,
 and the medians in the report computed from the runs' own figures (never their speed).
-The churn form runs on a control plane of its own per run (``--fresh``): every pod is
-deleted once it lived its lifetime, whichever contender bound it."""
+The replicasets sweep gives every run a control plane of its own (``--fresh``); the churn
+form shares one, and every pod is deleted once it lived its lifetime, whichever contender
+bound it."""
 
 from __future__ import annotations
 
@@ -79,14 +80,14 @@ def _sweep(out: Path, scenario_file: str, **extra: object) -> BenchResult:
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[BenchResult, Path]:
     out = tmp_path_factory.mktemp("repeat")
-    return _sweep(out, "replicasets", rates=(0.25,)), out
+    return _sweep(out, "replicasets", rates=(0.25,), fresh=True), out
 
 
 @pytest.fixture(scope="module")
 def churn(tmp_path_factory: pytest.TempPathFactory) -> BenchResult:
     out = tmp_path_factory.mktemp("churn")
     (out / "small-churn.yaml").write_text(CHURN)
-    return _sweep(out, str(out / "small-churn.yaml"), rates=(0.5,), fresh=True)
+    return _sweep(out, str(out / "small-churn.yaml"), rates=(0.5,))
 
 
 def test_the_ceiling_once_then_two_rounds_in_alternating_order(
@@ -100,8 +101,20 @@ def test_the_ceiling_once_then_two_rounds_in_alternating_order(
     for run in result.runs:
         assert (run.mode, run.offered_rate, run.share_of_ceiling) == (harness.RATE, rate, 0.25)
         assert (run.outcome, run.bound) == ("all bound", run.pods)
-    # Only the last run's pods go with the stopped control plane undeleted.
-    assert [run.delete_seconds is None for run in result.runs] == [False, False, False, True]
+    # Each run had a control plane of its own: none deleted its pods one by one.
+    assert result.ceiling.delete_seconds is None
+    assert all(run.delete_seconds is None for run in result.runs)
+
+
+def test_each_control_planes_log_is_kept_under_the_run_it_served(
+    sweep: tuple[BenchResult, Path],
+) -> None:
+    result, out = sweep
+    rate = f"{result.runs[0].offered_rate:g}"
+    names = ["ceiling"] + [f"{name}-{rate}-round{n}" for n, name in ORDER[:-1]]
+    for name in names:
+        assert "Serving securely" in (out / "logs" / f"kube-apiserver-{name}.log").read_text()
+    assert (out / "logs" / "kube-apiserver.log").is_file()  # the last run's
 
 
 def _figures(run: RunResult) -> dict[str, float]:
@@ -159,10 +172,13 @@ def test_churn_at_a_rate_deletes_each_contenders_pods_after_their_lifetime(
     assert [(run.round_number, run.scheduler) for run in churn.runs] == ORDER
     for run in churn.runs:
         assert (run.outcome, run.bound) == ("all bound", run.pods)
-        # The bench deletes them, whichever contender bound them; on --fresh no run's
-        # pods are deleted afterwards, so those still there are the ones not yet due.
+        # The bench deletes them, whichever contender bound them; the placements are read
+        # before the rest is deleted: those still there then are the ones not yet due.
         assert run.lifetime_deletions is not None and 0 < run.lifetime_deletions <= run.bound
+        assert 0 <= (run.lifetime_deletions_in_window or 0) <= run.lifetime_deletions
         assert run.feasibility["run_pods_found"] <= run.pods - run.lifetime_deletions
-        assert run.delete_seconds is None
+    # On a shared control plane each run's rest is deleted, but the last one's: the
+    # control plane is stopped right after it.
+    assert [run.delete_seconds is None for run in churn.runs] == [False, False, False, True]
     _assert_medians_of_the_runs(churn, churn.to_json())
     assert "deleted once they lived their lifetime" in report.markdown(churn)
