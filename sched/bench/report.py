@@ -453,7 +453,7 @@ def write_latency_plots(result: BenchResult, folder: Path) -> list[Path]:
         values = sorted(run.latencies)
         if values:
             shares = [(i + 1) / len(values) for i in range(len(values))]
-            axes.step(values, shares, where="post", label=run_label(run))
+            axes.step(values, shares, where="post", label=run_label(run, result.rounds))
     _label(axes, result, "latency created → bound (s)", "share of the run's pods", "lower right")
     written.append(_save(plt, figure, folder / CDF_FILE))
     lines = latency_vs_load(result)
@@ -562,7 +562,7 @@ def write_plot(result: BenchResult, folder: Path) -> Path:
             [0.0, *run.bind_times],
             range(len(run.bind_times) + 1),
             where="post",
-            label=f"{run.scheduler}: {run.pods_per_second:,.0f} pods/s",
+            label=f"{run_label(run, result.rounds)}: {run.pods_per_second:,.0f} pods/s",
         )
         axes.step(
             [0.0, *run.create_times],

@@ -4,6 +4,7 @@ computed from the runs' own figures (made up here; the harness test runs them fo
 from __future__ import annotations
 
 import pytest
+from rich.console import Console
 
 from kubesalvo.sched.bench import repeat, report
 from kubesalvo.sched.bench.results import BenchResult, ProcessUsage, RunResult
@@ -115,3 +116,17 @@ def test_the_report_shows_each_round_and_the_medians() -> None:
         (100.0, {"p50": 0.2, "p99": 0.6}),
         (200.0, {"p50": 1.5, "p99": 3.5}),
     ]
+
+
+def test_the_printed_table_is_followed_by_the_medians_and_each_run_labelled_apart(
+    tmp_path,
+) -> None:
+    console = Console(record=True, width=400)
+    report.print_table(_sweep(), console)
+    text = console.export_text()
+    assert "Medians over 3 rounds (contender order alternating per round)" in text
+    assert "ratios against raw-bind-events" in text
+    # One line per round and contender in the plots' legends.
+    labels = {report.run_label(run, 3) for run in _sweep().runs}
+    assert len(labels) == 12
+    assert report.write_plot(_sweep(), tmp_path).exists()
