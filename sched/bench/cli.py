@@ -293,8 +293,10 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:
-        # Wide enough for three contenders side by side, also when piped to a file.
-        report.print_table(result, Console(highlight=False, width=max(console.width, 120)))
+        # Wide enough for three contenders side by side, also when piped to a file; the
+        # medians' table of repeated runs lists every round's figures in one cell.
+        width = max(console.width, 120 if result.rounds == 1 else 200)
+        report.print_table(result, Console(highlight=False, width=width))
     say(f"wrote {saved} and {plot}")
     complete = all(run.outcome == "all bound" for run in result.runs)
     placed_right = all(run.feasibility.get("ok", True) for run in result.runs)
