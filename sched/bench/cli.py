@@ -7,7 +7,8 @@ prints a table, and writes ``results.json``, ``results.md`` and the plots (and e
 contender's log) to ``--out``. ``--json`` prints the JSON document instead of the table.
 ``--kubernetes VERSION`` runs everything on another shipped release's control plane;
 ``--rate R --duration S`` creates pods open-loop at R pods/s instead of a burst;
-``--rates 25%,50%,90%`` sweeps shares of raw-bind's measured ceiling in one invocation.
+``--rates 25%,50%,90%`` sweeps shares of raw-bind's measured ceiling in one invocation;
+``--repeat N`` runs it all N times, contenders in alternating order, and reports medians.
 
 SIGINT or SIGTERM stops the run: the contender and (unless ``--keep``) the control plane
 are stopped, and the command exits with 128 + the signal's number. Without ``--keep`` the
@@ -98,9 +99,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fresh",
         action="store_true",
-        help="a control plane of its own for each contender (stream, backlog and --rate "
-        "runs): none meets what an earlier one left (a second contender on a shared one "
-        "ran 5-8%% slower, whichever it was)",
+        help="a control plane of its own for each run (of each contender, at each rate and "
+        "in each round): none meets what an earlier one left (a second contender on a "
+        "shared one ran 5-8%% slower, whichever it was), and no run's pods are deleted one "
+        "by one afterwards",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run every contender (at every rate) N times, in rounds whose contender order "
+        "alternates (A B, B A, ...); a sweep's ceiling is measured once; the report adds "
+        "each contender's median p50, p99 and scheduler CPU per pod over the rounds and "
+        "their ratio to the first contender's (default 1)",
     )
     parser.add_argument(
         "--scheduler-cpus",
@@ -190,8 +202,12 @@ def main(args: argparse.Namespace) -> int:
         if args.scheduler_cpus is not None:
             scheduler_cpus = parse_cpus(args.scheduler_cpus)
             harness.split_cpus(scheduler_cpus)
-        if args.fresh and (rates or settings.create == HPA):
-            raise ValueError("--fresh applies to stream, backlog and --rate runs")
+        if args.fresh and settings.create == HPA:
+            raise ValueError("--fresh applies to stream, backlog, --rate and --rates runs")
+        if args.repeat < 1:
+            raise ValueError(f"--repeat {args.repeat}: give a number of rounds, 1 or more")
+        if args.repeat > 1 and settings.create == HPA:
+            raise ValueError("--repeat applies to stream, backlog, --rate and --rates runs")
         if settings.create != PODS and any(w.shape == STATEFUL for w in scenario.workloads):
             raise ValueError(
                 f"{args.workload}: a stateful workload is created as bare pods and claims "
@@ -236,6 +252,7 @@ def main(args: argparse.Namespace) -> int:
             if settings.hpa is not None and args.duration is not None
             else settings.hpa
         ),
+        repeat=args.repeat,
     )
     began = time.monotonic()
     columns = (
@@ -276,8 +293,10 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=1))
     else:
-        # Wide enough for three contenders side by side, also when piped to a file.
-        report.print_table(result, Console(highlight=False, width=max(console.width, 120)))
+        # Wide enough for three contenders side by side, also when piped to a file; the
+        # medians' table of repeated runs lists every round's figures in one cell.
+        width = max(console.width, 120 if result.rounds == 1 else 200)
+        report.print_table(result, Console(highlight=False, width=width))
     say(f"wrote {saved} and {plot}")
     complete = all(run.outcome == "all bound" for run in result.runs)
     placed_right = all(run.feasibility.get("ok", True) for run in result.runs)

@@ -7,7 +7,9 @@
    open the measuring watch; create the burst concurrently, addressed to the contender,
    each create timestamped; wait until every pod is bound (or none was bound for
    ``settle`` seconds, or ``timeout``); stop the contender; check the placements
-   (``feasibility``); delete the burst and wait until it is gone.
+   (``feasibility``); delete the burst and wait until it is gone (unless the control
+   plane is stopped right after: the last run without ``keep``, or any but the last
+   with ``fresh``, where the next run gets a control plane of its own).
 3. Stop the control plane (unless ``keep``), also when the run fails or is interrupted.
    With ``die_with_parent`` the control plane is also killed by the kernel when this
    process dies (even by SIGKILL): ``kubesalvo bench`` without ``--keep``, and tests,
@@ -18,13 +20,18 @@ The contenders never run at the same time, so none takes CPU from another's run.
 With ``rate`` each run creates ``rate x duration`` pods open-loop at that rate
 (``openloop``) instead of a burst; with ``rates`` (shares of the raw-bind ceiling) the
 ceiling is measured first (raw-bind, backlog mode, the scenario's burst) and every
-contender then runs at each share of it in turn: latency against offered load.
+contender then runs at each share of it in turn: latency against offered load. In a
+churn scenario (``lifetime``) the ceiling run deletes nothing: it is binding alone.
+
+With ``repeat`` all of step 2 runs that many times, in rounds whose contender order
+alternates (``repeat.order``); a sweep's ceiling is measured once, before the first round.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import os
 import secrets
@@ -45,6 +52,7 @@ from kubesalvo.sched.bench import (
     hpa,
     openloop,
     readback,
+    repeat,
     rollout,
     stages,
 )
@@ -134,6 +142,8 @@ class Options:
     hpa: hpa.HpaSettings | None = None
     # GPUs published per node and claimed per pod through DRA (``bench.devices``).
     devices: DeviceSettings | None = None
+    # Rounds of every run (``repeat``: each round reverses the last one's contender order).
+    repeat: int = 1
 
 
 def run(options: Options, say: Say) -> BenchResult:
@@ -198,6 +208,8 @@ def _run(options: Options, say: Say) -> BenchResult:
         },
         control_plane={},
         machine=machine(),
+        schedulers=list(options.schedulers),
+        rounds=options.repeat,
     )
     versions = build.shipped_versions(kubernetes=options.kubernetes)
     bin_dir = build.bin_dir(versions)
@@ -210,19 +222,23 @@ def _run(options: Options, say: Say) -> BenchResult:
         result.control_plane = _describe(cp)
         base = generate(scenario, options.schedulers[0])
         result.control_plane["populate_seconds"] = _add_nodes(cp, base, options, say)
+        steps: list[tuple[float | None, float | None]] = [(options.rate, None)]
+        mode = RATE if options.rate else options.mode
         if options.rates:
             say(f"{contenders.RAW_BIND}: measuring the ceiling (backlog mode)")
-            ceiling = _run_one(cp, contenders.RAW_BIND, options, say, BACKLOG)
+            # Binding alone: no pod of the ceiling run is deleted after a lifetime.
+            binding_only = dataclasses.replace(options, lifetime=None)
+            ceiling = _run_one(
+                cp, contenders.RAW_BIND, binding_only, say, BACKLOG, discard=options.fresh
+            )
+            ceiling.round_number = 0
             result.ceiling = ceiling
             top = ceiling.binding_pods_per_second
             if not top:
                 raise RuntimeError(f"{contenders.RAW_BIND} bound nothing: no ceiling to scale")
-            for share in options.rates:
-                for name in options.schedulers:
-                    rate = round(share * top, 2)
-                    say(f"{name}: {share:.0%} of the ceiling: {rate:,.1f} pods/s")
-                    result.runs.append(_run_one(cp, name, options, say, RATE, rate, share))
-        elif options.create == HPA:
+            steps = [(round(share * top, 2), share) for share in options.rates]
+            mode = RATE
+        if options.create == HPA:
             binary = metrics_server.build()
             say(
                 f"starting metrics-server {metrics_server.version()} (ready after its first scrape)"
@@ -234,12 +250,25 @@ def _run(options: Options, say: Say) -> BenchResult:
             )
             for name in options.schedulers:
                 result.runs.append(_run_hpa(cp, name, options, say))
-        else:
-            mode = RATE if options.rate else options.mode
-            for index, name in enumerate(options.schedulers):
-                if options.fresh and index > 0:
-                    cp = _fresh_control_plane(cp, bin_dir, base, options, say, result.runs[-1])
-                result.runs.append(_run_one(cp, name, options, say, mode, options.rate))
+            return result
+        planned = [
+            (number, name, rate, share)
+            for number in range(1, options.repeat + 1)
+            for rate, share in steps
+            for name in repeat.order(options.schedulers, number)
+        ]
+        for index, (number, name, rate, share) in enumerate(planned):
+            if options.fresh and (index > 0 or result.ceiling is not None):
+                cp = _fresh_control_plane(cp, bin_dir, base, options, say, _plane_label(result))
+            if rate:
+                say(f"{name}: round {number} of {options.repeat}, {rate:,.1f} pods/s")
+            last = index == len(planned) - 1
+            # Pods on a control plane that is stopped right after the run are not deleted
+            # one by one (minutes at 30,000 pods): nothing measured later meets them.
+            discard = options.fresh if not last else not options.keep
+            run = _run_one(cp, name, options, say, mode, rate, share, discard=discard)
+            run.round_number = number
+            result.runs.append(run)
     finally:
         _keep_apiserver_log(cp, options, "kube-apiserver.log")
         if options.keep:
@@ -257,12 +286,28 @@ def _start(options: Options, bin_dir: Path, say: Say) -> ControlPlane:
     )
 
 
+def _plane_label(result: BenchResult) -> str:
+    """The last run's name for the log of the control plane it ran on: its contender,
+    and with several rates or rounds its rate and round."""
+    last = result.runs[-1] if result.runs else result.ceiling
+    if last is None:
+        return "none"
+    if last is result.ceiling:
+        return "ceiling"
+    label = last.scheduler
+    if last.offered_rate and result.ceiling is not None:
+        label += f"-{last.offered_rate:g}"
+    if result.rounds > 1:
+        label += f"-round{last.round_number}"
+    return label
+
+
 def _fresh_control_plane(
-    cp: ControlPlane, bin_dir: Path, base: Snapshot, options: Options, say: Say, last: RunResult
+    cp: ControlPlane, bin_dir: Path, base: Snapshot, options: Options, say: Say, last: str
 ) -> ControlPlane:
-    """Stops ``cp`` (keeping its API server's log as kube-apiserver-<last contender>.log)
-    and starts another in its folder with the same nodes, for the next contender."""
-    _keep_apiserver_log(cp, options, f"kube-apiserver-{last.scheduler}.log")
+    """Stops ``cp`` (keeping its API server's log as kube-apiserver-<last run>.log) and
+    starts another in its folder with the same nodes, for the next run."""
+    _keep_apiserver_log(cp, options, f"kube-apiserver-{last}.log")
     controlplane.stop(cp.dir)
     say(f"starting a fresh control plane in {options.dir}")
     cp = _start(options, bin_dir, say)
@@ -318,7 +363,10 @@ def _run_one(
     mode: str,
     rate: float | None = None,
     share: float | None = None,
+    discard: bool = False,
 ) -> RunResult:
+    """One contender's run; with ``discard`` its pods are left to a control plane that is
+    stopped right after it."""
     scenario = options.scenario
     if rate:
         scenario = with_pending(scenario, max(2, round(rate * options.duration)))
@@ -392,7 +440,9 @@ def _run_one(
                 say,
                 f"{name} at {rate:,.1f}/s" if rate else name,
             ),
-            max(options.create_concurrency, openloop.DEFAULT_IN_FLIGHT if rate else 0) + 4,
+            max(options.create_concurrency, openloop.DEFAULT_IN_FLIGHT if rate else 0)
+            + (CHURN_IN_FLIGHT if options.lifetime is not None else 0)
+            + 4,
         )
     finally:
         sampler.stop()
@@ -441,7 +491,6 @@ def _run_one(
             "run_pods_found": report.run_pods_found,
             "run_pods_unbound": report.run_pods_unbound,
         }
-    say(f"{name}: deleting the pods")
 
     async def delete(client: ApiClient) -> float:
         began = time.monotonic()
@@ -454,8 +503,17 @@ def _run_one(
             await bench_devices.delete(client, devices, options.create_concurrency)
         return time.monotonic() - began
 
-    delete_seconds = cp.call(delete, options.create_concurrency + 4)
+    if discard:
+        say(f"{name}: its pods go with the control plane")
+        delete_seconds = None
+    else:
+        say(f"{name}: deleting the pods")
+        delete_seconds = cp.call(delete, options.create_concurrency + 4)
     run = _result(name, total, measured, usage, contender, checked, delete_seconds, mode)
+    if options.lifetime is not None:
+        run.lifetime_deletions = len(measured.deleted)
+        # Those inside the window the figures cover (a run that stalls waits on after it).
+        run.lifetime_deletions_in_window = sum(t <= end for t in measured.deleted.values())
     run.stages = stages.read_stages(contenders.metrics_file(contender.log, contender.name))
     run.created_through = rollout.describe(plan) if plan is not None else {"bare_pods": total}
     if rate:
@@ -598,6 +656,9 @@ class Measured:
     # The API server's counters just before the clock and just after the last bind.
     api_before: dict[str, float] = field(default_factory=dict)
     api_after: dict[str, float] = field(default_factory=dict)
+    # Churn: the pods deleted once they had lived the scenario's lifetime, and when the
+    # API server answered each deletion (time.monotonic()).
+    deleted: dict[str, float] = field(default_factory=dict)
 
 
 Creating = Callable[[ApiClient, Created, list[float]], Coroutine[Any, Any, None]]
@@ -653,7 +714,8 @@ async def _measure(
             api_before = await apitraffic.scrape(client)
         clock = time.monotonic()
         creation = asyncio.create_task(creating(client, created, lag))
-        churning = asyncio.create_task(_churn(client, watch, options.lifetime))
+        deleted: dict[str, float] = {}
+        churning = asyncio.create_task(_churn(client, watch, options.lifetime, deleted))
         try:
             if launch is not None:
                 await creation
@@ -689,7 +751,8 @@ async def _measure(
     if dropped:
         closed = ", ".join(f"{count} of {resource}" for resource, count in sorted(dropped.items()))
         say(f"the API server closed slow watchers (their buffer full): {closed}")
-    return Measured(created, dict(watch.bound), outcome, clock, lag, api_before, api_after)
+    bound = dict(watch.bound)
+    return Measured(created, bound, outcome, clock, lag, api_before, api_after, deleted)
 
 
 # The longest wait for the API server to settle before a clock starts.
@@ -720,21 +783,52 @@ async def _all_seen(watch: BindWatch, total: int, timeout: float) -> None:
             await asyncio.wait_for(watch.changed.wait(), 0.25)
 
 
-async def _churn(client: ApiClient, watch: BindWatch, lifetime: float | None) -> None:
-    """Deletes each pod ``lifetime`` seconds after it was bound (churn scenarios)."""
+# Lifetime deletions in flight at once: at a few hundred binds a second one at a time
+# would fall behind the lifetimes (the API server answers in milliseconds to tens of them).
+CHURN_IN_FLIGHT = 32
+
+
+async def _churn(
+    client: ApiClient, watch: BindWatch, lifetime: float | None, deleted: dict[str, float]
+) -> None:
+    """Deletes each pod ``lifetime`` seconds after the measuring watch saw it bound
+    (churn scenarios), whichever contender bound it, adding it to ``deleted`` once the API
+    server answered (a deletion still in flight when the run ends is cancelled)."""
     if lifetime is None:
         return
-    deleted: set[str] = set()
     body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
-    while True:
-        now = time.monotonic()
-        due = [k for k, (t, _) in watch.bound.items() if k not in deleted and t + lifetime <= now]
-        for key in due:
-            deleted.add(key)
-            namespace, name = key.split("/", 1)
-            with contextlib.suppress(ApiError):  # already gone
-                await client.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
-        await asyncio.sleep(0.25)
+    slots = asyncio.Semaphore(CHURN_IN_FLIGHT)
+    flying: set[asyncio.Task[None]] = set()
+
+    async def delete(key: str) -> None:
+        namespace, name = key.split("/", 1)
+        try:
+            await client.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
+            deleted[key] = time.monotonic()
+        except ApiError as error:
+            if error.status == 404:  # already gone
+                deleted[key] = time.monotonic()
+        finally:
+            slots.release()
+
+    # The watch adds pods to ``bound`` in the order it saw them bound: the due ones lead.
+    position = 0
+    try:
+        while True:
+            now = time.monotonic()
+            for key, (at, _) in list(watch.bound.items())[position:]:
+                if at + lifetime > now:
+                    break
+                position += 1
+                await slots.acquire()
+                task = asyncio.create_task(delete(key))
+                flying.add(task)
+                task.add_done_callback(flying.discard)
+            await asyncio.sleep(0.25)
+    finally:
+        for task in flying:
+            task.cancel()
+        await asyncio.gather(*flying, return_exceptions=True)
 
 
 async def _report_progress(
@@ -760,7 +854,7 @@ def _result(
     usage: dict[str, ProcessUsage],
     contender: contenders.Contender,
     checked: dict[str, Any],
-    delete_seconds: float,
+    delete_seconds: float | None,
     mode: str,
 ) -> RunResult:
     start, created = measured.clock, measured.created
@@ -790,7 +884,7 @@ def _result(
         latency=latency_summary(latencies),
         usage=usage,
         startup_seconds=round(contender.startup_seconds, 2),
-        delete_seconds=round(delete_seconds, 2),
+        delete_seconds=None if delete_seconds is None else round(delete_seconds, 2),
         feasibility=checked,
         settings=contender.settings,
         log=str(contender.log),

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from kubesalvo.sched.bench import repeat
 from kubesalvo.sched.bench.contenders import EXTENDER
 from kubesalvo.sched.bench.results import BenchResult, RunResult, summary
 from kubesalvo.sched.bench.stages import BURSTS, POD_WATCHES, WHOLE
@@ -48,8 +50,71 @@ def _check(run: RunResult) -> str:
     return "ok" if checked["ok"] else f"[red]{checked['violation_count']} violations[/red]"
 
 
-def run_label(run: RunResult) -> str:
-    return f"{run.scheduler} at {run.offered_rate:,.1f}/s" if run.offered_rate else run.scheduler
+def run_label(run: RunResult, rounds: int = 1) -> str:
+    label = f"{run.scheduler} at {run.offered_rate:,.1f}/s" if run.offered_rate else run.scheduler
+    return f"{label} #{run.round_number}" if rounds > 1 else label
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _per_pod_ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.2f}"
+
+
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+MEDIAN_HEADER = (
+    "offered",
+    "contender",
+    "rounds",
+    "p50 s each",
+    "p99 s each",
+    "CPU ms/pod each",
+    "median p50 s",
+    "median p99 s",
+    "median CPU ms/pod",
+    "ratio of medians p50 / p99 / CPU",
+)
+
+
+def median_rows(result: BenchResult) -> list[list[str]]:
+    """The medians over ``--repeat``'s rounds (bench.repeat), one row per offered rate and
+    contender: each round's p50, p99 and scheduler CPU per pod (in round order), their
+    medians, and the medians' ratios to the first contender's at that rate."""
+    rows = []
+    for entry in repeat.medians(result.runs, result.schedulers):
+        rate, share = entry["offered_pods_per_second"], entry["share_of_ceiling"]
+        offered = f"{rate:,.1f}/s" if rate else "-"
+        if share:
+            offered += f" ({share:.0%})"
+        middle, ratios = entry["median"], entry["ratio_of_medians"] or {}
+        rows.append(
+            [
+                offered,
+                entry["scheduler"],
+                ", ".join(str(number) for number in entry["rounds"]),
+                " / ".join(map(_seconds, entry[repeat.P50])),
+                " / ".join(map(_seconds, entry[repeat.P99])),
+                " / ".join(map(_per_pod_ms, entry[repeat.CPU_PER_POD])),
+                _seconds(middle[repeat.P50]),
+                _seconds(middle[repeat.P99]),
+                _per_pod_ms(middle[repeat.CPU_PER_POD]),
+                " / ".join(_times(ratios.get(f)) for f in repeat.FIGURES),
+            ]
+        )
+    return rows
+
+
+def _median_title(result: BenchResult) -> str:
+    against = result.schedulers[0] if result.schedulers else ""
+    return (
+        f"Medians over {result.rounds} rounds (contender order alternating per round); "
+        f"ratios against {against}"
+    )
 
 
 def _title(result: BenchResult) -> str:
@@ -132,6 +197,16 @@ def _rows(result: BenchResult) -> list[tuple[str, list[str]]]:
         ("time to first bind", [f"{r.time_to_first_bind * 1000:.0f} ms" for r in result.runs]),
     ]
     rows += _rate_rows(result)
+    if any(r.lifetime_deletions is not None for r in result.runs):
+        rows.append(
+            (
+                "deleted once they lived their lifetime: by the last bind / all",
+                [
+                    f"{r.lifetime_deletions_in_window or 0:,} / {r.lifetime_deletions or 0:,}"
+                    for r in result.runs
+                ],
+            )
+        )
     for q in ("p50", "p90", "p99", "max"):
         rows.append(
             (f"latency {q} (created → bound)", [f"{r.latency.get(q, 0):.3f}s" for r in result.runs])
@@ -260,7 +335,13 @@ def _caption(result: BenchResult) -> str:
     if result.scenario.get("create", "pods") != "pods":
         note = f" Pods created through {result.scenario['create']}.{note}"
     if result.scenario.get("lifetime_seconds"):
-        note += f" Each pod deleted {result.scenario['lifetime_seconds']:g}s after its bind."
+        note += f" Each pod deleted {result.scenario['lifetime_seconds']:g}s after its bind"
+        note += " (not in the ceiling's run)." if result.ceiling is not None else "."
+    if result.rounds > 1:
+        note += (
+            f" {result.rounds} rounds, the contenders' order reversed in every other one "
+            "(#N: the round)."
+        )
     if result.ceiling is not None:
         ceiling = (
             f" Raw-bind ceiling (backlog mode): {result.ceiling.binding_pods_per_second:,.1f} "
@@ -278,7 +359,7 @@ def table(result: BenchResult) -> Table:
     grid = Table(title=_title(result), title_justify="left")
     grid.add_column("")
     for run in result.runs:
-        grid.add_column(run_label(run), justify="right")
+        grid.add_column(run_label(run, result.rounds), justify="right")
     for label, cells in _rows(result):
         grid.add_row(label, *cells)
     grid.caption = _caption(result)
@@ -286,8 +367,19 @@ def table(result: BenchResult) -> Table:
     return grid
 
 
+def median_table(result: BenchResult) -> Table:
+    grid = Table(title=_median_title(result), title_justify="left")
+    for number, label in enumerate(MEDIAN_HEADER):
+        grid.add_column(label, justify="left" if number < 2 else "right")
+    for row in median_rows(result):
+        grid.add_row(*row)
+    return grid
+
+
 def print_table(result: BenchResult, console: Console) -> None:
     console.print(table(result))
+    if result.rounds > 1:
+        console.print(median_table(result))
     for run in result.runs:
         for violation in run.feasibility.get("violations", []):
             console.print(f"[red]{run.scheduler}: {violation}[/red]")
@@ -303,7 +395,7 @@ def write_json(result: BenchResult, folder: Path) -> Path:
 def markdown(result: BenchResult) -> str:
     """The table as Markdown, with the command and the settings under it."""
     plain = re.compile(r"\[/?[a-z ]+\]")  # rich markup
-    header = ["", *(run_label(r) for r in result.runs)]
+    header = ["", *(run_label(r, result.rounds) for r in result.runs)]
     lines = [
         f"### {_title(result)}",
         "",
@@ -315,6 +407,11 @@ def markdown(result: BenchResult) -> str:
     for label, cells in _rows(result):
         lines.append("| " + " | ".join([label, *(plain.sub("", c) for c in cells)]) + " |")
     lines += ["", _caption(result), ""]
+    if result.rounds > 1:
+        lines += [f"#### {_median_title(result)}", ""]
+        lines += ["| " + " | ".join(MEDIAN_HEADER) + " |", "|" + "---|" * len(MEDIAN_HEADER)]
+        lines += ["| " + " | ".join(row) + " |" for row in median_rows(result)]
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -326,12 +423,24 @@ def write_markdown(result: BenchResult, folder: Path) -> Path:
 
 
 def latency_vs_load(result: BenchResult) -> dict[str, list[tuple[float, dict[str, float]]]]:
-    """For each scheduler, (offered pods/s, latency summary) of its open-loop runs."""
-    lines: dict[str, list[tuple[float, dict[str, float]]]] = {}
+    """For each scheduler, (offered pods/s, latency summary) of its open-loop runs; with
+    several rounds at one rate, each quantile's median over them."""
+    found: dict[str, dict[float, list[dict[str, float]]]] = {}
     for run in result.runs:
         if run.offered_rate:
-            lines.setdefault(run.scheduler, []).append((run.offered_rate, run.latency))
-    return {name: sorted(points, key=lambda p: p[0]) for name, points in lines.items()}
+            rates = found.setdefault(run.scheduler, {})
+            rates.setdefault(run.offered_rate, []).append(run.latency)
+    return {
+        name: sorted((rate, _median_summary(summaries)) for rate, summaries in rates.items())
+        for name, rates in found.items()
+    }
+
+
+def _median_summary(summaries: list[dict[str, float]]) -> dict[str, float]:
+    if len(summaries) == 1:
+        return summaries[0]
+    keys = sorted({key for summary in summaries for key in summary})
+    return {key: statistics.median(s[key] for s in summaries if key in s) for key in keys}
 
 
 def write_latency_plots(result: BenchResult, folder: Path) -> list[Path]:
@@ -344,7 +453,7 @@ def write_latency_plots(result: BenchResult, folder: Path) -> list[Path]:
         values = sorted(run.latencies)
         if values:
             shares = [(i + 1) / len(values) for i in range(len(values))]
-            axes.step(values, shares, where="post", label=run_label(run))
+            axes.step(values, shares, where="post", label=run_label(run, result.rounds))
     _label(axes, result, "latency created → bound (s)", "share of the run's pods", "lower right")
     written.append(_save(plt, figure, folder / CDF_FILE))
     lines = latency_vs_load(result)
@@ -453,7 +562,7 @@ def write_plot(result: BenchResult, folder: Path) -> Path:
             [0.0, *run.bind_times],
             range(len(run.bind_times) + 1),
             where="post",
-            label=f"{run.scheduler}: {run.pods_per_second:,.0f} pods/s",
+            label=f"{run_label(run, result.rounds)}: {run.pods_per_second:,.0f} pods/s",
         )
         axes.step(
             [0.0, *run.create_times],

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from kubesalvo.sched.bench import repeat
+
 
 @dataclass
 class ProcessUsage:
@@ -42,7 +44,8 @@ class RunResult:
     latency: dict[str, float]
     usage: dict[str, ProcessUsage]
     startup_seconds: float
-    delete_seconds: float
+    # None: the pods were left to a control plane stopped right after the run.
+    delete_seconds: float | None
     feasibility: dict[str, Any]
     settings: dict[str, Any]
     log: str
@@ -69,6 +72,12 @@ class RunResult:
     api_traffic: dict[str, float] = field(default_factory=dict)
     # kubesalvo's latency stages from its saved /metrics (bench.stages): stage -> count, sum.
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Which round of ``--repeat`` this run belongs to (from 1; the ceiling's is 0).
+    round_number: int = 1
+    # Churn (a pod lifetime): the run's pods the bench deleted once they had lived it, all
+    # and those by the last bind (the figures' window; a stalled run waits on after it).
+    lifetime_deletions: int | None = None
+    lifetime_deletions_in_window: int | None = None
 
     @property
     def pending(self) -> int:
@@ -93,9 +102,14 @@ class BenchResult:
     runs: list[RunResult] = field(default_factory=list)
     # A sweep (``--rates``): raw-bind's backlog run that measured the ceiling.
     ceiling: RunResult | None = None
+    # The contenders in the order named (the first is the medians' reference), and how many
+    # rounds ran each of them (``--repeat``).
+    schedulers: list[str] = field(default_factory=list)
+    rounds: int = 1
 
     def to_json(self) -> dict[str, Any]:
         document = asdict(self)
+        document["medians"] = repeat.medians(self.runs, self.schedulers)
         for run, raw in zip(self.runs, document["runs"], strict=True):
             raw["pending"] = run.pending
             raw["timeline"] = run.timeline()
@@ -108,9 +122,11 @@ class BenchResult:
         return document
 
     def reference(self, run: RunResult, scheduler: str) -> RunResult | None:
-        """The run of ``scheduler`` in the same conditions as ``run`` (same offered rate)."""
+        """The run of ``scheduler`` in the same conditions as ``run`` (same offered rate,
+        same round)."""
         for other in self.runs:
-            if other.scheduler == scheduler and other.offered_rate == run.offered_rate:
+            same = other.offered_rate == run.offered_rate and other.round_number == run.round_number
+            if other.scheduler == scheduler and same:
                 return other
         return None
 
