@@ -86,6 +86,8 @@ cdef extern from "_scan.h" nogil:
     void ks_tree_build(int64_t* t, int64_t leaves, int64_t used)
     void ks_tree_set(int64_t* t, int64_t leaves, int64_t pos, int64_t v)
     int64_t ks_single_scan(ks_single* q)
+    void ks_twin_terms(const ks_single* q, const int32_t* wit, int64_t ngroups,
+                       uint8_t* gfit, int64_t* gloc, uint8_t* gredo)
     int ks_fits(const ks_single* q, int32_t n)
     enum: KS_LEVELS
     enum: KS_SHAPES
@@ -180,6 +182,21 @@ def set_bounded_search(bint on, Py_ssize_t share=16, Py_ssize_t twins=32,
     _share = share
     _twin_min = twins
     _twin_after = twin_after
+    return before
+
+
+# Whether the scans (_scan: slot rebuilds, the passes of spread classes) take the filter
+# verdict and local score of a row still in its twin group from the group, computed once
+# (ks_single_scan_twins); off for the same-process A/B and the tests that compare both.
+cdef bint _twin_scan = True
+
+
+def set_twin_scan(bint on):
+    """Turn the scans' use of the twin groups on or off (every kernel of the process);
+    returns the previous setting."""
+    global _twin_scan
+    before = _twin_scan
+    _twin_scan = on
     return before
 
 
@@ -725,6 +742,11 @@ cdef class BurstKernel:
         cdef Py_ssize_t i, n, k, nf
         cdef bint ports = self.ports_on and self._ports_taken(c)
         cdef bint vector = self._vector()
+        cdef int32_t wit[KS_TWIN_GROUPS]
+        cdef uint8_t gfit[KS_TWIN_GROUPS]
+        cdef uint8_t gredo[KS_TWIN_GROUPS]
+        cdef int64_t gloc[KS_TWIN_GROUPS]
+        cdef Py_ssize_t g
         if self.p_alloc == NULL:
             return 0
         self._query(c, &q)
@@ -751,7 +773,17 @@ cdef class BurstKernel:
                 q.rawsp = &self.rawsp[0]
                 q.hi = hi[0]
                 q.lo = lo[0]
+        if _twin_scan and self.tw.ngroups > 0:
+            for g in range(self.tw.ngroups):
+                wit[g] = ks_twin_witness(&self.tw, g) if self.tw.count[g] > 0 else -1
+            ks_twin_terms(&q, wit, self.tw.ngroups, gfit, gloc, gredo)
+            q.tgroup = self.tw.group
+            q.tin = self.tw.all_in
+            q.gfit = gfit
+            q.gloc = gloc
+            q.gredo = gredo
         nf = ks_single_scan(&q)
+        self.twin_scanned += q.twinned
         if ports:  # the rows a port of the class is taken on drop out (with their scores)
             k = 0
             for i in range(nf):
