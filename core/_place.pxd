@@ -448,6 +448,10 @@ cdef class BurstKernel:
     cdef void _prepare_filters(self, Py_ssize_t c, bint* spread, bint* ipa) noexcept nogil
     cdef bint _count_ports_fit(self, Py_ssize_t p, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
+    cdef inline void _diagnose_row(self, Py_ssize_t p, Py_ssize_t c, Py_ssize_t n, bint spread,
+                                   bint ipa) noexcept nogil
+    cdef void _diagnose_twins(self, Py_ssize_t p, Py_ssize_t c, bint spread,
+                              bint ipa) noexcept nogil
     cdef Py_ssize_t _count_feasible(self, Py_ssize_t c, Py_ssize_t limit) noexcept nogil
     cdef bint _nominated_fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _run(self) noexcept nogil

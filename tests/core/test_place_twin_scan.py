@@ -5,11 +5,13 @@ search of a class's only pod), its scans (`_scan`: a slot's rebuild for a class 
 pods, the passes of a spread class, the bounded search's scan) take a row still in its
 group's state the group's filter verdict and local score, computed once from one of its
 rows (``ks_single_scan_twins``), adding the row's own fixed score and checking its own
-topology keys. ``_place.set_twin_scan(False)`` turns that off. Both ways, and the full
+topology keys; the diagnosis of a pod no row takes counts the rows still in a group the
+pod does not fit by popcount (`_diagnose_twins`). ``_place.set_twin_scan(False)`` turns
+both off. Both ways, and the full
 scan without the bounded search (no groups at all), must give the same nodes, scores, tie
 counts and messages: on random clusters with groups of two rows, and on a fleet of
 thousands of identical nodes where the pods of many-pod, spread, host-port and
-exactly-balanced classes tie over hundreds of rows.
+exactly-balanced classes tie over hundreds of rows and some pods fit no row.
 """
 
 from __future__ import annotations
@@ -159,7 +161,7 @@ def fleet_burst() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict
     rebuilds), pods whose cpu and memory shares are equal (a balanced score of exactly
     100: flagged rows), pods requesting only memory, spread classes with hard and soft
     zone and hostname constraints (the zone key missing on some rows; one-pod classes
-    check it in their scan), and a host port."""
+    check it in their scan), a host port, and pods no node takes."""
     fleet = [node(i) for i in range(1500)]
     bound = [
         {
@@ -203,6 +205,18 @@ def fleet_burst() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict
         for i in range(3)
     ]
     burst += [host_port(pod(f"port{i}", "100m", "128Mi", "port"), 8080) for i in range(10)]
+    # no node takes these (after the groups are built): the diagnosis counts the groups'
+    # rows by column (cpu on every shape, memory on all but the huge one)
+    burst += [pod(f"big{i}", "17", f"{70 + i}Gi", f"big{i}") for i in range(3)]
+    # and this one fits every group but needs a pod no row runs (inter-pod affinity): its
+    # rows are diagnosed one by one
+    lonely = pod("lonely", "100m", "128Mi", "lonely")
+    term = {
+        "labelSelector": {"matchLabels": {"app": "nowhere"}},
+        "topologyKey": "topology.kubernetes.io/zone",
+    }
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    burst.append({**lonely, "spec": {**lonely["spec"], "affinity": affinity}})
     burst += [pod(f"t{i}", f"{150 + 53 * i}m", f"{300 + 77 * i}Mi", f"t{i}") for i in range(4)]
     return fleet, bound, burst
 
