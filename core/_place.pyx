@@ -1510,10 +1510,33 @@ cdef class BurstKernel:
         return &self.xq
 
     cdef void _refresh_totals(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
+        """Every row's total into slot s's tree leaves (NEG where infeasible), then the
+        tree. Without extra channels, _total's terms with the slot's maxima and the class's
+        table rows read once, not per row."""
         cdef Py_ssize_t n
-        for n in range(self.rows):
-            self.s_tree[s, 2 * (self.s_perm[s, n] + self.leaves)] = \
-                self._total(s, c, n) if self.s_feas[s, n] else NEG
+        cdef int64_t* leaf = &self.s_tree[s, 2 * self.leaves]
+        cdef const int32_t* perm = &self.s_perm[s, 0]
+        cdef const uint8_t* feas = &self.s_feas[s, 0]
+        cdef const int64_t* loc = &self.s_local[s, 0]
+        cdef const int16_t* taints = &self.taint_count[self.c_taint[c], 0]
+        cdef const int32_t* aff = &self.aff_score[self.c_aff[c], 0]
+        cdef int64_t mt = self.s_max_taint[s], ma = self.s_max_aff[s], t
+        cdef int64_t wt = self.w_taint, wa = self.w_aff if self.s_max_aff[s] > 0 else 0
+        if self.c_xvary[c]:
+            for n in range(self.rows):
+                leaf[2 * perm[n]] = self._total(s, c, n) if feas[n] else NEG
+        else:
+            for n in range(self.rows):
+                if not feas[n]:
+                    leaf[2 * perm[n]] = NEG
+                    continue
+                t = loc[n]
+                if wt:
+                    t += wt * MAX_SCORE if mt == 0 else \
+                        wt * (MAX_SCORE - MAX_SCORE * taints[n] // mt)
+                if wa:
+                    t += wa * (MAX_SCORE * aff[n] // ma)
+                leaf[2 * perm[n]] = t
         self._tree_build(s)
 
     cdef void _rebuild(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
