@@ -9,7 +9,10 @@ the figures are the smallest thread CPU time of ``plan`` per pod over the rounds
 searches made, those given up for the scan, the rows the searches visited per search,
 the twin groups, the searches that scanned the rows in no group instead of visiting
 cells, the tied rows counted in groups per search, and whether both placed every pod
-alike. One JSON object on stdout.
+alike. A third run per round is the search with the scans' use of the twin groups off
+(``set_twin_scan``: slot rebuilds and spread passes filter and score every row),
+``*_no_twin_scan``, and ``twin_scanned_rows`` the feasible rows the scans took their
+group's terms for with it on. One JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -64,21 +67,24 @@ def compare(kind: str, nodes: int, pods: int, rounds: int) -> dict[str, Any]:
         return kernels[-1]
 
     out: dict[str, Any] = {"workload": kind, "nodes": nodes, "pods": len(burst)}
-    placed: dict[bool, list[str | None]] = {}
+    placed: dict[str, list[str | None]] = {}
     before = _place.set_bounded_search(True)
+    twin_scan = _place.set_twin_scan(True)
     place.BurstKernel = record  # type: ignore[misc]
     try:
         for _ in range(rounds):
-            for on in (False, True):
+            for on, twins in ((False, True), (True, False), (True, True)):
                 _place.set_bounded_search(on)
+                _place.set_twin_scan(twins)
                 kernels.clear()
                 cpu0 = time.thread_time()
                 result = plan(state, burst, ties=TieBreak(1))
                 cpu = (time.thread_time() - cpu0) / max(1, len(burst)) * 1e6
-                key = "bounded" if on else "scan"
+                key = ("bounded" if on else "scan") + ("" if twins else "_no_twin_scan")
                 out[f"{key}_cpu_us_per_pod"] = min(out.get(f"{key}_cpu_us_per_pod", cpu), cpu)
-                placed[on] = result.nodes
-                if on:
+                placed[key] = result.nodes
+                if on and twins:
+                    out["twin_scanned_rows"] = sum(k.twin_scanned for k in kernels)
                     searches = sum(k.bounded_pods for k in kernels)
                     gaveup = sum(k.bounded_gaveup for k in kernels)
                     rows = sum(k.bounded_rows for k in kernels)
@@ -93,7 +99,8 @@ def compare(kind: str, nodes: int, pods: int, rounds: int) -> dict[str, Any]:
     finally:
         place.BurstKernel = kernel_class  # type: ignore[misc]
         _place.set_bounded_search(*before)
-    out["same_placements"] = placed[False] == placed[True]
+        _place.set_twin_scan(twin_scan)
+    out["same_placements"] = placed["scan"] == placed["bounded"] == placed["bounded_no_twin_scan"]
     return out
 
 

@@ -105,12 +105,17 @@ def test_the_bounded_search_ab_runs_small_and_places_as_the_scan(workload):
     the quiet machine): both paths place every pod alike; where every row is equal the
     rows are one twin group, built after a kernel's first 8 searches (those give up for
     the scan), so no later search gives up and each counts the rows still empty as tied
-    (at least 300 - k for the k-th pod: a pod may land on a row taken before)."""
+    (at least 300 - k for the k-th pod: a pod may land on a row taken before). The mixed
+    burst's several-pod classes scan rows whose terms come from their twin group, and
+    the third run (the scans without the groups) places alike too."""
     from bench.bounded_ab import compare
 
     out = compare(workload, 300, 200, 1)
     assert out["same_placements"]
     assert out["searches"] > 0
+    assert "bounded_no_twin_scan_cpu_us_per_pod" in out
+    if workload == "mixed":
+        assert out["twin_scanned_rows"] > 0
     if workload == "equal":
         assert out["searches_given_up"] == 8
         assert out["twin_groups"] == 1

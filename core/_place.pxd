@@ -35,6 +35,12 @@ cdef extern from "_scan.h" nogil:
         uint8_t* redo
         int64_t* rawsp
         int64_t mt, ma, hi, lo
+        const int32_t* tgroup
+        const uint64_t* tin
+        const uint8_t* gfit
+        const int64_t* gloc
+        const uint8_t* gredo
+        int64_t twinned
     ctypedef struct ks_levels:
         int32_t* next
         int32_t* prev
@@ -189,6 +195,7 @@ cdef class BurstKernel:
     cdef uint64_t[::1] tw_all                # their union
     cdef int32_t[::1] tw_list                # scratch, rows: the rows in no group (ks_untwinned)
     cdef readonly int64_t twin_scans         # searches that scanned the rows in no group (for tests)
+    cdef readonly int64_t twin_scanned       # feasible rows the scans took their group's terms for
     cdef int64_t[::1] tw_count, tw_hint      # its per-group counts and first words
     cdef int64_t[::1] tw_base                # its per-group states (requested, non-zero)
     cdef readonly int64_t twin_groups        # groups kept (for tests)
@@ -441,6 +448,10 @@ cdef class BurstKernel:
     cdef void _prepare_filters(self, Py_ssize_t c, bint* spread, bint* ipa) noexcept nogil
     cdef bint _count_ports_fit(self, Py_ssize_t p, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _diagnose(self, Py_ssize_t p, Py_ssize_t c) noexcept nogil
+    cdef inline void _diagnose_row(self, Py_ssize_t p, Py_ssize_t c, Py_ssize_t n, bint spread,
+                                   bint ipa) noexcept nogil
+    cdef void _diagnose_twins(self, Py_ssize_t p, Py_ssize_t c, bint spread,
+                              bint ipa) noexcept nogil
     cdef Py_ssize_t _count_feasible(self, Py_ssize_t c, Py_ssize_t limit) noexcept nogil
     cdef bint _nominated_fits(self, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef void _run(self) noexcept nogil

@@ -19,6 +19,7 @@ ZONE_LIMIT: int
 def set_bounded_search(
     on: bool, share: int = 16, twins: int = 32, twin_after: int = 8
 ) -> tuple[bool, int, int, int]: ...
+def set_twin_scan(on: bool) -> bool: ...
 
 class BurstKernel:
     grouped_pods: int  # pods placed by group of rows (c_mode 2 without a pass over the rows)
@@ -29,6 +30,7 @@ class BurstKernel:
     twin_groups: int  # twin groups its searches take as one (built with the first search)
     twin_ties: int  # tied rows those searches counted in twin groups, without a visit
     twin_scans: int  # searches that scanned the rows in no twin group instead of their cells
+    twin_scanned: int  # feasible rows the scans (_scan) took their twin group's terms for
     def __init__(
         self,
         alloc: npt.NDArray[Any],

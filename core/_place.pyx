@@ -86,6 +86,8 @@ cdef extern from "_scan.h" nogil:
     void ks_tree_build(int64_t* t, int64_t leaves, int64_t used)
     void ks_tree_set(int64_t* t, int64_t leaves, int64_t pos, int64_t v)
     int64_t ks_single_scan(ks_single* q)
+    void ks_twin_terms(const ks_single* q, const int32_t* wit, int64_t ngroups,
+                       uint8_t* gfit, int64_t* gloc, uint8_t* gredo)
     int ks_fits(const ks_single* q, int32_t n)
     enum: KS_LEVELS
     enum: KS_SHAPES
@@ -114,6 +116,7 @@ cdef extern from "_twins.h" nogil:
     void ks_twin_set(ks_twins* t, int32_t n, int inb)
     int ks_twin_has(const ks_twins* t, int32_t n)
     int32_t ks_twin_witness(ks_twins* t, int64_t g)
+    int ks_ctz64 "__builtin_ctzll"(uint64_t x)
     int64_t ks_count4(const uint64_t* a, const uint64_t* b, const uint64_t* c,
                       const uint64_t* d, int64_t lo, int64_t words)
     int64_t ks_value_bits(const void* v, int width, int64_t rows, int64_t words,
@@ -180,6 +183,22 @@ def set_bounded_search(bint on, Py_ssize_t share=16, Py_ssize_t twins=32,
     _share = share
     _twin_min = twins
     _twin_after = twin_after
+    return before
+
+
+# Whether the scans (_scan: slot rebuilds, the passes of spread classes) take the filter
+# verdict and local score of a row still in its twin group from the group, computed once
+# (ks_single_scan_twins), and _diagnose counts a group's misfit rows without a visit
+# (_diagnose_twins); off for the same-process A/B and the tests that compare both.
+cdef bint _twin_scan = True
+
+
+def set_twin_scan(bint on):
+    """Turn the scans' and the diagnosis's use of the twin groups on or off (every kernel
+    of the process); returns the previous setting."""
+    global _twin_scan
+    before = _twin_scan
+    _twin_scan = on
     return before
 
 
@@ -725,6 +744,11 @@ cdef class BurstKernel:
         cdef Py_ssize_t i, n, k, nf
         cdef bint ports = self.ports_on and self._ports_taken(c)
         cdef bint vector = self._vector()
+        cdef int32_t wit[KS_TWIN_GROUPS]
+        cdef uint8_t gfit[KS_TWIN_GROUPS]
+        cdef uint8_t gredo[KS_TWIN_GROUPS]
+        cdef int64_t gloc[KS_TWIN_GROUPS]
+        cdef Py_ssize_t g
         if self.p_alloc == NULL:
             return 0
         self._query(c, &q)
@@ -751,7 +775,17 @@ cdef class BurstKernel:
                 q.rawsp = &self.rawsp[0]
                 q.hi = hi[0]
                 q.lo = lo[0]
+        if _twin_scan and self.tw.ngroups > 0:
+            for g in range(self.tw.ngroups):
+                wit[g] = ks_twin_witness(&self.tw, g) if self.tw.count[g] > 0 else -1
+            ks_twin_terms(&q, wit, self.tw.ngroups, gfit, gloc, gredo)
+            q.tgroup = self.tw.group
+            q.tin = self.tw.all_in
+            q.gfit = gfit
+            q.gloc = gloc
+            q.gredo = gredo
         nf = ks_single_scan(&q)
+        self.twin_scanned += q.twinned
         if ports:  # the rows a port of the class is taken on drop out (with their scores)
             k = 0
             for i in range(nf):
@@ -1476,10 +1510,33 @@ cdef class BurstKernel:
         return &self.xq
 
     cdef void _refresh_totals(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
+        """Every row's total into slot s's tree leaves (NEG where infeasible), then the
+        tree. Without extra channels, _total's terms with the slot's maxima and the class's
+        table rows read once, not per row."""
         cdef Py_ssize_t n
-        for n in range(self.rows):
-            self.s_tree[s, 2 * (self.s_perm[s, n] + self.leaves)] = \
-                self._total(s, c, n) if self.s_feas[s, n] else NEG
+        cdef int64_t* leaf = &self.s_tree[s, 2 * self.leaves]
+        cdef const int32_t* perm = &self.s_perm[s, 0]
+        cdef const uint8_t* feas = &self.s_feas[s, 0]
+        cdef const int64_t* loc = &self.s_local[s, 0]
+        cdef const int16_t* taints = &self.taint_count[self.c_taint[c], 0]
+        cdef const int32_t* aff = &self.aff_score[self.c_aff[c], 0]
+        cdef int64_t mt = self.s_max_taint[s], ma = self.s_max_aff[s], t
+        cdef int64_t wt = self.w_taint, wa = self.w_aff if self.s_max_aff[s] > 0 else 0
+        if self.c_xvary[c]:
+            for n in range(self.rows):
+                leaf[2 * perm[n]] = self._total(s, c, n) if feas[n] else NEG
+        else:
+            for n in range(self.rows):
+                if not feas[n]:
+                    leaf[2 * perm[n]] = NEG
+                    continue
+                t = loc[n]
+                if wt:
+                    t += wt * MAX_SCORE if mt == 0 else \
+                        wt * (MAX_SCORE - MAX_SCORE * taints[n] // mt)
+                if wa:
+                    t += wa * (MAX_SCORE * aff[n] // ma)
+                leaf[2 * perm[n]] = t
         self._tree_build(s)
 
     cdef void _rebuild(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil:
@@ -1710,19 +1767,72 @@ cdef class BurstKernel:
                     if not self._count_ports_fit(p, c, n):
                         self.out_reasons[p, code] += 1
         self._prepare_filters(c, &spread, &ipa)
+        if _twin_scan and self.tw.ngroups > 0 and self.fit_on and \
+                not (self.ports_on and self._ports_taken(c)):
+            self._diagnose_twins(p, c, spread, ipa)
+            return
         for i in range(self.static_off[st], self.static_off[st + 1]):
-            n = self.static_rows[i]
-            if self._count_ports_fit(p, c, n):
+            self._diagnose_row(p, c, self.static_rows[i], spread, ipa)
+
+    cdef inline void _diagnose_row(self, Py_ssize_t p, Py_ssize_t c, Py_ssize_t n, bint spread,
+                                   bint ipa) noexcept nogil:
+        """_diagnose's count of the first filter after the static ones rejecting row n."""
+        cdef uint8_t code
+        if self._count_ports_fit(p, c, n):
+            return
+        if spread:
+            code = self._spread_reason(c, n)
+            if code:
+                self.out_reasons[p, code] += 1
+                return
+        if ipa:
+            code = self._ipa_reason(c, n)
+            if code:
+                self.out_reasons[p, code] += 1
+
+    cdef void _diagnose_twins(self, Py_ssize_t p, Py_ssize_t c, bint spread,
+                              bint ipa) noexcept nogil:
+        """_diagnose's rows of the static set by twin group (no host port of the class taken
+        anywhere, so NodePorts passes every row): the rows still in a group the pod does not
+        fit are rejected by NodeResourcesFit on the group's columns, counted per column by
+        popcount (static set AND group) without a visit; the other rows one by one, in the
+        bitsets' order (ascending, as the static set lists them)."""
+        cdef Py_ssize_t g, k, r, w, words = self.tw.words, n
+        cdef int64_t count
+        cdef const uint64_t* static = self._static_bits(self.c_static[c])
+        cdef int32_t wit
+        cdef bint misfit
+        cdef uint64_t x
+        cdef uint64_t last = ~(<uint64_t>0) if self.rows % 64 == 0 else \
+            ((<uint64_t>1) << (self.rows % 64)) - 1
+        cdef uint64_t full[KS_TWIN_GROUPS]  # per group: 1 when the pod misfits it (skipped)
+        for g in range(self.tw.ngroups):
+            full[g] = 0
+            if self.tw.count[g] == 0:
                 continue
-            if spread:
-                code = self._spread_reason(c, n)
-                if code:
-                    self.out_reasons[p, code] += 1
-                    continue
-            if ipa:
-                code = self._ipa_reason(c, n)
-                if code:
-                    self.out_reasons[p, code] += 1
+            wit = ks_twin_witness(&self.tw, g)
+            misfit = False
+            for k in range(self.c_fit_off[c], self.c_fit_off[c + 1]):
+                r = self.c_fit_cols[k]
+                if self.req[wit, r] + self.c_req[c, r] > self.alloc[wit, r]:
+                    misfit = True
+            if not misfit:
+                continue
+            full[g] = 1
+            count = ks_count4(&self.tw.inb[g * words], static, NULL, NULL, self.tw.hint[g], words)
+            for k in range(self.c_fit_off[c], self.c_fit_off[c + 1]):
+                r = self.c_fit_cols[k]
+                if self.req[wit, r] + self.c_req[c, r] > self.alloc[wit, r]:
+                    self.out_reasons[p, R_FIXED + r] += count
+        for w in range(words):
+            x = static[w] if static != NULL else (last if w == words - 1 else ~(<uint64_t>0))
+            for g in range(self.tw.ngroups):
+                if full[g]:
+                    x &= ~self.tw.inb[g * words + w]
+            while x:
+                n = (w << 6) + ks_ctz64(x)
+                x &= x - 1
+                self._diagnose_row(p, c, n, spread, ipa)
 
     cdef Py_ssize_t _count_feasible(self, Py_ssize_t c, Py_ssize_t limit) noexcept nogil:
         """How many rows pass every filter for class c, counting up to limit."""

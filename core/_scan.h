@@ -454,10 +454,25 @@ typedef struct {
     uint8_t *redo;
     int64_t *rawsp;
     int64_t mt, ma, hi, lo;
+    /* twin rows (_twins.h; tgroup NULL: none): per row its group (-1: none) and, in the
+     * bitset tin, whether its state is still the group's; per group whether a row of it
+     * passes the resource filters (gfit) and its local score less the fixed score (gloc,
+     * with gredo its redo flag): every row still in the group shares them, so the scan
+     * reads neither the row's state nor computes its score */
+    const int32_t *tgroup;
+    const uint64_t *tin;
+    const uint8_t *gfit;
+    const int64_t *gloc;
+    const uint8_t *gredo;
+    int64_t twinned; /* output: the feasible rows whose terms came from their group */
 } ks_single;
+
+static int64_t ks_single_scan_twins(ks_single *q);
 
 static int64_t ks_single_scan(ks_single *q)
 {
+    if (q->tgroup)
+        return ks_single_scan_twins(q);
     const int64_t never = INT64_MAX / 4; /* an unchecked request compares against nothing */
     int64_t qc = q->chk_cpu ? q->req_cpu : -never, qm = q->chk_mem ? q->req_mem : -never;
     int64_t qp = q->chk_pods ? q->req_pods : -never;
@@ -506,6 +521,117 @@ static int64_t ks_single_scan(ks_single *q)
         nf += k;
     }
     return nf;
+}
+
+/* ks_single_scan where twin rows are known (q->tgroup): a row still in its group takes
+ * the group's filter verdict and local score (plus its own fixed score and hard keys);
+ * the other rows are filtered and scored as ks_single_scan does, their operands packed
+ * apart so that ks_local_block stays one vectorised loop, the two merged in row order. */
+static int64_t ks_single_scan_twins(ks_single *q)
+{
+    const int64_t never = INT64_MAX / 4;
+    int64_t qc = q->chk_cpu ? q->req_cpu : -never, qm = q->chk_mem ? q->req_mem : -never;
+    int64_t qp = q->chk_pods ? q->req_pods : -never;
+    ks_ops o;
+    int64_t ploc[KS_BLOCK];
+    uint8_t predo[KS_BLOCK];
+    int32_t tg[KS_BLOCK];
+    const ks_pod pod = {q->req_cpu, q->req_mem, q->nz_cpu, q->nz_mem};
+    int64_t nf = 0;
+    for (int64_t b = 0; b < q->ns; b += KS_BLOCK) {
+        int64_t m = q->ns - b < KS_BLOCK ? q->ns - b : KS_BLOCK;
+        int32_t *rows = q->rows + nf;
+        int64_t k = 0, kp = 0;
+        for (int64_t i = 0; i < m; i++) {
+            int32_t n = q->srows[b + i];
+            int32_t g = q->tgroup[n];
+            int fits;
+            if (g >= 0 && !((q->tin[n >> 6] >> (n & 63)) & 1))
+                g = -1;
+            if (g >= 0) {
+                fits = q->gfit[g];
+            } else {
+                const ks_hot *h = q->hot + n;
+                fits = (h->r0 + qc <= h->a0) & (h->r1 + qm <= h->a1) & (qp <= q->podfree[n]);
+                if (fits && q->nx) {
+                    const int64_t *a = q->alloc + (int64_t)n * q->nres;
+                    const int64_t *r = q->req + (int64_t)n * q->nres;
+                    for (int64_t j = 0; j < q->nx; j++) {
+                        int32_t col = q->xcols[j];
+                        fits &= r[col] + q->creq[col] <= a[col];
+                    }
+                }
+            }
+            for (int64_t j = 0; j < q->nhk; j++)
+                fits &= q->hkeys[j][n] >= 0;
+            if (!fits)
+                continue;
+            rows[k] = n;
+            tg[k++] = g;
+            if (g < 0 && q->loc) {
+                ks_pack(&o, kp, q->hot + n, &pod);
+                o.fix[kp++] = q->fixed[n];
+            }
+        }
+        if (q->loc) {
+            ks_local_block(kp, &o, q->w_fit, q->w_bal, ploc, predo);
+            for (int64_t i = 0, j = 0; i < k; i++) {
+                int32_t g = tg[i];
+                if (g >= 0) {
+                    q->loc[nf + i] = q->fixed[rows[i]] + q->gloc[g];
+                    q->redo[nf + i] = q->gredo[g];
+                } else {
+                    q->loc[nf + i] = ploc[j];
+                    q->redo[nf + i] = predo[j++];
+                }
+            }
+        }
+        for (int64_t i = 0; i < k; i++)
+            q->twinned += tg[i] >= 0;
+        if (q->taints) {
+            int64_t v = ks_max16(rows, k, q->taints);
+            q->mt = v > q->mt ? v : q->mt;
+        }
+        if (q->aff) {
+            int64_t v = ks_max32(rows, k, q->aff);
+            q->ma = v > q->ma ? v : q->ma;
+        }
+        if (q->rawsp)
+            ks_soft_empty(rows, k, q->skeys, q->skews, q->nsk, q->require_all, q->rawsp, &q->hi,
+                          &q->lo);
+        nf += k;
+    }
+    return nf;
+}
+
+/* For ks_single_scan_twins: per group g < ngroups with a row still in it (wit[g], else
+ * -1), whether that row passes q's resource filters (the hard keys are per row) and its
+ * local score less the fixed score, as ks_single_scan computes them. */
+static void ks_twin_terms(const ks_single *q, const int32_t *wit, int64_t ngroups,
+                          uint8_t *gfit, int64_t *gloc, uint8_t *gredo)
+{
+    const int64_t never = INT64_MAX / 4;
+    int64_t qc = q->chk_cpu ? q->req_cpu : -never, qm = q->chk_mem ? q->req_mem : -never;
+    int64_t qp = q->chk_pods ? q->req_pods : -never;
+    const ks_pod pod = {q->req_cpu, q->req_mem, q->nz_cpu, q->nz_mem};
+    ks_ops o;
+    for (int64_t g = 0; g < ngroups; g++) {
+        int32_t n = wit[g] >= 0 ? wit[g] : 0;
+        const ks_hot *h = q->hot + n;
+        int fits = (h->r0 + qc <= h->a0) & (h->r1 + qm <= h->a1) & (qp <= q->podfree[n]);
+        if (fits && q->nx) {
+            const int64_t *a = q->alloc + (int64_t)n * q->nres;
+            const int64_t *r = q->req + (int64_t)n * q->nres;
+            for (int64_t j = 0; j < q->nx; j++) {
+                int32_t col = q->xcols[j];
+                fits &= r[col] + q->creq[col] <= a[col];
+            }
+        }
+        gfit[g] = (uint8_t)(fits && wit[g] >= 0);
+        ks_pack(&o, g, h, &pod);
+        o.fix[g] = 0;
+    }
+    ks_local_block(ngroups, &o, q->w_fit, q->w_bal, gloc, gredo);
 }
 
 /* Whether row n passes ks_single_scan's filters for q's pod (the same comparisons, one
