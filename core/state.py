@@ -166,6 +166,9 @@ class ClusterState:
         self.group_ids: dict[tuple[str, Labels], int] = {}
         self._free_groups: list[int] = []
         self.affinity_pods_on_row: list[int] = []  # pods carrying pod (anti-)affinity
+        # their sum: a burst asks whether there is any, and a scan of every row costs more
+        # than a small burst's encoding
+        self.affinity_pods = 0
         self.namespace_labels: dict[str, dict[str, str]] = {}
         # PVCs, PVs, StorageClasses and CSI objects, for the volume filters (core/volumes.py)
         self.storage = StorageObjects()
@@ -600,6 +603,7 @@ class ClusterState:
             group.counts[row] += sign
         if record.affinity is not None:
             self.affinity_pods_on_row[row] += sign
+            self.affinity_pods += sign
         if sign > 0:
             self.pods[key] = record
             self.pods_on_row[row].add(key)
@@ -679,6 +683,7 @@ class ClusterState:
         if affinity is not None:
             for row in rows:
                 self.affinity_pods_on_row[row] += 1
+            self.affinity_pods += len(rows)
         if resources:
             at = np.asarray(rows, dtype=np.intp)
             for column, amount in shared_requests.items():
