@@ -164,6 +164,9 @@ class ClusterState:
         self.pods_on_row: list[set[str]] = []
         self.groups: list[_Group] = []
         self.group_ids: dict[tuple[str, Labels], int] = {}
+        # bumped whenever a group id gets or loses its (namespace, labels): what is indexed
+        # by group id stays valid while it is the same (core/spread.py's label index)
+        self.groups_version = 0
         self._free_groups: list[int] = []
         self.affinity_pods_on_row: list[int] = []  # pods carrying pod (anti-)affinity
         # their sum: a burst asks whether there is any, and a scan of every row costs more
@@ -449,6 +452,7 @@ class ClusterState:
                 gid = len(self.groups)
                 self.groups.append(group)
             self.group_ids[key] = gid  # type: ignore[index]
+            self.groups_version += 1
         else:
             self.groups[gid].refs += refs
         return gid
@@ -465,6 +469,7 @@ class ClusterState:
         # An empty group holds the id until it is reused: it counts no pod on any row.
         self.groups[gid] = _Group("", {})
         self._free_groups.append(gid)
+        self.groups_version += 1
 
     def add_pod(self, pod: Mapping[str, Any], node_name: str | None = None) -> bool:
         """Count a pod bound (or being bound) to a node; False when the node is unknown.
