@@ -798,9 +798,6 @@ class Encoder:
             arrays = parts[kind][1]
             if not arrays:
                 return np.zeros((1, rows), dtype=dtype)
-            if len(arrays) == 1 and arrays[0].dtype == dtype and arrays[0].flags.c_contiguous:
-                # One row (a burst of one class): a view, the kernel only reads its tables.
-                return arrays[0].reshape(1, -1)
             return np.ascontiguousarray(np.vstack(arrays), dtype=dtype)
 
         assert c_x is not None and x_raw is not None
