@@ -13,6 +13,9 @@ reporting the CPU time per burst and per pod, and the encode and kernel seconds 
 results carry. ``--profile FILE`` runs the bursts under cProfile and prints the
 functions with the most own and cumulative time; ``--no-class-cache`` places every burst
 with fresh class tables (core/class_cache.py), the cost before they were kept.
+``--workloads`` hands each burst the ReplicaSets of its namespaces, as ``kubesalvo run``
+does: the pods then carry the default spread constraints (hostname and zone), whose
+counters the runtime's bursts pay for; without it the pods are spread-free.
 
 The ``digest`` line hashes every burst's nodes: two runs that print the same digest made
 the same decisions. The figures are CPU seconds of this process; on a shared machine
@@ -37,7 +40,7 @@ from kubesalvo.core.synthetic import parse_scenario
 from kubesalvo.core.ties import TieBreak
 from kubesalvo.sched.config.gates import FeatureGates
 from kubesalvo.sched.config.loader import parse_config
-from kubesalvo.sched.simulate.run import load_state
+from kubesalvo.sched.simulate.run import burst_workloads, load_state
 
 try:
     from kubesalvo.core import class_cache
@@ -45,8 +48,11 @@ except ImportError:  # an install from before the class cache: the A of an A/B a
     class_cache = None  # type: ignore[assignment]
 
 
-def build(nodes: int, running: int, pending: int, seed: int) -> tuple[Any, list[dict[str, Any]]]:
-    """The state with ``running`` pods bound, and ``pending`` pods to place."""
+def build(
+    nodes: int, running: int, pending: int, seed: int, owners: bool = False
+) -> tuple[Any, list[dict[str, Any]], Any]:
+    """The state with ``running`` pods bound, ``pending`` pods to place, the snapshot
+    (``owners``: with a ReplicaSet owning each ReplicaSet-like class, Scenario.generate)."""
     scenario = parse_scenario(
         {
             "name": "steady-bursts",
@@ -58,12 +64,12 @@ def build(nodes: int, running: int, pending: int, seed: int) -> tuple[Any, list[
             ],
         }
     )
-    snapshot = scenario.generate()
+    snapshot = scenario.generate(owners=owners)
     state = load_state(snapshot)
     queue = [p for p in snapshot.pods if not (p.get("spec") or {}).get("nodeName")]
     # The stream's pods arrive mixed, as a rate of pods of several ReplicaSets does.
     random.Random(seed).shuffle(queue)
-    return state, queue
+    return state, queue, snapshot
 
 
 def cut(queue: list[dict[str, Any]], bursts: int, low: int, high: int, seed: int) -> list[Any]:
@@ -98,7 +104,7 @@ def profile_of(release: str) -> Any:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     total = args.bursts * args.max
-    state, queue = build(args.nodes, args.running, total, args.seed)
+    state, queue, snapshot = build(args.nodes, args.running, total, args.seed, args.workloads)
     bursts = cut(queue, args.bursts, args.min, args.max, args.seed)
     profile = profile_of(args.release).profiles[0].core
     ties = TieBreak(args.seed)
@@ -114,7 +120,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         profiler.enable()
     try:
         for burst in bursts:
-            result = place_burst(state, burst, profile, ties=ties)
+            workloads = burst_workloads(snapshot, burst) if args.workloads else ()
+            result = place_burst(state, burst, profile, ties=ties, workloads=workloads)
             encode += result.encode_seconds
             kernel += result.kernel_seconds
             pods += len(burst)
@@ -143,6 +150,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "pods": pods,
         "placed": placed,
         "class_cache": args.class_cache if class_cache is not None else None,
+        "workloads": args.workloads,
         "profiled": bool(profiler),
         "cpu_s": round(cpu, 3),
         "wall_s": round(wall, 3),
@@ -171,6 +179,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--no-class-cache", dest="class_cache", action="store_false",
         help="a fresh class cache for every burst (the cost before it)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--workloads", action="store_true",
+        help="hand each burst its namespaces' ReplicaSets (the default spread constraints)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if not 1 <= args.min <= args.max:

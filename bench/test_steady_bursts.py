@@ -40,3 +40,16 @@ def test_the_profile_names_the_burst_entry_point(tmp_path):
     assert report["profiled"]
     assert "place_burst" in out.read_text()
     assert (tmp_path / "profile.txt.prof").stat().st_size > 0
+
+
+def test_with_the_workloads_the_pods_take_the_default_spread_and_all_are_placed():
+    """``--workloads`` gives the bursts their ReplicaSets, as the runtime does: the pods
+    then spread by the default constraints, so their nodes differ from the spread-free
+    stream's, and the class cache still changes no decision."""
+    bench = _bench()
+    plain = bench.run(bench.parse(SMALL))
+    spread = bench.run(bench.parse([*SMALL, "--workloads"]))
+    fresh = bench.run(bench.parse([*SMALL, "--workloads", "--no-class-cache"]))
+    assert spread["workloads"] and not plain["workloads"]
+    assert spread["placed"] == spread["pods"] == plain["pods"]
+    assert spread["digest"] == fresh["digest"] != plain["digest"]

@@ -60,11 +60,13 @@ class NodeTables:
     extras: dict[int, dict[bytes, Any]] = field(default_factory=dict)
     # completed classes (encode.ClassInfo) by their key, without pods
     classes: dict[bytes, Any] = field(default_factory=dict)
+    # per static row of ``static`` (by its id), the row and the rows passing it
+    passing: dict[int, Any] = field(default_factory=dict)
 
     def trim(self, rows: int) -> None:
         limit = max(64, _CELLS // max(1, rows))
-        tables = [self.static, self.taint, self.aff, self.fixed, self.affinity_rows]
-        tables.append(self.classes)
+        tables: list[dict[Any, Any]] = [self.static, self.taint, self.aff, self.fixed]
+        tables += [self.affinity_rows, self.classes, self.passing]
         for table in [*tables, *self.masks.values(), *self.extras.values()]:
             if len(table) > limit:
                 table.clear()

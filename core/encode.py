@@ -196,44 +196,14 @@ class StaticTables:
     late_code: npt.NDArray[np.uint8]
 
 
-class Encoder:
-    """Classifies the pods of bursts and builds their static tables against one state.
+class _ProfilePlan:
+    """What an Encoder takes from its profile alone (the registry's plugins it enables,
+    their reason codes, score channels and lanes): built once per profile (``_plan_for``)
+    rather than for every burst's encoder, and never changed once built."""
 
-    Table rows are cached by sub-signature for as long as the state's nodes do not change
-    (``state.version``), so consecutive chunks reuse them, and so do later bursts of the
-    same profile where the rows depend on the nodes alone (core/class_cache.py).
-    """
-
-    def __init__(
-        self, state: ClusterState, profile: Profile, devices: PodDevices | None = None
-    ) -> None:
-        self.state = state
-        self.profile = profile
-        # DynamicResources' state for the one pod with resource claims being placed
-        # (core/dra/pod.py); None: a pod with claims is rejected (NOT_ALLOCATED).
-        self.devices = devices
+    def __init__(self, profile: Profile) -> None:
         self.weights = profile.score_weights
         self.filters = set(profile.filters)
-        # The row caches (bound by _bind_tables), by sub-signature, of state.version.
-        self._version = -1
-        self._static: dict[bytes, npt.NDArray[np.uint8]] = {}
-        self._taint: dict[bytes, npt.NDArray[np.int16]] = {}
-        self._aff: dict[bytes, npt.NDArray[np.int32]] = {}
-        self._fixed: dict[bytes, npt.NDArray[np.int32]] = {}
-        self._numeric: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]] = {}
-        # rows of required node affinity, by (nodeSelector, required terms): spread's policy
-        self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}
-        # the rows of classes _shared refuses, this encoder's alone: table kind -> key -> row
-        self._unshared: dict[str, dict[bytes, Any]] = {}
-        # completed classes of earlier bursts, by key (_keep_class)
-        self._known: dict[bytes, ClassInfo] = {}
-        self.classes: list[ClassInfo] = []
-        self._class_of: dict[bytes, int] = {}
-        # Whether a class mounts an in-tree disk (VolumeRestrictions compares those of the
-        # pods of one node: core/place.py then places the burst in segments).
-        self.has_disks = False
-        self._taint_keys: set[str] = set()
-        self._taint_keys_version = -1
         # The filters whose PreFilter may end a class's attempt (see _prefilter), in order:
         # the registry's PreFilters and the class filters.
         self._prefilters: list[str] = []
@@ -342,18 +312,107 @@ class Encoder:
         self._none_keys = [
             [channel.key, args, channel.reads, (-1, b"")] for _, channel, args, _ in self.nones
         ]
-        # per extra channel: key -> (its raw values, whether any is not 0); bound by
-        # _bind_tables, and the unshared classes' own
-        self._extra_rows: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = []
-        self._extra_unshared: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = []
         self.x_w = np.array([w for *_, w in self.extras] or [0], dtype=np.int64)
         self.x_rev = np.array(
             [int(c.normalise is Normalise.REVERSE_MAX) for _, c, _, _ in self.extras] or [0],
             dtype=np.uint8,
         )
         # Per lane, what its key needs, unpacked once: (key function, args, spec field).
-        self._rev_key = self._key_of(Normalise.REVERSE_MAX)
-        self._max_key = self._key_of(Normalise.MAX)
+        self._rev_key = _key_of(self, Normalise.REVERSE_MAX)
+        self._max_key = _key_of(self, Normalise.MAX)
+
+
+def _key_of(plan: _ProfilePlan, kind: Normalise) -> list[Any] | None:
+    """What a lane's keys need, unpacked once: [key function, args, the spec field it
+    reads, (state version, the key of classes lacking that field)]."""
+    lane = plan.lanes.get(kind)
+    if lane is None:
+        return None
+    _, channel, args = lane
+    return [channel.key, args, channel.reads, (-1, b"")]
+
+
+# (profile, its plan), most recently built last: a scheduler has a profile object per
+# scheduler profile; BurstPacking's plain copy and Profile.default() are equal ones.
+_plans: list[tuple[Profile, _ProfilePlan]] = []
+_PLANS = 8
+
+
+def _plan_for(profile: Profile) -> _ProfilePlan:
+    global _plans
+    for known, plan in _plans:
+        if known is profile:
+            return plan
+    for known, plan in _plans:
+        if known == profile:
+            return plan
+    plan = _ProfilePlan(profile)
+    # A new list, not an append: a thread iterating the old one sees it whole.
+    _plans = [*_plans[-(_PLANS - 1) :], (profile, plan)]
+    return plan
+
+
+class Encoder:
+    """Classifies the pods of bursts and builds their static tables against one state.
+
+    Table rows are cached by sub-signature for as long as the state's nodes do not change
+    (``state.version``), so consecutive chunks reuse them, and so do later bursts of the
+    same profile where the rows depend on the nodes alone (core/class_cache.py).
+    """
+
+    def __init__(
+        self, state: ClusterState, profile: Profile, devices: PodDevices | None = None
+    ) -> None:
+        self.state = state
+        self.profile = profile
+        # DynamicResources' state for the one pod with resource claims being placed
+        # (core/dra/pod.py); None: a pod with claims is rejected (NOT_ALLOCATED).
+        self.devices = devices
+        # The row caches (bound by _bind_tables), by sub-signature, of state.version.
+        self._version = -1
+        self._static: dict[bytes, npt.NDArray[np.uint8]] = {}
+        self._taint: dict[bytes, npt.NDArray[np.int16]] = {}
+        self._aff: dict[bytes, npt.NDArray[np.int32]] = {}
+        self._fixed: dict[bytes, npt.NDArray[np.int32]] = {}
+        self._numeric: dict[str, tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]] = {}
+        # rows of required node affinity, by (nodeSelector, required terms): spread's policy
+        self._affinity_rows: dict[bytes, npt.NDArray[np.bool_]] = {}
+        # per kept static row (by id), the row and the rows passing it
+        self._passing: dict[int, tuple[npt.NDArray[np.uint8], npt.NDArray[np.int32]]] = {}
+        # the rows of classes _shared refuses, this encoder's alone: table kind -> key -> row
+        self._unshared: dict[str, dict[bytes, Any]] = {}
+        # completed classes of earlier bursts, by key (_keep_class)
+        self._known: dict[bytes, ClassInfo] = {}
+        self.classes: list[ClassInfo] = []
+        self._class_of: dict[bytes, int] = {}
+        # Whether a class mounts an in-tree disk (VolumeRestrictions compares those of the
+        # pods of one node: core/place.py then places the burst in segments).
+        self.has_disks = False
+        self._taint_keys: set[str] = set()
+        self._taint_keys_version = -1
+        plan = _plan_for(profile)
+        self.weights, self.filters = plan.weights, plan.filters
+        self._prefilters, self.pre_filters = plan._prefilters, plan.pre_filters
+        self.node_filters, self.extensions = plan.node_filters, plan.extensions
+        self.class_filters, self.class_reasons = plan.class_filters, plan.class_reasons
+        # _bind_tables gives each mask its table of rows: this encoder's own dict
+        self.masks = dict(plan.masks)
+        self._mask_signature, self._prefilter_reads = plan._mask_signature, plan._prefilter_reads
+        self.pre_scores, self.late_code = plan.pre_scores, plan.late_code
+        self.static_scores, self.nones = plan.static_scores, plan.nones
+        self.lanes, self.extras = plan.lanes, plan.extras
+        self.x_w, self.x_rev = plan.x_w, plan.x_rev
+        # A lane key's last slot caches the key of classes lacking its field, per state
+        # version (_lane_key): this encoder's own copies, as another encoder's state may
+        # be at the same version number.
+        self._extra_keys = [list(lane) for lane in plan._extra_keys]
+        self._none_keys = [list(lane) for lane in plan._none_keys]
+        self._rev_key = None if plan._rev_key is None else list(plan._rev_key)
+        self._max_key = None if plan._max_key is None else list(plan._max_key)
+        # per extra channel: key -> (its raw values, whether any is not 0); bound by
+        # _bind_tables, and the unshared classes' own
+        self._extra_rows: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = []
+        self._extra_unshared: list[dict[bytes, tuple[npt.NDArray[np.int32], bool]]] = []
         # Whether rows may be kept across bursts (core/class_cache.py): not those of the
         # one pod placed with its devices (DynamicResources' Filter answer and Score).
         self._share = devices is None
@@ -369,6 +428,7 @@ class Encoder:
             tables = class_cache.NodeTables(state.version)
         self._static, self._taint, self._aff = tables.static, tables.taint, tables.aff
         self._fixed, self._numeric = tables.fixed, tables.numeric
+        self._passing = tables.passing
         self._affinity_rows = tables.affinity_rows
         self._known = tables.classes
         for name, entries in self.masks.items():
@@ -636,15 +696,6 @@ class Encoder:
                     return error
         return ""
 
-    def _key_of(self, kind: Normalise) -> list[Any] | None:
-        """What a lane's keys need, unpacked once: [key function, args, the spec field it
-        reads, (state version, the key of classes lacking that field)]."""
-        lane = self.lanes.get(kind)
-        if lane is None:
-            return None
-        _, channel, args = lane
-        return [channel.key, args, channel.reads, (-1, b"")]
-
     def _lane_key(self, lane: list[Any] | None, info: ClassInfo) -> bytes:
         """The sub-signature of the class's raw values in a lane's channel."""
         if lane is None:
@@ -751,7 +802,19 @@ class Encoder:
 
         assert c_x is not None and x_raw is not None
         static_reason = stack("static", np.uint8)
-        passing = [np.flatnonzero(row == 0).astype(np.int32) for row in static_reason]
+        # The rows passing a kept static row are kept with it (by the row's identity: the
+        # kept row is never changed, and the entry holds it alive so its id is not reused).
+        # Only rows of the shared tables: an unshared class's rows are built per burst.
+        known, shared = self._passing, self._static
+        passing = []
+        for key, at in parts["static"][0].items():
+            array = parts["static"][1][at]
+            found = known.get(id(array))
+            if found is None or found[0] is not array:
+                found = (array, np.flatnonzero(array == 0).astype(np.int32))
+                if shared.get(key) is array:
+                    known[id(array)] = found
+            passing.append(found[1])
         static_off = np.zeros(len(passing) + 1, dtype=np.int32)
         static_off[1:] = np.cumsum([len(p) for p in passing])
         return StaticTables(

@@ -157,7 +157,7 @@ class InterPodTerms:
         # The state counts the pods carrying terms per row: without any (a stream of
         # ReplicaSet pods), the scan of every pod's record, a millisecond per burst at
         # 20,000 pods, finds nothing.
-        if not any(self.state.affinity_pods_on_row):
+        if not self.state.affinity_pods:
             return
         for record in self.state.pods.values():
             if record.affinity is not None:

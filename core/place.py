@@ -123,17 +123,21 @@ def _queue_order(
     return order, gang_min, gang_last, minimums
 
 
-def _kernel(
-    state: ClusterState,
-    profile: Profile,
-    ports: PortTable,
-    port_rows: list[int],
-    spread: SpreadEncoder,
-    ties: TieBreak,
-) -> tuple[BurstKernel, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The kernel, and its copies of the requested and non-zero requested columns (which
-    it updates with every placement it keeps)."""
-    rows = state.rows
+# (profile, resource names, max constraints) -> (profile, ScoringColumns, kernel settings):
+# a function of the profile and the state's columns alone (which only grow), the same for
+# every burst of a steady stream; the kernel only reads them.
+_operands: dict[tuple[int, tuple[str, ...], int], tuple[Profile, ScoringColumns, Any]] = {}
+
+
+def _profile_operands(
+    profile: Profile, state: ClusterState, max_constraints: int
+) -> tuple[ScoringColumns, Any]:
+    key = (id(profile), tuple(state.resource_names), max_constraints)
+    kept = _operands.get(key)
+    if kept is not None and kept[0] is profile:  # (an id is reused once its profile goes)
+        return kept[1], kept[2]
+    if len(_operands) >= 64:
+        _operands.clear()
     columns = state.resource_index
     strategy = profile.fit.scoring_strategy
     sc_cols = np.array([columns.get(r.name, -1) for r in strategy.resources], dtype=np.int32)
@@ -159,6 +163,45 @@ def _kernel(
         ],
         dtype=np.uint8,
     )
+    scoring = ScoringColumns(
+        sc_cols, sc_weight, shape_util, shape_score, bal_cols, col_scalar, col_fit_check
+    )
+    settings = kernel_settings(profile, max_constraints)
+    _operands[key] = (profile, scoring, settings)
+    return scoring, settings
+
+
+# (resource names, the encoder's plugin codes by id) -> (those, the ReasonTable): the
+# same for every burst of one profile (its plan's dicts, core/encode.py) while the state's
+# columns stay the same; Results only reads it.
+_reasons: dict[tuple[tuple[str, ...], int, int], tuple[Any, Any, ReasonTable]] = {}
+
+
+def _reason_table(state: ClusterState, encoder: Encoder) -> ReasonTable:
+    extensions, class_reasons = encoder.extensions, encoder.class_reasons
+    key = (tuple(state.resource_names), id(extensions), id(class_reasons))
+    kept = _reasons.get(key)
+    if kept is not None and kept[0] is extensions and kept[1] is class_reasons:
+        return kept[2]
+    if len(_reasons) >= 64:
+        _reasons.clear()
+    table = ReasonTable.for_columns(state.resource_names, extensions, class_reasons)
+    _reasons[key] = (extensions, class_reasons, table)
+    return table
+
+
+def _kernel(
+    state: ClusterState,
+    profile: Profile,
+    ports: PortTable,
+    port_rows: list[int],
+    spread: SpreadEncoder,
+    ties: TieBreak,
+) -> tuple[BurstKernel, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The kernel, and its copies of the requested and non-zero requested columns (which
+    it updates with every placement it keeps)."""
+    rows = state.rows
+    scoring, settings = _profile_operands(profile, state, spread.max_constraints)
     # port keys x rows: a class's scans read its few keys along the rows
     port_use = np.zeros((max(1, len(ports.keys)), rows), dtype=np.int32)
     for row in port_rows:  # the rows holding a host port
@@ -174,10 +217,8 @@ def _kernel(
         requested,
         nonzero,
         port_use,
-        kernel_settings(profile, spread.max_constraints),
-        ScoringColumns(
-            sc_cols, sc_weight, shape_util, shape_score, bal_cols, col_scalar, col_fit_check
-        ),
+        settings,
+        scoring,
         dom,
         ndom,
         ties.state,
@@ -675,7 +716,7 @@ def _place_burst(
     if commit and _overlapped(chunks):
         spread.freeze_groups()  # later chunks count the state's pods as before the burst
     results = Results(
-        ReasonTable.for_columns(state.resource_names, encoder.extensions, encoder.class_reasons),
+        _reason_table(state, encoder),
         state,
         ordered,
         order,
@@ -748,7 +789,7 @@ def _taken(
         np.ones(n, dtype=np.int32),
     )
     results = Results(
-        ReasonTable.for_columns(state.resource_names, encoder.extensions, encoder.class_reasons),
+        _reason_table(state, encoder),
         state,
         placing.ordered,
         placing.order,

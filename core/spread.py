@@ -21,6 +21,7 @@ pairs to classes and groups keeps that from comparing every selector with every 
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,7 @@ from kubesalvo.core.label_selectors import (
 )
 from kubesalvo.core.plugins import names
 from kubesalvo.core.plugins.pod_topology_spread import PodTopologySpreadArgs, SpreadDefaulting
+from kubesalvo.core.state import ClusterState
 
 __all__ = [
     "HOSTNAME",
@@ -223,6 +225,27 @@ class ChunkLayout:
     readers: list[set[int]]  # per counter, the classes that read it
 
 
+# state -> (its groups_version, its groups' label index): the same for every burst while
+# no group comes or goes (a stream of ReplicaSet pods); read only.
+_group_indexes: weakref.WeakKeyDictionary[ClusterState, tuple[int, dict[Any, set[int]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _group_index(state: ClusterState) -> dict[tuple[str, str], set[int]]:
+    """Label pair -> the ids of the state's pod groups carrying it."""
+    version = state.groups_version
+    kept = _group_indexes.get(state)
+    if kept is not None and kept[0] == version:
+        return kept[1]
+    index: dict[tuple[str, str], set[int]] = {}
+    for gid, group in enumerate(state.groups):
+        for pair in group.labels.items():
+            index.setdefault(pair, set()).add(gid)
+    _group_indexes[state] = (version, index)
+    return index
+
+
 class SpreadEncoder:
     """Builds the spread and inter-pod tables of each chunk of one burst."""
 
@@ -244,10 +267,7 @@ class SpreadEncoder:
         # The state's pod groups that counters start from (freeze_groups: a copy)
         self._groups = self.state.groups
         # label pair -> ids, for finding what a selector may match
-        self._group_index: dict[tuple[str, str], set[int]] = {}
-        for gid, group in enumerate(self.state.groups):
-            for pair in group.labels.items():
-                self._group_index.setdefault(pair, set()).add(gid)
+        self._group_index = _group_index(self.state)
         self._class_index: dict[tuple[str, str], set[int]] = {}
         self.max_constraints = 0  # the most constraints a class of the burst has
         self.placed_rows: dict[int, list[int]] = {}  # class -> rows placed in earlier chunks

@@ -164,8 +164,14 @@ class ClusterState:
         self.pods_on_row: list[set[str]] = []
         self.groups: list[_Group] = []
         self.group_ids: dict[tuple[str, Labels], int] = {}
+        # bumped whenever a group id gets or loses its (namespace, labels): what is indexed
+        # by group id stays valid while it is the same (core/spread.py's label index)
+        self.groups_version = 0
         self._free_groups: list[int] = []
         self.affinity_pods_on_row: list[int] = []  # pods carrying pod (anti-)affinity
+        # their sum: a burst asks whether there is any, and a scan of every row costs more
+        # than a small burst's encoding
+        self.affinity_pods = 0
         self.namespace_labels: dict[str, dict[str, str]] = {}
         # PVCs, PVs, StorageClasses and CSI objects, for the volume filters (core/volumes.py)
         self.storage = StorageObjects()
@@ -446,6 +452,7 @@ class ClusterState:
                 gid = len(self.groups)
                 self.groups.append(group)
             self.group_ids[key] = gid  # type: ignore[index]
+            self.groups_version += 1
         else:
             self.groups[gid].refs += refs
         return gid
@@ -462,6 +469,7 @@ class ClusterState:
         # An empty group holds the id until it is reused: it counts no pod on any row.
         self.groups[gid] = _Group("", {})
         self._free_groups.append(gid)
+        self.groups_version += 1
 
     def add_pod(self, pod: Mapping[str, Any], node_name: str | None = None) -> bool:
         """Count a pod bound (or being bound) to a node; False when the node is unknown.
@@ -600,6 +608,7 @@ class ClusterState:
             group.counts[row] += sign
         if record.affinity is not None:
             self.affinity_pods_on_row[row] += sign
+            self.affinity_pods += sign
         if sign > 0:
             self.pods[key] = record
             self.pods_on_row[row].add(key)
@@ -679,6 +688,7 @@ class ClusterState:
         if affinity is not None:
             for row in rows:
                 self.affinity_pods_on_row[row] += 1
+            self.affinity_pods += len(rows)
         if resources:
             at = np.asarray(rows, dtype=np.intp)
             for column, amount in shared_requests.items():

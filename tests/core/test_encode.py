@@ -270,3 +270,28 @@ def test_classes_with_the_same_images_share_the_fixed_row_of_image_locality():
     assert tables.c_fixed.tolist() == [0, 0, 0, 1]
     # 500 MiB on one node of two: 250 MiB, (250 - 23) / (1000 - 23) of the way, weight 1.
     assert tables.fixed.tolist() == [[23, 0], [0, 0]]
+
+
+def test_encoders_of_one_profile_share_its_plan_but_not_their_lane_keys():
+    """What an encoder takes from its profile is built once per profile (a small burst's
+    encoder no longer rebuilds it); the lane keys' cache of the key of classes lacking a
+    field is per encoder, as two states may be at the same version: a pod without
+    tolerations still sees the PreferNoSchedule taint of the second state after the first,
+    untainted one, was encoded under the same profile at the same version."""
+    profile = Profile.default()
+    taint = {"key": "k", "value": "v", "effect": "PreferNoSchedule"}
+    plain, tainted = ClusterState(), ClusterState()
+    for state, taints in ((plain, None), (tainted, [taint])):
+        state.add_node(node("a", taints=taints))
+        state.add_node(node("b"))
+    assert plain.version == tainted.version
+    first = Encoder(plain, profile)
+    second = Encoder(tainted, Profile.default())  # an equal profile: the same plan
+    assert first.extensions is second.extensions and first.lanes is second.lanes
+    assert first._rev_key is not second._rev_key
+    counts = []
+    for enc in (first, second):
+        (cid,) = set(enc.classify([pod("p")]).tolist())
+        tables = enc.tables([cid])
+        counts.append(tables.taint_count[tables.c_taint[0]].tolist())
+    assert counts == [[0, 0], [1, 0]]

@@ -1,7 +1,10 @@
 """Spread counters across chunks: what a later chunk's classes start from."""
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from kubesalvo.core import spread as spread_module
 from kubesalvo.core.encode import Encoder
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.spread import SpreadEncoder
@@ -95,3 +98,39 @@ def test_prepare_registers_what_every_class_constraints_would():
     most = max(len(built.constraints(cid)) for cid in classes)
     assert prepared.max_constraints == most > 0
     assert not any(info.complete for info in encoder.classes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["add", "remove", "unnode", "node"]),
+            st.integers(0, 7),
+            st.integers(0, 3),
+        ),
+        max_size=40,
+    )
+)
+def test_the_kept_label_index_of_pod_groups_is_the_one_built_afresh(steps):
+    """The label index of the state's pod groups is kept across bursts while no group comes
+    or goes (``groups_version``); after any pods added and removed (groups created, freed
+    and their ids reused) and nodes leaving and coming back, it is the index built anew."""
+    state = ClusterState()
+    for name in ("a", "b"):
+        state.add_node(node(name))
+    for kind, i, app in steps:
+        if kind == "add":
+            placed = pod(f"p{i}", "100m", app=f"a{app}")
+            placed["spec"]["nodeName"] = "a" if i % 2 else "b"
+            state.add_pod(placed)  # a pod known already moves (its group may change)
+        elif kind == "remove":
+            state.remove_pod_key(f"ns/p{i}")
+        elif kind == "unnode":
+            state.remove_node("a")
+        else:
+            state.add_node(node("a"))
+        fresh: dict = {}
+        for gid, group in enumerate(state.groups):
+            for pair in group.labels.items():
+                fresh.setdefault(pair, set()).add(gid)
+        assert spread_module._group_index(state) == fresh

@@ -502,3 +502,56 @@ def test_group_counts_kept_as_arrays_follow_every_record_as_the_dicts_do(steps):
             state.group_counts(gids).tolist()
             == state.group_counts(gids, state.frozen_groups()).tolist()
         )
+
+
+_ANTI = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
+        ]
+    }
+}
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("pod"), st.integers(0, 9), st.integers(0, 4), st.booleans()),
+            st.tuples(st.just("placed"), st.integers(0, 9), st.integers(0, 4), st.booleans()),
+            st.tuples(st.just("gone"), st.integers(0, 9), st.just(0), st.just(False)),
+            st.tuples(st.just("node"), st.integers(0, 4), st.just(0), st.just(False)),
+            st.tuples(st.just("unnode"), st.integers(0, 4), st.just(0), st.just(False)),
+        ),
+        max_size=60,
+    )
+)
+def test_the_count_of_pods_carrying_terms_is_the_sum_of_its_rows_after_any_records(steps):
+    """``affinity_pods``, which a burst reads instead of scanning every row, stays the sum
+    of ``affinity_pods_on_row`` through pods added, placed, moved, removed, and nodes
+    leaving (their pods become ghosts) and coming back."""
+    state = ClusterState(capacity=2)
+    for i in range(3):
+        state.add_node(node(f"n{i}"))
+    for kind, a, b, carries in steps:
+        if kind == "pod":
+            p = pod(f"p{a}", f"n{b}", cpu="10m", labels={"app": "x"})
+            if carries:
+                p["spec"]["affinity"] = _ANTI
+            state.add_pod(p)
+        elif kind == "placed":
+            row = state.row_of.get(f"n{b}")
+            if row is not None:
+                affinity = _ANTI if carries else None
+                state.add_placed_many(
+                    [f"p{a}"], [row], "ns", (("app", "x"),), {}, (0, 0), [], affinity
+                )
+        elif kind == "gone":
+            state.remove_pod_key(f"p{a}")
+        elif kind == "node":
+            state.add_node(node(f"n{a}"))
+        elif kind == "unnode":
+            state.remove_node(f"n{a}")
+        assert state.affinity_pods == sum(state.affinity_pods_on_row)
+    # and a state that counted some says so before the last goes
+    assert (state.affinity_pods > 0) == any(state.affinity_pods_on_row)
