@@ -227,6 +227,8 @@ class Encoder:
         self._unshared: dict[str, dict[bytes, Any]] = {}
         # completed classes of earlier bursts, by key (_keep_class)
         self._known: dict[bytes, ClassInfo] = {}
+        # False once a classify call met more new classes than the kept table may hold
+        self._keep_new = True
         self.classes: list[ClassInfo] = []
         self._class_of: dict[bytes, int] = {}
         # Whether a class mounts an in-tree disk (VolumeRestrictions compares those of the
@@ -401,6 +403,7 @@ class Encoder:
         classes = self.classes
         class_of = self._class_of
         first_new = len(classes)
+        fresh = 0
         for pod in pods:
             # The whole spec, in one C call: fields that do not matter to scheduling
             # (env, commands) are the same across replicas, so classes stay whole.
@@ -417,9 +420,19 @@ class Encoder:
             if cid is None:
                 cid = class_of[key] = len(classes)
                 known = self._known.get(key)
-                classes.append(self._class_info(key, pod) if known is None else known.copy())
+                if known is None:
+                    fresh += 1
+                    classes.append(self._class_info(key, pod))
+                else:
+                    classes.append(known.copy())
             classes[cid].pods += 1
             ids.append(cid)
+        if fresh > class_cache.limit(self.state.rows):
+            # Kept, they would take the table past its limit and the next burst's trim
+            # would empty it: keeping none is the same for later bursts, and spares the
+            # collector's pass after the burst (gc_paused) a walk over every kept class
+            # and the lists it holds (a burst of 10,000 one-pod classes: 70,000 objects).
+            self._keep_new = False
         if complete:
             self.complete(range(first_new, len(classes)))
         return np.array(ids, dtype=np.int32)
@@ -562,10 +575,12 @@ class Encoder:
     def _keep_class(self, info: ClassInfo) -> None:
         """Keep a completed class for later bursts (core/class_cache.py) when all of it
         follows from its key, the profile and the nodes: not when it has volumes (the
-        class filters and the disk check read the storage objects) or resource claims."""
+        class filters and the disk check read the storage objects) or resource claims, nor
+        when its burst brought more new classes than the table may hold (``classify``)."""
         spec = info.spec
         if (
             self._share
+            and self._keep_new
             and not (spec.get("volumes") or spec.get("resourceClaims"))
             and not info.class_filters
             and info.devices is None
