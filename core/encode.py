@@ -303,12 +303,27 @@ class Encoder:
         order = {name: i for i, name in enumerate(profile.filters)}
         self._prefilters.sort(key=order.__getitem__)
         self._prefilter_reads = tuple({pf.reads for pf, _ in self.pre_filters.values()})
+        # _prefilter's steps, unpacked once (it runs once per class): (name, the PreFilter's
+        # function, the field it reads, its args, whether it narrows), or (name, None, ...)
+        # for a class filter's answer.
+        self._prefilter_steps: list[tuple[str, framework.PreFilterFn | None, str, Any, bool]] = []
+        for name in self._prefilters:
+            found = self.pre_filters.get(name)
+            if found is None:
+                self._prefilter_steps.append((name, None, "", None, False))
+            else:
+                pf, args = found
+                self._prefilter_steps.append((name, pf.run, pf.reads, args, pf.narrows))
+        self._registry_prefilter_steps = [s for s in self._prefilter_steps if s[1] is not None]
         # The score plugins' PreScore checks, in the profile's score order: (check, args).
         self.pre_scores: list[tuple[framework.PreScore, Any]] = []
         for name, _ in profile.scores:
             pre_score = registry.PLUGINS[name].pre_score
             if pre_score is not None:
                 self.pre_scores.append((pre_score, profile.args_of(name)))
+        # unpacked once for _prescore_error, which runs once per class: (function, the
+        # field it reads, args)
+        self._pre_score_steps = [(ps.run, ps.reads, args) for ps, args in self.pre_scores]
         # A plugin filter after NodePorts and NodeResourcesFit (the volume filters, in
         # kube-scheduler's order) is reported on a row only when those two pass it.
         after = max(order.get(n, -1) for n in (names.NODE_PORTS, names.NODE_RESOURCES_FIT))
@@ -547,7 +562,10 @@ class Encoder:
             info.static_key = info.key
         if self.class_filters:
             self._class_filters(info)
-        if self.static_scores or any(a.scores is not None for a in info.class_filters.values()):
+        class_answers = info.class_filters  # empty for most classes: no generator then
+        if self.static_scores or (
+            class_answers and any(a.scores is not None for a in class_answers.values())
+        ):
             # so may a static score or a class filter's score (the fixed row)
             info.fixed_key = info.key
         if info.error:  # a quantity no int64 holds (_class_info)
@@ -610,31 +628,45 @@ class Encoder:
         (``prefilter_message``) or an error (``error``). Every row is then narrowed (see
         ``_static_reason``), so the kernel places none of the class's pods. A PreFilter
         may instead keep some rows only (``narrowed``)."""
-        for name in self._prefilters:
-            pre_filter = self.pre_filters.get(name)
-            if pre_filter is not None:
-                pf, args = pre_filter
-                answer = pf.run(args, self, info) if info.spec.get(pf.reads) else None
-                if answer is not None:
-                    if answer.message:
-                        info.prefilter_message = answer.message
-                        info.prefilter_plugin = name
-                    elif answer.error:
-                        info.error = answer.error
-                    elif answer.keep is not None and pf.narrows:
-                        kept = answer.keep
-                        info.narrowed = kept if info.narrowed is None else info.narrowed & kept
-            elif name in info.class_filters:
-                found = info.class_filters[name]
+        spec = info.spec
+        class_answers = info.class_filters
+        if info.prefilter_message or info.error:
+            # Set before (a quantity no int64 holds, _class_info): as when a step ends the
+            # run, the run ends after the first step, which still answers.
+            steps = self._prefilter_steps[:1]
+        elif class_answers:
+            steps = self._prefilter_steps
+        else:  # no class filter answered: only the registry's PreFilters may
+            steps = self._registry_prefilter_steps
+        for name, run, reads, args, narrows in steps:
+            if run is not None:
+                if not spec.get(reads):
+                    continue
+                answer = run(args, self, info)
+                if answer is None:
+                    continue
+                if answer.message:
+                    info.prefilter_message = answer.message
+                    info.prefilter_plugin = name
+                elif answer.error:
+                    info.error = answer.error
+                elif answer.keep is not None and narrows:
+                    kept = answer.keep
+                    info.narrowed = kept if info.narrowed is None else info.narrowed & kept
+            elif name in class_answers:
+                found = class_answers[name]
                 if found.prefilter_message:
                     info.prefilter_message = found.prefilter_message
                     info.prefilter_plugin = name
                 elif found.error:
                     info.error = found.error
+            else:
+                continue
             if info.prefilter_message or info.error:
-                # All its rows are narrowed whatever the nodes: one static row serves all.
-                info.static_key = b"prefilter"
-                return
+                break
+        if info.prefilter_message or info.error:
+            # All its rows are narrowed whatever the nodes: one static row serves all.
+            info.static_key = b"prefilter"
 
     def _prescore_error(self, info: ClassInfo) -> str:
         """The error that fails the attempts of the class's pods at PreScore, or "".
@@ -644,9 +676,9 @@ class Encoder:
         in one of the pod's own ScheduleAnyway constraints, InterPodAffinity with an
         invalid term (its PreFilter rejects such a pod first when the filter is enabled)."""
         spec = info.spec
-        for pre_score, args in self.pre_scores:
-            if spec.get(pre_score.reads):
-                error = pre_score.run(args, self, info)
+        for run, reads, args in self._pre_score_steps:
+            if spec.get(reads):
+                error = run(args, self, info)
                 if error is not None:
                     return error
         return ""
