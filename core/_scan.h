@@ -22,6 +22,12 @@
 
 #define KS_BLOCK 256
 
+#if defined(__GNUC__)
+#define KS_INLINE __attribute__((always_inline))
+#else
+#define KS_INLINE
+#endif
+
 /* What the per-pod scans read of a node row, in one 64-byte line: allocatable, requested
  * and non-zero requested cpu (millicores) and memory (bytes), and 1 / allocatable (0 where
  * none). The kernel keeps it in step with its requested columns. */
@@ -377,15 +383,14 @@ static inline int64_t ks_extra_terms(const ks_extra *x, int64_t n)
  * The pick is one draw: ks_below(ties) indexes the tied rows in the order of rows (tb,
  * nf + 1 slots, collects them), and nothing is drawn without a tie. A search that visits
  * rows in another order (ks_pick_tied) reproduces it from the same tied set. */
-static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
-                           const int64_t *restrict loc, int loc_by_pos,
-                           const int16_t *restrict taints, const int64_t *tsc,
-                           int64_t w_taint, int64_t mt,
-                           const int32_t *restrict aff, int64_t w_aff, int64_t ma,
-                           const int64_t *restrict rawsp, int64_t w_spread, int64_t hi, int64_t lo,
-                           const int64_t *restrict rawipa, int64_t w_ipa, int64_t ihi, int64_t ilo,
-                           const ks_extra *x, int32_t *restrict tb, uint64_t *state,
-                           int64_t *score, int64_t *ties)
+static inline KS_INLINE int64_t
+ks_best_row_in(const int32_t *restrict rows, int64_t nf, const int64_t *restrict loc,
+               int loc_by_pos, const int16_t *restrict taints, const int64_t *tsc,
+               int64_t w_taint, int64_t mt, const int32_t *restrict aff, int64_t w_aff,
+               int64_t ma, const int64_t *restrict rawsp, int64_t w_spread, int64_t hi,
+               int64_t lo, const int64_t *restrict rawipa, int64_t w_ipa, int64_t ihi,
+               int64_t ilo, const ks_extra *x, int32_t *restrict tb, uint64_t *state,
+               int64_t *score, int64_t *ties)
 {
     int64_t best = -1, cnt = 0;
     int flat = hi == 0 || hi == lo; /* every counted row scores 100 for spread */
@@ -414,6 +419,27 @@ static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
     *score = best;
     *ties = cnt;
     return cnt == 0 ? -1 : ks_pick_tied(tb, cnt, state);
+}
+
+static int64_t ks_best_row(const int32_t *restrict rows, int64_t nf,
+                           const int64_t *restrict loc, int loc_by_pos,
+                           const int16_t *restrict taints, const int64_t *tsc,
+                           int64_t w_taint, int64_t mt,
+                           const int32_t *restrict aff, int64_t w_aff, int64_t ma,
+                           const int64_t *restrict rawsp, int64_t w_spread, int64_t hi, int64_t lo,
+                           const int64_t *restrict rawipa, int64_t w_ipa, int64_t ihi, int64_t ilo,
+                           const ks_extra *x, int32_t *restrict tb, uint64_t *state,
+                           int64_t *score, int64_t *ties)
+{
+    /* x is NULL unless the profile has further score channels: the loop is compiled
+     * once for each case, so that the common one tests nothing for it per row. */
+    if (x)
+        return ks_best_row_in(rows, nf, loc, loc_by_pos, taints, tsc, w_taint, mt, aff, w_aff,
+                              ma, rawsp, w_spread, hi, lo, rawipa, w_ipa, ihi, ilo, x, tb,
+                              state, score, ties);
+    return ks_best_row_in(rows, nf, loc, loc_by_pos, taints, tsc, w_taint, mt, aff, w_aff, ma,
+                          rawsp, w_spread, hi, lo, rawipa, w_ipa, ihi, ilo, NULL, tb, state,
+                          score, ties);
 }
 
 /* One pod's first pass over the rows of its static filters (a class's only pod in a

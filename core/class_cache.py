@@ -18,7 +18,8 @@ read the storage objects, which pods change), nor of the one pod placed with its
 (DynamicResources' Filter answer and its Score read them). A version change gives new
 tables, never clears the old ones in place, so an encoder still holding them (another
 thread's) sees no rows of another version. Each table is emptied when it holds more than
-``_CELLS`` cells, at the start of a burst.
+``_CELLS`` cells, at the start of a burst; a burst with more new classes than that keeps
+none of them (a burst of one-pod classes would fill the table only to have it emptied).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 from kubesalvo.core.profile import Profile
 from kubesalvo.core.state import ClusterState
 
-__all__ = ["ENABLED", "NodeTables", "tables_for"]
+__all__ = ["ENABLED", "NodeTables", "limit", "tables_for"]
 
 # False: every call gets tables of its own (the cost before this module; tests and
 # bench/steady_bursts.py compare the two).
@@ -64,12 +65,17 @@ class NodeTables:
     passing: dict[int, Any] = field(default_factory=dict)
 
     def trim(self, rows: int) -> None:
-        limit = max(64, _CELLS // max(1, rows))
+        most = limit(rows)
         tables: list[dict[Any, Any]] = [self.static, self.taint, self.aff, self.fixed]
         tables += [self.affinity_rows, self.classes, self.passing]
         for table in [*tables, *self.masks.values(), *self.extras.values()]:
-            if len(table) > limit:
+            if len(table) > most:
                 table.clear()
+
+
+def limit(rows: int) -> int:
+    """The entries a table may hold at ``rows`` rows before ``trim`` empties it."""
+    return max(64, _CELLS // max(1, rows))
 
 
 # state -> [(profile, its tables)], most recently used last

@@ -271,12 +271,27 @@ class _ProfilePlan:
         order = {name: i for i, name in enumerate(profile.filters)}
         self._prefilters.sort(key=order.__getitem__)
         self._prefilter_reads = tuple({pf.reads for pf, _ in self.pre_filters.values()})
+        # _prefilter's steps, unpacked once (it runs once per class): (name, the PreFilter's
+        # function, the field it reads, its args, whether it narrows), or (name, None, ...)
+        # for a class filter's answer.
+        self._prefilter_steps: list[tuple[str, framework.PreFilterFn | None, str, Any, bool]] = []
+        for name in self._prefilters:
+            found = self.pre_filters.get(name)
+            if found is None:
+                self._prefilter_steps.append((name, None, "", None, False))
+            else:
+                pf, args = found
+                self._prefilter_steps.append((name, pf.run, pf.reads, args, pf.narrows))
+        self._registry_prefilter_steps = [s for s in self._prefilter_steps if s[1] is not None]
         # The score plugins' PreScore checks, in the profile's score order: (check, args).
         self.pre_scores: list[tuple[framework.PreScore, Any]] = []
         for name, _ in profile.scores:
             pre_score = registry.PLUGINS[name].pre_score
             if pre_score is not None:
                 self.pre_scores.append((pre_score, profile.args_of(name)))
+        # unpacked once for _prescore_error, which runs once per class: (function, the
+        # field it reads, args)
+        self._pre_score_steps = [(ps.run, ps.reads, args) for ps, args in self.pre_scores]
         # A plugin filter after NodePorts and NodeResourcesFit (the volume filters, in
         # kube-scheduler's order) is reported on a row only when those two pass it.
         after = max(order.get(n, -1) for n in (names.NODE_PORTS, names.NODE_RESOURCES_FIT))
@@ -383,6 +398,8 @@ class Encoder:
         self._unshared: dict[str, dict[bytes, Any]] = {}
         # completed classes of earlier bursts, by key (_keep_class)
         self._known: dict[bytes, ClassInfo] = {}
+        # False once a classify call met more new classes than the kept table may hold
+        self._keep_new = True
         self.classes: list[ClassInfo] = []
         self._class_of: dict[bytes, int] = {}
         # Whether a class mounts an in-tree disk (VolumeRestrictions compares those of the
@@ -399,6 +416,9 @@ class Encoder:
         self.masks = dict(plan.masks)
         self._mask_signature, self._prefilter_reads = plan._mask_signature, plan._prefilter_reads
         self.pre_scores, self.late_code = plan.pre_scores, plan.late_code
+        self._prefilter_steps = plan._prefilter_steps
+        self._registry_prefilter_steps = plan._registry_prefilter_steps
+        self._pre_score_steps = plan._pre_score_steps
         self.static_scores, self.nones = plan.static_scores, plan.nones
         self.lanes, self.extras = plan.lanes, plan.extras
         self.x_w, self.x_rev = plan.x_w, plan.x_rev
@@ -461,6 +481,7 @@ class Encoder:
         classes = self.classes
         class_of = self._class_of
         first_new = len(classes)
+        fresh = 0
         for pod in pods:
             # The whole spec, in one C call: fields that do not matter to scheduling
             # (env, commands) are the same across replicas, so classes stay whole.
@@ -477,9 +498,19 @@ class Encoder:
             if cid is None:
                 cid = class_of[key] = len(classes)
                 known = self._known.get(key)
-                classes.append(self._class_info(key, pod) if known is None else known.copy())
+                if known is None:
+                    fresh += 1
+                    classes.append(self._class_info(key, pod))
+                else:
+                    classes.append(known.copy())
             classes[cid].pods += 1
             ids.append(cid)
+        if fresh > class_cache.limit(self.state.rows):
+            # Kept, they would take the table past its limit and the next burst's trim
+            # would empty it: keeping none is the same for later bursts, and spares the
+            # collector's pass after the burst (gc_paused) a walk over every kept class
+            # and the lists it holds (a burst of 10,000 one-pod classes: 70,000 objects).
+            self._keep_new = False
         if complete:
             self.complete(range(first_new, len(classes)))
         return np.array(ids, dtype=np.int32)
@@ -594,7 +625,10 @@ class Encoder:
             info.static_key = info.key
         if self.class_filters:
             self._class_filters(info)
-        if self.static_scores or any(a.scores is not None for a in info.class_filters.values()):
+        class_answers = info.class_filters  # empty for most classes: no generator then
+        if self.static_scores or (
+            class_answers and any(a.scores is not None for a in class_answers.values())
+        ):
             # so may a static score or a class filter's score (the fixed row)
             info.fixed_key = info.key
         if info.error:  # a quantity no int64 holds (_class_info)
@@ -622,10 +656,12 @@ class Encoder:
     def _keep_class(self, info: ClassInfo) -> None:
         """Keep a completed class for later bursts (core/class_cache.py) when all of it
         follows from its key, the profile and the nodes: not when it has volumes (the
-        class filters and the disk check read the storage objects) or resource claims."""
+        class filters and the disk check read the storage objects) or resource claims, nor
+        when its burst brought more new classes than the table may hold (``classify``)."""
         spec = info.spec
         if (
             self._share
+            and self._keep_new
             and not (spec.get("volumes") or spec.get("resourceClaims"))
             and not info.class_filters
             and info.devices is None
@@ -655,31 +691,45 @@ class Encoder:
         (``prefilter_message``) or an error (``error``). Every row is then narrowed (see
         ``_static_reason``), so the kernel places none of the class's pods. A PreFilter
         may instead keep some rows only (``narrowed``)."""
-        for name in self._prefilters:
-            pre_filter = self.pre_filters.get(name)
-            if pre_filter is not None:
-                pf, args = pre_filter
-                answer = pf.run(args, self, info) if info.spec.get(pf.reads) else None
-                if answer is not None:
-                    if answer.message:
-                        info.prefilter_message = answer.message
-                        info.prefilter_plugin = name
-                    elif answer.error:
-                        info.error = answer.error
-                    elif answer.keep is not None and pf.narrows:
-                        kept = answer.keep
-                        info.narrowed = kept if info.narrowed is None else info.narrowed & kept
-            elif name in info.class_filters:
-                found = info.class_filters[name]
+        spec = info.spec
+        class_answers = info.class_filters
+        if info.prefilter_message or info.error:
+            # Set before (a quantity no int64 holds, _class_info): as when a step ends the
+            # run, the run ends after the first step, which still answers.
+            steps = self._prefilter_steps[:1]
+        elif class_answers:
+            steps = self._prefilter_steps
+        else:  # no class filter answered: only the registry's PreFilters may
+            steps = self._registry_prefilter_steps
+        for name, run, reads, args, narrows in steps:
+            if run is not None:
+                if not spec.get(reads):
+                    continue
+                answer = run(args, self, info)
+                if answer is None:
+                    continue
+                if answer.message:
+                    info.prefilter_message = answer.message
+                    info.prefilter_plugin = name
+                elif answer.error:
+                    info.error = answer.error
+                elif answer.keep is not None and narrows:
+                    kept = answer.keep
+                    info.narrowed = kept if info.narrowed is None else info.narrowed & kept
+            elif name in class_answers:
+                found = class_answers[name]
                 if found.prefilter_message:
                     info.prefilter_message = found.prefilter_message
                     info.prefilter_plugin = name
                 elif found.error:
                     info.error = found.error
+            else:
+                continue
             if info.prefilter_message or info.error:
-                # All its rows are narrowed whatever the nodes: one static row serves all.
-                info.static_key = b"prefilter"
-                return
+                break
+        if info.prefilter_message or info.error:
+            # All its rows are narrowed whatever the nodes: one static row serves all.
+            info.static_key = b"prefilter"
 
     def _prescore_error(self, info: ClassInfo) -> str:
         """The error that fails the attempts of the class's pods at PreScore, or "".
@@ -689,9 +739,9 @@ class Encoder:
         in one of the pod's own ScheduleAnyway constraints, InterPodAffinity with an
         invalid term (its PreFilter rejects such a pod first when the filter is enabled)."""
         spec = info.spec
-        for pre_score, args in self.pre_scores:
-            if spec.get(pre_score.reads):
-                error = pre_score.run(args, self, info)
+        for run, reads, args in self._pre_score_steps:
+            if spec.get(reads):
+                error = run(args, self, info)
                 if error is not None:
                     return error
         return ""

@@ -64,7 +64,11 @@ def prefer_no_schedule_tolerations(
     """The pod's tolerations the score looks at: PreferNoSchedule or any effect, and of a
     key some node's taint has (the others tolerate nothing, and leaving them out lets pods
     that differ only there share one row of counts)."""
-    return _of_known_keys(nodes, pod, lambda effect: not effect or effect == PREFER_NO_SCHEDULE)
+    return _of_known_keys(nodes, pod, _scored_effect)
+
+
+def _scored_effect(effect: Any) -> bool:
+    return not effect or effect == PREFER_NO_SCHEDULE
 
 
 def untolerated_prefer_no_schedule(
@@ -86,7 +90,11 @@ _HARD_EFFECTS = ("NoSchedule", "NoExecute")
 def hard_tolerations(args: None, nodes: NodeTable, pod: PodClass) -> list[Mapping[str, Any]]:
     """The pod's tolerations the filter looks at: not PreferNoSchedule, and of a key some
     node's taint has (or empty)."""
-    return _of_known_keys(nodes, pod, lambda effect: effect != PREFER_NO_SCHEDULE)
+    return _of_known_keys(nodes, pod, _filtered_effect)
+
+
+def _filtered_effect(effect: Any) -> bool:
+    return effect != PREFER_NO_SCHEDULE
 
 
 def _of_known_keys(

@@ -301,3 +301,30 @@ def test_a_kept_class_is_copied_with_every_field_but_its_pods():
     for f in dataclasses.fields(ClassInfo):
         if f.name not in ("pods", "class_filters"):
             assert getattr(copied, f.name) is getattr(info, f.name), f.name
+
+
+def one_pod_classes(count: int, start: int) -> list[dict[str, Any]]:
+    pods = [pod(1) for _ in range(count)]
+    for i, p in enumerate(pods):
+        p["metadata"]["labels"] = {"app": f"solo-{start + i}"}
+    return pods
+
+
+def test_a_burst_of_more_new_classes_than_the_table_holds_keeps_none(monkeypatch):
+    profile = Profile.default()
+    twins = Twins(fleet(), profile)
+    monkeypatch.setattr(class_cache, "_CELLS", 64 * twins.kept.rows)
+    assert class_cache.limit(twins.kept.rows) == 64
+    twins.place([pod(2)])
+    classes = class_cache.tables_for(twins.kept, profile).classes
+    assert len(classes) == 1
+    # 65 new classes would take the table past 64 (the next burst's trim would empty it):
+    # none is kept, the class kept before stays, and the placements are fresh tables'.
+    twins.place(one_pod_classes(65, 0))
+    assert len(classes) == 1
+    # 64 new ones are kept; the table then holds more than 64 and the next burst's trim
+    # (tables_for) empties it.
+    twins.place(one_pod_classes(64, 100))
+    assert len(classes) == 65
+    assert class_cache.tables_for(twins.kept, profile).classes is classes
+    assert not classes
