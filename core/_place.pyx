@@ -1577,9 +1577,11 @@ cdef class BurstKernel:
         if nf < 0:  # a host port narrowed the rows: their local scores are still to compute
             nf = -nf - 1
             self._local_rows(c, nf)
+        # s_local is left as it was on the rows that are not feasible: every reader
+        # (_total, _refresh_totals, the leaves of _group_layout and _group_row, the rows
+        # ks_best_row and _place_grouped take) reads it only where s_feas is set
         if self.rows > 0:
             memset(&self.s_feas[s, 0], 0, self.rows * sizeof(uint8_t))
-            memset(&self.s_local[s, 0], 0, self.rows * sizeof(int64_t))
         for i in range(nf):
             n = self.frows[i]
             self.s_feas[s, n] = 1
@@ -2390,7 +2392,7 @@ cdef class BurstKernel:
         ordered by group (rows ascending within one) and holds the local scores of the
         feasible rows no per-row term counts a pod on (the rest -1); those special rows are
         listed."""
-        cdef Py_ssize_t key = self._group_key(c), n, g, j
+        cdef Py_ssize_t key = self._group_key(c), n, g, j, i
         cdef bint now
         if key < -1 or self.c_xvary[c] or not self._group_order(
             s,
@@ -2404,8 +2406,11 @@ cdef class BurstKernel:
             self.s_gfz[s, g] = 0
         # what _group_row keeps, from _rebuild's s_feas / s_local: the special rows (_special)
         # from the per-row terms' counters, then the groups' counts and the tree
+        # a row's s_special is non-zero only while it is listed in s_spec (_mark_special,
+        # _group_row and _place_grouped keep it so): clearing the listed rows clears all
+        for i in range(self.s_nspec[s]):
+            self.s_special[s, self.s_spec[s, i]] = 0
         self.s_nspec[s] = 0
-        memset(&self.s_special[s, 0], 0, self.rows * sizeof(uint8_t))
         for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
             if self.k_host[j]:
                 self._mark_special(s, self.k_counter[j])
