@@ -12,7 +12,9 @@ cells, the tied rows counted in groups per search, and whether both placed every
 alike. A third run per round is the search with the scans' use of the twin groups off
 (``set_twin_scan``: slot rebuilds and spread passes filter and score every row),
 ``*_no_twin_scan``, and ``twin_scanned_rows`` the feasible rows the scans took their
-group's terms for with it on. One JSON object on stdout.
+group's terms for with it on. A fourth, ``*_no_order_cache``, is the search with the
+group orders of spread classes computed for every class (``set_order_cache`` off), and
+``orders_copied`` the classes that copied theirs with it on. One JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -70,20 +72,28 @@ def compare(kind: str, nodes: int, pods: int, rounds: int) -> dict[str, Any]:
     placed: dict[str, list[str | None]] = {}
     before = _place.set_bounded_search(True)
     twin_scan = _place.set_twin_scan(True)
+    orders = _place.set_order_cache(True)
     place.BurstKernel = record  # type: ignore[misc]
+    variants = (
+        ("scan", False, True, True),
+        ("bounded_no_twin_scan", True, False, True),
+        ("bounded_no_order_cache", True, True, False),
+        ("bounded", True, True, True),
+    )
     try:
         for _ in range(rounds):
-            for on, twins in ((False, True), (True, False), (True, True)):
+            for key, on, twins, cache in variants:
                 _place.set_bounded_search(on)
                 _place.set_twin_scan(twins)
+                _place.set_order_cache(cache)
                 kernels.clear()
                 cpu0 = time.thread_time()
                 result = plan(state, burst, ties=TieBreak(1))
                 cpu = (time.thread_time() - cpu0) / max(1, len(burst)) * 1e6
-                key = ("bounded" if on else "scan") + ("" if twins else "_no_twin_scan")
                 out[f"{key}_cpu_us_per_pod"] = min(out.get(f"{key}_cpu_us_per_pod", cpu), cpu)
                 placed[key] = result.nodes
-                if on and twins:
+                if key == "bounded":
+                    out["orders_copied"] = sum(k.orders_copied for k in kernels)
                     out["twin_scanned_rows"] = sum(k.twin_scanned for k in kernels)
                     searches = sum(k.bounded_pods for k in kernels)
                     gaveup = sum(k.bounded_gaveup for k in kernels)
@@ -100,7 +110,8 @@ def compare(kind: str, nodes: int, pods: int, rounds: int) -> dict[str, Any]:
         place.BurstKernel = kernel_class  # type: ignore[misc]
         _place.set_bounded_search(*before)
         _place.set_twin_scan(twin_scan)
-    out["same_placements"] = placed["scan"] == placed["bounded"] == placed["bounded_no_twin_scan"]
+        _place.set_order_cache(orders)
+    out["same_placements"] = all(placed[key] == placed["scan"] for key, *_ in variants)
     return out
 
 

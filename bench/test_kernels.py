@@ -107,15 +107,18 @@ def test_the_bounded_search_ab_runs_small_and_places_as_the_scan(workload):
     the scan), so no later search gives up and each counts the rows still empty as tied
     (at least 300 - k for the k-th pod: a pod may land on a row taken before). The mixed
     burst's several-pod classes scan rows whose terms come from their twin group, and
-    the third run (the scans without the groups) places alike too."""
+    the third run (the scans without the groups) places alike too, as does the fourth
+    (the spread classes' group orders computed for every class, not copied)."""
     from bench.bounded_ab import compare
 
     out = compare(workload, 300, 200, 1)
     assert out["same_placements"]
     assert out["searches"] > 0
     assert "bounded_no_twin_scan_cpu_us_per_pod" in out
+    assert "bounded_no_order_cache_cpu_us_per_pod" in out
     if workload == "mixed":
         assert out["twin_scanned_rows"] > 0
+        assert out["orders_copied"] > 0
     if workload == "equal":
         assert out["searches_given_up"] == 8
         assert out["twin_groups"] == 1

@@ -344,6 +344,21 @@ cdef class BurstKernel:
     cdef uint8_t[::1] key_unique             # per topology key: no two rows share a domain
     cdef readonly int64_t grouped_pods       # pods placed by _place_grouped (tests read it)
     cdef readonly int64_t orders_reused      # group layouts that kept the slot's order (tests)
+    # ---- _group_order's results per signature (zone key, static rows, taint row, affinity
+    # row, the terms' keys), for the chunk: an order is the tables' alone, so a class of
+    # that signature in any slot copies it instead of recomputing it (o_n = 0 at each load)
+    cdef int64_t[:, ::1] o_sig               # ORDERS x 6: the signature, [5] 1 ordered, 0 not
+    cdef int64_t o_n                         # entries filled (round robin past ORDERS)
+    cdef int64_t o_next                      # the entry the next order replaces when full
+    cdef uint8_t[:, ::1] o_rowgrp            # ORDERS x rows: s_rowgrp
+    cdef int32_t[:, ::1] o_perm              # ORDERS x rows: s_perm
+    cdef int32_t[:, ::1] o_iperm             # ORDERS x rows: s_iperm's first rows positions
+    cdef int64_t[::1] o_ng                   # ORDERS: s_ng
+    cdef int32_t[:, ::1] o_ggs               # ORDERS x (MAX_GROUPS + 1): s_ggs
+    cdef int32_t[:, ::1] o_gzone             # ORDERS x MAX_GROUPS: s_gzone
+    cdef int64_t[:, ::1] o_gtv               # ORDERS x MAX_GROUPS: s_gtv
+    cdef int64_t[:, ::1] o_gav               # ORDERS x MAX_GROUPS: s_gav
+    cdef readonly int64_t orders_copied      # group orders taken from o_* (tests)
     # ---- log of rows whose usage changed (placements and rollbacks), within one chunk
     cdef int32_t[::1] log_row                # row whose usage changed
     cdef int32_t[::1] log_class              # class of the pod placed (or taken back) there
@@ -424,6 +439,8 @@ cdef class BurstKernel:
     cdef void _group_layout(self, Py_ssize_t s, Py_ssize_t c) noexcept nogil
     cdef bint _group_order(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t key, bint tg,
                            bint ag) noexcept nogil
+    cdef bint _group_order_new(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t key, bint tg,
+                               bint ag) noexcept nogil
     cdef void _mark_special(self, Py_ssize_t s, Py_ssize_t q) noexcept nogil
     cdef void _group_row(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t n) noexcept nogil
     cdef inline int64_t _norm_terms(self, int64_t tv, int64_t mt, int64_t av,

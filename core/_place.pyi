@@ -20,10 +20,12 @@ def set_bounded_search(
     on: bool, share: int = 16, twins: int = 32, twin_after: int = 8
 ) -> tuple[bool, int, int, int]: ...
 def set_twin_scan(on: bool) -> bool: ...
+def set_order_cache(on: bool) -> bool: ...
 
 class BurstKernel:
     grouped_pods: int  # pods placed by group of rows (c_mode 2 without a pass over the rows)
     orders_reused: int  # group layouts that kept their slot's order from the class before
+    orders_copied: int  # group layouts that copied the order kept for their signature
     bounded_pods: int  # a class's only pods placed by the bounded search
     bounded_rows: int  # the rows those searches visited
     bounded_gaveup: int  # the searches that gave up for the scan

@@ -54,7 +54,7 @@ import numpy as np
 
 from libc.math cimport fabs, log, sqrt, round as c_round
 from libc.stdlib cimport free, malloc, qsort
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint64_t
 
 from kubesalvo.core._typedefs cimport quantity_t, node_t, mask_t, score_t
@@ -145,6 +145,7 @@ cdef enum:
     MAX_GROUPS = 256   # grouped c_mode 2 path: at most this many (zone, taints, affinity) groups
                        #   (a group id is a uint8)
     MAX_AFF_VALUES = 16  # ... and this many preferred node affinity scores
+    ORDERS = 16        # _group_order's results kept per chunk (o_sig)
 
 ZONE_LIMIT = MAX_ZONES
 
@@ -199,6 +200,21 @@ def set_twin_scan(bint on):
     global _twin_scan
     before = _twin_scan
     _twin_scan = on
+    return before
+
+
+# Whether _group_order keeps its results per signature for the chunk (o_sig) and copies
+# them into the slots of later classes of that signature; off for the same-process A/B
+# and the tests that compare both.
+cdef bint _order_cache = True
+
+
+def set_order_cache(bint on):
+    """Turn the per-signature group orders on or off (every kernel of the process);
+    returns the previous setting."""
+    global _order_cache
+    before = _order_cache
+    _order_cache = on
     return before
 
 
@@ -558,6 +574,19 @@ cdef class BurstKernel:
         self.s_gzone = np.zeros((nslots, MAX_GROUPS), dtype=np.int32)
         self.s_gtv = np.zeros((nslots, MAX_GROUPS), dtype=np.int64)
         self.s_gav = np.zeros((nslots, MAX_GROUPS), dtype=np.int64)
+        # kept for the next chunk when large enough (fresh pages cost their first touch)
+        if grouped and (self.o_rowgrp is None or self.o_rowgrp.shape[1] < self.rows):
+            self.o_sig = np.zeros((ORDERS, 6), dtype=np.int64)
+            self.o_rowgrp = np.empty((ORDERS, self.rows), dtype=np.uint8)
+            self.o_perm = np.empty((ORDERS, self.rows), dtype=np.int32)
+            self.o_iperm = np.empty((ORDERS, self.rows), dtype=np.int32)
+            self.o_ng = np.zeros(ORDERS, dtype=np.int64)
+            self.o_ggs = np.empty((ORDERS, MAX_GROUPS + 1), dtype=np.int32)
+            self.o_gzone = np.empty((ORDERS, MAX_GROUPS), dtype=np.int32)
+            self.o_gtv = np.empty((ORDERS, MAX_GROUPS), dtype=np.int64)
+            self.o_gav = np.empty((ORDERS, MAX_GROUPS), dtype=np.int64)
+        self.o_n = 0  # the tables' ids are the chunk's
+        self.o_next = 0
         self.log_row = np.zeros(2 * self.npods + 1, dtype=np.int32)
         self.log_class = np.zeros(2 * self.npods + 1, dtype=np.int32)
         self.log_sign = np.zeros(2 * self.npods + 1, dtype=np.int32)
@@ -1548,9 +1577,11 @@ cdef class BurstKernel:
         if nf < 0:  # a host port narrowed the rows: their local scores are still to compute
             nf = -nf - 1
             self._local_rows(c, nf)
+        # s_local is left as it was on the rows that are not feasible: every reader
+        # (_total, _refresh_totals, the leaves of _group_layout and _group_row, the rows
+        # ks_best_row and _place_grouped take) reads it only where s_feas is set
         if self.rows > 0:
             memset(&self.s_feas[s, 0], 0, self.rows * sizeof(uint8_t))
-            memset(&self.s_local[s, 0], 0, self.rows * sizeof(int64_t))
         for i in range(nf):
             n = self.frows[i]
             self.s_feas[s, n] = 1
@@ -2361,7 +2392,7 @@ cdef class BurstKernel:
         ordered by group (rows ascending within one) and holds the local scores of the
         feasible rows no per-row term counts a pod on (the rest -1); those special rows are
         listed."""
-        cdef Py_ssize_t key = self._group_key(c), n, g, j
+        cdef Py_ssize_t key = self._group_key(c), n, g, j, i
         cdef bint now
         if key < -1 or self.c_xvary[c] or not self._group_order(
             s,
@@ -2375,8 +2406,11 @@ cdef class BurstKernel:
             self.s_gfz[s, g] = 0
         # what _group_row keeps, from _rebuild's s_feas / s_local: the special rows (_special)
         # from the per-row terms' counters, then the groups' counts and the tree
+        # a row's s_special is non-zero only while it is listed in s_spec (_mark_special,
+        # _group_row and _place_grouped keep it so): clearing the listed rows clears all
+        for i in range(self.s_nspec[s]):
+            self.s_special[s, self.s_spec[s, i]] = 0
         self.s_nspec[s] = 0
-        memset(&self.s_special[s, 0], 0, self.rows * sizeof(uint8_t))
         for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
             if self.k_host[j]:
                 self._mark_special(s, self.k_counter[j])
@@ -2396,7 +2430,83 @@ cdef class BurstKernel:
                            bint ag) noexcept nogil:
         """_group_layout's checks and order of slot s for class c (zone-like key ``key``;
         tg / ag: taint counts / affinity scores split groups); False, the slot untouched,
-        when the class cannot be placed by group."""
+        when the class cannot be placed by group. Kept as the slot's (s_order) and per
+        signature (o_sig): both the checks and the order read only the static tables named
+        by the signature, the zone key's domains and the terms' keys' domains (node labels),
+        none of which a placement changes within the chunk; tg and ag follow from the taint
+        and affinity rows."""
+        cdef Py_ssize_t i, j, e = -1, ng
+        cdef int64_t keys = 0
+        cdef int64_t sig[5]
+        cdef bint ok
+        for j in range(self.c_k_off[c], self.c_k_off[c + 1]):
+            keys = keys | (<int64_t>1 << self.k_key[j]) if 0 <= keys and self.k_key[j] < 62 \
+                else -1
+        for j in range(self.c_a_off[c], self.c_a_off[c + 1]):
+            keys = keys | (<int64_t>1 << self.a_key[j]) if 0 <= keys and self.a_key[j] < 62 \
+                else -1
+        if keys < 0 or self.o_rowgrp is None or not _order_cache:
+            return self._group_order_new(s, c, key, tg, ag)
+        sig[0] = key
+        sig[1] = self.c_static[c]
+        sig[2] = self.c_taint[c]
+        sig[3] = self.c_aff[c]
+        sig[4] = keys
+        if self.s_order[s, 0] == 2 and self.s_order[s, 1] == key \
+                and self.s_order[s, 2] == sig[1] and self.s_order[s, 3] == sig[2] \
+                and self.s_order[s, 4] == sig[3] and self.s_order[s, 5] == keys:
+            self.orders_reused += 1  # the slot holds it already
+            return True
+        for i in range(self.o_n):
+            if self.o_sig[i, 0] == key and self.o_sig[i, 1] == sig[1] \
+                    and self.o_sig[i, 2] == sig[2] and self.o_sig[i, 3] == sig[3] \
+                    and self.o_sig[i, 4] == keys:
+                e = i
+                break
+        if e >= 0:
+            self.orders_copied += 1
+            if not self.o_sig[e, 5]:
+                return False
+            ng = self.o_ng[e]
+            self.s_ng[s] = ng
+            memcpy(&self.s_ggs[s, 0], &self.o_ggs[e, 0], (ng + 1) * sizeof(int32_t))
+            memcpy(&self.s_gzone[s, 0], &self.o_gzone[e, 0], ng * sizeof(int32_t))
+            memcpy(&self.s_gtv[s, 0], &self.o_gtv[e, 0], ng * sizeof(int64_t))
+            memcpy(&self.s_gav[s, 0], &self.o_gav[e, 0], ng * sizeof(int64_t))
+            if self.rows > 0:
+                memcpy(&self.s_rowgrp[s, 0], &self.o_rowgrp[e, 0], self.rows * sizeof(uint8_t))
+                memcpy(&self.s_perm[s, 0], &self.o_perm[e, 0], self.rows * sizeof(int32_t))
+                memcpy(&self.s_iperm[s, 0], &self.o_iperm[e, 0], self.rows * sizeof(int32_t))
+            self.s_order[s, 0] = 2
+            for i in range(5):
+                self.s_order[s, 1 + i] = sig[i]
+            return True
+        ok = self._group_order_new(s, c, key, tg, ag)
+        if self.o_n < ORDERS:
+            e = self.o_n
+            self.o_n += 1
+        else:
+            e = self.o_next
+            self.o_next = (self.o_next + 1) % ORDERS
+        for i in range(5):
+            self.o_sig[e, i] = sig[i]
+        self.o_sig[e, 5] = ok
+        if ok:
+            ng = self.s_ng[s]
+            self.o_ng[e] = ng
+            memcpy(&self.o_ggs[e, 0], &self.s_ggs[s, 0], (ng + 1) * sizeof(int32_t))
+            memcpy(&self.o_gzone[e, 0], &self.s_gzone[s, 0], ng * sizeof(int32_t))
+            memcpy(&self.o_gtv[e, 0], &self.s_gtv[s, 0], ng * sizeof(int64_t))
+            memcpy(&self.o_gav[e, 0], &self.s_gav[s, 0], ng * sizeof(int64_t))
+            if self.rows > 0:
+                memcpy(&self.o_rowgrp[e, 0], &self.s_rowgrp[s, 0], self.rows * sizeof(uint8_t))
+                memcpy(&self.o_perm[e, 0], &self.s_perm[s, 0], self.rows * sizeof(int32_t))
+                memcpy(&self.o_iperm[e, 0], &self.s_iperm[s, 0], self.rows * sizeof(int32_t))
+        return ok
+
+    cdef bint _group_order_new(self, Py_ssize_t s, Py_ssize_t c, Py_ssize_t key, bint tg,
+                               bint ag) noexcept nogil:
+        """_group_order computed afresh into slot s (the slot untouched when False)."""
         cdef Py_ssize_t nd, n, d, g, pos, i, j, nt = 1, na = 1
         cdef Py_ssize_t st = self.c_static[c], ti, ai, ng
         cdef const int16_t[::1] taints = self.taint_count[self.c_taint[c]]

@@ -11,13 +11,15 @@ from typing import Any
 
 import pytest
 
-from kubesalvo.core import place
+from kubesalvo.core import _place, place
 from kubesalvo.core.place import plan
 from kubesalvo.core.reference import ReferenceScheduler
+from kubesalvo.core.ties import TieBreak
 from tests.helpers.reference import assert_same_outcomes, kernel_choices, state_of
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
+RACK = "example.com/rack"
 
 
 def fleet(count: int, without_hostname: int | None = None) -> list[dict[str, Any]]:
@@ -107,3 +109,64 @@ def test_a_class_reading_another_key_does_not_take_the_order(monkeypatch):
     # placed by group, and must not take a's order (same zone key, same tables).
     assert "n04" not in result.nodes[len(zone_only) :]
     assert sum(k.orders_reused for k in kernels) == 0
+
+
+def alternating(rounds: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Nodes with a zone, a rack and (but one) a hostname label; deployments that alternate
+    between a zone constraint, a rack constraint (other groups, another order) and a zone
+    plus a hard hostname constraint (that set cannot be placed by group). The second
+    round's zone class fits only the 8-cpu nodes (the even ones: racks r0 and r2), so the
+    groups it finds feasible are not the rack groups'."""
+    nodes = fleet(12, without_hostname=4)
+    for i, n in enumerate(nodes):
+        n["metadata"]["labels"][RACK] = f"r{i % 4}"
+    burst: list[dict[str, Any]] = []
+    for round_ in range(rounds):
+        small = ("500m", "250m", "1", "300m")[round_]
+        for name, cpu, terms in (
+            ("a", "4500m" if round_ == 1 else small, [spread("a", ZONE, "DoNotSchedule")]),
+            ("b", small, [spread("b", RACK, "DoNotSchedule")]),
+            (
+                "c",
+                small,
+                [spread("c", ZONE, "ScheduleAnyway"), spread("c", HOST, "DoNotSchedule")],
+            ),
+        ):
+            app = f"{name}{round_}"
+            for t in terms:
+                t["labelSelector"]["matchLabels"]["app"] = app
+            burst += [pod(f"{app}-{k}", app, cpu, terms) for k in range(5)]
+    return nodes, burst
+
+
+def test_classes_alternating_key_sets_copy_the_orders_kept_per_signature(monkeypatch):
+    """Each signature's checks and order are computed once, then copied into whichever
+    slot the next class of that signature takes, the refusal included."""
+    nodes, burst = alternating(3)
+    result, kernels = planned(nodes, burst, monkeypatch)
+    assert result.placed == len(burst)
+    assert sum(k.grouped_pods for k in kernels) >= 30  # the a and b classes, by group
+    # past the first round: the classes whose slot last held another set copy theirs
+    assert sum(k.orders_copied for k in kernels) >= 4
+    for i, name in enumerate(result.nodes):
+        if burst[i]["metadata"]["labels"]["app"].startswith("c"):
+            assert name != "n04"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_copied_orders_place_as_orders_computed_afresh(seed, monkeypatch):
+    """The same burst with the orders kept per signature and computed for every class:
+    the same nodes, scores and tie counts, ties drawn alike."""
+    nodes, burst = alternating(4)
+    runs = []
+    for cache in (False, True):
+        before = _place.set_order_cache(cache)
+        try:
+            runs.append(plan(state_of(nodes), burst, ties=TieBreak(seed)))
+        finally:
+            _place.set_order_cache(before)
+    off, on = runs
+    assert on.nodes == off.nodes
+    assert list(on.scores) == list(off.scores)
+    assert list(on.ties) == list(off.ties)
+    assert max(off.ties) > 1

@@ -11,7 +11,8 @@ both off. Both ways, and the full
 scan without the bounded search (no groups at all), must give the same nodes, scores, tie
 counts and messages: on random clusters with groups of two rows, and on a fleet of
 thousands of identical nodes where the pods of many-pod, spread, host-port and
-exactly-balanced classes tie over hundreds of rows and some pods fit no row.
+exactly-balanced classes tie over hundreds of rows and some pods fit no row; and on
+groups whose rows the vectorised local score gets wrong (a group takes its redo flag).
 """
 
 from __future__ import annotations
@@ -229,5 +230,48 @@ def test_many_pod_and_spread_classes_over_thousands_of_twins_place_alike(seed):
     assert twinned[2] > 100 * 20  # rows of many scans taken from their groups
     assert max(full.ties) > 100  # exact ties over hundreds of rows, drawn alike
     assert sum(n is not None for n in full.nodes) > len(burst) // 2
+    assert_same(full, off)
+    assert_same(full, on)
+
+
+def shaped(i: int, shape: str, cpu: str, memory: str) -> dict[str, Any]:
+    name = f"{shape}{i:04d}"
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "shape": shape}},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
+    }
+
+
+def selecting(p: dict[str, Any], shape: str, cpu_only: bool = False) -> dict[str, Any]:
+    spec: dict[str, Any] = {**p["spec"], "nodeSelector": {"shape": shape}}
+    if cpu_only:  # no memory request: the balanced term's memory share is 0
+        requests = {"cpu": p["spec"]["containers"][0]["resources"]["requests"]["cpu"]}
+        spec["containers"] = [{**spec["containers"][0], "resources": {"requests": requests}}]
+    return {**p, "spec": spec}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_group_rows_whose_vectorised_score_is_inexact_take_the_recomputed_one(seed):
+    """Groups whose rows the vectorised local score gets wrong, so that a twin row must
+    take its group's redo flag: on an empty 6-cpu node a pod of 4080m cpu and no memory
+    has a cpu share 4080 * (1 / 6000) one ulp above 0.68, and its balanced term truncates
+    to 66 where upstream's division gives 65 (8 cpu and 5600m: 64 where upstream has 65);
+    on a node without cpu upstream leaves cpu out of both scores (LeastAllocated is the
+    memory share alone, balanced 100), while the vectorised block halves the fit and takes
+    the cpu share as 1. Every pod selects one shape, so the scores of the rows of that
+    group are the ones compared, tied over its rows."""
+    fleet = [shaped(i, "six", "6", "24Gi") for i in range(120)]
+    fleet += [shaped(i, "eight", "8", "32Gi") for i in range(120)]
+    fleet += [shaped(i, "none", "0", "16Gi") for i in range(80)]
+    burst = [selecting(pod(f"s{i}", f"{200 + 50 * i}m", "1Gi", f"s{i}"), "six") for i in range(3)]
+    burst += [selecting(pod(f"c{i}", "4080m", "1Gi", "c408"), "six", True) for i in range(30)]
+    burst += [selecting(pod(f"d{i}", "5600m", "1Gi", "c560"), "eight", True) for i in range(30)]
+    burst += [selecting(pod(f"m{i}", "0", "3Gi", "mem"), "none") for i in range(30)]
+    burst += [selecting(pod("m-one", "0", "5Gi", "mem-one"), "none")]
+    (full, off, on), twinned = three_ways(fleet, burst, seed)
+    assert all(n is not None for n in full.nodes)
+    assert twinned[0] == twinned[1] == 0
+    assert twinned[2] > 3 * 60  # the three classes' rebuilds took their groups' terms
+    assert min(full.ties) > 40  # each pod tied over the free rows of its group
     assert_same(full, off)
     assert_same(full, on)
