@@ -3124,6 +3124,7 @@ cdef class BurstKernel:
         cdef int64_t zc[MAX_ZONES + 1]
         cdef int64_t zscore[MAX_ZONES + 1]
         cdef const ks_extra* x
+        cdef int64_t wt, wa, ws
         if not zone and _bounded and self.p_alloc != NULL and self._vector() \
                 and not track_aff and not self.c_xvary[c] \
                 and not (self.ports_on and self._ports_taken(c)):
@@ -3189,21 +3190,37 @@ cdef class BurstKernel:
         ttab = self.w_taint != 0 and _taint_table(tsc, self.w_taint, mt)
         x = self._extra(c, feasible)
         ks_res_init(&pick)
-        for i in range(feasible):
-            n = self.frows[i]
-            t = self.rawloc[i]
-            if ttab:
-                t += tsc[taints[n]]
-            elif self.w_taint:
-                t += self.w_taint * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
-            if self.w_aff and ma > 0:
-                t += self.w_aff * (MAX_SCORE * aff[n] // ma)
-            d = self.dom[key, n]
-            g = d if d >= 0 else nd
-            t += self.w_spread * zscore[g]
-            if x != NULL:
-                t += ks_extra_terms(x, n)
-            ks_offer(&pick, t, n, &self.rng)
+        # The weights held in locals and the loop written twice, as ks_best_row's: without
+        # further score channels (x NULL, the default profile) no row tests x.
+        wt = self.w_taint
+        wa = self.w_aff if ma > 0 else 0
+        ws = self.w_spread
+        if x == NULL:
+            for i in range(feasible):
+                n = self.frows[i]
+                t = self.rawloc[i]
+                if ttab:
+                    t += tsc[taints[n]]
+                elif wt:
+                    t += wt * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
+                if wa:
+                    t += wa * (MAX_SCORE * aff[n] // ma)
+                d = self.dom[key, n]
+                t += ws * zscore[d if d >= 0 else nd]
+                ks_offer(&pick, t, n, &self.rng)
+        else:
+            for i in range(feasible):
+                n = self.frows[i]
+                t = self.rawloc[i]
+                if ttab:
+                    t += tsc[taints[n]]
+                elif wt:
+                    t += wt * (MAX_SCORE if mt == 0 else MAX_SCORE - MAX_SCORE * taints[n] // mt)
+                if wa:
+                    t += wa * (MAX_SCORE * aff[n] // ma)
+                d = self.dom[key, n]
+                t += ws * zscore[d if d >= 0 else nd] + ks_extra_terms(x, n)
+                ks_offer(&pick, t, n, &self.rng)
         score[0] = pick.best
         ties[0] = pick.ties
         return pick.row
