@@ -78,6 +78,12 @@ class CycleSettings:
     # The seed of the stream ties between equally scored nodes are drawn from (None: from
     # the clock at start, as kube-scheduler's random choice differs run to run).
     tie_seed: int | None = None
+    # A plain burst (no reservations, no devices) whose pods times the cluster's nodes are
+    # at most this is placed on the event loop itself: about a millisecond (a lone pod at
+    # 5,000 nodes), less than the worker thread's hand-off costs it (waking the thread,
+    # the future's callbacks, the GIL traded back at the switch interval) while the loop
+    # waits anyway. 0: always the worker thread.
+    inline_pod_nodes: int = 20_000
 
     @classmethod
     def from_config(cls, config: SchedulerConfig, tie_seed: int | None = None) -> CycleSettings:
@@ -466,6 +472,15 @@ class BurstCycle:
                     workloads,
                     gang_needed,
                     self.ties,
+                )
+            elif len(pods) * state.rows <= self.settings.inline_pod_nodes:
+                result = place_burst(
+                    state,
+                    objects,
+                    profile,
+                    workloads=workloads,
+                    gang_needed=gang_needed,
+                    ties=self.ties,
                 )
             else:
                 result = await asyncio.to_thread(
