@@ -209,6 +209,7 @@ class BurstCycle:
         self._own_forms = forms is None
         self.forms = forms or PodForms()
         self._forms_pruned = time.monotonic()
+        self._pending_gauges: dict[str, Any] = {}  # scheduler_pending_pods' children
         queue.on_active = self._arrived
         if is_leader():
             self._leading.set()
@@ -330,7 +331,14 @@ class BurstCycle:
             self.queue.activate(keys)
         if self.metrics is not None:
             for queue, count in self.queue.pending_counts().items():
-                self.metrics.pending_pods.labels(queue=queue).set(count)
+                gauge = self._pending_gauges.get(queue)
+                if gauge is None:
+                    # labels() checks the value and takes a lock: 5 us against 1 us for
+                    # the kept child, four times before every burst.
+                    gauge = self._pending_gauges[queue] = self.metrics.pending_pods.labels(
+                        queue=queue
+                    )
+                gauge.set(count)
 
     async def schedule(self, burst: list[QueuedPod]) -> None:
         """Place one popped burst (every profile in it) and start its binds."""

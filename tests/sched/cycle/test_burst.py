@@ -8,6 +8,7 @@ rejection for an affinity term's."""
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -180,6 +181,21 @@ async def test_a_burst_is_bound_and_the_pod_that_fits_nowhere_is_reported(
     }
     text = metrics.render().decode()
     assert 'scheduler_schedule_attempts_total{profile="kubesalvo",result="scheduled"} 6.0' in text
+
+    # The housekeeping before each burst (and every second) sets the pending gauges: the
+    # pod that fits nowhere waits, parked or backing off, and no other.
+    def pending() -> dict[str, float]:
+        found = re.findall(
+            r'scheduler_pending_pods\{queue="(\w+)"\} (\S+)', metrics.render().decode()
+        )
+        return {queue: float(value) for queue, value in found}
+
+    while pending() != {"active": 0.0, "backoff": 0.0, "unschedulable": 1.0, "gated": 0.0}:
+        counts = pending()
+        if counts.get("backoff") == 1.0 and sum(counts.values()) == 1.0:
+            break
+        assert asyncio.get_running_loop().time() < deadline + 20, counts
+        await asyncio.sleep(0.1)
     await cycle.stop()
     await recorder.stop()
 
