@@ -79,11 +79,12 @@ class CycleSettings:
     # the clock at start, as kube-scheduler's random choice differs run to run).
     tie_seed: int | None = None
     # A plain burst (no reservations, no devices) whose pods times the cluster's nodes are
-    # at most this is placed on the event loop itself: about a millisecond (a lone pod at
-    # 5,000 nodes), less than the worker thread's hand-off costs it (waking the thread,
-    # the future's callbacks, the GIL traded back at the switch interval) while the loop
-    # waits anyway. 0: always the worker thread.
-    inline_pod_nodes: int = 20_000
+    # at most this is placed on the event loop itself (1-2 ms: up to 8 pods at 5,000
+    # nodes): the worker thread's hand-off (waking the thread, the future's callbacks, the
+    # GIL traded back) cost such a burst 0.1-0.5 ms of CPU more in-process
+    # (bench/steady_bursts.py --hand-off), while the loop waits for it anyway.
+    # 0: always the worker thread.
+    inline_pod_nodes: int = 40_000
 
     @classmethod
     def from_config(cls, config: SchedulerConfig, tie_seed: int | None = None) -> CycleSettings:

@@ -107,7 +107,7 @@ async def events_of(api: ApiClient, namespace: str) -> list[dict[str, Any]]:
 
 # A burst this small is placed on the event loop by default; 0 sends it to the worker
 # thread, as a large burst is: both ways bind and report alike.
-@pytest.mark.parametrize("inline_pod_nodes", [20_000, 0], ids=["on-the-loop", "worker-thread"])
+@pytest.mark.parametrize("inline_pod_nodes", [40_000, 0], ids=["on-the-loop", "worker-thread"])
 async def test_a_burst_is_bound_and_the_pod_that_fits_nowhere_is_reported(
     api, nodes, namespace, create_pod, eventually, inline_pod_nodes
 ):
