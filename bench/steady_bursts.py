@@ -16,6 +16,10 @@ with fresh class tables (core/class_cache.py), the cost before they were kept.
 ``--workloads`` hands each burst the ReplicaSets of its namespaces, as ``kubesalvo run``
 does: the pods then carry the default spread constraints (hostname and zone), whose
 counters the runtime's bursts pay for; without it the pods are spread-free.
+``--hand-off thread`` places each burst as the running scheduler places a large one,
+from an asyncio loop through ``asyncio.to_thread``; ``--hand-off loop`` calls it on the
+loop itself, as the cycle places a small burst (sched/cycle/burst.py, ``inline_pod_nodes``);
+the default calls it with no loop at all.
 
 The ``digest`` line hashes every burst's nodes: two runs that print the same digest made
 the same decisions. The figures are CPU seconds of this process; on a shared machine
@@ -25,6 +29,7 @@ they are indicative only.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import hashlib
 import io
@@ -118,21 +123,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if profiler is not None:
         profiler.enable()
-    try:
+    results = []
+
+    def one(burst: list[Any]) -> Any:
+        workloads = burst_workloads(snapshot, burst) if args.workloads else ()
+        return place_burst(state, burst, profile, ties=ties, workloads=workloads)
+
+    async def on_a_loop() -> None:
         for burst in bursts:
-            workloads = burst_workloads(snapshot, burst) if args.workloads else ()
-            result = place_burst(state, burst, profile, ties=ties, workloads=workloads)
-            encode += result.encode_seconds
-            kernel += result.kernel_seconds
-            pods += len(burst)
-            placed += result.placed
-            digest.update(json.dumps(result.nodes).encode())
+            if args.hand_off == "thread":
+                results.append(await asyncio.to_thread(one, burst))
+            else:
+                results.append(one(burst))
+
+    try:
+        if args.hand_off == "none":
+            results.extend(one(burst) for burst in bursts)
+        else:
+            asyncio.run(on_a_loop())
     finally:
         if profiler is not None:
             profiler.disable()
         if class_cache is not None:
             class_cache.ENABLED = was
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    for burst, result in zip(bursts, results, strict=True):
+        encode += result.encode_seconds
+        kernel += result.kernel_seconds
+        pods += len(burst)
+        placed += result.placed
+        digest.update(json.dumps(result.nodes).encode())
     if profiler is not None:
         text = io.StringIO()
         stats = pstats.Stats(profiler, stream=text)
@@ -151,6 +171,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "placed": placed,
         "class_cache": args.class_cache if class_cache is not None else None,
         "workloads": args.workloads,
+        "hand_off": args.hand_off,
         "profiled": bool(profiler),
         "cpu_s": round(cpu, 3),
         "wall_s": round(wall, 3),
@@ -183,6 +204,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--workloads", action="store_true",
         help="hand each burst its namespaces' ReplicaSets (the default spread constraints)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--hand-off", choices=["none", "loop", "thread"], default="none",
+        help="place from an asyncio loop, on it or through to_thread (default: no loop)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if not 1 <= args.min <= args.max:

@@ -53,3 +53,13 @@ def test_with_the_workloads_the_pods_take_the_default_spread_and_all_are_placed(
     assert spread["workloads"] and not plain["workloads"]
     assert spread["placed"] == spread["pods"] == plain["pods"]
     assert spread["digest"] == fresh["digest"] != plain["digest"]
+
+
+def test_placed_on_the_loop_or_through_the_worker_thread_the_decisions_are_the_same():
+    bench = _bench()
+    reports = [
+        bench.run(bench.parse([*SMALL, "--hand-off", way])) for way in ("none", "loop", "thread")
+    ]
+    assert [r["hand_off"] for r in reports] == ["none", "loop", "thread"]
+    assert len({r["digest"] for r in reports}) == 1
+    assert all(r["placed"] == r["pods"] == reports[0]["pods"] for r in reports)

@@ -192,7 +192,7 @@ def _proven(
     for cid in moving:
         for pair in classes[cid].labels:
             index.setdefault(pair, set()).add(cid)
-    if any(state.affinity_pods_on_row[: state.rows]):
+    if state.affinity_pods:
         anti = [
             term.selector
             for record in state.pods.values()

@@ -8,6 +8,7 @@ rejection for an affinity term's."""
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -104,11 +105,14 @@ async def events_of(api: ApiClient, namespace: str) -> list[dict[str, Any]]:
     return items
 
 
+# A burst this small is placed on the event loop by default; 0 sends it to the worker
+# thread, as a large burst is: both ways bind and report alike.
+@pytest.mark.parametrize("inline_pod_nodes", [40_000, 0], ids=["on-the-loop", "worker-thread"])
 async def test_a_burst_is_bound_and_the_pod_that_fits_nowhere_is_reported(
-    api, nodes, namespace, create_pod, eventually
+    api, nodes, namespace, create_pod, eventually, inline_pod_nodes
 ):
     group = nodes[0]["metadata"]["labels"][TAINT_KEY]
-    cycle, queue, recorder, metrics = await reporting_cycle(api, group)
+    cycle, queue, recorder, metrics = await reporting_cycle(api, group, inline_pod_nodes)
     # Six 600m pods fill both 2-cpu nodes (three each); the seventh fits nowhere.
     created = []
     for i in range(7):
@@ -177,6 +181,21 @@ async def test_a_burst_is_bound_and_the_pod_that_fits_nowhere_is_reported(
     }
     text = metrics.render().decode()
     assert 'scheduler_schedule_attempts_total{profile="kubesalvo",result="scheduled"} 6.0' in text
+
+    # The housekeeping before each burst (and every second) sets the pending gauges: the
+    # pod that fits nowhere waits, parked or backing off, and no other.
+    def pending() -> dict[str, float]:
+        found = re.findall(
+            r'scheduler_pending_pods\{queue="(\w+)"\} (\S+)', metrics.render().decode()
+        )
+        return {queue: float(value) for queue, value in found}
+
+    while pending() != {"active": 0.0, "backoff": 0.0, "unschedulable": 1.0, "gated": 0.0}:
+        counts = pending()
+        if counts.get("backoff") == 1.0 and sum(counts.values()) == 1.0:
+            break
+        assert asyncio.get_running_loop().time() < deadline + 20, counts
+        await asyncio.sleep(0.1)
     await cycle.stop()
     await recorder.stop()
 
@@ -257,7 +276,7 @@ async def test_losing_the_lease_stops_the_binds_in_flight_at_once(
 
 
 async def reporting_cycle(
-    api: ApiClient, group: str
+    api: ApiClient, group: str, inline_pod_nodes: int = CycleSettings.inline_pod_nodes
 ) -> tuple[BurstCycle, SchedulingQueue, EventRecorder, SchedulerMetrics]:
     """A started event recorder and a cycle over this test's nodes (not started)."""
     config = default_config()
@@ -273,7 +292,9 @@ async def reporting_cycle(
         api,
         recorder=recorder,
         metrics=metrics,
-        settings=CycleSettings(max_burst_pods=100, gathering_window=0.05),
+        settings=CycleSettings(
+            max_burst_pods=100, gathering_window=0.05, inline_pod_nodes=inline_pod_nodes
+        ),
     )
     return cycle, queue, recorder, metrics
 
