@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -482,17 +483,8 @@ class BurstCycle:
                     gang_needed,
                     self.ties,
                 )
-            elif len(pods) * state.rows <= self.settings.inline_pod_nodes:
-                result = place_burst(
-                    state,
-                    objects,
-                    profile,
-                    workloads=workloads,
-                    gang_needed=gang_needed,
-                    ties=self.ties,
-                )
             else:
-                result = await asyncio.to_thread(
+                place = functools.partial(
                     place_burst,
                     state,
                     objects,
@@ -501,6 +493,10 @@ class BurstCycle:
                     gang_needed=gang_needed,
                     ties=self.ties,
                 )
+                if len(pods) * state.rows <= self.settings.inline_pod_nodes:
+                    result = place()
+                else:
+                    result = await asyncio.to_thread(place)
             device_failures: dict[str, Mapping[str, str]] = {}
             if devices is not None and preemption is not None:
                 device_failures = self._device_failures(state, devices, result)
