@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -123,21 +123,42 @@ def _queue_order(
     return order, gang_min, gang_last, minimums
 
 
-# (profile, resource names, max constraints) -> (profile, ScoringColumns, kernel settings):
-# a function of the profile and the state's columns alone (which only grow), the same for
-# every burst of a steady stream; the kernel only reads them.
-_operands: dict[tuple[int, tuple[str, ...], int], tuple[Profile, ScoringColumns, Any]] = {}
+# Values built from a profile (or its encoder plan's dicts) and the state's columns alone,
+# the same for every burst of a steady stream: kept by the ids of the objects they come
+# from and a key. The entry holds those objects, so no id in a key is reused while it is
+# kept; readers never change the values.
+_T = TypeVar("_T")
+_kept_values: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
+_KEPT = 128
+
+
+def _kept(owners: tuple[Any, ...], key: tuple[Any, ...], build: Callable[[], _T]) -> _T:
+    full = (*map(id, owners), *key)
+    kept = _kept_values.get(full)
+    if kept is not None:
+        return cast(_T, kept[1])
+    if len(_kept_values) >= _KEPT:
+        _kept_values.clear()
+    value = build()
+    _kept_values[full] = (owners, value)
+    return value
 
 
 def _profile_operands(
     profile: Profile, state: ClusterState, max_constraints: int
 ) -> tuple[ScoringColumns, Any]:
-    key = (id(profile), tuple(state.resource_names), max_constraints)
-    kept = _operands.get(key)
-    if kept is not None and kept[0] is profile:  # (an id is reused once its profile goes)
-        return kept[1], kept[2]
-    if len(_operands) >= 64:
-        _operands.clear()
+    """The kernel's scoring columns and settings (see ``_kept``)."""
+    names = tuple(state.resource_names)
+    return _kept(
+        (profile,),
+        ("operands", names, max_constraints),
+        lambda: _build_operands(profile, state, max_constraints),
+    )
+
+
+def _build_operands(
+    profile: Profile, state: ClusterState, max_constraints: int
+) -> tuple[ScoringColumns, Any]:
     columns = state.resource_index
     strategy = profile.fit.scoring_strategy
     sc_cols = np.array([columns.get(r.name, -1) for r in strategy.resources], dtype=np.int32)
@@ -166,28 +187,18 @@ def _profile_operands(
     scoring = ScoringColumns(
         sc_cols, sc_weight, shape_util, shape_score, bal_cols, col_scalar, col_fit_check
     )
-    settings = kernel_settings(profile, max_constraints)
-    _operands[key] = (profile, scoring, settings)
-    return scoring, settings
-
-
-# (resource names, the encoder's plugin codes by id) -> (those, the ReasonTable): the
-# same for every burst of one profile (its plan's dicts, core/encode.py) while the state's
-# columns stay the same; Results only reads it.
-_reasons: dict[tuple[tuple[str, ...], int, int], tuple[Any, Any, ReasonTable]] = {}
+    return scoring, kernel_settings(profile, max_constraints)
 
 
 def _reason_table(state: ClusterState, encoder: Encoder) -> ReasonTable:
+    """The reason table of the encoder's plan's plugin codes (see ``_kept``)."""
     extensions, class_reasons = encoder.extensions, encoder.class_reasons
-    key = (tuple(state.resource_names), id(extensions), id(class_reasons))
-    kept = _reasons.get(key)
-    if kept is not None and kept[0] is extensions and kept[1] is class_reasons:
-        return kept[2]
-    if len(_reasons) >= 64:
-        _reasons.clear()
-    table = ReasonTable.for_columns(state.resource_names, extensions, class_reasons)
-    _reasons[key] = (extensions, class_reasons, table)
-    return table
+    names = tuple(state.resource_names)
+    return _kept(
+        (extensions, class_reasons),
+        ("reasons", names),
+        lambda: ReasonTable.for_columns(state.resource_names, extensions, class_reasons),
+    )
 
 
 def _kernel(
